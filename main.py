@@ -1,0 +1,67 @@
+"""Branchpoint entry point: no arguments opens the window; subcommands run headless.
+
+    python main.py                      # the desktop app (prepares the default model on first run)
+    python main.py prepare [SOURCE]     # convert/export a model into the cache
+    python main.py models               # list prepared models
+    python main.py run --prompt TEXT …  # side-by-side decoding in the terminal
+    python main.py replay FILE.json     # re-run an exported run and verify every token
+    python main.py bench                # benchmark suite (ratios)
+
+Each subcommand lives in the package that owns its job; this file only dispatches, importing lazily so that
+`--help` and the window start fast and the run time never imports torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# name -> (module, help). The module provides add_arguments(parser) and run(args) -> exit code.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "prepare": ("models.cli_prepare", "prepare a model (default: the embedded SmolLM2-135M-Instruct)"),
+    "models": ("models.cli_list", "list prepared models"),
+    "run": ("decoding.cli_run", "decode one prompt under several strategies side by side"),
+    "replay": ("decoding.cli_replay", "re-run an exported JSON run with the model and verify every token"),
+    "bench": ("bench.__main__", "run the benchmark suite and print ratios"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="branchpoint", description="A playground for LLM decoding strategies.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module_name, help_text) in SUBCOMMANDS.items():
+        sub_parser = sub.add_parser(name, help=help_text, description=help_text)
+        sub_parser.set_defaults(_module=module_name)
+        if "--help" in sys.argv or "-h" in sys.argv or (len(sys.argv) > 1 and sys.argv[1] == name):
+            importlib.import_module(module_name).add_arguments(sub_parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0].startswith("--gui"):
+        return gui_entry(argv)
+    parser = build_parser()
+    if argv[0] in SUBCOMMANDS:
+        module = importlib.import_module(SUBCOMMANDS[argv[0]][0])
+        sub_parser = argparse.ArgumentParser(prog=f"branchpoint {argv[0]}", description=SUBCOMMANDS[argv[0]][1])
+        module.add_arguments(sub_parser)
+        args = sub_parser.parse_args(argv[1:])
+        return int(module.run(args) or 0)
+    parser.parse_args(argv)  # prints usage / error for unknown commands
+    return 2
+
+
+def gui_entry(argv: list[str] | None = None) -> int:
+    from gui.app import run_app
+
+    return run_app(argv or [])
+
+
+def cli_entry() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
