@@ -1,0 +1,73 @@
+"""One job per package: only gui/ imports Qt, only runtime/ (and models/ for validation) imports onnxruntime,
+decoding/ is pure numpy, and nothing on the run-time path imports torch/transformers/optimum at module level."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ["gui", "runtime", "decoding", "models"]
+HEAVY = {"torch", "transformers", "optimum", "gguf", "accelerate"}
+
+ALLOWED = {
+    "gui": {"PySide6", "pyqtgraph"},
+    "runtime": {"onnxruntime", "onnx"},
+    "models": {"onnxruntime", "onnx"},
+    "decoding": set(),
+}
+RESTRICTED = {"PySide6", "pyqtgraph", "onnxruntime", "onnx"}
+
+
+def _top_level_imports(path: Path) -> set[str]:
+    """Module names imported at module level (not inside functions)."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def _all_imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_restricted_imports_stay_in_their_package():
+    offenders = []
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            used = _all_imports(path) & RESTRICTED
+            if used - ALLOWED[package]:
+                offenders.append(f"{path.relative_to(ROOT)} imports {sorted(used - ALLOWED[package])}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_heavy_export_deps_are_never_imported_at_module_level():
+    offenders = []
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            used = _top_level_imports(path) & HEAVY
+            if used:
+                offenders.append(f"{path.relative_to(ROOT)} imports {sorted(used)} at module level")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_run_time_modules_do_not_pull_in_torch():
+    code = (
+        "import sys, runtime, decoding.engine, gui.main_window, models.catalog\n"
+        "heavy = sorted(m for m in ('torch', 'transformers', 'optimum') if m in sys.modules)\n"
+        "print(','.join(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == ""
