@@ -1,0 +1,98 @@
+"""Prompt area: multi-line prompt, chat toggle with optional system prompt, max new tokens, Run and Stop."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import Signal, Slot
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+DEFAULT_PROMPT = "Although I was tired, I still decided to"
+MAX_NEW_TOKENS_LIMIT = 4096
+
+
+@dataclass(frozen=True)
+class PromptRequest:
+    text: str
+    chat: bool
+    system: str | None
+    max_new_tokens: int
+
+
+class PromptPanel(QWidget):
+    runRequested = Signal()
+    stopRequested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.editor = QPlainTextEdit(DEFAULT_PROMPT)
+        self.editor.setObjectName("promptEditor")
+        self.editor.setPlaceholderText("Prompt — Ctrl+Enter runs all lanes")
+        self.editor.setToolTip("The prompt every lane continues (Ctrl+Enter: Run, Esc: Stop)")
+        self.chat = QCheckBox("chat")
+        self.chat.setToolTip("Wrap the prompt in the model's chat template as a user message")
+        self.chat.toggled.connect(self._on_chat_toggled)
+        self.system = QLineEdit()
+        self.system.setPlaceholderText("system prompt (optional; the template's default if empty)")
+        self.system.setToolTip("System message for the chat template")
+        self.system.setEnabled(False)
+        self.max_new_tokens = QSpinBox()
+        self.max_new_tokens.setRange(1, MAX_NEW_TOKENS_LIMIT)
+        self.max_new_tokens.setValue(64)
+        self.max_new_tokens.setToolTip("max_new_tokens: how many tokens each lane generates at most")
+        self.run_button = QPushButton("Run")
+        self.run_button.setToolTip("Run every lane on this prompt (Ctrl+Enter)")
+        self.run_button.clicked.connect(self.runRequested)
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setToolTip("Stop at the next step, keeping the text so far (Esc)")
+        self.stop_button.clicked.connect(self.stopRequested)
+        self.stop_button.setEnabled(False)
+        self._layout()
+
+    def _layout(self) -> None:
+        controls = QHBoxLayout()
+        controls.addWidget(self.chat)
+        controls.addWidget(QLabel("max new tokens"))
+        controls.addWidget(self.max_new_tokens)
+        controls.addStretch(1)
+        controls.addWidget(self.run_button)
+        controls.addWidget(self.stop_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(3)
+        layout.addWidget(self.editor, 1)
+        layout.addWidget(self.system)
+        layout.addLayout(controls)
+
+    @Slot(bool)
+    def _on_chat_toggled(self, on: bool) -> None:
+        self.system.setEnabled(on)
+
+    def request(self) -> PromptRequest:
+        system = self.system.text().strip() if self.chat.isChecked() else ""
+        return PromptRequest(
+            text=self.editor.toPlainText(),
+            chat=self.chat.isChecked(),
+            system=system or None,
+            max_new_tokens=self.max_new_tokens.value(),
+        )
+
+    def set_request(self, request: PromptRequest) -> None:
+        self.editor.setPlainText(request.text)
+        self.chat.setChecked(request.chat)
+        self.system.setText(request.system or "")
+        self.max_new_tokens.setValue(request.max_new_tokens)
+
+    def set_running(self, running: bool) -> None:
+        self.run_button.setEnabled(not running)
+        self.stop_button.setEnabled(running)

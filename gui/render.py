@@ -1,0 +1,140 @@
+"""Qt-free rendering of lanes to the rich text QTextBrowser understands, plus the small formatting rules
+behind it (probability colours, visible whitespace, markers). No maths here: probabilities, margins and
+divergence come from the trace and from `decoding`.
+
+QTextBrowser ignores CSS borders on spans, so marks use background, bold, underline and glyphs.
+"""
+
+from __future__ import annotations
+
+import colorsys
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from decoding.trace import StepRecord, TokenProb
+
+DIVERGENCE_GLYPH = "◆"
+NEAR_TIE_GLYPH = "▲"
+BRANCH_GLYPH = "↳"
+FORCED_GLYPH = "★"
+MARK_COLOURS = {"divergence": "#c2185b", "near_tie": "#e65100", "branch": "#1565c0", "forced": "#6a1b9a"}
+SELECTED_BACKGROUND = "#1e88e5"
+
+
+def probability_colour(p: float) -> str:
+    """Pastel background for a token of probability p: red (unlikely) through yellow to green (near certain).
+    Light enough that black text stays readable."""
+    p = min(max(float(p), 0.0), 1.0)
+    r, g, b = colorsys.hls_to_rgb(p / 3.0, 0.80, 0.75)  # hue 0 (red) → 1/3 (green)
+    return f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
+
+
+def visible_piece(text: str) -> str:
+    """A token's text as shown inside running text: newlines keep breaking lines but get a ↵, tabs a →,
+    an empty piece (e.g. a special token) shows as ∅."""
+    if text == "":
+        return "∅"
+    return text.replace("\t", "→\t").replace("\r\n", "↵\n").replace("\n", "↵\n")
+
+
+def label_piece(text: str) -> str:
+    """A token's text as a one-line label (tooltips, lists, chart axes): whitespace made visible."""
+    if text == "":
+        return "∅"
+    return text.replace("\n", "↵").replace("\t", "→").replace(" ", "·")
+
+
+def format_prob(p: float) -> str:
+    if p >= 0.995:
+        return f"{p:.3f}"
+    if p >= 0.001:
+        return f"{p * 100:.1f}%"
+    return f"{p:.1e}"
+
+
+@dataclass(frozen=True)
+class TokenMarks:
+    """Which marks one token gets in the text."""
+
+    divergence: bool = False  # first step where this lane differs from the reference lane
+    near_tie: bool = False  # top-1 − top-2 margin below the threshold
+    branch: bool = False  # the branch point of a branched lane (the picked token)
+    selected: bool = False
+
+
+def near_tie(step: StepRecord, threshold: float) -> bool:
+    """A near-tie: the processed top-1 and top-2 were closer than `threshold` (only if there was a
+    runner-up)."""
+    return len(step.top) > 1 and step.top[1].prob > 0.0 and step.margin < threshold
+
+
+def first_difference(ids: Sequence[int], reference: Sequence[int]) -> int | None:
+    """Index of the first token where `ids` departs from `reference` (None if one is a prefix of the
+    other)."""
+    for index, (a, b) in enumerate(zip(ids, reference, strict=False)):
+        if a != b:
+            return index
+    return None
+
+
+def token_html(lane: int, step: StepRecord, marks: TokenMarks, shade_raw: bool = False) -> str:
+    """One token as an anchor `tok:<lane>:<step>` with its probability as background colour."""
+    p = step.prob_raw if shade_raw else step.prob
+    background = SELECTED_BACKGROUND if marks.selected else probability_colour(p)
+    colour = "#ffffff" if marks.selected else "#000000"
+    style = [f"background-color:{background}", f"color:{colour}", "text-decoration:none"]
+    if marks.selected or marks.divergence or marks.branch:
+        style += ["font-weight:bold", "text-decoration:underline"]
+    prefix = "".join(_glyph(kind) for kind, on in _mark_kinds(marks, step) if on)
+    suffix = _glyph("near_tie") if marks.near_tie else ""
+    text = html.escape(visible_piece(step.token_text)).replace("\n", "<br>")
+    return f'{prefix}<a href="tok:{lane}:{step.step}" style="{";".join(style)}">{text}</a>{suffix}'
+
+
+def _mark_kinds(marks: TokenMarks, step: StepRecord) -> list[tuple[str, bool]]:
+    return [("branch", marks.branch), ("divergence", marks.divergence and not marks.branch),
+            ("forced", step.forced and not marks.branch)]
+
+
+def _glyph(kind: str) -> str:
+    glyph = {"divergence": DIVERGENCE_GLYPH, "near_tie": NEAR_TIE_GLYPH, "branch": BRANCH_GLYPH,
+             "forced": FORCED_GLYPH}[kind]
+    return f'<span style="color:{MARK_COLOURS[kind]};font-weight:bold">{glyph}</span>'
+
+
+def lane_html(lane: int, steps: Sequence[StepRecord], marks: Sequence[TokenMarks],
+              shade_raw: bool = False) -> str:
+    body = "".join(token_html(lane, s, m, shade_raw) for s, m in zip(steps, marks, strict=True))
+    return f'<div style="white-space:pre-wrap">{body}</div>'
+
+
+def plain_tokens_html(pieces: Sequence[str], colour: str = "#444444") -> str:
+    """Tokens without step records (other beam hypotheses): plain text, whitespace kept."""
+    text = html.escape("".join(visible_piece(p) for p in pieces)).replace("\n", "<br>")
+    return f'<div style="white-space:pre-wrap;color:{colour}">{text}</div>'
+
+
+def alternatives_html(step: StepRecord, count: int = 5) -> str:
+    """Tooltip: the step's top alternatives (processed and raw probability), the chosen one in bold."""
+    raw = {t.id: t.prob for t in step.top_raw}
+    rows = [_alternative_row(t, raw.get(t.id), t.id == step.token_id) for t in step.top[:count]]
+    if step.token_id not in {t.id for t in step.top[:count]}:
+        rows.append(_alternative_row(_chosen_as_top(step), step.prob_raw, True))
+    head = f"<b>step {step.step}</b> · p={format_prob(step.prob)} (raw {format_prob(step.prob_raw)})"
+    table = "".join(rows)
+    foot = f"entropy {step.entropy:.2f} nats · margin {step.margin:.3f} · kept {step.kept}"
+    return f"{head}<table cellspacing=0 cellpadding=2>{table}</table>{foot}"
+
+
+def _chosen_as_top(step: StepRecord) -> TokenProb:
+    return TokenProb(step.token_id, step.token_text, step.prob, -1)
+
+
+def _alternative_row(token: TokenProb, raw: float | None, chosen: bool) -> str:
+    label = html.escape(label_piece(token.text))
+    if chosen:
+        label = f"<b>{label}</b>"
+    raw_text = "" if raw is None else format_prob(raw)
+    return (f"<tr><td>{label}</td><td align=right>{format_prob(token.prob)}</td>"
+            f"<td align=right style='color:#777'>{raw_text}</td></tr>")

@@ -1,0 +1,226 @@
+"""Side-by-side text: one column per lane, tokens shaded by probability, hover = top-5 alternatives, click =
+select (lane, step), right-click = branch from an alternative or force it for all lanes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from PySide6.QtCore import QEvent, QPoint, Qt, QUrl, Signal, Slot
+from PySide6.QtGui import QAction, QContextMenuEvent
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QMenu,
+    QScrollArea,
+    QTextBrowser,
+    QToolButton,
+    QToolTip,
+    QVBoxLayout,
+    QWidget,
+)
+
+from decoding.trace import LaneTrace, StepRecord
+from gui.lane_fields import describe
+from gui.render import (
+    alternatives_html,
+    format_prob,
+    label_piece,
+    lane_html,
+    plain_tokens_html,
+)
+from gui.run_state import RunState
+
+MIN_COLUMN_WIDTH = 170
+
+
+def parse_token_url(url: str) -> tuple[int, int] | None:
+    """'tok:<lane>:<step>' → (lane, step)."""
+    parts = url.split(":")
+    if len(parts) != 3 or parts[0] != "tok":
+        return None
+    try:
+        return int(parts[1]), int(parts[2])
+    except ValueError:
+        return None
+
+
+class TokenBrowser(QTextBrowser):
+    """A read-only rich text view whose anchors are tokens."""
+
+    tokenClicked = Signal(int, int)  # lane, step
+    branchRequested = Signal(int, int, int)  # lane, step, token id
+    forceRequested = Signal(int, int)  # step, token id
+
+    def __init__(self, panel: TextPanel, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._panel = panel
+        self.setOpenLinks(False)
+        self.setOpenExternalLinks(False)
+        self.setMouseTracking(True)
+        self.anchorClicked.connect(self._on_anchor)
+
+    @Slot(QUrl)
+    def _on_anchor(self, url: QUrl) -> None:
+        target = parse_token_url(url.toString())
+        if target is not None:
+            self.tokenClicked.emit(*target)
+
+    def token_at(self, pos: QPoint) -> tuple[int, int] | None:
+        return parse_token_url(self.anchorAt(pos))
+
+    def event(self, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.ToolTip:
+            self._show_tooltip(event)
+            return True
+        return super().event(event)
+
+    def _show_tooltip(self, event: QEvent) -> None:
+        target = self.token_at(self.viewport().mapFromGlobal(event.globalPos()))
+        record = self._panel.state.step_record(*target) if target else None
+        if record is None:
+            QToolTip.hideText()
+            return
+        QToolTip.showText(event.globalPos(), alternatives_html(record), self)
+
+    def contextMenuEvent(self, event: QContextMenuEvent) -> None:
+        target = self.token_at(event.pos())
+        record = self._panel.state.step_record(*target) if target else None
+        if record is None:
+            super().contextMenuEvent(event)
+            return
+        menu = self.alternatives_menu(target[0], record)
+        menu.exec(event.globalPos())
+
+    def alternatives_menu(self, lane: int, record: StepRecord) -> QMenu:
+        menu = QMenu(self)
+        branch_menu = menu.addMenu("Branch from here with…")
+        force_menu = menu.addMenu("Force for all lanes…")
+        for token in record.top[:10]:
+            label = f"{label_piece(token.text)}    {format_prob(token.prob)}"
+            _add(branch_menu, label, self, lambda t=token.id: self.branchRequested.emit(lane, record.step, t))
+            _add(force_menu, label, self, lambda t=token.id: self.forceRequested.emit(record.step, t))
+        return menu
+
+
+def _add(menu: QMenu, label: str, parent: QWidget, slot) -> QAction:
+    # Menu actions fire on the GUI thread (triggered by a user click), so a small closure is safe here.
+    action = QAction(label, parent)
+    action.triggered.connect(slot)
+    menu.addAction(action)
+    return action
+
+
+class LaneColumn(QFrame):
+    """Header (lane name, strategy, beam toggle) above the lane's token text."""
+
+    def __init__(self, panel: TextPanel, index: int) -> None:
+        super().__init__()
+        self.index = index
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setMinimumWidth(MIN_COLUMN_WIDTH)
+        self.title = QLabel()
+        self.title.setWordWrap(True)
+        self.title.setTextFormat(Qt.TextFormat.RichText)
+        self.beams_button = QToolButton()
+        self.beams_button.setText("all beams")
+        self.beams_button.setCheckable(True)
+        self.beams_button.setToolTip("Show every returned beam hypothesis under the best one")
+        self.beams_button.toggled.connect(panel.refresh_all)
+        self.browser = TokenBrowser(panel)
+        header = QHBoxLayout()
+        header.addWidget(self.title, 1)
+        header.addWidget(self.beams_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(3, 3, 3, 3)
+        layout.setSpacing(2)
+        layout.addLayout(header)
+        layout.addWidget(self.browser, 1)
+
+    def show_lane(self, state: RunState, html_body: str, extra: str) -> None:
+        lane = state.lanes[self.index]
+        spec = state.specs[self.index] if self.index < len(state.specs) else None
+        summary = describe(spec) if spec is not None else ""
+        role = " <span style='color:#888'>(reference)</span>" if self.index == state.reference else ""
+        self.title.setText(f"<b>{lane.name}</b>{role}<br><span style='color:#555'>{summary}</span>")
+        self.beams_button.setVisible(bool(lane.sequences and len(lane.sequences) > 1))
+        self._set_html(html_body + extra)
+
+    def _set_html(self, text: str) -> None:
+        bar = self.browser.verticalScrollBar()
+        at_end = bar.value() >= bar.maximum() - 4
+        keep = bar.value()
+        self.browser.setHtml(text)
+        bar.setValue(bar.maximum() if at_end else keep)
+
+
+class TextPanel(QWidget):
+    """All lane columns side by side in a horizontal scroll area."""
+
+    tokenClicked = Signal(int, int)
+    branchRequested = Signal(int, int, int)
+    forceRequested = Signal(int, int)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.state = RunState()
+        self.columns: list[LaneColumn] = []
+        self._detokenize = None  # callable(ids) -> text for non-best beam hypotheses
+        self._row = QWidget()
+        self._row_layout = QHBoxLayout(self._row)
+        self._row_layout.setContentsMargins(0, 0, 0, 0)
+        self._row_layout.setSpacing(4)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        scroll.setWidget(self._row)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(scroll)
+
+    def set_detokenizer(self, pieces_of) -> None:
+        """`pieces_of(ids) -> list[str]` renders other beam hypotheses (not needed for anything else)."""
+        self._detokenize = pieces_of
+
+    def set_state(self, state: RunState) -> None:
+        self.state = state
+        self._rebuild_columns()
+        self.refresh_all()
+
+    def _rebuild_columns(self) -> None:
+        for column in self.columns:
+            column.setParent(None)
+            column.deleteLater()
+        self.columns = [LaneColumn(self, index) for index in range(len(self.state.lanes))]
+        for column in self.columns:
+            self._row_layout.addWidget(column, 1)
+            column.browser.tokenClicked.connect(self.tokenClicked)
+            column.browser.branchRequested.connect(self.branchRequested)
+            column.browser.forceRequested.connect(self.forceRequested)
+
+    @Slot()
+    def refresh_all(self) -> None:
+        for index in range(len(self.columns)):
+            self.refresh_lane(index)
+
+    def refresh_lane(self, index: int) -> None:
+        column = self.columns[index]
+        lane = self.state.lanes[index]
+        body = lane_html(index, lane.steps, self.state.marks(index))
+        extra = self._other_beams_html(lane) if column.beams_button.isChecked() else ""
+        column.show_lane(self.state, body, extra)
+
+    def _other_beams_html(self, lane: LaneTrace) -> str:
+        if not lane.sequences or self._detokenize is None:
+            return ""
+        parts = []
+        scores = lane.sequence_scores or []
+        for rank, ids in enumerate(lane.sequences[1:], start=1):
+            score = f" · score {scores[rank]:.3f}" if rank < len(scores) else ""
+            parts.append(f"<hr><span style='color:#888'>beam #{rank + 1}{score}</span>")
+            parts.append(plain_tokens_html(self._detokenize(ids)))
+        return "".join(parts)
+
+    def column_texts(self) -> Sequence[str]:
+        """Plain text of each column (tests, export)."""
+        return [column.browser.toPlainText() for column in self.columns]
