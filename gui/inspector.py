@@ -1,0 +1,389 @@
+"""Step inspector: why one lane chose one token at one step.
+
+Left plot: the top-N candidates as horizontal bars (token labels on the left axis), raw vs after the lane's
+processors, the chosen token highlighted, the top-k / kept-set boundaries and the min-p threshold drawn.
+Right plot: the same rows on the cumulative scale — the raw running sum against the top-p line, each row's
+slice of the processed distribution, and the uniform draw u of a sampled step falling into the chosen token's
+slice.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtGui import QCursor, QFontMetrics
+from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QMenu, QVBoxLayout, QWidget
+
+from decoding.trace import LaneTrace, StepRecord
+from gui import style
+from gui.chart_data import Cutoffs, TokenRow, display_token, inspector_rows, step_cutoffs, step_summary
+
+_BAR = 0.38  # bar thickness in row units; two of them side by side fill most of a row
+
+
+class StepInspector(QWidget):
+    branchRequested = Signal(int, int, int)  # lane index, step, token id
+    forceRequested = Signal(int, int)  # step, token id
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._lane_index = -1
+        self._step: StepRecord | None = None
+        self._rows: list[TokenRow] = []
+        self._max_rows = 20
+        self._overlay = False
+        self._build_ui()
+
+    # ---- public API --------------------------------------------------------------------------------------
+    def set_step(self, lane_index: int, lane: LaneTrace, step: int) -> None:
+        """Show lane.steps[step] of the lane at lane_index (the index travels back in branchRequested)."""
+        self._lane_index, self._lane, self._step = lane_index, lane, lane.steps[step]
+        self._redraw()
+
+    def clear(self) -> None:
+        self._step, self._rows = None, []
+        self._title.setText("No step selected")
+        self._set_rows_visible(False)
+        for value in self._values.values():
+            value.setText("")
+
+    def set_max_rows(self, rows: int) -> None:
+        if rows < 2:
+            raise ValueError(f"max_rows={rows} must be >= 2")
+        self._max_rows = rows
+        self._redraw()
+
+    def set_overlay(self, overlay: bool) -> None:
+        """Raw and processed bars overlaid (processed drawn inside raw) instead of side by side."""
+        self._mode.setCurrentIndex(1 if overlay else 0)
+
+    def rows(self) -> list[TokenRow]:
+        return list(self._rows)
+
+    def cutoffs(self) -> Cutoffs | None:
+        return self._cutoffs if self._step else None
+
+    def row_at_scene_pos(self, pos: QPointF) -> int | None:
+        """The row under a scene position in either plot, or None."""
+        if not self._rows:
+            return None
+        for plot in (self._bars_plot, self._cum_plot):
+            if plot.sceneBoundingRect().contains(pos):
+                row = round(plot.vb.mapSceneToView(pos).y())
+                return row if 0 <= row < len(self._rows) else None
+        return None
+
+    def export_png(self, path: str | Path) -> Path:
+        return style.export_widget_png(self, path)
+
+    # ---- construction ------------------------------------------------------------------------------------
+    def _build_ui(self) -> None:
+        self._title = QLabel("No step selected")
+        self._title.setFont(style.ui_font(10))
+        self._title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._mode = QComboBox()
+        self._mode.addItems(["raw | processed side by side", "raw / processed overlaid"])
+        self._mode.currentIndexChanged.connect(self._on_mode_changed)
+        header = QHBoxLayout()
+        header.addWidget(self._title, 1)
+        header.addWidget(self._mode)
+
+        self._canvas = pg.GraphicsLayoutWidget()
+        self._canvas.setBackground("w")
+        self._bars_plot = self._canvas.addPlot(row=0, col=0)
+        self._cum_plot = self._canvas.addPlot(row=0, col=1)
+        self._canvas.ci.layout.setColumnStretchFactor(0, 3)
+        self._canvas.ci.layout.setColumnStretchFactor(1, 2)
+        self._setup_plots()
+        self._create_items()
+        self._canvas.scene().sigMouseClicked.connect(self._on_click)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addLayout(header)
+        layout.addWidget(self._legend_label())
+        layout.addWidget(self._canvas, 1)
+        layout.addLayout(self._build_numbers())
+        self.clear()
+
+    @staticmethod
+    def _legend_label() -> QLabel:
+        def key(colour: str, text: str, glyph: str = "■") -> str:
+            return f'<span style="color:{colour}">{glyph}</span>&nbsp;{text}'
+
+        keys = [
+            key(style.RAW_COLOUR, "raw"),
+            key(style.PROCESSED_COLOUR, "after processors"),
+            key(style.CHOSEN_COLOUR, "chosen"),
+            key(style.RAW_COLOUR, "cumulative (top-p's view)", "●"),
+            key(style.FOREGROUND, "kept", "━"),
+            key("#7B3294", "top-k", "╍"),
+            key(style.CUTOFF_COLOUR, "top-p / min-p", "╍"),
+            key(style.DRAW_COLOUR, "draw u", "┃"),
+        ]
+        label = QLabel("&nbsp;&nbsp; ".join(keys))
+        label.setFont(style.ui_font(8))
+        label.setWordWrap(True)
+        return label
+
+    def _setup_plots(self) -> None:
+        for plot in (self._bars_plot, self._cum_plot):
+            plot.setMenuEnabled(False)
+            plot.hideButtons()
+            plot.setMouseEnabled(x=False, y=False)
+            plot.invertY(True)
+            plot.showGrid(x=True, alpha=0.25)
+            for name in ("left", "bottom"):
+                axis = plot.getAxis(name)
+                axis.enableAutoSIPrefix(False)
+                axis.setPen(pg.mkPen(style.FOREGROUND))
+                axis.setTextPen(pg.mkPen(style.FOREGROUND))
+                axis.setTickFont(style.ui_font(8.5))
+        self._cum_plot.setYLink(self._bars_plot)
+        self._cum_plot.getAxis("left").setStyle(showValues=False)
+        self._cum_plot.getAxis("left").setWidth(4)
+        self._cum_plot.setXRange(0, 1, padding=0.02)
+        self._bars_plot.setLabel("bottom", "probability")
+        self._cum_plot.setLabel("bottom", "cumulative")
+
+    def _create_items(self) -> None:
+        """Every plot item is made once here; redraws only change their data (FACTS: pyqtgraph)."""
+        bars, cum = self._bars_plot, self._cum_plot
+        self._raw_bars = pg.BarGraphItem(x0=[], y=[], width=[], height=_BAR)
+        self._proc_bars = pg.BarGraphItem(x0=[], y=[], width=[], height=_BAR)
+        bars.addItem(self._raw_bars)
+        bars.addItem(self._proc_bars)
+        dash = Qt.PenStyle.DashLine
+        self._kept_line = self._hline(bars, style.FOREGROUND, Qt.PenStyle.SolidLine, "kept")
+        self._kept_line_cum = self._hline(cum, style.FOREGROUND, Qt.PenStyle.SolidLine, "")
+        self._top_k_line = self._hline(bars, "#7B3294", dash, "top-k")
+        self._min_p_line = self._vline(
+            bars, style.CUTOFF_COLOUR, Qt.PenStyle.DotLine, "min-p", at_bottom=True
+        )
+        self._slices = pg.BarGraphItem(x0=[], y=[], width=[], height=0.6)
+        cum.addItem(self._slices)
+        self._cum_raw = cum.plot(
+            [],
+            [],
+            pen=pg.mkPen(style.RAW_COLOUR, width=2),
+            symbol="o",
+            symbolSize=5,
+            symbolBrush=style.RAW_COLOUR,
+            symbolPen=None,
+        )
+        self._top_p_line = self._vline(cum, style.CUTOFF_COLOUR, dash, "top-p")
+        self._draw_line = self._vline(cum, style.DRAW_COLOUR, Qt.PenStyle.SolidLine, "u", at_bottom=True)
+
+    @staticmethod
+    def _hline(plot: pg.PlotItem, colour: str, pen_style: Qt.PenStyle, label: str) -> pg.InfiniteLine:
+        line = pg.InfiniteLine(
+            angle=0,
+            movable=False,
+            pen=pg.mkPen(colour, width=1.5, style=pen_style),
+            label=label or None,
+            labelOpts={
+                "position": 0.98,
+                "color": colour,
+                "anchors": [(1, 1), (1, 1)],
+                "fill": (255, 255, 255, 200),
+            },
+        )
+        plot.addItem(line, ignoreBounds=True)
+        return line
+
+    @staticmethod
+    def _vline(
+        plot: pg.PlotItem, colour: str, pen_style: Qt.PenStyle, label: str, at_bottom: bool = False
+    ) -> pg.InfiniteLine:
+        # Labels sit right of the line, at the top (cut-offs) or the bottom (draw, min-p): they never collide.
+        anchor = (0, 1) if at_bottom else (0, 0)
+        line = pg.InfiniteLine(
+            angle=90,
+            movable=False,
+            pen=pg.mkPen(colour, width=1.5, style=pen_style),
+            label=label,
+            labelOpts={
+                "position": 0.98 if at_bottom else 0.02,
+                "color": colour,
+                "anchors": [anchor, anchor],
+                "fill": (255, 255, 255, 200),
+            },
+        )
+        plot.addItem(line, ignoreBounds=True)
+        return line
+
+    def _build_numbers(self) -> QGridLayout:
+        grid = QGridLayout()
+        grid.setHorizontalSpacing(12)
+        grid.setVerticalSpacing(1)
+        self._values: dict[str, QLabel] = {}
+        names = ["p(chosen)", "entropy", "margin top1−top2", "kept set", "tail mass", "draw u", "flags"]
+        for i, name in enumerate(names):
+            label, value = QLabel(name + ":"), QLabel("")
+            label.setStyleSheet("color: #555")
+            value.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            grid.addWidget(label, i // 2, (i % 2) * 2)
+            grid.addWidget(value, i // 2, (i % 2) * 2 + 1)
+            self._values[name] = value
+        grid.setColumnStretch(1, 1)
+        grid.setColumnStretch(3, 1)
+        return grid
+
+    # ---- drawing -----------------------------------------------------------------------------------------
+    def _redraw(self) -> None:
+        if self._step is None:
+            return
+        step = self._step
+        self._rows = inspector_rows(step, self._max_rows)
+        self._cutoffs = step_cutoffs(step, self._rows, self._lane.config, self._lane.processors)
+        self._title.setText(self._title_text())
+        self._set_rows_visible(True)
+        self._draw_bars()
+        self._draw_cutoffs()
+        self._draw_cumulative()
+        self._fill_numbers()
+
+    def _title_text(self) -> str:
+        step = self._step
+        token = display_token(step.token_text, 24)
+        forced = " · forced" if step.forced else ""
+        return f"{self._lane.name} · step {step.step} · chose “{token}” (id {step.token_id}){forced}"
+
+    def _set_rows_visible(self, visible: bool) -> None:
+        for item in (self._raw_bars, self._proc_bars, self._slices, self._cum_raw):
+            item.setVisible(visible)
+        if not visible:
+            for line in (
+                self._kept_line,
+                self._kept_line_cum,
+                self._top_k_line,
+                self._min_p_line,
+                self._top_p_line,
+                self._draw_line,
+            ):
+                line.setVisible(False)
+            self._bars_plot.getAxis("left").setTicks([[]])
+
+    def _draw_bars(self) -> None:
+        rows, n = self._rows, len(self._rows)
+        ys = list(range(n))
+        raw_w = [r.prob_raw or 0.0 for r in rows]
+        proc_w = [r.prob or 0.0 for r in rows]
+        shift = 0.0 if self._overlay else _BAR / 2
+        raw_h = _BAR * 1.6 if self._overlay else _BAR
+        proc_h = _BAR * 0.8 if self._overlay else _BAR
+        self._raw_bars.setOpts(
+            x0=[0.0] * n,
+            y=[y - shift for y in ys],
+            width=raw_w,
+            height=raw_h,
+            brushes=[self._brush(r, raw=True) for r in rows],
+            pens=[None] * n,
+        )
+        self._proc_bars.setOpts(
+            x0=[0.0] * n,
+            y=[y + shift for y in ys],
+            width=proc_w,
+            height=proc_h,
+            brushes=[self._brush(r, raw=False) for r in rows],
+            pens=[None] * n,
+        )
+        self._set_token_ticks()
+        top = max(raw_w + proc_w + [1e-6])
+        self._bars_plot.setXRange(0, top * 1.12, padding=0)
+        self._bars_plot.setYRange(-0.6, n - 0.4, padding=0)
+
+    def _brush(self, row: TokenRow, raw: bool) -> pg.QtGui.QBrush:
+        colour = style.CHOSEN_COLOUR if row.chosen else (style.RAW_COLOUR if raw else style.PROCESSED_COLOUR)
+        brush = pg.mkBrush(colour)
+        if raw and (row.chosen or self._overlay):
+            brush = pg.mkBrush(pg.mkColor(colour).lighter(150 if row.chosen else 110))
+        return brush
+
+    def _set_token_ticks(self) -> None:
+        ticks = [(i, f"{'▶ ' if r.chosen else ''}{display_token(r.text)}") for i, r in enumerate(self._rows)]
+        axis = self._bars_plot.getAxis("left")
+        axis.setTicks([ticks])
+        # pyqtgraph drops labels wider than the axis; size it to the longest label up front.
+        metrics = QFontMetrics(style.ui_font(8.5))
+        axis.setWidth(max(metrics.horizontalAdvance(text) for _, text in ticks) + 16)
+
+    def _draw_cutoffs(self) -> None:
+        c = self._cutoffs
+        self._place(
+            self._kept_line,
+            None if c.kept_boundary is None else c.kept_boundary - 0.5,
+            f"kept {self._step.kept:,}",
+        )
+        self._place(self._kept_line_cum, None if c.kept_boundary is None else c.kept_boundary - 0.5, None)
+        self._place(
+            self._top_k_line, None if c.top_k_boundary is None else c.top_k_boundary - 0.5, f"top-k {c.top_k}"
+        )
+        self._place(self._min_p_line, c.min_p_threshold, f"min-p {c.min_p:g}·p₁" if c.min_p else None)
+        self._place(self._top_p_line, c.top_p, f"top-p {c.top_p:g}" if c.top_p else None)
+        draw = self._step.draw
+        self._place(self._draw_line, draw, f"u={draw:.3f}" if draw is not None else None)
+
+    @staticmethod
+    def _place(line: pg.InfiniteLine, value: float | None, label: str | None) -> None:
+        line.setVisible(value is not None)
+        if value is None:
+            return
+        line.setValue(value)
+        if label is not None and line.label is not None:
+            line.label.setFormat(label)
+
+    def _draw_cumulative(self) -> None:
+        c, n = self._cutoffs, len(self._rows)
+        lows = [low for low, _ in c.intervals]
+        widths = [high - low for low, high in c.intervals]
+        brushes = [
+            pg.mkBrush(style.CHOSEN_COLOUR if r.chosen else style.PROCESSED_COLOUR) for r in self._rows
+        ]
+        self._slices.setOpts(
+            x0=lows,
+            y=list(range(n)),
+            width=widths,
+            height=0.6,
+            brushes=brushes,
+            pens=[pg.mkPen("w", width=0.5)] * n,
+        )
+        self._cum_raw.setData(c.cumulative_raw, list(range(len(c.cumulative_raw))))
+
+    def _fill_numbers(self) -> None:
+        self._values["draw u"].setText("—")
+        for name, text in step_summary(self._lane, self._step):
+            self._values[name].setText(text)
+
+    # ---- interaction -------------------------------------------------------------------------------------
+    def _on_mode_changed(self, index: int) -> None:
+        self._overlay = index == 1
+        self._redraw()
+
+    def _on_click(self, event) -> None:
+        row = self.row_at_scene_pos(event.scenePos())
+        if row is None or self._rows[row].chosen:
+            return
+        token_id = self._rows[row].token_id
+        if event.button() == Qt.MouseButton.LeftButton:
+            event.accept()
+            self.branchRequested.emit(self._lane_index, self._step.step, token_id)
+        elif event.button() == Qt.MouseButton.RightButton:
+            event.accept()
+            self._context_menu(self._rows[row]).popup(QCursor.pos())
+
+    def _context_menu(self, row: TokenRow) -> QMenu:
+        menu = QMenu(self)
+        token = display_token(row.text, 24)
+        step = self._step.step
+        menu.addAction(
+            f"Branch a new lane with “{token}” at step {step}",
+            lambda: self.branchRequested.emit(self._lane_index, step, row.token_id),
+        )
+        menu.addAction(
+            f"Force “{token}” for all lanes at step {step}",
+            lambda: self.forceRequested.emit(step, row.token_id),
+        )
+        return menu

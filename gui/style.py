@@ -1,0 +1,64 @@
+"""Shared look of the window and its charts: one colour per lane, fonts that cover Chinese, plot setup."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyqtgraph as pg
+from PySide6.QtGui import QColor, QFont
+from PySide6.QtWidgets import QApplication, QWidget
+
+# Okabe–Ito, distinguishable with colour-vision deficiencies and readable on white.
+_LANE_COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#8C564B"]
+
+# Set explicitly: with Noto CJK installed Qt otherwise picks the JP variant for Chinese text (FACTS).
+FONT_FAMILIES = ["DejaVu Sans", "Noto Sans CJK SC", "WenQuanYi Micro Hei"]
+
+RAW_COLOUR = "#A8A8A8"
+PROCESSED_COLOUR = "#0072B2"
+CHOSEN_COLOUR = "#E69F00"
+CUTOFF_COLOUR = "#C0392B"
+DRAW_COLOUR = "#009E73"
+FOREGROUND = "#202020"
+
+
+def lane_color_hex(index: int) -> str:
+    return _LANE_COLOURS[index % len(_LANE_COLOURS)]
+
+
+def lane_color(index: int) -> QColor:
+    return QColor(lane_color_hex(index))
+
+
+def ui_font(point_size: float = 9.0) -> QFont:
+    font = QFont()
+    font.setFamilies(FONT_FAMILIES)
+    font.setPointSizeF(point_size)
+    return font
+
+
+def configure_fonts(app: QApplication) -> None:
+    app.setFont(ui_font(app.font().pointSizeF() if app.font().pointSizeF() > 0 else 9.0))
+
+
+def make_plot_widget(parent: QWidget | None = None) -> pg.PlotWidget:
+    """A white plot with dark axes, explicit fonts, and no SI-prefix rescaling of the numbers."""
+    widget = pg.PlotWidget(parent=parent, background="w")
+    plot = widget.getPlotItem()
+    plot.setMenuEnabled(False)
+    plot.hideButtons()
+    for name in ("left", "bottom", "right", "top"):
+        axis = plot.getAxis(name)
+        axis.enableAutoSIPrefix(False)
+        axis.setPen(pg.mkPen(FOREGROUND))
+        axis.setTextPen(pg.mkPen(FOREGROUND))
+        axis.setTickFont(ui_font(8.5))
+    return widget
+
+
+def export_widget_png(widget: QWidget, path: str | Path) -> Path:
+    """Render the widget as it looks now into a PNG; raises OSError if Qt could not write it."""
+    path = Path(path)
+    if not widget.grab().save(str(path), "PNG"):
+        raise OSError(f"could not write PNG to {path}")
+    return path
