@@ -1,0 +1,129 @@
+"""Items measured on the ONNX decoder alone (no decoding strategies): batching gain, KV-cache flatness,
+prefill scaling, and the memory-bandwidth floor."""
+
+from __future__ import annotations
+
+from bench.bandwidth import best_read_bandwidth, weight_bytes
+from bench.context import BenchContext
+from bench.report import Row
+from bench.timing import interleaved, median_time, medians, paired_ratio
+
+NEXT_TOKEN = 42  # any ordinary token: step time does not depend on it
+
+
+class Stepper:
+    """Keeps a decoder state and advances all its rows by one token per call (the context grows by one each
+    call, negligible against the prompt). `permute` reverses the rows each call, forcing the row gather a beam
+    reorder costs."""
+
+    def __init__(self, decoder, prompt_ids: list[int], rows: int, permute: bool = False):
+        self.decoder = decoder
+        state, _ = decoder.prefill(prompt_ids)
+        self.state, _ = decoder.step(state, [0] * rows, [NEXT_TOKEN] * rows)
+        order = range(rows - 1, -1, -1) if permute else range(rows)
+        self.rows = list(order)
+        self.tokens = [NEXT_TOKEN] * rows
+
+    def __call__(self) -> None:
+        self.state, _ = self.decoder.step(self.state, self.rows, self.tokens)
+
+
+class OneByOne:
+    """The same rows as separate one-row states, stepped one call each (what a per-lane loop would do)."""
+
+    def __init__(self, decoder, prompt_ids: list[int], rows: int):
+        self.steppers = [Stepper(decoder, prompt_ids, 1) for _ in range(rows)]
+
+    def __call__(self) -> None:
+        for stepper in self.steppers:
+            stepper()
+
+
+def measure_batching(ctx: BenchContext) -> list[Row]:
+    decoder, ids, rows, reps = ctx.decoder, ctx.random_ids(50), ctx.sizes.batch_rows, ctx.sizes.step_reps
+    samples = interleaved(
+        {
+            "single": Stepper(decoder, ids, 1),
+            "batch": Stepper(decoder, ids, rows),
+            "reordered": Stepper(decoder, ids, rows, permute=True),
+            "one_by_one": OneByOne(decoder, ids, rows),
+        },
+        reps,
+    )
+    ms = {name: value * 1e3 for name, value in medians(samples).items()}
+    item = "2 batching"
+    return [
+        Row(
+            item,
+            f"batched step ({rows} rows) / single-row step",
+            paired_ratio(samples, "batch", "single"),
+            goal="<= 1.5",
+        ),
+        Row(
+            item, f"{rows} one-by-one steps / one batched step", paired_ratio(samples, "one_by_one", "batch")
+        ),
+        Row(
+            item,
+            "batched step with rows reordered (beam) / without",
+            paired_ratio(samples, "reordered", "batch"),
+        ),
+        Row(item, "single-row step", ms["single"], unit="ms"),
+        Row(item, f"batched step ({rows} rows)", ms["batch"], unit="ms"),
+    ]
+
+
+def measure_kv_flatness(ctx: BenchContext) -> list[Row]:
+    short, long = ctx.sizes.contexts
+    decoder = ctx.decoder
+    samples = interleaved(
+        {
+            "short": Stepper(decoder, ctx.random_ids(short), 1),
+            "long": Stepper(decoder, ctx.random_ids(long), 1),
+        },
+        ctx.sizes.step_reps,
+    )
+    ms = medians(samples)
+    item = "3 KV cache"
+    rows = [
+        Row(
+            item,
+            f"step at context {long} / at context {short}",
+            paired_ratio(samples, "long", "short"),
+            goal="<= 1.6",
+        ),
+        Row(item, f"single-row step at context {short}", ms["short"] * 1e3, unit="ms"),
+        Row(item, f"single-row step at context {long}", ms["long"] * 1e3, unit="ms"),
+    ]
+    return rows + measure_prefill(ctx)
+
+
+def measure_prefill(ctx: BenchContext) -> list[Row]:
+    lengths = ctx.sizes.prefill_lengths
+    seconds = {
+        n: median_time(lambda n=n: ctx.decoder.prefill(ctx.random_ids(n)), ctx.sizes.prefill_reps)
+        for n in lengths
+    }
+    first = lengths[0]
+    rows = [Row("3 prefill", f"prefill {n} tokens", seconds[n] * 1e3, unit="ms") for n in lengths]
+    per_token = [seconds[n] / n / (seconds[first] / first) for n in lengths[1:]]
+    rows += [
+        Row("3 prefill", f"per-token time at {n} / at {first}", ratio)
+        for n, ratio in zip(lengths[1:], per_token, strict=True)
+    ]
+    return rows
+
+
+def measure_floor(ctx: BenchContext) -> list[Row]:
+    bandwidth = best_read_bandwidth(ctx.sizes.bandwidth_mb, ctx.sizes.bandwidth_reps)
+    weights = weight_bytes(ctx.model_dir / "model.onnx")
+    floor = weights / bandwidth["best"]
+    step = median_time(Stepper(ctx.decoder, ctx.random_ids(50), 1), ctx.sizes.step_reps)
+    item = "4 floor"
+    return [
+        Row(item, "single-row step / bandwidth floor", step / floor, goal="<= 1.2"),
+        Row(item, "read bandwidth, all cores", bandwidth["all_cores"] / 1e9, unit="GB/s"),
+        Row(item, "read bandwidth, one thread", bandwidth["single_thread"] / 1e9, unit="GB/s"),
+        Row(item, "weight bytes", weights / 1e6, unit="MB"),
+        Row(item, "floor = weights / bandwidth", floor * 1e3, unit="ms"),
+        Row(item, "single-row step at context 50", step * 1e3, unit="ms"),
+    ]
