@@ -1,0 +1,281 @@
+"""`OnnxDecoder`: an optimum export (`text-generation-with-past`) behind the `LogitsSource` protocol.
+
+The KV cache stays as OrtValues on the session's device (CUDA or CPU) and is fed back through IO binding
+every step; only the last position's logits come back to the host, as float32. CPU and CUDA share this one
+code path.
+
+Rows: a state holds `rows` sequences in one physical cache [rows, kv_heads, P, head_dim]. All rows share the
+physical length P; each row has its own attention mask over the P positions (1 = part of its sequence) and
+its own length (= the position id of its next token). Fork / reorder / drop are a row gather (a tiny Gather
+graph on the device, skipped when the rows are unchanged); truncation zeroes the mask beyond the kept length,
+so rows of different lengths batch in one call. Not thread-safe: use one decoder from one thread at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+from runtime.helper_graphs import ONNX_TYPES, last_logits_model, row_gather_model
+from runtime.session import create_helper_session, create_session
+
+PAST_NAME = re.compile(r"^past_key_values\.(\d+)\.(key|value)$")
+INT_TYPES = {"tensor(int64)": np.int64, "tensor(int32)": np.int32}
+
+
+@dataclass
+class DecoderState:
+    """Opaque to the engine. `kv`: the graph's past inputs in order, each [rows, kv_heads, P, head_dim] on the
+    device; `mask`: int [rows, P]; `lengths`: int64 [rows] = tokens in each row's sequence."""
+
+    kv: list[ort.OrtValue]
+    mask: np.ndarray
+    lengths: np.ndarray
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.lengths.shape[0])
+
+
+@dataclass(frozen=True)
+class GraphIO:
+    """Names and types discovered from the exported graph."""
+
+    past_names: tuple[str, ...]
+    present_names: tuple[str, ...]
+    has_position_ids: bool
+    ids_dtype: type
+    mask_dtype: type
+    positions_dtype: type
+    kv_elem_type: int
+    logits_elem_type: int
+    kv_heads: int
+    head_dim: int
+    vocab_size: int | None
+
+    @classmethod
+    def from_session(cls, session: ort.InferenceSession, config: dict) -> GraphIO:
+        inputs = {i.name: i for i in session.get_inputs()}
+        outputs = {o.name: o for o in session.get_outputs()}
+        for required in ("input_ids", "attention_mask"):
+            if required not in inputs:
+                raise ValueError(
+                    f"model has no `{required}` input; export it with task text-generation-with-past"
+                )
+        past = sorted((n for n in inputs if PAST_NAME.match(n)), key=_layer_order)
+        if not past or "logits" not in outputs:
+            raise ValueError("model has no past_key_values inputs / logits output (not a with-past export)")
+        present = tuple(n.replace("past_key_values.", "present.", 1) for n in past)
+        missing = [n for n in present if n not in outputs]
+        if missing:
+            raise ValueError(f"model lacks present outputs for its past inputs: {missing[:4]}")
+        kv = inputs[past[0]]
+        kv_heads, head_dim = _kv_dims(kv.shape, config)
+        vocab = outputs["logits"].shape[-1]
+        return cls(
+            past_names=tuple(past),
+            present_names=present,
+            has_position_ids="position_ids" in inputs,
+            ids_dtype=INT_TYPES[inputs["input_ids"].type],
+            mask_dtype=INT_TYPES[inputs["attention_mask"].type],
+            positions_dtype=INT_TYPES[inputs["position_ids"].type] if "position_ids" in inputs else np.int64,
+            kv_elem_type=ONNX_TYPES[kv.type],
+            logits_elem_type=ONNX_TYPES[outputs["logits"].type],
+            kv_heads=kv_heads,
+            head_dim=head_dim,
+            vocab_size=vocab if isinstance(vocab, int) else config.get("vocab_size"),
+        )
+
+
+def _layer_order(name: str) -> tuple[int, int]:
+    layer, kind = PAST_NAME.match(name).groups()
+    return int(layer), 0 if kind == "key" else 1
+
+
+def _kv_dims(shape: Sequence, config: dict) -> tuple[int, int]:
+    """(kv_heads, head_dim) from the past input's static dims, else from config.json."""
+    heads, head_dim = shape[1], shape[3]
+    if not isinstance(heads, int):
+        heads = config.get("num_key_value_heads") or config.get("num_attention_heads") or config["n_head"]
+    if not isinstance(head_dim, int):
+        hidden = config.get("hidden_size") or config["n_embd"]
+        head_dim = config.get("head_dim") or hidden // (config.get("num_attention_heads") or config["n_head"])
+    return int(heads), int(head_dim)
+
+
+def read_json(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def eos_ids_from(model_dir: Path) -> tuple[int, ...]:
+    """eos ids as transformers' generate() uses them: generation_config.json first, then config.json."""
+    for name in ("generation_config.json", "config.json"):
+        eos = read_json(model_dir / name).get("eos_token_id")
+        if eos is not None:
+            return tuple(int(e) for e in (eos if isinstance(eos, list) else [eos]))
+    return ()
+
+
+class OnnxDecoder:
+    """LogitsSource over an exported model folder (model.onnx + config.json). See the module docstring."""
+
+    def __init__(self, model_dir: str | Path, device: str = "auto", threads: int | None = None):
+        self.model_dir = Path(model_dir)
+        config = read_json(self.model_dir / "config.json")
+        self.session, self.placement = create_session(self.model_dir / "model.onnx", device, threads)
+        self.io = GraphIO.from_session(self.session, config)
+        if self.io.vocab_size is None:
+            raise ValueError("vocab size is neither in the graph nor in config.json")
+        self.vocab_size: int = self.io.vocab_size
+        self.eos_token_ids: tuple[int, ...] = eos_ids_from(self.model_dir)
+        self._gather = create_helper_session(
+            row_gather_model(len(self.io.past_names), self.io.kv_elem_type), self.placement
+        )
+        self._last = create_helper_session(last_logits_model(self.io.logits_elem_type), self.placement)
+        self._main_binding = self.session.io_binding()
+        self._gather_binding = self._gather.io_binding()
+        self._last_binding = self._last.io_binding()
+        self._empty_kv = [
+            self._ortvalue([1, self.io.kv_heads, 0, self.io.head_dim]) for _ in self.io.past_names
+        ]
+
+    @property
+    def provider(self) -> str:
+        """The execution provider really active ("CUDAExecutionProvider" or "CPUExecutionProvider")."""
+        return self.placement.provider
+
+    @property
+    def device(self) -> str:
+        """ "cuda" or "cpu": where the KV cache lives."""
+        return self.placement.device
+
+    @staticmethod
+    def num_rows(state: DecoderState) -> int:
+        return state.num_rows
+
+    @staticmethod
+    def row_lengths(state: DecoderState) -> list[int]:
+        """Tokens (prompt included) in each row's sequence."""
+        return state.lengths.tolist()
+
+    def prefill(self, prompt_ids: Sequence[int]) -> tuple[DecoderState, np.ndarray]:
+        ids = np.asarray(prompt_ids, dtype=self.io.ids_dtype).reshape(1, -1)
+        if ids.shape[1] == 0:
+            raise ValueError("prompt_ids must not be empty")
+        self._check_tokens(ids)
+        length = ids.shape[1]
+        mask = np.ones((1, length), dtype=self.io.mask_dtype)
+        positions = np.arange(length, dtype=self.io.positions_dtype).reshape(1, -1)
+        state, logits = self._run(self._empty_kv, ids, mask, positions)
+        return state, logits[0]
+
+    def step(
+        self,
+        state: DecoderState,
+        rows: Sequence[int],
+        tokens: Sequence[int],
+        lengths: Sequence[int | None] | None = None,
+    ) -> tuple[DecoderState, np.ndarray]:
+        row_index = np.asarray(rows, dtype=np.int64)
+        ids = np.asarray(tokens, dtype=self.io.ids_dtype).reshape(-1, 1)
+        self._check_rows(state, row_index, ids, lengths)
+        identity = row_index.shape[0] == state.num_rows and bool(
+            np.all(row_index == np.arange(state.num_rows))
+        )
+        kv = state.kv if identity else self._gather_rows(state.kv, row_index)
+        mask, kept = self._next_mask(state, row_index, lengths)
+        positions = kept.astype(self.io.positions_dtype).reshape(-1, 1)
+        return self._run(kv, ids, mask, positions)
+
+    def warmup(self) -> None:
+        """One prefill, fork and step: the first runs of a fresh session are several times slower."""
+        state, _ = self.prefill([0] * 8)
+        state, _ = self.step(state, [0, 0], [0, 0])
+        self.step(state, [1, 0], [0, 0], [9, None])
+
+    # -- internals --
+
+    def _ortvalue(self, shape: list[int]) -> ort.OrtValue:
+        p = self.placement
+        return ort.OrtValue.ortvalue_from_shape_and_type(shape, self.io.kv_elem_type, p.device, p.device_id)
+
+    def _check_tokens(self, ids: np.ndarray) -> None:
+        if ids.size and (ids.min() < 0 or ids.max() >= self.vocab_size):
+            raise ValueError(f"token ids must be in [0, {self.vocab_size}), got {ids.min()}..{ids.max()}")
+
+    def _check_rows(self, state: DecoderState, rows: np.ndarray, ids: np.ndarray, lengths) -> None:
+        if rows.ndim != 1 or rows.shape[0] == 0:
+            raise ValueError(f"rows must be a non-empty 1-D sequence, got {rows.tolist()}")
+        if rows.min() < 0 or rows.max() >= state.num_rows:
+            raise ValueError(f"rows must be in [0, {state.num_rows}), got {rows.tolist()}")
+        if ids.shape[0] != rows.shape[0]:
+            raise ValueError(f"tokens must have one id per row ({rows.shape[0]}), got {ids.shape[0]}")
+        if lengths is not None and len(lengths) != rows.shape[0]:
+            raise ValueError(f"lengths must have one entry per row ({rows.shape[0]}), got {len(lengths)}")
+        self._check_tokens(ids)
+
+    def _next_mask(self, state: DecoderState, rows: np.ndarray, lengths) -> tuple[np.ndarray, np.ndarray]:
+        """The new rows' attention mask [N, P+1] (truncated rows masked beyond their kept length) and their
+        kept lengths."""
+        past = state.mask.shape[1]
+        mask = np.empty((rows.shape[0], past + 1), dtype=self.io.mask_dtype)
+        mask[:, :past] = state.mask[rows]
+        mask[:, past] = 1
+        kept = state.lengths[rows]
+        for i, keep in enumerate(lengths or ()):
+            if keep is None or keep == kept[i]:
+                continue
+            if not 0 <= keep < kept[i]:
+                raise ValueError(
+                    f"lengths[{i}] must be in [0, {kept[i]}] (row {rows[i]}'s length), got {keep}"
+                )
+            mask[i, np.flatnonzero(mask[i, :past])[keep:]] = 0
+            kept[i] = keep
+        return mask, kept
+
+    def _run(self, kv, ids, mask, positions) -> tuple[DecoderState, np.ndarray]:
+        binding, device = self._main_binding, self.placement
+        binding.bind_cpu_input("input_ids", ids)
+        binding.bind_cpu_input("attention_mask", mask)
+        if self.io.has_position_ids:
+            binding.bind_cpu_input("position_ids", positions)
+        for name, value in zip(self.io.past_names, kv, strict=True):
+            binding.bind_ortvalue_input(name, value)
+        binding.bind_output("logits", device.device, device.device_id)
+        for name in self.io.present_names:
+            binding.bind_output(name, device.device, device.device_id)
+        self.session.run_with_iobinding(binding)
+        outputs = binding.get_outputs()
+        binding.clear_binding_inputs()
+        binding.clear_binding_outputs()
+        state = DecoderState(kv=outputs[1:], mask=mask, lengths=positions[:, -1].astype(np.int64) + 1)
+        return state, self._last_position_logits(outputs[0])
+
+    def _last_position_logits(self, logits: ort.OrtValue) -> np.ndarray:
+        """float32 [rows, vocab] on the host, written by the helper graph straight into a fresh array."""
+        out = np.empty((logits.shape()[0], self.vocab_size), dtype=np.float32)
+        binding = self._last_binding
+        binding.bind_ortvalue_input("logits", logits)
+        binding.bind_output("last", "cpu", 0, np.float32, list(out.shape), out.ctypes.data)
+        self._last.run_with_iobinding(binding)
+        binding.clear_binding_inputs()
+        binding.clear_binding_outputs()
+        return out
+
+    def _gather_rows(self, kv: list[ort.OrtValue], rows: np.ndarray) -> list[ort.OrtValue]:
+        binding, device = self._gather_binding, self.placement
+        binding.bind_cpu_input("indices", rows)
+        for j, value in enumerate(kv):
+            binding.bind_ortvalue_input(f"kv_{j}", value)
+            binding.bind_output(f"out_{j}", device.device, device.device_id)
+        self._gather.run_with_iobinding(binding)
+        outputs = binding.get_outputs()
+        binding.clear_binding_inputs()
+        binding.clear_binding_outputs()
+        return outputs
