@@ -76,6 +76,7 @@ class LaneTrace:
     sequences: list[list[int]] | None = None  # beam lanes: every returned hypothesis, best first
     sequence_scores: list[float] | None = None
     branch: dict[str, Any] | None = None  # {"parent": lane name, "step": s, "token_id": t} for branched lanes
+    error: str | None = None  # why the lane ended with finish_reason "error"
 
 
 SCHEMA_VERSION = 1
@@ -177,6 +178,7 @@ class RunTrace:
     settings: RunSettings = field(default_factory=RunSettings)
     timing: RunTiming = field(default_factory=RunTiming)
     analysis: Analysis | None = None
+    error: str | None = None  # the source failure that ended the run early (lanes keep what they generated)
     schema_version: int = SCHEMA_VERSION
 
     def lane(self, name: str) -> LaneTrace:

@@ -1,0 +1,87 @@
+"""What a run tells: where lanes first part ways, where a lane stood at a near-tie (a small fluctuation would
+have picked another token), how close each sampled draw came to another token, and the forced branch points.
+
+Works on traces only (no model), so an imported JSON run is analysed exactly like a live one.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+from decoding.trace import (
+    Analysis,
+    CloseDraw,
+    Divergence,
+    ForcedBranch,
+    LaneTrace,
+    NearTie,
+    RunTrace,
+    StepRecord,
+)
+
+
+def analyze(trace: RunTrace, near_tie_threshold: float | None = None) -> Analysis:
+    threshold = trace.settings.near_tie_threshold if near_tie_threshold is None else near_tie_threshold
+    if not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"invalid near_tie_threshold={threshold!r}: allowed a float in [0, 1]")
+    lanes = trace.lanes
+    return Analysis(
+        near_tie_threshold=threshold,
+        divergences=[first_divergence(a, b) for a, b in combinations(lanes, 2)],
+        near_ties={lane.name: near_ties(lane, threshold) for lane in lanes},
+        close_draws={lane.name: close_draws(lane) for lane in lanes},
+        forced=[branch for lane in lanes for branch in forced_branches(lane)],
+    )
+
+
+def first_divergence(a: LaneTrace, b: LaneTrace) -> Divergence:
+    """The first step where two lanes chose different tokens (None: identical over their common length)."""
+    for step, (token_a, token_b) in enumerate(zip(a.token_ids, b.token_ids, strict=False)):
+        if token_a != token_b:
+            return Divergence(a.name, b.name, step, token_a, token_b)
+    return Divergence(a.name, b.name, None)
+
+
+def near_ties(lane: LaneTrace, threshold: float) -> list[NearTie]:
+    """Steps whose top-1 minus top-2 probability is below `threshold`, raw and/or processed."""
+    ties = []
+    for record in lane.steps:
+        processed = _has_runner_up(record.top) and record.margin < threshold
+        raw = _has_runner_up(record.top_raw) and record.margin_raw < threshold
+        if processed or raw:
+            top = record.top if processed else record.top_raw
+            ties.append(NearTie(record.step, record.margin, record.margin_raw, processed, raw,
+                                top[0].id, top[1].id))
+    return ties
+
+
+def _has_runner_up(top: list) -> bool:
+    return len(top) >= 2 and top[1].prob > 0.0
+
+
+def close_draws(lane: LaneTrace) -> list[CloseDraw]:
+    """For every sampled step: the distance from the draw u to the nearer edge of the chosen token's interval
+    [low, high) and the token on the other side of that edge (the neighbour in descending order)."""
+    return [_close_draw(record) for record in lane.steps if record.draw is not None and not record.forced]
+
+
+def _close_draw(record: StepRecord) -> CloseDraw:
+    below = record.draw - record.draw_low
+    above = record.draw_high - record.draw
+    side = "low" if below <= above else "high"
+    rank = next((t.rank for t in record.top if t.id == record.token_id), None)
+    neighbour_rank = None if rank is None else rank - 1 if side == "low" else rank + 1
+    other = next((t.id for t in record.top if t.rank == neighbour_rank and t.prob > 0.0), None)
+    at_edge = (side == "low" and record.draw_low <= 0.0) or (side == "high" and record.draw_high >= 1.0)
+    return CloseDraw(record.step, record.draw, min(below, above), None if at_edge else other, side)
+
+
+def forced_branches(lane: LaneTrace) -> list[ForcedBranch]:
+    branch = lane.branch
+    found = []
+    if branch is not None:
+        found.append(ForcedBranch(lane.name, branch["parent"], branch["step"], branch["token_id"]))
+    for record in lane.steps:
+        if record.forced and (branch is None or record.step != branch["step"]):
+            found.append(ForcedBranch(lane.name, None, record.step, record.token_id))
+    return found

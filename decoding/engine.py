@@ -1,0 +1,318 @@
+"""The batched lane engine: one prompt prefilled once, every lane (every beam row included) advanced with ONE
+`source.step` call per step, a StepRecord per lane per step streamed as it happens.
+
+    engine = Engine(source, tokenizer, eos_token_ids=[2])
+    run = engine.start(PromptInfo(text, ids), [LaneSpec("greedy"), ...], max_new_tokens=64)
+    for lane_index, record in run:        # or engine.run(..., on_step=callback)
+        ...                               # stream to a GUI / progress bar
+    trace = run.trace                     # RunTrace, analysis included once the run ended
+
+Rows: the source keeps an opaque batch of KV rows. Each step the engine lists, for every running lane,
+which old row each of its new rows continues and with which token; one `source.step` builds the new batch
+(fork, reorder and drop are all that one selection) and returns one logits row per new row.
+
+Branching: a lane whose spec has `branch={parent, step s, token t}` copies the parent's records before s,
+takes t at s from the parent's own logits row, and continues in a fork of the parent's row (no prefix
+recomputed). A lane with `forced={s: t}` takes t at step s instead of choosing. `Engine.start(prefix=...)`
+continues from given tokens (prefilled with the prompt in one call) for branching after a run ended.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from decoding import analysis
+from decoding.lanes import LaneState, new_lane_state
+from decoding.protocol import LogitsSource, TokenText
+from decoding.spec import LaneSpec
+from decoding.trace import (
+    ModelInfo,
+    PromptInfo,
+    RunSettings,
+    RunTrace,
+    StepRecord,
+)
+
+Cancel = threading.Event | Callable[[], bool] | None
+StepCallback = Callable[[int, StepRecord], None]
+
+
+@dataclass
+class Prefix:
+    """Start every lane of a run after these already chosen tokens (e.g. a parent lane's first s tokens
+    of a finished run): they are prefilled with the prompt in one call and `records` (one per token) are
+    copied into every lane's trace for those steps."""
+
+    token_ids: list[int]
+    records: list[StepRecord] = field(default_factory=list)
+
+
+def branch_prefix(trace: RunTrace, parent: str, step: int) -> Prefix:
+    """The Prefix for branching from lane `parent` of a finished run at `step` (its first `step` tokens)."""
+    lane = trace.lane(parent)
+    if not 0 <= step < len(lane.steps) + 1 or step > len(lane.token_ids):
+        raise ValueError(f"invalid branch step={step}: allowed 0..{len(lane.token_ids)} for lane {parent!r}")
+    return Prefix(list(lane.token_ids[:step]), [replace(r) for r in lane.steps[:step]])
+
+
+class Engine:
+    def __init__(
+        self,
+        source: LogitsSource,
+        tokenizer: TokenText,
+        eos_token_ids: Sequence[int],
+        *,
+        top_n: int = 20,
+        near_tie_threshold: float = 0.05,
+    ) -> None:
+        if isinstance(top_n, bool) or not isinstance(top_n, int) or top_n < 1:
+            raise ValueError(f"invalid top_n={top_n!r}: allowed an integer >= 1")
+        if not 0.0 <= near_tie_threshold <= 1.0:
+            raise ValueError(f"invalid near_tie_threshold={near_tie_threshold!r}: allowed a float in [0, 1]")
+        self.source = source
+        self.tokenizer = tokenizer
+        self.eos_token_ids = [int(t) for t in eos_token_ids]
+        self.top_n = top_n
+        self.near_tie_threshold = near_tie_threshold
+
+    def start(
+        self,
+        prompt: PromptInfo,
+        specs: Sequence[LaneSpec],
+        *,
+        max_new_tokens: int,
+        model: ModelInfo | None = None,
+        provider: str = "",
+        base_seed: int | None = None,
+        prefix: Prefix | None = None,
+        cancel: Cancel = None,
+    ) -> Run:
+        """Prepare a run (nothing is computed until it is iterated)."""
+        prefix = prefix or Prefix([])
+        _check_run_inputs(prompt, specs, max_new_tokens, prefix)
+        settings = RunSettings(
+            self.top_n, self.near_tie_threshold, max_new_tokens, base_seed, list(self.eos_token_ids)
+        )
+        trace = RunTrace(
+            model=model or ModelInfo(name="unknown"), provider=provider, prompt=prompt, settings=settings
+        )
+        return Run(self, trace, list(specs), prefix, cancel)
+
+    def run(
+        self, prompt: PromptInfo, specs: Sequence[LaneSpec], *, on_step: StepCallback | None = None, **kwargs
+    ) -> RunTrace:
+        """Run to the end (or cancellation / source error), calling on_step(lane_index, record) per record."""
+        run = self.start(prompt, specs, **kwargs)
+        for lane_index, record in run:
+            if on_step is not None:
+                on_step(lane_index, record)
+        return run.trace
+
+
+def _check_run_inputs(
+    prompt: PromptInfo, specs: Sequence[LaneSpec], max_new_tokens: int, prefix: Prefix
+) -> None:
+    if not prompt.ids:
+        raise ValueError("invalid prompt: it encodes to no tokens (allowed: a non-empty prompt)")
+    if not specs:
+        raise ValueError("invalid lanes: none given (allowed: at least one lane)")
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
+        raise ValueError(f"invalid max_new_tokens={max_new_tokens!r}: allowed an integer >= 1")
+    if len(prefix.records) != len(prefix.token_ids):
+        raise ValueError(f"invalid prefix: {len(prefix.token_ids)} tokens but {len(prefix.records)} records")
+    names = [spec.name for spec in specs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"invalid lane names {names}: allowed distinct names")
+    for spec in specs:
+        limit = spec.max_new_tokens or max_new_tokens
+        if len(prefix.token_ids) >= limit:
+            raise ValueError(
+                f"invalid prefix of {len(prefix.token_ids)} tokens for lane {spec.name!r}: allowed "
+                f"fewer than its max_new_tokens={limit}"
+            )
+        if spec.branch is not None:
+            _check_branch(spec, specs, limit, len(prefix.token_ids))
+
+
+def _check_branch(spec: LaneSpec, specs: Sequence[LaneSpec], limit: int, prefix_len: int) -> None:
+    branch = spec.branch
+    if not prefix_len <= branch.step < limit:
+        raise ValueError(
+            f"invalid branch step={branch.step} of lane {spec.name!r}: allowed {prefix_len}..{limit - 1}"
+        )
+    parents = [s for s in specs if s.name == branch.parent]
+    if not parents:
+        if branch.step != prefix_len:
+            raise ValueError(
+                f"invalid branch parent {branch.parent!r} of lane {spec.name!r}: allowed a lane of "
+                "this run, or a run started with the parent's tokens as prefix (branch_prefix)"
+            )
+        return
+    parent = parents[0]
+    if parent.is_beam or parent.branch is not None:
+        raise ValueError(
+            f"invalid branch parent {parent.name!r}: allowed a single-row lane that is not itself "
+            "a branch (branch from beams or branches after the run, with branch_prefix)"
+        )
+
+
+class Run:
+    """One run: iterate it to advance; `trace` fills as it goes; `cancel()` stops before the next step."""
+
+    def __init__(
+        self, engine: Engine, trace: RunTrace, specs: list[LaneSpec], prefix: Prefix, cancel: Cancel
+    ) -> None:
+        self.engine = engine
+        self.trace = trace
+        self.specs = specs
+        self.prefix = prefix
+        self._cancel_event = threading.Event()
+        self._external_cancel = cancel
+        self.error: str | None = None
+        self._started = False
+
+    def cancel(self) -> None:
+        self._cancel_event.set()
+
+    def cancelled(self) -> bool:
+        external = self._external_cancel
+        if isinstance(external, threading.Event):
+            return self._cancel_event.is_set() or external.is_set()
+        return self._cancel_event.is_set() or bool(external is not None and external())
+
+    def __iter__(self) -> Iterator[tuple[int, StepRecord]]:
+        if self._started:
+            raise RuntimeError("a run can be iterated once")
+        self._started = True
+        return self._loop()
+
+    # ------------------------------------------------------------------------------------------- the loop
+
+    def _loop(self) -> Iterator[tuple[int, StepRecord]]:
+        t_start = time.perf_counter()
+        lanes = self._make_lanes()
+        self.trace.lanes = [lane.trace for lane in lanes]
+        for lane in lanes:
+            for record in self.prefix.records:
+                lane.trace.steps.append(replace(record))
+                yield lane.index, lane.trace.steps[-1]
+        state, logits, prefill_ms = self._prefill()
+        if state is not None:
+            self.trace.timing.prefill_ms = prefill_ms
+            for lane in lanes:
+                if lane.following is None:
+                    lane.attach(row=0, logits=logits[None, :])
+            yield from self._advance(lanes, state, prefill_ms)
+        self._finish(lanes, t_start)
+
+    def _make_lanes(self) -> list[LaneState]:
+        engine = self.engine
+        prompt_ids = list(self.trace.prompt.ids)
+        names = [spec.name for spec in self.specs]
+        lanes = [
+            new_lane_state(
+                index,
+                spec,
+                prompt_ids,
+                self.prefix.token_ids,
+                engine.eos_token_ids,
+                self.trace.settings.max_new_tokens,
+                engine.top_n,
+                engine.tokenizer,
+            )
+            for index, spec in enumerate(self.specs)
+        ]
+        for lane in lanes:
+            branch = lane.spec.branch
+            if branch is not None and branch.parent in names:
+                lane.following = lanes[names.index(branch.parent)]
+        return lanes
+
+    def _prefill(self):
+        ids = list(self.trace.prompt.ids) + list(self.prefix.token_ids)
+        started = time.perf_counter()
+        try:
+            state, logits = self.engine.source.prefill(ids)
+        except Exception as exc:  # noqa: BLE001 - a failing source ends the run with what it has
+            self.error = f"prefill failed: {type(exc).__name__}: {exc}"
+            return None, None, 0.0
+        return state, np.asarray(logits, dtype=np.float32), (time.perf_counter() - started) * 1000.0
+
+    def _advance(self, lanes: list[LaneState], state, step_ms: float) -> Iterator[tuple[int, StepRecord]]:
+        timing = self.trace.timing
+        # followers after the others: at step s their parent has decided step s and still holds its logits
+        order = [lane for lane in lanes if lane.following is None] + [
+            lane for lane in lanes if lane.following is not None
+        ]
+        while True:
+            for lane in order:
+                if lane.running:
+                    yield from self._decide(lane, step_ms)
+            feed: list[tuple[int, int]] = []
+            for lane in lanes:
+                lane.queue(feed)
+            if not feed:
+                self._fail_orphans(lanes)
+                return
+            if self.cancelled():
+                self._stop_all(lanes, "cancelled")
+                return
+            started = time.perf_counter()
+            try:
+                state, logits = self.engine.source.step(state, [r for r, _ in feed], [t for _, t in feed])
+            except Exception as exc:  # noqa: BLE001 - a failing source ends the run with what it has
+                self.error = f"step failed: {type(exc).__name__}: {exc}"
+                self._stop_all(lanes, "error")
+                return
+            step_ms = (time.perf_counter() - started) * 1000.0
+            timing.steps += 1
+            timing.tokens += len(feed)
+            position = 0
+            for lane in lanes:
+                position = lane.receive(np.asarray(logits, dtype=np.float32), position)
+
+    def _decide(self, lane: LaneState, step_ms: float) -> Iterator[tuple[int, StepRecord]]:
+        """One lane's step: choose and record (a follower copies its parent until the branch step)."""
+        parent = lane.following
+        if parent is not None:
+            if lane.step < lane.spec.branch.step:
+                if parent.step > lane.step:
+                    lane.copy_record(parent.trace.steps[lane.step], parent.tokens[lane.step])
+                    yield lane.index, lane.trace.steps[-1]
+                return
+            if parent.logits is None or parent.step != lane.step + 1:
+                return  # the parent ended before the branch step: _fail_orphans reports it
+            lane.attach(row=parent.rows[0], logits=parent.logits)
+            lane.following = None
+        for record in lane.decide(step_ms):
+            yield lane.index, record
+
+    def _fail_orphans(self, lanes: list[LaneState]) -> None:
+        for lane in lanes:
+            if lane.running and lane.following is not None:
+                lane.fail(
+                    f"parent {lane.following.spec.name!r} ended at step {lane.following.step}, before the "
+                    f"branch step {lane.spec.branch.step}"
+                )
+
+    def _stop_all(self, lanes: list[LaneState], reason: str) -> None:
+        for lane in lanes:
+            if lane.running:
+                lane.stop(reason)
+
+    def _finish(self, lanes: list[LaneState], t_start: float) -> None:
+        if self.error is not None:
+            self._stop_all(lanes, "error")
+        for lane in lanes:
+            lane.close()
+        timing = self.trace.timing
+        timing.total_ms = (time.perf_counter() - t_start) * 1000.0
+        generating_s = max(timing.total_ms - timing.prefill_ms, 1e-9) / 1000.0
+        timing.tokens_per_s = timing.tokens / generating_s if timing.tokens else 0.0
+        self.trace.error = self.error
+        self.trace.analysis = analysis.analyze(self.trace)

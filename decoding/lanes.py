@@ -1,0 +1,313 @@
+"""Per-lane state of a run: which batch rows a lane owns, its processors, selector and trace.
+
+The engine drives every lane with the same calls per step: `decide` (choose tokens from the logits the
+lane holds, build and return StepRecords), `queue` (add (old row, token) pairs to the next batched call),
+`receive` (take its new logits rows from that call's output) and at the end `close`. Single-row lanes
+(greedy, sampling) and beam lanes differ only inside.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from decoding.beam import BeamSearch
+from decoding.processors import apply_processors, build_processors
+from decoding.protocol import TokenText
+from decoding.selectors import Draw, Sampler
+from decoding.spec import LaneSpec
+from decoding.stats import step_stats
+from decoding.trace import LaneTrace, StepRecord
+
+
+class LaneState:
+    """A greedy or sampling lane: one row."""
+
+    def __init__(
+        self,
+        index: int,
+        spec: LaneSpec,
+        prompt_ids: list[int],
+        prefix: list[int],
+        eos_token_ids: list[int],
+        max_new_tokens: int,
+        top_n: int,
+        tokenizer: TokenText,
+    ) -> None:
+        self.index = index
+        self.spec = spec
+        self.trace = LaneTrace(
+            name=spec.name, config=spec.to_config(), processors=spec.processors(), branch=_branch_dict(spec)
+        )
+        self.prompt_ids = list(prompt_ids)
+        self.tokens: list[int] = []  # generated tokens of the (best) row, prefix included
+        self.eos = set(eos_token_ids)
+        self.limit = spec.max_new_tokens or max_new_tokens
+        self.top_n = top_n
+        self.tokenizer = tokenizer
+        self.processors = build_processors(
+            spec.to_config(), len(prompt_ids), eos_token_ids, spec.num_beams, spec.processor_order
+        )
+        self.sampler = Sampler(spec.seed) if spec.do_sample else None
+        self.forced = dict(spec.forced)
+        self.following: LaneState | None = None  # a branch lane copies this parent until its branch step
+        if spec.branch is not None:
+            self.forced[spec.branch.step] = spec.branch.token_id
+        self.rows: list[int] = []  # this lane's rows in the current batch
+        self.logits: np.ndarray | None = None  # [len(rows), vocab] for the current step
+        self.running = True
+        self.tokens.extend(prefix)
+
+    # --------------------------------------------------------------------------------------- engine calls
+
+    @property
+    def step(self) -> int:
+        return len(self.trace.steps)
+
+    def attach(self, row: int, logits: np.ndarray) -> None:
+        """Own one row of the batch (prefill row or a parent's row to fork) with the logits it produced."""
+        self.rows = [row]
+        self.logits = logits
+
+    def decide(self, source_ms: float) -> list[StepRecord]:
+        started = time.perf_counter()
+        raw = self.logits[0]
+        processed = self._process(self.logits)[0]
+        record = self._choose(raw, processed)
+        record.time_ms = source_ms + (time.perf_counter() - started) * 1000.0
+        self._append(record)
+        return [record]
+
+    def queue(self, feed: list[tuple[int, int]]) -> None:
+        if self.running and self.rows:  # a branch lane still copying its parent owns no row yet
+            feed.append((self.rows[0], self.tokens[-1]))
+
+    def receive(self, logits: np.ndarray, position: int) -> int:
+        """Take this lane's rows from a batched call's output; returns the next lane's position."""
+        if not self.running:
+            self.rows, self.logits = [], None
+            return position
+        count = len(self.rows)
+        self.rows = list(range(position, position + count))
+        self.logits = logits[position : position + count]
+        return position + count
+
+    def copy_record(self, record: StepRecord, token_id: int) -> None:
+        """A branch lane before its branch step: the parent's step, as is."""
+        self.trace.steps.append(replace(record))
+        self.tokens.append(token_id)
+
+    def stop(self, reason: str) -> None:
+        self.running = False
+        if self.trace.finish_reason is None:
+            self.trace.finish_reason = reason
+
+    def fail(self, message: str) -> None:
+        self.trace.error = message
+        self.stop("error")
+
+    def close(self) -> None:
+        self.running = False
+        self.trace.token_ids = list(self.tokens)
+        self.trace.text = self.tokenizer.decode(self.tokens)
+
+    # ------------------------------------------------------------------------------------------ internals
+
+    def _ids(self, rows_tokens: Sequence[Sequence[int]]) -> np.ndarray:
+        return np.array([self.prompt_ids + list(tokens) for tokens in rows_tokens], dtype=np.int64)
+
+    def _process(self, scores: np.ndarray) -> np.ndarray:
+        if not self.processors:
+            return scores  # the same array: the stats see "no processing" and summarise it once
+        return apply_processors(self.processors, self._ids([self.tokens]), scores)
+
+    def _choose(self, raw: np.ndarray, processed: np.ndarray) -> StepRecord:
+        step = self.step
+        if step in self.forced:
+            return self._record(raw, processed, self.forced[step], forced=True)
+        if self.sampler is not None:
+            draw = self.sampler.draw(processed)
+            return self._record(raw, processed, draw.token_id, draw=draw)
+        return self._record(raw, processed, int(np.argmax(processed)))
+
+    def _record(
+        self,
+        raw: np.ndarray,
+        processed: np.ndarray,
+        token: int,
+        draw: Draw | None = None,
+        forced: bool = False,
+    ) -> StepRecord:
+        piece = self.tokenizer.piece
+        fields = step_stats(raw, processed, token, self.top_n, piece).record_fields()
+        record = StepRecord(step=self.step, token_id=token, token_text=piece(token), forced=forced, **fields)
+        if draw is not None:
+            record.draw, record.draw_low, record.draw_high = draw.u, draw.low, draw.high
+        return record
+
+    def _append(self, record: StepRecord) -> None:
+        self.trace.steps.append(record)
+        self.tokens.append(record.token_id)
+        if record.token_id in self.eos:
+            self.stop("eos")
+        elif self._hit_stop_string():
+            self.stop("stop_string")
+        elif len(self.tokens) >= self.limit:
+            self.stop("length")
+
+    def _hit_stop_string(self) -> bool:
+        if not self.spec.stop_strings:
+            return False
+        tail = self.tokenizer.decode(self.tokens[-32:])
+        return any(stop in tail for stop in self.spec.stop_strings)
+
+
+class BeamLaneState(LaneState):
+    """A beam lane: num_beams rows reordered every step by BeamSearch; its trace follows the best sequence."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.beam: BeamSearch | None = None  # made when the lane gets its row (after a prefix or branch copy)
+        self.prefix_len = 0
+        self.beam_tokens: list[list[int]] = []
+        self.beam_records: list[list[StepRecord]] = []
+        self.finished_records: dict[tuple[int, ...], list[StepRecord]] = {}
+        self.pending: list[tuple[int, int]] = []
+
+    def attach(self, row: int, logits: np.ndarray) -> None:
+        spec = self.spec
+        self.prefix_len = len(self.tokens)
+        self.beam = BeamSearch(
+            spec.num_beams,
+            max_new_tokens=self.limit - self.prefix_len,
+            length_penalty=spec.length_penalty,
+            early_stopping=spec.early_stopping,
+            num_return_sequences=spec.num_return_sequences,
+            eos_token_ids=sorted(self.eos),
+            token_text=self.tokenizer.piece,
+        )
+        self.beam_tokens = [[] for _ in range(spec.num_beams)]
+        self.beam_records = [[] for _ in range(spec.num_beams)]
+        self.rows = [row] * spec.num_beams
+        self.logits = np.repeat(logits[:1], spec.num_beams, axis=0)
+
+    def decide(self, source_ms: float) -> list[StepRecord]:
+        started = time.perf_counter()
+        raw = self.logits
+        scores = self._beam_scores(raw)
+        result = self.beam.step(scores)
+        new_records = self._hypothesis_records(raw, scores, result.hypotheses)
+        elapsed = source_ms + (time.perf_counter() - started) * 1000.0
+        for record in new_records.values():
+            record.time_ms = elapsed
+            record.beams = result.hypotheses
+        self._advance_beams(result, new_records)
+        best = self._best_record(result, new_records)
+        self.trace.steps.append(best)
+        if result.done:
+            self.running = False  # the reason (eos or length) is known once finalized, in close()
+        return [best]
+
+    def queue(self, feed: list[tuple[int, int]]) -> None:
+        if self.running:
+            feed.extend(self.pending)
+
+    def close(self) -> None:
+        self.running = False
+        if self.beam is not None:
+            self._finalize()
+        super().close()
+
+    def _finalize(self) -> None:
+        sequences, scores = self.beam.finalize()
+        prefix = self.tokens[: self.prefix_len]
+        self.trace.sequences = [prefix + seq for seq in sequences]
+        self.trace.sequence_scores = scores
+        best = sequences[0] if sequences else self.beam_tokens[0]
+        path = self.finished_records.get(tuple(best)) or self._running_path(best)
+        self.trace.steps = self.trace.steps[: self.prefix_len] + [replace(r) for r in path]
+        self.tokens = prefix + list(best)
+        if self.trace.finish_reason is None:
+            self.trace.finish_reason = "eos" if best and best[-1] in self.eos else "length"
+
+    # ------------------------------------------------------------------------------------------ internals
+
+    def _beam_scores(self, raw: np.ndarray) -> np.ndarray:
+        logprobs = _log_softmax(raw)
+        if self.processors:
+            logprobs = apply_processors(self.processors, self._ids(self._histories()), logprobs)
+        step = self.step
+        if step in self.forced:  # every beam must take the forced token
+            masked = np.full_like(logprobs, -np.inf)
+            masked[:, self.forced[step]] = logprobs[:, self.forced[step]]
+            logprobs = masked
+        return logprobs
+
+    def _histories(self) -> list[list[int]]:
+        prefix = self.tokens[: self.prefix_len]
+        return [prefix + tokens for tokens in self.beam_tokens]
+
+    def _hypothesis_records(self, raw, scores, hypotheses) -> dict[int, StepRecord]:
+        """A StepRecord for every candidate that is kept or finished (index in `hypotheses` -> record)."""
+        records = {}
+        forced = self.step in self.forced
+        for i, hyp in enumerate(hypotheses):
+            if hyp.kept or hyp.finished:
+                records[i] = self._record(raw[hyp.parent], scores[hyp.parent], hyp.token_id, forced=forced)
+        return records
+
+    def _advance_beams(self, result, records: dict[int, StepRecord]) -> None:
+        old_tokens, old_records, old_rows = self.beam_tokens, self.beam_records, self.rows
+        for i, hyp in enumerate(result.hypotheses):
+            if hyp.finished:
+                self.finished_records[tuple(old_tokens[hyp.parent] + [hyp.token_id])] = old_records[
+                    hyp.parent
+                ] + [records[i]]
+        kept = sorted((hyp.beam, i) for i, hyp in enumerate(result.hypotheses) if hyp.kept)
+        self.beam_tokens = [
+            old_tokens[result.hypotheses[i].parent] + [result.hypotheses[i].token_id] for _, i in kept
+        ]
+        self.beam_records = [old_records[result.hypotheses[i].parent] + [records[i]] for _, i in kept]
+        self.pending = [
+            (old_rows[src], token) for src, token in zip(result.sources, result.tokens, strict=True)
+        ]
+
+    def _best_record(self, result, records: dict[int, StepRecord]) -> StepRecord:
+        """The streamed record: the best running beam's step (or, at the end, the best candidate's)."""
+        if self.beam_records and self.beam_records[0] and not result.done:
+            return self.beam_records[0][-1]
+        return records[min(records)]
+
+    def _running_path(self, best: list[int]) -> list[StepRecord]:
+        for tokens, records in zip(self.beam_tokens, self.beam_records, strict=True):
+            if tokens == list(best):
+                return records
+        return self.beam_records[0] if self.beam_records else []
+
+
+def _log_softmax(logits: np.ndarray) -> np.ndarray:
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    return (shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))).astype(np.float32)
+
+
+def _branch_dict(spec: LaneSpec) -> dict | None:
+    if spec.branch is None:
+        return None
+    return {"parent": spec.branch.parent, "step": spec.branch.step, "token_id": spec.branch.token_id}
+
+
+def new_lane_state(
+    index: int,
+    spec: LaneSpec,
+    prompt_ids: list[int],
+    prefix: list[int],
+    eos_token_ids: list[int],
+    max_new_tokens: int,
+    top_n: int,
+    tokenizer: TokenText,
+) -> LaneState:
+    cls = BeamLaneState if spec.is_beam else LaneState
+    return cls(index, spec, prompt_ids, prefix, eos_token_ids, max_new_tokens, top_n, tokenizer)

@@ -1,0 +1,50 @@
+"""A pure-numpy LogitsSource and tokenizer for engine tests: a row's logits are a deterministic function of
+its whole history (prompt + tokens), so forks, reorders, drops and batching are checked for real, and every
+call is counted."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import numpy as np
+
+
+class FakeSource:
+    def __init__(self, vocab_size: int = 64, peak: float = 3.0, fail_at_step: int | None = None) -> None:
+        self.vocab_size = vocab_size
+        self.peak = peak
+        self.fail_at_step = fail_at_step
+        self.prefill_calls = 0
+        self.step_calls = 0
+        self.batch_sizes: list[int] = []
+
+    def logits_for(self, history: Sequence[int]) -> np.ndarray:
+        digest = hashlib.sha256(np.asarray(history, dtype=np.int64).tobytes()).digest()
+        rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
+        return (rng.standard_normal(self.vocab_size) * self.peak).astype(np.float32)
+
+    def prefill(self, prompt_ids: Sequence[int]):
+        self.prefill_calls += 1
+        state = [list(prompt_ids)]
+        return state, self.logits_for(state[0])
+
+    def step(self, state, rows, tokens, lengths=None):
+        self.step_calls += 1
+        if self.fail_at_step is not None and self.step_calls >= self.fail_at_step:
+            raise RuntimeError("device lost")
+        lengths = lengths or [None] * len(rows)
+        new_state = []
+        for row, token, length in zip(rows, tokens, lengths, strict=True):
+            history = state[row] if length is None else state[row][:length]
+            new_state.append(history + [int(token)])
+        self.batch_sizes.append(len(rows))
+        return new_state, np.stack([self.logits_for(h) for h in new_state])
+
+
+class FakeTokenizer:
+    def piece(self, token_id: int) -> str:
+        return f"<{token_id}>"
+
+    def decode(self, token_ids: Sequence[int]) -> str:
+        return "".join(self.piece(t) for t in token_ids)
