@@ -124,7 +124,7 @@ def _spec_value(f: Field, value: Any, do_sample: bool, num_beams: int) -> Any:
     return None if value == f.off else value
 
 
-def describe(spec: LaneSpec) -> str:
+def describe(spec: LaneSpec, seed: bool = True) -> str:
     """A short strategy summary for headers and lists, e.g. 'beam 4', 'sample T 1.3 · top-p 0.9 · seed 0'."""
     if spec.is_beam:
         parts = [f"beam {spec.num_beams}"]
@@ -134,7 +134,7 @@ def describe(spec: LaneSpec) -> str:
         parts = ["sample"]
         parts += [f"{label} {getattr(spec, attr):g}" for attr, label in _SHORT
                   if getattr(spec, attr) is not None]
-        if spec.seed is not None:
+        if seed and spec.seed is not None:
             parts.append(f"seed {spec.seed}")
     else:
         parts = ["greedy"]

@@ -140,7 +140,8 @@ class LaneColumn(QFrame):
     def show_lane(self, state: RunState, html_body: str, extra: str) -> None:
         lane = state.lanes[self.index]
         spec = state.specs[self.index] if self.index < len(state.specs) else None
-        summary = describe(spec) if spec is not None else ""
+        summary = describe(spec, seed=False) if spec is not None else ""
+        self.title.setToolTip(", ".join(f"{k}={v}" for k, v in lane.config.items()))
         role = " <span style='color:#888'>(reference)</span>" if self.index == state.reference else ""
         self.title.setText(f"<b>{lane.name}</b>{role}<br><span style='color:#555'>{summary}</span>")
         self.beams_button.setVisible(bool(lane.sequences and len(lane.sequences) > 1))

