@@ -1,0 +1,175 @@
+"""RunTrace <-> JSON: export a whole run, import it without the model, write atomically.
+
+The file is the RunTrace's dataclasses as JSON objects, fields in declaration order (docs/json-format.md,
+decoding/schema.json). Floats are written with Python's shortest round-trip repr, so export -> import ->
+export is byte-identical. JSON has no infinities: a -inf log-probability or beam score (a filtered token) is
+written as null and read back as -inf.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import asdict
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from decoding.trace import (
+    SCHEMA_VERSION,
+    Analysis,
+    BeamHypothesis,
+    CloseDraw,
+    Divergence,
+    ForcedBranch,
+    LaneTrace,
+    ModelInfo,
+    NearTie,
+    PromptInfo,
+    RunSettings,
+    RunTiming,
+    RunTrace,
+    StepRecord,
+    TokenProb,
+)
+
+
+class TraceFormatError(ValueError):
+    """The file is not a Branchpoint run this version can read (the message says why)."""
+
+
+# ------------------------------------------------------------------------------------------------ export
+
+
+def to_dict(trace: RunTrace) -> dict[str, Any]:
+    return _finite(asdict(trace))
+
+
+def dumps(trace: RunTrace) -> str:
+    return json.dumps(to_dict(trace), ensure_ascii=False, indent=1, allow_nan=False) + "\n"
+
+
+def save(trace: RunTrace, path: str | os.PathLike) -> Path:
+    """Write atomically: a temp file in the same folder, then os.replace (never a truncated file)."""
+    return write_text_atomic(Path(path), dumps(trace))
+
+
+def write_text_atomic(path: Path, text: str) -> Path:
+    folder = path.resolve().parent
+    handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as temp:
+            temp.write(text)
+            temp.flush()
+            os.fsync(temp.fileno())
+        os.replace(temp_name, path)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
+
+
+# ------------------------------------------------------------------------------------------------ import
+
+
+def load(path: str | os.PathLike) -> RunTrace:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TraceFormatError(f"cannot read run file {str(path)!r}: {exc}") from exc
+    return loads(text, source=str(path))
+
+
+def loads(text: str, source: str = "<string>") -> RunTrace:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TraceFormatError(f"{source} is not JSON: {exc}") from exc
+    check_version(data, source)
+    try:
+        return from_dict(data)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise TraceFormatError(
+            f"{source} is not a valid Branchpoint run: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def check_version(data: Any, source: str) -> None:
+    if not isinstance(data, dict) or "schema_version" not in data:
+        raise TraceFormatError(f"{source} is not a Branchpoint run (no schema_version)")
+    version = data["schema_version"]
+    if version != SCHEMA_VERSION:
+        raise TraceFormatError(
+            f"{source} has schema_version {version!r}; this Branchpoint reads version "
+            f"{SCHEMA_VERSION} (export it again with a matching version)"
+        )
+
+
+def from_dict(data: dict[str, Any]) -> RunTrace:
+    analysis = data.get("analysis")
+    return RunTrace(
+        model=ModelInfo(**data["model"]),
+        provider=data["provider"],
+        prompt=PromptInfo(**data["prompt"]),
+        lanes=[_lane(lane) for lane in data["lanes"]],
+        settings=RunSettings(**data["settings"]),
+        timing=RunTiming(**data["timing"]),
+        analysis=None if analysis is None else _analysis(analysis),
+        error=data.get("error"),
+        schema_version=data["schema_version"],
+    )
+
+
+def _lane(data: dict[str, Any]) -> LaneTrace:
+    fields = dict(data)
+    fields["steps"] = [_step(step) for step in data["steps"]]
+    return LaneTrace(**fields)
+
+
+def _step(data: dict[str, Any]) -> StepRecord:
+    fields = dict(data)
+    fields["top"] = [TokenProb(**entry) for entry in data["top"]]
+    fields["top_raw"] = [TokenProb(**entry) for entry in data["top_raw"]]
+    for key in ("logprob", "logprob_raw"):
+        fields[key] = _neg_inf(data[key])
+    if data.get("beams") is not None:
+        fields["beams"] = [
+            BeamHypothesis(**{**hyp, "score": _neg_inf(hyp["score"])}) for hyp in data["beams"]
+        ]
+    return StepRecord(**fields)
+
+
+def _neg_inf(value: float | None) -> float:
+    return -math.inf if value is None else value
+
+
+def _analysis(data: dict[str, Any]) -> Analysis:
+    return Analysis(
+        near_tie_threshold=data["near_tie_threshold"],
+        divergences=[Divergence(**item) for item in data["divergences"]],
+        near_ties={name: [NearTie(**item) for item in items] for name, items in data["near_ties"].items()},
+        close_draws={
+            name: [CloseDraw(**item) for item in items] for name, items in data["close_draws"].items()
+        },
+        forced=[ForcedBranch(**item) for item in data["forced"]],
+    )
+
+
+# ------------------------------------------------------------------------------------------------ schema
+
+
+def schema() -> dict[str, Any]:
+    """The JSON Schema shipped with the package (decoding/schema.json)."""
+    return json.loads(resources.files("decoding").joinpath("schema.json").read_text(encoding="utf-8"))
