@@ -202,11 +202,11 @@ class BeamNode:
 def beam_nodes(lane: LaneTrace) -> list[BeamNode]:
     nodes: list[BeamNode] = []
     for record in lane.steps:
-        nodes.extend(_step_nodes(record))
+        nodes.extend(step_nodes(record))
     return nodes
 
 
-def _step_nodes(record: StepRecord) -> list[BeamNode]:
+def step_nodes(record: StepRecord) -> list[BeamNode]:
     hyps = record.beams or []
     kept = sorted((h for h in hyps if h.kept), key=lambda h: h.beam)
     rest = [h for h in hyps if not h.kept]

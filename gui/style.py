@@ -41,9 +41,20 @@ def configure_fonts(app: QApplication) -> None:
     app.setFont(ui_font(app.font().pointSizeF() if app.font().pointSizeF() > 0 else 9.0))
 
 
-def make_plot_widget(parent: QWidget | None = None) -> pg.PlotWidget:
-    """A white plot with dark axes, explicit fonts, and no SI-prefix rescaling of the numbers."""
-    widget = pg.PlotWidget(parent=parent, background="w")
+class StepAxis(pg.AxisItem):
+    """An axis of whole steps: never ticks between two steps."""
+
+    def tickSpacing(self, minVal, maxVal, size):  # noqa: N802, N803 (pyqtgraph override)
+        levels = [
+            (spacing, offset) for spacing, offset in super().tickSpacing(minVal, maxVal, size) if spacing >= 1
+        ]
+        return levels or [(1.0, 0.0)]
+
+
+def make_plot_widget(parent: QWidget | None = None, step_axis: bool = True) -> pg.PlotWidget:
+    """A white plot, dark axes, explicit fonts, no SI-prefix rescaling and (by default) whole-step x ticks."""
+    axes = {"bottom": StepAxis("bottom")} if step_axis else None
+    widget = pg.PlotWidget(parent=parent, background="w", axisItems=axes)
     plot = widget.getPlotItem()
     plot.setMenuEnabled(False)
     plot.hideButtons()

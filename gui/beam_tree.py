@@ -1,0 +1,191 @@
+"""Beam tree: a beam lane's hypotheses over the steps (x = step, y = beam slot). Kept beams are filled dots,
+pruned candidates small hollow dots on dashed edges, finished hypotheses stars; the best sequence's path is
+drawn bold. Hover a node for its token and score; click it to select its step. Steps stream in
+incrementally."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+
+from decoding.trace import LaneTrace, StepRecord
+from gui import style
+from gui.chart_data import BeamNode, best_path, display_token, step_nodes
+
+_KIND_STYLE = {  # symbol, size, brush, pen
+    "kept": ("o", 11, "#0072B2", "#FFFFFF"),
+    "pruned": ("o", 7, "#FFFFFF", "#9A9A9A"),
+    "finished": ("star", 15, "#009E73", "#FFFFFF"),
+}
+_BEST = "#E69F00"
+_VISIBLE_STEPS = 12  # steps shown at once; wheel zooms and drag pans along the steps
+_LABEL_MIN_PX_PER_STEP = 46  # below this the token labels would overlap: hide them
+
+
+class BeamTreeView(QWidget):
+    stepSelected = Signal(int, int)  # lane index, step
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._lane_index = -1
+        self._lane: LaneTrace | None = None
+        self._nodes: list[BeamNode] = []
+        self._labels: list[pg.TextItem] = []
+        self._drawn_steps = 0
+        self._build_ui()
+
+    # ---- public API --------------------------------------------------------------------------------------
+    def set_lane(self, lane_index: int, lane: LaneTrace) -> None:
+        """Show a beam lane (its StepRecord.beams); call again as steps arrive: only new steps are drawn."""
+        if lane is not self._lane or lane_index != self._lane_index or len(lane.steps) < self._drawn_steps:
+            self.clear()
+            self._lane_index, self._lane = lane_index, lane
+            self._title.setText(f"{lane.name} — beam hypotheses over steps")
+        self._append(lane.steps[self._drawn_steps :])
+
+    def clear(self) -> None:
+        for label in self._labels:
+            self._plot.removeItem(label)
+        self._labels, self._nodes, self._drawn_steps = [], [], 0
+        self._lane = None
+        self._title.setText("No beam lane selected")
+        self._redraw()
+
+    def nodes(self) -> list[BeamNode]:
+        return list(self._nodes)
+
+    def best_nodes(self) -> list[BeamNode]:
+        return best_path(self._lane, self._nodes) if self._lane else []
+
+    def scene_pos_of(self, node: BeamNode) -> QPointF:
+        return self._plot.vb.mapViewToScene(QPointF(node.step, node.slot))
+
+    def export_png(self, path: str | Path) -> Path:
+        return style.export_widget_png(self, path)
+
+    # ---- construction ------------------------------------------------------------------------------------
+    def _build_ui(self) -> None:
+        self._title = QLabel()
+        self._title.setFont(style.ui_font(10))
+        legend = QLabel(
+            f'<span style="color:{_KIND_STYLE["kept"][2]}">●</span>&nbsp;kept&nbsp;&nbsp; '
+            f'<span style="color:{_KIND_STYLE["pruned"][3]}">○</span>&nbsp;pruned&nbsp;&nbsp; '
+            f'<span style="color:{_KIND_STYLE["finished"][2]}">★</span>&nbsp;finished&nbsp;&nbsp; '
+            f'<span style="color:{_BEST}">━━</span>&nbsp;best sequence&nbsp;&nbsp; '
+            '<span style="color:#555">hover: token, score · click: select step · wheel/drag: zoom/pan</span>'
+        )
+        legend.setFont(style.ui_font(8.5))
+        legend.setWordWrap(True)
+        self._view = style.make_plot_widget()
+        self._plot = self._view.getPlotItem()
+        self._plot.invertY(True)
+        self._plot.setMouseEnabled(x=True, y=False)
+        self._plot.setLabel("bottom", "step")
+        self._plot.setLabel("left", "beam slot")
+        self._plot.getAxis("left").setTickSpacing(1, 1)
+        self._create_items()
+        self._plot.vb.sigXRangeChanged.connect(self._update_label_visibility)
+        self._plot.vb.sigResized.connect(self._update_label_visibility)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self._title)
+        layout.addWidget(legend)
+        layout.addWidget(self._view, 1)
+
+    def _create_items(self) -> None:
+        grey = pg.mkPen("#B8B8B8", width=1, style=Qt.PenStyle.DashLine)
+        self._pruned_edges = self._plot.plot([], [], pen=grey, connect="pairs")
+        self._kept_edges = self._plot.plot([], [], pen=pg.mkPen("#7FA7C9", width=1.5), connect="pairs")
+        self._best_edges = self._plot.plot([], [], pen=pg.mkPen(_BEST, width=4), connect="pairs")
+        self._points = pg.ScatterPlotItem(
+            hoverable=True, tip=self._tip, hoverPen=pg.mkPen(style.FOREGROUND, width=2)
+        )
+        self._points.setZValue(5)
+        self._points.sigClicked.connect(self._on_points_clicked)
+        self._plot.addItem(self._points)
+        self._root = pg.TextItem("prompt", color=style.FOREGROUND, anchor=(0.5, 1.15))
+        self._root.setFont(style.ui_font(8.5))
+        self._plot.addItem(self._root)
+        self._root.setPos(-1, 0)
+        self._root_mark = pg.ScatterPlotItem(
+            [-1], [0], symbol="s", size=10, brush=pg.mkBrush(style.FOREGROUND)
+        )
+        self._plot.addItem(self._root_mark)
+
+    # ---- drawing -----------------------------------------------------------------------------------------
+    def _append(self, records: list[StepRecord]) -> None:
+        if not records:
+            return
+        first_new = len(self._nodes)
+        for record in records:
+            self._nodes.extend(step_nodes(record))
+        self._drawn_steps += len(records)
+        for node in self._nodes[first_new:]:
+            self._labels.append(self._make_label(node))
+        self._redraw()
+        last = self._drawn_steps - 1
+        self._plot.setXRange(max(-1.6, last - _VISIBLE_STEPS + 0.5), last + 0.6, padding=0)
+
+    def _make_label(self, node: BeamNode) -> pg.TextItem:
+        colour = style.FOREGROUND if node.kind != "pruned" else "#8A8A8A"
+        label = pg.TextItem(display_token(node.text, 9), color=colour, anchor=(0.5, 1.15))
+        label.setFont(style.ui_font(8 if node.kind == "pruned" else 9))
+        label.setPos(node.step, node.slot)
+        self._plot.addItem(label)
+        return label
+
+    def _redraw(self) -> None:
+        best = set(self.best_nodes())
+        self._draw_edges(best)
+        spots = [self._spot(i, node, node in best) for i, node in enumerate(self._nodes)]
+        self._points.setData(spots=spots)
+        self._update_label_visibility()
+
+    def _draw_edges(self, best: set[BeamNode]) -> None:
+        groups: dict[str, tuple[list[float], list[float]]] = {
+            "pruned": ([], []),
+            "kept": ([], []),
+            "best": ([], []),
+        }
+        for node in self._nodes:
+            group = "best" if node in best else ("pruned" if node.kind == "pruned" else "kept")
+            xs, ys = groups[group]
+            xs += [node.step - 1, node.step]
+            ys += [node.parent_slot, node.slot]
+        self._pruned_edges.setData(*groups["pruned"])
+        self._kept_edges.setData(*groups["kept"])
+        self._best_edges.setData(*groups["best"])
+
+    @staticmethod
+    def _spot(index: int, node: BeamNode, on_best: bool) -> dict:
+        symbol, size, brush, pen = _KIND_STYLE[node.kind]
+        return {
+            "pos": (node.step, node.slot),
+            "data": index,
+            "symbol": symbol,
+            "size": size,
+            "brush": pg.mkBrush(_BEST if on_best and node.kind == "kept" else brush),
+            "pen": pg.mkPen(pen, width=1.5),
+        }
+
+    def _update_label_visibility(self, *_args) -> None:
+        (x0, x1), width = self._plot.vb.viewRange()[0], self._plot.vb.width()
+        visible = x1 > x0 and width / (x1 - x0) >= _LABEL_MIN_PX_PER_STEP
+        for label in self._labels:
+            label.setVisible(visible)
+
+    # ---- interaction -------------------------------------------------------------------------------------
+    def _tip(self, x: float, y: float, data: int) -> str:
+        node = self._nodes[data]
+        return (
+            f"step {node.step} · slot {node.slot} · {node.kind}\n"
+            f"token “{display_token(node.text, 30)}” (id {node.token_id})\n"
+            f"score {node.score:.4f} · parent slot {node.parent_slot}"
+        )
+
+    def _on_points_clicked(self, _item, points, _event=None) -> None:
+        if len(points):
+            self.stepSelected.emit(self._lane_index, self._nodes[points[0].data()].step)

@@ -1,0 +1,279 @@
+"""Timeline: one curve per lane over the steps (chosen-token probability, entropy or top-1/top-2 margin), with
+divergence points (◆) and near-ties (▲) marked, a cursor on the selected step, click-to-select and Left/Right
+scrubbing. Items are created once; streaming steps only appends to per-lane buffers and re-sets one curve."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+
+from decoding.trace import LaneTrace, StepRecord
+from gui import style
+from gui.chart_data import TIMELINE_METRICS, display_token, metric_values
+from gui.render import MARK_COLOURS
+
+_BOUNDED = {"prob", "prob_raw", "margin", "margin_raw"}  # metrics that live in [0, 1]
+
+
+class _LaneSeries:
+    """One lane's records and the current metric's values in a growing buffer (amortised O(1) appends)."""
+
+    def __init__(self, name: str, curve: pg.PlotDataItem) -> None:
+        self.name = name
+        self.curve = curve
+        self.records: list[StepRecord] = []
+        self.values = np.zeros(64)
+
+    def append(self, records: Sequence[StepRecord], metric: str) -> None:
+        start = len(self.records)
+        self.records.extend(records)
+        if len(self.records) > len(self.values):
+            self.values = np.resize(self.values, max(len(self.records), 2 * len(self.values)))
+        self.values[start : len(self.records)] = metric_values(list(records), metric)
+
+    def recompute(self, metric: str) -> None:
+        self.values = np.zeros(max(64, len(self.records)))
+        self.values[: len(self.records)] = metric_values(self.records, metric)
+
+    def refresh_curve(self) -> None:
+        n = len(self.records)
+        self.curve.setData(np.arange(n, dtype=float), self.values[:n])
+
+
+class Timeline(QWidget):
+    stepSelected = Signal(int, int)  # lane index, step
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._metric = "prob"
+        self._series: list[_LaneSeries] = []
+        self._divergences: list[tuple[int, int]] = []
+        self._near_ties: list[tuple[int, int]] = []
+        self._selected: tuple[int, int] | None = None
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self._build_ui()
+
+    # ---- public API --------------------------------------------------------------------------------------
+    def set_lanes(self, lanes: Sequence[LaneTrace]) -> None:
+        """Replace everything with these lanes (names, colours by index, every step recorded so far)."""
+        for series in self._series:
+            self._plot.removeItem(series.curve)
+        self._series, self._selected = [], None
+        self._divergences, self._near_ties = [], []
+        self._cursor.setVisible(False)
+        for lane in lanes:
+            self.add_lane(lane)
+        self._update_markers()
+
+    def add_lane(self, lane: LaneTrace) -> None:
+        """Append a lane (e.g. a new branch) after the existing ones; it takes the next lane colour."""
+        index = len(self._series)
+        curve = pg.PlotDataItem(
+            [],
+            [],
+            pen=pg.mkPen(style.lane_color(index), width=2),
+            symbol="o",
+            symbolSize=5,
+            symbolBrush=style.lane_color(index),
+            symbolPen=None,
+        )
+        self._plot.addItem(curve)
+        series = _LaneSeries(lane.name, curve)
+        self._series.append(series)
+        self._update_legend()
+        self.append_steps(index, lane.steps)
+
+    def append_steps(self, lane_index: int, records: Sequence[StepRecord]) -> None:
+        """Streamed steps for one lane, in order. Cheap: one buffer write and one setData per call."""
+        if not records:
+            return
+        series = self._series[lane_index]
+        series.append(records, self._metric)
+        series.refresh_curve()
+        if self._divergences or self._near_ties:
+            self._update_markers()
+
+    def set_markers(
+        self, divergences: Iterable[tuple[int, int]], near_ties: Iterable[tuple[int, int]]
+    ) -> None:
+        """(lane index, step) pairs: ◆ where a lane first departs from the reference, ▲ near-ties."""
+        self._divergences, self._near_ties = list(divergences), list(near_ties)
+        self._update_markers()
+
+    def current_metric(self) -> str:
+        return self._metric
+
+    def set_metric(self, metric: str) -> None:
+        if metric not in TIMELINE_METRICS:
+            raise ValueError(f"metric={metric!r} is not one of {sorted(TIMELINE_METRICS)}")
+        self._combo.setCurrentIndex(list(TIMELINE_METRICS).index(metric))
+
+    def selected(self) -> tuple[int, int] | None:
+        return self._selected
+
+    def set_selected(self, lane_index: int, step: int) -> None:
+        """Move the cursor to a step selected elsewhere; emits nothing."""
+        self._selected = (lane_index, step)
+        self._cursor.setValue(step)
+        self._cursor.setVisible(True)
+        self._update_selected_point()
+
+    def curve_data(self, lane_index: int) -> tuple[np.ndarray, np.ndarray]:
+        return self._series[lane_index].curve.getData()
+
+    def scene_pos_of(self, lane_index: int, step: int) -> QPointF:
+        """Where a lane's point at a step is drawn, in scene coordinates (tests click there)."""
+        value = float(self._series[lane_index].values[step])
+        return self._plot.vb.mapViewToScene(QPointF(step, value))
+
+    def export_png(self, path: str | Path) -> Path:
+        return style.export_widget_png(self, path)
+
+    # ---- construction ------------------------------------------------------------------------------------
+    def _build_ui(self) -> None:
+        self._combo = QComboBox()
+        self._combo.addItems(list(TIMELINE_METRICS.values()))
+        self._combo.currentIndexChanged.connect(self._on_metric_changed)
+        self._hover = QLabel("click a point to select its step · ←/→ move through steps")
+        self._hover.setStyleSheet("color: #555")
+        header = QHBoxLayout()
+        header.addWidget(self._combo)
+        header.addWidget(self._hover, 1)
+        self._legend = QLabel()
+        self._legend.setWordWrap(True)
+        self._legend.setFont(style.ui_font(8.5))
+
+        self._view = style.make_plot_widget()
+        self._view.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self._plot = self._view.getPlotItem()
+        self._plot.setMouseEnabled(x=True, y=False)
+        self._plot.showGrid(x=True, y=True, alpha=0.2)
+        self._plot.setLabel("bottom", "step")
+        self._create_items()
+        self._apply_metric_axis()
+        self._view.scene().sigMouseClicked.connect(self._on_click)
+        self._view.scene().sigMouseMoved.connect(self._on_hover)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addLayout(header)
+        layout.addWidget(self._legend)
+        layout.addWidget(self._view, 1)
+
+    def _create_items(self) -> None:
+        divergence, near_tie = MARK_COLOURS["divergence"], MARK_COLOURS["near_tie"]
+        self._divergence_marks = pg.ScatterPlotItem(
+            symbol="d", size=13, brush=pg.mkBrush(divergence), pen=pg.mkPen("w", width=1)
+        )
+        self._near_tie_marks = pg.ScatterPlotItem(
+            symbol="t1", size=12, brush=pg.mkBrush(near_tie), pen=pg.mkPen("w", width=1)
+        )
+        self._selected_mark = pg.ScatterPlotItem(
+            symbol="o", size=15, brush=None, pen=pg.mkPen(style.FOREGROUND, width=2)
+        )
+        self._cursor = pg.InfiniteLine(
+            angle=90, movable=False, pen=pg.mkPen(style.FOREGROUND, width=1, style=Qt.PenStyle.DashLine)
+        )
+        self._cursor.setVisible(False)
+        for item in (self._divergence_marks, self._near_tie_marks, self._selected_mark):
+            item.setZValue(10)
+            self._plot.addItem(item)
+        self._plot.addItem(self._cursor, ignoreBounds=True)
+
+    def _update_legend(self) -> None:
+        keys = [
+            f'<span style="color:{style.lane_color_hex(i)}">━━</span>&nbsp;{s.name}'
+            for i, s in enumerate(self._series)
+        ]
+        keys.append(f'<span style="color:{MARK_COLOURS["divergence"]}">◆</span>&nbsp;divergence')
+        keys.append(f'<span style="color:{MARK_COLOURS["near_tie"]}">▲</span>&nbsp;near-tie')
+        self._legend.setText("&nbsp;&nbsp; ".join(keys))
+
+    # ---- drawing -----------------------------------------------------------------------------------------
+    def _on_metric_changed(self, index: int) -> None:
+        self._metric = list(TIMELINE_METRICS)[index]
+        for series in self._series:
+            series.recompute(self._metric)
+            series.refresh_curve()
+        self._apply_metric_axis()
+        self._update_markers()
+
+    def _apply_metric_axis(self) -> None:
+        self._plot.setLabel("left", TIMELINE_METRICS[self._metric])
+        if self._metric in _BOUNDED:
+            self._plot.setYRange(0, 1, padding=0.04)
+        else:
+            self._plot.enableAutoRange(axis="y")
+
+    def _points(self, pairs: list[tuple[int, int]]) -> tuple[list[float], list[float]]:
+        xs, ys = [], []
+        for lane, step in pairs:
+            if 0 <= lane < len(self._series) and 0 <= step < len(self._series[lane].records):
+                xs.append(step)
+                ys.append(float(self._series[lane].values[step]))
+        return xs, ys
+
+    def _update_markers(self) -> None:
+        self._divergence_marks.setData(*self._points(self._divergences))
+        self._near_tie_marks.setData(*self._points(self._near_ties))
+        self._update_selected_point()
+
+    def _update_selected_point(self) -> None:
+        self._selected_mark.setData(*self._points([self._selected] if self._selected else []))
+
+    # ---- interaction -------------------------------------------------------------------------------------
+    def _nearest(self, scene_pos: QPointF) -> tuple[int, int] | None:
+        """The lane point nearest to a scene position at the step under it (by pixel distance)."""
+        if not self._plot.vb.sceneBoundingRect().contains(scene_pos):
+            return None
+        step = round(self._plot.vb.mapSceneToView(scene_pos).x())
+        best, best_distance = None, float("inf")
+        for lane, series in enumerate(self._series):
+            if 0 <= step < len(series.records):
+                distance = abs(self.scene_pos_of(lane, step).y() - scene_pos.y())
+                if distance < best_distance:
+                    best, best_distance = (lane, step), distance
+        return best
+
+    def _on_click(self, event) -> None:
+        if event.button() != Qt.MouseButton.LeftButton:
+            return
+        self.setFocus(Qt.FocusReason.MouseFocusReason)
+        hit = self._nearest(event.scenePos())
+        if hit is not None:
+            self._select(*hit)
+
+    def _on_hover(self, scene_pos: QPointF) -> None:
+        hit = self._nearest(scene_pos)
+        if hit is None:
+            return
+        lane, step = hit
+        record = self._series[lane].records[step]
+        value = self._series[lane].values[step]
+        self._hover.setText(
+            f"{self._series[lane].name} · step {step} · “{display_token(record.token_text, 20)}” · "
+            f"{TIMELINE_METRICS[self._metric]} = {value:.4f}"
+        )
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 (Qt override)
+        moves = {Qt.Key.Key_Left: -1, Qt.Key.Key_Right: 1}
+        if event.key() not in moves and event.key() not in (Qt.Key.Key_Home, Qt.Key.Key_End):
+            super().keyPressEvent(event)
+            return
+        lane, step = self._selected or (0, -1)
+        if not 0 <= lane < len(self._series) or not self._series[lane].records:
+            return
+        last = len(self._series[lane].records) - 1
+        target = {Qt.Key.Key_Home: 0, Qt.Key.Key_End: last}.get(event.key(), step + moves.get(event.key(), 0))
+        self._select(lane, min(max(target, 0), last))
+        event.accept()
+
+    def _select(self, lane: int, step: int) -> None:
+        self.set_selected(lane, step)
+        self.stepSelected.emit(lane, step)
