@@ -1,0 +1,67 @@
+"""`python main.py models`: the prepared models with size, source and provider support."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print the list as JSON")
+
+
+def providers() -> str:
+    """Execution providers a prepared model can run on here (CUDA only if a session really runs on it)."""
+    from models.validate import cuda_usable
+
+    return "CPU, CUDA" if cuda_usable() else "CPU"
+
+
+def human_size(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{value:.1f} GB"
+
+
+def table(rows: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from models.catalog import list_models, models_dir
+
+    models = list_models()
+    supported = providers() if models else ""
+    if args.json:
+        records = [
+            {
+                "name": m.name,
+                "path": str(m.path),
+                "size_bytes": m.size_bytes,
+                "source": m.source,
+                "created": m.created,
+                "valid": m.valid,
+                "providers": supported,
+            }
+            for m in models
+        ]
+        print(json.dumps(records, indent=2))
+        return 0
+    if not models:
+        print(f"no prepared models in {models_dir()}; run `python main.py prepare`")
+        return 0
+    header = ["NAME", "SIZE", "SOURCE", "CREATED", "PROVIDERS", "STATUS"]
+    rows = [
+        [m.name, human_size(m.size_bytes), m.source, m.created, supported, "ok" if m.valid else "incomplete"]
+        for m in models
+    ]
+    print(table([header, *rows]))
+    print(f"\n{len(models)} model(s) in {models_dir()}")
+    return 0

