@@ -65,6 +65,24 @@ class StepInspector(QWidget):
     def cutoffs(self) -> Cutoffs | None:
         return self._cutoffs if self._step else None
 
+    def drawn_lines(self) -> dict[str, float]:
+        """Positions of the cut-off and draw lines currently shown (rows for kept/top-k, x for the others)."""
+        lines = {
+            "kept": self._kept_line,
+            "top_k": self._top_k_line,
+            "min_p": self._min_p_line,
+            "top_p": self._top_p_line,
+            "draw": self._draw_line,
+        }
+        return {name: line.value() for name, line in lines.items() if line.isVisible()}
+
+    def bar_widths(self) -> tuple[list[float], list[float]]:
+        """(raw, processed) bar lengths per row as drawn."""
+        return list(self._raw_bars.opts["width"]), list(self._proc_bars.opts["width"])
+
+    def scene_pos_of_row(self, row: int) -> QPointF:
+        return self._bars_plot.vb.mapViewToScene(QPointF(0.0, row))
+
     def row_at_scene_pos(self, pos: QPointF) -> int | None:
         """The row under a scene position in either plot, or None."""
         if not self._rows:

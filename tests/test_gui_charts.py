@@ -1,0 +1,186 @@
+"""Chart widgets with real clicks and keys (pytest-qt, offscreen) on hand-built traces."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QPointF, Qt
+from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QMenu
+
+from gui import style
+from gui.beam_tree import BeamTreeView
+from gui.inspector import StepInspector
+from gui.timeline import Timeline
+from tests import chart_samples as samples
+
+
+def _shown(qtbot, widget, width=700, height=460):
+    qtbot.addWidget(widget)
+    widget.resize(width, height)
+    widget.show()
+    qtbot.waitExposed(widget)
+    return widget
+
+
+def _click(qtbot, view, scene_pos: QPointF, button=Qt.MouseButton.LeftButton):
+    """A real mouse click on a pyqtgraph view at a scene position."""
+    qtbot.mouseClick(view.viewport(), button, pos=view.mapFromScene(scene_pos))
+
+
+@pytest.fixture
+def inspector(qtbot):
+    widget = _shown(qtbot, StepInspector())
+    widget.set_step(3, samples.sampled_lane(samples.EN_CANDIDATES), 0)
+    qtbot.wait(10)
+    return widget
+
+
+def test_inspector_bars_and_cutoffs_of_a_top_k_top_p_step(inspector):
+    rows = inspector.rows()
+    assert len(rows) == 20 and rows[0].text == " Paris" and rows[1].chosen
+    raw, processed = inspector.bar_widths()
+    assert raw[:3] == pytest.approx([0.46, 0.14, 0.09])
+    assert all(w > 0 for w in processed[:3]) and all(w == 0 for w in processed[3:])
+    assert sum(processed) == pytest.approx(1.0)
+    lines = inspector.drawn_lines()
+    assert lines["kept"] == 2.5 and lines["top_k"] == 4.5 and lines["top_p"] == 0.8
+    assert "min_p" not in lines
+    assert lines["draw"] == pytest.approx(inspector.cutoffs().intervals[1][0] + processed[1] / 2)
+    ticks = inspector._bars_plot.getAxis("left")._tickLevels[0]
+    assert ticks[0] == (0, "␣Paris") and ticks[1] == (1, "▶ ␣a")
+
+
+def test_inspector_min_p_line_and_no_draw_for_greedy_config(qtbot):
+    widget = _shown(qtbot, StepInspector())
+    lane = samples.min_p_lane(samples.ZH_CANDIDATES)
+    lane.steps[0].draw = None
+    widget.set_step(0, lane, 0)
+    lines = widget.drawn_lines()
+    assert lines["min_p"] == pytest.approx(0.05 * lane.steps[0].top[0].prob)
+    assert "draw" not in lines and "top_k" not in lines and "top_p" not in lines
+    assert widget.rows()[0].text == "去"
+
+
+def test_clicking_an_alternative_requests_a_branch_with_that_token(qtbot, inspector):
+    view = inspector._canvas
+    with qtbot.waitSignal(inspector.branchRequested, timeout=1000) as blocker:
+        _click(qtbot, view, inspector.scene_pos_of_row(2) + QPointF(4, 0))
+    assert blocker.args == [3, 0, inspector.rows()[2].token_id]
+    with qtbot.assertNotEmitted(inspector.branchRequested, wait=50):
+        _click(qtbot, view, inspector.scene_pos_of_row(1) + QPointF(4, 0))  # the chosen token itself
+
+
+def test_context_menu_forces_a_token_for_all_lanes(qtbot, inspector):
+    _click(
+        qtbot, inspector._canvas, inspector.scene_pos_of_row(4) + QPointF(4, 0), Qt.MouseButton.RightButton
+    )
+    menu = inspector.findChild(QMenu)
+    assert menu is not None
+    force = [a for a in menu.actions() if a.text().startswith("Force")][0]
+    with qtbot.waitSignal(inspector.forceRequested, timeout=1000) as blocker:
+        force.trigger()
+    assert blocker.args == [0, inspector.rows()[4].token_id]
+    menu.close()
+
+
+@pytest.fixture
+def timeline(qtbot):
+    widget = _shown(qtbot, Timeline(), 760, 380)
+    widget.set_lanes(samples.timeline_lanes(samples.EN_CANDIDATES, steps=12))
+    qtbot.wait(10)
+    return widget
+
+
+def test_timeline_click_selects_the_step_of_the_clicked_lane(qtbot, timeline):
+    with qtbot.waitSignal(timeline.stepSelected, timeout=1000) as blocker:
+        _click(qtbot, timeline._view, timeline.scene_pos_of(2, 5))
+    assert blocker.args == [2, 5]
+    assert timeline.selected() == (2, 5)
+    with qtbot.waitSignal(timeline.stepSelected, timeout=1000) as blocker:
+        _click(qtbot, timeline._view, timeline.scene_pos_of(0, 8))
+    assert blocker.args == [0, 8]
+
+
+def test_left_right_keys_scrub_through_steps(qtbot, timeline):
+    _click(qtbot, timeline._view, timeline.scene_pos_of(1, 5))
+    assert timeline.hasFocus()
+    seen = []
+    timeline.stepSelected.connect(lambda lane, step: seen.append((lane, step)))
+    for key in (
+        Qt.Key.Key_Right,
+        Qt.Key.Key_Right,
+        Qt.Key.Key_Left,
+        Qt.Key.Key_End,
+        Qt.Key.Key_Right,
+        Qt.Key.Key_Home,
+        Qt.Key.Key_Left,
+    ):
+        qtbot.keyClick(timeline, key)
+    assert seen == [(1, 6), (1, 7), (1, 6), (1, 11), (1, 11), (1, 0), (1, 0)]
+
+
+def test_timeline_appends_incrementally_and_switches_metric(timeline):
+    lanes = samples.timeline_lanes(samples.ZH_CANDIDATES, steps=6)
+    timeline.set_lanes([lanes[0]] + [type(lanes[1])(lanes[1].name, lanes[1].config, [], steps=[])])
+    timeline.append_steps(1, lanes[1].steps[:2])
+    timeline.append_steps(1, lanes[1].steps[2:])
+    xs, ys = timeline.curve_data(1)
+    assert list(xs) == list(range(6)) and list(ys) == pytest.approx([s.prob for s in lanes[1].steps])
+    timeline.set_metric("entropy_raw")
+    assert list(timeline.curve_data(0)[1]) == pytest.approx([s.entropy_raw for s in lanes[0].steps])
+    timeline.set_markers(divergences=[(1, 2), (1, 99)], near_ties=[(0, 1)])
+    assert list(timeline._divergence_marks.getData()[0]) == [2]  # a step not yet streamed is not drawn
+    assert list(timeline._near_tie_marks.getData()[1]) == pytest.approx([lanes[0].steps[1].entropy_raw])
+
+
+@pytest.fixture
+def beam_tree(qtbot):
+    widget = _shown(qtbot, BeamTreeView(), 760, 380)
+    widget.set_lane(1, samples.beam_lane(samples.EN_BEAM_WORDS))
+    qtbot.wait(10)
+    return widget
+
+
+def test_beam_tree_draws_kept_pruned_and_finished_nodes(beam_tree):
+    spots = beam_tree._points.points()
+    kinds = [beam_tree.nodes()[p.data()].kind for p in spots]
+    assert kinds.count("kept") == 7 and kinds.count("pruned") == 8 and kinds.count("finished") == 1
+    pruned = [p for p in spots if beam_tree.nodes()[p.data()].kind == "pruned"]
+    assert {p.symbol() for p in pruned} == {"o"} and pruned[0].brush().color().name() == "#ffffff"
+    assert [(n.step, n.slot) for n in beam_tree.best_nodes()] == [(0, 0), (1, 0), (2, 0), (3, 0)]
+    assert len(beam_tree._best_edges.getData()[0]) == 8  # four best edges, two points each
+    assert beam_tree._labels[0].toPlainText() == "␣Paris" and beam_tree._labels[0].isVisible()
+
+
+def test_beam_tree_streams_and_clicking_a_node_selects_its_step(qtbot):
+    widget = _shown(qtbot, BeamTreeView(), 760, 380)
+    full = samples.beam_lane(samples.ZH_BEAM_WORDS)
+    lane = type(full)(full.name, full.config, [], steps=full.steps[:2])
+    widget.set_lane(0, lane)
+    assert len(widget.nodes()) == 8
+    lane.steps.extend(full.steps[2:])
+    widget.set_lane(0, lane)
+    assert len(widget.nodes()) == 16 and len(widget._labels) == 16
+    node = [n for n in widget.nodes() if n.step == 2 and n.kind == "kept"][0]
+    with qtbot.waitSignal(widget.stepSelected, timeout=1000) as blocker:
+        _click(qtbot, widget._view, widget.scene_pos_of(node))
+    assert blocker.args == [0, 2]
+
+
+def test_every_chart_exports_a_non_empty_png(qtbot, tmp_path, inspector, timeline, beam_tree):
+    for name, widget in (("inspector", inspector), ("timeline", timeline), ("beam_tree", beam_tree)):
+        path = widget.export_png(tmp_path / f"{name}.png")
+        image = QImage(str(path))
+        assert not image.isNull() and image.width() >= 600 and image.height() >= 300
+        colours = {image.pixel(x, y) for x in range(0, image.width(), 7) for y in range(0, image.height(), 7)}
+        assert len(colours) > 10  # something was drawn, not a blank canvas
+
+
+def test_export_to_an_unwritable_place_raises(inspector, tmp_path):
+    with pytest.raises(OSError, match="could not write PNG"):
+        inspector.export_png(tmp_path / "missing-dir" / "x.png")
+
+
+def test_lane_colours_are_stable_and_distinct():
+    assert style.lane_color_hex(0) == style.lane_color_hex(8)
+    assert len({style.lane_color_hex(i) for i in range(8)}) == 8
