@@ -1,0 +1,62 @@
+"""`python main.py replay FILE.json`: re-run an exported run with the model and verify every token.
+
+Exit codes: 0 every lane's tokens are identical; 1 a mismatch (the first one per lane is reported); 2 bad
+input (unreadable or foreign file, missing model).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from decoding import jsonio
+from decoding.cli_common import EXIT_MISMATCH, UsageError, fail, load_model
+from decoding.replay import compare, replay
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", type=Path, help="a run exported with `run --json` or the app's Save")
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    parser.add_argument(
+        "--model",
+        default=None,
+        help="prepared model name or folder (default: the one the file names, else the default)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        trace = jsonio.load(args.file)
+        model = load_model(args.model or _recorded_model(trace), args.device)
+        engine = model.engine(trace.settings.top_n, trace.settings.near_tie_threshold)
+    except (UsageError, ValueError) as exc:
+        return fail(str(exc))
+    _warn_if_other_model(trace, model.info)
+    replayed = replay(engine, trace, provider=model.provider)
+    mismatches = compare(trace, replayed)
+    total = sum(len(lane.token_ids) for lane in trace.lanes)
+    if mismatches:
+        for mismatch in mismatches:
+            print(f"MISMATCH {mismatch.describe()}")
+        print(f"replay differs in {len(mismatches)} of {len(trace.lanes)} lanes")
+        return EXIT_MISMATCH
+    print(f"replay identical: {len(trace.lanes)} lanes, {total} tokens ({model.info.name}, {model.provider})")
+    return 0
+
+
+def _recorded_model(trace) -> str | None:
+    path = trace.model.path
+    if path and (Path(path) / "model.onnx").is_file():
+        return path
+    from models.catalog import models_dir
+
+    return trace.model.name if (models_dir() / trace.model.name / "model.onnx").is_file() else None
+
+
+def _warn_if_other_model(trace, info) -> None:
+    recorded, loaded = trace.model.hashes.get("model.onnx"), info.hashes.get("model.onnx")
+    if recorded and loaded and recorded != loaded:
+        print(
+            f"warning: the model differs from the recorded one (model.onnx sha256 {loaded[:12]}… vs "
+            f"{recorded[:12]}…); tokens may differ"
+        )

@@ -1,0 +1,194 @@
+"""`python main.py run`: decode one prompt under several strategies side by side in the terminal.
+
+    python main.py run --prompt "The capital of France is" --max-new-tokens 8
+    python main.py run --prompt "Once upon a time" --lane greedy --lane beam:num_beams=4 \\
+        --lane sample:top_p=0.9,temperature=0.8,seed=7 --json run.json
+
+Bad input (unknown lane key, out-of-range value, empty prompt, unreadable file, missing model) prints one
+line and exits with code 2 before anything is computed or written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+from decoding import jsonio, textview
+from decoding.cli_common import UsageError, check_writable, fail, load_model
+from decoding.spec import LaneSpec, assign_seeds, parse_lane, unique_names
+from decoding.stats import MIN_TOP_N
+from decoding.trace import PromptInfo, RunTrace
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--prompt", required=True, help="the prompt text")
+    parser.add_argument("--chat", action="store_true", help="wrap the prompt in the model's chat template")
+    parser.add_argument("--system", default=None, help="system prompt (with --chat)")
+    parser.add_argument(
+        "--lane",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="a lane: greedy | beam:num_beams=4,length_penalty=1.0 | "
+        "sample:top_p=0.9,temperature=0.8,seed=7 | config:generation_config.json | a preset "
+        "name (repeatable; default: greedy)",
+    )
+    parser.add_argument(
+        "--max-new-tokens", type=int, default=32, help="tokens to generate per lane (default 32)"
+    )
+    parser.add_argument("--json", type=Path, default=None, metavar="FILE", help="write the whole run as JSON")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="base seed for sampled lanes that set none (each lane's seed derives from it and its name)",
+    )
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    parser.add_argument(
+        "--model", default=None, help="prepared model name or folder (default: the default model)"
+    )
+    parser.add_argument(
+        "--top-n", type=int, default=MIN_TOP_N, help=f"top-N recorded per step (>= {MIN_TOP_N})"
+    )
+    parser.add_argument(
+        "--near-tie",
+        type=float,
+        default=0.05,
+        help="near-tie threshold on the top-1 − top-2 probability margin (default 0.05)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        specs = lane_specs(args)
+        check_arguments(args)
+        model = load_model(args.model, args.device)
+        prompt = encode_prompt(model.tokenizer, args)
+        cancel = threading.Event()
+        run_ = model.engine(args.top_n, args.near_tie).start(
+            prompt,
+            specs,
+            max_new_tokens=args.max_new_tokens,
+            model=model.info,
+            provider=model.provider,
+            base_seed=args.seed,
+            cancel=cancel,
+        )
+    except (UsageError, ValueError) as exc:
+        return fail(str(exc))
+    trace = generate(run_, cancel, args.max_new_tokens)
+    print(textview.render(trace, model.tokenizer, shutil.get_terminal_size((120, 24)).columns))
+    print(summary(trace))
+    if args.json is not None:
+        jsonio.save(trace, args.json)
+        print(f"wrote {args.json}", file=sys.stderr)
+    if trace.error:
+        print(f"branchpoint: the run stopped early: {trace.error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def lane_specs(args: argparse.Namespace) -> list[LaneSpec]:
+    specs = [parse_lane(text) for text in (args.lane or ["greedy"])]
+    return assign_seeds(unique_names(specs), args.seed)
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    if not args.prompt.strip():
+        raise UsageError("invalid --prompt: it is empty (allowed: non-empty text)")
+    if args.max_new_tokens < 1:
+        raise UsageError(f"invalid --max-new-tokens={args.max_new_tokens}: allowed an integer >= 1")
+    if args.top_n < MIN_TOP_N:
+        raise UsageError(f"invalid --top-n={args.top_n}: allowed an integer >= {MIN_TOP_N}")
+    if not 0.0 <= args.near_tie <= 1.0:
+        raise UsageError(f"invalid --near-tie={args.near_tie}: allowed a float in [0, 1]")
+    if args.seed is not None and args.seed < 0:
+        raise UsageError(f"invalid --seed={args.seed}: allowed an integer >= 0")
+    if args.system is not None and not args.chat:
+        raise UsageError("--system needs --chat (the system prompt goes through the chat template)")
+    if args.json is not None:
+        check_writable(args.json)
+
+
+def encode_prompt(tokenizer, args: argparse.Namespace) -> PromptInfo:
+    if args.chat:
+        rendered = tokenizer.render_chat(args.prompt, args.system)
+        ids = tokenizer.encode(rendered, add_special_tokens=False)
+        return PromptInfo(args.prompt, ids, chat=True, system=args.system, rendered=rendered)
+    return PromptInfo(args.prompt, tokenizer.encode(args.prompt))
+
+
+def generate(run, cancel: threading.Event, max_new_tokens: int) -> RunTrace:
+    """Iterate a run with a progress bar on stderr; Ctrl-C cancels at the next step (the trace stays
+    consistent, finish_reason "cancelled")."""
+    previous = signal.signal(signal.SIGINT, lambda *_: cancel.set())
+    bar = ProgressBar(max_new_tokens, len(run.specs))
+    try:
+        for lane_index, record in run:
+            bar.update(lane_index, record.step)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        bar.close()
+    return run.trace
+
+
+class ProgressBar:
+    """One stderr line: the furthest step any lane reached, tokens per second."""
+
+    def __init__(self, total: int, lanes: int, width: int = 30) -> None:
+        self.total, self.lanes, self.width = total, lanes, width
+        self.started = time.perf_counter()
+        self.records = 0
+        self.step = 0
+        self.last_draw = 0.0
+        self.live = sys.stderr.isatty()  # redraw in place on a terminal; a log gets the final line only
+
+    def update(self, lane_index: int, step: int) -> None:
+        self.records += 1
+        advanced = step + 1 > self.step
+        self.step = max(self.step, step + 1)
+        now = time.perf_counter()
+        if self.live and advanced and now - self.last_draw >= 0.1:
+            self.last_draw = now
+            self._draw(now)
+
+    def _draw(self, now: float) -> None:
+        filled = int(self.width * self.step / self.total)
+        rate = self.records / max(now - self.started, 1e-9)
+        sys.stderr.write(
+            f"\r[{'#' * filled}{'.' * (self.width - filled)}] step {self.step}/{self.total} "
+            f"· {self.lanes} lanes · {rate:.1f} tok/s "
+        )
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        self._draw(time.perf_counter())
+        sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def summary(trace: RunTrace) -> str:
+    timing = trace.timing
+    lines = [
+        textview.legend(),
+        f"{trace.model.name} · {trace.provider} · prefill {timing.prefill_ms:.0f} ms · "
+        f"{timing.steps} batched steps · {timing.tokens_per_s:.1f} tok/s",
+    ]
+    analysis = trace.analysis
+    for lane in trace.lanes:
+        ties = len(analysis.near_ties.get(lane.name, [])) if analysis else 0
+        seed = f" (seed {lane.config['seed']})" if "seed" in lane.config else ""
+        lines.append(
+            f"  {lane.name}{seed}: {lane.finish_reason}, {len(lane.token_ids)} tokens, {ties} near-ties"
+        )
+    if analysis:
+        first = trace.lanes[0].name
+        splits = [f"{d.b}@{d.step}" for d in analysis.divergences if d.a == first and d.step is not None]
+        if splits:
+            lines.append(f"  first divergence from {first}: " + ", ".join(splits))
+    return "\n".join(lines)

@@ -1,0 +1,109 @@
+"""Replay a recorded run: rebuild its lanes' specs, re-run them with a model and compare every token.
+
+Lanes run together in one run, except branch lanes whose parent cannot be followed in-run (a beam lane,
+another branch, or a parent not in the file): each of those re-runs alone from its parent's recorded tokens
+(a Prefix), as the branch was made after the original run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from decoding.engine import Engine, Prefix
+from decoding.spec import LaneSpec
+from decoding.trace import LaneTrace, RunTrace
+
+
+@dataclass
+class Mismatch:
+    lane: str
+    step: int | None  # first step whose token differs (None: lane missing or only sequences differ)
+    expected: int | None
+    got: int | None
+    detail: str = ""
+
+    def describe(self) -> str:
+        if self.step is None:
+            return f"lane {self.lane!r}: {self.detail}"
+        return f"lane {self.lane!r} step {self.step}: expected token {self.expected}, got {self.got}"
+
+
+@dataclass
+class ReplayGroup:
+    specs: list[LaneSpec]
+    prefix: Prefix | None
+
+
+def lane_spec(lane: LaneTrace) -> LaneSpec:
+    return LaneSpec.from_config(lane.name, lane.config, lane.branch)
+
+
+def plan(trace: RunTrace) -> list[ReplayGroup]:
+    specs = [lane_spec(lane) for lane in trace.lanes]
+    by_name = {spec.name: spec for spec in specs}
+    main, alone = [], []
+    for spec in specs:
+        parent = by_name.get(spec.branch.parent) if spec.branch else None
+        if spec.branch is None or (parent is not None and not parent.is_beam and parent.branch is None):
+            main.append(spec)
+        else:
+            alone.append(spec)
+    groups = [ReplayGroup(main, None)] if main else []
+    for spec in alone:
+        groups.append(ReplayGroup([spec], _prefix_from_file(trace, spec)))
+    return groups
+
+
+def _prefix_from_file(trace: RunTrace, spec: LaneSpec) -> Prefix:
+    """The branch lane's own recorded steps before its branch point (they are its parent's)."""
+    lane = trace.lane(spec.name)
+    step = spec.branch.step
+    return Prefix(list(lane.token_ids[:step]), list(lane.steps[:step]))
+
+
+def replay(engine: Engine, trace: RunTrace, provider: str = "") -> RunTrace:
+    """Re-run every lane of `trace` with `engine`; returns a RunTrace with the lanes in the original order."""
+    lanes: dict[str, LaneTrace] = {}
+    result = None
+    for group in plan(trace):
+        result = engine.run(
+            trace.prompt,
+            group.specs,
+            max_new_tokens=trace.settings.max_new_tokens,
+            model=trace.model,
+            provider=provider,
+            base_seed=trace.settings.seed,
+            prefix=group.prefix,
+        )
+        if result.error:
+            raise RuntimeError(result.error)
+        lanes.update({lane.name: lane for lane in result.lanes})
+    result.lanes = [lanes[lane.name] for lane in trace.lanes]
+    return result
+
+
+def compare(expected: RunTrace, got: RunTrace) -> list[Mismatch]:
+    """One Mismatch per lane whose tokens (or beam sequences) differ, at its first differing step."""
+    found = []
+    got_lanes = {lane.name: lane for lane in got.lanes}
+    for lane in expected.lanes:
+        other = got_lanes.get(lane.name)
+        if other is None:
+            found.append(Mismatch(lane.name, None, None, None, "missing from the replay"))
+            continue
+        mismatch = _first_difference(lane, other)
+        if mismatch is not None:
+            found.append(mismatch)
+    return found
+
+
+def _first_difference(lane: LaneTrace, other: LaneTrace) -> Mismatch | None:
+    a, b = lane.token_ids, other.token_ids
+    for step in range(max(len(a), len(b))):
+        x = a[step] if step < len(a) else None
+        y = b[step] if step < len(b) else None
+        if x != y:
+            return Mismatch(lane.name, step, x, y)
+    if (lane.sequences or None) != (other.sequences or None):
+        return Mismatch(lane.name, None, None, None, "beam sequences differ (best sequence identical)")
+    return None
