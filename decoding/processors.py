@@ -1,0 +1,488 @@
+"""Logits processors in pure numpy, equal to transformers 4.57.6's processors and warpers.
+
+Each processor is a small validated object: `processor(ids, scores) -> new scores`, with `ids` int64
+[rows, seq_len] (prompt + generated so far) and `scores` float32 [rows, vocab]. Inputs are never mutated;
+filtered tokens get -inf, as transformers' `filter_value`.
+
+Equality with transformers: the arithmetic is the same float32 arithmetic (temperature, penalties, top-k are
+bit-identical). The softmax-based cuts (top-p, min-p, typical) use numpy's exp where torch uses its own
+vectorised exp, so probabilities can differ in the last bits; a token whose cumulative probability lies
+within about 1e-6 of a cut can land on the other side. Where a cut falls inside a group of exactly tied
+logits, torch's unstable `sort` (std::sort) picks the survivors arbitrarily; here the lower ids survive, as
+greedy's argmax does, and the number of survivors is the same.
+
+Speed: top-p and typical sort only a partitioned prefix that provably holds the cut (checked, with a fall
+back to a larger prefix and finally the full sort), so a step costs O(vocab) plus a small sort.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+FILTER = np.float32(-np.inf)
+
+# transformers' order in GenerationMixin._get_logits_processor: penalties and constraints first, then (only
+# when do_sample) the warpers. Same names as GenerationConfig and decoding.spec.PROCESSOR_ORDER.
+DEFAULT_ORDER: tuple[str, ...] = (
+    "repetition_penalty",
+    "no_repeat_ngram_size",
+    "min_new_tokens",
+    "temperature",
+    "top_k",
+    "top_p",
+    "min_p",
+    "typical_p",
+)
+SAMPLING_WARPERS = frozenset({"temperature", "top_k", "top_p", "min_p", "typical_p"})
+
+# About how many of the best tokens top-p, typical and sampling sort before falling back to all of them.
+PREFIX_TIERS = (1024, 8192)
+SAMPLE_STRIDE = 16
+
+
+# ----------------------------------------------------------------------------------------------- validation
+
+
+def _is_number(value: Any) -> bool:
+    numeric = isinstance(value, int | float | np.integer | np.floating)
+    return numeric and not isinstance(value, bool | np.bool_)
+
+
+def check_float(name: str, value: Any, low: float, high: float, low_open: bool, high_open: bool) -> float:
+    """Return `value` as a float or raise ValueError naming the parameter, the value and the range."""
+    left = "(" if low_open else "["
+    right = ")" if high_open else "]"
+    inside = _is_number(value) and (value > low if low_open else value >= low) and (
+        value < high if high_open else value <= high
+    )
+    if not inside:
+        shown = "inf" if high == math.inf else f"{high:g}"
+        raise ValueError(f"{name} must be in {left}{low:g}, {shown}{right}, got {value!r}")
+    return float(value)
+
+
+def check_int(name: str, value: Any, low: int) -> int:
+    """Return `value` as an int or raise ValueError naming the parameter, the value and the range."""
+    if not isinstance(value, int | np.integer) or isinstance(value, bool | np.bool_) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
+def _scores(scores: np.ndarray) -> np.ndarray:
+    array = np.asarray(scores, dtype=np.float32)
+    if array.ndim != 2:
+        raise ValueError(f"scores must be a 2-D array [rows, vocab], got shape {array.shape}")
+    return array
+
+
+def _ids(ids: np.ndarray) -> np.ndarray:
+    array = np.asarray(ids, dtype=np.int64)
+    if array.ndim != 2:
+        raise ValueError(f"ids must be a 2-D array [rows, seq_len], got shape {array.shape}")
+    return array
+
+
+def softmax32(scores: np.ndarray) -> np.ndarray:
+    """Row softmax in float32, as transformers' torch.softmax computes it (max-shifted exp, one division)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        exps = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        return exps / exps.sum(axis=-1, keepdims=True, dtype=np.float32)
+
+
+def order_desc(values: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Positions of (values, ids) sorted by value descending, equal values by ascending id."""
+    return np.lexsort((ids, -values))
+
+
+def sample_thresholds(values: np.ndarray, counts: Sequence[int]) -> list[float]:
+    """For each count, a value t that about count * SAMPLE_STRIDE values reach, read off a strided sample:
+    t is the count-th largest sampled value, so at least `count` values are >= t."""
+    sample = values[::SAMPLE_STRIDE]
+    counts = [min(count, sample.size) for count in counts]
+    ranked = np.partition(sample, [sample.size - count for count in counts])
+    return [float(ranked[sample.size - count]) for count in counts]
+
+
+def top_candidates(values: np.ndarray, count: int) -> np.ndarray:
+    """Ids of the `count` largest values, largest first, equal values by lower id, without a full sort."""
+    size = values.shape[-1]
+    if count >= size:
+        return np.argsort(-values, kind="stable")
+    if count * SAMPLE_STRIDE * 8 <= size:  # small count: a sampled threshold leaves ~count*stride candidates
+        ids = np.flatnonzero(values >= sample_thresholds(values, [count])[0])
+    else:
+        ids = np.flatnonzero(values >= np.partition(values, size - count)[size - count])
+    if ids.size > 4 * count + 256:  # many ties or an unlucky sample: narrow down before sorting
+        kept = values[ids]
+        ids = ids[kept >= np.partition(kept, kept.size - count)[kept.size - count]]
+    return ids[order_desc(values[ids], ids)][:count]
+
+
+def prefix_sets(values: np.ndarray) -> Iterator[tuple[np.ndarray, bool]]:
+    """Growing candidate sets {values >= t} (about PREFIX_TIERS ids), then every finite value, each flagged
+    True when it is the last. Every value outside a set is strictly smaller than every value inside it."""
+    for threshold in sample_thresholds(values, [count // SAMPLE_STRIDE for count in PREFIX_TIERS]):
+        if threshold > -np.inf:
+            yield np.flatnonzero(values >= threshold), False
+    yield np.flatnonzero(values > -np.inf), True
+
+
+# ------------------------------------------------------------------------------------------------- base
+
+
+class Processor:
+    """A logits processor: `processor(ids, scores) -> new scores`; `name` is its GenerationConfig key."""
+
+    name: ClassVar[str]
+
+    def __call__(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        return self.process(_ids(ids), _scores(scores))
+
+    def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def params(self) -> dict[str, Any]:
+        """The processor's parameters as plain JSON values."""
+        raise NotImplementedError
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, **self.params()}
+
+    def describe(self) -> str:
+        """Short text for the UI, e.g. "top_p=0.9"."""
+        shown = {key: value for key, value in self.params().items()}
+        if shown.get("min_tokens_to_keep") == 1:
+            del shown["min_tokens_to_keep"]
+        return ", ".join(f"{key}={value}" for key, value in shown.items())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.describe()})"
+
+
+def _keep_arg(min_tokens_to_keep: Any) -> int:
+    return check_int("min_tokens_to_keep", min_tokens_to_keep, 1)
+
+
+# --------------------------------------------------------------------------------- penalties, constraints
+
+
+class RepetitionPenalty(Processor):
+    """Divide positive / multiply negative scores of every token already in `ids` by `penalty`."""
+
+    name = "repetition_penalty"
+
+    def __init__(self, penalty: float):
+        self.penalty = check_float("repetition_penalty", penalty, 0.0, math.inf, True, True)
+
+    def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        penalty = np.float32(self.penalty)
+        seen = np.take_along_axis(scores, ids, axis=1)
+        penalised = np.where(seen < 0, seen * penalty, seen / penalty)
+        out = scores.copy()
+        np.put_along_axis(out, ids, penalised, axis=1)
+        return out
+
+    def params(self) -> dict[str, Any]:
+        return {"repetition_penalty": self.penalty}
+
+
+class NoRepeatNGram(Processor):
+    """Ban every token that would repeat an n-gram already in `ids` (prompt included, as transformers)."""
+
+    name = "no_repeat_ngram_size"
+
+    def __init__(self, ngram_size: int):
+        self.ngram_size = check_int("no_repeat_ngram_size", ngram_size, 1)
+
+    def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        out = scores.copy()
+        size = self.ngram_size
+        length = ids.shape[1]
+        if length < size:  # no complete n-gram yet (transformers: cur_len + 1 < n bans nothing either)
+            return out
+        windows = np.lib.stride_tricks.sliding_window_view(ids, size, axis=1)  # [rows, length-size+1, size]
+        prefix = ids[:, length - size + 1 :]  # the last size-1 tokens
+        match = (windows[:, :, : size - 1] == prefix[:, None, :]).all(axis=2)
+        rows, positions = np.nonzero(match)
+        out[rows, windows[rows, positions, size - 1]] = FILTER
+        return out
+
+    def params(self) -> dict[str, Any]:
+        return {"no_repeat_ngram_size": self.ngram_size}
+
+
+class MinNewTokens(Processor):
+    """Suppress the eos ids until `min_new_tokens` tokens were generated after a prompt of `prompt_len`."""
+
+    name = "min_new_tokens"
+
+    def __init__(self, min_new_tokens: int, prompt_len: int, eos_ids: Sequence[int]):
+        self.min_new_tokens = check_int("min_new_tokens", min_new_tokens, 0)
+        self.prompt_len = check_int("prompt_len", prompt_len, 0)
+        self.eos_ids = tuple(check_int("eos_ids", token, 0) for token in eos_ids)
+
+    def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        out = scores.copy()
+        if ids.shape[1] - self.prompt_len < self.min_new_tokens:
+            eos = [token for token in self.eos_ids if token < scores.shape[1]]
+            out[:, eos] = FILTER
+        return out
+
+    def params(self) -> dict[str, Any]:
+        return {"min_new_tokens": self.min_new_tokens, "eos_ids": list(self.eos_ids)}
+
+    def describe(self) -> str:
+        return f"min_new_tokens={self.min_new_tokens}"
+
+
+# --------------------------------------------------------------------------------------------- warpers
+
+
+class Temperature(Processor):
+    name = "temperature"
+
+    def __init__(self, temperature: float):
+        self.temperature = check_float("temperature", temperature, 0.0, math.inf, True, True)
+
+    def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        return scores / np.float32(self.temperature)
+
+    def params(self) -> dict[str, Any]:
+        return {"temperature": self.temperature}
+
+
+class TopK(Processor):
+    """Keep the tokens scoring at least the k-th best score (ties at the k-th score all survive)."""
+
+    name = "top_k"
+
+    def __init__(self, top_k: int, min_tokens_to_keep: int = 1):
+        self.top_k = check_int("top_k", top_k, 1)
+        self.min_tokens_to_keep = _keep_arg(min_tokens_to_keep)
+
+    def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        vocab = scores.shape[1]
+        k = min(max(self.top_k, self.min_tokens_to_keep), vocab)
+        if k == vocab:
+            return scores.copy()
+        kth = np.partition(scores, vocab - k, axis=1)[:, vocab - k, None]
+        return np.where(scores < kth, FILTER, scores)
+
+    def params(self) -> dict[str, Any]:
+        return {"top_k": self.top_k, "min_tokens_to_keep": self.min_tokens_to_keep}
+
+
+class _RowWarper(Processor):
+    """A warper whose cut needs per-row work (rows are few: one per lane or per beam)."""
+
+    def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        out = np.full_like(scores, FILTER)
+        for src, dst in zip(scores, out, strict=True):
+            kept = self.kept_ids(src)
+            dst[kept] = src[kept]
+        return out
+
+    def kept_ids(self, row: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
+class TopP(_RowWarper):
+    """Nucleus: drop the least likely tokens whose cumulative probability (ascending) is <= 1 - top_p."""
+
+    name = "top_p"
+
+    def __init__(self, top_p: float, min_tokens_to_keep: int = 1):
+        self.top_p = check_float("top_p", top_p, 0.0, 1.0, False, False)
+        self.min_tokens_to_keep = _keep_arg(min_tokens_to_keep)
+
+    def kept_ids(self, row: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore"):
+            exps = np.exp(row - row.max())
+        norm = exps.sum(dtype=np.float32)  # softmax = exps / norm, in float32 like torch
+        total = exps.sum(dtype=np.float64)
+        for ids, last in prefix_sets(row):
+            kept = self._kept_among(row, exps, norm, total, ids, last)
+            if kept is not None:
+                return kept
+        raise AssertionError("the last set always decides")
+
+    def _kept_among(
+        self, row: np.ndarray, exps: np.ndarray, norm: np.float32, total: float, ids: np.ndarray, last: bool
+    ) -> np.ndarray | None:
+        """The kept ids if the cut provably lies among the candidates `ids`, else None."""
+        ids = ids[order_desc(row[ids], ids)]
+        candidate_exps = exps[ids]
+        # outside the last set only -inf (probability 0); else the mass of everything below the candidates
+        below = 0.0 if last else (total - candidate_exps.sum(dtype=np.float64)) / float(norm)
+        probs = (candidate_exps / norm).astype(np.float64)
+        # transformers: cumulative sum from the least likely token up, in float64, stored as float32
+        cumulative = (np.cumsum(probs[::-1])[::-1] + below).astype(np.float32)
+        removed = cumulative <= np.float32(1.0 - self.top_p)
+        if not last and (not removed[-1] or ids.size < self.min_tokens_to_keep):
+            return None  # some tokens below the candidates may survive
+        count = int(np.argmax(removed)) if removed[-1] else ids.size
+        return ids[: max(count, self.min_tokens_to_keep)]
+
+    def params(self) -> dict[str, Any]:
+        return {"top_p": self.top_p, "min_tokens_to_keep": self.min_tokens_to_keep}
+
+
+class MinP(Processor):
+    """Drop tokens whose probability is below min_p times the top token's probability."""
+
+    name = "min_p"
+
+    def __init__(self, min_p: float, min_tokens_to_keep: int = 1):
+        self.min_p = check_float("min_p", min_p, 0.0, 1.0, False, False)
+        self.min_tokens_to_keep = _keep_arg(min_tokens_to_keep)
+
+    def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        probs = softmax32(scores)
+        removed = probs < np.float32(self.min_p) * probs.max(axis=1, keepdims=True)
+        if self.min_tokens_to_keep > 1:
+            for row_removed, row in zip(removed, scores, strict=True):
+                row_removed[top_candidates(row, self.min_tokens_to_keep)] = False
+        return np.where(removed, FILTER, scores)
+
+    def params(self) -> dict[str, Any]:
+        return {"min_p": self.min_p, "min_tokens_to_keep": self.min_tokens_to_keep}
+
+
+class Typical(_RowWarper):
+    """Locally typical sampling: keep the tokens whose surprisal is closest to the entropy, up to mass
+    `typical_p` (the token that crosses it and any token tied with it included)."""
+
+    name = "typical_p"
+
+    def __init__(self, typical_p: float, min_tokens_to_keep: int = 1):
+        self.typical_p = check_float("typical_p", typical_p, 0.0, 1.0, True, False)
+        self.min_tokens_to_keep = _keep_arg(min_tokens_to_keep)
+
+    def kept_ids(self, row: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            shifted_row = row - row.max()
+            exps = np.exp(shifted_row)
+            norm = exps.sum(dtype=np.float32)
+            normalized = shifted_row - np.log(norm)  # log_softmax
+            probs = exps / norm
+            # entropy; filtered tokens (p = 0, log p = -inf) add nothing, as with torch's nansum
+            entropy = -np.dot(probs, np.maximum(normalized, np.float32(-3e38)))
+            shifted = np.abs(-normalized - entropy)
+        for ids, last in prefix_sets(-shifted):
+            kept = self._kept_among(shifted, probs, ids, last)
+            if kept is not None:
+                return kept
+        raise AssertionError("the last set always decides")
+
+    def _kept_among(
+        self, shifted: np.ndarray, probs: np.ndarray, ids: np.ndarray, last: bool
+    ) -> np.ndarray | None:
+        """The kept ids if the mass is reached among the candidates `ids` (smallest shifted), else None."""
+        ids = ids[np.lexsort((ids, shifted[ids]))]  # ascending |surprisal - entropy|, ties by lower id
+        cumulative = np.cumsum(probs[ids].astype(np.float64)).astype(np.float32)
+        crossing = int(np.count_nonzero(cumulative < np.float32(self.typical_p)))
+        if crossing >= ids.size:
+            if not last:
+                return None
+            return np.arange(shifted.size)  # transformers' cut is then the largest score: nothing removed
+        kept = np.flatnonzero(shifted <= shifted[ids[crossing]])
+        if self.min_tokens_to_keep == 1:
+            return kept
+        return np.union1d(kept, ids[: self.min_tokens_to_keep])
+
+    def params(self) -> dict[str, Any]:
+        return {"typical_p": self.typical_p, "min_tokens_to_keep": self.min_tokens_to_keep}
+
+
+# -------------------------------------------------------------------------------------------- building
+
+# A parameter at its "off" value builds no processor, as in transformers.
+OFF_VALUES: dict[str, Any] = {
+    "repetition_penalty": 1.0,
+    "no_repeat_ngram_size": 0,
+    "min_new_tokens": 0,
+    "temperature": 1.0,
+    "top_k": 0,
+    "top_p": 1.0,
+    "min_p": 0.0,
+    "typical_p": 1.0,
+}
+
+
+def is_active(config: dict[str, Any], name: str) -> bool:
+    """Whether `config` turns processor `name` on (warpers only under do_sample, like transformers)."""
+    value = config.get(name)
+    if value is None or (_is_number(value) and value == OFF_VALUES[name]):
+        return False
+    return bool(config.get("do_sample")) or name not in SAMPLING_WARPERS
+
+
+def ignored_settings(config: dict[str, Any]) -> list[str]:
+    """Warper parameters set in `config` that do nothing because do_sample is false (transformers ignores
+    them too), so a caller can tell the user."""
+    if config.get("do_sample"):
+        return []
+    sampled = {**config, "do_sample": True}
+    return [name for name in DEFAULT_ORDER if name in SAMPLING_WARPERS and is_active(sampled, name)]
+
+
+def resolve_order(config: dict[str, Any], order: Sequence[str] | None = None) -> list[str]:
+    """Names of the processors `config` turns on, in `order` (default: transformers' order). An order may name
+    inactive processors (they are skipped) but must name every active one, each once."""
+    active = [name for name in DEFAULT_ORDER if is_active(config, name)]
+    if order is None:
+        return active
+    order = list(order)
+    unknown = [name for name in order if name not in DEFAULT_ORDER]
+    if unknown or len(set(order)) != len(order):
+        raise ValueError(f"processor_order must list distinct names among {', '.join(DEFAULT_ORDER)}, "
+                         f"got {order!r}")
+    missing = [name for name in active if name not in order]
+    if missing:
+        raise ValueError(
+            f"processor_order must name every active processor, got {order!r} (missing {', '.join(missing)})"
+        )
+    return [name for name in order if name in active]
+
+
+def min_tokens_to_keep_for(num_beams: int, eos_ids: Sequence[int]) -> int:
+    """transformers keeps len(eos) + 1 tokens in the warpers under beam search (2 without eos ids), else 1."""
+    return len(eos_ids) + 1 if num_beams > 1 and len(eos_ids) else 2 if num_beams > 1 else 1
+
+
+def build_processors(
+    config: dict[str, Any],
+    prompt_len: int,
+    eos_ids: Sequence[int],
+    num_beams: int = 1,
+    order: Sequence[str] | None = None,
+) -> list[Processor]:
+    """The processors a lane's GenerationConfig-style `config` names, nothing else (no hidden top_k=50), in
+    transformers' order or in `order`. `min_new_tokens` without eos ids builds nothing, as in transformers."""
+    keep = min_tokens_to_keep_for(check_int("num_beams", num_beams, 1), eos_ids)
+    makers = {
+        "repetition_penalty": lambda v: RepetitionPenalty(v),
+        "no_repeat_ngram_size": lambda v: NoRepeatNGram(v),
+        "min_new_tokens": lambda v: MinNewTokens(v, prompt_len, eos_ids),
+        "temperature": lambda v: Temperature(v),
+        "top_k": lambda v: TopK(v, keep),
+        "top_p": lambda v: TopP(v, keep),
+        "min_p": lambda v: MinP(v, keep),
+        "typical_p": lambda v: Typical(v, keep),
+    }
+    names = resolve_order(config, order)
+    if not eos_ids and "min_new_tokens" in names:
+        names.remove("min_new_tokens")
+    return [makers[name](config[name]) for name in names]
+
+
+def apply_processors(processors: Sequence[Processor], ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """Run a chain; returns a new array (the input untouched, even with an empty chain)."""
+    out = np.array(scores, dtype=np.float32)
+    for processor in processors:
+        out = processor(ids, out)
+    return out
