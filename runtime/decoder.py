@@ -13,7 +13,6 @@ so rows of different lengths batch in one call. Not thread-safe: use one decoder
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ import numpy as np
 import onnxruntime as ort
 
 from runtime.helper_graphs import ONNX_TYPES, last_logits_model, row_gather_model
+from runtime.model_files import eos_ids_from, read_json
 from runtime.session import create_helper_session, create_session
 
 PAST_NAME = re.compile(r"^past_key_values\.(\d+)\.(key|value)$")
@@ -107,19 +107,6 @@ def _kv_dims(shape: Sequence, config: dict) -> tuple[int, int]:
         hidden = config.get("hidden_size") or config["n_embd"]
         head_dim = config.get("head_dim") or hidden // (config.get("num_attention_heads") or config["n_head"])
     return int(heads), int(head_dim)
-
-
-def read_json(path: Path) -> dict:
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-
-
-def eos_ids_from(model_dir: Path) -> tuple[int, ...]:
-    """eos ids as transformers' generate() uses them: generation_config.json first, then config.json."""
-    for name in ("generation_config.json", "config.json"):
-        eos = read_json(model_dir / name).get("eos_token_id")
-        if eos is not None:
-            return tuple(int(e) for e in (eos if isinstance(eos, list) else [eos]))
-    return ()
 
 
 class OnnxDecoder:

@@ -1,0 +1,32 @@
+"""Reading a prepared model folder's small JSON files (config, generation config, tokenizer config)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def read_json(path: Path) -> dict:
+    """The JSON object in `path`, or {} when the file does not exist."""
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def as_id_tuple(value) -> tuple[int, ...]:
+    if value is None:
+        return ()
+    return tuple(int(v) for v in (value if isinstance(value, list) else [value]))
+
+
+def eos_ids_from(model_dir: Path) -> tuple[int, ...]:
+    """eos ids as transformers' generate() takes them: generation_config.json first, then config.json."""
+    for name in ("generation_config.json", "config.json"):
+        eos = as_id_tuple(read_json(model_dir / name).get("eos_token_id"))
+        if eos:
+            return eos
+    return ()
+
+
+def special_token_text(tokenizer_config: dict, key: str) -> str | None:
+    """A special token's text from tokenizer_config.json ("eos_token": "<|im_end|>" or {"content": ...})."""
+    value = tokenizer_config.get(key)
+    return value.get("content") if isinstance(value, dict) else value
