@@ -29,7 +29,7 @@ class Sizes:
 
 FULL = Sizes()
 QUICK = Sizes(
-    new_tokens=6,
+    new_tokens=4,
     run_reps=1,
     step_reps=3,
     prefill_reps=1,
@@ -61,9 +61,9 @@ class BenchContext:
 
     @cached_property
     def tokenizer(self):
-        from runtime.tokenizer import load_tokenizer
+        from runtime.tokenizer import Tokenizer
 
-        return load_tokenizer(self.model_dir)
+        return Tokenizer.from_model_dir(self.model_dir)
 
     @cached_property
     def prompt_ids(self) -> list[int]:

@@ -1,0 +1,46 @@
+"""The benchmark suite runs end to end on the tiny model (--quick) and reports every item as finite numbers,
+in the printed table and in the JSON file. Timings are not asserted: benchmarks are not timed tests."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ITEMS = "side_by_side,batching,kv,floor,sampler"
+
+
+def test_quick_bench_reports_every_item(tiny_model_dir: Path, tmp_path: Path):
+    out = tmp_path / "results.json"
+    command = [
+        sys.executable,
+        "-m",
+        "bench",
+        "--quick",
+        "--model",
+        str(tiny_model_dir),
+        "--items",
+        ITEMS,
+        "--out",
+        str(out),
+    ]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(out.read_text(encoding="utf-8"))
+    assert results["skipped"] == {}
+    items = {row["item"].split()[0] for row in results["rows"]}
+    assert items == {"1", "2", "3", "4", "5"}
+    assert all(math.isfinite(row["value"]) and row["value"] > 0 for row in results["rows"])
+    goals = [row for row in results["rows"] if row["goal"]]
+    assert all(row["passed"] in (True, False) for row in goals) and len(goals) >= 5
+    assert "| 1 side by side |" in done.stdout and results["machine"]["cpu_count"] >= 1
+
+
+def test_unknown_item_is_refused(tmp_path: Path):
+    command = [sys.executable, "-m", "bench", "--items", "nope", "--out", str(tmp_path / "r.json")]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "unknown item" in done.stderr
+    assert not (tmp_path / "r.json").exists()
