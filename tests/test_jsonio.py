@@ -1,0 +1,150 @@
+"""RunTrace JSON: schema validation, byte-identical round trip, atomic writes, version check, and identical
+JSON for the same seed across two processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from decoding import jsonio
+from decoding.engine import Engine
+from decoding.spec import Branch, LaneSpec
+from decoding.trace import PromptInfo
+from tests.fake_source import FakeSource, FakeTokenizer
+
+REPO = Path(__file__).resolve().parents[1]
+LANES = [
+    LaneSpec("greedy"),
+    LaneSpec("beam-3", num_beams=3, num_return_sequences=3),
+    LaneSpec("top-k", do_sample=True, top_k=5, seed=1),
+    LaneSpec("top-p", do_sample=True, top_p=0.8, temperature=0.7, seed=2),
+    LaneSpec("branch", branch=Branch("greedy", 2, 7)),
+    LaneSpec("forced", forced={1: 9}, repetition_penalty=1.3),
+]
+
+
+def fake_trace(max_new_tokens=8):
+    engine = Engine(FakeSource(vocab_size=48), FakeTokenizer(), eos_token_ids=[3])
+    return engine.run(PromptInfo("a prompt ✓ 中文", [1, 4, 9]), LANES, max_new_tokens=max_new_tokens)
+
+
+def test_export_validates_against_the_shipped_schema():
+    data = jsonio.to_dict(fake_trace())
+    jsonschema.validate(data, jsonio.schema())
+    for key in ("schema_version", "model", "prompt", "lanes", "analysis"):
+        assert key in data
+    for lane in data["lanes"]:
+        for key in ("name", "config", "token_ids", "text", "steps"):
+            assert key in lane
+        for step in lane["steps"]:
+            for key in (
+                "token_id",
+                "token_text",
+                "prob",
+                "prob_raw",
+                "logprob",
+                "logprob_raw",
+                "entropy",
+                "entropy_raw",
+                "margin_raw",
+                "top",
+                "top_raw",
+            ):
+                assert key in step
+    beam = data["lanes"][1]
+    assert beam["token_ids"] == beam["sequences"][0] and len(beam["sequence_scores"]) == 3
+
+
+def test_schema_rejects_a_file_missing_required_keys():
+    data = jsonio.to_dict(fake_trace())
+    del data["lanes"][0]["steps"][0]["top_raw"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(data, jsonio.schema())
+
+
+def test_export_import_export_is_byte_identical(tmp_path):
+    trace = fake_trace()
+    first = tmp_path / "run.json"
+    jsonio.save(trace, first)
+    loaded = jsonio.load(first)
+    second = tmp_path / "again.json"
+    jsonio.save(loaded, second)
+    assert first.read_bytes() == second.read_bytes()
+    assert loaded == trace  # the view is reproduced without the model, analysis included
+
+
+def test_minus_infinity_survives_the_round_trip():
+    trace = fake_trace()
+    forced = trace.lane("forced")
+    forced.steps[1].logprob = float("-inf")
+    text = jsonio.dumps(trace)
+    assert "Infinity" not in text
+    assert jsonio.loads(text).lane("forced").steps[1].logprob == float("-inf")
+
+
+def test_write_is_atomic_when_it_fails(tmp_path, monkeypatch):
+    target = tmp_path / "run.json"
+    target.write_text("previous content", encoding="utf-8")
+
+    def broken_replace(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    with pytest.raises(OSError, match="disk full"):
+        jsonio.save(fake_trace(), target)
+    assert target.read_text(encoding="utf-8") == "previous content"
+    assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
+
+
+def test_version_mismatch_and_foreign_files_are_refused_clearly(tmp_path):
+    data = jsonio.to_dict(fake_trace())
+    data["schema_version"] = 99
+    path = tmp_path / "future.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(jsonio.TraceFormatError, match="schema_version 99; this Branchpoint reads version 1"):
+        jsonio.load(path)
+    path.write_text("{not json", encoding="utf-8")
+    with pytest.raises(jsonio.TraceFormatError, match="is not JSON"):
+        jsonio.load(path)
+    path.write_text(json.dumps({"schema_version": 1, "lanes": []}), encoding="utf-8")
+    with pytest.raises(jsonio.TraceFormatError, match="not a valid Branchpoint run"):
+        jsonio.load(path)
+    with pytest.raises(jsonio.TraceFormatError, match="cannot read"):
+        jsonio.load(tmp_path / "missing.json")
+
+
+SCRIPT = """
+import sys
+sys.path.insert(0, {repo!r})
+from decoding import jsonio
+from tests.test_jsonio import fake_trace
+trace = fake_trace(10)
+trace.timing = type(trace.timing)()
+for lane in trace.lanes:
+    for step in lane.steps:
+        step.time_ms = 0.0
+sys.stdout.write(jsonio.dumps(trace))
+"""
+
+
+def test_same_seeds_give_identical_json_in_two_processes():
+    """Timing is the only thing that may differ between processes; it is zeroed before comparing."""
+    script = SCRIPT.format(repo=str(REPO))
+    outputs = [
+        subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+        ).stdout
+        for seed in (1, 2)
+    ]
+    assert outputs[0] == outputs[1]
+    assert len(outputs[0]) > 10_000
