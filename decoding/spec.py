@@ -205,6 +205,8 @@ def _check_strategy(spec: LaneSpec) -> None:
         _fail("seed", spec.seed, "unset unless do_sample=true (greedy and beam lanes draw nothing)")
     if not all(isinstance(s, str) and s for s in spec.stop_strings):
         _fail("stop_strings", list(spec.stop_strings), "non-empty strings")
+    if spec.stop_strings and spec.is_beam:
+        _fail("stop_strings", list(spec.stop_strings), "none on a beam lane (beams stop on eos and length)")
 
 
 def _check_order(spec: LaneSpec) -> None:
