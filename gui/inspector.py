@@ -350,8 +350,16 @@ class StepInspector(QWidget):
         if value is None:
             return
         line.setValue(value)
-        if label is not None and line.label is not None:
+        if getattr(line, "label", None) is None:  # pyqtgraph only creates .label for labelled lines
+            return
+        if label is not None:
             line.label.setFormat(label)
+        if line.angle == 90:  # vertical: keep the label inside the plot, left of lines near the right edge
+            x_max = line.getViewBox().viewRange()[0][1] if line.getViewBox() else 1.0
+            side = 1 if value > 0.7 * x_max else 0
+            vertical = line.label.anchors[0][1]
+            line.label.anchors = [(side, vertical), (side, vertical)]
+            line.label.updatePosition()
 
     def _draw_cumulative(self) -> None:
         c, n = self._cutoffs, len(self._rows)

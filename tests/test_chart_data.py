@@ -125,3 +125,13 @@ def test_best_path_ends_on_the_finished_hypothesis():
         (2, 1, "kept"),
         (3, 1, "finished"),
     ]
+
+
+def test_only_the_processors_a_lane_applies_get_cutoffs():
+    lane = samples.sampled_lane(samples.EN_CANDIDATES)
+    step = lane.steps[0]
+    rows = inspector_rows(step, 20)
+    greedy = step_cutoffs(step, rows, {"do_sample": False, "top_k": 5, "top_p": 0.8}, processors=[])
+    assert (greedy.top_k, greedy.top_p, greedy.min_p) == (None, None, None)
+    only_p = step_cutoffs(step, rows, lane.config, processors=["top_p"])
+    assert only_p.top_k is None and only_p.top_p == 0.8 and len(only_p.cumulative_raw) == 20
