@@ -14,13 +14,25 @@ from pathlib import Path
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt, Signal
 from PySide6.QtGui import QCursor, QFontMetrics
-from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QMenu, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QComboBox,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QMenu,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
 
 from decoding.trace import LaneTrace, StepRecord
 from gui import style
 from gui.chart_data import Cutoffs, TokenRow, display_token, inspector_rows, step_cutoffs, step_summary
 
 _BAR = 0.38  # bar thickness in row units; two of them side by side fill most of a row
+_ROW_PX = 16  # the least height a row needs for its token label to stay readable
+_AXIS_PX = 56  # height the bottom axis and its title take inside the canvas
+_MIN_ROWS = 5
 
 
 class StepInspector(QWidget):
@@ -96,13 +108,25 @@ class StepInspector(QWidget):
     def export_png(self, path: str | Path) -> Path:
         return style.export_widget_png(self, path)
 
+    def _fitting_rows(self) -> int:
+        """As many rows as fit the canvas at a readable height, at most max_rows: labels never overlap."""
+        fit = (self._canvas.height() - _AXIS_PX) // _ROW_PX
+        return max(_MIN_ROWS, min(self._max_rows, fit))
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().resizeEvent(event)
+        if self._step is not None and self._fitting_rows() != len(self._rows):
+            self._redraw()
+
     # ---- construction ------------------------------------------------------------------------------------
     def _build_ui(self) -> None:
         self._title = QLabel("No step selected")
         self._title.setFont(style.ui_font(10))
         self._title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # A long lane name must not force the panel wider; the full title stays in the tooltip.
+        self._title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self._mode = QComboBox()
-        self._mode.addItems(["raw | processed side by side", "raw / processed overlaid"])
+        self._mode.addItems(["raw | processed: side by side", "raw | processed: overlaid"])
         self._mode.currentIndexChanged.connect(self._on_mode_changed)
         header = QHBoxLayout()
         header.addWidget(self._title, 1)
@@ -254,9 +278,10 @@ class StepInspector(QWidget):
         if self._step is None:
             return
         step = self._step
-        self._rows = inspector_rows(step, self._max_rows)
+        self._rows = inspector_rows(step, self._fitting_rows())
         self._cutoffs = step_cutoffs(step, self._rows, self._lane.config, self._lane.processors)
         self._title.setText(self._title_text())
+        self._title.setToolTip(self._title.text())
         self._set_rows_visible(True)
         self._draw_bars()
         self._draw_cutoffs()

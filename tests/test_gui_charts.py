@@ -14,7 +14,7 @@ from gui.timeline import Timeline
 from tests import chart_samples as samples
 
 
-def _shown(qtbot, widget, width=700, height=460):
+def _shown(qtbot, widget, width=700, height=620):
     qtbot.addWidget(widget)
     widget.resize(width, height)
     widget.show()
@@ -184,3 +184,13 @@ def test_export_to_an_unwritable_place_raises(inspector, tmp_path):
 def test_lane_colours_are_stable_and_distinct():
     assert style.lane_color_hex(0) == style.lane_color_hex(8)
     assert len({style.lane_color_hex(i) for i in range(8)}) == 8
+
+
+def test_inspector_shows_fewer_rows_when_short_but_keeps_the_chosen_token(qtbot, inspector):
+    inspector.resize(460, 300)
+    qtbot.wait(20)
+    rows = inspector.rows()
+    assert 5 <= len(rows) < 20 and any(r.chosen for r in rows)
+    inspector.resize(700, 620)
+    qtbot.wait(20)
+    assert len(inspector.rows()) == 20
