@@ -1,0 +1,55 @@
+"""transformers generate() references for engine parity tests (torch/transformers imported lazily)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def load_hf_model(model_dir: Path, hf_dir: Path | None = None):
+    """The reference model: models.prepare.load_reference_model when it exists, else an HF folder (`hf_dir`),
+    else the GGUF in the prepared folder, in float32."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    if hf_dir is not None:
+        return AutoModelForCausalLM.from_pretrained(hf_dir, dtype=torch.float32).eval()
+    try:
+        from models.prepare import load_reference_model
+    except ImportError:
+        gguf = next(Path(model_dir).glob("*.gguf"))
+        return AutoModelForCausalLM.from_pretrained(
+            model_dir, gguf_file=gguf.name, dtype=torch.float32
+        ).eval()
+    return load_reference_model(model_dir).eval()
+
+
+def hf_generate(model, prompt_ids: list[int], max_new_tokens: int, eos_token_ids: list[int], **kwargs):
+    """(sequences, scores): generated ids of each returned sequence (cut after the first eos), and the
+    sequence scores for beam search (None otherwise)."""
+    import torch
+
+    input_ids = torch.tensor([prompt_ids], dtype=torch.long)
+    with torch.no_grad():
+        out = model.generate(
+            input_ids,
+            attention_mask=torch.ones_like(input_ids),
+            max_new_tokens=max_new_tokens,
+            eos_token_id=eos_token_ids,
+            pad_token_id=eos_token_ids[0],
+            return_dict_in_generate=True,
+            output_scores=True,
+            top_k=None,
+            top_p=None,
+            temperature=None,
+            **kwargs,
+        )
+    sequences = [cut_after_eos(row[len(prompt_ids) :].tolist(), eos_token_ids) for row in out.sequences]
+    scores = getattr(out, "sequences_scores", None)
+    return sequences, None if scores is None else scores.tolist()
+
+
+def cut_after_eos(tokens: list[int], eos_token_ids: list[int]) -> list[int]:
+    for i, token in enumerate(tokens):
+        if token in eos_token_ids:
+            return tokens[: i + 1]
+    return tokens
