@@ -1,0 +1,195 @@
+"""`main.py run` and `main.py replay` with the tiny model: output, JSON, replay verification, same JSON across
+processes, and bad input answered with one line and exit code 2 (nothing written)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import main
+from decoding import jsonio
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def cli(capsys, *argv: str) -> tuple[int, str, str]:
+    try:
+        code = main.main(list(argv))
+    except SystemExit as exc:  # argparse usage errors
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_run_prints_lanes_and_writes_json_that_replays(capsys, tiny_model_dir, tmp_path):
+    path = tmp_path / "run.json"
+    code, out, err = cli(
+        capsys,
+        "run",
+        "--model",
+        str(tiny_model_dir),
+        "--prompt",
+        "The capital of France is",
+        "--max-new-tokens",
+        "6",
+        "--lane",
+        "greedy",
+        "--lane",
+        "beam:num_beams=2",
+        "--lane",
+        "sample:top_p=0.9,seed=7",
+        "--json",
+        str(path),
+        "--device",
+        "cpu",
+    )
+    assert code == 0, err
+    assert "greedy [" in out and "beam-2 [" in out and "top-p 0.9 [" in out
+    assert "near-tie" in out and "step 6/6" in err
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert [lane["name"] for lane in data["lanes"]] == ["greedy", "beam-2", "top-p 0.9"]
+    assert data["lanes"][2]["config"]["seed"] == 7
+    code, out, err = cli(capsys, "replay", str(path), "--model", str(tiny_model_dir))
+    assert code == 0, err
+    assert "replay identical: 3 lanes" in out
+
+
+def test_replay_reports_the_first_mismatch(capsys, tiny_model_dir, tmp_path):
+    path = tmp_path / "run.json"
+    assert (
+        cli(
+            capsys,
+            "run",
+            "--model",
+            str(tiny_model_dir),
+            "--prompt",
+            "Once upon a time",
+            "--max-new-tokens",
+            "5",
+            "--json",
+            str(path),
+        )[0]
+        == 0
+    )
+    trace = jsonio.load(path)
+    lane = trace.lanes[0]
+    lane.token_ids[3] = (lane.token_ids[3] + 1) % 300
+    jsonio.save(trace, path)
+    code, out, _ = cli(capsys, "replay", str(path), "--model", str(tiny_model_dir))
+    assert code == 1
+    assert f"MISMATCH lane 'greedy' step 3: expected token {lane.token_ids[3]}" in out
+
+
+def test_chat_prompt_uses_the_template(capsys, tiny_model_dir, tmp_path):
+    path = tmp_path / "chat.json"
+    code, _, err = cli(
+        capsys,
+        "run",
+        "--model",
+        str(tiny_model_dir),
+        "--prompt",
+        "Hi",
+        "--chat",
+        "--system",
+        "Be brief.",
+        "--max-new-tokens",
+        "3",
+        "--json",
+        str(path),
+    )
+    assert code == 0, err
+    prompt = json.loads(path.read_text(encoding="utf-8"))["prompt"]
+    assert prompt["chat"] is True and prompt["system"] == "Be brief."
+    assert prompt["rendered"].startswith("<|im_start|>system\nBe brief.<|im_end|>")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--lane", "sample:top_q=0.9"], "unknown lane parameter 'top_q'"),
+        (["--lane", "sample:top_p=1.5"], "invalid top_p=1.5"),
+        (["--lane", "beam:num_beams=4,num_return_sequences=5"], "invalid num_return_sequences=5"),
+        (["--lane", "config:/no/such/generation_config.json"], "cannot read generation config"),
+        (["--max-new-tokens", "0"], "invalid --max-new-tokens=0"),
+        (["--top-n", "5"], "invalid --top-n=5"),
+        (["--system", "x"], "--system needs --chat"),
+        (["--json", "/no/such/folder/run.json"], "does not exist"),
+        (["--model", "/no/such/model"], "no prepared model"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(capsys, tiny_model_dir, args, message):
+    argv = ["run", "--prompt", "hello", "--max-new-tokens", "3", *args]
+    if "--model" not in args:
+        argv += ["--model", str(tiny_model_dir)]
+    code, out, err = cli(capsys, *argv)
+    assert code == 2
+    assert message in err
+    assert len(err.strip().splitlines()) == 1 and out == ""
+
+
+def test_empty_prompt_and_unknown_option_exit_2(capsys, tiny_model_dir):
+    code, _, err = cli(capsys, "run", "--prompt", "   ", "--model", str(tiny_model_dir))
+    assert code == 2 and "invalid --prompt" in err
+    code, _, _ = cli(capsys, "run", "--prompt", "x", "--lanes", "greedy")
+    assert code == 2
+
+
+def test_replay_of_unreadable_or_foreign_files_exits_2(capsys, tmp_path):
+    code, _, err = cli(capsys, "replay", str(tmp_path / "missing.json"))
+    assert code == 2 and "cannot read run file" in err
+    foreign = tmp_path / "foreign.json"
+    foreign.write_text(json.dumps({"schema_version": 7}), encoding="utf-8")
+    code, _, err = cli(capsys, "replay", str(foreign))
+    assert code == 2 and "schema_version 7" in err
+
+
+def without_timing(text: str) -> dict:
+    data = json.loads(text)
+    data.pop("timing")
+    for lane in data["lanes"]:
+        for step in lane["steps"]:
+            step.pop("time_ms")
+    return data
+
+
+def test_same_seed_gives_the_same_json_in_two_processes(tiny_model_dir, tmp_path):
+    """Everything but wall-clock timings is identical."""
+    outputs = []
+    for name in ("a.json", "b.json"):
+        path = tmp_path / name
+        subprocess.run(
+            [
+                sys.executable,
+                str(REPO / "main.py"),
+                "run",
+                "--model",
+                str(tiny_model_dir),
+                "--prompt",
+                "Once upon a time",
+                "--max-new-tokens",
+                "8",
+                "--seed",
+                "123",
+                "--lane",
+                "greedy",
+                "--lane",
+                "sample:top_k=50",
+                "--lane",
+                "sample:temperature=1.3",
+                "--lane",
+                "beam:num_beams=2",
+                "--json",
+                str(path),
+            ],
+            check=True,
+            capture_output=True,
+            cwd=REPO,
+            env={**os.environ, "PYTHONHASHSEED": "random"},
+        )
+        outputs.append(path.read_text(encoding="utf-8"))
+    assert without_timing(outputs[0]) == without_timing(outputs[1])
