@@ -25,9 +25,11 @@ ITEMS = {
     "side_by_side": "bench.engine_items:measure_side_by_side",
     "batching": "bench.decoder_items:measure_batching",
     "kv": "bench.decoder_items:measure_kv_flatness",
+    "prefill_edit": "bench.decoder_items:measure_prefill_edit",
     "floor": "bench.decoder_items:measure_floor",
     "sampler": "bench.engine_items:measure_sampler_overhead",
     "gui": "bench.gui_items:measure_gui",
+    "precision": "bench.precision:measure_precision",
 }
 ITEM_NAMES = tuple(ITEMS)
 

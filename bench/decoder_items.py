@@ -3,6 +3,8 @@ prefill scaling, and the memory-bandwidth floor."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from bench.bandwidth import best_read_bandwidth, weight_bytes
 from bench.context import BenchContext
 from bench.report import Row
@@ -127,3 +129,36 @@ def measure_floor(ctx: BenchContext) -> list[Row]:
         Row(item, "floor = weights / bandwidth", floor * 1e3, unit="ms"),
         Row(item, "single-row step at context 50", step * 1e3, unit="ms"),
     ]
+
+
+def measure_prefill_edit(ctx: BenchContext) -> list[Row]:
+    """Prefill of the current decoder vs the same model with lm_head applied to the last position only."""
+    import tempfile
+
+    import numpy as np
+
+    from bench.context import load_decoder
+    from bench.graph_edits import edited_model_dir
+
+    with tempfile.TemporaryDirectory(prefix="bench-edit-") as tmp:
+        edited = load_decoder(edited_model_dir(ctx.model_dir, Path(tmp)), ctx.device, ctx.threads)
+        rows = []
+        for length in (ctx.sizes.prefill_lengths[0], ctx.sizes.prefill_lengths[-1]):
+            ids = ctx.random_ids(length)
+            samples = interleaved(
+                {
+                    "full": lambda ids=ids: ctx.decoder.prefill(ids),
+                    "edited": lambda ids=ids: edited.prefill(ids),
+                },
+                ctx.sizes.prefill_reps,
+            )
+            diff = np.abs(ctx.decoder.prefill(ids)[1] - edited.prefill(ids)[1]).max()
+            rows += [
+                Row(
+                    "3 prefill",
+                    f"prefill {length}: full logits / last-position lm_head (graph edit)",
+                    paired_ratio(samples, "full", "edited"),
+                    note=f"max |diff| {diff:.1e}",
+                )
+            ]
+    return rows
