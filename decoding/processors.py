@@ -282,8 +282,9 @@ class _RowWarper(Processor):
     def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
         out = np.full_like(scores, FILTER)
         for src, dst in zip(scores, out, strict=True):
-            kept = self.kept_ids(src)
-            dst[kept] = src[kept]
+            if src.max() > -np.inf:  # a row filtered entirely stays so (transformers: NaN softmax, no cut)
+                kept = self.kept_ids(src)
+                dst[kept] = src[kept]
         return out
 
     def kept_ids(self, row: np.ndarray) -> np.ndarray:
@@ -362,6 +363,11 @@ class Typical(_RowWarper):
         self.typical_p = check_float("typical_p", typical_p, 0.0, 1.0, True, False)
         self.min_tokens_to_keep = _keep_arg(min_tokens_to_keep)
 
+    def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        if self.typical_p >= 1.0:  # the whole mass: nothing to cut (transformers only accepts < 1)
+            return scores.copy()
+        return super().process(ids, scores)
+
     def kept_ids(self, row: np.ndarray) -> np.ndarray:
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             shifted_row = row - row.max()
@@ -385,7 +391,7 @@ class Typical(_RowWarper):
         ids = ids[np.lexsort((ids, shifted[ids]))]  # ascending |surprisal - entropy|, ties by lower id
         cumulative = np.cumsum(probs[ids].astype(np.float64)).astype(np.float32)
         crossing = int(np.count_nonzero(cumulative < np.float32(self.typical_p)))
-        if crossing >= ids.size:
+        if crossing >= ids.size or ids.size < self.min_tokens_to_keep:
             if not last:
                 return None
             return np.arange(shifted.size)  # transformers' cut is then the largest score: nothing removed

@@ -1,0 +1,435 @@
+"""decoding.processors against transformers 4.57.6's logits processors and warpers (torch only here).
+
+Processed scores must agree exactly: the same -inf positions and finite values within 1e-5. Two things cannot
+be reproduced bit for bit and are checked for what they are:
+- torch's softmax uses its own vectorised exp (up to ~3e-6 relative from numpy's), so a token whose decision
+  quantity (cumulative probability, probability ratio, typical cut) lies within 1e-5 of the cut may fall on
+  either side;
+- torch.sort is unstable (std::sort), so where a cut falls inside a group of exactly tied logits transformers'
+  survivors are arbitrary; ours are the lowest ids, and the number of survivors must be equal.
+Every other token must match. A float64 oracle below says which tokens are in either situation.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from transformers.generation import logits_process as lp
+
+from decoding import processors as P
+
+TOL = 1e-5
+SETTINGS = settings(max_examples=int(os.environ.get("BRANCHPOINT_HYPOTHESIS_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# ----------------------------------------------------------------------------------------------- inputs
+
+KINDS = ("normal", "peaked", "flat", "ties", "neg_inf", "zipf", "huge")
+
+
+def make_logits(kind: str, rows: int, vocab: int, seed: int) -> np.ndarray:
+    """Random and adversarial logits: ties, -inf entries, very peaked, flat, LM-like, huge magnitudes."""
+    rng = np.random.default_rng(seed)
+    if kind == "normal":
+        x = rng.standard_normal((rows, vocab)) * rng.uniform(0.1, 10)
+    elif kind == "peaked":
+        x = rng.standard_normal((rows, vocab))
+        x[np.arange(rows), rng.integers(0, vocab, rows)] += 40.0
+    elif kind == "flat":
+        x = np.full((rows, vocab), rng.uniform(-5, 5))
+    elif kind == "ties":
+        x = rng.integers(-3, 3, (rows, vocab)).astype(np.float64) * rng.choice([0.5, 1.0, 2.0])
+    elif kind == "neg_inf":
+        x = rng.standard_normal((rows, vocab)) * 3
+        x[rng.random((rows, vocab)) < rng.uniform(0.1, 0.99)] = -np.inf
+        x[np.arange(rows), rng.integers(0, vocab, rows)] = rng.standard_normal(rows)  # at least one finite
+    elif kind == "zipf":
+        rank = np.arange(1, vocab + 1)
+        base = 12 - 2.2 * np.log(rank)
+        x = np.stack([rng.permutation(base + rng.standard_normal(vocab)) for _ in range(rows)])
+    else:  # "huge": what a tiny temperature makes of ordinary logits
+        x = rng.standard_normal((rows, vocab)) * 1e4
+    return x.astype(np.float32)
+
+
+@st.composite
+def logit_batches(draw, max_vocab: int = 49152) -> np.ndarray:
+    kind = draw(st.sampled_from(KINDS))
+    vocab = draw(st.sampled_from([v for v in (1, 2, 3, 5, 17, 64, 300, 2048, 9000, 49152) if v <= max_vocab]))
+    rows = draw(st.integers(1, 3))
+    return make_logits(kind, rows, vocab, draw(st.integers(0, 2**32 - 1)))
+
+
+small_arrays = hnp.arrays(
+    np.float32,
+    st.tuples(st.integers(1, 3), st.integers(1, 40)),
+    elements=st.one_of(
+        st.sampled_from([-np.inf, 0.0, 1.0, -1.0, 2.5]),
+        st.floats(-30, 30, width=32),
+    ),
+)
+
+
+def finite_rows(scores: np.ndarray) -> bool:
+    return bool(np.isfinite(scores).any(axis=1).all())
+
+
+def any_logits():
+    return st.one_of(logit_batches(), small_arrays.filter(finite_rows))
+
+
+def reference(processor, scores: np.ndarray, ids: np.ndarray | None = None) -> np.ndarray:
+    ids = np.zeros((scores.shape[0], 1), np.int64) if ids is None else ids
+    return processor(torch.from_numpy(ids), torch.from_numpy(scores.copy())).numpy()
+
+
+def run(processor: P.Processor, scores: np.ndarray, ids: np.ndarray | None = None) -> np.ndarray:
+    ids = np.zeros((scores.shape[0], 1), np.int64) if ids is None else ids
+    before, ids_before = scores.copy(), ids.copy()
+    out = processor(ids, scores)
+    assert np.array_equal(scores, before, equal_nan=True) and np.array_equal(ids, ids_before), "input mutated"
+    assert out.dtype == np.float32 and out.shape == scores.shape
+    return out
+
+
+# ---------------------------------------------------------------------------------------- comparison
+
+
+def assert_same(ours: np.ndarray, theirs: np.ndarray, numeric=None, tied=None) -> None:
+    """Same filtered positions and finite values within TOL, except where the oracle allows: tokens in
+    `numeric` may go either way; tokens in `tied` may swap with each other (same survivor count)."""
+    numeric = np.zeros(ours.shape, bool) if numeric is None else numeric
+    tied = np.zeros(ours.shape, bool) if tied is None else tied
+    ours_cut, theirs_cut = np.isneginf(ours), np.isneginf(theirs)
+    differ = ours_cut != theirs_cut
+    unexplained = differ & ~numeric & ~tied
+    assert not unexplained.any(), f"cut differs at {np.argwhere(unexplained)[:10]}"
+    for row in range(ours.shape[0]):
+        if not numeric[row].any():
+            assert (~ours_cut[row]).sum() == (~theirs_cut[row]).sum(), "survivor count differs"
+    both = ~ours_cut & ~theirs_cut
+    np.testing.assert_allclose(ours[both], theirs[both], rtol=TOL, atol=TOL)
+
+
+def probs64(scores: np.ndarray) -> np.ndarray:
+    x = scores.astype(np.float64)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def tied_with_rank(scores: np.ndarray, keep: int, descending: bool = True) -> np.ndarray:
+    """Tokens tied with the keep-th best value, when that tie group straddles rank `keep`."""
+    out = np.zeros(scores.shape, bool)
+    for row, values in enumerate(scores):
+        ordered = np.sort(values)[::-1] if descending else np.sort(values)
+        if keep < values.size and ordered[keep - 1] == ordered[keep]:
+            out[row] = values == ordered[keep - 1]
+    return out
+
+
+def top_p_oracle(scores: np.ndarray, top_p: float, keep: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per tie group (ascending, as transformers sorts): members sit at cumulative masses below + j * p for
+    j = 1..n; numeric if one of those is within TOL of the cut, tied if the cut falls inside the group."""
+    threshold = 1.0 - top_p
+    numeric = np.zeros(scores.shape, bool)
+    tied = tied_with_rank(scores, keep)
+    for row, (values, p) in enumerate(zip(scores, probs64(scores), strict=True)):
+        uniq, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+        each = np.zeros(uniq.size)
+        each[inverse] = p
+        below = np.concatenate([[0.0], np.cumsum(each * counts)[:-1]])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            nearest = np.clip(np.round((threshold - below) / each), 1, counts)
+        nearest[each == 0] = 1
+        close = np.abs(below + nearest * each - threshold) < TOL
+        removed = np.clip(np.floor((threshold - below) / np.where(each > 0, each, 1)), 0, counts)
+        removed[each == 0] = np.where(below[each == 0] <= threshold, counts[each == 0], 0)
+        straddles = (removed > 0) & (removed < counts)
+        numeric[row] = close[inverse]
+        tied[row] |= straddles[inverse]
+    return numeric, tied
+
+
+def min_p_oracle(scores: np.ndarray, min_p: float, keep: int) -> tuple[np.ndarray, np.ndarray]:
+    probs = probs64(scores)
+    cut = min_p * probs.max(axis=1, keepdims=True)
+    numeric = np.abs(probs - cut) <= TOL * probs.max(axis=1, keepdims=True)
+    return numeric, tied_with_rank(scores, keep)
+
+
+def typical_oracle(scores: np.ndarray, mass: float, keep: int) -> tuple[np.ndarray, np.ndarray]:
+    numeric = np.zeros(scores.shape, bool)
+    tied = np.zeros(scores.shape, bool)
+    for row, values in enumerate(scores.astype(np.float64)):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logp = values - values.max() - np.log(np.exp(values - values.max()).sum())
+            p = np.exp(logp)
+            entropy = -np.nansum(logp * p)
+            shifted = np.abs(-logp - entropy)
+        order = np.argsort(shifted, kind="stable")
+        cumulative = np.cumsum(p[order])
+        crossing = min(int((cumulative < mass).sum()), values.size - 1)
+        near = np.flatnonzero(np.abs(cumulative - mass) < TOL)
+        cuts = shifted[order[np.concatenate([near, near + 1, [crossing]]).clip(0, values.size - 1)]]
+        slack = 1e-4 * (1 + np.abs(cuts[np.isfinite(cuts)]).max(initial=0))
+        numeric[row] = (shifted >= cuts.min() - slack) & (shifted <= cuts.max() + slack)
+        ordered = shifted[order]
+        if keep < values.size and abs(ordered[keep - 1] - ordered[keep]) <= slack:
+            tied[row] = np.abs(shifted - ordered[keep - 1]) <= slack
+    return numeric, tied
+
+
+# --------------------------------------------------------------------------------------------- warpers
+
+
+@SETTINGS
+@given(scores=any_logits(), temperature=st.one_of(st.floats(1e-4, 10), st.sampled_from([1e-4, 0.5, 1.3])))
+def test_temperature_matches(scores, temperature):
+    ours = run(P.Temperature(temperature), scores)
+    assert_same(ours, reference(lp.TemperatureLogitsWarper(float(temperature)), scores))
+
+
+@SETTINGS
+@given(scores=any_logits(), top_k=st.integers(1, 60000), keep=st.sampled_from([1, 2]))
+def test_top_k_matches(scores, top_k, keep):
+    ours = run(P.TopK(top_k, keep), scores)
+    assert_same(ours, reference(lp.TopKLogitsWarper(top_k, min_tokens_to_keep=keep), scores))
+
+
+@SETTINGS
+@given(scores=any_logits(), top_p=st.one_of(st.floats(0.0, 1.0), st.sampled_from([0.0, 0.5, 0.9, 0.95, 1.0])),
+       keep=st.sampled_from([1, 2, 3]))
+def test_top_p_matches(scores, top_p, keep):
+    ours = run(P.TopP(top_p, keep), scores)
+    theirs = reference(lp.TopPLogitsWarper(top_p, min_tokens_to_keep=keep), scores)
+    assert_same(ours, theirs, *top_p_oracle(scores, top_p, keep))
+
+
+@SETTINGS
+@given(scores=any_logits(), min_p=st.one_of(st.floats(0.0, 1.0), st.sampled_from([0.0, 0.05, 0.1, 1.0])),
+       keep=st.sampled_from([1, 2, 3]))
+def test_min_p_matches(scores, min_p, keep):
+    ours = run(P.MinP(min_p, keep), scores)
+    theirs = reference(lp.MinPLogitsWarper(min_p, min_tokens_to_keep=keep), scores)
+    assert_same(ours, theirs, *min_p_oracle(scores, min_p, keep))
+
+
+@SETTINGS
+@given(scores=any_logits(), mass=st.one_of(st.floats(0.01, 0.99), st.sampled_from([0.2, 0.9, 0.95])),
+       keep=st.sampled_from([1, 2, 3]))
+def test_typical_matches(scores, mass, keep):
+    ours = run(P.Typical(mass, keep), scores)
+    theirs = reference(lp.TypicalLogitsWarper(mass, min_tokens_to_keep=keep), scores)
+    assert_same(ours, theirs, *typical_oracle(scores, mass, keep))
+
+
+def test_typical_one_means_every_token_kept():
+    scores = make_logits("zipf", 2, 500, 0)
+    assert np.array_equal(run(P.Typical(1.0), scores), scores)
+
+
+# -------------------------------------------------------------------------------- penalties, constraints
+
+
+def id_batches():
+    @st.composite
+    def build(draw):
+        scores = draw(any_logits())
+        rows, vocab = scores.shape
+        length = draw(st.integers(1, 40))
+        alphabet = draw(st.integers(1, min(vocab, 6)))  # few distinct ids: many repeats, many n-grams
+        seed = draw(st.integers(0, 2**32 - 1))
+        ids = np.random.default_rng(seed).integers(0, alphabet, (rows, length)) * (vocab // alphabet)
+        return ids.astype(np.int64), scores
+
+    return build()
+
+
+@SETTINGS
+@given(batch=id_batches(), penalty=st.one_of(st.floats(0.01, 10), st.sampled_from([0.5, 1.0, 1.2, 2.0])))
+def test_repetition_penalty_matches(batch, penalty):
+    ids, scores = batch
+    ours = run(P.RepetitionPenalty(penalty), scores, ids)
+    assert_same(ours, reference(lp.RepetitionPenaltyLogitsProcessor(float(penalty)), scores, ids))
+
+
+@SETTINGS
+@given(batch=id_batches(), size=st.integers(1, 6))
+def test_no_repeat_ngram_matches(batch, size):
+    ids, scores = batch
+    ours = run(P.NoRepeatNGram(size), scores, ids)
+    assert_same(ours, reference(lp.NoRepeatNGramLogitsProcessor(size), scores, ids))
+
+
+@SETTINGS
+@given(batch=id_batches(), min_new=st.integers(0, 30), prompt_len=st.integers(0, 30),
+       eos=st.lists(st.integers(0, 70), min_size=1, max_size=3))
+def test_min_new_tokens_matches(batch, min_new, prompt_len, eos):
+    ids, scores = batch
+    ours = run(P.MinNewTokens(min_new, prompt_len, eos), scores, ids)
+    theirs = reference(lp.MinNewTokensLengthLogitsProcessor(prompt_len, min_new, eos), scores, ids)
+    assert_same(ours, theirs)
+
+
+def test_no_repeat_ngram_bans_the_known_continuation():
+    ids = np.array([[5, 6, 7, 5, 6]])
+    out = P.NoRepeatNGram(3)(ids, np.zeros((1, 10), np.float32))
+    assert np.flatnonzero(np.isneginf(out[0])).tolist() == [7]
+
+
+# ------------------------------------------------------------------------------------------- chains
+
+
+ORACLES = {
+    "top_p": lambda scores, p: top_p_oracle(scores, p.top_p, p.min_tokens_to_keep),
+    "min_p": lambda scores, p: min_p_oracle(scores, p.min_p, p.min_tokens_to_keep),
+    "typical_p": lambda scores, p: typical_oracle(scores, p.typical_p, p.min_tokens_to_keep),
+}
+
+
+@SETTINGS
+@given(batch=id_batches(), temperature=st.floats(0.1, 3), top_k=st.integers(0, 100),
+       top_p=st.floats(0.05, 1.0), min_p=st.floats(0.0, 0.3), typical_p=st.floats(0.05, 1.0),
+       penalty=st.floats(0.5, 2.0), beams=st.sampled_from([1, 4]))
+def test_build_processors_matches_transformers_chain(
+    batch, temperature, top_k, top_p, min_p, typical_p, penalty, beams
+):
+    """A lane's chain is transformers' own chain from `_get_logits_processor` (same processors, same order,
+    same min_tokens_to_keep, no top_k default), and each step gives transformers' step result."""
+    from transformers import GenerationConfig
+    from transformers.generation.utils import GenerationMixin
+
+    ids, scores = batch
+    config = {"do_sample": True, "temperature": temperature, "top_k": top_k, "top_p": top_p, "min_p": min_p,
+              "typical_p": typical_p, "repetition_penalty": penalty, "no_repeat_ngram_size": 2,
+              "min_new_tokens": 3}
+    eos = [1, 2]
+    prompt_len = ids.shape[1] - 1
+    ours = P.build_processors(config, prompt_len=prompt_len, eos_ids=eos, num_beams=beams)
+    generation_config = GenerationConfig(**config, num_beams=beams, eos_token_id=eos)
+    generation_config._eos_token_tensor = torch.tensor(eos)
+    theirs = GenerationMixin._get_logits_processor(GenerationMixin(), generation_config, prompt_len)
+    # transformers adds MinPLogitsWarper even for min_p=0, where it removes nothing; Branchpoint leaves it out
+    theirs = [p for p in theirs if not (isinstance(p, lp.MinPLogitsWarper) and p.min_p == 0)]
+    assert [p.name for p in ours] == [TRANSFORMERS_NAMES[type(p).__name__] for p in theirs]
+    current = scores
+    for mine, their in zip(ours, theirs, strict=True):
+        if mine.name == "top_k":  # transformers folds min_tokens_to_keep into top_k
+            assert max(mine.top_k, mine.min_tokens_to_keep) == their.top_k
+        elif hasattr(their, "min_tokens_to_keep"):
+            assert mine.min_tokens_to_keep == their.min_tokens_to_keep
+        expected = reference(their, current, ids)
+        oracle = ORACLES[mine.name](current, mine) if mine.name in ORACLES else ()
+        assert_same(run(mine, current, ids), expected, *oracle)
+        current = expected
+
+
+TRANSFORMERS_NAMES = {
+    "RepetitionPenaltyLogitsProcessor": "repetition_penalty",
+    "NoRepeatNGramLogitsProcessor": "no_repeat_ngram_size",
+    "MinNewTokensLengthLogitsProcessor": "min_new_tokens",
+    "TemperatureLogitsWarper": "temperature",
+    "TopKLogitsWarper": "top_k",
+    "TopPLogitsWarper": "top_p",
+    "MinPLogitsWarper": "min_p",
+    "TypicalLogitsWarper": "typical_p",
+}
+
+
+def test_default_order_is_transformers_order_and_the_spec_order():
+    from decoding.spec import PROCESSOR_ORDER
+
+    assert P.DEFAULT_ORDER == PROCESSOR_ORDER
+    everything = {"do_sample": True, "repetition_penalty": 1.1, "no_repeat_ngram_size": 3,
+                  "min_new_tokens": 2, "temperature": 0.7, "top_k": 40, "top_p": 0.9, "min_p": 0.05,
+                  "typical_p": 0.95}
+    names = [p.name for p in P.build_processors(everything, 4, [2], 1)]
+    assert names == list(P.DEFAULT_ORDER)
+
+
+def test_build_applies_only_what_the_config_names():
+    assert P.build_processors({"do_sample": True}, 4, [2]) == []
+    offs = {"do_sample": True, "top_k": 0, "top_p": 1.0, "min_p": 0, "typical_p": 1.0,
+            "repetition_penalty": 1.0, "temperature": 1.0, "no_repeat_ngram_size": 0, "min_new_tokens": 0}
+    assert P.build_processors(offs, 4, [2]) == []
+    [top_p] = P.build_processors({"do_sample": True, "top_p": 0.9}, 4, [2])
+    assert isinstance(top_p, P.TopP) and top_p.min_tokens_to_keep == 1
+    # warpers only under do_sample (transformers ignores them otherwise); penalties always
+    greedy = {"temperature": 0.7, "top_k": 5, "repetition_penalty": 1.3}
+    assert [p.name for p in P.build_processors(greedy, 4, [2])] == ["repetition_penalty"]
+    assert P.ignored_settings(greedy) == ["temperature", "top_k"]
+    # min_new_tokens needs an eos id (transformers skips it without one)
+    assert P.build_processors({"min_new_tokens": 3}, 4, []) == []
+
+
+def test_build_uses_beam_min_tokens_to_keep():
+    processors = P.build_processors({"do_sample": True, "top_k": 1, "top_p": 0.5}, 4, [2], num_beams=4)
+    assert [p.min_tokens_to_keep for p in processors] == [2, 2]
+    [top_p] = P.build_processors({"do_sample": True, "top_p": 0.5}, 4, [2, 3], num_beams=2)
+    assert top_p.min_tokens_to_keep == 3
+
+
+def test_custom_order():
+    config = {"do_sample": True, "temperature": 0.7, "top_k": 10, "top_p": 0.9}
+    order = ["top_p", "min_p", "top_k", "temperature"]
+    names = [p.name for p in P.build_processors(config, 4, [2], order=order)]
+    assert names == ["top_p", "top_k", "temperature"]
+    with pytest.raises(ValueError, match="missing temperature"):
+        P.build_processors(config, 4, [2], order=["top_p", "top_k"])
+    with pytest.raises(ValueError, match="distinct names"):
+        P.build_processors(config, 4, [2], order=["top_p", "top_k", "temperature", "bogus"])
+
+
+# ------------------------------------------------------------------------------------------ validation
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: P.Temperature(0.0), r"temperature must be in \(0, inf\), got 0.0"),
+        (lambda: P.Temperature(-1), r"temperature must be in \(0, inf\), got -1"),
+        (lambda: P.Temperature(float("nan")), r"temperature must be in \(0, inf\), got nan"),
+        (lambda: P.Temperature("hot"), r"temperature must be in \(0, inf\), got 'hot'"),
+        (lambda: P.TopK(0), r"top_k must be an integer >= 1, got 0"),
+        (lambda: P.TopK(2.5), r"top_k must be an integer >= 1, got 2.5"),
+        (lambda: P.TopK(True), r"top_k must be an integer >= 1, got True"),
+        (lambda: P.TopP(1.5), r"top_p must be in \[0, 1\], got 1.5"),
+        (lambda: P.TopP(-0.1), r"top_p must be in \[0, 1\], got -0.1"),
+        (lambda: P.TopP(0.9, 0), r"min_tokens_to_keep must be an integer >= 1, got 0"),
+        (lambda: P.MinP(1.01), r"min_p must be in \[0, 1\], got 1.01"),
+        (lambda: P.Typical(0.0), r"typical_p must be in \(0, 1\], got 0.0"),
+        (lambda: P.RepetitionPenalty(0), r"repetition_penalty must be in \(0, inf\), got 0"),
+        (lambda: P.NoRepeatNGram(0), r"no_repeat_ngram_size must be an integer >= 1, got 0"),
+        (lambda: P.MinNewTokens(-1, 3, [2]), r"min_new_tokens must be an integer >= 0, got -1"),
+        (lambda: P.build_processors({"do_sample": True, "top_p": 2.0}, 3, [2]), r"top_p must be in \[0, 1\]"),
+        (lambda: P.build_processors({"do_sample": True, "top_k": -5}, 3, [2]), r"top_k must be an integer"),
+    ],
+)
+def test_invalid_parameters_are_named_with_their_range(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+def test_names_and_descriptions():
+    assert P.TopP(0.9).describe() == "top_p=0.9"
+    assert P.TopP(0.9, 2).describe() == "top_p=0.9, min_tokens_to_keep=2"
+    assert P.TopK(50).to_dict() == {"name": "top_k", "top_k": 50, "min_tokens_to_keep": 1}
+    assert P.MinNewTokens(3, 10, [2]).describe() == "min_new_tokens=3"
+    assert {cls.name for cls in (P.Temperature, P.TopK, P.TopP, P.MinP, P.Typical, P.RepetitionPenalty,
+                                 P.NoRepeatNGram, P.MinNewTokens)} == set(P.DEFAULT_ORDER)
+
+
+def test_scores_must_be_two_dimensional():
+    with pytest.raises(ValueError, match="2-D"):
+        P.TopK(3)(np.zeros((1, 2), np.int64), np.zeros(5, np.float32))
+
+
+def test_apply_processors_never_returns_its_input():
+    scores = make_logits("normal", 2, 50, 1)
+    out = P.apply_processors([], np.zeros((2, 1), np.int64), scores)
+    assert out is not scores and np.array_equal(out, scores)
