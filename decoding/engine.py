@@ -202,7 +202,7 @@ class Run:
                 lane.trace.steps.append(replace(record))
                 yield lane.index, lane.trace.steps[-1]
         state, logits, prefill_ms = self._prefill()
-        if state is not None:
+        if self.error is None:
             self.trace.timing.prefill_ms = prefill_ms
             for lane in lanes:
                 if lane.following is None:

@@ -8,6 +8,7 @@ lane holds, build and return StepRecords), `queue` (add (old row, token) pairs t
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -251,12 +252,26 @@ class BeamLaneState(LaneState):
         return [prefix + tokens for tokens in self.beam_tokens]
 
     def _hypothesis_records(self, raw, scores, hypotheses) -> dict[int, StepRecord]:
-        """A StepRecord for every candidate that is kept or finished (index in `hypotheses` -> record)."""
-        records = {}
+        """A StepRecord for every candidate that is kept or finished (index in `hypotheses` -> record).
+        Statistics are computed once per parent beam; siblings differ only in the chosen token."""
+        records: dict[int, StepRecord] = {}
+        per_parent: dict[int, StepRecord] = {}
         forced = self.step in self.forced
+        plain = not self.processors and not forced  # softmax(log_softmax(x)) is softmax(x): summarise once
         for i, hyp in enumerate(hypotheses):
-            if hyp.kept or hyp.finished:
-                records[i] = self._record(raw[hyp.parent], scores[hyp.parent], hyp.token_id, forced=forced)
+            if not (hyp.kept or hyp.finished):
+                continue
+            parent = hyp.parent
+            processed = raw[parent] if plain else scores[parent]
+            first = per_parent.get(parent)
+            if first is None:
+                records[i] = per_parent[parent] = self._record(
+                    raw[parent], processed, hyp.token_id, forced=forced
+                )
+            else:
+                records[i] = _sibling(
+                    first, raw[parent], processed, hyp.token_id, self.tokenizer.piece(hyp.token_id)
+                )
         return records
 
     def _advance_beams(self, result, records: dict[int, StepRecord]) -> None:
@@ -286,6 +301,29 @@ class BeamLaneState(LaneState):
             if tokens == list(best):
                 return records
         return self.beam_records[0] if self.beam_records else []
+
+
+def _sibling(record: StepRecord, raw: np.ndarray, processed: np.ndarray, token: int, text: str) -> StepRecord:
+    """`record` (same distributions) with another chosen token: only its probabilities change."""
+    logprob_raw = float(raw[token]) - _log_normalizer(raw, record.token_id, record.logprob_raw)
+    logprob = float(processed[token]) - _log_normalizer(processed, record.token_id, record.logprob)
+    return replace(
+        record,
+        token_id=token,
+        token_text=text,
+        logprob=logprob,
+        logprob_raw=logprob_raw,
+        prob=math.exp(logprob),
+        prob_raw=math.exp(logprob_raw),
+    )
+
+
+def _log_normalizer(scores: np.ndarray, known_token: int, known_logprob: float) -> float:
+    """log(sum(exp(scores))), from a token whose log-probability is known when it is finite."""
+    if math.isfinite(known_logprob):
+        return float(scores[known_token]) - known_logprob
+    top = float(scores.max())
+    return top + math.log(float(np.exp(scores.astype(np.float64) - top).sum()))
 
 
 def _log_softmax(logits: np.ndarray) -> np.ndarray:
