@@ -25,7 +25,8 @@ from transformers.generation import logits_process as lp
 from decoding import processors as P
 
 TOL = 1e-5
-SETTINGS = settings(max_examples=int(os.environ.get("BRANCHPOINT_HYPOTHESIS_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+EXAMPLES = int(os.environ.get("BRANCHPOINT_HYPOTHESIS_EXAMPLES", "60"))  # raise it for a deeper search
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # ----------------------------------------------------------------------------------------------- inputs
 
