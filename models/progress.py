@@ -41,6 +41,12 @@ class Stages:
         self.fraction = 0.0
         self.report(0.0, message or stage)
 
+    def finish(self, message: str) -> None:
+        """Jump to the end (nothing to do, e.g. already prepared)."""
+        self.current = self.order[-1]
+        self.fraction = 0.0
+        self.report(1.0, message)
+
     def report(self, fraction: float, message: str) -> None:
         self.fraction = max(self.fraction, min(fraction, 1.0))
         if self.callback is None:
@@ -79,4 +85,6 @@ class Stages:
 def describe_exception(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.filename:
         return f"{exc.strerror or type(exc).__name__}: {exc.filename}"
-    return f"{type(exc).__name__}: {exc}" if not isinstance(exc, ValueError) else str(exc)
+    if isinstance(exc, ValueError | FileNotFoundError):  # raised here with a message written for the user
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"

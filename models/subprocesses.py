@@ -89,10 +89,11 @@ def stop(proc: subprocess.Popen) -> None:
 
 
 def last_line(log_path: Path) -> str:
-    lines = [
-        x.strip() for x in log_path.read_text(encoding="utf-8", errors="replace").splitlines() if x.strip()
-    ]
-    return lines[-1] if lines else "no output"
+    """The child's last error line (pip and Python tracebacks end with one), else its last line."""
+    text = log_path.read_text(encoding="utf-8", errors="replace")
+    lines = [x.strip() for x in text.splitlines() if x.strip()]
+    errors = [x for x in lines if x.startswith("ERROR") or x.split(":")[0].endswith(("Error", "Exception"))]
+    return (errors or lines or ["no output"])[-1]
 
 
 def python_module(module: str, *args: str) -> list[str]:

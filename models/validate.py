@@ -159,6 +159,7 @@ def probe_cuda_session(ort) -> bool:
         [node], "probe", [value("x", TensorProto.FLOAT, [1])], [value("y", TensorProto.FLOAT, [1])]
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8  # what any onnxruntime ≥ 1.10 loads; onnx's default may be newer than ORT supports
     options = ort.SessionOptions()
     options.log_severity_level = 4
     try:

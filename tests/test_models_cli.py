@@ -1,0 +1,56 @@
+"""`main.py prepare` and `main.py models`: one clear line and exit code 2 on errors; the model table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import main
+from models import prepare
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch) -> Path:
+    root = tmp_path / "cache"
+    monkeypatch.setenv("BRANCHPOINT_CACHE_DIR", str(root))
+    return root
+
+
+def test_prepare_error_is_one_line_and_exit_2(cache, tmp_path, capsys):
+    assert main.main(["prepare", "--gguf", str(tmp_path / "missing.gguf")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("branchpoint: prepare failed at stage 'verify': GGUF file ")
+    assert err[-1].endswith("missing.gguf does not exist")
+
+
+def test_name_is_refused_for_the_default_model(cache, capsys):
+    assert main.main(["prepare", "--name", "other"]) == 2
+    assert "--name applies to" in capsys.readouterr().err
+
+
+def test_sources_are_exclusive(cache, tmp_path):
+    with pytest.raises(SystemExit) as info:
+        main.main(["prepare", "--gguf", "a.gguf", "--hub", "org/model"])
+    assert info.value.code == 2
+
+
+def test_models_lists_prepared_models(cache, tiny_model_dir, capsys):
+    assert main.main(["models"]) == 0
+    assert "no prepared models in" in capsys.readouterr().out
+    prepare.register_onnx_folder(tiny_model_dir, name="tiny")
+    assert main.main(["models"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["NAME", "SIZE", "SOURCE", "CREATED", "PROVIDERS", "STATUS"]
+    row = out[1]
+    assert row.startswith("tiny ") and "onnx-folder:" in row and "CPU" in row and row.endswith("ok")
+
+
+def test_models_json(cache, tiny_model_dir, capsys):
+    import json
+
+    prepare.register_onnx_folder(tiny_model_dir, name="tiny")
+    assert main.main(["models", "--json"]) == 0
+    records = json.loads(capsys.readouterr().out)
+    assert [r["name"] for r in records] == ["tiny"]
+    assert records[0]["valid"] and records[0]["size_bytes"] > 0 and records[0]["providers"].startswith("CPU")
