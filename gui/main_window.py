@@ -104,6 +104,8 @@ class MainWindow(QMainWindow):
         self.charts = QTabWidget()
         self.charts.addTab(self.timeline, "Timeline")
         self.charts.addTab(self.beam_tree, "Beam tree")
+        for chart in (self.inspector, self.timeline, self.beam_tree):
+            chart.setMinimumWidth(240)  # narrower than their headers' hints: the window must fit 1280 px
         bottom = QSplitter(Qt.Orientation.Horizontal)
         bottom.addWidget(self.inspector)
         bottom.addWidget(self.charts)
@@ -358,14 +360,14 @@ class MainWindow(QMainWindow):
             return
         parent_spec = self.state.specs[lane]
         base = replace(parent_spec, branch=None, forced={})
-        name = unique_name(f"{parent_spec.name} ⑂{step}", {s.name for s in self.state.specs})
+        name = unique_name(f"{parent_spec.name} ↳{step}", {s.name for s in self.state.specs})
         spec = session.branch_spec(parent_spec, base, step, token_id, name)
         self._branch_index = lane + 1
         while (self._branch_index < len(self.state.lanes)
                and (self.state.lanes[self._branch_index].branch or {}).get("parent") == parent_spec.name):
             self._branch_index += 1
         self._insert_lane(self._branch_index, spec)
-        job = session.branch_job(self.holder, self.trace, self.trace.lanes[lane], spec)
+        job = session.branch_job(self.holder, self.trace, spec)
         self._start("branch", job, self.trace.settings.max_new_tokens)
 
     def _insert_lane(self, index: int, spec: LaneSpec) -> None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from decoding.engine import Engine, Prefix
+from decoding.engine import Engine, branch_prefix
 from decoding.spec import Branch, LaneSpec, assign_seeds
 from decoding.trace import LaneTrace, ModelInfo, PromptInfo, RunTrace
 
@@ -30,7 +30,7 @@ class LoadedModel:
 
     @property
     def provider(self) -> str:
-        return self.model.decoder.provider
+        return self.model.provider
 
 
 class ModelHolder:
@@ -59,14 +59,12 @@ class ModelHolder:
 
 
 def _load(path: Path) -> LoadedModel:
-    from models.catalog import read_manifest
     from runtime import load_model
 
     model = load_model(path)
-    manifest = read_manifest(path)
-    hashes = {name: info.get("sha256", "") for name, info in (manifest.get("files") or {}).items()
-              if info.get("sha256")}
-    info = ModelInfo(name=manifest.get("name", path.name), hashes=hashes, path=str(path))
+    files = model.manifest.get("files") or {}
+    hashes = {name: entry["sha256"] for name, entry in files.items() if entry.get("sha256")}
+    info = ModelInfo(name=model.name, hashes=hashes, path=str(path))
     engine = Engine(model.decoder, model.tokenizer, model.eos_token_ids)
     return LoadedModel(path=path, info=info, model=model, engine=engine)
 
@@ -75,7 +73,7 @@ def prompt_info(model: LoadedModel, request: RunRequest) -> PromptInfo:
     tokenizer = model.model.tokenizer
     if request.chat:
         rendered = tokenizer.render_chat(request.text, system=request.system)
-        ids = tokenizer.encode(rendered)
+        ids = tokenizer.encode_chat(request.text, system=request.system)
         return PromptInfo(text=request.text, ids=list(ids), chat=True, system=request.system,
                           rendered=rendered)
     return PromptInfo(text=request.text, ids=list(tokenizer.encode(request.text)))
@@ -106,12 +104,12 @@ def branch_spec(parent: LaneSpec, base: LaneSpec, step: int, token_id: int, name
     return replace(base, name=name, branch=Branch(parent.name, step, token_id), forced={})
 
 
-def branch_job(holder: ModelHolder, trace: RunTrace, parent: LaneTrace, spec: LaneSpec):
+def branch_job(holder: ModelHolder, trace: RunTrace, spec: LaneSpec):
     """A worker job that continues `parent` from `spec.branch.step` with the picked token, under spec's
     strategy, as a one-lane run restarting from the parent's tokens (the prompt and prefix prefilled once)."""
     step, token = spec.branch.step, spec.branch.token_id
     run_spec = replace(spec, branch=None, forced={step: token})
-    prefix = Prefix(list(parent.token_ids[:step]), {spec.name: list(parent.steps[:step])})
+    prefix = branch_prefix(trace, spec.branch.parent, step)
 
     def job(emit, cancelled) -> RunTrace:
         model = holder.get()

@@ -98,8 +98,11 @@ class TokenBrowser(QTextBrowser):
         force_menu = menu.addMenu("Force for all lanes…")
         for token in record.top[:10]:
             label = f"{label_piece(token.text)}    {format_prob(token.prob)}"
-            _add(branch_menu, label, self, lambda t=token.id: self.branchRequested.emit(lane, record.step, t))
-            _add(force_menu, label, self, lambda t=token.id: self.forceRequested.emit(record.step, t))
+            # triggered(bool checked) comes first: the token id must be a keyword default, not positional.
+            _add(branch_menu, label, self,
+                 lambda _checked=False, t=token.id: self.branchRequested.emit(lane, record.step, t))
+            _add(force_menu, label, self,
+                 lambda _checked=False, t=token.id: self.forceRequested.emit(record.step, t))
         return menu
 
 
@@ -189,6 +192,8 @@ class TextPanel(QWidget):
         self.refresh_all()
 
     def _rebuild_columns(self) -> None:
+        if len(self.columns) == len(self.state.lanes):
+            return  # same number of lanes: keep the widgets (no flicker, no relayout)
         for column in self.columns:
             column.setParent(None)
             column.deleteLater()

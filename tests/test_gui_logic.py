@@ -1,0 +1,101 @@
+"""Qt-free parts of the window: colours, token display, marks, lane fields, status texts."""
+
+from __future__ import annotations
+
+import pytest
+
+from decoding.spec import LaneSpec
+from decoding.trace import StepRecord, TokenProb
+from gui.lane_fields import FIELDS_BY_NAME, describe, display_value, spec_from_values
+from gui.lanes import unique_name
+from gui.render import (
+    TokenMarks,
+    alternatives_html,
+    first_difference,
+    label_piece,
+    near_tie,
+    probability_colour,
+    token_html,
+    visible_piece,
+)
+from gui.setup_dialog import stage_label
+from gui.status import progress_text, provider_label
+from gui.text_view import parse_token_url
+
+
+def record(step: int = 0, token: int = 5, probs: tuple[float, ...] = (0.5, 0.3, 0.2),
+           text: str = "a") -> StepRecord:
+    top = [TokenProb(token + i, f"t{i}", p, i) for i, p in enumerate(probs)]
+    top[0].text = text
+    margin = probs[0] - (probs[1] if len(probs) > 1 else 0.0)
+    return StepRecord(step=step, token_id=token, token_text=text, prob=probs[0], prob_raw=probs[0] / 2,
+                      logprob=-0.7, logprob_raw=-1.4, entropy=1.0, entropy_raw=1.2,
+                      margin=margin, margin_raw=0.1, kept=3, tail_mass=0.0, tail_mass_raw=0.1,
+                      top=top, top_raw=[TokenProb(t.id, t.text, t.prob / 2, t.rank) for t in top])
+
+
+def test_probability_colour_goes_from_red_to_green():
+    low, high = probability_colour(0.0), probability_colour(1.0)
+    assert int(low[1:3], 16) > int(low[3:5], 16)  # red dominates
+    assert int(high[3:5], 16) > int(high[1:3], 16)  # green dominates
+    assert probability_colour(-1) == low and probability_colour(2) == high
+
+
+def test_token_text_keeps_whitespace_visible():
+    assert visible_piece("a\nb") == "a↵\nb"
+    assert visible_piece("") == "∅"
+    assert label_piece(" x\t\n") == "·x→↵"
+
+
+def test_first_difference_and_near_tie():
+    assert first_difference([1, 2, 3], [1, 2, 4]) == 2
+    assert first_difference([1, 2], [1, 2, 3]) is None
+    assert near_tie(record(probs=(0.41, 0.40, 0.19)), 0.05)
+    assert not near_tie(record(probs=(0.6, 0.3, 0.1)), 0.05)
+    assert not near_tie(record(probs=(1.0,)), 0.05)
+
+
+def test_token_html_is_an_anchor_with_marks():
+    html = token_html(2, record(step=7, text="<b>"), TokenMarks(divergence=True, near_tie=True))
+    assert 'href="tok:2:7"' in html and "&lt;b&gt;" in html
+    assert "◆" in html and "▲" in html and "underline" in html
+    assert parse_token_url("tok:2:7") == (2, 7)
+    assert parse_token_url("http://x") is None
+
+
+def test_alternatives_tooltip_lists_top_five_with_the_chosen_bold():
+    html = alternatives_html(record(probs=(0.3, 0.2, 0.15, 0.1, 0.1, 0.1, 0.05)))
+    assert html.count("<tr>") == 5
+    assert "<b>a</b>" in html
+
+
+def test_spec_from_values_sets_only_what_applies():
+    values = {f: FIELDS_BY_NAME[f].off for f in FIELDS_BY_NAME}
+    values.update(do_sample=True, top_p=0.9, top_k=0, length_penalty=2.0)
+    spec = spec_from_values("lane", values)
+    assert spec.top_p == 0.9 and spec.top_k is None and spec.seed is None
+    assert spec.length_penalty == 1.0  # beam-only parameter ignored without beams
+    assert spec.processors() == ["top_p"]
+
+
+def test_spec_from_values_refuses_beam_sampling():
+    values = {f: FIELDS_BY_NAME[f].off for f in FIELDS_BY_NAME}
+    values.update(do_sample=True, num_beams=4)
+    with pytest.raises(ValueError, match="do_sample"):
+        spec_from_values("lane", values)
+
+
+def test_display_and_describe():
+    spec = LaneSpec("s", do_sample=True, temperature=1.3, seed=7)
+    assert display_value(spec, FIELDS_BY_NAME["top_k"]) == 0
+    assert describe(spec) == "sample · T 1.3 · seed 7"
+    assert describe(spec, seed=False) == "sample · T 1.3"
+    assert describe(LaneSpec("b", num_beams=4)) == "beam 4"
+
+
+def test_small_labels():
+    assert unique_name("greedy", {"greedy", "greedy #2"}) == "greedy #3"
+    assert provider_label("CUDAExecutionProvider") == "CUDA"
+    assert progress_text(12, 64, 100, 4.0) == ("step 12/64", "25.0 tok/s")
+    assert stage_label("export", "export") == "export"
+    assert stage_label("export", "exporting") == "export — exporting"

@@ -1,0 +1,188 @@
+"""The main window on the tiny exported model: real clicks and keys on the real widgets, real engine, real
+ONNX Runtime, real files. Every window is shut down (worker stopped and its thread waited for) at teardown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QPoint, Qt, QThread
+from PySide6.QtGui import QTextCursor
+
+from gui.app import make_application
+from gui.main_window import MainWindow
+
+RUN_TIMEOUT_MS = 60_000
+
+
+@pytest.fixture
+def make_window(qtbot):
+    """Windows that are always shut down: stopping and waiting for the worker thread (a QThread still running
+    at teardown aborts the process)."""
+    make_application([])
+    windows: list[MainWindow] = []
+
+    def make(model_dir: Path | None = None) -> MainWindow:
+        window = MainWindow(model_dir)
+        qtbot.addWidget(window)
+        window.resize(1280, 800)
+        window.show()
+        windows.append(window)
+        return window
+
+    yield make
+    for window in windows:
+        window.shutdown()
+        assert not window.worker.is_running()
+
+
+@pytest.fixture
+def window(make_window, tiny_model_dir):
+    return make_window(tiny_model_dir)
+
+
+def run_and_wait(qtbot, window: MainWindow, max_new_tokens: int = 12) -> None:
+    window.prompt.max_new_tokens.setValue(max_new_tokens)
+    qtbot.mouseClick(window.prompt.run_button, Qt.MouseButton.LeftButton)
+    wait_idle(qtbot, window)
+
+
+def wait_idle(qtbot, window: MainWindow) -> None:
+    qtbot.waitUntil(lambda: not window.worker.is_running() and window.prompt.run_button.isEnabled(),
+                    timeout=RUN_TIMEOUT_MS)
+
+
+def token_point(qtbot, window: MainWindow, lane: int, step: int) -> QPoint:
+    """Viewport position of the token anchor tok:<lane>:<step> (after pending layouts)."""
+    qtbot.wait(50)
+    browser = window.text.columns[lane].browser
+    block = browser.document().begin()
+    while block.isValid():
+        it = block.begin()
+        while not it.atEnd():
+            fragment = it.fragment()
+            if fragment.charFormat().anchorHref() == f"tok:{lane}:{step}":
+                return _first_char_centre(browser, fragment.position())
+            it += 1
+        block = block.next()
+    raise AssertionError(f"token {lane}:{step} not in the text")
+
+
+def _first_char_centre(browser, position: int) -> QPoint:
+    """Centre of the character at `position` (between the carets before and after it)."""
+    cursor = QTextCursor(browser.document())
+    cursor.setPosition(position)
+    before = browser.cursorRect(cursor)
+    cursor.setPosition(position + 1)
+    after = browser.cursorRect(cursor)
+    return QPoint((before.center().x() + after.center().x()) // 2, before.center().y())
+
+
+def test_run_fills_every_lane(qtbot, window):
+    run_and_wait(qtbot, window, max_new_tokens=12)
+    assert not window.error_banner.isVisible()
+    assert len(window.text.columns) == 5
+    for lane, text in zip(window.state.lanes, window.text.column_texts(), strict=True):
+        assert 1 <= len(lane.steps) <= 12
+        assert text.strip()
+    assert "step" in window.status.step.text()
+    assert window.status.provider.text() == "CPU"
+
+
+def test_ctrl_enter_runs_and_escape_stops_mid_run(qtbot, window):
+    window.prompt.max_new_tokens.setValue(400)
+    qtbot.keyClick(window.prompt.editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: window.state.total_tokens() > 0, timeout=RUN_TIMEOUT_MS)
+    qtbot.keyClick(window.prompt.editor, Qt.Key.Key_Escape)
+    wait_idle(qtbot, window)
+    reasons = {lane.finish_reason for lane in window.state.lanes}
+    assert "cancelled" in reasons
+    assert max(len(lane.steps) for lane in window.state.lanes) < 400
+    assert all(text.strip() for text in window.text.column_texts())  # the text so far stays
+
+
+def test_clicking_a_token_selects_it_in_inspector_and_timeline(qtbot, window):
+    run_and_wait(qtbot, window)
+    browser = window.text.columns[2].browser
+    qtbot.mouseClick(browser.viewport(), Qt.MouseButton.LeftButton, pos=token_point(qtbot, window, 2, 3))
+    assert (window.state.selection.lane, window.state.selection.step) == (2, 3)
+    assert window.timeline.selected() == (2, 3)
+    record = window.state.lanes[2].steps[3]
+    assert window.inspector.rows() and f"step {record.step}" in window.inspector._title.text()
+    assert "step 4/" in window.status.selection.text()
+
+
+def test_branching_from_an_alternative_adds_a_lane_next_to_its_parent(qtbot, window):
+    run_and_wait(qtbot, window, max_new_tokens=12)
+    parent = window.state.lanes[0]
+    step = 4
+    record = parent.steps[step]
+    rank = next(i for i, t in enumerate(record.top) if t.id != record.token_id)
+    menu = window.text.columns[0].browser.alternatives_menu(0, record)
+    branch_menu = menu.actions()[0].menu()
+    branch_menu.actions()[rank].trigger()  # "Branch from here with…" → the alternative
+    wait_idle(qtbot, window)
+    assert len(window.state.lanes) == 6 and not window.error_banner.isVisible()
+    child = window.state.lanes[1]
+    picked_id = record.top[rank].id
+    assert child.token_ids[:step] == parent.token_ids[:step]
+    assert child.token_ids[step] == picked_id
+    assert child.branch == {"parent": parent.name, "step": step, "token_id": picked_id}
+    assert len(child.token_ids) > step + 1  # it continued after the picked token
+    assert "↳" in window.text.column_texts()[1]  # branch point marked in the text
+    assert window.lanes.specs()[1].branch.parent == parent.name
+
+
+def test_save_then_open_restores_an_identical_view(qtbot, window, make_window, tmp_path):
+    run_and_wait(qtbot, window, max_new_tokens=10)
+    window.select(1, 2)
+    path = tmp_path / "run.json"
+    window.save(path)
+    assert path.is_file() and not window.error_banner.isVisible()
+    reopened = make_window(None)  # no model needed to open a run
+    reopened.open(path)
+    assert not reopened.error_banner.isVisible()
+    assert reopened.text.column_texts() == window.text.column_texts()
+    assert [s.name for s in reopened.lanes.specs()] == [s.name for s in window.lanes.specs()]
+    assert reopened.lanes.specs() == window.state.specs
+    assert reopened.prompt.request() == window.prompt.request()
+    for a, b in zip(reopened.state.lanes, window.state.lanes, strict=True):
+        assert a.token_ids == b.token_ids and len(a.steps) == len(b.steps)
+
+
+def test_invalid_parameter_is_refused_with_a_visible_message(qtbot, window):
+    table = window.lanes.table
+    rect = table.visualItemRect(table.item(1, 0))  # beam-4
+    qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    before = window.lanes.specs()[1]
+    checkbox = window.lanes.form.widgets["do_sample"]
+    qtbot.mouseClick(checkbox, Qt.MouseButton.LeftButton, pos=QPoint(4, checkbox.height() // 2))
+    assert window.lanes.message.isVisible()
+    assert "do_sample" in window.lanes.message.text()
+    assert window.lanes.specs()[1] == before and not checkbox.isChecked()
+    table.item(1, 0).setText("greedy")  # a duplicate name is refused too
+    assert "already named" in window.lanes.message.text()
+    assert window.lanes.specs()[1].name == before.name
+
+
+def test_closing_mid_run_leaves_no_thread_running(qtbot, window):
+    window.prompt.max_new_tokens.setValue(400)
+    qtbot.mouseClick(window.prompt.run_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.state.total_tokens() > 0, timeout=RUN_TIMEOUT_MS)
+    thread: QThread = window.worker._thread
+    window.close()
+    assert not thread.isRunning()
+    assert not window.worker.is_running()
+
+
+@pytest.mark.slow
+def test_five_default_lanes_end_to_end_on_the_default_model(qtbot, make_window, default_model_dir):
+    window = make_window(default_model_dir)
+    window.prompt.editor.setPlainText("The capital of France is")
+    run_and_wait(qtbot, window, max_new_tokens=16)
+    assert not window.error_banner.isVisible()
+    names = [lane.name for lane in window.state.lanes]
+    assert names == ["greedy", "beam-4", "top-k 50", "top-p 0.9", "T 1.3"]
+    assert "Paris" in window.text.column_texts()[0]
+    assert all(lane.steps for lane in window.state.lanes)
+    assert window.state.lanes[1].sequences
