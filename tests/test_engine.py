@@ -254,3 +254,26 @@ def test_prefix_needs_one_record_per_token():
 def test_fake_source_is_history_deterministic():
     source = FakeSource(32)
     assert np.array_equal(source.logits_for([1, 2, 3]), source.logits_for([1, 2, 3]))
+
+
+class FailingPrefill(FakeSource):
+    def prefill(self, prompt_ids):
+        raise RuntimeError("out of memory")
+
+
+def test_prefill_failure_ends_every_lane_with_error():
+    engine = Engine(FailingPrefill(32), FakeTokenizer(), [])
+    trace = engine.run(PROMPT, SIX_LANES[:2], max_new_tokens=4)
+    assert "out of memory" in trace.error
+    assert [lane.finish_reason for lane in trace.lanes] == ["error", "error"]
+    assert all(lane.token_ids == [] for lane in trace.lanes)
+
+
+def test_beam_lane_can_branch_from_a_greedy_lane():
+    engine, source = make_engine()
+    specs = [LaneSpec("greedy"), LaneSpec("beam", num_beams=2, branch=Branch("greedy", 2, 11))]
+    trace = engine.run(PROMPT, specs, max_new_tokens=8)
+    greedy, beam = trace.lane("greedy").token_ids, trace.lane("beam").token_ids
+    assert beam[:2] == greedy[:2] and beam[2] == 11 and len(beam) == 8
+    assert all(seq[:3] == beam[:3] for seq in trace.lane("beam").sequences)
+    assert source.batch_sizes == [1, 1] + [3] * 5
