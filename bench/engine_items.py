@@ -12,12 +12,14 @@ from bench.report import Row
 from bench.timing import interleaved, medians, paired_ratio
 
 
-def five_lanes(new_tokens: int) -> list:
-    """The default five lanes, each forced to generate exactly `new_tokens` (eos suppressed until then, on
-    both sides, so Branchpoint and transformers do the same amount of work)."""
+def five_lanes(new_tokens: int | None = None) -> list:
+    """The default five lanes, seeded. With `new_tokens`, each is forced to generate exactly that many (eos
+    suppressed until then, on both sides, so Branchpoint and transformers do the same amount of work)."""
     from decoding.spec import assign_seeds, default_lanes
 
-    specs = [spec.with_changes(min_new_tokens=new_tokens) for spec in default_lanes()]
+    specs = default_lanes()
+    if new_tokens is not None:
+        specs = [spec.with_changes(min_new_tokens=new_tokens) for spec in specs]
     return assign_seeds(specs, 0)
 
 
@@ -181,9 +183,10 @@ class FreeLogits:
 
 
 def measure_sampler_overhead(ctx: BenchContext) -> list[Row]:
+    """The default lanes as users run them (no forced length: min_new_tokens would add a processor)."""
     tokens = ctx.sizes.new_tokens
-    specs = five_lanes(tokens)
-    run_engine(ctx, five_lanes(2), 2)  # warm-up
+    specs = five_lanes()
+    run_engine(ctx, specs, 2)  # warm-up
     timed = TimedSource(ctx.decoder)
     start = time.perf_counter()
     trace = run_engine(ctx, specs, tokens, source=timed)
@@ -212,7 +215,8 @@ def _engine_ms_per_step_free(ctx: BenchContext, specs: list, tokens: int, vocab:
     from decoding.trace import PromptInfo
 
     source = FreeLogits(vocab)
-    engine = Engine(source, NumberedPieces(), eos_token_ids=[2])
+    text = ctx.tokenizer if ctx.decoder.vocab_size == vocab else NumberedPieces()  # real pieces if it fits
+    engine = Engine(source, text, eos_token_ids=[2])
     start = time.perf_counter()
     trace = engine.run(PromptInfo(PROMPT, [1, 2, 3]), specs, max_new_tokens=tokens)
     return 1e3 * (time.perf_counter() - start) / max(trace.timing.steps, 1)

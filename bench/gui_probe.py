@@ -1,0 +1,117 @@
+"""Item 6 in a fresh process (run by bench.gui_items): `launch` prints when the main window is visible;
+`stall` streams 5-lane runs into the window while a 5 ms QTimer heartbeat records the event loop's gaps.
+Prints one JSON line. Qt is imported inside the functions (bench/ imports no Qt at module level)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+HEARTBEAT_MS = 5
+
+
+def open_window(model_dir: Path):
+    """What gui.app.run_app does before the event loop: application, main window on the model, shown."""
+    from gui.app import DEFAULT_SIZE, make_application
+    from gui.main_window import MainWindow
+
+    app = make_application([])
+    window = MainWindow(model_dir)
+    window.resize(*DEFAULT_SIZE)
+    window.show()
+    return app, window
+
+
+def launch(model_dir: Path) -> dict:
+    from PySide6.QtCore import QTimer
+
+    app, window = open_window(model_dir)
+    result = {}
+
+    def visible() -> None:
+        app.processEvents()
+        result.update(visible_at=time.time(), visible=window.isVisible())
+        app.quit()
+
+    QTimer.singleShot(0, visible)
+    app.exec()
+    return result
+
+
+class Heartbeat:
+    """Largest gap between ticks of a QTimer that should fire every HEARTBEAT_MS."""
+
+    def __init__(self):
+        from PySide6.QtCore import QTimer
+
+        self.gaps: list[float] = []
+        self.last = time.perf_counter()
+        self.timer = QTimer()
+        self.timer.setInterval(HEARTBEAT_MS)
+        self.timer.timeout.connect(self.tick)
+        self.timer.start()
+
+    def tick(self) -> None:
+        now = time.perf_counter()
+        self.gaps.append(now - self.last)
+        self.last = now
+
+    def reset(self) -> None:
+        self.gaps.clear()
+        self.last = time.perf_counter()
+
+
+def stream_once(app, window, heartbeat: Heartbeat, tokens: int) -> dict:
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    from gui.prompt_panel import DEFAULT_PROMPT, PromptRequest
+
+    window.prompt.set_request(PromptRequest(DEFAULT_PROMPT, False, None, tokens))
+    loop = QEventLoop()
+    window.worker.finished.connect(loop.quit)
+    window.worker.failed.connect(loop.quit)
+    QTimer.singleShot(600_000, loop.quit)
+    heartbeat.reset()
+    started = time.perf_counter()
+    window.run()
+    loop.exec()
+    elapsed = time.perf_counter() - started
+    gaps = sorted(heartbeat.gaps) or [0.0]
+    return {
+        "max_gap_ms": 1e3 * gaps[-1],
+        "p99_gap_ms": 1e3 * gaps[int(0.99 * (len(gaps) - 1))],
+        "ticks": len(gaps),
+        "seconds": elapsed,
+        "tokens": window.state.total_tokens(),
+    }
+
+
+def stall(model_dir: Path, tokens: int) -> dict:
+    app, window = open_window(model_dir)
+    heartbeat = Heartbeat()
+    first = stream_once(app, window, heartbeat, tokens)  # loads the model on the worker thread
+    second = stream_once(app, window, heartbeat, tokens)
+    window.close()
+    return {"first_run": first, "streaming": second}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=("launch", "stall"))
+    parser.add_argument("--model", type=Path, required=True)
+    parser.add_argument("--tokens", type=int, default=64)
+    args = parser.parse_args()
+    result = launch(args.model) if args.mode == "launch" else stall(args.model, args.tokens)
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
