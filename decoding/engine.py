@@ -29,7 +29,7 @@ import numpy as np
 from decoding import analysis
 from decoding.lanes import LaneState, new_lane_state
 from decoding.protocol import LogitsSource, TokenText
-from decoding.spec import LaneSpec
+from decoding.spec import LaneSpec, assign_seeds
 from decoding.trace import (
     ModelInfo,
     PromptInfo,
@@ -95,6 +95,7 @@ class Engine:
         """Prepare a run (nothing is computed until it is iterated)."""
         prefix = prefix or Prefix([])
         _check_run_inputs(prompt, specs, max_new_tokens, prefix)
+        specs = assign_seeds(list(specs), base_seed)  # every sampled lane records a seed: replayable
         settings = RunSettings(
             self.top_n, self.near_tie_threshold, max_new_tokens, base_seed, list(self.eos_token_ids)
         )

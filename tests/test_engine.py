@@ -277,3 +277,12 @@ def test_beam_lane_can_branch_from_a_greedy_lane():
     assert beam[:2] == greedy[:2] and beam[2] == 11 and len(beam) == 8
     assert all(seq[:3] == beam[:3] for seq in trace.lane("beam").sequences)
     assert source.batch_sizes == [1, 1] + [3] * 5
+
+
+def test_unseeded_sampled_lanes_get_a_recorded_seed():
+    engine, _ = make_engine()
+    lane = LaneSpec("s", do_sample=True, top_k=5)
+    first = engine.run(PROMPT, [lane], max_new_tokens=4, base_seed=9).lanes[0]
+    again = engine.run(PROMPT, [lane], max_new_tokens=4, base_seed=9).lanes[0]
+    assert first.config["seed"] == again.config["seed"] and first.token_ids == again.token_ids
+    assert "seed" in engine.run(PROMPT, [lane], max_new_tokens=2).lanes[0].config
