@@ -33,7 +33,8 @@ class BeamTreeView(QWidget):
         self._lane_index = -1
         self._lane: LaneTrace | None = None
         self._nodes: list[BeamNode] = []
-        self._labels: list[pg.TextItem] = []
+        self._labelled: dict[BeamNode, pg.TextItem] = {}  # nodes in view and their labels
+        self._free_labels: list[pg.TextItem] = []  # hidden labels, reused before new ones are made
         self._drawn_steps = 0
         self._build_ui()
 
@@ -47,9 +48,7 @@ class BeamTreeView(QWidget):
         self._append(lane.steps[self._drawn_steps :])
 
     def clear(self) -> None:
-        for label in self._labels:
-            self._plot.removeItem(label)
-        self._labels, self._nodes, self._drawn_steps = [], [], 0
+        self._nodes, self._drawn_steps = [], 0
         self._lane = None
         self._title.setText("No beam lane selected")
         self._redraw()
@@ -87,8 +86,8 @@ class BeamTreeView(QWidget):
         self._plot.setLabel("left", "beam slot")
         self._plot.getAxis("left").setTickSpacing(1, 1)
         self._create_items()
-        self._plot.vb.sigXRangeChanged.connect(self._update_label_visibility)
-        self._plot.vb.sigResized.connect(self._update_label_visibility)
+        self._plot.vb.sigXRangeChanged.connect(self._sync_labels)
+        self._plot.vb.sigResized.connect(self._sync_labels)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self._title)
@@ -100,49 +99,53 @@ class BeamTreeView(QWidget):
         self._pruned_edges = self._plot.plot([], [], pen=grey, connect="pairs")
         self._kept_edges = self._plot.plot([], [], pen=pg.mkPen("#7FA7C9", width=1.5), connect="pairs")
         self._best_edges = self._plot.plot([], [], pen=pg.mkPen(_BEST, width=4), connect="pairs")
-        self._points = pg.ScatterPlotItem(
-            hoverable=True, tip=self._tip, hoverPen=pg.mkPen(style.FOREGROUND, width=2)
-        )
-        self._points.setZValue(5)
-        self._points.sigClicked.connect(self._on_points_clicked)
-        self._plot.addItem(self._points)
+        # One uniformly styled scatter per kind: pyqtgraph's fast path (per-spot styles re-render symbols).
+        self._scatters = {kind: self._scatter(*look) for kind, look in _KIND_STYLE.items()}
+        self._scatters["best"] = self._scatter("o", 12, _BEST, "#FFFFFF")
         self._root = pg.TextItem("prompt", color=style.FOREGROUND, anchor=(0.5, 1.15))
         self._root.setFont(style.ui_font(8.5))
         self._plot.addItem(self._root)
         self._root.setPos(-1, 0)
-        self._root_mark = pg.ScatterPlotItem(
-            [-1], [0], symbol="s", size=10, brush=pg.mkBrush(style.FOREGROUND)
+        self._plot.addItem(
+            pg.ScatterPlotItem([-1], [0], symbol="s", size=10, brush=pg.mkBrush(style.FOREGROUND))
         )
-        self._plot.addItem(self._root_mark)
+
+    def _scatter(self, symbol: str, size: int, brush: str, pen: str) -> pg.ScatterPlotItem:
+        scatter = pg.ScatterPlotItem(
+            symbol=symbol,
+            size=size,
+            brush=pg.mkBrush(brush),
+            pen=pg.mkPen(pen, width=1.5),
+            hoverable=True,
+            tip=self._tip,
+            hoverPen=pg.mkPen(style.FOREGROUND, width=2),
+        )
+        scatter.setZValue(5)
+        scatter.sigClicked.connect(self._on_points_clicked)
+        self._plot.addItem(scatter)
+        return scatter
 
     # ---- drawing -----------------------------------------------------------------------------------------
     def _append(self, records: list[StepRecord]) -> None:
         if not records:
             return
-        first_new = len(self._nodes)
         for record in records:
             self._nodes.extend(step_nodes(record))
         self._drawn_steps += len(records)
-        for node in self._nodes[first_new:]:
-            self._labels.append(self._make_label(node))
-        self._redraw()
         last = self._drawn_steps - 1
         self._plot.setXRange(max(-1.6, last - _VISIBLE_STEPS + 0.5), last + 0.6, padding=0)
-
-    def _make_label(self, node: BeamNode) -> pg.TextItem:
-        colour = style.FOREGROUND if node.kind != "pruned" else "#8A8A8A"
-        label = pg.TextItem(display_token(node.text, 9), color=colour, anchor=(0.5, 1.15))
-        label.setFont(style.ui_font(8 if node.kind == "pruned" else 9))
-        label.setPos(node.step, node.slot)
-        self._plot.addItem(label)
-        return label
+        self._redraw()
 
     def _redraw(self) -> None:
         best = set(self.best_nodes())
         self._draw_edges(best)
-        spots = [self._spot(i, node, node in best) for i, node in enumerate(self._nodes)]
-        self._points.setData(spots=spots)
-        self._update_label_visibility()
+        groups: dict[str, list[int]] = {kind: [] for kind in self._scatters}
+        for index, node in enumerate(self._nodes):
+            groups["best" if node in best and node.kind == "kept" else node.kind].append(index)
+        for kind, indices in groups.items():
+            nodes = [self._nodes[i] for i in indices]
+            self._scatters[kind].setData(x=[n.step for n in nodes], y=[n.slot for n in nodes], data=indices)
+        self._sync_labels()
 
     def _draw_edges(self, best: set[BeamNode]) -> None:
         groups: dict[str, tuple[list[float], list[float]]] = {
@@ -159,23 +162,40 @@ class BeamTreeView(QWidget):
         self._kept_edges.setData(*groups["kept"])
         self._best_edges.setData(*groups["best"])
 
-    @staticmethod
-    def _spot(index: int, node: BeamNode, on_best: bool) -> dict:
-        symbol, size, brush, pen = _KIND_STYLE[node.kind]
-        return {
-            "pos": (node.step, node.slot),
-            "data": index,
-            "symbol": symbol,
-            "size": size,
-            "brush": pg.mkBrush(_BEST if on_best and node.kind == "kept" else brush),
-            "pen": pg.mkPen(pen, width=1.5),
-        }
-
-    def _update_label_visibility(self, *_args) -> None:
+    def _sync_labels(self, *_args) -> None:
+        """Token labels for the nodes in view only, from a reused pool (hundreds of TextItems would each
+        follow every view change); none when zoomed out so far that they would overlap. A node keeps its
+        label while it stays in view, so streaming one more step re-labels only the nodes that entered."""
         (x0, x1), width = self._plot.vb.viewRange()[0], self._plot.vb.width()
-        visible = x1 > x0 and width / (x1 - x0) >= _LABEL_MIN_PX_PER_STEP
-        for label in self._labels:
-            label.setVisible(visible)
+        readable = x1 > x0 and width / (x1 - x0) >= _LABEL_MIN_PX_PER_STEP
+        shown = {n for n in self._nodes if x0 - 0.5 <= n.step <= x1 + 0.5} if readable else set()
+        for node in [n for n in self._labelled if n not in shown]:
+            label = self._labelled.pop(node)
+            label.setVisible(False)
+            self._free_labels.append(label)
+        for node in shown - self._labelled.keys():
+            self._labelled[node] = self._label_for(node)
+
+    def _label_for(self, node: BeamNode) -> pg.TextItem:
+        if self._free_labels:
+            label = self._free_labels.pop()
+        else:
+            label = pg.TextItem(anchor=(0.5, 1.15))
+            self._plot.addItem(label)
+        pruned = node.kind == "pruned"
+        label.setText(display_token(node.text, 9), color="#8A8A8A" if pruned else style.FOREGROUND)
+        label.setFont(style.ui_font(8 if pruned else 9))
+        label.setPos(node.step, node.slot)
+        label.setVisible(True)
+        return label
+
+    def visible_labels(self) -> list[str]:
+        """The token labels shown, in node order."""
+        return [self._labelled[n].toPlainText() for n in self._nodes if n in self._labelled]
+
+    def drawn_counts(self) -> dict[str, int]:
+        """How many nodes each scatter draws: kept, pruned, finished, and kept nodes on the best path."""
+        return {kind: len(scatter.data) for kind, scatter in self._scatters.items()}
 
     # ---- interaction -------------------------------------------------------------------------------------
     def _tip(self, x: float, y: float, data: int) -> str:

@@ -153,7 +153,7 @@ class Timeline(QWidget):
         self._view.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self._plot = self._view.getPlotItem()
         self._plot.setMouseEnabled(x=True, y=False)
-        self._plot.showGrid(x=True, y=True, alpha=0.2)
+        # No grid: pyqtgraph paints it into the axes at every repaint, most of the cost of a streamed step.
         self._plot.setLabel("bottom", "step")
         self._create_items()
         self._apply_metric_axis()

@@ -142,14 +142,16 @@ def beam_tree(qtbot):
 
 
 def test_beam_tree_draws_kept_pruned_and_finished_nodes(beam_tree):
-    spots = beam_tree._points.points()
-    kinds = [beam_tree.nodes()[p.data()].kind for p in spots]
-    assert kinds.count("kept") == 7 and kinds.count("pruned") == 8 and kinds.count("finished") == 1
-    pruned = [p for p in spots if beam_tree.nodes()[p.data()].kind == "pruned"]
-    assert {p.symbol() for p in pruned} == {"o"} and pruned[0].brush().color().name() == "#ffffff"
+    # 4 steps x 4 candidates: 2 kept per step (beam 0 on the best path), 2 pruned, beam 1 finishes at the end.
+    assert beam_tree.drawn_counts() == {"kept": 3, "pruned": 8, "finished": 1, "best": 4}
+    pruned = beam_tree._scatters["pruned"].opts
+    kept = beam_tree._scatters["kept"].opts
+    assert pruned["brush"].color().name() == "#ffffff" and kept["brush"].color().name() != "#ffffff"
+    assert pruned["size"] < kept["size"]
     assert [(n.step, n.slot) for n in beam_tree.best_nodes()] == [(0, 0), (1, 0), (2, 0), (3, 0)]
     assert len(beam_tree._best_edges.getData()[0]) == 8  # four best edges, two points each
-    assert beam_tree._labels[0].toPlainText() == "␣Paris" and beam_tree._labels[0].isVisible()
+    assert beam_tree.visible_labels()[:2] == ["␣Paris", "␣a"]
+    assert len(beam_tree.visible_labels()) == 16
 
 
 def test_beam_tree_streams_and_clicking_a_node_selects_its_step(qtbot):
@@ -160,7 +162,7 @@ def test_beam_tree_streams_and_clicking_a_node_selects_its_step(qtbot):
     assert len(widget.nodes()) == 8
     lane.steps.extend(full.steps[2:])
     widget.set_lane(0, lane)
-    assert len(widget.nodes()) == 16 and len(widget._labels) == 16
+    assert len(widget.nodes()) == 16 and len(widget.visible_labels()) == 16
     node = [n for n in widget.nodes() if n.step == 2 and n.kind == "kept"][0]
     with qtbot.waitSignal(widget.stepSelected, timeout=1000) as blocker:
         _click(qtbot, widget._view, widget.scene_pos_of(node))
