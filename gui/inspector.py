@@ -9,6 +9,7 @@ slice.
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 import pyqtgraph as pg
@@ -121,6 +122,7 @@ class StepInspector(QWidget):
     # ---- construction ------------------------------------------------------------------------------------
     def _build_ui(self) -> None:
         self._title = QLabel("No step selected")
+        self._title.setTextFormat(Qt.TextFormat.RichText)
         self._title.setFont(style.ui_font(10))
         self._title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         # A long lane name must not force the panel wider; the full title stays in the tooltip.
@@ -280,8 +282,9 @@ class StepInspector(QWidget):
         step = self._step
         self._rows = inspector_rows(step, self._fitting_rows())
         self._cutoffs = step_cutoffs(step, self._rows, self._lane.config, self._lane.processors)
-        self._title.setText(self._title_text())
-        self._title.setToolTip(self._title.text())
+        swatch = f'<span style="color:{style.lane_color_hex(self._lane_index)}">■</span> '
+        self._title.setText(swatch + html.escape(self._title_text()))
+        self._title.setToolTip(self._title_text())
         self._set_rows_visible(True)
         self._draw_bars()
         self._draw_cutoffs()

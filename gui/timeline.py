@@ -119,10 +119,22 @@ class Timeline(QWidget):
 
     def set_selected(self, lane_index: int, step: int) -> None:
         """Move the cursor to a step selected elsewhere; emits nothing."""
+        previous = self._selected[0] if self._selected else None
         self._selected = (lane_index, step)
+        if previous != lane_index:
+            self._emphasise(previous, False)
+            self._emphasise(lane_index, True)
         self._cursor.setValue(step)
         self._cursor.setVisible(True)
         self._update_selected_point()
+
+    def _emphasise(self, lane_index: int | None, selected: bool) -> None:
+        """The selected lane's curve is drawn thicker and on top."""
+        if lane_index is None or not 0 <= lane_index < len(self._series):
+            return
+        curve = self._series[lane_index].curve
+        curve.setPen(pg.mkPen(style.lane_color(lane_index), width=3.5 if selected else 2))
+        curve.setZValue(2 if selected else 0)
 
     def curve_data(self, lane_index: int) -> tuple[np.ndarray, np.ndarray]:
         return self._series[lane_index].curve.getData()

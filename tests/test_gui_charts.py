@@ -96,6 +96,8 @@ def test_timeline_click_selects_the_step_of_the_clicked_lane(qtbot, timeline):
         _click(qtbot, timeline._view, timeline.scene_pos_of(2, 5))
     assert blocker.args == [2, 5]
     assert timeline.selected() == (2, 5)
+    widths = [timeline._series[i].curve.opts["pen"].widthF() for i in range(3)]
+    assert widths[2] > widths[0] == widths[1]  # the selected lane's curve stands out
     with qtbot.waitSignal(timeline.stepSelected, timeout=1000) as blocker:
         _click(qtbot, timeline._view, timeline.scene_pos_of(0, 8))
     assert blocker.args == [0, 8]
