@@ -14,6 +14,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
+    QComboBox,
     QFileDialog,
     QLabel,
     QMainWindow,
@@ -23,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from decoding.spec import LaneSpec
+from decoding.spec import PRESETS, LaneSpec
 from decoding.trace import RunTrace, StepRecord
 from gui import session
 from gui.beam_tree import BeamTreeView
@@ -52,9 +53,10 @@ class MainWindow(QMainWindow):
         self.worker.finished.connect(self._on_finished)
         self.worker.failed.connect(self._on_failed)
         self._job_kind = ""
+        self._beam_lane = -1  # the beam lane the beam tree follows while a run streams
         self._dirty_lanes: set[int] = set()
         self._pending_timeline: dict[int, list[StepRecord]] = {}
-        self._run_started = 0.0
+        self._run_started: float | None = None
         self._closing = False
         self._build_widgets()
         self._build_layout()
@@ -90,6 +92,13 @@ class MainWindow(QMainWindow):
         self.error_banner.setStyleSheet("background:#ffebee;color:#b71c1c;padding:4px;"
                                         "border:1px solid #e57373")
         self.error_banner.hide()
+        self.branch_strategy = QComboBox()
+        self.branch_strategy.setObjectName("branchStrategy")
+        self.branch_strategy.addItem("parent's strategy", "")
+        for title in PRESETS:
+            self.branch_strategy.addItem(title, title)
+        self.branch_strategy.setToolTip("The strategy a branched lane continues with after the picked token "
+                                        "(right-click a token, or click an alternative in the inspector)")
         self.model_picker = ModelPicker()
         self.model_picker.modelChosen.connect(self.set_model)
         self.status = StatusBar()
@@ -139,6 +148,9 @@ class MainWindow(QMainWindow):
                                         "Save the run as JSON")
         self.replay_action = self._action(bar, "Replay", None, self.replay,
                                           "Re-run the shown run with the model and check every token")
+        bar.addSeparator()
+        bar.addWidget(QLabel(" Branch as "))
+        bar.addWidget(self.branch_strategy)
         bar.addSeparator()
         self._action(bar, "Export PNG…", None, self.export_dialog, "Export the text view and charts as PNG")
         self.run_action = self._hidden_action(["Ctrl+Return", "Ctrl+Enter"], self.run)
@@ -205,13 +217,14 @@ class MainWindow(QMainWindow):
         self.timeline.set_lanes(self.state.lanes)
         self.inspector.clear()
         self.beam_tree.clear()
+        self._beam_lane = next((i for i, s in enumerate(specs) if s.is_beam), -1)
 
     def _start(self, kind: str, job, max_steps: int) -> None:
         self.hide_error()
         self._job_kind = kind
         self._dirty_lanes.clear()
         self._pending_timeline.clear()
-        self._run_started = time.perf_counter()
+        self._run_started = None  # set by the first streamed step: loading is not generating
         self.status.start_run(max_steps)
         self.prompt.set_running(True)
         self._set_file_actions_enabled(False)
@@ -239,6 +252,8 @@ class MainWindow(QMainWindow):
         return self._branch_index if self._job_kind == "branch" else lane
 
     def _add_step(self, lane: int, record: StepRecord) -> None:
+        if self._run_started is None:
+            self._run_started = time.perf_counter()
         replaced = record.step < len(self.state.lanes[lane].steps)
         self.state.add_step(lane, record)
         self._dirty_lanes.add(lane)
@@ -252,6 +267,8 @@ class MainWindow(QMainWindow):
         """Redraw what changed since the last tick (at most ~30 times a second)."""
         for lane in sorted(self._dirty_lanes):
             self.text.refresh_lane(lane)
+        if self._beam_lane in self._dirty_lanes:
+            self.beam_tree.set_lane(self._beam_lane, self.state.lanes[self._beam_lane])
         self._dirty_lanes.clear()
         if any(records is None for records in self._pending_timeline.values()):
             self.timeline.set_lanes(self.state.lanes)
@@ -259,7 +276,7 @@ class MainWindow(QMainWindow):
             for lane, records in self._pending_timeline.items():
                 self.timeline.append_steps(lane, records)
         self._pending_timeline.clear()
-        elapsed = time.perf_counter() - self._run_started
+        elapsed = time.perf_counter() - self._run_started if self._run_started is not None else 0.0
         self.status.show_progress(self.state.max_steps(), self.state.total_tokens(), elapsed)
 
     @Slot(object)
@@ -308,8 +325,19 @@ class MainWindow(QMainWindow):
         self.timeline.set_lanes(self.state.lanes)
         self.timeline.set_markers(*self._markers())
         self.status.finish_run(trace, self.state.max_steps())
+        self._show_beam_tree()
         if self.state.selection:
             self.select(self.state.selection.lane, self.state.selection.step)
+
+    def _show_beam_tree(self) -> None:
+        """Keep following the beam lane shown so far, else the run's first beam lane."""
+        specs = self.state.specs
+        if not (0 <= self._beam_lane < len(specs) and specs[self._beam_lane].is_beam):
+            self._beam_lane = next((i for i, s in enumerate(specs) if s.is_beam), -1)
+        if self._beam_lane >= 0 and self.state.lanes[self._beam_lane].steps:
+            self.beam_tree.set_lane(self._beam_lane, self.state.lanes[self._beam_lane])
+        else:
+            self.beam_tree.clear()
 
     def _specs_for(self, trace: RunTrace) -> list[LaneSpec]:
         if len(self.state.specs) == len(trace.lanes):
@@ -346,6 +374,7 @@ class MainWindow(QMainWindow):
         self.inspector.set_step(lane, self.state.lanes[lane], step)
         self.timeline.set_selected(lane, step)
         if self.state.lanes[lane].steps[step].beams:
+            self._beam_lane = lane
             self.beam_tree.set_lane(lane, self.state.lanes[lane])
         self.status.show_selection(self.state.lanes[lane].name, step, len(self.state.lanes[lane].steps))
 
@@ -359,7 +388,7 @@ class MainWindow(QMainWindow):
             self.show_error("Branching needs a finished run and a model.")
             return
         parent_spec = self.state.specs[lane]
-        base = replace(parent_spec, branch=None, forced={})
+        base = self._branch_base(parent_spec)
         name = unique_name(f"{parent_spec.name} ↳{step}", {s.name for s in self.state.specs})
         spec = session.branch_spec(parent_spec, base, step, token_id, name)
         self._branch_index = lane + 1
@@ -369,6 +398,12 @@ class MainWindow(QMainWindow):
         self._insert_lane(self._branch_index, spec)
         job = session.branch_job(self.holder, self.trace, spec)
         self._start("branch", job, self.trace.settings.max_new_tokens)
+
+    def _branch_base(self, parent_spec: LaneSpec) -> LaneSpec:
+        """The branch's strategy: the parent's, or the preset chosen in the tool bar."""
+        preset = self.branch_strategy.currentData()
+        base = PRESETS[preset] if preset else parent_spec
+        return replace(base, branch=None, forced={})
 
     def _insert_lane(self, index: int, spec: LaneSpec) -> None:
         self.state.specs.insert(index, spec)

@@ -87,7 +87,7 @@ def token_html(lane: int, step: StepRecord, marks: TokenMarks, shade_raw: bool =
     if marks.selected or marks.divergence or marks.branch:
         style += ["font-weight:bold", "text-decoration:underline"]
     prefix = "".join(_glyph(kind) for kind, on in _mark_kinds(marks, step) if on)
-    suffix = _glyph("near_tie") if marks.near_tie else ""
+    suffix = _glyph("near_tie", small=True) if marks.near_tie else ""
     text = html.escape(visible_piece(step.token_text)).replace("\n", "<br>")
     return f'{prefix}<a href="tok:{lane}:{step.step}" style="{";".join(style)}">{text}</a>{suffix}'
 
@@ -97,10 +97,12 @@ def _mark_kinds(marks: TokenMarks, step: StepRecord) -> list[tuple[str, bool]]:
             ("forced", step.forced and not marks.branch)]
 
 
-def _glyph(kind: str) -> str:
+def _glyph(kind: str, small: bool = False) -> str:
+    """A coloured mark glyph; small ones (frequent near-ties) are raised and reduced to keep text readable."""
     glyph = {"divergence": DIVERGENCE_GLYPH, "near_tie": NEAR_TIE_GLYPH, "branch": BRANCH_GLYPH,
              "forced": FORCED_GLYPH}[kind]
-    return f'<span style="color:{MARK_COLOURS[kind]};font-weight:bold">{glyph}</span>'
+    size = "font-size:6pt;vertical-align:super;" if small else ""
+    return f'<span style="color:{MARK_COLOURS[kind]};font-weight:bold;{size}">{glyph}</span>'
 
 
 def lane_html(lane: int, steps: Sequence[StepRecord], marks: Sequence[TokenMarks],

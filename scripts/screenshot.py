@@ -1,0 +1,72 @@
+"""Render the main window with a finished run to PNG (offscreen), for the README.
+
+    python scripts/screenshot.py --out docs/screenshot.png
+    python scripts/screenshot.py --prompt "我虽然很累，但还是决定" --out docs/screenshot-zh.png
+
+Uses the prepared default model (or --model). Not a test: it only draws.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--prompt", default="Although I was tired, I still decided to")
+    parser.add_argument("--chat", action="store_true", help="wrap the prompt in the chat template")
+    parser.add_argument("--max-new-tokens", type=int, default=40)
+    parser.add_argument("--model", help="prepared model name or folder (default: the default model)")
+    parser.add_argument("--select", default="2:6", help="lane:step to select in the inspector")
+    parser.add_argument("--size", default="1280x800", help="window size WxH")
+    parser.add_argument("--out", type=Path, default=Path("docs/screenshot.png"))
+    return parser.parse_args()
+
+
+def wait_for_run(app, window, timeout_s: float = 600.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while (window.worker.is_running() or not window.prompt.run_button.isEnabled()) and time.monotonic() < deadline:
+        app.processEvents()
+        time.sleep(0.02)
+    app.processEvents()
+
+
+def main() -> int:
+    args = parse_args()
+    from gui.app import make_application
+    from gui.main_window import MainWindow
+    from models.catalog import resolve
+
+    app = make_application([])
+    window = MainWindow(resolve(args.model))
+    width, height = (int(v) for v in args.size.split("x"))
+    window.resize(width, height)
+    window.show()
+    window.prompt.editor.setPlainText(args.prompt)
+    window.prompt.chat.setChecked(args.chat)
+    window.prompt.max_new_tokens.setValue(args.max_new_tokens)
+    window.run()
+    wait_for_run(app, window)
+    if window.error_banner.isVisible():
+        print(f"run failed: {window.error_banner.text()}", file=sys.stderr)
+    lane, step = (int(v) for v in args.select.split(":"))
+    window.select(lane, min(step, len(window.state.lanes[lane].steps) - 1))
+    for _ in range(10):
+        app.processEvents()
+        time.sleep(0.02)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    window.grab().save(str(args.out))
+    print(f"wrote {args.out}")
+    window.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
