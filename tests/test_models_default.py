@@ -1,0 +1,116 @@
+"""The prepared default model (SmolLM2-135M-Instruct): repaired tokenizer, ids, chat template, manifest."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from models import catalog, prepare
+from models.sources import GGUF_NAME, GGUF_SHA256, WHEEL_SHA256
+
+pytestmark = pytest.mark.slow
+
+TEXTS = [
+    "The capital of France is",
+    "Hello , world ! It's 2024: 3.14159 and 1,000,000 items.",
+    "我虽然很累，但还是决定出去散步。",
+    "Emoji 🙂🚀 and code:\ndef f(x):\n    return x ** 2\n",
+    "  leading spaces\tand tabs  ",
+]
+
+
+@pytest.fixture(scope="module")
+def tokenizer(default_model_dir: Path):
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(default_model_dir / "tokenizer.json"))
+
+
+def test_encodings_match_the_original_tokenizer(tokenizer):
+    assert tokenizer.encode("The capital of France is").ids == [504, 3575, 282, 4649, 314]
+
+
+def test_no_bos_is_added_and_special_ids(tokenizer):
+    for text in TEXTS:
+        assert 1 not in tokenizer.encode(text).ids
+    assert tokenizer.token_to_id("<|im_start|>") == 1
+    assert tokenizer.token_to_id("<|im_end|>") == 2
+
+
+def test_digits_are_split_one_by_one(tokenizer):
+    pieces = tokenizer.encode("12345").tokens
+    assert pieces == ["1", "2", "3", "4", "5"]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_decode_round_trips_exactly(tokenizer, text):
+    assert tokenizer.decode(tokenizer.encode(text).ids, skip_special_tokens=False) == text
+
+
+def test_transformers_sees_the_same_tokenizer(default_model_dir):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(default_model_dir)
+    assert tok("The capital of France is")["input_ids"] == [504, 3575, 282, 4649, 314]
+    assert (tok.bos_token_id, tok.eos_token_id, tok.pad_token_id) == (1, 2, 2)
+    assert tok.decode(tok("Hello , world !")["input_ids"]) == "Hello , world !"  # no space clean-up
+    chat = tok.apply_chat_template(
+        [{"role": "user", "content": "Hi"}], tokenize=False, add_generation_prompt=True
+    )
+    assert chat.endswith("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
+
+
+def test_generation_config_and_chat_template(default_model_dir):
+    generation = json.loads((default_model_dir / "generation_config.json").read_text())
+    assert (generation["bos_token_id"], generation["eos_token_id"], generation["pad_token_id"]) == (1, 2, 2)
+    assert "<|im_start|>" in (default_model_dir / "chat_template.jinja").read_text()
+
+
+def test_manifest_is_complete(default_model_dir):
+    manifest = catalog.read_manifest(default_model_dir)
+    assert catalog.manifest_is_valid(default_model_dir)
+    assert manifest["name"] == catalog.DEFAULT_MODEL_NAME and manifest["created"]
+    assert manifest["source"]["gguf_sha256"] == GGUF_SHA256
+    assert manifest["source"].get("wheel_sha256", WHEEL_SHA256) == WHEEL_SHA256
+    assert manifest["files"][GGUF_NAME]["sha256"] == GGUF_SHA256
+    assert {k: manifest["model"][k] for k in ("num_layers", "num_kv_heads", "head_dim", "vocab_size")} == {
+        "num_layers": 30,
+        "num_kv_heads": 3,
+        "head_dim": 64,
+        "vocab_size": 49152,
+    }
+    assert manifest["tokens"] == {"eos_token_ids": [2], "bos_token_id": 1, "pad_token_id": 2}
+    assert manifest["dtype"] == "float32"
+    inputs = {i["name"]: i for i in manifest["graph"]["inputs"]}
+    assert len(inputs) == 3 + 60 and inputs["past_key_values.29.value"]["shape"][1:] == [
+        3,
+        "past_sequence_length",
+        64,
+    ]
+    outputs = {o["name"] for o in manifest["graph"]["outputs"]}
+    assert "logits" in outputs and "present.29.key" in outputs
+    assert manifest["smoke_test"]["continuation"].startswith(" Paris")
+    assert {"python", "torch", "transformers", "optimum-onnx", "tokenizers"} <= set(manifest["tools"])
+    assert not (default_model_dir / "model.safetensors").exists()  # the intermediate HF folder is dropped
+
+
+def test_second_prepare_is_instant(default_model_dir):
+    started = time.monotonic()
+    assert prepare.prepare_default() == default_model_dir
+    assert time.monotonic() - started < 2.0
+
+
+def test_reference_model_from_the_kept_gguf(default_model_dir):
+    import torch
+
+    model = prepare.load_reference_model(default_model_dir)
+    assert not model.training and model.dtype == torch.float32
+    with torch.no_grad():
+        logits = model(torch.tensor([[504, 3575, 282, 4649, 314]])).logits
+    assert (
+        int(logits[0, -1].argmax())
+        == catalog.read_manifest(default_model_dir)["smoke_test"]["generated_ids"][0]
+    )
