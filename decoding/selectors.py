@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from decoding.processors import PREFIX_TIERS, check_int, top_candidates
+from decoding.processors import PREFIX_TIERS, SAMPLE_STRIDE, check_int, sample_thresholds
 
 
 def greedy(scores: np.ndarray) -> np.ndarray:
@@ -57,29 +57,66 @@ def draw_with(u: float, scores: np.ndarray) -> Draw:
     kept = np.flatnonzero(row > -np.inf)
     if kept.size == 0:
         raise ValueError("cannot sample: every token is filtered (all scores are -inf)")
-    values = row[kept].astype(np.float64)
+    values = row[kept]
     weights = np.exp(values - values.max())
-    probs = weights / weights.sum()
-    for size in (*PREFIX_TIERS, kept.size):
-        found = _draw_in_prefix(u, values, probs, kept, min(size, kept.size))
-        if found is not None:
-            return found
-    raise AssertionError("the full prefix always decides")
+    total = float(weights.sum(dtype=np.float64))
+    best, rest = _split_best(values)
+    found, start = _draw_among(u, values, weights, total, best, 0.0, last=rest.size == 0)
+    if found is None:
+        found = _draw_in_rest(u, values, weights, total, rest, start)
+    if found is None:  # u above the rounded total and the rest has no probability: the last of the best
+        found, _ = _draw_among(u, values, weights, total, best, 0.0, last=True)
+    return Draw(token_id=int(kept[found[0]]), u=u, low=found[1], high=found[2])
 
 
-def _draw_in_prefix(
-    u: float, values: np.ndarray, probs: np.ndarray, kept: np.ndarray, size: int
-) -> Draw | None:
-    """The draw if u provably falls inside the `size` most likely tokens, else None."""
-    order = top_candidates(values, size)  # positions into `kept`, descending, ties by lower id
-    cumulative = np.cumsum(probs[order])
-    position = int(np.searchsorted(cumulative, u, side="right"))
-    if size < kept.size and (position >= size or values[order[position]] == values[order[-1]]):
-        return None  # u lies beyond the prefix, or its token's tie group may continue outside it
-    beyond_total = position >= size  # u at or above the rounded total (1 - 1e-16): the last likely token
-    position = min(position, size - 1)
-    while probs[order[position]] == 0.0 and position > 0:  # never pick a zero-probability token
-        position -= 1
-    high = 1.0 if beyond_total else float(cumulative[position])
-    low = float(cumulative[position - 1]) if position else 0.0
-    return Draw(token_id=int(kept[order[position]]), u=u, low=low, high=high)
+def _split_best(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of about the PREFIX_TIERS[0] largest values, and of all the others (all strictly smaller)."""
+    if values.size <= PREFIX_TIERS[0]:
+        return np.arange(values.size), np.arange(0)
+    threshold = sample_thresholds(values, [PREFIX_TIERS[0] // SAMPLE_STRIDE])[0]
+    above = values >= threshold
+    return np.flatnonzero(above), np.flatnonzero(~above)
+
+
+Found = tuple[int, float, float]  # (position into the kept tokens, low, high)
+
+
+def _draw_among(
+    u: float, values: np.ndarray, weights: np.ndarray, total: float, positions: np.ndarray, start: float,
+    last: bool,
+) -> tuple[Found | None, float]:
+    """Walk `positions` (all larger than any value left out) in descending order from cumulative `start`:
+    (the token holding u, or None and the cumulative mass after them). `last`: nothing comes after."""
+    order = positions[np.lexsort((positions, -values[positions]))]
+    cumulative = start + np.cumsum(weights[order].astype(np.float64) / total)
+    index = int(np.searchsorted(cumulative, u, side="right"))
+    if index >= order.size and not last:
+        return None, float(cumulative[-1])
+    beyond_total = index >= order.size  # u at or above the rounded total (1 - 1e-16): the last likely token
+    index = min(index, order.size - 1)
+    while weights[order[index]] == 0.0 and index > 0:  # never pick a zero-probability token
+        index -= 1
+    high = 1.0 if beyond_total else float(cumulative[index])
+    low = float(cumulative[index - 1]) if index else start
+    return (int(order[index]), low, high), float(cumulative[-1])
+
+
+def _draw_in_rest(
+    u: float, values: np.ndarray, weights: np.ndarray, total: float, rest: np.ndarray, start: float
+) -> Found | None:
+    """u fell below the best tokens: bucket the rest by value (sampled edges), find the bucket holding u from
+    the bucket masses, and sort only that bucket."""
+    rest_values = values[rest]
+    edges = np.unique(rest_values[:: max(1, rest.size // 64)])
+    bucket = np.searchsorted(edges, rest_values, side="right")  # higher bucket = larger values
+    masses = np.bincount(bucket, weights=weights[rest], minlength=edges.size + 1) / total
+    reached = start + np.cumsum(masses[::-1])  # descending buckets
+    index = int(np.searchsorted(reached, u, side="right"))
+    if index >= reached.size:  # u at or above the rounded total: the least likely token with probability > 0
+        if not (masses > 0).any():
+            return None
+        index = int(np.flatnonzero(masses[::-1] > 0)[-1])
+    chosen = edges.size - index
+    before = float(reached[index - 1]) if index else start
+    found, _ = _draw_among(u, values, weights, total, rest[bucket == chosen], before, last=True)
+    return found
