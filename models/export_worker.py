@@ -68,7 +68,7 @@ def snapshot(model_id: str, hf_dir: Path) -> None:
     emit(stage="download", fraction=0.0, message=f"downloading {model_id} from the Hugging Face hub")
     from huggingface_hub import snapshot_download
 
-    patterns = ["*.json", "*.safetensors", "*.model", "*.txt", "*.jinja", "*.tiktoken"]
+    patterns = ["*.json", "*.safetensors", "pytorch_model*.bin", "*.model", "*.txt", "*.jinja", "*.tiktoken"]
     snapshot_download(model_id, local_dir=str(hf_dir), allow_patterns=patterns)
     emit(stage="download", fraction=1.0, message="downloaded")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,22 @@ def test_models_json(cache, tiny_model_dir, capsys):
     records = json.loads(capsys.readouterr().out)
     assert [r["name"] for r in records] == ["tiny"]
     assert records[0]["valid"] and records[0]["size_bytes"] > 0 and records[0]["providers"].startswith("CPU")
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_redraws_one_line_on_a_terminal():
+    from models.cli_prepare import ProgressBar
+
+    stream = FakeTerminal()
+    bar = ProgressBar(stream)
+    bar("export", 0.5, "exporting")
+    bar("install", 1.0, "install done")
+    bar.close()
+    frames = stream.getvalue().split("\r")[1:]
+    assert frames[0].startswith("[" + "#" * 15 + "." * 15 + "]  50% export: exporting")
+    assert frames[1].startswith("[" + "#" * 30 + "] 100% install: install done")
+    assert stream.getvalue().endswith("\n") and stream.getvalue().count("\n") == 1

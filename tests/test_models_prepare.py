@@ -255,3 +255,12 @@ def test_register_rejects_folder_without_tokenizer(cache, tmp_path, tiny_model_d
     with pytest.raises(PrepareError, match="stage 'verify': .* has no tokenizer.json"):
         prepare.register_onnx_folder(folder)
     assert leftovers(cache) == []
+
+
+def test_hub_unreachable_names_the_download_stage(cache, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(PrepareError) as info:
+        prepare.prepare_hub("HuggingFaceTB/SmolLM2-135M-Instruct")
+    assert info.value.stage == "download"
+    assert "LocalEntryNotFoundError" in str(info.value)
+    assert leftovers(cache) == []
