@@ -1,6 +1,7 @@
 """Timeline: one curve per lane over the steps (chosen-token probability, entropy or top-1/top-2 margin), with
-divergence points (◆) and near-ties (▲) marked, a cursor on the selected step, click-to-select and Left/Right
-scrubbing. Items are created once; streaming steps only appends to per-lane buffers and re-sets one curve."""
+divergence points (◆), near-ties (▲) and branch points (★) marked, a cursor on the selected step,
+click-to-select and Left/Right scrubbing. Items are created once; streaming steps only appends to per-lane
+buffers and re-sets one curve."""
 
 from __future__ import annotations
 
@@ -55,6 +56,9 @@ class Timeline(QWidget):
         self._series: list[_LaneSeries] = []
         self._divergences: list[tuple[int, int]] = []
         self._near_ties: list[tuple[int, int]] = []
+        self._branches: list[
+            tuple[int, int]
+        ] = []  # from LaneTrace.branch: where a branched lane took its token
         self._selected: tuple[int, int] | None = None
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self._build_ui()
@@ -65,7 +69,7 @@ class Timeline(QWidget):
         for series in self._series:
             self._plot.removeItem(series.curve)
         self._series, self._selected = [], None
-        self._divergences, self._near_ties = [], []
+        self._divergences, self._near_ties, self._branches = [], [], []
         self._cursor.setVisible(False)
         for lane in lanes:
             self.add_lane(lane)
@@ -86,6 +90,8 @@ class Timeline(QWidget):
         self._plot.addItem(curve)
         series = _LaneSeries(lane.name, curve)
         self._series.append(series)
+        if lane.branch and lane.branch.get("step") is not None:
+            self._branches.append((index, int(lane.branch["step"])))
         self._update_legend()
         self.append_steps(index, lane.steps)
 
@@ -96,7 +102,7 @@ class Timeline(QWidget):
         series = self._series[lane_index]
         series.append(records, self._metric)
         series.refresh_curve()
-        if self._divergences or self._near_ties:
+        if self._divergences or self._near_ties or self._branches:
             self._update_markers()
 
     def set_markers(
@@ -186,6 +192,9 @@ class Timeline(QWidget):
         self._near_tie_marks = pg.ScatterPlotItem(
             symbol="t1", size=12, brush=pg.mkBrush(near_tie), pen=pg.mkPen(style.FOREGROUND, width=1)
         )
+        self._branch_marks = pg.ScatterPlotItem(
+            symbol="star", size=15, brush=pg.mkBrush(MARK_COLOURS["branch"]), pen=pg.mkPen(style.FOREGROUND)
+        )
         self._selected_mark = pg.ScatterPlotItem(
             symbol="o", size=15, brush=None, pen=pg.mkPen(style.FOREGROUND, width=2)
         )
@@ -193,7 +202,7 @@ class Timeline(QWidget):
             angle=90, movable=False, pen=pg.mkPen(style.FOREGROUND, width=1, style=Qt.PenStyle.DashLine)
         )
         self._cursor.setVisible(False)
-        for item in (self._divergence_marks, self._near_tie_marks, self._selected_mark):
+        for item in (self._divergence_marks, self._near_tie_marks, self._branch_marks, self._selected_mark):
             item.setZValue(10)
             self._plot.addItem(item)
         self._plot.addItem(self._cursor, ignoreBounds=True)
@@ -205,6 +214,7 @@ class Timeline(QWidget):
         ]
         keys.append(f'<span style="color:{MARK_COLOURS["divergence"]}">◆</span>&nbsp;divergence')
         keys.append(f'<span style="color:{MARK_COLOURS["near_tie"]}">▲</span>&nbsp;near-tie')
+        keys.append(f'<span style="color:{MARK_COLOURS["branch"]}">★</span>&nbsp;branch point')
         self._legend.setText("&nbsp;&nbsp; ".join(keys))
 
     # ---- drawing -----------------------------------------------------------------------------------------
@@ -234,6 +244,7 @@ class Timeline(QWidget):
     def _update_markers(self) -> None:
         self._divergence_marks.setData(*self._points(self._divergences))
         self._near_tie_marks.setData(*self._points(self._near_ties))
+        self._branch_marks.setData(*self._points(self._branches))
         self._update_selected_point()
 
     def _update_selected_point(self) -> None:

@@ -135,6 +135,15 @@ def test_timeline_appends_incrementally_and_switches_metric(timeline):
     assert list(timeline._near_tie_marks.getData()[1]) == pytest.approx([lanes[0].steps[1].entropy_raw])
 
 
+def test_timeline_marks_the_branch_point_of_a_branched_lane(timeline):
+    branched = samples.timeline_lanes(samples.EN_CANDIDATES, steps=8)[2]
+    branched.branch = {"parent": "greedy", "step": 4, "token_id": branched.steps[4].token_id}
+    timeline.add_lane(branched)
+    xs, ys = timeline._branch_marks.getData()
+    assert list(xs) == [4] and list(ys) == pytest.approx([branched.steps[4].prob])
+    assert "branch point" in timeline._legend.text() and branched.name in timeline._legend.text()
+
+
 @pytest.fixture
 def beam_tree(qtbot):
     widget = _shown(qtbot, BeamTreeView(), 760, 380)
