@@ -28,6 +28,7 @@ ITEMS = {
     "prefill_edit": "bench.decoder_items:measure_prefill_edit",
     "floor": "bench.decoder_items:measure_floor",
     "sampler": "bench.engine_items:measure_sampler_overhead",
+    "ort_options": "bench.ort_options:measure_ort_options",
     "gui": "bench.gui_items:measure_gui",
     "precision": "bench.precision:measure_precision",
 }
