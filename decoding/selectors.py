@@ -54,28 +54,28 @@ class Sampler:
 def draw_with(u: float, scores: np.ndarray) -> Draw:
     """The token that uniform `u` selects from softmax(`scores`) by inverse CDF in descending order."""
     row = np.asarray(scores, dtype=np.float32).ravel()
-    kept = np.flatnonzero(row > -np.inf)
-    if kept.size == 0:
+    if not row.max() > -np.inf:
         raise ValueError("cannot sample: every token is filtered (all scores are -inf)")
-    values = row[kept]
+    dense = row.min() > -np.inf  # e.g. temperature only: skip gathering the kept tokens
+    kept = np.arange(row.size) if dense else np.flatnonzero(row > -np.inf)
+    values = row if dense else row[kept]
     weights = np.exp(values - values.max())
     total = float(weights.sum(dtype=np.float64))
-    best, rest = _split_best(values)
-    found, start = _draw_among(u, values, weights, total, best, 0.0, last=rest.size == 0)
+    best, threshold = _split_best(values)
+    found, start = _draw_among(u, values, weights, total, best, 0.0, last=best.size == values.size)
     if found is None:
-        found = _draw_in_rest(u, values, weights, total, rest, start)
+        found = _draw_in_rest(u, values, weights, total, np.flatnonzero(values < threshold), start)
     if found is None:  # u above the rounded total and the rest has no probability: the last of the best
         found, _ = _draw_among(u, values, weights, total, best, 0.0, last=True)
     return Draw(token_id=int(kept[found[0]]), u=u, low=found[1], high=found[2])
 
 
-def _split_best(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Positions of about the PREFIX_TIERS[0] largest values, and of all the others (all strictly smaller)."""
+def _split_best(values: np.ndarray) -> tuple[np.ndarray, float]:
+    """Positions of about the PREFIX_TIERS[0] largest values, and a threshold every other value is below."""
     if values.size <= PREFIX_TIERS[0]:
-        return np.arange(values.size), np.arange(0)
+        return np.arange(values.size), -np.inf
     threshold = sample_thresholds(values, [PREFIX_TIERS[0] // SAMPLE_STRIDE])[0]
-    above = values >= threshold
-    return np.flatnonzero(above), np.flatnonzero(~above)
+    return np.flatnonzero(values >= threshold), threshold
 
 
 Found = tuple[int, float, float]  # (position into the kept tokens, low, high)

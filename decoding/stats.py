@@ -60,20 +60,22 @@ def distribution(
 ) -> Distribution:
     """Summarise softmax(`scores`) (one row, -inf = filtered) around the `chosen` token id."""
     row = np.asarray(scores, dtype=np.float32).ravel()
-    ids = np.flatnonzero(row > -np.inf)
-    dense = ids.size > row.size // 2
-    values = row if dense else row[ids]
-    if ids.size == 0:
+    finite = row > -np.inf
+    kept = int(np.count_nonzero(finite))
+    if kept == 0:
         return Distribution(0.0, -np.inf, 0.0, 0.0, 0, 0.0, [])
+    dense = kept > row.size // 2  # mostly kept: work on the whole row, -inf entries weigh 0
+    ids = None if dense else np.flatnonzero(finite)
+    values = row if dense else row[ids]
     shifted = values - values.max()
     weights = np.exp(shifted)
     total = float(weights.sum(dtype=np.float64))
     log_total = float(np.log(total))
     entropy = log_total - float(np.dot(weights, np.maximum(shifted, np.float32(-1e30)))) / total
-    best = top_candidates(values, min(top_n, ids.size))
+    best = top_candidates(values, min(top_n, kept))
     top_probs = np.exp(shifted[best].astype(np.float64) - log_total)
     chosen_pos = chosen if dense else int(np.searchsorted(ids, chosen))
-    found = dense or (chosen_pos < ids.size and ids[chosen_pos] == chosen)
+    found = dense or (chosen_pos < kept and ids[chosen_pos] == chosen)
     logprob = float(shifted[chosen_pos]) - log_total if found else -np.inf
     token_ids = best if dense else ids[best]
     top = [TokenProb(id=int(t), text=text(int(t)), prob=float(p), rank=r)
@@ -83,7 +85,7 @@ def distribution(
         logprob=logprob,
         entropy=max(entropy, 0.0),
         margin=float(top_probs[0] - (top_probs[1] if top_probs.size > 1 else 0.0)),
-        kept=int(ids.size),
+        kept=kept,
         tail_mass=max(0.0, 1.0 - float(top_probs.sum())),
         top=top,
     )
@@ -101,7 +103,7 @@ def step_stats(
     if top_n < MIN_TOP_N:
         raise ValueError(f"top_n must be an integer >= {MIN_TOP_N}, got {top_n!r}")
     raw_dist = distribution(raw, chosen, top_n, text)
-    done = processed is raw or np.array_equal(processed, raw)
+    done = _same_array(processed, raw) or np.array_equal(processed, raw)
     proc = raw_dist if done else distribution(processed, chosen, top_n, text)
     return StepStats(
         prob=proc.prob,
@@ -118,3 +120,13 @@ def step_stats(
         top=proc.top,
         top_raw=raw_dist.top,
     )
+
+
+def _same_array(a: np.ndarray, b: np.ndarray) -> bool:
+    """Both are views of the same memory with the same layout (e.g. `logits[0]` taken twice)."""
+    if a is b:
+        return True
+    if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
+        return False
+    layout = (a.shape, a.strides, a.dtype) == (b.shape, b.strides, b.dtype)
+    return layout and a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
