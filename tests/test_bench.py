@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ITEMS = "side_by_side,batching,kv,floor,sampler"
+ITEMS = "side_by_side,batching,kv,prefill_edit,floor,sampler,ort_options"
 
 
 def test_quick_bench_reports_every_item(tiny_model_dir: Path, tmp_path: Path):
@@ -27,12 +27,12 @@ def test_quick_bench_reports_every_item(tiny_model_dir: Path, tmp_path: Path):
         "--out",
         str(out),
     ]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=400)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads(out.read_text(encoding="utf-8"))
     assert results["skipped"] == {}
     items = {row["item"].split()[0] for row in results["rows"]}
-    assert items == {"1", "2", "3", "4", "5"}
+    assert items == {"1", "2", "3", "4", "5", "ORT"}
     assert all(math.isfinite(row["value"]) and row["value"] > 0 for row in results["rows"])
     goals = [row for row in results["rows"] if row["goal"]]
     assert all(row["passed"] in (True, False) for row in goals) and len(goals) >= 5
