@@ -25,29 +25,32 @@ def fail(message: str) -> int:
 
 
 @dataclass
-class LoadedModel:
-    decoder: Any  # runtime.decoder.OnnxDecoder (a LogitsSource)
-    tokenizer: Any  # runtime.tokenizer.Tokenizer (a TokenText)
+class CliModel:
+    """runtime's loaded model plus the identity a RunTrace records."""
+
+    loaded: Any  # runtime.LoadedModel: decoder (a LogitsSource), tokenizer (a TokenText), eos ids, provider
     info: ModelInfo
 
     @property
+    def tokenizer(self) -> Any:
+        return self.loaded.tokenizer
+
+    @property
     def provider(self) -> str:
-        return self.decoder.provider
+        return self.loaded.provider
 
     def engine(self, top_n: int, near_tie_threshold: float) -> Engine:
+        loaded = self.loaded
         return Engine(
-            self.decoder,
-            self.tokenizer,
-            self.decoder.eos_token_ids or self.tokenizer.eos_token_ids,
+            loaded.decoder,
+            loaded.tokenizer,
+            list(loaded.eos_token_ids),
             top_n=top_n,
             near_tie_threshold=near_tie_threshold,
         )
 
 
-def model_identity(model_dir: Path) -> ModelInfo:
-    from models.catalog import read_manifest
-
-    manifest = read_manifest(model_dir)
+def model_identity(model_dir: Path, manifest: dict) -> ModelInfo:
     hashes = {
         name: entry["sha256"]
         for name, entry in sorted((manifest.get("files") or {}).items())
@@ -56,26 +59,20 @@ def model_identity(model_dir: Path) -> ModelInfo:
     return ModelInfo(name=manifest.get("name", model_dir.name), hashes=hashes, path=str(model_dir))
 
 
-def load_model(name_or_path: str | None, device: str) -> LoadedModel:
+def load_model(name_or_path: str | None, device: str) -> CliModel:
     """The prepared model (default: the default model) on `device`; UsageError when missing or unusable."""
     from models.catalog import resolve
-    from runtime.decoder import OnnxDecoder
-    from runtime.session import DeviceError
-    from runtime.tokenizer import Tokenizer
+    from runtime import DeviceError
+    from runtime import load_model as load_runtime_model
 
     try:
         model_dir = resolve(name_or_path)
-    except FileNotFoundError as exc:
-        raise UsageError(str(exc)) from exc
-    try:
-        decoder = OnnxDecoder(model_dir, device=device)
-        tokenizer = Tokenizer.from_model_dir(model_dir)
-    except DeviceError as exc:
+        loaded = load_runtime_model(model_dir, device=device)
+    except (FileNotFoundError, DeviceError) as exc:
         raise UsageError(str(exc)) from exc
     except (OSError, ValueError) as exc:
-        raise UsageError(f"cannot load model {str(model_dir)!r}: {exc}") from exc
-    decoder.warmup()
-    return LoadedModel(decoder, tokenizer, model_identity(model_dir))
+        raise UsageError(f"cannot load model {name_or_path or 'the default model'!r}: {exc}") from exc
+    return CliModel(loaded, model_identity(Path(model_dir), loaded.manifest))
 
 
 def check_writable(path: Path) -> None:
