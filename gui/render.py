@@ -7,8 +7,11 @@ QTextBrowser ignores CSS borders on spans, so marks use background, bold, underl
 
 from __future__ import annotations
 
+import codecs
 import colorsys
 import html
+import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -78,9 +81,11 @@ def first_difference(ids: Sequence[int], reference: Sequence[int]) -> int | None
     return None
 
 
-def token_html(lane: int, step: StepRecord, marks: TokenMarks, shade_raw: bool = False) -> str:
-    """One token as an anchor `tok:<lane>:<step>` with its probability as background colour."""
-    p = step.prob_raw if shade_raw else step.prob
+def token_html(lane: int, step: StepRecord, marks: TokenMarks, text: str | None = None,
+               prob: float | None = None) -> str:
+    """One token (or a group of tokens spelling one character: `text`, `prob`) as an anchor
+    `tok:<lane>:<step>`, its processed probability as background colour."""
+    p = step.prob if prob is None else prob
     background = SELECTED_BACKGROUND if marks.selected else probability_colour(p)
     colour = "#ffffff" if marks.selected else "#000000"
     style = [f"background-color:{background}", f"color:{colour}", "text-decoration:none"]
@@ -88,8 +93,8 @@ def token_html(lane: int, step: StepRecord, marks: TokenMarks, shade_raw: bool =
         style += ["font-weight:bold", "text-decoration:underline"]
     prefix = "".join(_glyph(kind) for kind, on in _mark_kinds(marks, step) if on)
     suffix = _glyph("near_tie", small=True) if marks.near_tie else ""
-    text = html.escape(visible_piece(step.token_text)).replace("\n", "<br>")
-    return f'{prefix}<a href="tok:{lane}:{step.step}" style="{";".join(style)}">{text}</a>{suffix}'
+    shown = html.escape(visible_piece(step.token_text if text is None else text)).replace("\n", "<br>")
+    return f'{prefix}<a href="tok:{lane}:{step.step}" style="{";".join(style)}">{shown}</a>{suffix}'
 
 
 def _mark_kinds(marks: TokenMarks, step: StepRecord) -> list[tuple[str, bool]]:
@@ -105,10 +110,80 @@ def _glyph(kind: str, small: bool = False) -> str:
     return f'<span style="color:{MARK_COLOURS[kind]};font-weight:bold;{size}">{glyph}</span>'
 
 
-def lane_html(lane: int, steps: Sequence[StepRecord], marks: Sequence[TokenMarks],
-              shade_raw: bool = False) -> str:
-    body = "".join(token_html(lane, s, m, shade_raw) for s, m in zip(steps, marks, strict=True))
-    return f'<div style="white-space:pre-wrap">{body}</div>'
+def lane_html(lane: int, steps: Sequence[StepRecord], marks: Sequence[TokenMarks]) -> str:
+    """A lane's tokens; tokens that only together spell a character (byte-level pieces of Chinese, emoji)
+    are shown as that character, with the first token's anchor and marks of any of them."""
+    parts = []
+    for group in group_tokens([s.token_text for s in steps]):
+        first = steps[group.steps[0]]
+        if len(group.steps) == 1:
+            parts.append(token_html(lane, first, marks[group.steps[0]]))
+            continue
+        prob = math.prod(steps[i].prob for i in group.steps)  # the character's probability
+        parts.append(token_html(lane, first, _merge_marks([marks[i] for i in group.steps]), group.text, prob))
+    return f'<div style="white-space:pre-wrap">{"".join(parts)}</div>'
+
+
+def _merge_marks(marks: Sequence[TokenMarks]) -> TokenMarks:
+    names = ("divergence", "near_tie", "branch", "selected")
+    return TokenMarks(*(any(getattr(m, name) for m in marks) for name in names))
+
+
+# ------------------------------------------------------------------------------- characters split over tokens
+
+_PARTIAL_BYTE = re.compile(r"\\x([89a-f][0-9a-f])")  # how runtime pieces show bytes of incomplete characters
+MAX_GROUP = 4  # a UTF-8 character has at most 4 bytes
+
+
+@dataclass(frozen=True)
+class TokenGroup:
+    steps: tuple[int, ...]  # indices of the tokens in the lane
+    text: str
+
+
+def piece_bytes(text: str) -> bytes:
+    """The bytes a piece stands for: its UTF-8, with \\xNN escapes (partial characters) back to bytes."""
+    out = bytearray()
+    position = 0
+    for match in _PARTIAL_BYTE.finditer(text):
+        out += text[position:match.start()].encode("utf-8")
+        out.append(int(match.group(1), 16))
+        position = match.end()
+    out += text[position:].encode("utf-8")
+    return bytes(out)
+
+
+def group_tokens(pieces: Sequence[str]) -> list[TokenGroup]:
+    """Consecutive pieces whose bytes only together form valid UTF-8 become one group with the decoded text;
+    every other piece is its own group. Pieces still incomplete at the end (streaming) stay as they are."""
+    groups: list[TokenGroup] = []
+    pending: list[int] = []
+    buffer = b""
+    for index, piece in enumerate(pieces):
+        if not pending and "\\x" not in piece:
+            groups.append(TokenGroup((index,), piece))
+            continue
+        pending.append(index)
+        buffer += piece_bytes(piece)
+        text, complete = _decode(buffer)
+        if complete:
+            groups.append(TokenGroup(tuple(pending), text))
+        elif text is None or len(pending) >= MAX_GROUP:
+            groups += [TokenGroup((i,), pieces[i]) for i in pending]
+        else:
+            continue
+        pending, buffer = [], b""
+    return groups + [TokenGroup((i,), pieces[i]) for i in pending]
+
+
+def _decode(buffer: bytes) -> tuple[str | None, bool]:
+    """(text, complete): None if the bytes are not UTF-8; complete False while a character is unfinished."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        text = decoder.decode(buffer, final=False)
+    except UnicodeDecodeError:
+        return None, False
+    return text, not decoder.getstate()[0]
 
 
 def plain_tokens_html(pieces: Sequence[str], colour: str = "#444444") -> str:

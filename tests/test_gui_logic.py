@@ -12,8 +12,11 @@ from gui.render import (
     TokenMarks,
     alternatives_html,
     first_difference,
+    group_tokens,
     label_piece,
+    lane_html,
     near_tie,
+    piece_bytes,
     probability_colour,
     token_html,
     visible_piece,
@@ -53,6 +56,20 @@ def test_first_difference_and_near_tie():
     assert near_tie(record(probs=(0.41, 0.40, 0.19)), 0.05)
     assert not near_tie(record(probs=(0.6, 0.3, 0.1)), 0.05)
     assert not near_tie(record(probs=(1.0,)), 0.05)
+
+
+def test_tokens_that_only_together_spell_a_character_are_grouped():
+    whole = "这".encode()
+    first, second = (whole[:2].decode(errors="backslashreplace"), whole[2:].decode(errors="backslashreplace"))
+    assert first == "\\xe8\\xbf" and piece_bytes(first) == whole[:2]
+    groups = group_tokens(["a", first, second, " b", first])
+    assert [(g.steps, g.text) for g in groups] == [((0,), "a"), ((1, 2), "这"), ((3,), " b"), ((4,), first)]
+    assert [g.steps for g in group_tokens([first, " x"])] == [(0,), (1,)]  # never completed: kept as is
+    steps = [record(0, text="a"), record(1, text=first, probs=(0.5, 0.4)),
+             record(2, text=second, probs=(0.8, 0.1))]
+    html = lane_html(0, steps, [TokenMarks(), TokenMarks(), TokenMarks(near_tie=True)])
+    assert "这" in html and 'href="tok:0:1"' in html and 'href="tok:0:2"' not in html
+    assert probability_colour(0.4) in html and "▲" in html  # p(character) = 0.5 × 0.8, marks merged
 
 
 def test_token_html_is_an_anchor_with_marks():
