@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
+from onnx import TensorProto
 
 from runtime.helper_graphs import ONNX_TYPES, last_logits_model, row_gather_model
 from runtime.model_files import eos_ids_from, read_json
@@ -234,7 +235,7 @@ class OnnxDecoder:
             binding.bind_cpu_input("position_ids", positions)
         for name, value in zip(self.io.past_names, kv, strict=True):
             binding.bind_ortvalue_input(name, value)
-        binding.bind_output("logits", device.device, device.device_id)
+        host_logits = self._bind_logits(binding, ids.shape)
         for name in self.io.present_names:
             binding.bind_output(name, device.device, device.device_id)
         self.session.run_with_iobinding(binding)
@@ -242,7 +243,20 @@ class OnnxDecoder:
         binding.clear_binding_inputs()
         binding.clear_binding_outputs()
         state = DecoderState(kv=outputs[1:], mask=mask, lengths=positions[:, -1].astype(np.int64) + 1)
-        return state, self._last_position_logits(outputs[0])
+        logits = host_logits[:, 0] if host_logits is not None else self._last_position_logits(outputs[0])
+        return state, logits
+
+    def _bind_logits(self, binding, ids_shape: tuple[int, int]) -> np.ndarray | None:
+        """A decode step's float32 logits [rows, 1, vocab] go straight into a host array (ORT copies them off
+        the device); a prefill's [1, S, vocab] stay on the device for the last-position helper graph. Returns
+        the host array, or None."""
+        rows, count = ids_shape
+        if count != 1 or self.io.logits_elem_type != TensorProto.FLOAT:
+            binding.bind_output("logits", self.placement.device, self.placement.device_id)
+            return None
+        out = np.empty((rows, 1, self.vocab_size), dtype=np.float32)
+        binding.bind_output("logits", "cpu", 0, np.float32, list(out.shape), out.ctypes.data)
+        return out
 
     def _last_position_logits(self, logits: ort.OrtValue) -> np.ndarray:
         """float32 [rows, vocab] on the host, written by the helper graph straight into a fresh array."""
