@@ -123,6 +123,7 @@ class HostStepper:
     def __init__(self, decoder, length: int, rows: int):
         io, self.session = decoder.io, decoder.session
         self.past_names = io.past_names
+        self.outputs = ["logits", *io.present_names]
         dtype = NP_TYPES[io.kv_elem_type]
         self.kv = [np.zeros((rows, io.kv_heads, length, io.head_dim), dtype) for _ in io.past_names]
         self.rows, self.length = rows, length
@@ -136,7 +137,7 @@ class HostStepper:
         if self.has_positions:
             feeds["position_ids"] = np.full((self.rows, 1), self.length, np.int64)
         feeds.update(zip(self.past_names, self.kv, strict=True))
-        outputs = self.session.run(None, feeds)
+        outputs = self.session.run(self.outputs, feeds)
         self.kv = [present[:, :, 1:, :] for present in outputs[1:]]  # keep the length fixed between calls
 
 
