@@ -152,7 +152,7 @@ def step_summary(lane: LaneTrace, step: StepRecord) -> list[tuple[str, str]]:
     pairs = [
         ("p(chosen)", f"{step.prob:.4f}  (raw {step.prob_raw:.4f})"),
         ("entropy", f"{step.entropy:.3f}  (raw {step.entropy_raw:.3f}) nats"),
-        ("margin top1−top2", f"{step.margin:.4f}  (raw {step.margin_raw:.4f})"),
+        ("margin", f"{step.margin:.4f}  (raw {step.margin_raw:.4f})"),
         ("kept set", f"{step.kept:,} tokens"),
         ("tail mass", f"{step.tail_mass:.4f}  (raw {step.tail_mass_raw:.4f})"),
     ]

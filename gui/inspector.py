@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt, Signal
-from PySide6.QtGui import QCursor, QFontMetrics
+from PySide6.QtGui import QCursor, QFontMetrics, QTextDocument
 from PySide6.QtWidgets import (
     QComboBox,
-    QGridLayout,
     QHBoxLayout,
     QLabel,
     QMenu,
@@ -59,8 +58,7 @@ class StepInspector(QWidget):
         self._step, self._rows = None, []
         self._title.setText("No step selected")
         self._set_rows_visible(False)
-        for value in self._values.values():
-            value.setText("")
+        self._numbers.setText("")
 
     def set_max_rows(self, rows: int) -> None:
         if rows < 2:
@@ -128,7 +126,8 @@ class StepInspector(QWidget):
         # A long lane name must not force the panel wider; the full title stays in the tooltip.
         self._title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self._mode = QComboBox()
-        self._mode.addItems(["raw | processed: side by side", "raw | processed: overlaid"])
+        self._mode.addItems(["side by side", "overlaid"])
+        self._mode.setToolTip("Raw and processed bars side by side, or overlaid")
         self._mode.currentIndexChanged.connect(self._on_mode_changed)
         header = QHBoxLayout()
         header.addWidget(self._title, 1)
@@ -149,7 +148,7 @@ class StepInspector(QWidget):
         layout.addLayout(header)
         layout.addWidget(self._legend_label())
         layout.addWidget(self._canvas, 1)
-        layout.addLayout(self._build_numbers())
+        layout.addWidget(self._build_numbers())
         self.clear()
 
     @staticmethod
@@ -258,22 +257,13 @@ class StepInspector(QWidget):
         plot.addItem(line, ignoreBounds=True)
         return line
 
-    def _build_numbers(self) -> QGridLayout:
-        grid = QGridLayout()
-        grid.setHorizontalSpacing(12)
-        grid.setVerticalSpacing(1)
-        self._values: dict[str, QLabel] = {}
-        names = ["p(chosen)", "entropy", "margin top1−top2", "kept set", "tail mass", "draw u", "flags"]
-        for i, name in enumerate(names):
-            label, value = QLabel(name + ":"), QLabel("")
-            label.setStyleSheet("color: #555")
-            value.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            grid.addWidget(label, i // 2, (i % 2) * 2)
-            grid.addWidget(value, i // 2, (i % 2) * 2 + 1)
-            self._values[name] = value
-        grid.setColumnStretch(1, 1)
-        grid.setColumnStretch(3, 1)
-        return grid
+    def _build_numbers(self) -> QLabel:
+        """One word-wrapped line of numbers: it reflows to any panel width instead of clipping columns."""
+        self._numbers = QLabel()
+        self._numbers.setWordWrap(True)
+        self._numbers.setTextFormat(Qt.TextFormat.RichText)
+        self._numbers.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        return self._numbers
 
     # ---- drawing -----------------------------------------------------------------------------------------
     def _redraw(self) -> None:
@@ -407,9 +397,17 @@ class StepInspector(QWidget):
         self._cum_raw.setData(c.cumulative_raw, list(range(len(c.cumulative_raw))))
 
     def _fill_numbers(self) -> None:
-        self._values["draw u"].setText("—")
-        for name, text in step_summary(self._lane, self._step):
-            self._values[name].setText(text)
+        items = [
+            f'<span style="color:#666">{html.escape(name)}</span>&nbsp;{html.escape(value).replace(" ", "&nbsp;")}'
+            for name, value in step_summary(self._lane, self._step)
+        ]
+        self._numbers.setText(" &nbsp;· ".join(items))
+
+    def numbers_text(self) -> str:
+        """The number panel as plain text (what a user reads under the chart)."""
+        document = QTextDocument()
+        document.setHtml(self._numbers.text())
+        return document.toPlainText().replace("\u00a0", " ")
 
     # ---- interaction -------------------------------------------------------------------------------------
     def _on_mode_changed(self, index: int) -> None:

@@ -187,10 +187,10 @@ class Timeline(QWidget):
     def _create_items(self) -> None:
         divergence, near_tie = MARK_COLOURS["divergence"], MARK_COLOURS["near_tie"]
         self._divergence_marks = pg.ScatterPlotItem(
-            symbol="d", size=13, brush=pg.mkBrush(divergence), pen=pg.mkPen(style.FOREGROUND, width=1)
+            symbol="d", size=11, brush=pg.mkBrush(divergence), pen=pg.mkPen(style.FOREGROUND, width=1)
         )
         self._near_tie_marks = pg.ScatterPlotItem(
-            symbol="t1", size=12, brush=pg.mkBrush(near_tie), pen=pg.mkPen(style.FOREGROUND, width=1)
+            symbol="t1", size=9, brush=pg.mkBrush(near_tie), pen=pg.mkPen(style.FOREGROUND, width=1)
         )
         self._branch_marks = pg.ScatterPlotItem(
             symbol="star", size=15, brush=pg.mkBrush(MARK_COLOURS["branch"]), pen=pg.mkPen(style.FOREGROUND)

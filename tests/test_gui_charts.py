@@ -46,6 +46,8 @@ def test_inspector_bars_and_cutoffs_of_a_top_k_top_p_step(inspector):
     assert lines["kept"] == 2.5 and lines["top_k"] == 4.5 and lines["top_p"] == 0.8
     assert "min_p" not in lines
     assert lines["draw"] == pytest.approx(inspector.cutoffs().intervals[1][0] + processed[1] / 2)
+    numbers = inspector.numbers_text()
+    assert "kept set 3 tokens" in numbers and "flags —" in numbers and "draw u 0." in numbers
     ticks = inspector._bars_plot.getAxis("left")._tickLevels[0]
     assert ticks[0] == (0, "␣Paris") and ticks[1] == (1, "▶ ␣a")
 
