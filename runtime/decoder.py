@@ -122,6 +122,8 @@ class OnnxDecoder:
             raise ValueError("vocab size is neither in the graph nor in config.json")
         self.vocab_size: int = self.io.vocab_size
         self.eos_token_ids: tuple[int, ...] = eos_ids_from(self.model_dir)
+        # Learned position tables (GPT-2) fail past their end; RoPE models degrade. Either way: refuse clearly.
+        self.max_positions: int | None = config.get("max_position_embeddings") or config.get("n_positions")
         self._gather = create_helper_session(
             row_gather_model(len(self.io.past_names), self.io.kv_elem_type), self.placement
         )
@@ -158,6 +160,7 @@ class OnnxDecoder:
             raise ValueError("prompt_ids must not be empty")
         self._check_tokens(ids)
         length = ids.shape[1]
+        self._check_positions(length)
         mask = np.ones((1, length), dtype=self.io.mask_dtype)
         positions = np.arange(length, dtype=self.io.positions_dtype).reshape(1, -1)
         state, logits = self._run(self._empty_kv, ids, mask, positions)
@@ -197,6 +200,10 @@ class OnnxDecoder:
         if ids.size and (ids.min() < 0 or ids.max() >= self.vocab_size):
             raise ValueError(f"token ids must be in [0, {self.vocab_size}), got {ids.min()}..{ids.max()}")
 
+    def _check_positions(self, longest: int) -> None:
+        if self.max_positions and longest > self.max_positions:
+            raise ValueError(f"sequence length {longest} exceeds the model's {self.max_positions} positions")
+
     def _check_rows(self, state: DecoderState, rows: np.ndarray, ids: np.ndarray, lengths) -> None:
         if rows.ndim != 1 or rows.shape[0] == 0:
             raise ValueError(f"rows must be a non-empty 1-D sequence, got {rows.tolist()}")
@@ -225,6 +232,7 @@ class OnnxDecoder:
                 )
             mask[i, np.flatnonzero(mask[i, :past])[keep:]] = 0
             kept[i] = keep
+        self._check_positions(int(kept.max()) + 1)
         return mask, kept
 
     def _run(self, kv, ids, mask, positions) -> tuple[DecoderState, np.ndarray]:

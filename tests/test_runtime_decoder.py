@@ -158,6 +158,14 @@ def test_invalid_step_arguments_raise_value_error(decoder, rows, tokens, lengths
         decoder.step(state, rows, tokens, lengths)
 
 
+def test_sequence_longer_than_the_model_raises(decoder):
+    with pytest.raises(ValueError, match="exceeds the model's 512 positions"):
+        decoder.prefill([5] * 513)
+    state, _ = decoder.prefill([5] * 512)
+    with pytest.raises(ValueError, match="sequence length 513"):
+        decoder.step(state, [0], [5])
+
+
 def test_empty_prompt_raises(decoder):
     with pytest.raises(ValueError, match="prompt_ids"):
         decoder.prefill([])
