@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.context import BenchContext, sizes_for
-from bench.report import Report, Row, SkipItem, machine_facts, table, write_json
+from bench.report import Report, Row, SkipItem, machine_facts, table, update_markdown, write_json
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results.json"
 
@@ -46,24 +46,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=",".join(ITEM_NAMES),
         help=f"comma-separated items to run (default: all of {', '.join(ITEM_NAMES)})",
     )
-    parser.add_argument(
-        "--model", default=None, help="prepared model name or folder (default: the default model)"
-    )
+    parser.add_argument("--model", default=None, help="prepared model name or folder (default: the default model)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes for a fast smoke run")
+    parser.add_argument("--new-tokens", type=int, default=None, help="tokens per lane for side_by_side / sampler")
+    parser.add_argument("--reps", type=int, default=None, help="interleaved repetitions of whole runs (side_by_side)")
+    parser.add_argument("--step-reps", type=int, default=None, help="timed steps per candidate (batching, kv, floor)")
+    parser.add_argument("--threads", type=int, default=None, help="ONNX Runtime intra-op threads (default: ORT's)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON results file (default: {DEFAULT_OUT})")
     parser.add_argument(
-        "--new-tokens", type=int, default=None, help="tokens per lane for side_by_side / sampler"
-    )
-    parser.add_argument(
-        "--reps", type=int, default=None, help="interleaved repetitions of whole runs (side_by_side)"
-    )
-    parser.add_argument(
-        "--step-reps", type=int, default=None, help="timed steps per candidate (batching, kv, floor)"
-    )
-    parser.add_argument(
-        "--threads", type=int, default=None, help="ONNX Runtime intra-op threads (default: ORT's)"
-    )
-    parser.add_argument(
-        "--out", type=Path, default=DEFAULT_OUT, help=f"JSON results file (default: {DEFAULT_OUT})"
+        "--markdown",
+        type=Path,
+        default=None,
+        help="also write machine facts and the table into this file's bench block",
     )
 
 
@@ -71,9 +65,7 @@ def run(args: argparse.Namespace) -> int:
     selected = [name.strip() for name in args.items.split(",") if name.strip()]
     unknown = [name for name in selected if name not in ITEM_NAMES]
     if unknown:
-        print(
-            f"bench: unknown item(s) {', '.join(unknown)}; allowed: {', '.join(ITEM_NAMES)}", file=sys.stderr
-        )
+        print(f"bench: unknown item(s) {', '.join(unknown)}; allowed: {', '.join(ITEM_NAMES)}", file=sys.stderr)
         return 2
     try:
         context = _context(args)
@@ -84,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
     failed = _run_items(context, selected, report)
     print(table(report))
     write_json(report, args.out)
+    if args.markdown is not None:
+        update_markdown(report, args.markdown)
     print(f"\nwritten to {args.out}")
     return 1 if failed else 0
 

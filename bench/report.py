@@ -116,8 +116,31 @@ def _cpu_model() -> str:
 def write_json(report: Report, path: Path) -> None:
     """Atomic write (temp file + rename) so an interrupted run never leaves a truncated file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(
-        "w", dir=path.parent, suffix=".tmp", delete=False, encoding="utf-8"
-    ) as tmp:
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False, encoding="utf-8") as tmp:
         json.dump(report.to_json(), tmp, indent=2)
     os.replace(tmp.name, path)
+
+
+BEGIN_MARK, END_MARK = "<!-- bench:begin -->", "<!-- bench:end -->"
+
+
+def machine_lines(report: Report) -> list[str]:
+    m = report.machine
+    versions = ", ".join(f"{name} {m[name]}" for name in ("onnxruntime", "torch", "transformers", "numpy"))
+    return [
+        f"- run {report.settings.get('started', '')}, model `{report.settings.get('model_dir', '')}`"
+        f"{' (--quick)' if report.settings.get('quick') else ''}",
+        f"- {m.get('processor', '')}, {m.get('cpu_count')} logical cores, {m.get('platform', '')}",
+        f"- Python {m.get('python')}, {versions}",
+    ]
+
+
+def update_markdown(report: Report, path: Path) -> None:
+    """Replace the block between the bench markers in `path` with this run's machine facts and table."""
+    text = path.read_text(encoding="utf-8") if path.exists() else f"{BEGIN_MARK}\n{END_MARK}\n"
+    if BEGIN_MARK not in text or END_MARK not in text:
+        text += f"\n{BEGIN_MARK}\n{END_MARK}\n"
+    head, rest = text.split(BEGIN_MARK, 1)
+    _, tail = rest.split(END_MARK, 1)
+    block = "\n".join([BEGIN_MARK, *machine_lines(report), "", table(report), END_MARK])
+    path.write_text(head + block + tail, encoding="utf-8")
