@@ -42,6 +42,12 @@ def unique_name(wanted: str, taken: set[str]) -> str:
     return f"{wanted} #{number}"
 
 
+def preset_for_window(spec: LaneSpec) -> LaneSpec:
+    """Presets as the window adds them: beam lanes return every beam, so the text column can expand the
+    other hypotheses (the best one is the same whatever num_return_sequences is, as in transformers)."""
+    return replace(spec, num_return_sequences=spec.num_beams) if spec.is_beam else spec
+
+
 def _make_widget(f: Field) -> QWidget:
     if f.kind == "bool":
         widget: QWidget = QCheckBox()
@@ -168,7 +174,7 @@ class LanesEditor(QWidget):
         layout.addWidget(self.table, 1)
         layout.addWidget(self.form)
         layout.addWidget(self.message)
-        self.set_specs(default_lanes())
+        self.set_specs([preset_for_window(spec) for spec in default_lanes()])
 
     # ------------------------------------------------------------------------------------------- buttons
 
@@ -242,14 +248,14 @@ class LanesEditor(QWidget):
     @Slot(object)
     def _on_add_preset(self, action) -> None:
         self.show_message("")
-        self.add_spec(PRESETS[action.data()])
+        self.add_spec(preset_for_window(PRESETS[action.data()]))
 
     @Slot(object)
     def _on_apply_preset(self, action) -> None:
         index = self.selected_index()
         if index < 0:
             return
-        preset = PRESETS[action.data()]
+        preset = preset_for_window(PRESETS[action.data()])
         self._replace(index, replace(preset, name=self._specs[index].name))
 
     @Slot()

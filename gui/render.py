@@ -106,7 +106,7 @@ def _glyph(kind: str, small: bool = False) -> str:
     """A coloured mark glyph; small ones (frequent near-ties) are raised and reduced to keep text readable."""
     glyph = {"divergence": DIVERGENCE_GLYPH, "near_tie": NEAR_TIE_GLYPH, "branch": BRANCH_GLYPH,
              "forced": FORCED_GLYPH}[kind]
-    size = "font-size:6pt;vertical-align:super;" if small else ""
+    size = "font-size:7pt;vertical-align:super;" if small else ""
     return f'<span style="color:{MARK_COLOURS[kind]};font-weight:bold;{size}">{glyph}</span>'
 
 
@@ -188,8 +188,21 @@ def _decode(buffer: bytes) -> tuple[str | None, bool]:
 
 def plain_tokens_html(pieces: Sequence[str], colour: str = "#444444") -> str:
     """Tokens without step records (other beam hypotheses): plain text, whitespace kept."""
-    text = html.escape("".join(visible_piece(p) for p in pieces)).replace("\n", "<br>")
+    text = "".join(visible_piece(group.text) for group in group_tokens(pieces))
+    text = html.escape(text).replace("\n", "<br>")
     return f'<div style="white-space:pre-wrap;color:{colour}">{text}</div>'
+
+
+def known_pieces(steps: Sequence[StepRecord]) -> dict[int, str]:
+    """Token id → text for every token a lane's records mention (chosen, top-N, beam candidates)."""
+    pieces: dict[int, str] = {}
+    for step in steps:
+        pieces[step.token_id] = step.token_text
+        for token in (*step.top, *step.top_raw):
+            pieces.setdefault(token.id, token.text)
+        for hypothesis in step.beams or ():
+            pieces.setdefault(hypothesis.token_id, hypothesis.token_text)
+    return pieces
 
 
 def alternatives_html(step: StepRecord, count: int = 5) -> str:

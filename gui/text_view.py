@@ -25,6 +25,7 @@ from gui.lane_fields import describe
 from gui.render import (
     alternatives_html,
     format_prob,
+    known_pieces,
     label_piece,
     lane_html,
     plain_tokens_html,
@@ -169,7 +170,6 @@ class TextPanel(QWidget):
         super().__init__(parent)
         self.state = RunState()
         self.columns: list[LaneColumn] = []
-        self._detokenize = None  # callable(ids) -> text for non-best beam hypotheses
         self._row = QWidget()
         self._row_layout = QHBoxLayout(self._row)
         self._row_layout.setContentsMargins(0, 0, 0, 0)
@@ -181,10 +181,6 @@ class TextPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(scroll)
-
-    def set_detokenizer(self, pieces_of) -> None:
-        """`pieces_of(ids) -> list[str]` renders other beam hypotheses (not needed for anything else)."""
-        self._detokenize = pieces_of
 
     def set_state(self, state: RunState) -> None:
         self.state = state
@@ -217,14 +213,16 @@ class TextPanel(QWidget):
         column.show_lane(self.state, body, extra)
 
     def _other_beams_html(self, lane: LaneTrace) -> str:
-        if not lane.sequences or self._detokenize is None:
+        """The other returned hypotheses, spelled with the token texts the trace recorded (no model)."""
+        if not lane.sequences:
             return ""
+        pieces = known_pieces(lane.steps)
         parts = []
         scores = lane.sequence_scores or []
         for rank, ids in enumerate(lane.sequences[1:], start=1):
             score = f" · score {scores[rank]:.3f}" if rank < len(scores) else ""
             parts.append(f"<hr><span style='color:#888'>beam #{rank + 1}{score}</span>")
-            parts.append(plain_tokens_html(self._detokenize(ids)))
+            parts.append(plain_tokens_html([pieces.get(i, f"<{i}>") for i in ids]))
         return "".join(parts)
 
     def column_texts(self) -> Sequence[str]:

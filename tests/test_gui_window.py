@@ -92,6 +92,10 @@ def test_run_fills_every_lane(qtbot, window):
         assert text.strip()
     assert "step" in window.status.step.text()
     assert window.status.provider.text() == "CPU"
+    beam = window.text.columns[1]
+    assert beam.beams_button.isVisible()
+    qtbot.mouseClick(beam.beams_button, Qt.MouseButton.LeftButton)  # expand the other hypotheses
+    assert "beam #4" in beam.browser.toPlainText()
 
 
 def test_ctrl_enter_runs_and_escape_stops_mid_run(qtbot, window):
