@@ -35,6 +35,11 @@ _AXIS_PX = 56  # height the bottom axis and its title take inside the canvas
 _MIN_ROWS = 5
 
 
+def _unbreakable(text: str) -> str:
+    """HTML for text that must not wrap inside (one number of the panel)."""
+    return html.escape(text).replace(" ", "&nbsp;")
+
+
 class StepInspector(QWidget):
     branchRequested = Signal(int, int, int)  # lane index, step, token id
     forceRequested = Signal(int, int)  # step, token id
@@ -202,9 +207,7 @@ class StepInspector(QWidget):
         self._kept_line = self._hline(bars, style.FOREGROUND, Qt.PenStyle.SolidLine, "kept")
         self._kept_line_cum = self._hline(cum, style.FOREGROUND, Qt.PenStyle.SolidLine, "")
         self._top_k_line = self._hline(bars, "#7B3294", dash, "top-k")
-        self._min_p_line = self._vline(
-            bars, style.CUTOFF_COLOUR, Qt.PenStyle.DotLine, "min-p", at_bottom=True
-        )
+        self._min_p_line = self._vline(bars, style.CUTOFF_COLOUR, Qt.PenStyle.DotLine, "min-p", at_bottom=True)
         self._slices = pg.BarGraphItem(x0=[], y=[], width=[], height=0.6)
         cum.addItem(self._slices)
         self._cum_raw = cum.plot(
@@ -354,9 +357,7 @@ class StepInspector(QWidget):
             f"kept {self._step.kept:,}",
         )
         self._place(self._kept_line_cum, None if c.kept_boundary is None else c.kept_boundary - 0.5, None)
-        self._place(
-            self._top_k_line, None if c.top_k_boundary is None else c.top_k_boundary - 0.5, f"top-k {c.top_k}"
-        )
+        self._place(self._top_k_line, None if c.top_k_boundary is None else c.top_k_boundary - 0.5, f"top-k {c.top_k}")
         self._place(self._min_p_line, c.min_p_threshold, f"min-p {c.min_p:g}·p₁" if c.min_p else None)
         self._place(self._top_p_line, c.top_p, f"top-p {c.top_p:g}" if c.top_p else None)
         draw = self._step.draw
@@ -383,9 +384,7 @@ class StepInspector(QWidget):
         c, n = self._cutoffs, len(self._rows)
         lows = [low for low, _ in c.intervals]
         widths = [high - low for low, high in c.intervals]
-        brushes = [
-            pg.mkBrush(style.CHOSEN_COLOUR if r.chosen else style.PROCESSED_COLOUR) for r in self._rows
-        ]
+        brushes = [pg.mkBrush(style.CHOSEN_COLOUR if r.chosen else style.PROCESSED_COLOUR) for r in self._rows]
         self._slices.setOpts(
             x0=lows,
             y=list(range(n)),
@@ -398,7 +397,7 @@ class StepInspector(QWidget):
 
     def _fill_numbers(self) -> None:
         items = [
-            f'<span style="color:#666">{html.escape(name)}</span>&nbsp;{html.escape(value).replace(" ", "&nbsp;")}'
+            f'<span style="color:#666">{_unbreakable(name)}</span>&nbsp;{_unbreakable(value)}'
             for name, value in step_summary(self._lane, self._step)
         ]
         self._numbers.setText(" &nbsp;· ".join(items))
