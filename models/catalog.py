@@ -108,6 +108,5 @@ def resolve(name_or_path: str | Path | None = None) -> Path:
         return by_name
     known = ", ".join(m.name for m in list_models()) or "none"
     raise FileNotFoundError(
-        f"no prepared model named or at {str(name_or_path)!r} (prepared: {known}); "
-        "run `python main.py prepare`"
+        f"no prepared model named or at {str(name_or_path)!r} (prepared: {known}); run `python main.py prepare`"
     )

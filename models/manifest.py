@@ -88,7 +88,12 @@ def model_facts(model_dir: Path, layout: dict) -> dict:
 
 
 def build_manifest(
-    name: str, model_dir: Path, source: dict, smoke: dict, known_hashes: dict[str, str]
+    name: str,
+    model_dir: Path,
+    source: dict,
+    smoke: dict,
+    known_hashes: dict[str, str],
+    stage_seconds: dict[str, float],
 ) -> dict:
     graph = smoke["graph"]
     past = next(i for i in graph["inputs"] if i["name"].startswith("past_key_values."))
@@ -102,15 +107,13 @@ def build_manifest(
         "tokens": token_ids(model_dir),
         "graph": graph,
         "smoke_test": {
-            k: smoke[k]
-            for k in ("prompt", "prompt_ids", "generated_ids", "continuation", "cache_max_abs_diff")
+            k: smoke[k] for k in ("prompt", "prompt_ids", "generated_ids", "continuation", "cache_max_abs_diff")
         },
         "tools": tool_versions(),
         "files": file_entries(model_dir, known_hashes),
+        "prepare_seconds": stage_seconds,
     }
 
 
 def write_manifest(model_dir: Path, manifest: dict) -> None:
-    (model_dir / MANIFEST_NAME).write_text(
-        json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
+    (model_dir / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

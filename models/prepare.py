@@ -156,9 +156,7 @@ def register_onnx_folder(
         with stages.stage("copy", f"copying {source_dir}"):
             copy_model_files(source_dir, build, stages)
         smoke = run_smoke_test(build, stages)
-        return install(
-            build, final, name, {"kind": "onnx-folder", "path": str(source_dir)}, smoke, stages, {}
-        )
+        return install(build, final, name, {"kind": "onnx-folder", "path": str(source_dir)}, smoke, stages, {})
 
 
 def is_prepared(final: Path, force: bool, stages: Stages) -> bool:
@@ -280,9 +278,7 @@ def run_smoke_test(build: Path, stages: Stages, expect: str | None = None) -> di
 def check_onnx_folder(folder: Path) -> None:
     for required in ("model.onnx", "tokenizer.json", "config.json"):
         if not (folder / required).is_file():
-            raise FileNotFoundError(
-                f"{folder} has no {required}; export with optimum (text-generation-with-past)"
-            )
+            raise FileNotFoundError(f"{folder} has no {required}; export with optimum (text-generation-with-past)")
     from models.validate import kv_layout, open_session
 
     kv_layout(open_session(folder / "model.onnx"))
@@ -308,7 +304,8 @@ def install(
     """Write the manifest, drop the scratch folder and rename the build folder into place."""
     with stages.stage("install", f"installing into {final}"):
         shutil.rmtree(build / WORK, ignore_errors=True)
-        write_manifest(build, build_manifest(name, build, source, smoke, known_hashes))
+        manifest = build_manifest(name, build, source, smoke, known_hashes, dict(stages.seconds))
+        write_manifest(build, manifest)
         stages.check_cancel()
         replace_folder(build, final)
     return final

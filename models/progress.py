@@ -34,8 +34,10 @@ class Stages:
         self.current = self.order[0]
         self.started = time.monotonic()
         self.fraction = 0.0  # of the current stage; never goes back
+        self.seconds: dict[str, float] = {}  # wall time per finished stage, recorded in the manifest
 
     def enter(self, stage: str, message: str = "") -> None:
+        self.seconds[self.current] = round(time.monotonic() - self.started, 2)
         self.current = stage
         self.started = time.monotonic()
         self.fraction = 0.0

@@ -31,9 +31,7 @@ def run_child(cmd: list[str], stages: Stages, log_path: Path, what: str) -> None
     with open(log_path, "a", encoding="utf-8") as log:
         log.write(f"$ {' '.join(cmd)}\n")
         log.flush()
-        proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=log, text=True, env=child_env(), bufsize=1
-        )
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True, env=child_env(), bufsize=1)
         lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=pump, args=(proc.stdout, lines), daemon=True).start()
         try:

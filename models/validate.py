@@ -86,9 +86,7 @@ def empty_past(layout: dict) -> dict:
     return {name: np.zeros(shape, dtype=layout["kv_dtype"]) for name in layout["past_names"]}
 
 
-def greedy_with_cache(
-    session, layout: dict, prompt_ids: list[int], steps: int
-) -> tuple[list[int], np.ndarray]:
+def greedy_with_cache(session, layout: dict, prompt_ids: list[int], steps: int) -> tuple[list[int], np.ndarray]:
     """Greedy ids for `steps` tokens using the KV cache, and the logits of the last step."""
     ids = np.array([prompt_ids], dtype=np.int64)
     logits, past = run_step(session, layout, ids, empty_past(layout), 0)
@@ -106,9 +104,7 @@ def check_finite(logits: np.ndarray) -> None:
         raise ValidationError("the model produced non-finite logits")
 
 
-def smoke_test(
-    model_dir: Path, prompt: str = SMOKE_PROMPT, steps: int = 4, expect: str | None = None
-) -> dict:
+def smoke_test(model_dir: Path, prompt: str = SMOKE_PROMPT, steps: int = 4, expect: str | None = None) -> dict:
     """Greedy steps with the KV cache; the last cached logits must equal a full recomputation without the
     cache. `expect`: the continuation must start with it. Returns the graph description and the generation."""
     from tokenizers import Tokenizer

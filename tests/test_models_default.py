@@ -57,9 +57,7 @@ def test_transformers_sees_the_same_tokenizer(default_model_dir):
     assert tok("The capital of France is")["input_ids"] == [504, 3575, 282, 4649, 314]
     assert (tok.bos_token_id, tok.eos_token_id, tok.pad_token_id) == (1, 2, 2)
     assert tok.decode(tok("Hello , world !")["input_ids"]) == "Hello , world !"  # no space clean-up
-    chat = tok.apply_chat_template(
-        [{"role": "user", "content": "Hi"}], tokenize=False, add_generation_prompt=True
-    )
+    chat = tok.apply_chat_template([{"role": "user", "content": "Hi"}], tokenize=False, add_generation_prompt=True)
     assert chat.endswith("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
 
 
@@ -110,7 +108,4 @@ def test_reference_model_from_the_kept_gguf(default_model_dir):
     assert not model.training and model.dtype == torch.float32
     with torch.no_grad():
         logits = model(torch.tensor([[504, 3575, 282, 4649, 314]])).logits
-    assert (
-        int(logits[0, -1].argmax())
-        == catalog.read_manifest(default_model_dir)["smoke_test"]["generated_ids"][0]
-    )
+    assert int(logits[0, -1].argmax()) == catalog.read_manifest(default_model_dir)["smoke_test"]["generated_ids"][0]

@@ -155,9 +155,7 @@ def test_ctrl_c_during_export_exits_cleanly(cache, tiny_hf_dir):
 
 def test_prepare_hf_folder_then_second_prepare_is_instant(cache, tiny_hf_dir):
     events: list[tuple[str, float]] = []
-    path = prepare.prepare_hf_folder(
-        tiny_hf_dir, name="tiny-hf", progress=lambda s, f, m: events.append((s, f))
-    )
+    path = prepare.prepare_hf_folder(tiny_hf_dir, name="tiny-hf", progress=lambda s, f, m: events.append((s, f)))
     assert path == cache / "models" / "tiny-hf"
     assert leftovers(cache) == ["tiny-hf"]
     assert catalog.manifest_is_valid(path)
@@ -173,13 +171,11 @@ def test_prepare_hf_folder_then_second_prepare_is_instant(cache, tiny_hf_dir):
     assert manifest["source"] == {"kind": "hf-folder", "path": str(tiny_hf_dir.resolve())}
     assert manifest["model"]["num_layers"] == 2 and manifest["model"]["num_kv_heads"] == 2
     assert manifest["tokens"]["eos_token_ids"] == [2]
+    assert {"setup", "export", "smoke-test"} <= set(manifest["prepare_seconds"])
 
     started = time.monotonic()
     again: list[str] = []
-    assert (
-        prepare.prepare_hf_folder(tiny_hf_dir, name="tiny-hf", progress=lambda s, f, m: again.append(m))
-        == path
-    )
+    assert prepare.prepare_hf_folder(tiny_hf_dir, name="tiny-hf", progress=lambda s, f, m: again.append(m)) == path
     assert time.monotonic() - started < 1.0
     assert again == [f"already prepared: {path}"]
 
@@ -193,9 +189,7 @@ def test_reference_model_agrees_with_onnx_smoke_test(cache, tiny_hf_dir):
     model = prepare.load_reference_model(path)
     ids = torch.tensor([smoke["prompt_ids"]])
     with torch.no_grad():
-        out = model.generate(
-            ids, max_new_tokens=len(smoke["generated_ids"]), do_sample=False, eos_token_id=None
-        )
+        out = model.generate(ids, max_new_tokens=len(smoke["generated_ids"]), do_sample=False, eos_token_id=None)
     assert out[0, ids.shape[1] :].tolist() == smoke["generated_ids"]
 
 
@@ -240,9 +234,7 @@ def test_register_rejects_a_graph_without_kv_cache(cache, tmp_path, tiny_model_d
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8  # loadable by onnxruntime
     save_model(model, folder / "model.onnx")
-    with pytest.raises(
-        PrepareError, match="stage 'verify': model.onnx is not a decoder exported with past_key_v"
-    ):
+    with pytest.raises(PrepareError, match="stage 'verify': model.onnx is not a decoder exported with past_key_v"):
         prepare.register_onnx_folder(folder)
     assert leftovers(cache) == []
 
