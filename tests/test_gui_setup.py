@@ -1,0 +1,86 @@
+"""The model setup dialog (progress, stage names, Cancel, failure cause) and the app entry.
+
+The dialog is driven by preparation functions with the real `models.prepare` signature and errors; the real
+preparation (a download and a minute of export) is covered by the models tests and .ci/run."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import QApplication
+
+from gui.app import make_application, run_app
+from gui.setup_dialog import SetupDialog
+from models.errors import PrepareCancelled, PrepareError
+
+TIMEOUT_MS = 10_000
+
+
+def open_dialog(qtbot, prepare_fn) -> SetupDialog:
+    make_application([])
+    dialog = SetupDialog("Preparing", "test preparation", prepare_fn)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    return dialog
+
+
+def test_progress_and_cancel(qtbot):
+    reached = threading.Event()
+
+    def prepare_fn(progress, cancel):
+        progress("download", 0.3, "downloading the wheel")
+        reached.set()
+        while not cancel():
+            threading.Event().wait(0.01)
+        raise PrepareCancelled("download")
+
+    dialog = open_dialog(qtbot, prepare_fn)
+    qtbot.waitUntil(lambda: dialog.bar.value() == 300, timeout=TIMEOUT_MS)
+    assert dialog.stage.text() == "download — downloading the wheel"
+    qtbot.mouseClick(dialog.cancel_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: dialog.failure.isVisible(), timeout=TIMEOUT_MS)
+    assert "cancelled" in dialog.failure.text() and "download" in dialog.failure.text()
+    assert dialog.result_path is None
+    dialog.close()
+
+
+def test_failure_shows_the_stage_and_cause_and_offers_retry(qtbot):
+    def prepare_fn(progress, cancel):
+        progress("export", 0.5, "exporting")
+        raise PrepareError("export", "MemoryError: out of memory")
+
+    dialog = open_dialog(qtbot, prepare_fn)
+    qtbot.waitUntil(lambda: dialog.failure.isVisible(), timeout=TIMEOUT_MS)
+    assert "export" in dialog.failure.text() and "out of memory" in dialog.failure.text()
+    assert dialog.retry_button.isVisible() and dialog.cancel_button.text() == "Close"
+    dialog.close()
+
+
+def test_success_accepts_with_the_prepared_folder(qtbot, tmp_path):
+    def prepare_fn(progress, cancel):
+        progress("install", 1.0, "install done")
+        return tmp_path
+
+    dialog = open_dialog(qtbot, prepare_fn)
+    qtbot.waitUntil(lambda: dialog.result_path is not None, timeout=TIMEOUT_MS)
+    assert dialog.result_path == Path(tmp_path) and dialog.bar.value() == 1000
+
+
+def test_app_entry_opens_the_window_on_a_model(qtbot, tiny_model_dir):
+    app = make_application([])
+    seen = {}
+
+    def look_and_quit():
+        windows = [w for w in QApplication.topLevelWidgets() if type(w).__name__ == "MainWindow" and w.isVisible()]
+        seen["title"] = windows[0].windowTitle() if windows else None
+        for window in windows:
+            window.close()
+        app.quit()
+
+    QTimer.singleShot(300, look_and_quit)
+    assert run_app(["--gui-model", str(tiny_model_dir)]) == 0
+    assert seen["title"] == "Branchpoint — tiny-random-llama"
+    assert app.desktopFileName() == "branchpoint" and not app.windowIcon().isNull()
+    assert "Noto Sans CJK SC" in app.font().families()
