@@ -188,7 +188,7 @@ class OnnxDecoder:
         """One prefill, fork and step: the first runs of a fresh session are several times slower."""
         state, _ = self.prefill([0] * 8)
         state, _ = self.step(state, [0, 0], [0, 0])
-        self.step(state, [1, 0], [0, 0], [9, None])
+        self.step(state, [1, 0], [0, 0], [5, None])
 
     # -- internals --
 
@@ -223,7 +223,7 @@ class OnnxDecoder:
         mask[:, :past] = state.mask[rows]
         mask[:, past] = 1
         kept = state.lengths[rows]
-        for i, keep in enumerate(lengths or ()):
+        for i, keep in enumerate(() if lengths is None else lengths):
             if keep is None or keep == kept[i]:
                 continue
             if not 0 <= keep < kept[i]:

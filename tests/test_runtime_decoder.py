@@ -116,6 +116,13 @@ def test_truncated_rows_of_different_lengths_batch_like_single_rows(decoder):
         np.testing.assert_allclose(logits[row], full_recompute(decoder, s), atol=ATOL, rtol=0)
 
 
+def test_numpy_arguments_are_accepted(decoder):
+    state, _ = decoder.prefill(np.array(PROMPT))
+    state, logits = decoder.step(state, np.array([0, 0]), np.array([3, 4]), np.array([3, 6]))
+    np.testing.assert_allclose(logits[0], full_recompute(decoder, PROMPT[:3] + [3]), atol=ATOL, rtol=0)
+    np.testing.assert_allclose(logits[1], full_recompute(decoder, PROMPT + [4]), atol=ATOL, rtol=0)
+
+
 def test_io_binding_path_equals_plain_run(decoder):
     state, _ = decoder.prefill(PROMPT)
     state, _ = decoder.step(state, [0, 0], [3, 4])
