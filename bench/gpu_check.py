@@ -57,7 +57,7 @@ def skeleton(model_dir: Path, out_dir: Path) -> Path:
 
 
 def make_skeletons(out: Path) -> None:
-    from bench.precision import variant_dir
+    from bench.precision import export_fp16, variant_dir
     from models.catalog import default_model_dir
     from tests.tiny_model import build_tiny_model
 
@@ -66,8 +66,9 @@ def make_skeletons(out: Path) -> None:
         shutil.rmtree(out / "tiny-hf")  # only the ONNX folder travels
     skeleton(default_model_dir(), out / "fp32")
     fp16 = variant_dir(default_model_dir())
-    if (fp16 / "model.onnx").is_file():
-        skeleton(fp16, out / "fp16")
+    if not (fp16 / "model.onnx").is_file():
+        export_fp16(default_model_dir(), fp16)
+    skeleton(fp16, out / "fp16")
 
 
 # ------------------------------------------------------------------------------------------------- there
@@ -226,9 +227,7 @@ def check(models: Path, out: Path, device: str) -> dict:
             report[variant] = measure_variant(filled[variant], device, bandwidth)
             _write(report, out)
     if len(filled) == 2:
-        report["fp16_greedy_agreement_random_weights"] = fp16_agreement(
-            filled["fp32"], filled["fp16"], device
-        )
+        report["fp16_greedy_agreement_random_weights"] = fp16_agreement(filled["fp32"], filled["fp16"], device)
     _write(report, out)
     return report
 
