@@ -104,12 +104,8 @@ def measure_runtime(decoder, contexts: tuple[int, ...], rows: int, reps: int) ->
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.bench_runtime", description=__doc__.split("\n\n")[0]
-    )
-    parser.add_argument(
-        "--model", default=None, help="prepared model name or folder (default: the default model)"
-    )
+    parser = argparse.ArgumentParser(prog="python -m bench.bench_runtime", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default=None, help="prepared model name or folder (default: the default model)")
     parser.add_argument("--device", default="cpu", choices=("auto", "cpu", "cuda"))
     parser.add_argument("--reps", type=int, default=10, help="interleaved repetitions per candidate")
     parser.add_argument("--rows", type=int, default=5)

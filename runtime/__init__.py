@@ -82,6 +82,4 @@ def load_model(
     if warmup:
         decoder.warmup()
     manifest = read_json(path / "manifest.json")
-    return LoadedModel(
-        decoder, Tokenizer.from_model_dir(path), manifest.get("name") or path.name, path, manifest
-    )
+    return LoadedModel(decoder, Tokenizer.from_model_dir(path), manifest.get("name") or path.name, path, manifest)

@@ -20,9 +20,7 @@ def _raise_exception(message: str):
 
 def _tojson(value, ensure_ascii=False, indent=None, separators=None, sort_keys=False) -> str:
     # transformers overrides jinja's tojson, which would HTML-escape
-    return json.dumps(
-        value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
-    )
+    return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
 
 
 def _strftime_now(fmt: str) -> str:
@@ -30,9 +28,7 @@ def _strftime_now(fmt: str) -> str:
 
 
 def _environment() -> ImmutableSandboxedEnvironment:
-    env = ImmutableSandboxedEnvironment(
-        trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols]
-    )
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
     env.filters["tojson"] = _tojson
     env.globals["raise_exception"] = _raise_exception
     env.globals["strftime_now"] = _strftime_now
@@ -48,9 +44,7 @@ class ChatTemplate:
         self._template = _environment().from_string(source)
 
     @classmethod
-    def from_model_dir(
-        cls, model_dir: str | Path, special_tokens: dict[str, str] | None = None
-    ) -> ChatTemplate | None:
+    def from_model_dir(cls, model_dir: str | Path, special_tokens: dict[str, str] | None = None) -> ChatTemplate | None:
         """The folder's template, or None when the model has none."""
         model_dir = Path(model_dir)
         path = model_dir / "chat_template.jinja"

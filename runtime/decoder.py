@@ -66,9 +66,7 @@ class GraphIO:
         outputs = {o.name: o for o in session.get_outputs()}
         for required in ("input_ids", "attention_mask"):
             if required not in inputs:
-                raise ValueError(
-                    f"model has no `{required}` input; export it with task text-generation-with-past"
-                )
+                raise ValueError(f"model has no `{required}` input; export it with task text-generation-with-past")
         past = sorted((n for n in inputs if PAST_NAME.match(n)), key=_layer_order)
         if not past or "logits" not in outputs:
             raise ValueError("model has no past_key_values inputs / logits output (not a with-past export)")
@@ -131,9 +129,7 @@ class OnnxDecoder:
         self._main_binding = self.session.io_binding()
         self._gather_binding = self._gather.io_binding()
         self._last_binding = self._last.io_binding()
-        self._empty_kv = [
-            self._ortvalue([1, self.io.kv_heads, 0, self.io.head_dim]) for _ in self.io.past_names
-        ]
+        self._empty_kv = [self._ortvalue([1, self.io.kv_heads, 0, self.io.head_dim]) for _ in self.io.past_names]
 
     @property
     def provider(self) -> str:
@@ -176,9 +172,7 @@ class OnnxDecoder:
         row_index = np.asarray(rows, dtype=np.int64)
         ids = np.asarray(tokens, dtype=self.io.ids_dtype).reshape(-1, 1)
         self._check_rows(state, row_index, ids, lengths)
-        identity = row_index.shape[0] == state.num_rows and bool(
-            np.all(row_index == np.arange(state.num_rows))
-        )
+        identity = row_index.shape[0] == state.num_rows and bool(np.all(row_index == np.arange(state.num_rows)))
         kv = state.kv if identity else self._gather_rows(state.kv, row_index)
         mask, kept = self._next_mask(state, row_index, lengths)
         positions = kept.astype(self.io.positions_dtype).reshape(-1, 1)
@@ -227,9 +221,7 @@ class OnnxDecoder:
             if keep is None or keep == kept[i]:
                 continue
             if not 0 <= keep < kept[i]:
-                raise ValueError(
-                    f"lengths[{i}] must be in [0, {kept[i]}] (row {rows[i]}'s length), got {keep}"
-                )
+                raise ValueError(f"lengths[{i}] must be in [0, {kept[i]}] (row {rows[i]}'s length), got {keep}")
             mask[i, np.flatnonzero(mask[i, :past])[keep:]] = 0
             kept[i] = keep
         self._check_positions(int(kept.max()) + 1)

@@ -25,9 +25,7 @@ def row_gather_model(num_tensors: int, elem_type: int) -> bytes:
     for j in range(num_tensors):
         shape = ["batch", f"d1_{j}", f"d2_{j}", f"d3_{j}"]
         inputs.append(helper.make_tensor_value_info(f"kv_{j}", elem_type, shape))
-        outputs.append(
-            helper.make_tensor_value_info(f"out_{j}", elem_type, ["rows", f"d1_{j}", f"d2_{j}", f"d3_{j}"])
-        )
+        outputs.append(helper.make_tensor_value_info(f"out_{j}", elem_type, ["rows", f"d1_{j}", f"d2_{j}", f"d3_{j}"]))
         nodes.append(helper.make_node("Gather", [f"kv_{j}", "indices"], [f"out_{j}"], axis=0))
     return _model(nodes, inputs, outputs)
 

@@ -87,9 +87,7 @@ def create_session(
                 "libraries, e.g. `pip install 'onnxruntime-gpu[cuda,cudnn]'`)"
             )
         if device == "cuda":
-            raise DeviceError(
-                f"device 'cuda' requested but CUDA is not active: {reason}. Use --device cpu or auto."
-            )
+            raise DeviceError(f"device 'cuda' requested but CUDA is not active: {reason}. Use --device cpu or auto.")
     return ort.InferenceSession(model, options, providers=[CPU_EP]), CPU
 
 

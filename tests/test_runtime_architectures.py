@@ -21,9 +21,7 @@ def build(kind: str, out_dir: Path) -> Path:
 
     torch.manual_seed(0)
     if kind == "gpt2":
-        config = GPT2Config(
-            vocab_size=300, n_embd=32, n_layer=2, n_head=4, n_positions=256, initializer_range=0.2
-        )
+        config = GPT2Config(vocab_size=300, n_embd=32, n_layer=2, n_head=4, n_positions=256, initializer_range=0.2)
         model = GPT2LMHeadModel(config)
     else:
         config = Qwen2Config(
@@ -39,9 +37,7 @@ def build(kind: str, out_dir: Path) -> Path:
         model = Qwen2ForCausalLM(config)
     hf_dir = out_dir.parent / (out_dir.name + "-hf")
     model.eval().save_pretrained(hf_dir)
-    main_export(
-        str(hf_dir), output=str(out_dir), task="text-generation-with-past", device="cpu", do_validation=False
-    )
+    main_export(str(hf_dir), output=str(out_dir), task="text-generation-with-past", device="cpu", do_validation=False)
     return out_dir
 
 

@@ -33,9 +33,7 @@ def plain_run(
     feeds = {
         "input_ids": np.asarray([ids], np.int64).reshape(past[0].shape[0], -1),
         "attention_mask": np.ones((1, past_len + count), np.int64) if mask is None else mask,
-        "position_ids": np.arange(past_len, past_len + count, dtype=np.int64)[None]
-        if positions is None
-        else positions,
+        "position_ids": np.arange(past_len, past_len + count, dtype=np.int64)[None] if positions is None else positions,
     }
     feeds.update(zip(io.past_names, past, strict=True))
     return decoder.session.run(["logits", *io.present_names], feeds)
@@ -102,9 +100,7 @@ def test_truncated_rows_of_different_lengths_batch_like_single_rows(decoder):
     seqs = [seq]
     for rows, keep in zip(rows_plan, keeps, strict=True):
         tokens = [11, 12, 13, 14]
-        seqs = [
-            seqs[r][: k if k is not None else None] + [t] for r, k, t in zip(rows, keep, tokens, strict=True)
-        ]
+        seqs = [seqs[r][: k if k is not None else None] + [t] for r, k, t in zip(rows, keep, tokens, strict=True)]
         state, logits = decoder.step(state, rows, tokens, keep)
         assert decoder.row_lengths(state) == [len(s) for s in seqs]
         for row, s in enumerate(seqs):

@@ -96,9 +96,7 @@ def test_special_ids_and_decode_skips_them(tokenizer):
 def test_chat_template_renders_chatml_with_system_prompt(tokenizer, hf_tokenizer):
     text = tokenizer.render_chat("你好 🙂", system="Be brief.")
     assert text == (
-        "<|im_start|>system\nBe brief.<|im_end|>\n"
-        "<|im_start|>user\n你好 🙂<|im_end|>\n"
-        "<|im_start|>assistant\n"
+        "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n你好 🙂<|im_end|>\n<|im_start|>assistant\n"
     )
     messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "你好 🙂"}]
     assert text == hf_tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
