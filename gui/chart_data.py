@@ -10,7 +10,7 @@ from typing import Any
 
 from decoding.trace import LaneTrace, StepRecord, TokenProb
 
-_VISIBLE_WHITESPACE = {" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"}
+_VISIBLE_WHITESPACE = {" ": "·", "\n": "↵", "\t": "→", "\r": "␍"}  # as gui/render.py labels
 
 
 def display_token(text: str, max_chars: int = 14) -> str:

@@ -13,7 +13,7 @@ import html
 from pathlib import Path
 
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtCore import QEvent, QPointF, Qt, Signal
 from PySide6.QtGui import QCursor, QFontMetrics, QTextDocument
 from PySide6.QtWidgets import (
     QComboBox,
@@ -31,7 +31,7 @@ from gui.chart_data import Cutoffs, TokenRow, display_token, inspector_rows, ste
 
 _BAR = 0.38  # bar thickness in row units; two of them side by side fill most of a row
 _ROW_PX = 16  # the least height a row needs for its token label to stay readable
-_AXIS_PX = 56  # height the bottom axis and its title take inside the canvas
+_AXIS_PX = 64  # height the bottom axis, its title and the plot margins take inside the canvas
 _MIN_ROWS = 5
 
 
@@ -117,10 +117,12 @@ class StepInspector(QWidget):
         fit = (self._canvas.height() - _AXIS_PX) // _ROW_PX
         return max(_MIN_ROWS, min(self._max_rows, fit))
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
-        super().resizeEvent(event)
-        if self._step is not None and self._fitting_rows() != len(self._rows):
-            self._redraw()
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt override)
+        # The canvas's own resize (after layout), not the panel's: only then is its new height known.
+        if watched is self._canvas and event.type() == QEvent.Type.Resize and self._step is not None:
+            if self._fitting_rows() != len(self._rows):
+                self._redraw()
+        return super().eventFilter(watched, event)
 
     # ---- construction ------------------------------------------------------------------------------------
     def _build_ui(self) -> None:
@@ -147,6 +149,7 @@ class StepInspector(QWidget):
         self._setup_plots()
         self._create_items()
         self._canvas.scene().sigMouseClicked.connect(self._on_click)
+        self._canvas.installEventFilter(self)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)

@@ -18,8 +18,8 @@ from tests import chart_samples as samples
 
 
 def test_display_token_makes_whitespace_visible_and_shortens():
-    assert display_token(" Paris") == "␣Paris"
-    assert display_token("\n\t") == "↵⇥"
+    assert display_token(" Paris") == "·Paris"
+    assert display_token("\n\t") == "↵→"
     assert display_token("") == "∅"
     assert display_token("abcdefghijklmnopqrstuvwxyz", 8) == "abcdefg…"
     assert display_token("我虽然很累") == "我虽然很累"

@@ -49,7 +49,7 @@ def test_inspector_bars_and_cutoffs_of_a_top_k_top_p_step(inspector):
     numbers = inspector.numbers_text()
     assert "kept set 3 tokens" in numbers and "flags —" in numbers and "draw u 0." in numbers
     ticks = inspector._bars_plot.getAxis("left")._tickLevels[0]
-    assert ticks[0] == (0, "␣Paris") and ticks[1] == (1, "▶ ␣a")
+    assert ticks[0] == (0, "·Paris") and ticks[1] == (1, "▶ ·a")
 
 
 def test_inspector_min_p_line_and_no_draw_for_greedy_config(qtbot):
@@ -163,7 +163,7 @@ def test_beam_tree_draws_kept_pruned_and_finished_nodes(beam_tree):
     assert pruned["size"] < kept["size"]
     assert [(n.step, n.slot) for n in beam_tree.best_nodes()] == [(0, 0), (1, 0), (2, 0), (3, 0)]
     assert len(beam_tree._best_edges.getData()[0]) == 8  # four best edges, two points each
-    assert beam_tree.visible_labels()[:2] == ["␣Paris", "␣a"]
+    assert beam_tree.visible_labels()[:2] == ["·Paris", "·a"]
     assert len(beam_tree.visible_labels()) == 16
 
 
