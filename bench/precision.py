@@ -108,7 +108,7 @@ def measure_precision(ctx: BenchContext) -> list[Row]:
             goal=">= 95",
         ),
         Row(item, "fp16 prompts whose whole greedy sequence equals fp32's", whole, unit=f"of {len(prompts)}"),
-        Row(item, "fp16 single-row step / fp32", paired_ratio(samples, "fp16", "fp32"), goal="<= 1"),
+        Row(item, "fp16 single-row step / fp32", paired_ratio(samples, "fp16", "fp32")),
         Row(item, "fp16 single-row step", medians(samples)["fp16"] * 1e3, unit="ms"),
     ]
 
