@@ -289,3 +289,17 @@ def test_invalid_scores_are_refused():
         search.step(np.zeros((3, 50), dtype=np.float32))
     with pytest.raises(ValueError, match="too small"):
         search.step(np.zeros((4, 2), dtype=np.float32))  # keeps (1 + 2) * 4 = 12 > 4 * 2 candidates
+
+
+@pytest.mark.parametrize("kind", ["normal", "ties", "mostly-inf"])
+def test_top_k_desc_on_vocab_sized_rows(kind):
+    """Long arrays take the sampled-bound path; it must agree with the stable sort, ties and -inf included."""
+    rng = np.random.default_rng(3)
+    size = 4 * 49152
+    values = {
+        "normal": rng.standard_normal(size),
+        "ties": rng.choice([-1e9, -2.0, -1.0, 0.5], size=size),
+        "mostly-inf": np.where(rng.random(size) < 0.999, -np.inf, rng.standard_normal(size)),
+    }[kind].astype(np.float32)
+    for k in (1, 8, 12, 40):
+        np.testing.assert_array_equal(top_k_desc(values, k), np.argsort(-values, kind="stable")[:k])
