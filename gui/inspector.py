@@ -210,7 +210,7 @@ class StepInspector(QWidget):
         self._kept_line = self._hline(bars, style.FOREGROUND, Qt.PenStyle.SolidLine, "kept")
         self._kept_line_cum = self._hline(cum, style.FOREGROUND, Qt.PenStyle.SolidLine, "")
         self._top_k_line = self._hline(bars, "#7B3294", dash, "top-k")
-        self._min_p_line = self._vline(bars, style.CUTOFF_COLOUR, Qt.PenStyle.DotLine, "min-p", at_bottom=True)
+        self._min_p_line = self._vline(bars, style.CUTOFF_COLOUR, Qt.PenStyle.DotLine, "min-p", 0.98)
         self._slices = pg.BarGraphItem(x0=[], y=[], width=[], height=0.6)
         cum.addItem(self._slices)
         self._cum_raw = cum.plot(
@@ -222,8 +222,8 @@ class StepInspector(QWidget):
             symbolBrush=style.RAW_COLOUR,
             symbolPen=None,
         )
-        self._top_p_line = self._vline(cum, style.CUTOFF_COLOUR, dash, "top-p")
-        self._draw_line = self._vline(cum, style.DRAW_COLOUR, Qt.PenStyle.SolidLine, "u", at_bottom=True)
+        self._top_p_line = self._vline(cum, style.CUTOFF_COLOUR, dash, "top-p", 0.9)
+        self._draw_line = self._vline(cum, style.DRAW_COLOUR, Qt.PenStyle.SolidLine, "u", 0.98)
 
     @staticmethod
     def _hline(plot: pg.PlotItem, colour: str, pen_style: Qt.PenStyle, label: str) -> pg.InfiniteLine:
@@ -243,18 +243,16 @@ class StepInspector(QWidget):
         return line
 
     @staticmethod
-    def _vline(
-        plot: pg.PlotItem, colour: str, pen_style: Qt.PenStyle, label: str, at_bottom: bool = False
-    ) -> pg.InfiniteLine:
-        # Labels sit right of the line, at the top (cut-offs) or the bottom (draw, min-p): they never collide.
-        anchor = (0, 1) if at_bottom else (0, 0)
+    def _vline(plot: pg.PlotItem, colour: str, pen_style: Qt.PenStyle, label: str, position: float) -> pg.InfiniteLine:
+        # Labels sit in the lower rows (the smallest bars, least covered), each at its own height: never collide.
+        anchor = (0, 1) if position > 0.5 else (0, 0)
         line = pg.InfiniteLine(
             angle=90,
             movable=False,
             pen=pg.mkPen(colour, width=1.5, style=pen_style),
             label=label,
             labelOpts={
-                "position": 0.98 if at_bottom else 0.02,
+                "position": position,
                 "color": colour,
                 "anchors": [anchor, anchor],
                 "fill": (255, 255, 255, 200),
