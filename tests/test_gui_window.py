@@ -41,15 +41,15 @@ def window(make_window, tiny_model_dir):
     return make_window(tiny_model_dir)
 
 
-def run_and_wait(qtbot, window: MainWindow, max_new_tokens: int = 12) -> None:
+def run_and_wait(qtbot, window: MainWindow, max_new_tokens: int = 12, timeout_ms: int = RUN_TIMEOUT_MS) -> None:
     window.prompt.max_new_tokens.setValue(max_new_tokens)
     qtbot.mouseClick(window.prompt.run_button, Qt.MouseButton.LeftButton)
-    wait_idle(qtbot, window)
+    wait_idle(qtbot, window, timeout_ms)
 
 
-def wait_idle(qtbot, window: MainWindow) -> None:
+def wait_idle(qtbot, window: MainWindow, timeout_ms: int = RUN_TIMEOUT_MS) -> None:
     qtbot.waitUntil(lambda: not window.worker.is_running() and window.prompt.run_button.isEnabled(),
-                    timeout=RUN_TIMEOUT_MS)
+                    timeout=timeout_ms)
 
 
 def anchors(window: MainWindow, lane: int) -> dict[str, int]:
@@ -189,10 +189,37 @@ def test_closing_mid_run_leaves_no_thread_running(qtbot, window):
 def test_five_default_lanes_end_to_end_on_the_default_model(qtbot, make_window, default_model_dir):
     window = make_window(default_model_dir)
     window.prompt.editor.setPlainText("The capital of France is")
-    run_and_wait(qtbot, window, max_new_tokens=16)
+    run_and_wait(qtbot, window, max_new_tokens=16, timeout_ms=600_000)  # model load + 16 steps of 8 rows
     assert not window.error_banner.isVisible()
     names = [lane.name for lane in window.state.lanes]
     assert names == ["greedy", "beam-4", "top-k 50", "top-p 0.9", "T 1.3"]
     assert "Paris" in window.text.column_texts()[0]
     assert all(lane.steps for lane in window.state.lanes)
     assert window.state.lanes[1].sequences
+
+
+def test_replay_reruns_with_the_model_and_finds_every_token_identical(qtbot, window):
+    run_and_wait(qtbot, window, max_new_tokens=8)
+    before = [lane.token_ids for lane in window.state.lanes]
+    window.replay_action.trigger()
+    wait_idle(qtbot, window)
+    assert not window.error_banner.isVisible()
+    assert [lane.token_ids for lane in window.state.lanes] == before
+    assert "identical" in window.status.currentMessage()
+
+
+def test_an_engine_error_is_shown_and_the_text_so_far_kept(qtbot, window):
+    decoder = window.holder.get().model.decoder
+    real_step, calls = decoder.step, []
+
+    def failing_step(*args, **kwargs):
+        calls.append(1)
+        if len(calls) >= 4:
+            raise RuntimeError("device lost")
+        return real_step(*args, **kwargs)
+
+    decoder.step = failing_step
+    run_and_wait(qtbot, window, max_new_tokens=12)
+    assert window.error_banner.isVisible() and "device lost" in window.error_banner.text()
+    assert all(3 <= len(lane.steps) < 12 for lane in window.state.lanes)
+    assert all(text.strip() for text in window.text.column_texts())
