@@ -103,12 +103,13 @@ class Tokenizer:
         return self.encode(self.render_chat(user_text, system), add_special_tokens=False)
 
     def token_bytes(self, token_id: int) -> bytes:
-        """The bytes a byte-level token stands for (added tokens: their text as UTF-8)."""
+        """The bytes a byte-level token stands for (added tokens: their text as UTF-8). Ids the model has but the
+        tokenizer lacks (padded embedding rows, e.g. Qwen2) give b"", as `decode` skips them."""
         if token_id in self._added_text:
             return self._added_text[token_id].encode("utf-8")
         token = self.backend.id_to_token(token_id)
         if token is None:
-            raise ValueError(f"token id {token_id} is not in the vocabulary (size {self.vocab_size})")
+            return b""
         table = byte_level_decoding_table()
         return bytes(table[c] for c in token) if all(c in table for c in token) else token.encode("utf-8")
 
@@ -122,6 +123,8 @@ class Tokenizer:
     def _make_piece(self, token_id: int) -> str:
         if token_id in self._added_text:
             return self._added_text[token_id]
+        if self.backend.id_to_token(token_id) is None:
+            return f"<unused id {token_id}>"
         if self.byte_level:
             return self.token_bytes(token_id).decode("utf-8", errors="backslashreplace")
         return self.backend.decode([token_id], skip_special_tokens=False)

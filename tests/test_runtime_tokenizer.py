@@ -85,6 +85,14 @@ def test_pieces(tokenizer):
     assert tokenizer.piece(lone) == "\\xe4"
 
 
+def test_ids_beyond_the_tokenizer_vocabulary(tokenizer):
+    """Models may have more logits than the tokenizer has tokens (padded embeddings): shown, never a crash."""
+    beyond = tokenizer.vocab_size + 5
+    assert tokenizer.piece(beyond) == f"<unused id {beyond}>"
+    ids = [*tokenizer.encode("hi"), beyond]
+    assert "".join(stream(tokenizer, ids)) == tokenizer.decode(ids) == "hi"
+
+
 def test_special_ids_and_decode_skips_them(tokenizer):
     assert tokenizer.eos_token_ids == (2,)
     assert tokenizer.special_ids == {0, 1, 2}
