@@ -13,6 +13,7 @@ import os
 import secrets
 import shutil
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -57,6 +58,7 @@ DEFAULT_PLAN = [
 HF_PLAN = [("setup", 0.2), ("export", 30), ("smoke-test", 3), ("install", 2)]
 HUB_PLAN = [("setup", 0.2), ("download", 30), ("export", 30), ("smoke-test", 3), ("install", 2)]
 ONNX_PLAN = [("setup", 0.2), ("verify", 1), ("copy", 3), ("smoke-test", 3), ("install", 2)]
+STALE_AFTER_S = 24 * 3600
 SMOKE_EXPECTATION = " Paris"  # "The capital of France is" → " Paris" (greedy) for the default model
 
 
@@ -184,14 +186,16 @@ def build_folder(name: str, stages: Stages) -> Iterator[Path]:
 
 
 def remove_stale_builds(root: Path) -> None:
-    """Build folders left by a killed process (its pid is gone) are garbage."""
+    """Build folders left by a killed process (its pid is gone, or a day old on Windows) are garbage."""
     for folder in root.glob(f"{PARTIAL_PREFIX}*"):
         pid = folder.name.rsplit("-", 2)[-2]
-        if pid.isdigit() and not process_alive(int(pid)):
+        if pid.isdigit() and not build_owner_alive(int(pid), folder):
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def process_alive(pid: int) -> bool:
+def build_owner_alive(pid: int, folder: Path) -> bool:
+    if os.name == "nt":  # os.kill(pid, 0) would send CTRL_C_EVENT there
+        return time.time() - folder.stat().st_mtime < STALE_AFTER_S
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

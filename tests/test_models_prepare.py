@@ -256,3 +256,42 @@ def test_hub_unreachable_names_the_download_stage(cache, monkeypatch):
     assert info.value.stage == "download"
     assert "LocalEntryNotFoundError" in str(info.value)
     assert leftovers(cache) == []
+
+
+def tiny_causal_lm(kind: str):
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel, Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(0)
+    if kind == "gpt2":
+        config = GPT2Config(vocab_size=384, n_embd=64, n_layer=2, n_head=4, n_positions=256, initializer_range=0.2)
+        return GPT2LMHeadModel(config)
+    config = Qwen2Config(
+        vocab_size=384,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        initializer_range=0.2,
+    )
+    return Qwen2ForCausalLM(config)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["gpt2", "qwen2"])
+def test_other_architectures_export_and_match_transformers(cache, tmp_path, tiny_hf_dir, kind):
+    """GPT-2 and Qwen2 style folders export too, and ONNX greedy ids equal transformers greedy ids."""
+    import torch
+    from transformers import AutoTokenizer
+
+    folder = tmp_path / kind
+    tiny_causal_lm(kind).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(tiny_hf_dir).save_pretrained(folder)
+    path = prepare.prepare_hf_folder(folder)
+    smoke = catalog.read_manifest(path)["smoke_test"]
+    ids = torch.tensor([smoke["prompt_ids"]])
+    reference = prepare.load_reference_model(path)
+    with torch.no_grad():
+        out = reference.generate(ids, max_new_tokens=4, do_sample=False, eos_token_id=None, pad_token_id=2)
+    assert out[0, ids.shape[1] :].tolist() == smoke["generated_ids"]
