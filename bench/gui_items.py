@@ -24,9 +24,7 @@ def _probe(args: list[str], timeout: float) -> tuple[dict, float]:
     if not env.get("DISPLAY") and not env.get("WAYLAND_DISPLAY"):
         env["QT_QPA_PLATFORM"] = "offscreen"
     started = time.time()
-    done = subprocess.run(
-        [sys.executable, str(PROBE), *args], capture_output=True, text=True, env=env, timeout=timeout
-    )
+    done = subprocess.run([sys.executable, str(PROBE), *args], capture_output=True, text=True, env=env, timeout=timeout)
     if done.returncode != 0:
         raise SkipItem(f"GUI probe failed: {done.stderr.strip().splitlines()[-1:]}")
     return json.loads(done.stdout.strip().splitlines()[-1]), started
@@ -55,6 +53,10 @@ def measure_gui(ctx: BenchContext) -> list[Row]:
         ),
         Row(item, "launch to visible window (median)", statistics.median(launches), unit="s", goal="< 2"),
         Row(item, "99th percentile heartbeat gap while streaming", streaming["p99_gap_ms"], unit="ms"),
+        *[
+            Row(item, f"longest MainWindow.{name} call while streaming", ms, unit="ms")
+            for name, ms in streaming["longest_slot_ms"].items()
+        ],
         Row(item, "largest stall in the first run (model load included)", first["max_gap_ms"], unit="ms"),
         Row(
             item,

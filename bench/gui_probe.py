@@ -93,11 +93,39 @@ def stream_once(app, window, heartbeat: Heartbeat, tokens: int) -> dict:
     }
 
 
+class SlotTimer:
+    """Wraps the main window's slots that run on the GUI thread during a run to record each one's longest call
+    (a stall is either one of these or the worker holding the GIL)."""
+
+    SLOTS = ("_flush", "_on_progress", "_on_finished")
+
+    def __init__(self):
+        from gui.main_window import MainWindow
+
+        self.longest = dict.fromkeys(self.SLOTS, 0.0)
+        for name in self.SLOTS:
+            setattr(MainWindow, name, self._timed(name, getattr(MainWindow, name)))
+
+    def _timed(self, name: str, original):
+        def timed(window, *args) -> None:
+            start = time.perf_counter()
+            original(window, *args)
+            self.longest[name] = max(self.longest[name], time.perf_counter() - start)
+
+        return timed
+
+    def reset(self) -> None:
+        self.longest = dict.fromkeys(self.SLOTS, 0.0)
+
+
 def stall(model_dir: Path, tokens: int) -> dict:
+    slots = SlotTimer()  # before the window exists: its connections take the wrapped methods
     app, window = open_window(model_dir)
     heartbeat = Heartbeat()
     first = stream_once(app, window, heartbeat, tokens)  # loads the model on the worker thread
+    slots.reset()
     second = stream_once(app, window, heartbeat, tokens)
+    second["longest_slot_ms"] = {name: 1e3 * seconds for name, seconds in slots.longest.items()}
     window.close()
     return {"first_run": first, "streaming": second}
 
