@@ -9,11 +9,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the list as JSON")
 
 
-def providers() -> str:
-    """Execution providers a prepared model can run on here (CUDA only if a session really runs on it)."""
-    from models.validate import cuda_usable
+def providers() -> tuple[str, str | None]:
+    """Execution providers a prepared model can run on here (CUDA only if a session really runs on it), and why
+    CUDA is not among them."""
+    from models.validate import cuda_unavailable_reason
 
-    return "CPU, CUDA" if cuda_usable() else "CPU"
+    reason = cuda_unavailable_reason()
+    return ("CPU" if reason else "CPU, CUDA"), reason
 
 
 def human_size(size: int) -> str:
@@ -36,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from models.catalog import list_models, models_dir
 
     models = list_models()
-    supported = providers() if models else ""
+    supported, no_cuda = providers() if models else ("", None)
     if args.json:
         records = [
             {
@@ -62,4 +64,6 @@ def run(args: argparse.Namespace) -> int:
     ]
     print(table([header, *rows]))
     print(f"\n{len(models)} model(s) in {models_dir()}")
+    if no_cuda:
+        print(f"CUDA: not available ({no_cuda})")
     return 0

@@ -135,18 +135,24 @@ def smoke_test(model_dir: Path, prompt: str = SMOKE_PROMPT, steps: int = 4, expe
     }
 
 
-def cuda_usable() -> bool:
-    """True when onnxruntime-gpu really runs a session on the CUDA EP (it silently falls back to CPU)."""
+def cuda_unavailable_reason() -> str | None:
+    """None when the CUDA EP really runs a session here (read back from a probe session), else why not.
+    Provider choice itself is runtime/'s job: this asks it."""
+    from runtime.session import CUDA, create_session
+    from runtime.session import cuda_unavailable_reason as cannot_try_cuda
+
+    reason = cannot_try_cuda()
+    if reason is not None:
+        return reason
     try:
-        import onnxruntime as ort
-    except ImportError:
-        return False
-    if "CUDAExecutionProvider" not in ort.get_available_providers():
-        return False
-    return probe_cuda_session(ort)
+        _, placement = create_session(probe_model(), device="auto")
+    except Exception as exc:  # a broken CUDA install must not break listing models
+        return f"the CUDA EP failed to start: {exc}"
+    return None if placement == CUDA else "ONNX Runtime could not load the CUDA EP (fell back to CPU)"
 
 
-def probe_cuda_session(ort) -> bool:
+def probe_model() -> bytes:
+    """A one-node graph, enough to see which provider a session really gets."""
     from onnx import TensorProto, helper
 
     node = helper.make_node("Identity", ["x"], ["y"])
@@ -155,12 +161,5 @@ def probe_cuda_session(ort) -> bool:
         [node], "probe", [value("x", TensorProto.FLOAT, [1])], [value("y", TensorProto.FLOAT, [1])]
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8  # what any onnxruntime ≥ 1.10 loads; onnx's default may be newer than ORT supports
-    options = ort.SessionOptions()
-    options.log_severity_level = 4
-    try:
-        providers = ["CUDAExecutionProvider", "CPUExecutionProvider"]
-        session = ort.InferenceSession(model.SerializeToString(), options, providers=providers)
-    except Exception:
-        return False
-    return session.get_providers()[0] == "CUDAExecutionProvider"
+    model.ir_version = 8  # what any onnxruntime >= 1.10 loads; onnx's default may be newer than ORT supports
+    return model.SerializeToString()
