@@ -16,7 +16,7 @@ from decoding.spec import SAMPLING_WARPERS, LaneSpec
 @dataclass(frozen=True)
 class Field:
     name: str  # Hugging Face GenerationConfig name (= LaneSpec attribute)
-    kind: str  # "bool" | "int" | "float" | "choice"
+    kind: str  # "bool" | "int" | "float" | "choice" | "text"
     tooltip: str
     minimum: float = 0
     maximum: float = 0
@@ -60,6 +60,10 @@ FIELDS: tuple[Field, ...] = (
           0, 64, off=0),
     Field("min_new_tokens", "int", "Suppress the end-of-sequence token until this many tokens are generated. "
           "0 = off.", 0, 4096, off=0),
+    Field("max_new_tokens", "int", "This lane's own limit on new tokens. run's = the max new tokens set next "
+          "to the prompt.", 0, 4096, off=0, special_text="run's"),
+    Field("stop_strings", "text", "Stop this lane as soon as its text contains one of these strings. Separate "
+          "several with |; write a newline as \\n. Empty = none.", off=""),
     Field("length_penalty", "float", "Beam search: a hypothesis scores sum(logprob) / length^length_penalty. "
           "Above 0 favours longer sequences, below 0 shorter ones.", -10.0, 10.0, 0.1, 2, off=1.0),
     Field("early_stopping", "choice", "Beam search: True stops when num_beams hypotheses are finished; False "
@@ -89,7 +93,18 @@ def display_value(spec: LaneSpec, f: Field) -> Any:
     value = getattr(spec, f.name)
     if f.name == "early_stopping":
         return str(value)
+    if f.name == "stop_strings":
+        return format_stop_strings(value)
     return f.off if value is None else value
+
+
+def parse_stop_strings(text: str) -> tuple[str, ...]:
+    """'\\n\\n|END' → ('\\n\\n', 'END'): |-separated, \\n for a newline, empty parts dropped."""
+    return tuple(part.replace("\\n", "\n") for part in text.split("|") if part)
+
+
+def format_stop_strings(strings: tuple[str, ...]) -> str:
+    return "|".join(s.replace("\n", "\\n") for s in strings)
 
 
 def spec_from_values(name: str, values: dict[str, Any], base: LaneSpec | None = None) -> LaneSpec:
@@ -119,6 +134,8 @@ def _spec_value(f: Field, value: Any, do_sample: bool, num_beams: int) -> Any:
         return None
     if f.name == "early_stopping":
         return {"True": True, "False": False}.get(value, value)
+    if f.name == "stop_strings":
+        return parse_stop_strings(value)
     if f.name in BEAM_ONLY:
         return value
     return None if value == f.off else value
@@ -142,6 +159,11 @@ def describe(spec: LaneSpec, seed: bool = True) -> str:
         parts.append(f"rep {spec.repetition_penalty:g}")
     if spec.no_repeat_ngram_size:
         parts.append(f"no-repeat {spec.no_repeat_ngram_size}")
+    if spec.max_new_tokens:
+        parts.append(f"max {spec.max_new_tokens}")
+    if spec.stop_strings:
+        parts.append(f"stop {format_stop_strings(spec.stop_strings)}")
+    parts += [f"forced @{step}" for step in sorted(spec.forced)]
     if spec.branch is not None:
         parts.append(f"branch of {spec.branch.parent} @ {spec.branch.step}")
     return " · ".join(parts)

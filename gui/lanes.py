@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QLineEdit,
     QMenu,
     QSpinBox,
     QTableWidget,
@@ -54,6 +55,9 @@ def _make_widget(f: Field) -> QWidget:
     elif f.kind == "choice":
         widget = QComboBox()
         widget.addItems(list(f.choices))
+    elif f.kind == "text":
+        widget = QLineEdit()
+        widget.setPlaceholderText("none")
     elif f.kind == "int":
         widget = QSpinBox()
         widget.setRange(int(f.minimum), int(f.maximum))
@@ -75,6 +79,8 @@ def _widget_value(widget: QWidget) -> Any:
         return widget.isChecked()
     if isinstance(widget, QComboBox):
         return widget.currentText()
+    if isinstance(widget, QLineEdit):
+        return widget.text()
     return widget.value()
 
 
@@ -83,6 +89,8 @@ def _set_widget_value(widget: QWidget, value: Any) -> None:
         widget.setChecked(bool(value))
     elif isinstance(widget, QComboBox):
         widget.setCurrentText(str(value))
+    elif isinstance(widget, QLineEdit):
+        widget.setText(str(value))
     else:
         widget.setValue(value)
 
@@ -116,6 +124,8 @@ class LaneForm(QWidget):
             widget.toggled.connect(self._on_change)
         elif isinstance(widget, QComboBox):
             widget.currentTextChanged.connect(self._on_change)
+        elif isinstance(widget, QLineEdit):
+            widget.editingFinished.connect(self._on_change)
         else:
             widget.valueChanged.connect(self._on_change)
 

@@ -102,6 +102,18 @@ def test_spec_from_values_refuses_beam_sampling():
         spec_from_values("lane", values)
 
 
+def test_stop_strings_and_lane_limit_round_trip():
+    values = {f: FIELDS_BY_NAME[f].off for f in FIELDS_BY_NAME}
+    values.update(stop_strings="END|\\n\\n", max_new_tokens=10)
+    spec = spec_from_values("lane", values)
+    assert spec.stop_strings == ("END", "\n\n") and spec.max_new_tokens == 10
+    assert display_value(spec, FIELDS_BY_NAME["stop_strings"]) == "END|\\n\\n"
+    assert describe(spec) == "greedy · max 10 · stop END|\\n\\n"
+    values.update(stop_strings="", max_new_tokens=0)
+    assert spec_from_values("lane", values).stop_strings == ()
+    assert spec_from_values("lane", values).max_new_tokens is None
+
+
 def test_display_and_describe():
     spec = LaneSpec("s", do_sample=True, temperature=1.3, seed=7)
     assert display_value(spec, FIELDS_BY_NAME["top_k"]) == 0
