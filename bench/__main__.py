@@ -73,13 +73,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"bench: {error}", file=sys.stderr)
         return 2
     report = Report(machine=machine_facts(), settings=_settings(args, context))
-    failed = _run_items(context, selected, report)
+    failed = _run_items(context, selected, report, lambda: _save(report, args))
     print(table(report))
+    print(f"\nwritten to {args.out}")
+    return 1 if failed else 0
+
+
+def _save(report: Report, args: argparse.Namespace) -> None:
+    """Written after every item, so an interrupted run keeps what it measured."""
     write_json(report, args.out)
     if args.markdown is not None:
         update_markdown(report, args.markdown)
-    print(f"\nwritten to {args.out}")
-    return 1 if failed else 0
 
 
 def _context(args: argparse.Namespace) -> BenchContext:
@@ -99,8 +103,9 @@ def _settings(args: argparse.Namespace, context: BenchContext) -> dict:
     }
 
 
-def _run_items(context: BenchContext, selected: list[str], report: Report) -> bool:
-    """Runs each item; an item that cannot run here is recorded as skipped, one that crashes as failed."""
+def _run_items(context: BenchContext, selected: list[str], report: Report, save: Callable[[], None]) -> bool:
+    """Runs each item (saving after each); an item that cannot run here is recorded as skipped, one that crashes
+    as failed."""
     failed = False
     for name in selected:
         print(f"bench: {name} ...", file=sys.stderr, flush=True)
@@ -114,6 +119,7 @@ def _run_items(context: BenchContext, selected: list[str], report: Report) -> bo
             report.skipped[name] = f"FAILED: {type(error).__name__}: {error}"
             failed = True
         print(f"bench: {name} done in {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
+        save()
     return failed
 
 
