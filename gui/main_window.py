@@ -282,9 +282,9 @@ class MainWindow(QMainWindow):
     @Slot(object)
     def _on_finished(self, result: object) -> None:
         self._redraw_timer.stop()
-        self._flush()
-        if self._closing:
+        if self._closing:  # the window is gone: nothing to show
             return
+        self._flush()
         if self._job_kind == "branch":
             self._finish_branch(result)
         else:
@@ -298,9 +298,9 @@ class MainWindow(QMainWindow):
     @Slot(str, str)
     def _on_failed(self, message: str, details: str) -> None:
         self._redraw_timer.stop()
-        self._flush()
-        if self._closing:
+        if self._closing:  # the window is gone: nothing to show
             return
+        self._flush()
         self.prompt.set_running(False)
         self._set_file_actions_enabled(True)
         self.status.showMessage("failed")
@@ -479,6 +479,7 @@ class MainWindow(QMainWindow):
         self.lanes.set_specs(specs)
         self.state = RunState()
         self._show_trace(trace, specs)
+        self.status.set_model(f"{trace.model.name} (opened run)", trace.provider)
         self.status.showMessage(f"opened {path}")
 
     @Slot()
@@ -488,11 +489,29 @@ class MainWindow(QMainWindow):
         if self.trace is None or self.holder is None or self.worker.is_running():
             self.show_error("Replay needs a run (run or open one) and a model.")
             return
+        if not self._use_model_of(self.trace):
+            return
         self._replayed = self.trace
         request = session.request_of(self.trace)
         specs = session.specs_of(self.trace)
         self._start_view(specs)
         self._start("replay", session.run_job(self.holder, request, specs), request.max_new_tokens)
+
+    def _use_model_of(self, trace: RunTrace) -> bool:
+        """Switch to the model the run was made with (by name or path); False with a message if it is not
+        prepared here."""
+        from models.catalog import resolve
+
+        if trace.model.name in (self.holder.name, "unknown"):
+            return True
+        for key in filter(None, (trace.model.name, trace.model.path)):
+            try:
+                self.set_model(resolve(key))
+                return True
+            except FileNotFoundError:
+                continue
+        self.show_error(f"The run was made with model {trace.model.name!r}, which is not prepared here.")
+        return False
 
     def _report_replay(self) -> None:
         before = {lane.name: lane.token_ids for lane in self._replayed.lanes}
