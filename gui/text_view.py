@@ -70,19 +70,24 @@ class TokenBrowser(QTextBrowser):
     def token_at(self, pos: QPoint) -> tuple[int, int] | None:
         return parse_token_url(self.anchorAt(pos))
 
-    def event(self, event: QEvent) -> bool:
+    def viewportEvent(self, event: QEvent) -> bool:  # noqa: N802 (Qt override): tooltips arrive at the viewport
         if event.type() == QEvent.Type.ToolTip:
             self._show_tooltip(event)
             return True
-        return super().event(event)
+        return super().viewportEvent(event)
+
+    def tooltip_at(self, pos: QPoint) -> str:
+        """The hover text at a viewport position: the token's top-5 alternatives ('' off tokens)."""
+        target = self.token_at(pos)
+        record = self._panel.state.step_record(*target) if target else None
+        return alternatives_html(record) if record is not None else ""
 
     def _show_tooltip(self, event: QEvent) -> None:
-        target = self.token_at(self.viewport().mapFromGlobal(event.globalPos()))
-        record = self._panel.state.step_record(*target) if target else None
-        if record is None:
+        text = self.tooltip_at(event.pos())
+        if text:
+            QToolTip.showText(event.globalPos(), text, self.viewport())
+        else:
             QToolTip.hideText()
-            return
-        QToolTip.showText(event.globalPos(), alternatives_html(record), self)
 
     def contextMenuEvent(self, event: QContextMenuEvent) -> None:
         target = self.token_at(event.pos())

@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QPoint, Qt, QThread
-from PySide6.QtGui import QTextCursor
+from PySide6.QtCore import QEvent, QPoint, Qt, QThread
+from PySide6.QtGui import QHelpEvent, QTextCursor
+from PySide6.QtWidgets import QApplication, QToolTip
 
 from gui.app import make_application
 from gui.main_window import MainWindow
@@ -120,6 +121,17 @@ def test_clicking_a_token_selects_it_in_inspector_and_timeline(qtbot, window):
     chosen = [row.token_id for row in window.inspector.rows() if row.chosen]
     assert chosen == [window.state.lanes[2].token_ids[step]]
     assert f"step {step + 1}/" in window.status.selection.text()
+
+
+def test_hovering_a_token_shows_its_top_five_alternatives(qtbot, window):
+    run_and_wait(qtbot, window, max_new_tokens=6)
+    browser = window.text.columns[0].browser
+    point = token_point(qtbot, window, 0, 0)
+    event = QHelpEvent(QEvent.Type.ToolTip, point, browser.viewport().mapToGlobal(point))
+    QApplication.sendEvent(browser.viewport(), event)
+    record = window.state.lanes[0].steps[0]
+    text = QToolTip.text()
+    assert QToolTip.isVisible() and "step 0" in text and text.count("<tr>") == min(5, len(record.top))
 
 
 def test_branching_from_an_alternative_adds_a_lane_next_to_its_parent(qtbot, window):
