@@ -84,3 +84,19 @@ def test_app_entry_opens_the_window_on_a_model(qtbot, tiny_model_dir):
     assert seen["title"] == "Branchpoint — tiny-random-llama"
     assert app.desktopFileName() == "branchpoint" and not app.windowIcon().isNull()
     assert "Noto Sans CJK SC" in app.font().families()
+
+
+def test_model_picker_adds_a_local_onnx_folder_through_the_setup_dialog(qtbot, tiny_model_dir, tmp_path,
+                                                                         monkeypatch):
+    from gui.model_picker import ModelPicker
+
+    monkeypatch.setenv("BRANCHPOINT_CACHE_DIR", str(tmp_path / "cache"))
+    make_application([])
+    picker = ModelPicker()
+    qtbot.addWidget(picker)
+    assert [picker.itemText(i) for i in range(picker.count())] == ["Add local folder…"]
+    prepared = picker.prepare_folder(tiny_model_dir)  # runs models.prepare.register_onnx_folder in the dialog
+    assert prepared is not None and (prepared / "model.onnx").is_file()
+    assert prepared.parent == tmp_path / "cache" / "models"
+    picker.refresh(prepared)
+    assert picker.currentText() == prepared.name and picker.count() == 2

@@ -170,6 +170,9 @@ def test_save_then_open_restores_an_identical_view(qtbot, window, make_window, t
     assert reopened.prompt.request() == window.prompt.request()
     for a, b in zip(reopened.state.lanes, window.state.lanes, strict=True):
         assert a.token_ids == b.token_ids and len(a.steps) == len(b.steps)
+    pngs = reopened.export_pngs(tmp_path / "png")
+    assert [p.name for p in pngs] == ["text.png", "inspector.png", "timeline.png", "beam_tree.png"]
+    assert all(p.stat().st_size > 1000 for p in pngs)
 
 
 def test_invalid_parameter_is_refused_with_a_visible_message(qtbot, window):
