@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from PySide6.QtCore import QEvent, QPoint, Qt, QUrl, Signal, Slot
-from PySide6.QtGui import QAction, QContextMenuEvent
+from PySide6.QtGui import QAction, QContextMenuEvent, QKeyEvent
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -53,9 +53,10 @@ class TokenBrowser(QTextBrowser):
     branchRequested = Signal(int, int, int)  # lane, step, token id
     forceRequested = Signal(int, int)  # step, token id
 
-    def __init__(self, panel: TextPanel, parent: QWidget | None = None) -> None:
+    def __init__(self, panel: TextPanel, lane: int, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._panel = panel
+        self._lane = lane
         self.setOpenLinks(False)
         self.setOpenExternalLinks(False)
         self.setMouseTracking(True)
@@ -69,6 +70,16 @@ class TokenBrowser(QTextBrowser):
 
     def token_at(self, pos: QPoint) -> tuple[int, int] | None:
         return parse_token_url(self.anchorAt(pos))
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 (Qt override)
+        """Left / Right move the selection through the lane's steps."""
+        selection = self._panel.state.selection
+        delta = {Qt.Key.Key_Left: -1, Qt.Key.Key_Right: 1}.get(event.key())
+        if delta is None or selection is None or selection.lane != self._lane:
+            super().keyPressEvent(event)
+            return
+        if self._panel.state.step_record(self._lane, selection.step + delta) is not None:
+            self.tokenClicked.emit(self._lane, selection.step + delta)
 
     def viewportEvent(self, event: QEvent) -> bool:  # noqa: N802 (Qt override): tooltips arrive at the viewport
         if event.type() == QEvent.Type.ToolTip:
@@ -136,7 +147,7 @@ class LaneColumn(QFrame):
         self.beams_button.setCheckable(True)
         self.beams_button.setToolTip("Show every returned beam hypothesis under the best one")
         self.beams_button.toggled.connect(panel.refresh_all)
-        self.browser = TokenBrowser(panel)
+        self.browser = TokenBrowser(panel, index)
         header = QHBoxLayout()
         header.addWidget(self.title, 1)
         header.addWidget(self.beams_button)

@@ -121,6 +121,8 @@ def test_clicking_a_token_selects_it_in_inspector_and_timeline(qtbot, window):
     chosen = [row.token_id for row in window.inspector.rows() if row.chosen]
     assert chosen == [window.state.lanes[2].token_ids[step]]
     assert f"step {step + 1}/" in window.status.selection.text()
+    qtbot.keyClick(browser, Qt.Key.Key_Right)  # keyboard scrubbing from the text
+    assert window.timeline.selected() == (2, step + 1)
 
 
 def test_hovering_a_token_shows_its_top_five_alternatives(qtbot, window):
@@ -153,6 +155,19 @@ def test_branching_from_an_alternative_adds_a_lane_next_to_its_parent(qtbot, win
     assert len(child.token_ids) > step + 1  # it continued after the picked token
     assert "↳" in window.text.column_texts()[1]  # branch point marked in the text
     assert window.lanes.specs()[1].branch.parent == parent.name
+
+
+def test_force_a_token_for_all_lanes(qtbot, window):
+    run_and_wait(qtbot, window, max_new_tokens=8)
+    record = window.state.lanes[0].steps[2]
+    token = record.top[1].id
+    menu = window.text.columns[0].browser.alternatives_menu(0, record)
+    menu.actions()[1].menu().actions()[1].trigger()  # "Force for all lanes…" → the runner-up
+    wait_idle(qtbot, window)
+    assert not window.error_banner.isVisible()
+    for lane in window.state.lanes:
+        assert lane.token_ids[2] == token and lane.steps[2].forced
+    assert all(spec.forced == {2: token} for spec in window.lanes.specs())
 
 
 def test_save_then_open_restores_an_identical_view(qtbot, window, make_window, tmp_path):
