@@ -30,6 +30,7 @@ from decoding import analysis
 from decoding.lanes import LaneState, new_lane_state
 from decoding.protocol import LogitsSource, TokenText
 from decoding.spec import LaneSpec, assign_seeds
+from decoding.stats import MIN_TOP_N
 from decoding.trace import (
     ModelInfo,
     PromptInfo,
@@ -67,11 +68,11 @@ class Engine:
         tokenizer: TokenText,
         eos_token_ids: Sequence[int],
         *,
-        top_n: int = 20,
+        top_n: int = MIN_TOP_N,
         near_tie_threshold: float = 0.05,
     ) -> None:
-        if isinstance(top_n, bool) or not isinstance(top_n, int) or top_n < 1:
-            raise ValueError(f"invalid top_n={top_n!r}: allowed an integer >= 1")
+        if isinstance(top_n, bool) or not isinstance(top_n, int) or top_n < MIN_TOP_N:
+            raise ValueError(f"invalid top_n={top_n!r}: allowed an integer >= {MIN_TOP_N}")
         if not 0.0 <= near_tie_threshold <= 1.0:
             raise ValueError(f"invalid near_tie_threshold={near_tie_threshold!r}: allowed a float in [0, 1]")
         self.source = source

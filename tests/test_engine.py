@@ -233,7 +233,7 @@ def test_invalid_runs_are_refused_before_anything_runs():
             max_new_tokens=3,
         )
     with pytest.raises(ValueError, match="top_n"):
-        Engine(source, FakeTokenizer(), [], top_n=0)
+        Engine(source, FakeTokenizer(), [], top_n=19)
     assert source.prefill_calls == 0
 
 
