@@ -97,12 +97,8 @@ class Engine:
         prefix = prefix or Prefix([])
         _check_run_inputs(prompt, specs, max_new_tokens, prefix)
         specs = assign_seeds(list(specs), base_seed)  # every sampled lane records a seed: replayable
-        settings = RunSettings(
-            self.top_n, self.near_tie_threshold, max_new_tokens, base_seed, list(self.eos_token_ids)
-        )
-        trace = RunTrace(
-            model=model or ModelInfo(name="unknown"), provider=provider, prompt=prompt, settings=settings
-        )
+        settings = RunSettings(self.top_n, self.near_tie_threshold, max_new_tokens, base_seed, list(self.eos_token_ids))
+        trace = RunTrace(model=model or ModelInfo(name="unknown"), provider=provider, prompt=prompt, settings=settings)
         return Run(self, trace, list(specs), prefix, cancel)
 
     def run(
@@ -116,9 +112,7 @@ class Engine:
         return run.trace
 
 
-def _check_run_inputs(
-    prompt: PromptInfo, specs: Sequence[LaneSpec], max_new_tokens: int, prefix: Prefix
-) -> None:
+def _check_run_inputs(prompt: PromptInfo, specs: Sequence[LaneSpec], max_new_tokens: int, prefix: Prefix) -> None:
     if not prompt.ids:
         raise ValueError("invalid prompt: it encodes to no tokens (allowed: a non-empty prompt)")
     if not specs:
@@ -144,9 +138,7 @@ def _check_run_inputs(
 def _check_branch(spec: LaneSpec, specs: Sequence[LaneSpec], limit: int, prefix_len: int) -> None:
     branch = spec.branch
     if not prefix_len <= branch.step < limit:
-        raise ValueError(
-            f"invalid branch step={branch.step} of lane {spec.name!r}: allowed {prefix_len}..{limit - 1}"
-        )
+        raise ValueError(f"invalid branch step={branch.step} of lane {spec.name!r}: allowed {prefix_len}..{limit - 1}")
     parents = [s for s in specs if s.name == branch.parent]
     if not parents:
         if branch.step != prefix_len:
@@ -166,9 +158,7 @@ def _check_branch(spec: LaneSpec, specs: Sequence[LaneSpec], limit: int, prefix_
 class Run:
     """One run: iterate it to advance; `trace` fills as it goes; `cancel()` stops before the next step."""
 
-    def __init__(
-        self, engine: Engine, trace: RunTrace, specs: list[LaneSpec], prefix: Prefix, cancel: Cancel
-    ) -> None:
+    def __init__(self, engine: Engine, trace: RunTrace, specs: list[LaneSpec], prefix: Prefix, cancel: Cancel) -> None:
         self.engine = engine
         self.trace = trace
         self.specs = specs
@@ -264,9 +254,10 @@ class Run:
             if self.cancelled():
                 self._stop_all(lanes, "cancelled")
                 return
+            rows, tokens, slots = _share_identical_rows(feed)
             started = time.perf_counter()
             try:
-                state, logits = self.engine.source.step(state, [r for r, _ in feed], [t for _, t in feed])
+                state, logits = self.engine.source.step(state, rows, tokens)
             except Exception as exc:  # noqa: BLE001 - a failing source ends the run with what it has
                 self.error = f"step failed: {type(exc).__name__}: {exc}"
                 self._stop_all(lanes, "error")
@@ -274,9 +265,10 @@ class Run:
             step_ms = (time.perf_counter() - started) * 1000.0
             timing.steps += 1
             timing.tokens += len(feed)
+            logits = np.asarray(logits, dtype=np.float32)
             position = 0
             for lane in lanes:
-                position = lane.receive(np.asarray(logits, dtype=np.float32), position)
+                position = lane.receive(logits, slots, position)
 
     def _decide(self, lane: LaneState, step_ms: float) -> Iterator[tuple[int, StepRecord]]:
         """One lane's step: choose and record (a follower copies its parent until the branch step)."""
@@ -318,3 +310,11 @@ class Run:
         timing.tokens_per_s = timing.tokens / generating_s if timing.tokens else 0.0
         self.trace.error = self.error
         self.trace.analysis = analysis.analyze(self.trace)
+
+
+def _share_identical_rows(feed: list[tuple[int, int]]) -> tuple[list[int], list[int], list[int]]:
+    """Rows that continue the same old row with the same token have the same future: compute each once.
+    Returns the batch's (rows, tokens) and, for every fed pair, its row in the new batch."""
+    unique: dict[tuple[int, int], int] = {}
+    slots = [unique.setdefault(pair, len(unique)) for pair in feed]
+    return [row for row, _ in unique], [token for _, token in unique], slots

@@ -86,14 +86,15 @@ class LaneState:
         if self.running and self.rows:  # a branch lane still copying its parent owns no row yet
             feed.append((self.rows[0], self.tokens[-1]))
 
-    def receive(self, logits: np.ndarray, position: int) -> int:
-        """Take this lane's rows from a batched call's output; returns the next lane's position."""
+    def receive(self, logits: np.ndarray, slots: list[int], position: int) -> int:
+        """Take this lane's rows from a batched call's output: `slots[position:]` are the new batch rows of
+        the pairs this lane queued (shared with other lanes where identical). Returns the next position."""
         if not self.running:
             self.rows, self.logits = [], None
             return position
         count = len(self.rows)
-        self.rows = list(range(position, position + count))
-        self.logits = logits[position : position + count]
+        self.rows = slots[position : position + count]
+        self.logits = logits[self.rows]
         return position + count
 
     def copy_record(self, record: StepRecord, token_id: int) -> None:
@@ -265,30 +266,22 @@ class BeamLaneState(LaneState):
             processed = raw[parent] if plain else scores[parent]
             first = per_parent.get(parent)
             if first is None:
-                records[i] = per_parent[parent] = self._record(
-                    raw[parent], processed, hyp.token_id, forced=forced
-                )
+                records[i] = per_parent[parent] = self._record(raw[parent], processed, hyp.token_id, forced=forced)
             else:
-                records[i] = _sibling(
-                    first, raw[parent], processed, hyp.token_id, self.tokenizer.piece(hyp.token_id)
-                )
+                records[i] = _sibling(first, raw[parent], processed, hyp.token_id, self.tokenizer.piece(hyp.token_id))
         return records
 
     def _advance_beams(self, result, records: dict[int, StepRecord]) -> None:
         old_tokens, old_records, old_rows = self.beam_tokens, self.beam_records, self.rows
         for i, hyp in enumerate(result.hypotheses):
             if hyp.finished:
-                self.finished_records[tuple(old_tokens[hyp.parent] + [hyp.token_id])] = old_records[
-                    hyp.parent
-                ] + [records[i]]
+                self.finished_records[tuple(old_tokens[hyp.parent] + [hyp.token_id])] = old_records[hyp.parent] + [
+                    records[i]
+                ]
         kept = sorted((hyp.beam, i) for i, hyp in enumerate(result.hypotheses) if hyp.kept)
-        self.beam_tokens = [
-            old_tokens[result.hypotheses[i].parent] + [result.hypotheses[i].token_id] for _, i in kept
-        ]
+        self.beam_tokens = [old_tokens[result.hypotheses[i].parent] + [result.hypotheses[i].token_id] for _, i in kept]
         self.beam_records = [old_records[result.hypotheses[i].parent] + [records[i]] for _, i in kept]
-        self.pending = [
-            (old_rows[src], token) for src, token in zip(result.sources, result.tokens, strict=True)
-        ]
+        self.pending = [(old_rows[src], token) for src, token in zip(result.sources, result.tokens, strict=True)]
 
     def _best_record(self, result, records: dict[int, StepRecord]) -> StepRecord:
         """The streamed record: the best running beam's step (or, at the end, the best candidate's)."""

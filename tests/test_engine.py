@@ -51,7 +51,15 @@ def test_one_prefill_and_exactly_one_source_step_per_step(specs):
     assert source.prefill_calls == 1
     assert source.step_calls == 9  # the 10th token needs no further logits
     rows = sum(spec.num_beams for spec in specs)
-    assert source.batch_sizes == [rows] * 9
+    assert all(1 <= size <= rows for size in source.batch_sizes)  # identical rows are computed once
+
+
+def test_identical_rows_are_computed_once():
+    engine, source = make_engine()
+    trace = engine.run(PROMPT, [LaneSpec("a"), LaneSpec("b"), LaneSpec("c", forced={3: 5})], max_new_tokens=8)
+    a, b, c = (lane.token_ids for lane in trace.lanes)
+    assert a == b and c[:3] == a[:3] and c[3] == 5
+    assert source.batch_sizes == [1, 1, 1] + [2] * 4  # "a" and "b" share one row; "c" parts at step 3
 
 
 def test_seeded_lane_is_independent_of_the_lane_mix():
@@ -276,7 +284,8 @@ def test_beam_lane_can_branch_from_a_greedy_lane():
     greedy, beam = trace.lane("greedy").token_ids, trace.lane("beam").token_ids
     assert beam[:2] == greedy[:2] and beam[2] == 11 and len(beam) == 8
     assert all(seq[:3] == beam[:3] for seq in trace.lane("beam").sequences)
-    assert source.batch_sizes == [1, 1] + [3] * 5
+    # both beams take the forced token from the parent's row: one shared row at step 2, then two beams
+    assert source.batch_sizes == [1, 1, 2] + [3] * 4
 
 
 def test_unseeded_sampled_lanes_get_a_recorded_seed():
