@@ -26,6 +26,7 @@ ITEMS = {
     "batching": "bench.decoder_items:measure_batching",
     "kv": "bench.decoder_items:measure_kv_flatness",
     "prefill_edit": "bench.decoder_items:measure_prefill_edit",
+    "attention_edit": "bench.decoder_items:measure_attention_edit",
     "floor": "bench.decoder_items:measure_floor",
     "sampler": "bench.engine_items:measure_sampler_overhead",
     "ort_options": "bench.ort_options:measure_ort_options",

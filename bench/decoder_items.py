@@ -61,9 +61,7 @@ def measure_batching(ctx: BenchContext) -> list[Row]:
             paired_ratio(samples, "batch", "single"),
             goal="<= 1.5",
         ),
-        Row(
-            item, f"{rows} one-by-one steps / one batched step", paired_ratio(samples, "one_by_one", "batch")
-        ),
+        Row(item, f"{rows} one-by-one steps / one batched step", paired_ratio(samples, "one_by_one", "batch")),
         Row(
             item,
             "batched step with rows reordered (beam) / without",
@@ -102,8 +100,7 @@ def measure_kv_flatness(ctx: BenchContext) -> list[Row]:
 def measure_prefill(ctx: BenchContext) -> list[Row]:
     lengths = ctx.sizes.prefill_lengths
     seconds = {
-        n: median_time(lambda n=n: ctx.decoder.prefill(ctx.random_ids(n)), ctx.sizes.prefill_reps)
-        for n in lengths
+        n: median_time(lambda n=n: ctx.decoder.prefill(ctx.random_ids(n)), ctx.sizes.prefill_reps) for n in lengths
     }
     first = lengths[0]
     rows = [Row("3 prefill", f"prefill {n} tokens", seconds[n] * 1e3, unit="ms") for n in lengths]
@@ -162,3 +159,51 @@ def measure_prefill_edit(ctx: BenchContext) -> list[Row]:
                 )
             ]
     return rows
+
+
+def measure_attention_edit(ctx: BenchContext) -> list[Row]:
+    """Steps of the current decoder vs the same model with grouped-query attention reading the KV cache as it
+    is (bench/graph_edits.grouped_attention: no repeated KV heads copied every step)."""
+    import tempfile
+
+    from bench.context import load_decoder
+    from bench.graph_edits import edited_model_dir
+
+    short, long = ctx.sizes.contexts
+    cases = [(1, short), (1, long), (ctx.sizes.batch_rows, short), (ctx.sizes.batch_rows, (short + long) // 2)]
+    with tempfile.TemporaryDirectory(prefix="bench-gqa-") as tmp:
+        edited_dir = edited_model_dir(ctx.model_dir, Path(tmp), ("grouped_attention",))
+        edited = load_decoder(edited_dir, ctx.device, ctx.threads)
+        rows = [
+            Row(
+                "3 KV cache",
+                "grouped attention: max |logits diff| on a real sequence (24 steps, 3 rows)",
+                _max_logits_diff(ctx, edited),
+                unit="",
+            )
+        ]
+        for batch, context in cases:
+            ids = ctx.random_ids(context)
+            steppers = {"current": Stepper(ctx.decoder, ids, batch), "grouped": Stepper(edited, ids, batch)}
+            samples = interleaved(steppers, ctx.sizes.step_reps)
+            rows.append(
+                Row(
+                    "3 KV cache",
+                    f"step {batch} row(s) at context {context}: grouped attention / current",
+                    paired_ratio(samples, "grouped", "current"),
+                )
+            )
+    return rows
+
+
+def _max_logits_diff(ctx: BenchContext, other) -> float:
+    import numpy as np
+
+    (state_a, a), (state_b, b) = ctx.decoder.prefill(ctx.prompt_ids), other.prefill(ctx.prompt_ids)
+    worst = float(np.abs(a - b).max())
+    rows, tokens = [0, 0, 0], [int(a.argmax())] * 3
+    for step in range(24):
+        (state_a, a), (state_b, b) = ctx.decoder.step(state_a, rows, tokens), other.step(state_b, rows, tokens)
+        worst = max(worst, float(np.abs(a - b).max()))
+        tokens, rows = a.argmax(-1).tolist(), ([1, 0, 2] if step % 3 == 0 else [0, 1, 2])
+    return worst

@@ -23,9 +23,7 @@ def last_position_lm_head(model):
     index, head = next((i, n) for i, n in enumerate(graph.node) if LOGITS in n.output)
     hidden = head.input[0]
     bounds = {"bp_last_starts": -1, "bp_last_ends": np.iinfo(np.int64).max, "bp_last_axes": 1}
-    graph.initializer.extend(
-        numpy_helper.from_array(np.array([v], np.int64), name) for name, v in bounds.items()
-    )
+    graph.initializer.extend(numpy_helper.from_array(np.array([v], np.int64), name) for name, v in bounds.items())
     sliced = f"{hidden}_last_position"
     graph.node.insert(index, helper.make_node("Slice", [hidden, *bounds], [sliced], name="bp_last_position"))
     head.input[0] = sliced
@@ -35,15 +33,145 @@ def last_position_lm_head(model):
     return model
 
 
-def edited_model_dir(model_dir: Path, out_dir: Path) -> Path:
-    """A copy of a prepared model folder whose model.onnx has the last-position edit (other files linked)."""
+EDITS = ("last_position", "grouped_attention")
+
+
+def apply_edits(model, config: dict, edits: tuple[str, ...]):
+    """Apply the named edits to an onnx.ModelProto (config: the model's config.json). Returns it."""
+    if "last_position" in edits:
+        last_position_lm_head(model)
+    if "grouped_attention" in edits:
+        heads = config["num_attention_heads"]
+        kv_heads = config.get("num_key_value_heads") or heads
+        head_dim = config.get("head_dim") or config["hidden_size"] // heads
+        if kv_heads != heads:
+            grouped_attention(model, heads, kv_heads, head_dim)
+    return model
+
+
+def edited_model_dir(model_dir: Path, out_dir: Path, edits: tuple[str, ...] = ("last_position",)) -> Path:
+    """A copy of a prepared model folder whose model.onnx has the named edits (other small files copied)."""
+    import json
+
     import onnx
 
     out_dir.mkdir(parents=True, exist_ok=True)
     for path in model_dir.iterdir():
         if path.is_file() and not path.name.startswith("model.onnx") and not path.name.endswith(".gguf"):
             shutil.copy2(path, out_dir / path.name)
-    model = last_position_lm_head(onnx.load(str(model_dir / "model.onnx")))
+    config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    model = apply_edits(onnx.load(str(model_dir / "model.onnx")), config, edits)
     large = model.ByteSize() > 1_900_000_000  # protobuf's 2 GB limit: keep big weights beside the graph
     onnx.save(model, str(out_dir / "model.onnx"), save_as_external_data=large, location="model.onnx_data")
     return out_dir
+
+
+def grouped_attention(model, num_heads: int, num_kv_heads: int, head_dim: int) -> int:
+    """Edit an onnx.ModelProto in place: grouped-query attention without materialising the repeated KV heads.
+
+    The export repeats every KV head num_heads / num_kv_heads times per step (Unsqueeze → Expand → Reshape: a
+    full copy of the cache, 3x its size here) before the two attention MatMuls. Grouping the query heads instead
+    ([B, H, S, D] → [B, KV, H/KV * S, D], a free reshape) lets both MatMuls read the cache as it is; results are
+    the same products summed in the same order. Returns the number of repeats removed (2 per layer)."""
+    graph = model.graph
+    producers = {out: node for node in graph.node for out in node.output}
+    consumers: dict[str, list] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    shapes = _add_shapes(graph, num_heads, num_kv_heads, head_dim)
+    before: dict[str, list] = {}
+    after: dict[str, list] = {}
+    edited = 0
+    for expand in [n for n in graph.node if n.op_type == "Expand"]:
+        repeat = _repeat_kv(expand, producers, consumers)
+        if repeat is None:
+            continue
+        cache, expanded = repeat
+        for user in consumers.get(expanded, []):
+            if user.op_type == "Shape":
+                user.input[0] = cache  # read off the cache: batch, length and head_dim are the same
+            elif user.op_type == "Transpose":
+                user.input[0] = cache
+                scores = _matmul_using(user, consumers)
+                _group(scores, 0, shapes["queries"], shapes["scores"], before, after)
+            elif user.op_type == "MatMul":
+                user.input[1] = cache
+                _group(user, 0, shapes["weights"], shapes["outputs"], before, after)
+        edited += 1
+    _reorder(graph, before, after)
+    _drop_dead_nodes(graph)
+    return edited
+
+
+def _add_shapes(graph, num_heads: int, num_kv_heads: int, head_dim: int) -> dict[str, str]:
+    """Reshape targets (0 copies the input's dim, -1 is inferred): grouped and back."""
+    from onnx import numpy_helper
+
+    targets = {
+        "queries": [0, num_kv_heads, -1, head_dim],
+        "scores": [0, num_heads, -1, 0],
+        "weights": [0, num_kv_heads, -1, 0],
+        "outputs": [0, num_heads, -1, head_dim],
+    }
+    names = {}
+    for key, dims in targets.items():
+        names[key] = f"bp_gqa_{key}_shape"
+        graph.initializer.append(numpy_helper.from_array(np.array(dims, np.int64), names[key]))
+    return names
+
+
+def _repeat_kv(expand, producers, consumers) -> tuple[str, str] | None:
+    """(cache tensor, repeated tensor) when `expand` is transformers' repeat_kv, else None."""
+    unsqueeze = producers.get(expand.input[0])
+    users = consumers.get(expand.output[0], [])
+    if unsqueeze is None or unsqueeze.op_type != "Unsqueeze" or len(users) != 1 or users[0].op_type != "Reshape":
+        return None
+    cache = unsqueeze.input[0]
+    if not cache.startswith("present."):
+        return None
+    return cache, users[0].output[0]
+
+
+def _matmul_using(transpose, consumers):
+    """The QK^T MatMul fed (through the scaling Mul) by the transposed keys."""
+    node = transpose
+    while node.op_type != "MatMul":
+        (node,) = consumers[node.output[0]]
+    return node
+
+
+def _group(matmul, operand: int, grouped_shape: str, back_shape: str, before: dict, after: dict) -> None:
+    from onnx import helper
+
+    source, result = matmul.input[operand], matmul.output[0]
+    grouped_in, grouped_out = f"{source}_bp_grouped", f"{result}_bp_grouped"
+    before.setdefault(matmul.name, []).append(
+        helper.make_node("Reshape", [source, grouped_shape], [grouped_in], name=f"{matmul.name}_bp_group")
+    )
+    matmul.input[operand] = grouped_in
+    matmul.output[0] = grouped_out
+    after.setdefault(matmul.name, []).append(
+        helper.make_node("Reshape", [grouped_out, back_shape], [result], name=f"{matmul.name}_bp_ungroup")
+    )
+
+
+def _reorder(graph, before: dict, after: dict) -> None:
+    """Insert the new nodes around their MatMul, keeping the node list topologically sorted."""
+    nodes = []
+    for node in graph.node:
+        nodes += [*before.get(node.name, []), node, *after.get(node.name, [])]
+    graph.ClearField("node")
+    graph.node.extend(nodes)
+
+
+def _drop_dead_nodes(graph) -> None:
+    """Remove nodes none of whose outputs is used (the repeat_kv chains), repeatedly."""
+    outputs = {o.name for o in graph.output}
+    while True:
+        used = {name for node in graph.node for name in node.input} | outputs
+        alive = [node for node in graph.node if any(out in used for out in node.output)]
+        if len(alive) == len(graph.node):
+            return
+        graph.ClearField("node")
+        graph.node.extend(alive)

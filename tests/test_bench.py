@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ITEMS = "side_by_side,batching,kv,prefill_edit,floor,sampler,ort_options"
+ITEMS = "side_by_side,batching,kv,prefill_edit,attention_edit,floor,sampler,ort_options"
 
 
 def test_quick_bench_reports_every_item(tiny_model_dir: Path, tmp_path: Path):
