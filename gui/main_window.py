@@ -202,13 +202,13 @@ class MainWindow(QMainWindow):
         if not request.text.strip():
             self.show_error("The prompt is empty.")
             return
-        specs = session.seeded(self.lanes.specs())
+        specs = session.seeded(self.lanes.specs(), request.seed)
         self._start_view(specs)
         self._start("run", session.run_job(self.holder, request, specs), request.max_new_tokens)
 
     def _request(self) -> session.RunRequest:
         r = self.prompt.request()
-        return session.RunRequest(r.text, r.chat, r.system, r.max_new_tokens)
+        return session.RunRequest(r.text, r.chat, r.system, r.max_new_tokens, r.seed)
 
     def _start_view(self, specs: list[LaneSpec]) -> None:
         self.trace = None
@@ -475,7 +475,7 @@ class MainWindow(QMainWindow):
         self.hide_error()
         request = session.request_of(trace)
         self.prompt.set_request(PromptRequest(request.text, request.chat, request.system,
-                                              request.max_new_tokens))
+                                              request.max_new_tokens, request.seed))
         self.lanes.set_specs(specs)
         self.state = RunState()
         self._show_trace(trace, specs)

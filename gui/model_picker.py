@@ -96,6 +96,4 @@ class ModelPicker(QComboBox):
 
         text = (f"Registering the ONNX export in {folder}" if kind == "onnx"
                 else f"Exporting the Hugging Face model in {folder} to ONNX (this can take a minute)")
-        dialog = SetupDialog("Add model", text, prepare_fn, self)
-        dialog.exec()
-        return dialog.result_path
+        return SetupDialog("Add model", text, prepare_fn, self).run()

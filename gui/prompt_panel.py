@@ -27,6 +27,7 @@ class PromptRequest:
     chat: bool
     system: str | None
     max_new_tokens: int
+    seed: int | None = None
 
 
 class PromptPanel(QWidget):
@@ -50,6 +51,12 @@ class PromptPanel(QWidget):
         self.max_new_tokens.setRange(1, MAX_NEW_TOKENS_LIMIT)
         self.max_new_tokens.setValue(64)
         self.max_new_tokens.setToolTip("max_new_tokens: how many tokens each lane generates at most")
+        self.seed = QSpinBox()
+        self.seed.setRange(-1, 2**31 - 1)
+        self.seed.setSpecialValueText("auto")
+        self.seed.setValue(-1)
+        self.seed.setToolTip("Base seed of the run: sampled lanes whose seed is auto get one derived from it and "
+                             "their name, so the same seed repeats the run. auto = random each run.")
         self.run_button = QPushButton("Run")
         self.run_button.setToolTip("Run every lane on this prompt (Ctrl+Enter)")
         self.run_button.clicked.connect(self.runRequested)
@@ -64,15 +71,20 @@ class PromptPanel(QWidget):
         controls.addWidget(self.chat)
         controls.addWidget(QLabel("max new tokens"))
         controls.addWidget(self.max_new_tokens)
+        controls.addWidget(QLabel("seed"))
+        controls.addWidget(self.seed)
         controls.addStretch(1)
-        controls.addWidget(self.run_button)
-        controls.addWidget(self.stop_button)
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        buttons.addWidget(self.run_button)
+        buttons.addWidget(self.stop_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(3)
         layout.addWidget(self.editor, 1)
         layout.addWidget(self.system)
         layout.addLayout(controls)
+        layout.addLayout(buttons)
 
     @Slot(bool)
     def _on_chat_toggled(self, on: bool) -> None:
@@ -85,6 +97,7 @@ class PromptPanel(QWidget):
             chat=self.chat.isChecked(),
             system=system or None,
             max_new_tokens=self.max_new_tokens.value(),
+            seed=None if self.seed.value() < 0 else self.seed.value(),
         )
 
     def set_request(self, request: PromptRequest) -> None:
@@ -92,6 +105,7 @@ class PromptPanel(QWidget):
         self.chat.setChecked(request.chat)
         self.system.setText(request.system or "")
         self.max_new_tokens.setValue(request.max_new_tokens)
+        self.seed.setValue(-1 if request.seed is None else request.seed)
 
     def set_running(self, running: bool) -> None:
         self.run_button.setEnabled(not running)

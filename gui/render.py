@@ -35,10 +35,14 @@ def probability_colour(p: float) -> str:
 
 def visible_piece(text: str) -> str:
     """A token's text as shown inside running text: newlines keep breaking lines but get a ↵, tabs a →,
-    an empty piece (e.g. a special token) shows as ∅."""
+    other control characters an escape (\\x1e), an empty piece (e.g. a special token) ∅."""
     if text == "":
         return "∅"
-    return text.replace("\t", "→\t").replace("\r\n", "↵\n").replace("\n", "↵\n")
+    text = text.replace("\t", "→\t").replace("\r\n", "↵\n").replace("\n", "↵\n")
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def label_piece(text: str) -> str:

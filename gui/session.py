@@ -19,6 +19,7 @@ class RunRequest:
     chat: bool
     system: str | None
     max_new_tokens: int
+    seed: int | None = None  # run-level base seed for sampled lanes left at seed 'auto'
 
 
 @dataclass
@@ -89,14 +90,15 @@ def run_job(holder: ModelHolder, request: RunRequest, specs: list[LaneSpec]):
         prompt = prompt_info(model, request)
         return model.engine.run(prompt, specs, on_step=lambda lane, record: emit((lane, record)),
                                 max_new_tokens=request.max_new_tokens, model=model.info,
-                                provider=model.provider, cancel=cancelled)
+                                provider=model.provider, base_seed=request.seed, cancel=cancelled)
 
     return job
 
 
-def seeded(specs: list[LaneSpec]) -> list[LaneSpec]:
-    """Give sampled lanes with seed 'auto' a fixed seed, so the run can be saved and replayed."""
-    return assign_seeds(list(specs), None)
+def seeded(specs: list[LaneSpec], base_seed: int | None) -> list[LaneSpec]:
+    """Give sampled lanes with seed 'auto' a seed (from the base seed and the lane name, or random without one),
+    so the run can be saved and replayed."""
+    return assign_seeds(list(specs), base_seed)
 
 
 def branch_spec(parent: LaneSpec, base: LaneSpec, step: int, token_id: int, name: str) -> LaneSpec:
@@ -140,4 +142,4 @@ def _config_without_forced(lane: LaneTrace) -> dict[str, Any]:
 
 def request_of(trace: RunTrace) -> RunRequest:
     prompt = trace.prompt
-    return RunRequest(prompt.text, prompt.chat, prompt.system, trace.settings.max_new_tokens)
+    return RunRequest(prompt.text, prompt.chat, prompt.system, trace.settings.max_new_tokens, trace.settings.seed)

@@ -70,6 +70,13 @@ class SetupDialog(QDialog):
         for widget in (self.explanation, self.stage, self.bar, self.failure, self.buttons):
             layout.addWidget(widget)
 
+    def run(self) -> Path | None:
+        """Show modally until the preparation ends or is cancelled; the worker thread has ended on return.
+        The prepared folder, or None."""
+        self.exec()
+        self._worker.stop_and_wait()
+        return self.result_path
+
     def showEvent(self, event) -> None:
         super().showEvent(event)
         if not self._worker.is_running() and self.result_path is None and self.error is None:

@@ -47,6 +47,7 @@ def test_probability_colour_goes_from_red_to_green():
 def test_token_text_keeps_whitespace_visible():
     assert visible_piece("a\nb") == "a↵\nb"
     assert visible_piece("") == "∅"
+    assert visible_piece("a\x1eb\rc") == "a\\x1eb\\x0dc"
     assert label_piece(" x\t\n") == "·x→↵"
 
 

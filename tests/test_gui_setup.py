@@ -80,7 +80,11 @@ def test_app_entry_opens_the_window_on_a_model(qtbot, tiny_model_dir):
         app.quit()
 
     QTimer.singleShot(300, look_and_quit)
-    assert run_app(["--gui-model", str(tiny_model_dir)]) == 0
+    app.setQuitOnLastWindowClosed(False)  # else closing the window quits the next test's event loops too
+    try:
+        assert run_app(["--gui-model", str(tiny_model_dir)]) == 0
+    finally:
+        app.setQuitOnLastWindowClosed(True)
     assert seen["title"] == "Branchpoint — tiny-random-llama"
     assert app.desktopFileName() == "branchpoint" and not app.windowIcon().isNull()
     assert "Noto Sans CJK SC" in app.font().families()
