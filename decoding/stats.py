@@ -17,6 +17,7 @@ from decoding.processors import top_candidates
 from decoding.trace import TokenProb
 
 MIN_TOP_N = 20
+ENTROPY_FLOOR = np.float32(-1e30)  # stands in for -inf (0 * -inf is nan)
 
 
 @dataclass(frozen=True)
@@ -60,31 +61,40 @@ def distribution(
 ) -> Distribution:
     """Summarise softmax(`scores`) (one row, -inf = filtered) around the `chosen` token id."""
     row = np.asarray(scores, dtype=np.float32).ravel()
-    finite = row > -np.inf
-    kept = int(np.count_nonzero(finite))
-    if kept == 0:
-        return Distribution(0.0, -np.inf, 0.0, 0.0, 0, 0.0, [])
-    dense = kept > row.size // 2  # mostly kept: work on the whole row, -inf entries weigh 0
-    ids = None if dense else np.flatnonzero(finite)
-    values = row if dense else row[ids]
-    shifted = values - values.max()
+    low = row.min()
+    if low > -np.inf:  # nothing filtered (raw logits): no mask, and no -inf to guard in the entropy
+        kept, dense, ids, values = row.size, True, None, row
+    else:
+        finite = row > -np.inf
+        kept = int(np.count_nonzero(finite))
+        if kept == 0:
+            return Distribution(0.0, -np.inf, 0.0, 0.0, 0, 0.0, [])
+        dense = kept > row.size // 2  # mostly kept: work on the whole row, -inf entries weigh 0
+        ids = None if dense else np.flatnonzero(finite)
+        values = row if dense else row[ids]
+    peak = values.max()
+    shifted = values - peak
     weights = np.exp(shifted)
     total = float(weights.sum(dtype=np.float64))
     log_total = float(np.log(total))
-    entropy = log_total - float(np.dot(weights, np.maximum(shifted, np.float32(-1e30)))) / total
+    if ids is not None or low - peak < ENTROPY_FLOOR:  # the floor keeps 0 * -inf out of the dot product
+        shifted_for_entropy = np.maximum(shifted, ENTROPY_FLOOR)
+    else:
+        shifted_for_entropy = shifted  # every value is above the floor: np.maximum would copy it unchanged
+    entropy = log_total - float(np.dot(weights, shifted_for_entropy)) / total
     best = top_candidates(values, min(top_n, kept))
     top_probs = np.exp(shifted[best].astype(np.float64) - log_total)
     chosen_pos = chosen if dense else int(np.searchsorted(ids, chosen))
     found = dense or (chosen_pos < kept and ids[chosen_pos] == chosen)
     logprob = float(shifted[chosen_pos]) - log_total if found else -np.inf
-    token_ids = best if dense else ids[best]
-    top = [TokenProb(id=int(t), text=text(int(t)), prob=float(p), rank=r)
-           for r, (t, p) in enumerate(zip(token_ids, top_probs, strict=True))]
+    token_ids = (best if dense else ids[best]).tolist()
+    probs = top_probs.tolist()
+    top = [TokenProb(id=t, text=text(t), prob=p, rank=r) for r, (t, p) in enumerate(zip(token_ids, probs, strict=True))]
     return Distribution(
         prob=float(np.exp(logprob)),
         logprob=logprob,
         entropy=max(entropy, 0.0),
-        margin=float(top_probs[0] - (top_probs[1] if top_probs.size > 1 else 0.0)),
+        margin=probs[0] - (probs[1] if len(probs) > 1 else 0.0),
         kept=kept,
         tail_mass=max(0.0, 1.0 - float(top_probs.sum())),
         top=top,
