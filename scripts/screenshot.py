@@ -24,6 +24,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--chat", action="store_true", help="wrap the prompt in the chat template")
     parser.add_argument("--max-new-tokens", type=int, default=40)
     parser.add_argument("--model", help="prepared model name or folder (default: the default model)")
+    parser.add_argument("--seed", type=int, default=1, help="run seed for the sampled lanes (-1: random)")
     parser.add_argument("--select", default="2:6", help="lane:step to select in the inspector")
     parser.add_argument("--size", default="1280x800", help="window size WxH")
     parser.add_argument("--out", type=Path, default=Path("docs/screenshot.png"))
@@ -52,6 +53,7 @@ def main() -> int:
     window.prompt.editor.setPlainText(args.prompt)
     window.prompt.chat.setChecked(args.chat)
     window.prompt.max_new_tokens.setValue(args.max_new_tokens)
+    window.prompt.seed.setValue(args.seed)
     window.run()
     wait_for_run(app, window)
     if window.error_banner.isVisible():
