@@ -57,7 +57,7 @@ def draw_with(u: float, scores: np.ndarray) -> Draw:
     if not row.max() > -np.inf:
         raise ValueError("cannot sample: every token is filtered (all scores are -inf)")
     dense = row.min() > -np.inf  # e.g. temperature only: skip gathering the kept tokens
-    kept = np.arange(row.size) if dense else np.flatnonzero(row > -np.inf)
+    kept = None if dense else np.flatnonzero(row > -np.inf)
     values = row if dense else row[kept]
     weights = np.exp(values - values.max())
     total = float(weights.sum(dtype=np.float64))
@@ -67,7 +67,8 @@ def draw_with(u: float, scores: np.ndarray) -> Draw:
         found = _draw_in_rest(u, values, weights, total, np.flatnonzero(values < threshold), start)
     if found is None:  # u above the rounded total and the rest has no probability: the last of the best
         found, _ = _draw_among(u, values, weights, total, best, 0.0, last=True)
-    return Draw(token_id=int(kept[found[0]]), u=u, low=found[1], high=found[2])
+    token = found[0] if kept is None else int(kept[found[0]])
+    return Draw(token_id=token, u=u, low=found[1], high=found[2])
 
 
 def _split_best(values: np.ndarray) -> tuple[np.ndarray, float]:
