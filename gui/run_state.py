@@ -77,6 +77,25 @@ class RunState:
         return sum(len(lane.steps) for lane in self.lanes)
 
 
+def running_beam_pieces(steps: list[StepRecord]) -> list[str] | None:
+    """While a beam lane streams, its records are each step's best candidate, which need not form one
+    sequence. The best running hypothesis (beam 0 at the last step) is followed back through the parent
+    pointers of every step's kept beams instead. None if the records carry no beams."""
+    if not steps or not steps[-1].beams:
+        return None
+    pieces, beam = [], 0
+    for step in reversed(steps):
+        if step.beams is None:  # copied prefix (branch) steps: one sequence already
+            pieces.append(step.token_text)
+            continue
+        kept = next((h for h in step.beams if h.kept and h.beam == beam), None)
+        if kept is None:
+            return None
+        pieces.append(kept.token_text)
+        beam = kept.parent
+    return pieces[::-1]
+
+
 def lane_trace_for(spec: LaneSpec) -> LaneTrace:
     branch = None
     if spec.branch is not None:

@@ -30,7 +30,7 @@ from gui.render import (
     lane_html,
     plain_tokens_html,
 )
-from gui.run_state import RunState
+from gui.run_state import RunState, running_beam_pieces
 
 MIN_COLUMN_WIDTH = 170
 
@@ -224,7 +224,11 @@ class TextPanel(QWidget):
     def refresh_lane(self, index: int) -> None:
         column = self.columns[index]
         lane = self.state.lanes[index]
-        body = lane_html(index, lane.steps, self.state.marks(index))
+        running = running_beam_pieces(lane.steps) if lane.finish_reason is None else None
+        if running is not None:  # a streaming beam lane: its best running hypothesis, plain
+            body = "<i style='color:#888'>best running beam…</i>" + plain_tokens_html(running, "#000000")
+        else:
+            body = lane_html(index, lane.steps, self.state.marks(index))
         extra = self._other_beams_html(lane) if column.beams_button.isChecked() else ""
         column.show_lane(self.state, body, extra)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from decoding.spec import LaneSpec
-from decoding.trace import StepRecord, TokenProb
+from decoding.trace import BeamHypothesis, StepRecord, TokenProb
 from gui.lane_fields import FIELDS_BY_NAME, describe, display_value, spec_from_values
 from gui.lanes import unique_name
 from gui.render import (
@@ -21,6 +21,7 @@ from gui.render import (
     token_html,
     visible_piece,
 )
+from gui.run_state import running_beam_pieces
 from gui.setup_dialog import stage_label
 from gui.status import progress_text, provider_label
 from gui.text_view import parse_token_url
@@ -113,6 +114,17 @@ def test_stop_strings_and_lane_limit_round_trip():
     values.update(stop_strings="", max_new_tokens=0)
     assert spec_from_values("lane", values).stop_strings == ()
     assert spec_from_values("lane", values).max_new_tokens is None
+
+
+def test_the_running_best_beam_is_followed_through_parent_pointers():
+    def hyp(beam, parent, text, kept=True):
+        return BeamHypothesis(beam=beam, parent=parent, token_id=0, token_text=text, score=0.0, kept=kept)
+
+    step0, step1 = record(0, text="A"), record(1, text="y")
+    step0.beams = [hyp(0, 0, "A"), hyp(1, 0, "B"), hyp(-1, 0, "C", kept=False)]
+    step1.beams = [hyp(0, 1, "x"), hyp(1, 0, "y")]  # the best beam now extends "B", not step 0's best "A"
+    assert running_beam_pieces([step0, step1]) == ["B", "x"]
+    assert running_beam_pieces([record(0)]) is None
 
 
 def test_display_and_describe():
