@@ -14,12 +14,15 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
     QFormLayout,
+    QFrame,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QLineEdit,
     QMenu,
+    QScrollArea,
     QSpinBox,
+    QSplitter,
     QTableWidget,
     QTableWidgetItem,
     QToolButton,
@@ -166,6 +169,7 @@ class LanesEditor(QWidget):
         self.table.setHorizontalHeaderLabels(["Lane", "Strategy"])
         self.table.horizontalHeader().setSectionResizeMode(STRATEGY_COLUMN, QHeaderView.ResizeMode.Stretch)
         self.table.verticalHeader().setVisible(False)
+        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.setToolTip("Double-click a name to rename the lane; select a lane to edit its parameters")
@@ -181,10 +185,23 @@ class LanesEditor(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(self._buttons())
-        layout.addWidget(self.table, 1)
-        layout.addWidget(self.form)
+        layout.addWidget(self._table_and_form(), 1)
         layout.addWidget(self.message)
         self.set_specs([preset_for_window(spec) for spec in default_lanes()])
+
+    def _table_and_form(self) -> QSplitter:
+        """Table above the form, resizable; the form scrolls when the window is short."""
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setWidget(self.form)
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(self.table)
+        splitter.addWidget(scroll)
+        splitter.setChildrenCollapsible(False)
+        splitter.setSizes([190, 420])
+        return splitter
 
     # ------------------------------------------------------------------------------------------- buttons
 

@@ -64,6 +64,7 @@ class MainWindow(QMainWindow):
         self._redraw_timer = QTimer(self)
         self._redraw_timer.setInterval(REDRAW_INTERVAL_MS)
         self._redraw_timer.timeout.connect(self._flush)
+        self._start_view(self.lanes.specs())  # empty columns until the first run
         if model_dir is not None:
             self.set_model(model_dir)
 
@@ -74,6 +75,7 @@ class MainWindow(QMainWindow):
         self.prompt.runRequested.connect(self.run)
         self.prompt.stopRequested.connect(self.stop)
         self.lanes = LanesEditor()
+        self.lanes.lanesChanged.connect(self._on_lanes_changed)
         self.text = TextPanel()
         self.text.tokenClicked.connect(self.select)
         self.text.branchRequested.connect(self.branch)
@@ -108,8 +110,8 @@ class MainWindow(QMainWindow):
         left = QWidget()
         left_layout = QVBoxLayout(left)
         left_layout.setContentsMargins(4, 4, 4, 4)
-        left_layout.addWidget(self.prompt, 2)
-        left_layout.addWidget(self.lanes, 5)
+        left_layout.addWidget(self.prompt)
+        left_layout.addWidget(self.lanes, 1)
         self.charts = QTabWidget()
         self.charts.addTab(self.timeline, "Timeline")
         self.charts.addTab(self.beam_tree, "Beam tree")
@@ -205,6 +207,12 @@ class MainWindow(QMainWindow):
         specs = session.seeded(self.lanes.specs(), request.seed)
         self._start_view(specs)
         self._start("run", session.run_job(self.holder, request, specs), request.max_new_tokens)
+
+    @Slot()
+    def _on_lanes_changed(self) -> None:
+        """Before anything ran, the columns follow the lanes being edited; a shown run stays as it ran."""
+        if not self.worker.is_running() and self.trace is None and self.state.total_tokens() == 0:
+            self._start_view(self.lanes.specs())
 
     def _request(self) -> session.RunRequest:
         r = self.prompt.request()

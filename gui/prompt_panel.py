@@ -40,13 +40,15 @@ class PromptPanel(QWidget):
         self.editor.setObjectName("promptEditor")
         self.editor.setPlaceholderText("Prompt — Ctrl+Enter runs all lanes")
         self.editor.setToolTip("The prompt every lane continues (Ctrl+Enter: Run, Esc: Stop)")
+        self.editor.setMinimumHeight(60)
+        self.editor.setMaximumHeight(130)
         self.chat = QCheckBox("chat")
         self.chat.setToolTip("Wrap the prompt in the model's chat template as a user message")
         self.chat.toggled.connect(self._on_chat_toggled)
         self.system = QLineEdit()
         self.system.setPlaceholderText("system prompt (optional; the template's default if empty)")
         self.system.setToolTip("System message for the chat template")
-        self.system.setEnabled(False)
+        self.system.setVisible(False)
         self.max_new_tokens = QSpinBox()
         self.max_new_tokens.setRange(1, MAX_NEW_TOKENS_LIMIT)
         self.max_new_tokens.setValue(64)
@@ -88,7 +90,7 @@ class PromptPanel(QWidget):
 
     @Slot(bool)
     def _on_chat_toggled(self, on: bool) -> None:
-        self.system.setEnabled(on)
+        self.system.setVisible(on)  # only the chat template uses it
 
     def request(self) -> PromptRequest:
         system = self.system.text().strip() if self.chat.isChecked() else ""
