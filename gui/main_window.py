@@ -39,6 +39,11 @@ from gui.timeline import Timeline
 from gui.worker import Worker
 
 REDRAW_INTERVAL_MS = 33  # ~30 Hz
+FLUSH_BUDGET_S = 0.012  # GUI time per redraw tick while a run streams: the window stays responsive
+
+
+def _past(deadline: float | None) -> bool:
+    return deadline is not None and time.perf_counter() > deadline
 
 
 class MainWindow(QMainWindow):
@@ -54,8 +59,10 @@ class MainWindow(QMainWindow):
         self.worker.failed.connect(self._on_failed)
         self._job_kind = ""
         self._beam_lane = -1  # the beam lane the beam tree follows while a run streams
-        self._dirty_lanes: set[int] = set()
-        self._pending_timeline: dict[int, list[StepRecord]] = {}
+        # Lanes waiting for a redraw, oldest first (dicts as ordered sets): a tick redraws what fits its budget.
+        self._dirty_lanes: dict[int, None] = {}
+        self._pending_timeline: dict[int, list[StepRecord] | None] = {}  # None: that lane needs a full reset
+        self._beam_tree_dirty = False
         self._run_started: float | None = None
         self._closing = False
         self._build_widgets()
@@ -230,14 +237,18 @@ class MainWindow(QMainWindow):
     def _start(self, kind: str, job, max_steps: int) -> None:
         self.hide_error()
         self._job_kind = kind
-        self._dirty_lanes.clear()
-        self._pending_timeline.clear()
+        self._clear_pending()
         self._run_started = None  # set by the first streamed step: loading is not generating
         self.status.start_run(max_steps)
         self.prompt.set_running(True)
         self._set_file_actions_enabled(False)
         self.worker.start(job)
         self._redraw_timer.start()
+
+    def _clear_pending(self) -> None:
+        self._dirty_lanes.clear()
+        self._pending_timeline.clear()
+        self._beam_tree_dirty = False
 
     @Slot()
     def stop(self) -> None:
@@ -264,26 +275,40 @@ class MainWindow(QMainWindow):
             self._run_started = time.perf_counter()
         replaced = record.step < len(self.state.lanes[lane].steps)
         self.state.add_step(lane, record)
-        self._dirty_lanes.add(lane)
+        self._dirty_lanes[lane] = None
+        self._beam_tree_dirty |= lane == self._beam_lane
         if replaced:
             self._pending_timeline[lane] = None  # full reset needed for this lane
         elif self._pending_timeline.get(lane, []) is not None:
             self._pending_timeline.setdefault(lane, []).append(record)
 
     @Slot()
-    def _flush(self) -> None:
-        """Redraw what changed since the last tick (at most ~30 times a second)."""
-        for lane in sorted(self._dirty_lanes):
+    def _flush(self, budget_s: float | None = FLUSH_BUDGET_S) -> None:
+        """Redraw what changed since the last tick (at most ~30 times a second), within a time budget so the
+        event loop never stalls; what does not fit waits for the next tick, oldest first."""
+        deadline = None if budget_s is None else time.perf_counter() + budget_s
+        for lane in list(self._dirty_lanes):
+            if _past(deadline):
+                break
+            del self._dirty_lanes[lane]
             self.text.refresh_lane(lane)
-        if self._beam_lane in self._dirty_lanes:
+        self._flush_timeline(deadline)
+        if self._beam_tree_dirty and self.charts.currentWidget() is self.beam_tree and not _past(deadline):
+            self._beam_tree_dirty = False
             self.beam_tree.set_lane(self._beam_lane, self.state.lanes[self._beam_lane])
-        self._dirty_lanes.clear()
+        self._show_progress()
+
+    def _flush_timeline(self, deadline: float | None) -> None:
         if any(records is None for records in self._pending_timeline.values()):
             self.timeline.set_lanes(self.state.lanes)
-        else:
-            for lane, records in self._pending_timeline.items():
-                self.timeline.append_steps(lane, records)
-        self._pending_timeline.clear()
+            self._pending_timeline.clear()
+            return
+        for lane in list(self._pending_timeline):
+            if _past(deadline):
+                return
+            self.timeline.append_steps(lane, self._pending_timeline.pop(lane))
+
+    def _show_progress(self) -> None:
         elapsed = time.perf_counter() - self._run_started if self._run_started is not None else 0.0
         self.status.show_progress(self.state.max_steps(), self.state.total_tokens(), elapsed)
 
@@ -292,7 +317,7 @@ class MainWindow(QMainWindow):
         self._redraw_timer.stop()
         if self._closing:  # the window is gone: nothing to show
             return
-        self._flush()
+        self._clear_pending()  # the finished run is redrawn whole below
         if self._job_kind == "branch":
             self._finish_branch(result)
         else:
@@ -308,7 +333,7 @@ class MainWindow(QMainWindow):
         self._redraw_timer.stop()
         if self._closing:  # the window is gone: nothing to show
             return
-        self._flush()
+        self._flush(budget_s=None)
         self.prompt.set_running(False)
         self._set_file_actions_enabled(True)
         self.status.showMessage("failed")
