@@ -122,6 +122,7 @@ class MainWindow(QMainWindow):
         self.charts = QTabWidget()
         self.charts.addTab(self.timeline, "Timeline")
         self.charts.addTab(self.beam_tree, "Beam tree")
+        self.charts.currentChanged.connect(self._on_chart_tab)
         for chart in (self.inspector, self.timeline, self.beam_tree):
             chart.setMinimumWidth(240)  # narrower than their headers' hints: the window must fit 1280 px
         bottom = QSplitter(Qt.Orientation.Horizontal)
@@ -293,9 +294,8 @@ class MainWindow(QMainWindow):
             del self._dirty_lanes[lane]
             self.text.refresh_lane(lane)
         self._flush_timeline(deadline)
-        if self._beam_tree_dirty and self.charts.currentWidget() is self.beam_tree and not _past(deadline):
-            self._beam_tree_dirty = False
-            self.beam_tree.set_lane(self._beam_lane, self.state.lanes[self._beam_lane])
+        if self.charts.currentWidget() is self.beam_tree and not _past(deadline):
+            self._refresh_beam_tree()
         self._show_progress()
 
     def _flush_timeline(self, deadline: float | None) -> None:
@@ -367,6 +367,19 @@ class MainWindow(QMainWindow):
         specs = self.state.specs
         if not (0 <= self._beam_lane < len(specs) and specs[self._beam_lane].is_beam):
             self._beam_lane = next((i for i, s in enumerate(specs) if s.is_beam), -1)
+        self._beam_tree_dirty = True
+        if self.charts.currentWidget() is self.beam_tree:
+            self._refresh_beam_tree()
+
+    @Slot(int)
+    def _on_chart_tab(self, _index: int) -> None:
+        self._refresh_beam_tree()
+
+    def _refresh_beam_tree(self) -> None:
+        """Draw the beam tree if it changed (drawing a long tree is slow: only when shown or exported)."""
+        if not self._beam_tree_dirty:
+            return
+        self._beam_tree_dirty = False
         if self._beam_lane >= 0 and self.state.lanes[self._beam_lane].steps:
             self.beam_tree.set_lane(self._beam_lane, self.state.lanes[self._beam_lane])
         else:
@@ -406,9 +419,9 @@ class MainWindow(QMainWindow):
                 self.text.refresh_lane(index)
         self.inspector.set_step(lane, self.state.lanes[lane], step)
         self.timeline.set_selected(lane, step)
-        if self.state.lanes[lane].steps[step].beams:
+        if self.state.lanes[lane].steps[step].beams and lane != self._beam_lane:
             self._beam_lane = lane
-            self.beam_tree.set_lane(lane, self.state.lanes[lane])
+            self._show_beam_tree()
         self.status.show_selection(self.state.lanes[lane].name, step, len(self.state.lanes[lane].steps))
 
     # -------------------------------------------------------------------------------------------- branching
@@ -565,6 +578,7 @@ class MainWindow(QMainWindow):
         from gui.style import export_widget_png
 
         folder.mkdir(parents=True, exist_ok=True)
+        self._refresh_beam_tree()
         try:
             return [
                 export_widget_png(self.text, folder / "text.png"),
