@@ -14,18 +14,10 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-# transformers' order in GenerationMixin._get_logits_processor (penalties first, then the sampling warpers).
-PROCESSOR_ORDER = (
-    "repetition_penalty",
-    "no_repeat_ngram_size",
-    "min_new_tokens",
-    "temperature",
-    "top_k",
-    "top_p",
-    "min_p",
-    "typical_p",
-)
-SAMPLING_WARPERS = frozenset({"temperature", "top_k", "top_p", "min_p", "typical_p"})
+from decoding.processors import DEFAULT_ORDER, SAMPLING_WARPERS
+
+# transformers' order (penalties first, then the sampling warpers) lives with the processors themselves.
+PROCESSOR_ORDER = DEFAULT_ORDER
 
 # What transformers' GenerationConfig assumes for keys a generation_config.json leaves out.
 TRANSFORMERS_DEFAULTS: dict[str, Any] = {
