@@ -21,17 +21,17 @@ DEFAULT_OUT = Path(__file__).resolve().parent / "results.json"
 
 
 # Item name -> "module:function" measuring it, in running order (imported lazily: each pulls heavy modules).
-ITEMS = {
+ITEMS = {  # the items first, then the measured proposals
     "side_by_side": "bench.engine_items:measure_side_by_side",
     "batching": "bench.decoder_items:measure_batching",
     "kv": "bench.decoder_items:measure_kv_flatness",
-    "prefill_edit": "bench.decoder_items:measure_prefill_edit",
-    "attention_edit": "bench.decoder_items:measure_attention_edit",
     "floor": "bench.decoder_items:measure_floor",
     "sampler": "bench.engine_items:measure_sampler_overhead",
-    "ort_options": "bench.ort_options:measure_ort_options",
     "gui": "bench.gui_items:measure_gui",
     "precision": "bench.precision:measure_precision",
+    "prefill_edit": "bench.decoder_items:measure_prefill_edit",
+    "attention_edit": "bench.decoder_items:measure_attention_edit",
+    "ort_options": "bench.ort_options:measure_ort_options",
 }
 ITEM_NAMES = tuple(ITEMS)
 
