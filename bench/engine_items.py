@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from bench.context import PROMPT, BenchContext
+from bench.context import PROMPT, BenchContext, load_decoder
 from bench.report import Row
 from bench.timing import interleaved, medians, paired_ratio
 
@@ -60,18 +60,21 @@ def hf_generation_kwargs(spec, new_tokens: int, eos_id: int) -> dict:
 
 
 class TransformersRuns:
-    """The same lanes as plain transformers generate() calls, one configuration after another."""
+    """The same lanes as plain transformers generate() calls, one configuration after another, on `threads`
+    torch threads."""
 
-    def __init__(self, model_dir, prompt_ids: list[int], specs: list, new_tokens: int, eos_id: int):
+    def __init__(self, model, prompt_ids: list[int], specs: list, new_tokens: int, eos_id: int, threads: int):
         import torch
 
         self.torch = torch
-        self.model = load_torch_model(model_dir)
+        self.model = model
+        self.threads = threads
         self.input_ids = torch.tensor([prompt_ids])
         self.jobs = [(spec.seed or 0, hf_generation_kwargs(spec, new_tokens, eos_id)) for spec in specs]
 
     def __call__(self) -> list:
         outputs = []
+        self.torch.set_num_threads(self.threads)
         with self.torch.inference_mode():
             for seed, kwargs in self.jobs:
                 self.torch.manual_seed(seed)
@@ -97,26 +100,34 @@ def load_torch_model(model_dir):
 
 
 def measure_side_by_side(ctx: BenchContext) -> list[Row]:
-    tokens = ctx.sizes.new_tokens
-    specs = five_lanes(tokens)
-    eos = ctx.decoder.eos_token_ids[0]
-    hf = TransformersRuns(ctx.model_dir, ctx.prompt_ids, specs, tokens, eos)
+    """Each side on its faster thread setting, chosen by a short interleaved probe run (torch with 2 threads
+    beside other processes on 2 cores can be many times slower than with 1; likewise ORT)."""
+    tokens, probe_tokens = ctx.sizes.new_tokens, max(2, ctx.sizes.new_tokens // 8)
+    model, eos = load_torch_model(ctx.model_dir), ctx.decoder.eos_token_ids[0]
+    torch_threads, torch_probe = _fastest(
+        {n: TransformersRuns(model, ctx.prompt_ids, five_lanes(probe_tokens), probe_tokens, eos, n) for n in (1, 2)}
+    )
+    decoders = {"ORT default threads": ctx.decoder, "ORT 1 thread": load_decoder(ctx.model_dir, ctx.device, 1)}
+    ort_setting, ort_probe = _fastest(
+        {name: _engine_call(ctx, five_lanes(probe_tokens), probe_tokens, source) for name, source in decoders.items()}
+    )
+    source, specs = decoders[ort_setting], five_lanes(tokens)
     candidates = {
-        "branchpoint": lambda: run_engine(ctx, specs, tokens),
-        "transformers": hf,
-        "greedy_alone": lambda: run_engine(ctx, specs[:1], tokens),
+        "branchpoint": _engine_call(ctx, specs, tokens, source),
+        "transformers": TransformersRuns(model, ctx.prompt_ids, specs, tokens, eos, torch_threads),
+        "greedy_alone": _engine_call(ctx, specs[:1], tokens, source),
     }
-    _warm_up(ctx, specs, hf)
     samples = interleaved(candidates, ctx.sizes.run_reps, warmup=0)
     seconds = medians(samples)
-    item = "1 side by side"
-    lanes = f"5 lanes x {tokens} tokens"
+    item, lanes = "1 side by side", f"5 lanes x {tokens} tokens"
+    settings = f"torch {torch_threads} thread(s), {ort_setting}"
     return [
         Row(
             item,
             f"transformers generate() x5 / Branchpoint ({lanes})",
             paired_ratio(samples, "transformers", "branchpoint"),
             goal=">= 4",
+            note=settings,
         ),
         Row(
             item,
@@ -126,16 +137,23 @@ def measure_side_by_side(ctx: BenchContext) -> list[Row]:
         Row(item, f"Branchpoint, {lanes}", seconds["branchpoint"], unit="s"),
         Row(item, f"transformers, {lanes} one after another", seconds["transformers"], unit="s"),
         Row(item, "Branchpoint, greedy lane alone", seconds["greedy_alone"], unit="s"),
+        Row(item, f"probe ({probe_tokens} tokens): torch 2 threads / 1 thread", torch_probe[2] / torch_probe[1]),
+        Row(
+            item,
+            f"probe ({probe_tokens} tokens): ORT 1 thread / default",
+            ort_probe["ORT 1 thread"] / ort_probe["ORT default threads"],
+        ),
     ]
 
 
-def _warm_up(ctx: BenchContext, specs: list, hf: TransformersRuns) -> None:
-    """Short runs of both sides first (first calls allocate and are slow), without paying for full runs."""
-    run_engine(ctx, five_lanes(2), 2)
-    saved = hf.jobs
-    hf.jobs = [(seed, {**kwargs, "max_new_tokens": 2, "min_new_tokens": 2}) for seed, kwargs in saved]
-    hf()
-    hf.jobs = saved
+def _engine_call(ctx: BenchContext, specs: list, tokens: int, source):
+    return lambda: run_engine(ctx, specs, tokens, source)
+
+
+def _fastest(candidates: dict) -> tuple:
+    """(the key of the fastest candidate, median seconds of each), interleaved after one warm-up call each."""
+    seconds = medians(interleaved(candidates, reps=1, warmup=1))
+    return min(seconds, key=seconds.get), seconds
 
 
 # ------------------------------------------------------------------------------------- 5. sampler overhead
@@ -201,9 +219,7 @@ def measure_sampler_overhead(ctx: BenchContext) -> list[Row]:
     specs = five_lanes()
     run_engine(ctx, specs, 2)  # warm-up
     runs = [_timed_run(ctx, specs) for _ in range(max(1, ctx.sizes.run_reps))]
-    share, decoding_ms, decoding_cpu_ms, model_ms = (
-        statistics.median(values) for values in zip(*runs, strict=True)
-    )
+    share, decoding_ms, decoding_cpu_ms, model_ms = (statistics.median(values) for values in zip(*runs, strict=True))
     item = "5 sampler"
     return [
         Row(item, "decoding/ share of step time (5 lanes)", share, unit="%", goal="<= 5"),
