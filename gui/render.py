@@ -14,6 +14,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from decoding.trace import StepRecord, TokenProb
 
@@ -90,20 +91,27 @@ def token_html(lane: int, step: StepRecord, marks: TokenMarks, text: str | None 
     """One token (or a group of tokens spelling one character: `text`, `prob`) as an anchor
     `tok:<lane>:<step>`, its processed probability as background colour."""
     p = step.prob if prob is None else prob
+    return _anchor_html(lane, step.step, step.token_text if text is None else text, p, marks, step.forced)
+
+
+@lru_cache(maxsize=16384)
+def _anchor_html(lane: int, step: int, text: str, p: float, marks: TokenMarks, forced: bool) -> str:
+    """token_html's output depends on these alone: memoised, since a streaming lane re-renders its tokens at
+    every redraw."""
     background = SELECTED_BACKGROUND if marks.selected else probability_colour(p)
     colour = "#ffffff" if marks.selected else "#000000"
     style = [f"background-color:{background}", f"color:{colour}", "text-decoration:none"]
     if marks.selected or marks.divergence or marks.branch:
         style += ["font-weight:bold", "text-decoration:underline"]
-    prefix = "".join(_glyph(kind) for kind, on in _mark_kinds(marks, step) if on)
+    prefix = "".join(_glyph(kind) for kind, on in _mark_kinds(marks, forced) if on)
     suffix = _glyph("near_tie", small=True) if marks.near_tie else ""
-    shown = html.escape(visible_piece(step.token_text if text is None else text)).replace("\n", "<br>")
-    return f'{prefix}<a href="tok:{lane}:{step.step}" style="{";".join(style)}">{shown}</a>{suffix}'
+    shown = html.escape(visible_piece(text)).replace("\n", "<br>")
+    return f'{prefix}<a href="tok:{lane}:{step}" style="{";".join(style)}">{shown}</a>{suffix}'
 
 
-def _mark_kinds(marks: TokenMarks, step: StepRecord) -> list[tuple[str, bool]]:
+def _mark_kinds(marks: TokenMarks, forced: bool) -> list[tuple[str, bool]]:
     return [("branch", marks.branch), ("divergence", marks.divergence and not marks.branch),
-            ("forced", step.forced and not marks.branch)]
+            ("forced", forced and not marks.branch)]
 
 
 def _glyph(kind: str, small: bool = False) -> str:
@@ -114,9 +122,11 @@ def _glyph(kind: str, small: bool = False) -> str:
     return f'<span style="color:{MARK_COLOURS[kind]};font-weight:bold;{size}">{glyph}</span>'
 
 
-def lane_html(lane: int, steps: Sequence[StepRecord], marks: Sequence[TokenMarks]) -> str:
-    """A lane's tokens; tokens that only together spell a character (byte-level pieces of Chinese, emoji)
-    are shown as that character, with the first token's anchor and marks of any of them."""
+def lane_fragments(lane: int, steps: Sequence[StepRecord], marks: Sequence[TokenMarks]) -> list[str]:
+    """A lane's tokens as HTML pieces, one per shown token, in order (a view that already shows a prefix of
+    them only adds the rest; whitespace must be pre-wrap where they are inserted). Tokens that only together
+    spell a character (byte-level pieces of Chinese, emoji) are one piece showing that character, with the
+    first token's anchor and the marks of any of them."""
     parts = []
     for group in group_tokens([s.token_text for s in steps]):
         first = steps[group.steps[0]]
@@ -125,7 +135,7 @@ def lane_html(lane: int, steps: Sequence[StepRecord], marks: Sequence[TokenMarks
             continue
         prob = math.prod(steps[i].prob for i in group.steps)  # the character's probability
         parts.append(token_html(lane, first, _merge_marks([marks[i] for i in group.steps]), group.text, prob))
-    return f'<div style="white-space:pre-wrap">{"".join(parts)}</div>'
+    return parts
 
 
 def _merge_marks(marks: Sequence[TokenMarks]) -> TokenMarks:
@@ -190,11 +200,10 @@ def _decode(buffer: bytes) -> tuple[str | None, bool]:
     return text, not decoder.getstate()[0]
 
 
-def plain_tokens_html(pieces: Sequence[str], colour: str = "#444444") -> str:
-    """Tokens without step records (other beam hypotheses): plain text, whitespace kept."""
-    text = "".join(visible_piece(group.text) for group in group_tokens(pieces))
-    text = html.escape(text).replace("\n", "<br>")
-    return f'<div style="white-space:pre-wrap;color:{colour}">{text}</div>'
+def plain_fragments(pieces: Sequence[str]) -> list[str]:
+    """Tokens without step records (other beam hypotheses), one piece per token (or character group),
+    escaped; whitespace must be pre-wrap where they are inserted."""
+    return [html.escape(visible_piece(group.text)).replace("\n", "<br>") for group in group_tokens(pieces)]
 
 
 def known_pieces(steps: Sequence[StepRecord]) -> dict[int, str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from PySide6.QtCore import QEvent, QPoint, Qt, QUrl, Signal, Slot
-from PySide6.QtGui import QAction, QContextMenuEvent, QKeyEvent
+from PySide6.QtGui import QAction, QContextMenuEvent, QKeyEvent, QTextCursor
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -27,12 +27,13 @@ from gui.render import (
     format_prob,
     known_pieces,
     label_piece,
-    lane_html,
-    plain_tokens_html,
+    lane_fragments,
+    plain_fragments,
 )
 from gui.run_state import RunState, running_beam_pieces
 
 MIN_COLUMN_WIDTH = 170
+RUNNING_BEAM_HEADER = "<i style='color:#888'>best running beam…</i><br>"
 
 
 def parse_token_url(url: str) -> tuple[int, int] | None:
@@ -61,6 +62,10 @@ class TokenBrowser(QTextBrowser):
         self.setOpenExternalLinks(False)
         self.setMouseTracking(True)
         self.anchorClicked.connect(self._on_anchor)
+        self._document = FragmentDocument(self)
+
+    def show_fragments(self, fragments: list[str]) -> None:
+        self._document.show(fragments)
 
     @Slot(QUrl)
     def _on_anchor(self, url: QUrl) -> None:
@@ -157,7 +162,7 @@ class LaneColumn(QFrame):
         layout.addLayout(header)
         layout.addWidget(self.browser, 1)
 
-    def show_lane(self, state: RunState, html_body: str, extra: str) -> None:
+    def show_lane(self, state: RunState, fragments: list[str]) -> None:
         lane = state.lanes[self.index]
         spec = state.specs[self.index] if self.index < len(state.specs) else None
         summary = describe(spec, seed=False) if spec is not None else ""
@@ -165,14 +170,48 @@ class LaneColumn(QFrame):
         role = " <span style='color:#888'>(reference)</span>" if self.index == state.reference else ""
         self.title.setText(f"<b>{lane.name}</b>{role}<br><span style='color:#555'>{summary}</span>")
         self.beams_button.setVisible(bool(lane.sequences and len(lane.sequences) > 1))
-        self._set_html(html_body + extra)
+        self.browser.show_fragments(fragments)
 
-    def _set_html(self, text: str) -> None:
-        bar = self.browser.verticalScrollBar()
-        at_end = bar.value() >= bar.maximum() - 4
-        keep = bar.value()
-        self.browser.setHtml(text)
+
+class FragmentDocument:
+    """Keeps a text browser's document equal to a list of HTML fragments by editing only the end: what follows
+    the longest common prefix with what is shown is replaced, from the last insertion point before it. While
+    a lane streams only its new tokens are inserted (a whole rebuild re-lays out every token at every redraw).
+    """
+
+    def __init__(self, browser: QTextBrowser) -> None:
+        self._browser = browser
+        browser.document().setUndoRedoEnabled(False)
+        self._shown: list[str] = []
+        # (fragment index, document position where it starts) for each insertion, ascending
+        self._checkpoints: list[tuple[int, int]] = [(0, 0)]
+
+    def show(self, fragments: list[str]) -> None:
+        common = _common_prefix(self._shown, fragments)
+        if common == len(self._shown) == len(fragments):
+            return
+        while self._checkpoints[-1][0] > common:
+            self._checkpoints.pop()
+        index, position = self._checkpoints[-1]
+        bar = self._browser.verticalScrollBar()
+        at_end, keep = bar.value() >= bar.maximum() - 4, bar.value()
+        cursor = QTextCursor(self._browser.document())
+        cursor.setPosition(position)
+        cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
+        cursor.removeSelectedText()
+        if index < len(fragments):
+            cursor.insertHtml(f'<span style="white-space:pre-wrap">{"".join(fragments[index:])}</span>')
+        if len(fragments) > index:
+            self._checkpoints.append((len(fragments), cursor.position()))
+        self._shown = list(fragments)
         bar.setValue(bar.maximum() if at_end else keep)
+
+
+def _common_prefix(a: list[str], b: list[str]) -> int:
+    for index, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return index
+    return min(len(a), len(b))
 
 
 class TextPanel(QWidget):
@@ -226,11 +265,12 @@ class TextPanel(QWidget):
         lane = self.state.lanes[index]
         running = running_beam_pieces(lane.steps) if lane.finish_reason is None else None
         if running is not None:  # a streaming beam lane: its best running hypothesis, plain
-            body = "<i style='color:#888'>best running beam…</i>" + plain_tokens_html(running, "#000000")
+            fragments = [RUNNING_BEAM_HEADER, *plain_fragments(running)]
         else:
-            body = lane_html(index, lane.steps, self.state.marks(index))
-        extra = self._other_beams_html(lane) if column.beams_button.isChecked() else ""
-        column.show_lane(self.state, body, extra)
+            fragments = lane_fragments(index, lane.steps, self.state.marks(index))
+        if column.beams_button.isChecked():
+            fragments.append(self._other_beams_html(lane))
+        column.show_lane(self.state, fragments)
 
     def _other_beams_html(self, lane: LaneTrace) -> str:
         """The other returned hypotheses, spelled with the token texts the trace recorded (no model)."""
@@ -241,8 +281,9 @@ class TextPanel(QWidget):
         scores = lane.sequence_scores or []
         for rank, ids in enumerate(lane.sequences[1:], start=1):
             score = f" · score {scores[rank]:.3f}" if rank < len(scores) else ""
-            parts.append(f"<hr><span style='color:#888'>beam #{rank + 1}{score}</span>")
-            parts.append(plain_tokens_html([pieces.get(i, f"<{i}>") for i in ids]))
+            parts.append(f"<br><br><span style='color:#888'>beam #{rank + 1}{score}</span><br>")
+            text = "".join(plain_fragments([pieces.get(i, f"<{i}>") for i in ids]))
+            parts.append(f"<span style='color:#444444'>{text}</span>")
         return "".join(parts)
 
     def column_texts(self) -> Sequence[str]:

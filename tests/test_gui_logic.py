@@ -14,7 +14,7 @@ from gui.render import (
     first_difference,
     group_tokens,
     label_piece,
-    lane_html,
+    lane_fragments,
     near_tie,
     piece_bytes,
     probability_colour,
@@ -69,7 +69,7 @@ def test_tokens_that_only_together_spell_a_character_are_grouped():
     assert [g.steps for g in group_tokens([first, " x"])] == [(0,), (1,)]  # never completed: kept as is
     steps = [record(0, text="a"), record(1, text=first, probs=(0.5, 0.4)),
              record(2, text=second, probs=(0.8, 0.1))]
-    html = lane_html(0, steps, [TokenMarks(), TokenMarks(), TokenMarks(near_tie=True)])
+    html = "".join(lane_fragments(0, steps, [TokenMarks(), TokenMarks(), TokenMarks(near_tie=True)]))
     assert "这" in html and 'href="tok:0:1"' in html and 'href="tok:0:2"' not in html
     assert probability_colour(0.4) in html and "▲" in html  # p(character) = 0.5 × 0.8, marks merged
 

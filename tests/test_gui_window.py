@@ -269,3 +269,62 @@ def test_an_engine_error_is_shown_and_the_text_so_far_kept(qtbot, window):
     assert window.error_banner.isVisible() and "device lost" in window.error_banner.text()
     assert all(3 <= len(lane.steps) < 12 for lane in window.state.lanes)
     assert all(text.strip() for text in window.text.column_texts())
+
+
+def _char_formats(browser) -> list[tuple[str, str, str]]:
+    """Per character of a column: (character, anchor, background colour)."""
+    document = browser.document()
+    cursor = QTextCursor(document)
+    out = []
+    for position in range(document.characterCount() - 1):
+        cursor.setPosition(position + 1)
+        fmt = cursor.charFormat()
+        out.append((document.characterAt(position), fmt.anchorHref(), fmt.background().color().name()))
+    return out
+
+
+def test_streamed_tokens_are_appended_and_the_text_equals_a_whole_rebuild(qtbot):
+    """A streaming lane's column only gets its new tokens inserted (nothing earlier is removed while the
+    earlier marks stay), and ends identical to a column drawn at once — also when a split Chinese character
+    completes at the end, a divergence appears late and the selection moves."""
+    from decoding.spec import LaneSpec
+    from decoding.trace import StepRecord, TokenProb
+    from gui.run_state import RunState, Selection
+    from gui.text_view import TextPanel
+
+    make_application([])
+    split = ["\\xe8\\xbf", "\\x99"]  # 这 in two byte-level pieces
+    texts = [[" a", "\n", " b", *split, "\t", "c"], [" a", "\n", " b", *split, "\t", "d"]]
+
+    def step(index: int, text: str) -> StepRecord:
+        top = [TokenProb(100 + index, text, 0.6, 0), TokenProb(7, "x", 0.58 if index == 2 else 0.1, 1)]
+        return StepRecord(step=index, token_id=100 + index + (text == "d"), token_text=text, prob=0.6,
+                          prob_raw=0.5, logprob=-0.5, logprob_raw=-0.7, entropy=1.0, entropy_raw=1.1,
+                          margin=top[0].prob - top[1].prob, margin_raw=0.1, kept=2, tail_mass=0.0,
+                          tail_mass_raw=0.1, top=top, top_raw=top)
+
+    specs = [LaneSpec("greedy"), LaneSpec("other")]
+    streamed, whole = TextPanel(), TextPanel()
+    for panel in (streamed, whole):
+        qtbot.addWidget(panel)
+    state = RunState.for_specs(specs)
+    streamed.set_state(state)
+    changes: list[int] = []  # document positions the reference lane's column was edited at
+    document = streamed.columns[0].browser.document()
+    document.contentsChange.connect(lambda position, _removed, _added: changes.append(position))
+    for index in range(len(texts[0])):
+        for lane in (1, 0):  # the reference lane lags: lane 1's divergence shows up once lane 0 catches up
+            state.add_step(lane, step(index, texts[lane][index]))
+            end, changes[:] = document.characterCount() - 1, []
+            streamed.refresh_lane(lane)
+            if lane == 0 and index != 4:  # at 4 the split character completes: its first piece is redrawn
+                assert changes and min(changes) >= end, (index, changes, end)
+    state.selection = Selection(1, 2)
+    streamed.refresh_all()
+    whole.set_state(state)
+    for lane in (0, 1):
+        got, want = streamed.columns[lane].browser, whole.columns[lane].browser
+        assert got.toPlainText() == want.toPlainText()
+        assert _char_formats(got) == _char_formats(want)
+    texts_shown = streamed.column_texts()
+    assert "这" in texts_shown[0] and "\\xe8" not in texts_shown[0] and "◆" in texts_shown[1]
