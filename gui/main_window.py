@@ -61,7 +61,7 @@ class MainWindow(QMainWindow):
         self._beam_lane = -1  # the beam lane the beam tree follows while a run streams
         # Lanes waiting for a redraw, oldest first (dicts as ordered sets): a tick redraws what fits its budget.
         self._dirty_lanes: dict[int, None] = {}
-        self._pending_timeline: dict[int, list[StepRecord] | None] = {}  # None: that lane needs a full reset
+        self._pending_timeline: dict[int, list[StepRecord] | None] = {}  # None: that lane's steps were replaced
         self._beam_tree_dirty = False
         self._run_started: float | None = None
         self._closing = False
@@ -243,6 +243,7 @@ class MainWindow(QMainWindow):
         self.status.start_run(max_steps)
         self.prompt.set_running(True)
         self._set_file_actions_enabled(False)
+        self.timeline.begin_stream(max_steps)
         self.worker.start(job)
         self._redraw_timer.start()
 
@@ -299,14 +300,14 @@ class MainWindow(QMainWindow):
         self._show_progress()
 
     def _flush_timeline(self, deadline: float | None) -> None:
-        if any(records is None for records in self._pending_timeline.values()):
-            self.timeline.set_lanes(self.state.lanes)
-            self._pending_timeline.clear()
-            return
         for lane in list(self._pending_timeline):
             if _past(deadline):
                 return
-            self.timeline.append_steps(lane, self._pending_timeline.pop(lane))
+            records = self._pending_timeline.pop(lane)
+            if records is None:
+                self.timeline.reset_steps(lane, self.state.lanes[lane].steps)
+            else:
+                self.timeline.append_steps(lane, records)
 
     def _show_progress(self) -> None:
         elapsed = time.perf_counter() - self._run_started if self._run_started is not None else 0.0
@@ -317,6 +318,7 @@ class MainWindow(QMainWindow):
         self._redraw_timer.stop()
         if self._closing:  # the window is gone: nothing to show
             return
+        self.timeline.end_stream()
         self._clear_pending()  # the finished run is redrawn whole below
         if self._job_kind == "branch":
             self._finish_branch(result)
@@ -334,6 +336,7 @@ class MainWindow(QMainWindow):
         if self._closing:  # the window is gone: nothing to show
             return
         self._flush(budget_s=None)
+        self.timeline.end_stream()
         self.prompt.set_running(False)
         self._set_file_actions_enabled(True)
         self.status.showMessage("failed")

@@ -60,40 +60,52 @@ class Timeline(QWidget):
             tuple[int, int]
         ] = []  # from LaneTrace.branch: where a branched lane took its token
         self._selected: tuple[int, int] | None = None
+        self._streaming = False  # see begin_stream
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self._build_ui()
 
     # ---- public API --------------------------------------------------------------------------------------
     def set_lanes(self, lanes: Sequence[LaneTrace]) -> None:
-        """Replace everything with these lanes (names, colours by index, every step recorded so far)."""
-        for series in self._series:
+        """Replace everything with these lanes (names, colours by index, every step recorded so far). The
+        existing curves are reused: making plot items is most of the cost."""
+        if self._selected:
+            self._emphasise(self._selected[0], False)
+        for series in self._series[len(lanes) :]:
             self._plot.removeItem(series.curve)
+        curves = [series.curve for series in self._series[: len(lanes)]]
         self._series, self._selected = [], None
         self._divergences, self._near_ties, self._branches = [], [], []
         self._cursor.setVisible(False)
-        for lane in lanes:
-            self.add_lane(lane)
+        for index, lane in enumerate(lanes):
+            self._add_series(lane, curves[index] if index < len(curves) else None)
+        self._update_legend()
         self._update_markers()
 
     def add_lane(self, lane: LaneTrace) -> None:
         """Append a lane (e.g. a new branch) after the existing ones; it takes the next lane colour."""
+        self._add_series(lane, None)
+        self._update_legend()
+        self._update_markers()
+
+    def _add_series(self, lane: LaneTrace, curve: pg.PlotDataItem | None) -> None:
         index = len(self._series)
-        curve = pg.PlotDataItem(
-            [],
-            [],
-            pen=pg.mkPen(style.lane_color(index), width=2),
-            symbol="o",
-            symbolSize=5,
-            symbolBrush=style.lane_color(index),
-            symbolPen=None,
-        )
-        self._plot.addItem(curve)
+        if curve is None:
+            curve = pg.PlotDataItem(
+                [],
+                [],
+                pen=pg.mkPen(style.lane_color(index), width=2),
+                symbol=None if self._streaming else "o",
+                symbolSize=5,
+                symbolBrush=style.lane_color(index),
+                symbolPen=None,
+            )
+            self._plot.addItem(curve)
         series = _LaneSeries(lane.name, curve)
         self._series.append(series)
         if lane.branch and lane.branch.get("step") is not None:
             self._branches.append((index, int(lane.branch["step"])))
-        self._update_legend()
-        self.append_steps(index, lane.steps)
+        series.append(lane.steps, self._metric)
+        series.refresh_curve()
 
     def append_steps(self, lane_index: int, records: Sequence[StepRecord]) -> None:
         """Streamed steps for one lane, in order. Cheap: one buffer write and one setData per call."""
@@ -104,6 +116,30 @@ class Timeline(QWidget):
         series.refresh_curve()
         if self._divergences or self._near_ties or self._branches:
             self._update_markers()
+
+    def reset_steps(self, lane_index: int, records: Sequence[StepRecord]) -> None:
+        """A lane's steps replaced (e.g. a streaming beam lane's best path changed)."""
+        series = self._series[lane_index]
+        series.records = []
+        series.append(records, self._metric)
+        series.refresh_curve()
+        self._update_markers()
+
+    def begin_stream(self, max_steps: int) -> None:
+        """While a run streams: the step axis is fixed to the run's length and points have no symbols, so a
+        streamed step neither re-ticks the axis nor re-renders every symbol (a third of the repaint cost).
+        end_stream() restores both."""
+        self._streaming = True
+        self._plot.disableAutoRange(axis="x")
+        self._plot.setXRange(-0.5, max(max_steps, 1) - 0.5, padding=0.02)
+        for series in self._series:
+            series.curve.setSymbol(None)
+
+    def end_stream(self) -> None:
+        self._streaming = False
+        for series in self._series:
+            series.curve.setSymbol("o")
+        self._plot.enableAutoRange(axis="x")
 
     def set_markers(
         self, divergences: Iterable[tuple[int, int]], near_ties: Iterable[tuple[int, int]]

@@ -146,6 +146,26 @@ def test_timeline_marks_the_branch_point_of_a_branched_lane(timeline):
     assert "branch point" in timeline._legend.text() and branched.name in timeline._legend.text()
 
 
+
+def test_timeline_streams_on_a_fixed_axis_and_reuses_its_curves(timeline):
+    """While streaming: the step axis spans the run and points are plain lines; afterwards symbols and
+    autoscaling are back, and a new set of lanes reuses the curves (same colours by index)."""
+    curves = [series.curve for series in timeline._series]
+    lanes = samples.timeline_lanes(samples.ZH_CANDIDATES, steps=5)
+    timeline.begin_stream(40)
+    timeline.set_lanes(lanes[:2])
+    assert [series.curve for series in timeline._series] == curves[:2]
+    assert all(series.curve.opts["symbol"] is None for series in timeline._series)
+    timeline.reset_steps(1, lanes[1].steps[:3])
+    assert list(timeline.curve_data(1)[0]) == [0, 1, 2]
+    x0, x1 = timeline._plot.vb.viewRange()[0]
+    assert x0 < 0 and x1 > 39
+    timeline.end_stream()
+    timeline.set_lanes(lanes)
+    assert all(series.curve.opts["symbol"] == "o" for series in timeline._series)
+    assert list(timeline.curve_data(2)[1]) == pytest.approx([s.prob for s in lanes[2].steps])
+    assert timeline._plot.vb.autoRangeEnabled()[0]
+
 @pytest.fixture
 def beam_tree(qtbot):
     widget = _shown(qtbot, BeamTreeView(), 760, 380)
