@@ -42,7 +42,9 @@ class BeamTreeView(QWidget):
     def set_lane(self, lane_index: int, lane: LaneTrace) -> None:
         """Show a beam lane (its StepRecord.beams); call again as steps arrive: only new steps are drawn."""
         if lane is not self._lane or lane_index != self._lane_index or len(lane.steps) < self._drawn_steps:
-            self.clear()
+            # Not clear(): nodes equal to ones shown before (the finished lane repeats the streamed one's
+            # candidates) keep their labels when _append redraws.
+            self._nodes, self._drawn_steps = [], 0
             self._lane_index, self._lane = lane_index, lane
             self._title.setText(f"{lane.name} — beam hypotheses over steps")
         self._append(lane.steps[self._drawn_steps :])
@@ -183,8 +185,11 @@ class BeamTreeView(QWidget):
             label = pg.TextItem(anchor=(0.5, 1.15))
             self._plot.addItem(label)
         pruned = node.kind == "pruned"
-        label.setText(display_token(node.text, 9), color="#8A8A8A" if pruned else style.FOREGROUND)
-        label.setFont(style.ui_font(8 if pruned else 9))
+        look = (display_token(node.text, 9), pruned)
+        if getattr(label, "look", None) != look:  # setting a text item's text and font is the slow part
+            label.setText(look[0], color="#8A8A8A" if pruned else style.FOREGROUND)
+            label.setFont(style.ui_font(8 if pruned else 9))
+            label.look = look
         label.setPos(node.step, node.slot)
         label.setVisible(True)
         return label
