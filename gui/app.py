@@ -13,6 +13,9 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 
 ICON_PATH = Path(__file__).with_name("icon.svg")
 DEFAULT_SIZE = (1280, 800)
+# The worker thread's Python (sampling, traces) holds the GIL; the GUI thread waits up to this long for it
+# after each Qt call that released it. The default 5 ms adds up to stalls of a tenth of a second per redraw.
+GIL_SWITCH_INTERVAL_S = 0.0005
 
 
 def app_icon() -> QIcon:
@@ -27,6 +30,7 @@ def make_application(argv: list[str]) -> QApplication:
         app = QApplication(["branchpoint", *argv])
     from gui.style import configure_fonts
 
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     app.setApplicationName("Branchpoint")
     app.setDesktopFileName("branchpoint")
     app.setWindowIcon(app_icon())
@@ -38,6 +42,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="branchpoint", description="Branchpoint desktop window")
     parser.add_argument("--gui-model", help="prepared model name or folder (default: the default model)")
     parser.add_argument("--gui-open", help="a saved run (JSON) to open")
+    parser.add_argument("--gui-install-desktop", action="store_true",
+                        help="write the desktop launcher (~/.local/share/applications/branchpoint.desktop) and exit")
     args, _unknown = parser.parse_known_args(argv)  # Qt's own options pass through
     return args
 
@@ -72,6 +78,11 @@ def choose_model(args: argparse.Namespace) -> Path | None:
 
 def run_app(argv: list[str]) -> int:
     args = parse_args(argv)
+    if args.gui_install_desktop:
+        from gui.desktop import install_desktop_file
+
+        print(f"wrote {install_desktop_file()}")
+        return 0
     app = make_application(argv)
     from gui.main_window import MainWindow
 
