@@ -38,6 +38,10 @@ class _LaneSeries:
             self.values = np.resize(self.values, max(len(self.records), 2 * len(self.values)))
         self.values[start : len(self.records)] = metric_values(list(records), metric)
 
+    def shows(self, records: Sequence[StepRecord]) -> bool:
+        """Whether this series already holds exactly these record objects (its values are then current)."""
+        return len(records) == len(self.records) and all(a is b for a, b in zip(records, self.records, strict=True))
+
     def recompute(self, metric: str) -> None:
         self.values = np.zeros(max(64, len(self.records)))
         self.values[: len(self.records)] = metric_values(self.records, metric)
@@ -67,17 +71,18 @@ class Timeline(QWidget):
     # ---- public API --------------------------------------------------------------------------------------
     def set_lanes(self, lanes: Sequence[LaneTrace]) -> None:
         """Replace everything with these lanes (names, colours by index, every step recorded so far). The
-        existing curves are reused: making plot items is most of the cost."""
+        existing curves are reused (making plot items is most of the cost) and one already showing exactly
+        these records (a finished run's streamed lanes) is left as it is."""
         if self._selected:
             self._emphasise(self._selected[0], False)
         for series in self._series[len(lanes) :]:
             self._plot.removeItem(series.curve)
-        curves = [series.curve for series in self._series[: len(lanes)]]
+        previous = self._series[: len(lanes)]
         self._series, self._selected = [], None
         self._divergences, self._near_ties, self._branches = [], [], []
         self._cursor.setVisible(False)
         for index, lane in enumerate(lanes):
-            self._add_series(lane, curves[index] if index < len(curves) else None)
+            self._add_series(lane, previous[index] if index < len(previous) else None)
         self._update_legend()
         self._update_markers()
 
@@ -87,9 +92,17 @@ class Timeline(QWidget):
         self._update_legend()
         self._update_markers()
 
-    def _add_series(self, lane: LaneTrace, curve: pg.PlotDataItem | None) -> None:
+    def _add_series(self, lane: LaneTrace, previous: _LaneSeries | None) -> None:
         index = len(self._series)
-        if curve is None:
+        if lane.branch and lane.branch.get("step") is not None:
+            self._branches.append((index, int(lane.branch["step"])))
+        if previous is not None and previous.shows(lane.steps):
+            previous.name = lane.name
+            self._series.append(previous)
+            return
+        if previous is not None:
+            curve = previous.curve
+        else:
             curve = pg.PlotDataItem(
                 [],
                 [],
@@ -102,8 +115,6 @@ class Timeline(QWidget):
             self._plot.addItem(curve)
         series = _LaneSeries(lane.name, curve)
         self._series.append(series)
-        if lane.branch and lane.branch.get("step") is not None:
-            self._branches.append((index, int(lane.branch["step"])))
         series.append(lane.steps, self._metric)
         series.refresh_curve()
 

@@ -165,6 +165,9 @@ def test_timeline_streams_on_a_fixed_axis_and_reuses_its_curves(timeline):
     assert all(series.curve.opts["symbol"] == "o" for series in timeline._series)
     assert list(timeline.curve_data(2)[1]) == pytest.approx([s.prob for s in lanes[2].steps])
     assert timeline._plot.vb.autoRangeEnabled()[0]
+    shown = list(timeline._series)
+    timeline.set_lanes(lanes)  # the same records again (a finished run's streamed lanes): nothing redrawn
+    assert timeline._series == shown and list(timeline.curve_data(1)[0]) == list(range(5))
 
 @pytest.fixture
 def beam_tree(qtbot):
