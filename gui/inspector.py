@@ -130,7 +130,8 @@ class StepInspector(QWidget):
         self._title.setTextFormat(Qt.TextFormat.RichText)
         self._title.setFont(style.ui_font(10))
         self._title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        # A long lane name must not force the panel wider; the full title stays in the tooltip.
+        # A long title must not force the panel wider: it wraps onto a second line instead of being cut.
+        self._title.setWordWrap(True)
         self._title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self._mode = QComboBox()
         self._mode.addItems(["side by side", "overlaid"])
