@@ -63,6 +63,7 @@ class MainWindow(QMainWindow):
         self._dirty_lanes: dict[int, None] = {}
         self._pending_timeline: dict[int, list[StepRecord] | None] = {}  # None: that lane's steps were replaced
         self._beam_tree_dirty = False
+        self._charts_turn = False  # see _flush
         self._run_started: float | None = None
         self._closing = False
         self._build_widgets()
@@ -287,16 +288,23 @@ class MainWindow(QMainWindow):
     @Slot()
     def _flush(self, budget_s: float | None = FLUSH_BUDGET_S) -> None:
         """Redraw what changed since the last tick (at most ~30 times a second), within a time budget so the
-        event loop never stalls; what does not fit waits for the next tick, oldest first."""
+        event loop never stalls; what does not fit waits for the next tick, oldest first. While streaming, the
+        text and the charts take turns: a tick's redraw and the repaint it causes stay short (no budget: both)."""
         deadline = None if budget_s is None else time.perf_counter() + budget_s
-        for lane in list(self._dirty_lanes):
+        beam_tree_shown = self.charts.currentWidget() is self.beam_tree
+        charts_pending = bool(self._pending_timeline) or (beam_tree_shown and self._beam_tree_dirty)
+        do_text = bool(self._dirty_lanes) and (budget_s is None or not self._charts_turn or not charts_pending)
+        do_charts = charts_pending and (budget_s is None or not do_text)
+        self._charts_turn = do_text
+        for lane in list(self._dirty_lanes) if do_text else ():
             if _past(deadline):
                 break
             del self._dirty_lanes[lane]
             self.text.refresh_lane(lane)
-        self._flush_timeline(deadline)
-        if self.charts.currentWidget() is self.beam_tree and not _past(deadline):
-            self._refresh_beam_tree()
+        if do_charts:
+            self._flush_timeline(deadline)
+            if beam_tree_shown and not _past(deadline):
+                self._refresh_beam_tree()
         self._show_progress()
 
     def _flush_timeline(self, deadline: float | None) -> None:
