@@ -100,8 +100,11 @@ def test_run_fills_every_lane(qtbot, window):
     assert window.status.provider.text() == "CPU"
     beam = window.text.columns[1]
     assert beam.beams_button.isVisible()
+    best = beam.browser.toPlainText()
     qtbot.mouseClick(beam.beams_button, Qt.MouseButton.LeftButton)  # expand the other hypotheses
-    assert "beam #4" in beam.browser.toPlainText()
+    assert "beam #4" in beam.browser.toPlainText() and beam.browser.toPlainText().startswith(best)
+    qtbot.mouseClick(beam.beams_button, Qt.MouseButton.LeftButton)  # and fold them again
+    assert beam.browser.toPlainText() == best
 
 
 def test_ctrl_enter_runs_and_escape_stops_mid_run(qtbot, window):
