@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from decoding.spec import LaneSpec
 from decoding.trace import LaneTrace, StepRecord
 from gui.lane_fields import describe
 from gui.render import (
@@ -153,6 +154,7 @@ class LaneColumn(QFrame):
         self.beams_button.setToolTip("Show every returned beam hypothesis under the best one")
         self.beams_button.toggled.connect(panel.refresh_all)
         self.browser = TokenBrowser(panel, index)
+        self._header: tuple | None = None
         header = QHBoxLayout()
         header.addWidget(self.title, 1)
         header.addWidget(self.beams_button)
@@ -165,12 +167,20 @@ class LaneColumn(QFrame):
     def show_lane(self, state: RunState, fragments: list[str]) -> None:
         lane = state.lanes[self.index]
         spec = state.specs[self.index] if self.index < len(state.specs) else None
-        summary = describe(spec, seed=False) if spec is not None else ""
-        self.title.setToolTip(", ".join(f"{k}={v}" for k, v in lane.config.items()))
-        role = " <span style='color:#888'>(reference)</span>" if self.index == state.reference else ""
-        self.title.setText(f"<b>{lane.name}</b>{role}<br><span style='color:#555'>{summary}</span>")
-        self.beams_button.setVisible(bool(lane.sequences and len(lane.sequences) > 1))
+        header = (lane.name, spec, self.index == state.reference, lane.config,
+                  bool(lane.sequences and len(lane.sequences) > 1))
+        if header != self._header:  # a streamed redraw changes only the text: no other widget call
+            self._header = header
+            self._show_header(*header)
         self.browser.show_fragments(fragments)
+
+    def _show_header(self, name: str, spec: LaneSpec | None, reference: bool, config: dict,
+                     several_beams: bool) -> None:
+        summary = describe(spec, seed=False) if spec is not None else ""
+        self.title.setToolTip(", ".join(f"{k}={v}" for k, v in config.items()))
+        role = " <span style='color:#888'>(reference)</span>" if reference else ""
+        self.title.setText(f"<b>{name}</b>{role}<br><span style='color:#555'>{summary}</span>")
+        self.beams_button.setVisible(several_beams)
 
 
 class FragmentDocument:
