@@ -205,22 +205,23 @@ class LanesEditor(QWidget):
 
     # ------------------------------------------------------------------------------------------- buttons
 
-    def _buttons(self) -> QHBoxLayout:
-        row = QHBoxLayout()
-        self.add_button = self._tool("+ Add", "Add a lane from a preset", None)
-        self.add_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
-        menu = QMenu(self.add_button)
+    def _preset_menu_button(self, text: str, tip: str, on_pick) -> QToolButton:
+        """A tool button whose menu lists the presets; picking one calls `on_pick(action)`."""
+        button = self._tool(text, tip, None)
+        button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        menu = QMenu(button)
         for title in PRESETS:
             menu.addAction(title).setData(title)
-        menu.triggered.connect(self._on_add_preset)
-        self.add_button.setMenu(menu)
-        self.preset_button = self._tool("Preset", "Replace the selected lane's parameters by a preset", None)
-        self.preset_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
-        preset_menu = QMenu(self.preset_button)
-        for title in PRESETS:
-            preset_menu.addAction(title).setData(title)
-        preset_menu.triggered.connect(self._on_apply_preset)
-        self.preset_button.setMenu(preset_menu)
+        menu.triggered.connect(on_pick)
+        button.setMenu(menu)
+        return button
+
+    def _buttons(self) -> QHBoxLayout:
+        row = QHBoxLayout()
+        self.add_button = self._preset_menu_button("+ Add", "Add a lane from a preset", self._on_add_preset)
+        self.preset_button = self._preset_menu_button(
+            "Preset", "Replace the selected lane's parameters by a preset", self._on_apply_preset
+        )
         self.duplicate_button = self._tool("Duplicate", "Copy the selected lane", self.duplicate_selected)
         self.remove_button = self._tool("Remove", "Remove the selected lane", self.remove_selected)
         self.up_button = self._tool("▲", "Move the selected lane left", self.move_up)
