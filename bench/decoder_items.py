@@ -135,10 +135,11 @@ def measure_prefill_edit(ctx: BenchContext) -> list[Row]:
     import numpy as np
 
     from bench.context import load_decoder
-    from bench.graph_edits import edited_model_dir
+    from models.graph_edits import edited_model_dir
 
     with tempfile.TemporaryDirectory(prefix="bench-edit-") as tmp:
-        edited = load_decoder(edited_model_dir(ctx.model_dir, Path(tmp)), ctx.device, ctx.threads)
+        edited_dir = edited_model_dir(ctx.model_dir, Path(tmp), ("last_position_lm_head",))
+        edited = load_decoder(edited_dir, ctx.device, ctx.threads)
         rows = []
         for length in (ctx.sizes.prefill_lengths[0], ctx.sizes.prefill_lengths[-1]):
             ids = ctx.random_ids(length)
@@ -163,11 +164,11 @@ def measure_prefill_edit(ctx: BenchContext) -> list[Row]:
 
 def measure_attention_edit(ctx: BenchContext) -> list[Row]:
     """Steps of the current decoder vs the same model with grouped-query attention reading the KV cache as it
-    is (bench/graph_edits.grouped_attention: no repeated KV heads copied every step)."""
+    is (models/graph_edits.grouped_attention: no repeated KV heads copied every step)."""
     import tempfile
 
     from bench.context import load_decoder
-    from bench.graph_edits import edited_model_dir
+    from models.graph_edits import edited_model_dir
 
     short, long = ctx.sizes.contexts
     cases = [(1, short), (1, long), (ctx.sizes.batch_rows, short), (ctx.sizes.batch_rows, (short + long) // 2)]

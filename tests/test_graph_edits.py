@@ -1,4 +1,4 @@
-"""bench/graph_edits: the last-position lm_head slice and grouped-query attention without repeated KV heads
+"""models/graph_edits: the last-position lm_head slice and grouped-query attention without repeated KV heads
 leave every logit (and so every decision) within 1e-4 of the exported graph, through prefill, fork, reorder
 and steps."""
 
@@ -11,7 +11,7 @@ import numpy as np
 import onnx
 import pytest
 
-from bench.graph_edits import EDITS, apply_edits, edited_model_dir
+from models.graph_edits import EDITS, apply_edits, edited_model_dir
 from runtime.decoder import OnnxDecoder
 
 
@@ -24,7 +24,7 @@ def test_edits_remove_the_repeated_kv_heads(tiny_model_dir: Path):
     model = onnx.load(str(tiny_model_dir / "model.onnx"))
     config = json.loads((tiny_model_dir / "config.json").read_text())
     before = sum(node.op_type == "Expand" for node in model.graph.node)
-    apply_edits(model, config, EDITS)
+    assert apply_edits(model, config, EDITS) == (list(EDITS), {})
     onnx.checker.check_model(model)
     assert before - sum(node.op_type == "Expand" for node in model.graph.node) == 2 * config["num_hidden_layers"]
     assert model.graph.output[0].type.tensor_type.shape.dim[1].dim_value == 1  # logits: last position only
@@ -40,3 +40,24 @@ def test_edited_model_gives_the_same_logits(tiny_model_dir: Path, edited_dir: Pa
         (state_a, a), (state_b, b) = original.step(state_a, rows, tokens), edited.step(state_b, rows, tokens)
         np.testing.assert_allclose(a, b, atol=1e-4)
         tokens, rows = a.argmax(-1).tolist(), ([2, 0, 1] if step % 2 else [0, 1, 2])
+
+
+def test_edits_skip_a_graph_without_their_pattern(tiny_model_dir: Path, edited_dir: Path):
+    """An already edited graph no longer has either pattern: both edits are skipped, with the reason, and the
+    graph is left as it is."""
+    model = onnx.load(str(edited_dir / "model.onnx"))
+    config = json.loads((edited_dir / "config.json").read_text())
+    before = model.SerializeToString()
+    applied, skipped = apply_edits(model, config, EDITS)
+    assert applied == [] and set(skipped) == set(EDITS)
+    assert "dynamic sequence axis" in skipped["last_position_lm_head"]
+    assert "0 repeat_kv chains found" in skipped["grouped_attention"]
+    assert model.SerializeToString() == before
+
+
+def test_grouped_attention_skips_multi_head_attention(tiny_model_dir: Path):
+    model = onnx.load(str(tiny_model_dir / "model.onnx"))
+    config = json.loads((tiny_model_dir / "config.json").read_text())
+    config["num_key_value_heads"] = config["num_attention_heads"]
+    applied, skipped = apply_edits(model, config, ("grouped_attention",))
+    assert applied == [] and skipped["grouped_attention"].startswith("not grouped-query attention")

@@ -1,18 +1,24 @@
-"""ONNX graph edits measured by the suite before they are proposed to models/ (preparation) or runtime/
-(load).
+"""ONNX graph edits applied at preparation, after the export, to optimum's Llama-style decoders (each only when
+the graph has the expected pattern; the manifest records which were applied).
 
 `last_position_lm_head`: the exported graph computes logits for every prompt position ([B, S, vocab]: 98 MB
 and S x 57 MFLOP of lm_head for a 500-token prompt) although decoding needs only the last one. Slicing the
-final hidden state to its last position before lm_head gives the same last-row logits and KV presents."""
+final hidden state to its last position before lm_head gives the same last-row logits and KV presents.
+
+`grouped_attention`: grouped-query attention reads the KV cache as it is instead of a repeated copy of it
+(see grouped_attention)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import numpy as np
 
 LOGITS = "logits"
+EDITS = ("last_position_lm_head", "grouped_attention")
+RECORD_NAME = "graph_edits.json"  # {"applied": [...], "skipped": {edit: why}}: the worker's note to preparation
 
 
 def last_position_lm_head(model):
@@ -33,26 +39,83 @@ def last_position_lm_head(model):
     return model
 
 
-EDITS = ("last_position", "grouped_attention")
+def lm_head_mismatch(model) -> str | None:
+    """Why last_position_lm_head does not apply to this graph (None when it does)."""
+    heads = [n for n in model.graph.node if LOGITS in n.output]
+    output = next((o for o in model.graph.output if o.name == LOGITS), None)
+    if len(heads) != 1 or heads[0].op_type != "MatMul" or output is None:
+        return "no single MatMul producing the logits output"
+    dims = output.type.tensor_type.shape.dim
+    if len(dims) != 3 or dims[1].HasField("dim_value"):
+        return "logits are not [batch, sequence, vocab] with a dynamic sequence axis"
+    return None
 
 
-def apply_edits(model, config: dict, edits: tuple[str, ...]):
-    """Apply the named edits to an onnx.ModelProto (config: the model's config.json). Returns it."""
-    if "last_position" in edits:
-        last_position_lm_head(model)
+def attention_mismatch(model, config: dict) -> str | None:
+    """Why grouped_attention does not apply to this graph (None when it does)."""
+    heads, kv_heads, _ = attention_shape(config)
+    if kv_heads == heads or heads % kv_heads:
+        return f"not grouped-query attention ({heads} query heads, {kv_heads} KV heads)"
+    producers, consumers = graph_links(model.graph)
+    repeats = [r for n in model.graph.node if n.op_type == "Expand" and (r := _repeat_kv(n, producers, consumers))]
+    layers = config.get("num_hidden_layers")
+    if len(repeats) != 2 * layers:
+        return f"{len(repeats)} repeat_kv chains found, expected 2 per layer ({layers} layers)"
+    kinds = {user.op_type for _, repeated in repeats for user in consumers.get(repeated, [])}
+    if not kinds <= {"Shape", "Transpose", "MatMul"}:
+        return f"repeated KV heads used by unexpected nodes: {sorted(kinds)}"
+    return None
+
+
+def attention_shape(config: dict) -> tuple[int, int, int]:
+    heads = config["num_attention_heads"]
+    kv_heads = config.get("num_key_value_heads") or heads
+    return heads, kv_heads, config.get("head_dim") or config["hidden_size"] // heads
+
+
+def apply_edits(model, config: dict, edits: tuple[str, ...] = EDITS) -> tuple[list[str], dict[str, str]]:
+    """Apply the named edits that match the graph to an onnx.ModelProto (config: the model's config.json).
+    Returns (applied edit names, {skipped edit name: why})."""
+    applied, skipped = [], {}
+    if "last_position_lm_head" in edits:
+        if reason := lm_head_mismatch(model):
+            skipped["last_position_lm_head"] = reason
+        else:
+            last_position_lm_head(model)
+            applied.append("last_position_lm_head")
     if "grouped_attention" in edits:
-        heads = config["num_attention_heads"]
-        kv_heads = config.get("num_key_value_heads") or heads
-        head_dim = config.get("head_dim") or config["hidden_size"] // heads
-        if kv_heads != heads:
-            grouped_attention(model, heads, kv_heads, head_dim)
-    return model
+        if reason := attention_mismatch(model, config):
+            skipped["grouped_attention"] = reason
+        else:
+            grouped_attention(model, *attention_shape(config))
+            applied.append("grouped_attention")
+    return applied, skipped
 
 
-def edited_model_dir(model_dir: Path, out_dir: Path, edits: tuple[str, ...] = ("last_position",)) -> Path:
-    """A copy of a prepared model folder whose model.onnx has the named edits (other small files copied)."""
-    import json
+def edit_model_folder(model_dir: Path, edits: tuple[str, ...] = EDITS) -> tuple[list[str], dict[str, str]]:
+    """Apply the edits to model_dir/model.onnx in place (rewritten only if one applies); see apply_edits."""
+    import onnx
 
+    config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    model = onnx.load(str(model_dir / "model.onnx"))
+    applied, skipped = apply_edits(model, config, edits)
+    if applied:
+        onnx.checker.check_model(model, full_check=False)
+        save_model(model, model_dir)
+    return applied, skipped
+
+
+def save_model(model, model_dir: Path) -> None:
+    import onnx
+
+    large = model.ByteSize() > 1_900_000_000  # protobuf's 2 GB limit: keep big weights beside the graph
+    (model_dir / "model.onnx_data").unlink(missing_ok=True)
+    onnx.save(model, str(model_dir / "model.onnx"), save_as_external_data=large, location="model.onnx_data")
+
+
+def edited_model_dir(model_dir: Path, out_dir: Path, edits: tuple[str, ...] = EDITS) -> Path:
+    """A copy of a model folder whose model.onnx has the named edits (other small files copied), for the bench
+    and the tests."""
     import onnx
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -60,10 +123,20 @@ def edited_model_dir(model_dir: Path, out_dir: Path, edits: tuple[str, ...] = ("
         if path.is_file() and not path.name.startswith("model.onnx") and not path.name.endswith(".gguf"):
             shutil.copy2(path, out_dir / path.name)
     config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
-    model = apply_edits(onnx.load(str(model_dir / "model.onnx")), config, edits)
-    large = model.ByteSize() > 1_900_000_000  # protobuf's 2 GB limit: keep big weights beside the graph
-    onnx.save(model, str(out_dir / "model.onnx"), save_as_external_data=large, location="model.onnx_data")
+    model = onnx.load(str(model_dir / "model.onnx"))
+    apply_edits(model, config, edits)
+    save_model(model, out_dir)
     return out_dir
+
+
+def graph_links(graph) -> tuple[dict, dict[str, list]]:
+    """(tensor name → producing node, tensor name → consuming nodes)."""
+    producers = {out: node for node in graph.node for out in node.output}
+    consumers: dict[str, list] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    return producers, consumers
 
 
 def grouped_attention(model, num_heads: int, num_kv_heads: int, head_dim: int) -> int:
@@ -74,11 +147,7 @@ def grouped_attention(model, num_heads: int, num_kv_heads: int, head_dim: int) -
     ([B, H, S, D] → [B, KV, H/KV * S, D], a free reshape) lets both MatMuls read the cache as it is; results are
     the same products summed in the same order. Returns the number of repeats removed (2 per layer)."""
     graph = model.graph
-    producers = {out: node for node in graph.node for out in node.output}
-    consumers: dict[str, list] = {}
-    for node in graph.node:
-        for name in node.input:
-            consumers.setdefault(name, []).append(node)
+    producers, consumers = graph_links(graph)
     shapes = _add_shapes(graph, num_heads, num_kv_heads, head_dim)
     before: dict[str, list] = {}
     after: dict[str, list] = {}
