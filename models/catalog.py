@@ -9,6 +9,8 @@ from pathlib import Path
 
 DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct"
 MANIFEST_NAME = "manifest.json"
+# 2: model.onnx carries the preparation's graph edits (manifest "graph_edits"); older folders are re-prepared.
+SCHEMA_VERSION = 2
 # Build folders in progress (on the cache's filesystem, so installing is one rename).
 PARTIAL_PREFIX = ".partial-"
 
@@ -40,9 +42,13 @@ def read_manifest(model_dir: str | Path) -> dict:
 
 
 def manifest_is_valid(model_dir: str | Path) -> bool:
-    """True when the manifest exists and every file it lists is present with its recorded size."""
+    """True when the manifest has the current schema version and every file it lists is present with its
+    recorded size."""
     model_dir = Path(model_dir)
-    files = read_manifest(model_dir).get("files")
+    manifest = read_manifest(model_dir)
+    if manifest.get("schema_version") != SCHEMA_VERSION:
+        return False
+    files = manifest.get("files")
     if not files or "model.onnx" not in files:
         return False
     for name, info in files.items():

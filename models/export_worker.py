@@ -1,4 +1,5 @@
-"""Child process for the heavy part of preparation (torch, transformers, optimum): GGUF → HF → ONNX.
+"""Child process for the heavy part of preparation (torch, transformers, optimum): GGUF → HF → ONNX → edited
+ONNX (models.graph_edits).
 
 Running it in its own process lets the parent kill it promptly on Cancel / Ctrl-C and keeps torch out of the
 app.
@@ -83,6 +84,16 @@ def export_onnx(hf_dir: Path, out: Path) -> None:
     emit(stage="export", fraction=1.0, message="exported")
 
 
+def edit_graph(out: Path) -> None:
+    """The graph edits of models.graph_edits that match the export; which ones is left in RECORD_NAME."""
+    emit(stage="graph-edits", fraction=0.0, message="editing the ONNX graph (last-position lm_head, grouped attention)")
+    from models.graph_edits import RECORD_NAME, edit_model_folder
+
+    applied, skipped = edit_model_folder(out)
+    (out / RECORD_NAME).write_text(json.dumps({"applied": applied, "skipped": skipped}), encoding="utf-8")
+    emit(stage="graph-edits", fraction=1.0, message=f"applied: {', '.join(applied) or 'none'}")
+
+
 def save_fast_tokenizer(hf_dir: Path, out: Path) -> None:
     """The runtime reads tokenizer.json: convert a slow-only tokenizer (vocab.json + merges.txt) to it."""
     from transformers import AutoTokenizer
@@ -104,11 +115,14 @@ def run(args: argparse.Namespace) -> None:
     if args.mode == "gguf":
         dequantize_gguf(args.gguf, args.hf_dir)
         export_onnx(args.hf_dir, args.out)
+        edit_graph(args.out)
     elif args.mode == "hub":
         snapshot(args.source, args.hf_dir)
         export_onnx(args.hf_dir, args.out)
+        edit_graph(args.out)
     else:
         export_onnx(Path(args.source), args.out)
+        edit_graph(args.out)
 
 
 def main(argv: list[str] | None = None) -> int:

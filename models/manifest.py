@@ -8,10 +8,9 @@ import platform
 from importlib import metadata
 from pathlib import Path
 
-from models.catalog import MANIFEST_NAME
+from models.catalog import MANIFEST_NAME, SCHEMA_VERSION
 from models.sources import sha256_file
 
-SCHEMA_VERSION = 1
 TOOLS = (
     "torch",
     "transformers",
@@ -94,7 +93,9 @@ def build_manifest(
     smoke: dict,
     known_hashes: dict[str, str],
     stage_seconds: dict[str, float],
+    graph_edits: dict,
 ) -> dict:
+    """graph_edits: {"applied": [edit names], "skipped": {edit name: why}} (models.graph_edits)."""
     graph = smoke["graph"]
     past = next(i for i in graph["inputs"] if i["name"].startswith("past_key_values."))
     return {
@@ -106,6 +107,8 @@ def build_manifest(
         "model": model_facts(model_dir, smoke["layout"]),
         "tokens": token_ids(model_dir),
         "graph": graph,
+        "graph_edits": graph_edits["applied"],
+        "graph_edits_skipped": graph_edits["skipped"],
         "smoke_test": {
             k: smoke[k] for k in ("prompt", "prompt_ids", "generated_ids", "continuation", "cache_max_abs_diff")
         },

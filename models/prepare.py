@@ -9,6 +9,7 @@ imports torch.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -27,6 +28,7 @@ from models.catalog import (
     read_manifest,
 )
 from models.errors import PrepareCancelled, PrepareError
+from models.graph_edits import EDITS, RECORD_NAME
 from models.manifest import build_manifest, write_manifest
 from models.progress import CancelCheck, ProgressCallback, Stages
 from models.sources import (
@@ -52,11 +54,12 @@ DEFAULT_PLAN = [
     ("dequantize", 25),
     ("tokenizer", 4),
     ("export", 35),
+    ("graph-edits", 6),
     ("smoke-test", 5),
     ("install", 3),
 ]
-HF_PLAN = [("setup", 0.2), ("export", 30), ("smoke-test", 3), ("install", 2)]
-HUB_PLAN = [("setup", 0.2), ("download", 30), ("export", 30), ("smoke-test", 3), ("install", 2)]
+HF_PLAN = [("setup", 0.2), ("export", 30), ("graph-edits", 3), ("smoke-test", 3), ("install", 2)]
+HUB_PLAN = [("setup", 0.2), ("download", 30), ("export", 30), ("graph-edits", 3), ("smoke-test", 3), ("install", 2)]
 ONNX_PLAN = [("setup", 0.2), ("verify", 1), ("copy", 3), ("smoke-test", 3), ("install", 2)]
 STALE_AFTER_S = 24 * 3600
 SMOKE_EXPECTATION = " Paris"  # "The capital of France is" → " Paris" (greedy) for the default model
@@ -308,11 +311,22 @@ def install(
     """Write the manifest, drop the scratch folder and rename the build folder into place."""
     with stages.stage("install", f"installing into {final}"):
         shutil.rmtree(build / WORK, ignore_errors=True)
-        manifest = build_manifest(name, build, source, smoke, known_hashes, dict(stages.seconds))
+        edits = take_graph_edits_record(build)
+        manifest = build_manifest(name, build, source, smoke, known_hashes, dict(stages.seconds), edits)
         write_manifest(build, manifest)
         stages.check_cancel()
         replace_folder(build, final)
     return final
+
+
+def take_graph_edits_record(build: Path) -> dict:
+    """The export worker's record of the graph edits (none for a folder registered as is), removed from build."""
+    record = build / RECORD_NAME
+    if not record.is_file():
+        return {"applied": [], "skipped": dict.fromkeys(EDITS, "registered as is (no export)")}
+    edits = json.loads(record.read_text(encoding="utf-8"))
+    record.unlink()
+    return edits
 
 
 def replace_folder(build: Path, final: Path) -> None:

@@ -3,6 +3,7 @@ instant re-prepare, HF-folder export and ONNX-folder registration with the tiny 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -17,6 +18,7 @@ import pytest
 
 from models import catalog, prepare
 from models.errors import PrepareCancelled, PrepareError
+from models.graph_edits import EDITS
 from models.sources import GGUF_MEMBER, GGUF_SHA256, WHEEL_SHA256
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -171,13 +173,24 @@ def test_prepare_hf_folder_then_second_prepare_is_instant(cache, tiny_hf_dir):
     assert manifest["source"] == {"kind": "hf-folder", "path": str(tiny_hf_dir.resolve())}
     assert manifest["model"]["num_layers"] == 2 and manifest["model"]["num_kv_heads"] == 2
     assert manifest["tokens"]["eos_token_ids"] == [2]
-    assert {"setup", "export", "smoke-test"} <= set(manifest["prepare_seconds"])
+    assert {"setup", "export", "graph-edits", "smoke-test"} <= set(manifest["prepare_seconds"])
+    assert manifest["schema_version"] == catalog.SCHEMA_VERSION
+    assert manifest["graph_edits"] == ["last_position_lm_head", "grouped_attention"]
+    assert manifest["graph_edits_skipped"] == {}
+    assert not (path / "graph_edits.json").exists()
 
     started = time.monotonic()
     again: list[str] = []
     assert prepare.prepare_hf_folder(tiny_hf_dir, name="tiny-hf", progress=lambda s, f, m: again.append(m)) == path
     assert time.monotonic() - started < 1.0
     assert again == [f"already prepared: {path}"]
+
+    manifest["schema_version"] = catalog.SCHEMA_VERSION - 1  # prepared before the graph edits: prepared again
+    (path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    assert not catalog.manifest_is_valid(path)
+    prepare.prepare_hf_folder(tiny_hf_dir, name="tiny-hf", progress=lambda s, f, m: again.append(m))
+    assert again[-1] != f"already prepared: {path}"
+    assert catalog.read_manifest(path)["schema_version"] == catalog.SCHEMA_VERSION
 
 
 def test_reference_model_agrees_with_onnx_smoke_test(cache, tiny_hf_dir):
@@ -210,6 +223,7 @@ def test_register_onnx_folder(cache, tiny_model_dir):
     inputs = {i["name"] for i in manifest["graph"]["inputs"]}
     assert {"input_ids", "attention_mask", "past_key_values.1.value"} <= inputs
     assert (path / "model.onnx").read_bytes() == (tiny_model_dir / "model.onnx").read_bytes()
+    assert manifest["graph_edits"] == [] and set(manifest["graph_edits_skipped"]) == set(EDITS)
     assert [m.name for m in catalog.list_models()] == ["tiny"]
 
     again = prepare.register_onnx_folder(tiny_model_dir, name="tiny", force=True)
