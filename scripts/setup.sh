@@ -28,11 +28,16 @@ install_system_packages() {
 
 install_python_packages() {
   local python="${PYTHON:-python3}"
+  # Skip pip when this exact pyproject.toml was already installed with these extras (fast second start).
+  local stamp=".venv/.installed-${extras//,/-}" want
+  want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+  if [ -x .venv/bin/python ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then return 0; fi
   [ -x .venv/bin/python ] || "$python" -m venv .venv
   .venv/bin/python -m pip install -q --upgrade pip
   # torch first, pinned: otherwise a resolver run may pull a multi-GB CUDA build.
   if [[ ",$extras," == *",prepare,"* ]]; then .venv/bin/python -m pip install -q "torch==2.13.0"; fi
   .venv/bin/python -m pip install -q -e ".[$extras]"
+  echo "$want" > "$stamp"
 }
 
 install_system_packages
