@@ -53,6 +53,9 @@ def lm_head_mismatch(model) -> str | None:
 
 def attention_mismatch(model, config: dict) -> str | None:
     """Why grouped_attention does not apply to this graph (None when it does)."""
+    missing = [key for key in LLAMA_ATTENTION_KEYS if key not in config]
+    if missing:  # e.g. GPT-2 names them n_head / n_embd / n_layer and has no grouped KV heads anyway
+        return f"config.json has no {', '.join(missing)} (not a Llama-style attention config)"
     heads, kv_heads, _ = attention_shape(config)
     if kv_heads == heads or heads % kv_heads:
         return f"not grouped-query attention ({heads} query heads, {kv_heads} KV heads)"
@@ -65,6 +68,9 @@ def attention_mismatch(model, config: dict) -> str | None:
     if not kinds <= {"Shape", "Transpose", "MatMul"}:
         return f"repeated KV heads used by unexpected nodes: {sorted(kinds)}"
     return None
+
+
+LLAMA_ATTENTION_KEYS = ("num_attention_heads", "hidden_size", "num_hidden_layers")
 
 
 def attention_shape(config: dict) -> tuple[int, int, int]:

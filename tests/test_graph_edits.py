@@ -61,3 +61,11 @@ def test_grouped_attention_skips_multi_head_attention(tiny_model_dir: Path):
     config["num_key_value_heads"] = config["num_attention_heads"]
     applied, skipped = apply_edits(model, config, ("grouped_attention",))
     assert applied == [] and skipped["grouped_attention"].startswith("not grouped-query attention")
+
+
+def test_grouped_attention_skips_a_config_without_llama_attention_keys(tiny_model_dir: Path):
+    """GPT-2 style configs (n_head, n_embd, n_layer) are skipped with a reason, not a KeyError."""
+    model = onnx.load(str(tiny_model_dir / "model.onnx"))
+    config = {"model_type": "gpt2", "n_head": 4, "n_embd": 64, "n_layer": 2}
+    applied, skipped = apply_edits(model, config, ("grouped_attention",))
+    assert applied == [] and "num_attention_heads" in skipped["grouped_attention"]
