@@ -50,6 +50,21 @@ def hf_generate(model, prompt_ids: list[int], max_new_tokens: int, eos_token_ids
     return sequences, None if scores is None else scores.tolist()
 
 
+def hf_beam_search(model, prompt_ids: list[int], max_new_tokens: int, eos_token_ids: list[int], num_beams: int):
+    """transformers beam search returning every beam (length_penalty 1, early_stopping False): (sequences, scores)."""
+    return hf_generate(
+        model,
+        prompt_ids,
+        max_new_tokens,
+        eos_token_ids,
+        do_sample=False,
+        num_beams=num_beams,
+        num_return_sequences=num_beams,
+        length_penalty=1.0,
+        early_stopping=False,
+    )
+
+
 def cut_after_eos(tokens: list[int], eos_token_ids: list[int]) -> list[int]:
     for i, token in enumerate(tokens):
         if token in eos_token_ids:

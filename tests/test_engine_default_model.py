@@ -9,7 +9,7 @@ import pytest
 from decoding.engine import Engine
 from decoding.spec import LaneSpec, assign_seeds, default_lanes
 from decoding.trace import PromptInfo
-from tests.reference import hf_generate, load_hf_model
+from tests.reference import hf_beam_search, hf_generate, load_hf_model
 
 # Loading the GGUF reference and running beams take minutes on a shared 2-core machine.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
@@ -57,17 +57,7 @@ def test_beam_lanes_equal_transformers_beam_search(real, reference, num_beams):
     spec = LaneSpec("beam", num_beams=num_beams, num_return_sequences=num_beams)
     for prompt in prompts(tokenizer):
         lane = engine.run(prompt, [spec], max_new_tokens=16).lanes[0]
-        sequences, scores = hf_generate(
-            reference,
-            prompt.ids,
-            16,
-            eos,
-            do_sample=False,
-            num_beams=num_beams,
-            num_return_sequences=num_beams,
-            length_penalty=1.0,
-            early_stopping=False,
-        )
+        sequences, scores = hf_beam_search(reference, prompt.ids, 16, eos, num_beams)
         assert lane.sequences == sequences, prompt.text
         assert lane.sequence_scores == pytest.approx(scores, abs=1e-4), prompt.text
 

@@ -8,7 +8,7 @@ import pytest
 from decoding.engine import Engine
 from decoding.spec import Branch, LaneSpec
 from decoding.trace import PromptInfo
-from tests.reference import hf_generate, load_hf_model
+from tests.reference import hf_beam_search, hf_generate, load_hf_model
 
 PROMPTS = ["The capital of France is", "Once upon a time there was", "def add(a, b):"]
 SIX_LANES = [
@@ -85,17 +85,7 @@ def test_beam_equals_transformers_beam_search(tiny, hf_model, text, num_beams):
     eos = list(tiny[0].eos_token_ids)
     spec = LaneSpec("beam", num_beams=num_beams, num_return_sequences=num_beams)
     lane = engine.run(p, [LaneSpec("greedy"), spec], max_new_tokens=16).lane("beam")
-    sequences, scores = hf_generate(
-        hf_model,
-        p.ids,
-        16,
-        eos,
-        do_sample=False,
-        num_beams=num_beams,
-        num_return_sequences=num_beams,
-        length_penalty=1.0,
-        early_stopping=False,
-    )
+    sequences, scores = hf_beam_search(hf_model, p.ids, 16, eos, num_beams)
     assert lane.sequences == sequences
     assert lane.sequence_scores == pytest.approx(scores, abs=1e-4)
     assert lane.token_ids == sequences[0]
