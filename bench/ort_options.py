@@ -1,6 +1,7 @@
-"""ONNX Runtime session options chosen by measurement: the default decoder against variants (one intra-op
-thread; worker threads that do not spin after a run, leaving the cores to decoding/ between steps), each timed
-on a single-row step and on a whole 5-lane engine run, interleaved."""
+"""ONNX Runtime session options chosen by measurement: the default decoder against variants, each timed on a
+single-row step and on a whole 5-lane engine run, interleaved. Variants: worker threads that never spin; worker
+threads that stop spinning as soon as a run returns (`session.force_spinning_stop`, leaving the cores to
+decoding/ between steps); one intra-op thread."""
 
 from __future__ import annotations
 
@@ -13,20 +14,23 @@ from bench.engine_items import five_lanes, run_engine
 from bench.report import Row
 from bench.timing import interleaved, paired_ratio
 
-SPIN_KEYS = ("session.intra_op.allow_spinning", "session.inter_op.allow_spinning")
+VARIANTS = {
+    "no spinning": {"session.intra_op.allow_spinning": "0", "session.inter_op.allow_spinning": "0"},
+    "spinning stops after each run": {"session.force_spinning_stop": "1"},
+}
 
 
 @contextmanager
-def no_spinning() -> Iterator[None]:
-    """Sessions created inside get allow_spinning=0 (runtime.session.session_options patched meanwhile)."""
+def config_entries(entries: dict[str, str]) -> Iterator[None]:
+    """Sessions created inside get these session config entries (runtime.session.session_options patched)."""
     from runtime import session
 
     original = session.session_options
 
     def patched(threads=None):
         options = original(threads)
-        for key in SPIN_KEYS:
-            options.add_session_config_entry(key, "0")
+        for key, value in entries.items():
+            options.add_session_config_entry(key, value)
         return options
 
     session.session_options = patched
@@ -37,10 +41,11 @@ def no_spinning() -> Iterator[None]:
 
 
 def measure_ort_options(ctx: BenchContext) -> list[Row]:
-    with no_spinning():
-        quiet = load_decoder(ctx.model_dir, ctx.device, ctx.threads)
-    one_thread = load_decoder(ctx.model_dir, ctx.device, 1)
-    decoders = {"default": ctx.decoder, "no_spin": quiet, "one_thread": one_thread}
+    decoders = {"default": ctx.decoder}
+    for name, entries in VARIANTS.items():
+        with config_entries(entries):
+            decoders[name] = load_decoder(ctx.model_dir, ctx.device, ctx.threads)
+    decoders["1 thread"] = load_decoder(ctx.model_dir, ctx.device, 1)
     ids = ctx.random_ids(50)
     steps = interleaved({name: Stepper(d, ids, 1) for name, d in decoders.items()}, ctx.sizes.step_reps)
     tokens = max(2, ctx.sizes.new_tokens // 4)
@@ -48,21 +53,13 @@ def measure_ort_options(ctx: BenchContext) -> list[Row]:
     runs = interleaved(
         {name: _engine_run(ctx, d, specs, tokens) for name, d in decoders.items()}, ctx.sizes.run_reps
     )
-    item = "ORT options"
-    return [
-        Row(item, "single-row step: no spinning / default", paired_ratio(steps, "no_spin", "default")),
-        Row(
-            item,
-            f"5-lane run ({tokens} tokens): no spinning / default",
-            paired_ratio(runs, "no_spin", "default"),
-        ),
-        Row(item, "single-row step: 1 thread / default", paired_ratio(steps, "one_thread", "default")),
-        Row(
-            item,
-            f"5-lane run ({tokens} tokens): 1 thread / default",
-            paired_ratio(runs, "one_thread", "default"),
-        ),
-    ]
+    rows = []
+    for name in list(decoders)[1:]:
+        rows.append(Row("ORT options", f"single-row step: {name} / default", paired_ratio(steps, name, "default")))
+        rows.append(
+            Row("ORT options", f"5-lane run ({tokens} tokens): {name} / default", paired_ratio(runs, name, "default"))
+        )
+    return rows
 
 
 def _engine_run(ctx: BenchContext, decoder, specs: list, tokens: int):

@@ -30,7 +30,7 @@ from decoding import analysis
 from decoding.lanes import LaneState, new_lane_state
 from decoding.protocol import LogitsSource, TokenText
 from decoding.spec import LaneSpec, assign_seeds
-from decoding.stats import MIN_TOP_N
+from decoding.stats import MIN_TOP_N, RowCache
 from decoding.trace import (
     ModelInfo,
     PromptInfo,
@@ -196,9 +196,10 @@ class Run:
         state, logits, prefill_ms = self._prefill()
         if self.error is None:
             self.trace.timing.prefill_ms = prefill_ms
+            batch = RowCache(logits[None, :])
             for lane in lanes:
                 if lane.following is None:
-                    lane.attach(row=0, logits=logits[None, :])
+                    lane.attach(batch, 0)
             yield from self._advance(lanes, state, prefill_ms)
         self._finish(lanes, t_start)
 
@@ -265,10 +266,10 @@ class Run:
             step_ms = (time.perf_counter() - started) * 1000.0
             timing.steps += 1
             timing.tokens += len(feed)
-            logits = np.asarray(logits, dtype=np.float32)
+            batch = RowCache(np.asarray(logits, dtype=np.float32))
             position = 0
             for lane in lanes:
-                position = lane.receive(logits, slots, position)
+                position = lane.receive(batch, slots, position)
 
     def _decide(self, lane: LaneState, step_ms: float) -> Iterator[tuple[int, StepRecord]]:
         """One lane's step: choose and record (a follower copies its parent until the branch step)."""
@@ -279,9 +280,9 @@ class Run:
                     lane.copy_record(parent.trace.steps[lane.step], parent.tokens[lane.step])
                     yield lane.index, lane.trace.steps[-1]
                 return
-            if parent.logits is None or parent.step != lane.step + 1:
+            if parent.batch is None or parent.step != lane.step + 1:
                 return  # the parent ended before the branch step: _fail_orphans reports it
-            lane.attach(row=parent.rows[0], logits=parent.logits)
+            lane.attach(parent.batch, parent.rows[0])
             lane.following = None
         for record in lane.decide(step_ms):
             yield lane.index, record

@@ -20,7 +20,7 @@ from decoding.processors import apply_processors, build_processors
 from decoding.protocol import TokenText
 from decoding.selectors import Draw, Sampler
 from decoding.spec import LaneSpec
-from decoding.stats import step_stats
+from decoding.stats import RowCache, Softmax, step_stats
 from decoding.trace import LaneTrace, StepRecord
 
 
@@ -57,8 +57,8 @@ class LaneState:
         self.following: LaneState | None = None  # a branch lane copies this parent until its branch step
         if spec.branch is not None:
             self.forced[spec.branch.step] = spec.branch.token_id
-        self.rows: list[int] = []  # this lane's rows in the current batch
-        self.logits: np.ndarray | None = None  # [len(rows), vocab] for the current step
+        self.rows: list[int] = []  # this lane's rows in the current batch ...
+        self.batch: RowCache | None = None  # ... whose logits it reads for the current step
         self.running = True
         self.tokens.extend(prefix)
 
@@ -68,16 +68,17 @@ class LaneState:
     def step(self) -> int:
         return len(self.trace.steps)
 
-    def attach(self, row: int, logits: np.ndarray) -> None:
+    def attach(self, batch: RowCache, row: int) -> None:
         """Own one row of the batch (prefill row or a parent's row to fork) with the logits it produced."""
         self.rows = [row]
-        self.logits = logits
+        self.batch = batch
 
     def decide(self, source_ms: float) -> list[StepRecord]:
         started = time.perf_counter()
-        raw = self.logits[0]
-        processed = self._process(self.logits)[0]
-        record = self._choose(raw, processed)
+        raw, raw_softmax = self.batch.row(self.rows[0]), self.batch.softmax(self.rows[0])
+        processed = self._process(raw[None])[0] if self.processors else raw
+        softmax = raw_softmax if processed is raw else Softmax.of(processed)
+        record = self._choose(raw, processed, raw_softmax, softmax)
         record.time_ms = source_ms + (time.perf_counter() - started) * 1000.0
         self._append(record)
         return [record]
@@ -86,15 +87,15 @@ class LaneState:
         if self.running and self.rows:  # a branch lane still copying its parent owns no row yet
             feed.append((self.rows[0], self.tokens[-1]))
 
-    def receive(self, logits: np.ndarray, slots: list[int], position: int) -> int:
+    def receive(self, batch: RowCache, slots: list[int], position: int) -> int:
         """Take this lane's rows from a batched call's output: `slots[position:]` are the new batch rows of
         the pairs this lane queued (shared with other lanes where identical). Returns the next position."""
         if not self.running:
-            self.rows, self.logits = [], None
+            self.rows, self.batch = [], None
             return position
         count = len(self.rows)
         self.rows = slots[position : position + count]
-        self.logits = logits[self.rows]
+        self.batch = batch
         return position + count
 
     def copy_record(self, record: StepRecord, token_id: int) -> None:
@@ -122,18 +123,17 @@ class LaneState:
         return np.array([self.prompt_ids + list(tokens) for tokens in rows_tokens], dtype=np.int64)
 
     def _process(self, scores: np.ndarray) -> np.ndarray:
-        if not self.processors:
-            return scores  # the same array: the stats see "no processing" and summarise it once
         return apply_processors(self.processors, self._ids([self.tokens]), scores)
 
-    def _choose(self, raw: np.ndarray, processed: np.ndarray) -> StepRecord:
+    def _choose(self, raw: np.ndarray, processed: np.ndarray, raw_softmax: Softmax, softmax: Softmax) -> StepRecord:
         step = self.step
+        shared = {"raw_softmax": raw_softmax, "softmax": softmax}
         if step in self.forced:
-            return self._record(raw, processed, self.forced[step], forced=True)
+            return self._record(raw, processed, self.forced[step], forced=True, **shared)
         if self.sampler is not None:
-            draw = self.sampler.draw(processed)
-            return self._record(raw, processed, draw.token_id, draw=draw)
-        return self._record(raw, processed, int(np.argmax(processed)))
+            draw = self.sampler.draw(processed, softmax)
+            return self._record(raw, processed, draw.token_id, draw=draw, **shared)
+        return self._record(raw, processed, int(np.argmax(processed)), **shared)
 
     def _record(
         self,
@@ -142,9 +142,13 @@ class LaneState:
         token: int,
         draw: Draw | None = None,
         forced: bool = False,
+        raw_softmax: Softmax | None = None,
+        softmax: Softmax | None = None,
     ) -> StepRecord:
+        """`raw_softmax` / `softmax`: the rows' Softmax when already computed."""
         piece = self.tokenizer.piece
-        fields = step_stats(raw, processed, token, self.top_n, piece).record_fields()
+        stats = step_stats(raw, processed, token, self.top_n, piece, raw_softmax=raw_softmax, softmax=softmax)
+        fields = stats.record_fields()
         record = StepRecord(step=self.step, token_id=token, token_text=piece(token), forced=forced, **fields)
         if draw is not None:
             record.draw, record.draw_low, record.draw_high = draw.u, draw.low, draw.high
@@ -179,7 +183,7 @@ class BeamLaneState(LaneState):
         self.finished_records: dict[tuple[int, ...], list[StepRecord]] = {}
         self.pending: list[tuple[int, int]] = []
 
-    def attach(self, row: int, logits: np.ndarray) -> None:
+    def attach(self, batch: RowCache, row: int) -> None:
         spec = self.spec
         self.prefix_len = len(self.tokens)
         self.beam = BeamSearch(
@@ -194,14 +198,15 @@ class BeamLaneState(LaneState):
         self.beam_tokens = [[] for _ in range(spec.num_beams)]
         self.beam_records = [[] for _ in range(spec.num_beams)]
         self.rows = [row] * spec.num_beams
-        self.logits = np.repeat(logits[:1], spec.num_beams, axis=0)
+        self.batch = batch
 
     def decide(self, source_ms: float) -> list[StepRecord]:
         started = time.perf_counter()
-        raw = self.logits
-        scores = self._beam_scores(raw)
+        raw = [self.batch.row(row) for row in self.rows]
+        softmaxes = [self.batch.softmax(row) for row in self.rows]  # shared with the raw statistics
+        scores = self._beam_scores(raw, softmaxes)
         result = self.beam.step(scores)
-        new_records = self._hypothesis_records(raw, scores, result.hypotheses)
+        new_records = self._hypothesis_records(raw, softmaxes, scores, result.hypotheses)
         elapsed = source_ms + (time.perf_counter() - started) * 1000.0
         for record in new_records.values():
             record.time_ms = elapsed
@@ -237,8 +242,9 @@ class BeamLaneState(LaneState):
 
     # ------------------------------------------------------------------------------------------ internals
 
-    def _beam_scores(self, raw: np.ndarray) -> np.ndarray:
-        logprobs = _log_softmax(raw)
+    def _beam_scores(self, raw: list[np.ndarray], softmaxes: list[Softmax | None]) -> np.ndarray:
+        pairs = zip(raw, softmaxes, strict=True)
+        logprobs = np.stack([np.full_like(row, -np.inf) if sm is None else sm.log_softmax() for row, sm in pairs])
         if self.processors:
             logprobs = apply_processors(self.processors, self._ids(self._histories()), logprobs)
         step = self.step
@@ -252,7 +258,7 @@ class BeamLaneState(LaneState):
         prefix = self.tokens[: self.prefix_len]
         return [prefix + tokens for tokens in self.beam_tokens]
 
-    def _hypothesis_records(self, raw, scores, hypotheses) -> dict[int, StepRecord]:
+    def _hypothesis_records(self, raw, softmaxes, scores, hypotheses) -> dict[int, StepRecord]:
         """A StepRecord for every candidate that is kept or finished (index in `hypotheses` -> record).
         Statistics are computed once per parent beam; siblings differ only in the chosen token."""
         records: dict[int, StepRecord] = {}
@@ -266,7 +272,9 @@ class BeamLaneState(LaneState):
             processed = raw[parent] if plain else scores[parent]
             first = per_parent.get(parent)
             if first is None:
-                records[i] = per_parent[parent] = self._record(raw[parent], processed, hyp.token_id, forced=forced)
+                shared = {"raw_softmax": softmaxes[parent], "softmax": softmaxes[parent] if plain else None}
+                record = self._record(raw[parent], processed, hyp.token_id, forced=forced, **shared)
+                records[i] = per_parent[parent] = record
             else:
                 records[i] = _sibling(first, raw[parent], processed, hyp.token_id, self.tokenizer.piece(hyp.token_id))
         return records
@@ -317,11 +325,6 @@ def _log_normalizer(scores: np.ndarray, known_token: int, known_logprob: float) 
         return float(scores[known_token]) - known_logprob
     top = float(scores.max())
     return top + math.log(float(np.exp(scores.astype(np.float64) - top).sum()))
-
-
-def _log_softmax(logits: np.ndarray) -> np.ndarray:
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    return (shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))).astype(np.float32)
 
 
 def _branch_dict(spec: LaneSpec) -> dict | None:

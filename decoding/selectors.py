@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from decoding.processors import PREFIX_TIERS, SAMPLE_STRIDE, check_int, sample_thresholds
+from decoding.stats import Softmax
 
 
 def greedy(scores: np.ndarray) -> np.ndarray:
@@ -46,21 +47,22 @@ class Sampler:
     def state(self, value: dict[str, Any]) -> None:
         self._rng.bit_generator.state = value
 
-    def draw(self, scores: np.ndarray) -> Draw:
-        """Draw one token from the softmax of one processed row (-inf = filtered)."""
-        return draw_with(float(self._rng.random()), scores)
+    def draw(self, scores: np.ndarray, softmax: Softmax | None = None) -> Draw:
+        """Draw one token from the softmax of one processed row (-inf = filtered); `softmax`, when given, is
+        Softmax.of(scores) already computed (its exp is reused)."""
+        return draw_with(float(self._rng.random()), scores, softmax)
 
 
-def draw_with(u: float, scores: np.ndarray) -> Draw:
+def draw_with(u: float, scores: np.ndarray, softmax: Softmax | None = None) -> Draw:
     """The token that uniform `u` selects from softmax(`scores`) by inverse CDF in descending order."""
-    row = np.asarray(scores, dtype=np.float32).ravel()
-    if not row.max() > -np.inf:
+    sm = softmax if softmax is not None else Softmax.of(scores)
+    if sm is None:
         raise ValueError("cannot sample: every token is filtered (all scores are -inf)")
-    dense = row.min() > -np.inf  # e.g. temperature only: skip gathering the kept tokens
-    kept = None if dense else np.flatnonzero(row > -np.inf)
-    values = row if dense else row[kept]
-    weights = np.exp(values - values.max())
-    total = float(weights.sum(dtype=np.float64))
+    kept, values, weights, total = sm.ids, sm.values, sm.weights, sm.total
+    if kept is None and sm.filtered:  # mostly kept, a few -inf: walk the finite tokens only
+        kept = np.flatnonzero(sm.row > -np.inf)
+        values, weights = sm.row[kept], sm.weights[kept]
+        total = float(weights.sum(dtype=np.float64))
     best, threshold = _split_best(values)
     found, start = _draw_among(u, values, weights, total, best, 0.0, last=best.size == values.size)
     if found is None:

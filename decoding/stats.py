@@ -3,6 +3,9 @@
 Stable log-softmax (max-shifted, float64 normaliser), -inf safe (filtered tokens have probability 0 and add
 nothing to the entropy), top-N by partition (no full sort of the vocabulary). Processed rows are usually
 mostly -inf, so their statistics are computed over the kept tokens only.
+
+Speed: exp over the vocabulary is most of the cost, so each row's exp is computed once (`Softmax`) and shared:
+by every lane and beam reading the same batch row (`RowCache`), and by a lane's draw and its statistics.
 """
 
 from __future__ import annotations
@@ -18,6 +21,68 @@ from decoding.trace import TokenProb
 
 MIN_TOP_N = 20
 ENTROPY_FLOOR = np.float32(-1e30)  # stands in for -inf (0 * -inf is nan)
+
+
+@dataclass(frozen=True)
+class Softmax:
+    """exp(values - peak) of one row's finite scores: what the statistics and a draw both need."""
+
+    row: np.ndarray  # the whole row (float32, -inf = filtered)
+    ids: np.ndarray | None  # positions of the finite scores, or None: `values` is the whole row
+    values: np.ndarray  # row, or row[ids]
+    shifted: np.ndarray  # values - peak
+    weights: np.ndarray  # exp(shifted); 0 where filtered
+    total: float  # sum of weights, float64
+    kept: int  # finite scores
+    filtered: bool  # some score is -inf
+
+    @classmethod
+    def of(cls, scores: np.ndarray) -> Softmax | None:
+        """None when every score is -inf."""
+        row = np.asarray(scores, dtype=np.float32).ravel()
+        low = row.min()
+        if low > -np.inf:  # nothing filtered (raw logits): no mask needed
+            ids, values, kept = None, row, row.size
+        else:
+            finite = row > -np.inf
+            kept = int(np.count_nonzero(finite))
+            if kept == 0:
+                return None
+            dense = kept > row.size // 2  # mostly kept: work on the whole row, -inf entries weigh 0
+            ids = None if dense else np.flatnonzero(finite)
+            values = row if dense else row[ids]
+        shifted = values - values.max()
+        weights = np.exp(shifted)
+        return cls(row, ids, values, shifted, weights, float(weights.sum(dtype=np.float64)), kept, bool(low == -np.inf))
+
+    @property
+    def log_total(self) -> float:
+        return float(np.log(self.total))
+
+    def log_softmax(self) -> np.ndarray:
+        """float32 log-probabilities over the whole row (-inf where filtered)."""
+        if self.ids is None:
+            return self.shifted - np.float32(self.log_total)
+        out = np.full_like(self.row, -np.inf)
+        out[self.ids] = self.shifted - np.float32(self.log_total)
+        return out
+
+
+class RowCache:
+    """One batch of logits rows; each row's Softmax is computed on first use and shared by every reader (lanes
+    continuing identical rows, the beams of a lane that has just started)."""
+
+    def __init__(self, logits: np.ndarray) -> None:
+        self.logits = logits
+        self._softmax: dict[int, Softmax | None] = {}
+
+    def row(self, index: int) -> np.ndarray:
+        return self.logits[index]
+
+    def softmax(self, index: int) -> Softmax | None:
+        if index not in self._softmax:
+            self._softmax[index] = Softmax.of(self.logits[index])
+        return self._softmax[index]
 
 
 @dataclass(frozen=True)
@@ -56,38 +121,32 @@ class StepStats:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
+EMPTY = Distribution(0.0, -np.inf, 0.0, 0.0, 0, 0.0, [])
+
+
 def distribution(
-    scores: np.ndarray, chosen: int, top_n: int = MIN_TOP_N, text: Callable[[int], str] = str
+    scores: np.ndarray,
+    chosen: int,
+    top_n: int = MIN_TOP_N,
+    text: Callable[[int], str] = str,
+    softmax: Softmax | None = None,
 ) -> Distribution:
-    """Summarise softmax(`scores`) (one row, -inf = filtered) around the `chosen` token id."""
-    row = np.asarray(scores, dtype=np.float32).ravel()
-    low = row.min()
-    if low > -np.inf:  # nothing filtered (raw logits): no mask, and no -inf to guard in the entropy
-        kept, dense, ids, values = row.size, True, None, row
-    else:
-        finite = row > -np.inf
-        kept = int(np.count_nonzero(finite))
-        if kept == 0:
-            return Distribution(0.0, -np.inf, 0.0, 0.0, 0, 0.0, [])
-        dense = kept > row.size // 2  # mostly kept: work on the whole row, -inf entries weigh 0
-        ids = None if dense else np.flatnonzero(finite)
-        values = row if dense else row[ids]
-    peak = values.max()
-    shifted = values - peak
-    weights = np.exp(shifted)
-    total = float(weights.sum(dtype=np.float64))
-    log_total = float(np.log(total))
-    if ids is not None or low - peak < ENTROPY_FLOOR:  # the floor keeps 0 * -inf out of the dot product
-        shifted_for_entropy = np.maximum(shifted, ENTROPY_FLOOR)
-    else:
-        shifted_for_entropy = shifted  # every value is above the floor: np.maximum would copy it unchanged
-    entropy = log_total - float(np.dot(weights, shifted_for_entropy)) / total
-    best = top_candidates(values, min(top_n, kept))
-    top_probs = np.exp(shifted[best].astype(np.float64) - log_total)
-    chosen_pos = chosen if dense else int(np.searchsorted(ids, chosen))
-    found = dense or (chosen_pos < kept and ids[chosen_pos] == chosen)
-    logprob = float(shifted[chosen_pos]) - log_total if found else -np.inf
-    token_ids = (best if dense else ids[best]).tolist()
+    """Summarise softmax(`scores`) (one row, -inf = filtered) around the `chosen` token id; `softmax`, when
+    given, is Softmax.of(scores) already computed."""
+    sm = softmax if softmax is not None else Softmax.of(scores)
+    if sm is None:
+        return EMPTY
+    total, log_total, shifted = sm.total, sm.log_total, sm.shifted
+    if sm.ids is not None or sm.filtered or shifted.min() < ENTROPY_FLOOR:
+        shifted = np.maximum(shifted, ENTROPY_FLOOR)  # keeps 0 * -inf out of the dot product
+    entropy = log_total - float(np.dot(sm.weights, shifted)) / total
+    best = top_candidates(sm.values, min(top_n, sm.kept))
+    top_probs = np.exp(sm.shifted[best].astype(np.float64) - log_total)
+    dense = sm.ids is None
+    chosen_pos = chosen if dense else int(np.searchsorted(sm.ids, chosen))
+    found = dense or (chosen_pos < sm.kept and sm.ids[chosen_pos] == chosen)
+    logprob = float(sm.shifted[chosen_pos]) - log_total if found else -np.inf
+    token_ids = (best if dense else sm.ids[best]).tolist()
     probs = top_probs.tolist()
     top = [TokenProb(id=t, text=text(t), prob=p, rank=r) for r, (t, p) in enumerate(zip(token_ids, probs, strict=True))]
     return Distribution(
@@ -95,7 +154,7 @@ def distribution(
         logprob=logprob,
         entropy=max(entropy, 0.0),
         margin=probs[0] - (probs[1] if len(probs) > 1 else 0.0),
-        kept=kept,
+        kept=sm.kept,
         tail_mass=max(0.0, 1.0 - float(top_probs.sum())),
         top=top,
     )
@@ -107,14 +166,18 @@ def step_stats(
     chosen: int,
     top_n: int = MIN_TOP_N,
     text: Callable[[int], str] = str,
+    *,
+    raw_softmax: Softmax | None = None,
+    softmax: Softmax | None = None,
 ) -> StepStats:
     """Statistics of one lane's step. Pass the same array as `raw` and `processed` when a lane applies no
-    processor: it is summarised once."""
+    processor: it is summarised once. `raw_softmax` / `softmax`: Softmax.of(raw) / Softmax.of(processed)
+    when already computed."""
     if top_n < MIN_TOP_N:
         raise ValueError(f"top_n must be an integer >= {MIN_TOP_N}, got {top_n!r}")
-    raw_dist = distribution(raw, chosen, top_n, text)
+    raw_dist = distribution(raw, chosen, top_n, text, raw_softmax)
     done = _same_array(processed, raw) or np.array_equal(processed, raw)
-    proc = raw_dist if done else distribution(processed, chosen, top_n, text)
+    proc = raw_dist if done else distribution(processed, chosen, top_n, text, softmax)
     return StepStats(
         prob=proc.prob,
         prob_raw=raw_dist.prob,
