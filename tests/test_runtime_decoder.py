@@ -200,3 +200,10 @@ def test_auto_reports_cpu_without_cuda(tiny_model_dir):
 def test_unknown_device_raises_value_error(tiny_model_dir):
     with pytest.raises(ValueError, match="device must be one of"):
         OnnxDecoder(tiny_model_dir, device="gpu")
+
+
+def test_helper_sessions_run_on_the_calling_thread(decoder):
+    # a helper with its own worker threads leaves them spinning into the main session's next run (measured:
+    # an 8-row step after a beam reorder took 1.9x as long), so helpers get one intra-op thread
+    for helper in (decoder._gather, decoder._last):
+        assert helper.get_session_options().intra_op_num_threads == 1
