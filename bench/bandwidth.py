@@ -1,6 +1,7 @@
 """The memory-bandwidth floor: a decode step must read every weight once, so weight bytes / read bandwidth is
-the fastest a step can be on this machine. Bandwidth is measured in the same run (numpy sums over an array
-much larger than the caches, best of several repetitions, with one thread and with one thread per core)."""
+the fastest a step can be on this machine. Bandwidth is measured in the same run, interleaved with the steps it
+is compared with: numpy reductions (sum, max, dot) over an array much larger than the caches, with one thread and
+with one thread per core (numpy releases the GIL inside reductions); the fastest read gives the strictest floor."""
 
 from __future__ import annotations
 
@@ -11,29 +12,39 @@ from pathlib import Path
 
 import numpy as np
 
-
-def read_bandwidth(megabytes: int = 512, reps: int = 5, threads: int = 1) -> float:
-    """Best bytes/second of summing a float32 array of `megabytes`, split over `threads` threads (numpy
-    releases the GIL inside reductions)."""
-    data = np.ones(megabytes * 2**20 // 4, dtype=np.float32)
-    chunks = np.array_split(data, threads)
-    best = float("inf")
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        list(pool.map(np.sum, chunks))  # touch the pages once before timing
-        for _ in range(reps):
-            start = time.perf_counter()
-            list(pool.map(np.sum, chunks))
-            best = min(best, time.perf_counter() - start)
-    return data.nbytes / best
+KERNELS = {"sum": np.sum, "max": np.max, "dot": lambda chunk: np.dot(chunk, chunk)}
 
 
-def best_read_bandwidth(megabytes: int, reps: int) -> dict[str, float]:
-    """Bandwidth in bytes/s with one thread and with one thread per core; `best` is the higher (the stricter
-    floor)."""
+class Reader:
+    """Reads a `megabytes` float32 array once per call with every kernel on `threads` threads; after each call
+    `best_seconds` is that call's fastest full read."""
+
+    def __init__(self, megabytes: int, threads: int):
+        self.data = np.ones(megabytes * 2**20 // 4, dtype=np.float32)
+        self.chunks = np.array_split(self.data, threads)
+        self.pool = ThreadPoolExecutor(max_workers=threads)
+        self.best_seconds = float("inf")
+        self()  # touch the pages once
+
+    def __call__(self) -> None:
+        self.best_seconds = min(self._read(kernel) for kernel in KERNELS.values())
+
+    def _read(self, kernel) -> float:
+        start = time.perf_counter()
+        list(self.pool.map(kernel, self.chunks))
+        return time.perf_counter() - start
+
+    def close(self) -> None:
+        self.pool.shutdown()
+
+
+def readers(megabytes: int) -> dict[str, Reader]:
+    """One reader with one thread and, on a multi-core machine, one with a thread per core."""
     cores = os.cpu_count() or 1
-    single = read_bandwidth(megabytes, reps, threads=1)
-    parallel = read_bandwidth(megabytes, reps, threads=cores) if cores > 1 else single
-    return {"single_thread": single, "all_cores": parallel, "best": max(single, parallel)}
+    found = {"one thread": Reader(megabytes, 1)}
+    if cores > 1:
+        found["all cores"] = Reader(megabytes, cores)
+    return found
 
 
 _ONNX_ITEM_SIZE = {1: 4, 2: 1, 3: 1, 4: 2, 5: 2, 6: 4, 7: 8, 10: 2, 11: 8, 16: 2}

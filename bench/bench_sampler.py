@@ -54,8 +54,7 @@ def beam_step(raw: np.ndarray) -> None:
 
 def measure(steps: int) -> dict[str, tuple[float, float]]:
     rng = np.random.default_rng(0)
-    samplers = {name: Sampler(i) if config.get("do_sample") else None for i, (name, config) in
-                enumerate(LANES.items())}
+    samplers = {name: Sampler(i) if config.get("do_sample") else None for i, (name, config) in enumerate(LANES.items())}
     ids = rng.integers(0, VOCAB, (1, PROMPT + 10))
     times: dict[str, list[float]] = {name: [] for name in [*LANES, "beam-4 rows"]}
     for _ in range(steps):

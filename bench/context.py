@@ -21,7 +21,6 @@ class Sizes:
     contexts: tuple[int, int] = (50, 1000)  # item 3: short and long context
     prefill_lengths: tuple[int, ...] = (50, 200, 500, 1000)
     bandwidth_mb: int = 512
-    bandwidth_reps: int = 5
     batch_rows: int = 8  # 5 lanes with a 4-beam lane = 8 rows
     agreement_prompts: int = 5  # precision options: greedy agreement with fp32
     gui_tokens: int = 64
@@ -36,7 +35,6 @@ QUICK = Sizes(
     contexts=(16, 64),
     prefill_lengths=(16, 64),
     bandwidth_mb=32,
-    bandwidth_reps=2,
     agreement_prompts=2,
     gui_tokens=6,
 )

@@ -10,7 +10,7 @@ import numpy as np
 
 from bench.context import PROMPT, BenchContext, load_decoder
 from bench.report import Row
-from bench.timing import interleaved, medians, paired_ratio
+from bench.timing import SESSION_SETTLE, interleaved, medians, paired_ratio
 
 
 def five_lanes(new_tokens: int | None = None) -> list:
@@ -117,7 +117,7 @@ def measure_side_by_side(ctx: BenchContext) -> list[Row]:
         "transformers": TransformersRuns(model, ctx.prompt_ids, specs, tokens, eos, torch_threads),
         "greedy_alone": _engine_call(ctx, specs[:1], tokens, source),
     }
-    samples = interleaved(candidates, ctx.sizes.run_reps, warmup=0)
+    samples = interleaved(candidates, ctx.sizes.run_reps, warmup=0, settle=SESSION_SETTLE)
     seconds = medians(samples)
     item, lanes = "1 side by side", f"5 lanes x {tokens} tokens"
     settings = f"torch {torch_threads} thread(s), {ort_setting}"
@@ -152,7 +152,7 @@ def _engine_call(ctx: BenchContext, specs: list, tokens: int, source):
 
 def _fastest(candidates: dict) -> tuple:
     """(the key of the fastest candidate, median seconds of each), interleaved after one warm-up call each."""
-    seconds = medians(interleaved(candidates, reps=1, warmup=1))
+    seconds = medians(interleaved(candidates, reps=1, warmup=1, settle=SESSION_SETTLE))
     return min(seconds, key=seconds.get), seconds
 
 

@@ -1,7 +1,7 @@
 """ONNX Runtime session options chosen by measurement: the default decoder against variants, each timed on a
 single-row step and on a whole 5-lane engine run, interleaved. Variants: worker threads that never spin; worker
 threads that stop spinning as soon as a run returns (`session.force_spinning_stop`, leaving the cores to
-decoding/ between steps); one intra-op thread."""
+decoding/ between steps); ORT's dynamic work blocks for parallel loops; one intra-op thread."""
 
 from __future__ import annotations
 
@@ -12,11 +12,12 @@ from bench.context import BenchContext, load_decoder
 from bench.decoder_items import Stepper
 from bench.engine_items import five_lanes, run_engine
 from bench.report import Row
-from bench.timing import interleaved, paired_ratio
+from bench.timing import SESSION_SETTLE, interleaved, paired_ratio
 
 VARIANTS = {
     "no spinning": {"session.intra_op.allow_spinning": "0", "session.inter_op.allow_spinning": "0"},
     "spinning stops after each run": {"session.force_spinning_stop": "1"},
+    "dynamic block base 4": {"session.dynamic_block_base": "4"},
 }
 
 
@@ -47,11 +48,15 @@ def measure_ort_options(ctx: BenchContext) -> list[Row]:
             decoders[name] = load_decoder(ctx.model_dir, ctx.device, ctx.threads)
     decoders["1 thread"] = load_decoder(ctx.model_dir, ctx.device, 1)
     ids = ctx.random_ids(50)
-    steps = interleaved({name: Stepper(d, ids, 1) for name, d in decoders.items()}, ctx.sizes.step_reps)
+    steps = interleaved(
+        {name: Stepper(d, ids, 1) for name, d in decoders.items()}, ctx.sizes.step_reps, settle=SESSION_SETTLE
+    )
     tokens = max(2, ctx.sizes.new_tokens // 4)
     specs = five_lanes()
     runs = interleaved(
-        {name: _engine_run(ctx, d, specs, tokens) for name, d in decoders.items()}, ctx.sizes.run_reps
+        {name: _engine_run(ctx, d, specs, tokens) for name, d in decoders.items()},
+        ctx.sizes.run_reps,
+        settle=SESSION_SETTLE,
     )
     rows = []
     for name in list(decoders)[1:]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from bench.context import BenchContext, load_decoder
 from bench.decoder_items import Stepper
 from bench.report import Row, SkipItem
-from bench.timing import interleaved, medians, paired_ratio
+from bench.timing import SESSION_SETTLE, interleaved, medians, paired_ratio
 
 PROMPTS = (
     "Although I was tired, I still decided to",
@@ -96,7 +96,7 @@ def measure_precision(ctx: BenchContext) -> list[Row]:
     share = 100 * sum(part for part, _ in results) / len(results)
     ids = ctx.random_ids(50)
     steppers = {"fp32": Stepper(ctx.decoder, ids, 1), "fp16": Stepper(fp16, ids, 1)}
-    samples = interleaved(steppers, ctx.sizes.step_reps)
+    samples = interleaved(steppers, ctx.sizes.step_reps, settle=SESSION_SETTLE)
     item = "precision"
     whole = sum(same for _, same in results)
     return [

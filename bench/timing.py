@@ -8,6 +8,10 @@ import statistics
 import time
 from collections.abc import Callable
 
+# Seconds to pause before each call when the candidates are different ONNX Runtime sessions (or torch): the
+# worker threads of the one before may still spin and, on few cores, slow this one (measured up to 1.9x).
+SESSION_SETTLE = 0.05
+
 
 def elapsed(fn: Callable[[], object]) -> float:
     """Wall seconds of one call."""
@@ -24,9 +28,11 @@ def median_time(fn: Callable[[], object], reps: int, warmup: int = 1) -> float:
 
 
 def interleaved(
-    candidates: dict[str, Callable[[], object]], reps: int, warmup: int = 1
+    candidates: dict[str, Callable[[], object]], reps: int, warmup: int = 1, settle: float = 0.0
 ) -> dict[str, list[float]]:
-    """Seconds per call of every candidate, measured round-robin with a rotating order (all samples)."""
+    """Seconds per call of every candidate, measured round-robin with a rotating order (all samples).
+    `settle`: seconds to pause (untimed) before each call, so that the worker threads of the candidate before
+    (another ONNX Runtime session) have stopped spinning and do not slow this one."""
     names = list(candidates)
     for _ in range(warmup):
         for name in names:
@@ -35,6 +41,7 @@ def interleaved(
     for round_index in range(max(1, reps)):
         shift = round_index % len(names)
         for name in names[shift:] + names[:shift]:
+            time.sleep(settle)
             samples[name].append(elapsed(candidates[name]))
     return samples
 
