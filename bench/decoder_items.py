@@ -8,7 +8,7 @@ from pathlib import Path
 
 from bench.bandwidth import readers, weight_bytes
 from bench.context import BenchContext
-from bench.report import Row
+from bench.report import Row, SkipItem
 from bench.timing import SESSION_SETTLE, elapsed, interleaved, median_time, medians, paired_ratio
 
 NEXT_TOKEN = 42  # any ordinary token: step time does not depend on it
@@ -162,6 +162,7 @@ def measure_prefill_edit(ctx: BenchContext) -> list[Row]:
     from bench.context import load_decoder
     from models.graph_edits import edited_model_dir
 
+    _skip_if_applied(ctx, "last_position_lm_head")
     with tempfile.TemporaryDirectory(prefix="bench-edit-") as tmp:
         edited_dir = edited_model_dir(ctx.model_dir, Path(tmp), ("last_position_lm_head",))
         edited = load_decoder(edited_dir, ctx.device, ctx.threads)
@@ -196,6 +197,7 @@ def measure_attention_edit(ctx: BenchContext) -> list[Row]:
     from bench.context import load_decoder
     from models.graph_edits import edited_model_dir
 
+    _skip_if_applied(ctx, "grouped_attention")
     short, long = ctx.sizes.contexts
     cases = [(1, short), (1, long), (ctx.sizes.batch_rows, short), (ctx.sizes.batch_rows, (short + long) // 2)]
     with tempfile.TemporaryDirectory(prefix="bench-gqa-") as tmp:
@@ -221,6 +223,15 @@ def measure_attention_edit(ctx: BenchContext) -> list[Row]:
                 )
             )
     return rows
+
+
+def _skip_if_applied(ctx: BenchContext, edit: str) -> None:
+    """An edit item compares a model without the edit to the same model with it: nothing to compare once the
+    prepared model has it (every model prepared since manifest schema 2, where the edit's pattern is found)."""
+    from models.catalog import read_manifest
+
+    if edit in (read_manifest(ctx.model_dir).get("graph_edits") or []):
+        raise SkipItem(f"the model already has the {edit} edit (applied at prepare time); run on an unedited export")
 
 
 def _max_logits_diff(ctx: BenchContext, other) -> float:
