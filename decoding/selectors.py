@@ -66,7 +66,7 @@ def draw_with(u: float, scores: np.ndarray, softmax: Softmax | None = None) -> D
     best, threshold = _split_best(values)
     found, start = _draw_among(u, values, weights, total, best, 0.0, last=best.size == values.size)
     if found is None:
-        found = _draw_in_rest(u, values, weights, total, np.flatnonzero(values < threshold), start)
+        found = _draw_in_rest(u, values, weights, total, best, threshold, start)
     if found is None:  # u above the rounded total and the rest has no probability: the last of the best
         found, _ = _draw_among(u, values, weights, total, best, 0.0, last=True)
     token = found[0] if kept is None else int(kept[found[0]])
@@ -81,6 +81,7 @@ def _split_best(values: np.ndarray) -> tuple[np.ndarray, float]:
     return np.flatnonzero(values >= threshold), threshold
 
 
+TAIL_BUCKETS = 256  # value buckets of the tokens below the best ones, for a draw that falls among them
 Found = tuple[int, float, float]  # (position into the kept tokens, low, high)
 
 
@@ -105,21 +106,23 @@ def _draw_among(
 
 
 def _draw_in_rest(
-    u: float, values: np.ndarray, weights: np.ndarray, total: float, rest: np.ndarray, start: float
+    u: float, values: np.ndarray, weights: np.ndarray, total: float, best: np.ndarray, threshold: float, start: float
 ) -> Found | None:
-    """u fell below the best tokens: bucket the rest by value (sampled edges), find the bucket holding u from
-    the bucket masses, and sort only that bucket."""
-    rest_values = values[rest]
-    edges = np.unique(rest_values[:: max(1, rest.size // 64)])
-    bucket = np.searchsorted(edges, rest_values, side="right")  # higher bucket = larger values
-    masses = np.bincount(bucket, weights=weights[rest], minlength=edges.size + 1) / total
+    """u fell below the `best` tokens (every other value is below `threshold`): bucket the others on a uniform
+    grid of their values (a larger value never lands in a lower bucket), find the bucket holding u from the
+    bucket masses, and sort only that bucket."""
+    low = values.min()
+    scale = np.float32((TAIL_BUCKETS - 1) / (threshold - float(low)))
+    bucket = np.minimum(((values - low) * scale).astype(np.int32), TAIL_BUCKETS - 1)
+    bucket[best] = TAIL_BUCKETS  # outside the grid: their mass is already in `start`
+    masses = np.bincount(bucket, weights=weights, minlength=TAIL_BUCKETS + 1)[:TAIL_BUCKETS] / total
     reached = start + np.cumsum(masses[::-1])  # descending buckets
     index = int(np.searchsorted(reached, u, side="right"))
     if index >= reached.size:  # u at or above the rounded total: the least likely token with probability > 0
         if not (masses > 0).any():
             return None
         index = int(np.flatnonzero(masses[::-1] > 0)[-1])
-    chosen = edges.size - index
+    chosen = TAIL_BUCKETS - 1 - index
     before = float(reached[index - 1]) if index else start
-    found, _ = _draw_among(u, values, weights, total, rest[bucket == chosen], before, last=True)
+    found, _ = _draw_among(u, values, weights, total, np.flatnonzero(bucket == chosen), before, last=True)
     return found

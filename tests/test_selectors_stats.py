@@ -187,3 +187,21 @@ def test_unprocessed_lanes_share_the_raw_summary():
 def test_top_n_is_validated():
     with pytest.raises(ValueError, match="top_n must be an integer >= 20, got 5"):
         step_stats(np.zeros(30, np.float32), np.zeros(30, np.float32), 0, top_n=5)
+
+
+@pytest.mark.parametrize("spread", [0.5, 3.0])
+def test_draws_below_the_best_tokens_are_the_inverse_cdf_too(spread):
+    # a flat-ish full-vocabulary row: the best ~1k tokens hold little mass, so most draws land among the rest
+    # (value buckets, only the bucket holding u sorted)
+    rng = np.random.default_rng(7)
+    row = (rng.standard_normal(49152) * spread).astype(np.float32)
+    row[rng.integers(0, 49152, 300)] = row.max()  # ties across the vocabulary
+    ids, probs = reference_order(row)
+    cumulative = np.cumsum(probs)
+    for u in np.concatenate([rng.random(60), [1 - 2**-53]]):
+        drawn = draw_with(float(u), row)
+        assert drawn.low <= u < drawn.high
+        if np.abs(cumulative - u).min() > 1e-6:
+            position = min(int(np.searchsorted(cumulative, u, side="right")), ids.size - 1)
+            assert drawn.token_id == ids[position]
+            assert drawn.low == pytest.approx(cumulative[position] - probs[position], abs=1e-7)
