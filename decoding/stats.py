@@ -35,6 +35,7 @@ class Softmax:
     total: float  # sum of weights, float64
     kept: int  # finite scores
     filtered: bool  # some score is -inf
+    clamp_for_entropy: bool  # some shifted value is below ENTROPY_FLOOR (or a -inf sits in `shifted`)
 
     @classmethod
     def of(cls, scores: np.ndarray) -> Softmax | None:
@@ -51,9 +52,12 @@ class Softmax:
             dense = kept > row.size // 2  # mostly kept: work on the whole row, -inf entries weigh 0
             ids = None if dense else np.flatnonzero(finite)
             values = row if dense else row[ids]
-        shifted = values - values.max()
+        peak = values.max()
+        shifted = values - peak
         weights = np.exp(shifted)
-        return cls(row, ids, values, shifted, weights, float(weights.sum(dtype=np.float64)), kept, bool(low == -np.inf))
+        total = float(weights.sum(dtype=np.float64))
+        clamp = ids is not None or low - peak < ENTROPY_FLOOR  # low: the row's minimum, -inf when filtered
+        return cls(row, ids, values, shifted, weights, total, kept, bool(low == -np.inf), bool(clamp))
 
     @property
     def log_total(self) -> float:
@@ -61,10 +65,11 @@ class Softmax:
 
     def log_softmax(self) -> np.ndarray:
         """float32 log-probabilities over the whole row (-inf where filtered)."""
+        logprobs = self.shifted - np.float32(self.log_total)
         if self.ids is None:
-            return self.shifted - np.float32(self.log_total)
+            return logprobs
         out = np.full_like(self.row, -np.inf)
-        out[self.ids] = self.shifted - np.float32(self.log_total)
+        out[self.ids] = logprobs
         return out
 
 
@@ -137,7 +142,7 @@ def distribution(
     if sm is None:
         return EMPTY
     total, log_total, shifted = sm.total, sm.log_total, sm.shifted
-    if sm.ids is not None or sm.filtered or shifted.min() < ENTROPY_FLOOR:
+    if sm.clamp_for_entropy:
         shifted = np.maximum(shifted, ENTROPY_FLOOR)  # keeps 0 * -inf out of the dot product
     entropy = log_total - float(np.dot(sm.weights, shifted)) / total
     best = top_candidates(sm.values, min(top_n, sm.kept))
