@@ -9,7 +9,7 @@ from pathlib import Path
 from bench.bandwidth import readers, weight_bytes
 from bench.context import BenchContext
 from bench.report import Row, SkipItem
-from bench.timing import SESSION_SETTLE, elapsed, interleaved, median_time, medians, paired_ratio
+from bench.timing import SESSION_SETTLE, interleaved, median_time, medians, paired_ratio
 
 NEXT_TOKEN = 42  # any ordinary token: step time does not depend on it
 
@@ -119,18 +119,10 @@ def measure_floor(ctx: BenchContext) -> list[Row]:
     weights = weight_bytes(ctx.model_dir / "model.onnx")
     step, reads = Stepper(ctx.decoder, ctx.random_ids(50), 1), readers(ctx.sizes.bandwidth_mb)
     step()
-    step_s, read_s = [], {name: [] for name in reads}
-    for round_index in range(max(1, ctx.sizes.step_reps)):
-        order = ["step", *reads]
-        shift = round_index % len(order)
-        for name in order[shift:] + order[:shift]:
-            if name == "step":
-                step_s.append(elapsed(step))
-            else:
-                reads[name]()
-                read_s[name].append(reads[name].best_seconds)
+    step_s = interleaved({"step": step, **reads}, ctx.sizes.step_reps, warmup=0)["step"]
     for reader in reads.values():
         reader.close()
+    read_s = {name: reader.best_seconds for name, reader in reads.items()}
     nbytes = reads["one thread"].data.nbytes
     floors = [weights * min(times) / nbytes for times in zip(*read_s.values(), strict=True)]
     bandwidth = {name: nbytes / min(times) for name, times in read_s.items()}
