@@ -28,8 +28,8 @@ def config_entries(entries: dict[str, str]) -> Iterator[None]:
 
     original = session.session_options
 
-    def patched(threads=None):
-        options = original(threads)
+    def patched(threads=None, spinning=True):
+        options = original(threads, spinning)
         for key, value in entries.items():
             options.add_session_config_entry(key, value)
         return options

@@ -156,7 +156,28 @@ class BeamSearch:
         vocab = scores.shape[1]
         accumulated = (scores + self._running_scores[:, None]).reshape(-1)
         top = top_k_desc(accumulated, self.beams_to_keep)
-        cand_scores, parents, tokens = accumulated[top], top // vocab, top % vocab
+        return self._advance(accumulated[top], top // vocab, top % vocab)
+
+    def step_top(self, token_ids: np.ndarray, scores: np.ndarray) -> BeamStepResult:
+        """`step` when each beam's best tokens are known: `token_ids` int [num_beams, c] holds every beam's c
+        best tokens (c >= beams_to_keep), best first, equal scores lower id first; `scores` float32
+        [num_beams, c] their scores. The candidates are then among them: same result, without the
+        [num_beams, vocab] scores."""
+        if self.done:
+            raise RuntimeError("beam search is done; call finalize()")
+        token_ids, scores = np.asarray(token_ids, dtype=np.int64), np.asarray(scores, dtype=np.float32)
+        if scores.shape != token_ids.shape or scores.shape[0] != self.num_beams:
+            raise ValueError(f"token_ids and scores must both be [num_beams={self.num_beams}, c]")
+        if scores.shape[1] < self.beams_to_keep:
+            raise ValueError(f"c={scores.shape[1]} is too few: beam search keeps {self.beams_to_keep}")
+        accumulated = scores + self._running_scores[:, None]
+        parents = np.broadcast_to(np.arange(self.num_beams)[:, None], scores.shape).ravel()
+        flat_ids, accumulated = token_ids.ravel(), accumulated.ravel()
+        top = np.lexsort((flat_ids, parents, -accumulated))[: self.beams_to_keep]  # step's flat-index order
+        return self._advance(accumulated[top], parents[top], flat_ids[top])
+
+    def _advance(self, cand_scores: np.ndarray, parents: np.ndarray, tokens: np.ndarray) -> BeamStepResult:
+        """The rest of a step, from the `beams_to_keep` best candidates (best first)."""
         cand_sequences = np.concatenate([self._running[parents], tokens[:, None]], axis=1)
         self.length += 1
         stopped = np.isin(tokens, self.eos_token_ids) | (self.length >= self.max_new_tokens)

@@ -193,10 +193,9 @@ class Run:
             for record in self.prefix.records:
                 lane.trace.steps.append(replace(record))
                 yield lane.index, lane.trace.steps[-1]
-        state, logits, prefill_ms = self._prefill()
+        state, batch, prefill_ms = self._prefill()
         if self.error is None:
             self.trace.timing.prefill_ms = prefill_ms
-            batch = RowCache(logits[None, :])
             for lane in lanes:
                 if lane.following is None:
                     lane.attach(batch, 0)
@@ -231,10 +230,16 @@ class Run:
         started = time.perf_counter()
         try:
             state, logits = self.engine.source.prefill(ids)
+            batch = self._batch(np.asarray(logits, dtype=np.float32)[None, :])
         except Exception as exc:  # noqa: BLE001 - a failing source ends the run with what it has
             self.error = f"prefill failed: {type(exc).__name__}: {exc}"
             return None, None, 0.0
-        return state, np.asarray(logits, dtype=np.float32), (time.perf_counter() - started) * 1000.0
+        return state, batch, (time.perf_counter() - started) * 1000.0
+
+    def _batch(self, logits: np.ndarray) -> RowCache:
+        """The new logits rows, with the source's RowSummary of them when it makes one."""
+        summarize = getattr(self.engine.source, "summarize", None)
+        return RowCache(logits, None if summarize is None else summarize(logits, self.engine.top_n))
 
     def _advance(self, lanes: list[LaneState], state, step_ms: float) -> Iterator[tuple[int, StepRecord]]:
         timing = self.trace.timing
@@ -259,6 +264,7 @@ class Run:
             started = time.perf_counter()
             try:
                 state, logits = self.engine.source.step(state, rows, tokens)
+                batch = self._batch(np.asarray(logits, dtype=np.float32))
             except Exception as exc:  # noqa: BLE001 - a failing source ends the run with what it has
                 self.error = f"step failed: {type(exc).__name__}: {exc}"
                 self._stop_all(lanes, "error")
@@ -266,7 +272,6 @@ class Run:
             step_ms = (time.perf_counter() - started) * 1000.0
             timing.steps += 1
             timing.tokens += len(feed)
-            batch = RowCache(np.asarray(logits, dtype=np.float32))
             position = 0
             for lane in lanes:
                 position = lane.receive(batch, slots, position)

@@ -204,8 +204,12 @@ class BeamLaneState(LaneState):
         started = time.perf_counter()
         raw = [self.batch.row(row) for row in self.rows]
         softmaxes = [self.batch.softmax(row) for row in self.rows]  # shared with the raw statistics
-        scores = self._beam_scores(raw, softmaxes)
-        result = self.beam.step(scores)
+        best = self._best_logprobs(softmaxes) if self._plain_step() else None
+        if best is not None:  # the candidates are among each beam's best tokens: no [beams, vocab] scores
+            scores, result = None, self.beam.step_top(*best)
+        else:
+            scores = self._beam_scores(raw, softmaxes)
+            result = self.beam.step(scores)
         new_records = self._hypothesis_records(raw, softmaxes, scores, result.hypotheses)
         elapsed = source_ms + (time.perf_counter() - started) * 1000.0
         for record in new_records.values():
@@ -254,6 +258,22 @@ class BeamLaneState(LaneState):
             logprobs = masked
         return logprobs
 
+    def _plain_step(self) -> bool:
+        """No processor and no forced token: the beams score tokens by their raw log-probabilities."""
+        return not self.processors and self.step not in self.forced
+
+    def _best_logprobs(self, softmaxes: list[Softmax | None]) -> tuple[np.ndarray, np.ndarray] | None:
+        """Each beam's best `beams_to_keep` tokens and their log-probabilities (as log_softmax computes them),
+        or None unless every row is dense (positions = token ids) with enough tokens."""
+        count = self.beam.beams_to_keep
+        if any(sm is None or sm.ids is not None or sm.kept < count for sm in softmaxes):
+            return None
+        ids = np.stack([sm.best(count) for sm in softmaxes])
+        logprobs = [
+            (sm.values[best] - sm.peak) - np.float32(sm.log_total) for sm, best in zip(softmaxes, ids, strict=True)
+        ]
+        return ids, np.stack(logprobs)
+
     def _histories(self) -> list[list[int]]:
         prefix = self.tokens[: self.prefix_len]
         return [prefix + tokens for tokens in self.beam_tokens]
@@ -264,7 +284,7 @@ class BeamLaneState(LaneState):
         records: dict[int, StepRecord] = {}
         per_parent: dict[int, StepRecord] = {}
         forced = self.step in self.forced
-        plain = not self.processors and not forced  # softmax(log_softmax(x)) is softmax(x): summarise once
+        plain = self._plain_step()  # softmax(log_softmax(x)) is softmax(x): summarise once
         for i, hyp in enumerate(hypotheses):
             if not (hyp.kept or hyp.finished):
                 continue

@@ -8,9 +8,23 @@ truncate are all one `rows` selection) and gets one logits row per new row back 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
+
+
+@dataclass(frozen=True)
+class RowSummary:
+    """Softmax pieces of every row of a logits batch [rows, vocab] of finite logits, computed by a source that
+    has faster kernels than numpy (optional: see `LogitsSource`). Row i's probabilities are
+    weights[i] / total[i]; its entropy is log(total[i]) - weighted_shift[i] / total[i]."""
+
+    peak: np.ndarray  # float32 [rows]: the largest logit
+    weights: np.ndarray  # float32 [rows, vocab]: exp(logits - peak)
+    total: np.ndarray  # float64 [rows]: the sum of the weights
+    weighted_shift: np.ndarray  # float [rows]: sum(weights * (logits - peak)); nan if a logit is not finite
+    top_ids: np.ndarray  # int64 [rows, k]: the k largest logits, largest first, equal ones lower id first
 
 
 class LogitsSource(Protocol):
@@ -35,6 +49,9 @@ class LogitsSource(Protocol):
         The old state must not be used afterwards.
         """
         ...
+
+    # Optional: `summarize(logits [rows, vocab], top_k) -> RowSummary` with top_k = min(top_k, vocab) ids per
+    # row. The engine then reads every raw row's statistics from it instead of computing them in numpy.
 
 
 class TokenText(Protocol):

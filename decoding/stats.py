@@ -5,18 +5,23 @@ nothing to the entropy), top-N by partition (no full sort of the vocabulary). Pr
 mostly -inf, so their statistics are computed over the kept tokens only.
 
 Speed: exp over the vocabulary is most of the cost, so each row's exp is computed once (`Softmax`) and shared:
-by every lane and beam reading the same batch row (`RowCache`), and by a lane's draw and its statistics.
+by every lane and beam reading the same batch row (`RowCache`), and by a lane's draw and its statistics. When
+the source makes a RowSummary of the raw rows (ONNX Runtime does: its exp is several times faster), their
+Softmax, entropy and best tokens are read from it instead.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, fields
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from decoding.processors import top_candidates
+from decoding.protocol import RowSummary
 from decoding.trace import TokenProb
 
 MIN_TOP_N = 20
@@ -30,12 +35,14 @@ class Softmax:
     row: np.ndarray  # the whole row (float32, -inf = filtered)
     ids: np.ndarray | None  # positions of the finite scores, or None: `values` is the whole row
     values: np.ndarray  # row, or row[ids]
-    shifted: np.ndarray  # values - peak
-    weights: np.ndarray  # exp(shifted); 0 where filtered
+    peak: np.float32  # values.max()
+    weights: np.ndarray  # exp(values - peak); 0 where filtered
     total: float  # sum of weights, float64
     kept: int  # finite scores
     filtered: bool  # some score is -inf
     clamp_for_entropy: bool  # some shifted value is below ENTROPY_FLOOR (or a -inf sits in `shifted`)
+    weighted_shift: float | None = None  # sum(weights * shifted), when a RowSummary brought it
+    top_ids: np.ndarray | None = None  # the best positions into `values`, best first, when a RowSummary did
 
     @classmethod
     def of(cls, scores: np.ndarray) -> Softmax | None:
@@ -57,11 +64,43 @@ class Softmax:
         weights = np.exp(shifted)
         total = float(weights.sum(dtype=np.float64))
         clamp = ids is not None or low - peak < ENTROPY_FLOOR  # low: the row's minimum, -inf when filtered
-        return cls(row, ids, values, shifted, weights, total, kept, bool(low == -np.inf), bool(clamp))
+        softmax = cls(row, ids, values, peak, weights, total, kept, bool(low == -np.inf), bool(clamp))
+        softmax.__dict__["shifted"] = shifted  # computed already: seeds the cached property
+        return softmax
+
+    @classmethod
+    def from_summary(cls, row: np.ndarray, summary: RowSummary, index: int) -> Softmax | None:
+        """Row `index` of a batch its source summarised; computed here as `of` does if the row is not finite."""
+        weighted_shift = float(summary.weighted_shift[index])
+        if not math.isfinite(weighted_shift):  # a -inf (or nan) logit: the summary's sums are not usable
+            return cls.of(row)
+        return cls(
+            row, None, row, summary.peak[index], summary.weights[index], float(summary.total[index]), row.size,
+            False, False, weighted_shift, summary.top_ids[index],
+        )
+
+    @cached_property
+    def shifted(self) -> np.ndarray:
+        """values - peak (float32)."""
+        return self.values - self.peak
 
     @property
     def log_total(self) -> float:
         return float(np.log(self.total))
+
+    def entropy(self) -> float:
+        """Nats; -inf scores add nothing."""
+        weighted_shift = self.weighted_shift
+        if weighted_shift is None:
+            shifted = np.maximum(self.shifted, ENTROPY_FLOOR) if self.clamp_for_entropy else self.shifted
+            weighted_shift = float(np.dot(self.weights, shifted))  # the clamp keeps 0 * -inf out
+        return max(self.log_total - weighted_shift / self.total, 0.0)
+
+    def best(self, count: int) -> np.ndarray:
+        """Positions into `values` of the `count` largest, largest first, equal values by lower position."""
+        if self.top_ids is not None and self.top_ids.size >= count:
+            return self.top_ids[:count]
+        return top_candidates(self.values, count)
 
     def log_softmax(self) -> np.ndarray:
         """float32 log-probabilities over the whole row (-inf where filtered)."""
@@ -75,10 +114,12 @@ class Softmax:
 
 class RowCache:
     """One batch of logits rows; each row's Softmax is computed on first use and shared by every reader (lanes
-    continuing identical rows, the beams of a lane that has just started)."""
+    continuing identical rows, the beams of a lane that has just started). With a RowSummary from the
+    source, a row's Softmax is read from it instead of computed."""
 
-    def __init__(self, logits: np.ndarray) -> None:
+    def __init__(self, logits: np.ndarray, summary: RowSummary | None = None) -> None:
         self.logits = logits
+        self.summary = summary
         self._softmax: dict[int, Softmax | None] = {}
 
     def row(self, index: int) -> np.ndarray:
@@ -86,7 +127,9 @@ class RowCache:
 
     def softmax(self, index: int) -> Softmax | None:
         if index not in self._softmax:
-            self._softmax[index] = Softmax.of(self.logits[index])
+            row = self.logits[index]
+            summary = self.summary
+            self._softmax[index] = Softmax.of(row) if summary is None else Softmax.from_summary(row, summary, index)
         return self._softmax[index]
 
 
@@ -141,23 +184,20 @@ def distribution(
     sm = softmax if softmax is not None else Softmax.of(scores)
     if sm is None:
         return EMPTY
-    total, log_total, shifted = sm.total, sm.log_total, sm.shifted
-    if sm.clamp_for_entropy:
-        shifted = np.maximum(shifted, ENTROPY_FLOOR)  # keeps 0 * -inf out of the dot product
-    entropy = log_total - float(np.dot(sm.weights, shifted)) / total
-    best = top_candidates(sm.values, min(top_n, sm.kept))
-    top_probs = np.exp(sm.shifted[best].astype(np.float64) - log_total)
+    log_total = sm.log_total
+    best = sm.best(min(top_n, sm.kept))
+    top_probs = np.exp((sm.values[best] - sm.peak).astype(np.float64) - log_total)
     dense = sm.ids is None
     chosen_pos = chosen if dense else int(np.searchsorted(sm.ids, chosen))
     found = dense or (chosen_pos < sm.kept and sm.ids[chosen_pos] == chosen)
-    logprob = float(sm.shifted[chosen_pos]) - log_total if found else -np.inf
+    logprob = float(sm.values[chosen_pos] - sm.peak) - log_total if found else -np.inf
     token_ids = (best if dense else sm.ids[best]).tolist()
     probs = top_probs.tolist()
     top = [TokenProb(id=t, text=text(t), prob=p, rank=r) for r, (t, p) in enumerate(zip(token_ids, probs, strict=True))]
     return Distribution(
         prob=float(np.exp(logprob)),
         logprob=logprob,
-        entropy=max(entropy, 0.0),
+        entropy=sm.entropy(),
         margin=probs[0] - (probs[1] if len(probs) > 1 else 0.0),
         kept=sm.kept,
         tail_mass=max(0.0, 1.0 - float(top_probs.sum())),

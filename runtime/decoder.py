@@ -22,7 +22,8 @@ import numpy as np
 import onnxruntime as ort
 from onnx import TensorProto
 
-from runtime.helper_graphs import ONNX_TYPES, last_logits_model, row_gather_model
+from decoding.protocol import RowSummary
+from runtime.helper_graphs import ONNX_TYPES, last_logits_model, row_gather_model, row_summary_model
 from runtime.model_files import eos_ids_from, read_json
 from runtime.session import create_helper_session, create_session
 
@@ -126,9 +127,11 @@ class OnnxDecoder:
             row_gather_model(len(self.io.past_names), self.io.kv_elem_type), self.placement
         )
         self._last = create_helper_session(last_logits_model(self.io.logits_elem_type), self.placement)
+        self._summary = create_helper_session(row_summary_model(), self.placement, parallel=True)
         self._main_binding = self.session.io_binding()
         self._gather_binding = self._gather.io_binding()
         self._last_binding = self._last.io_binding()
+        self._summary_binding = self._summary.io_binding()
         self._empty_kv = [self._ortvalue([1, self.io.kv_heads, 0, self.io.head_dim]) for _ in self.io.past_names]
 
     @property
@@ -177,6 +180,34 @@ class OnnxDecoder:
         mask, kept = self._next_mask(state, row_index, lengths)
         positions = kept.astype(self.io.positions_dtype).reshape(-1, 1)
         return self._run(kv, ids, mask, positions)
+
+    def summarize(self, logits: np.ndarray, top_k: int) -> RowSummary:
+        """The RowSummary of float32 logits [rows, vocab] (their softmax pieces and top_k best ids per row),
+        by a helper graph on the session's provider; only the total is summed here, in float64."""
+        logits = np.ascontiguousarray(logits, dtype=np.float32)
+        rows, vocab = logits.shape
+        k = min(int(top_k), vocab)
+        out = {
+            "peak": np.empty((rows, 1), np.float32),
+            "weights": np.empty((rows, vocab), np.float32),
+            "weighted_shift": np.empty((rows, 1), np.float32),
+            "top_ids": np.empty((rows, k), np.int64),
+        }
+        binding = self._summary_binding
+        binding.bind_cpu_input("logits", logits)
+        binding.bind_cpu_input("k", np.array([k], dtype=np.int64))
+        for name, array in out.items():
+            binding.bind_output(name, "cpu", 0, array.dtype, list(array.shape), array.ctypes.data)
+        self._summary.run_with_iobinding(binding)
+        binding.clear_binding_inputs()
+        binding.clear_binding_outputs()
+        return RowSummary(
+            peak=out["peak"][:, 0],
+            weights=out["weights"],
+            total=out["weights"].sum(axis=1, dtype=np.float64),
+            weighted_shift=out["weighted_shift"][:, 0],
+            top_ids=out["top_ids"],
+        )
 
     def warmup(self) -> None:
         """One prefill, fork and step: the first runs of a fresh session are several times slower."""

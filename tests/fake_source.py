@@ -1,6 +1,6 @@
-"""A pure-numpy LogitsSource and tokenizer for engine tests: a row's logits are a deterministic function of
-its whole history (prompt + tokens), so forks, reorders, drops and batching are checked for real, and every
-call is counted."""
+"""Pure-numpy LogitsSources (one also makes the optional RowSummary) and a tokenizer for engine tests: a row's
+logits are a deterministic function of its whole history (prompt + tokens), so forks, reorders, drops and
+batching are checked for real, and every call is counted."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import hashlib
 from collections.abc import Sequence
 
 import numpy as np
+
+from decoding.protocol import RowSummary
 
 
 class FakeSource:
@@ -40,6 +42,31 @@ class FakeSource:
             new_state.append(history + [int(token)])
         self.batch_sizes.append(len(rows))
         return new_state, np.stack([self.logits_for(h) for h in new_state])
+
+
+class SummarizingSource(FakeSource):
+    """FakeSource that also makes the optional RowSummary (in float64, as numpy_summary), counting calls."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.summaries: list[tuple[int, int]] = []
+
+    def summarize(self, logits, top_k):
+        self.summaries.append((logits.shape[0], top_k))
+        return numpy_summary(logits, min(top_k, self.vocab_size))
+
+
+def numpy_summary(logits: np.ndarray, top_k: int) -> RowSummary:
+    """A RowSummary as a source would make it, in float64 (another computation than Softmax.of's)."""
+    wide = logits.astype(np.float64)
+    peak = wide.max(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        weights = np.exp(wide - peak)
+        weighted_shift = (weights * (wide - peak)).sum(axis=1)
+    top_ids = np.argsort(-logits, axis=1, kind="stable")[:, :top_k]
+    return RowSummary(
+        peak[:, 0].astype(np.float32), weights.astype(np.float32), weights.sum(axis=1), weighted_shift, top_ids
+    )
 
 
 class FakeTokenizer:

@@ -303,3 +303,28 @@ def test_top_k_desc_on_vocab_sized_rows(kind):
     }[kind].astype(np.float32)
     for k in (1, 8, 12, 40):
         np.testing.assert_array_equal(top_k_desc(values, k), np.argsort(-values, kind="stable")[:k])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_step_top_equals_step_given_each_beams_best_tokens(seed):
+    """The engine's fast path (candidates from each beam's best tokens) against the full-scores step, with
+    ties (integer-valued scores), an eos id and a finished pool, until both searches end."""
+    rng = np.random.default_rng(seed)
+    vocab, eos = 300, 4
+    full = BeamSearch(4, max_new_tokens=9, eos_token_ids=[eos], length_penalty=0.5)
+    fast = BeamSearch(4, max_new_tokens=9, eos_token_ids=[eos], length_penalty=0.5)
+    while not full.done:
+        scores = (rng.integers(-12, 0, (4, vocab)) * 0.5).astype(np.float32)
+        scores[:, eos] = rng.choice([-0.5, -8.0])
+        best = np.argsort(-scores, axis=1, kind="stable")[:, : fast.beams_to_keep + seed]
+        want = full.step(scores)
+        got = fast.step_top(best, np.take_along_axis(scores, best, axis=1))
+        assert (got.sources, got.tokens, got.done) == (want.sources, want.tokens, want.done)
+        assert got.hypotheses == want.hypotheses
+    assert fast.done and fast.finalize() == full.finalize()
+
+
+def test_step_top_refuses_too_few_tokens():
+    search = BeamSearch(4, max_new_tokens=8, eos_token_ids=[0])
+    with pytest.raises(ValueError, match="too few"):
+        search.step_top(np.zeros((4, 7), np.int64), np.zeros((4, 7), np.float32))

@@ -11,7 +11,7 @@ import pytest
 from decoding.engine import Engine, Prefix, branch_prefix
 from decoding.spec import Branch, LaneSpec, assign_seeds, default_lanes
 from decoding.trace import PromptInfo
-from tests.fake_source import FakeSource, FakeTokenizer
+from tests.fake_source import FakeSource, FakeTokenizer, SummarizingSource
 
 PROMPT = PromptInfo("fake prompt", [1, 17, 29, 5])
 SIX_LANES = [
@@ -42,9 +42,7 @@ def test_greedy_in_a_six_lane_batch_equals_greedy_alone():
     assert len(alone["greedy"]) == 12
 
 
-@pytest.mark.parametrize(
-    "specs", [[LaneSpec("greedy")], SIX_LANES, SIX_LANES + [LaneSpec("beam-2", num_beams=2)]]
-)
+@pytest.mark.parametrize("specs", [[LaneSpec("greedy")], SIX_LANES, SIX_LANES + [LaneSpec("beam-2", num_beams=2)]])
 def test_one_prefill_and_exactly_one_source_step_per_step(specs):
     engine, source = make_engine()
     engine.run(PROMPT, specs, max_new_tokens=10)
@@ -119,9 +117,7 @@ def test_branch_copies_the_parent_then_takes_the_token():
     assert got.steps[4].forced and not got.steps[3].forced
     assert [s.token_id for s in got.steps] == got.token_ids
     assert source.prefill_calls == 1 and source.step_calls == 9
-    assert (
-        source.batch_sizes[:4] == [1, 1, 1, 1] and source.batch_sizes[4:] == [2] * 5
-    )  # forked, not recomputed
+    assert source.batch_sizes[:4] == [1, 1, 1, 1] and source.batch_sizes[4:] == [2] * 5  # forked, not recomputed
     expected_tail = FakeSource(64).logits_for(PROMPT.ids + got.token_ids[:5]).argmax()
     assert got.token_ids[5] == expected_tail  # greedy continuation of the forked row
 
@@ -142,9 +138,7 @@ def test_branch_whose_parent_ends_first_reports_an_error():
     engine, _ = make_engine()
     tokens = engine.run(PROMPT, [LaneSpec("greedy")], max_new_tokens=8).lanes[0].token_ids
     engine, _ = make_engine(eos=[tokens[1]])
-    trace = engine.run(
-        PROMPT, [LaneSpec("greedy"), LaneSpec("b", branch=Branch("greedy", 5, 3))], max_new_tokens=8
-    )
+    trace = engine.run(PROMPT, [LaneSpec("greedy"), LaneSpec("b", branch=Branch("greedy", 5, 3))], max_new_tokens=8)
     lane = trace.lane("b")
     assert lane.finish_reason == "error" and "before the branch step" in lane.error
 
@@ -197,9 +191,7 @@ def test_streaming_delivers_every_record_as_it_happens():
 
 def test_beam_lane_reports_its_best_sequence_and_every_hypothesis():
     engine, _ = make_engine(eos=[3])
-    lane = engine.run(
-        PROMPT, [LaneSpec("beam", num_beams=3, num_return_sequences=3)], max_new_tokens=8
-    ).lanes[0]
+    lane = engine.run(PROMPT, [LaneSpec("beam", num_beams=3, num_return_sequences=3)], max_new_tokens=8).lanes[0]
     assert lane.token_ids == lane.sequences[0]
     assert len(lane.sequences) == len(lane.sequence_scores) == 3
     assert lane.sequence_scores == sorted(lane.sequence_scores, reverse=True)
@@ -295,3 +287,18 @@ def test_unseeded_sampled_lanes_get_a_recorded_seed():
     again = engine.run(PROMPT, [lane], max_new_tokens=4, base_seed=9).lanes[0]
     assert first.config["seed"] == again.config["seed"] and first.token_ids == again.token_ids
     assert "seed" in engine.run(PROMPT, [lane], max_new_tokens=2).lanes[0].config
+
+
+def test_a_source_row_summary_changes_no_token_and_no_statistic():
+    specs = assign_seeds(SIX_LANES, 0)
+    plain = Engine(FakeSource(vocab_size=64), FakeTokenizer(), eos_token_ids=[], top_n=24).run(
+        PROMPT, specs, max_new_tokens=10
+    )
+    source = SummarizingSource(vocab_size=64)
+    summarized = Engine(source, FakeTokenizer(), eos_token_ids=[], top_n=24).run(PROMPT, specs, max_new_tokens=10)
+    assert len(source.summaries) == 1 + source.step_calls and {k for _, k in source.summaries} == {24}
+    for want, got in zip(plain.lanes, summarized.lanes, strict=True):
+        assert got.token_ids == want.token_ids, want.name
+        for a, b in zip(want.steps, got.steps, strict=True):
+            assert [t.id for t in b.top_raw] == [t.id for t in a.top_raw]
+            assert (b.entropy_raw, b.prob_raw, b.prob) == pytest.approx((a.entropy_raw, a.prob_raw, a.prob), rel=1e-5)

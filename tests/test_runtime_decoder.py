@@ -204,6 +204,27 @@ def test_unknown_device_raises_value_error(tiny_model_dir):
 
 def test_helper_sessions_run_on_the_calling_thread(decoder):
     # a helper with its own worker threads leaves them spinning into the main session's next run (measured:
-    # an 8-row step after a beam reorder took 1.9x as long), so helpers get one intra-op thread
+    # an 8-row step after a beam reorder took 1.9x as long), so helpers get one intra-op thread, or workers
+    # that do not spin
     for helper in (decoder._gather, decoder._last):
         assert helper.get_session_options().intra_op_num_threads == 1
+    entries = decoder._summary.get_session_options().get_session_config_entry("session.intra_op.allow_spinning")
+    assert entries == "0"
+
+
+def test_summarize_agrees_with_the_numpy_softmax(decoder):
+    from decoding.stats import Softmax
+
+    state, _ = decoder.prefill(PROMPT)
+    _, logits = decoder.step(state, [0, 0, 0], [3, 9, 27])
+    summary = decoder.summarize(logits, 25)
+    assert summary.top_ids.shape == (3, 25) and summary.total.dtype == np.float64
+    for row, logits_row in enumerate(logits):
+        reference = Softmax.of(logits_row)
+        assert summary.peak[row] == reference.peak
+        np.testing.assert_allclose(summary.weights[row], reference.weights, rtol=1e-6)
+        assert summary.total[row] == pytest.approx(reference.total, rel=1e-6)
+        expected_shift = float(np.dot(reference.weights, reference.shifted))
+        assert summary.weighted_shift[row] == pytest.approx(expected_shift, rel=1e-5)
+        np.testing.assert_array_equal(summary.top_ids[row], reference.best(25))
+    assert decoder.summarize(logits[:1], 10**6).top_ids.shape == (1, decoder.vocab_size)  # k capped at vocab

@@ -1,4 +1,4 @@
-"""The tiny helper graphs (row gather, last-position logits) on their own, in float32 and float16."""
+"""The tiny helper graphs (row gather, last-position logits, row summary) on their own."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto
 
-from runtime.helper_graphs import last_logits_model, row_gather_model
+from runtime.helper_graphs import last_logits_model, row_gather_model, row_summary_model
 
 CPU = ["CPUExecutionProvider"]
 
@@ -30,3 +30,17 @@ def test_last_logits_keeps_last_position_as_float32(elem_type, dtype):
     (last,) = session.run(None, {"logits": logits})
     assert last.dtype == np.float32 and last.shape == (2, 11)
     np.testing.assert_array_equal(last, logits[:, -1].astype(np.float32))
+
+
+def test_row_summary_matches_numpy_and_orders_ties_by_lower_id():
+    session = ort.InferenceSession(row_summary_model(), providers=CPU)
+    rng = np.random.default_rng(2)
+    logits = (rng.standard_normal((3, 500)) * 3).astype(np.float32)
+    logits[1, [40, 7, 300]] = 20.0  # a three-way tie at the top: lower ids first
+    peak, weights, weighted_shift, top_ids = session.run(None, {"logits": logits, "k": np.array([6], np.int64)})
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    np.testing.assert_array_equal(peak[:, 0], logits.max(axis=1))
+    np.testing.assert_allclose(weights, np.exp(shifted), rtol=1e-6)
+    np.testing.assert_allclose(weighted_shift[:, 0], (np.exp(shifted) * shifted).sum(axis=1), rtol=1e-5)
+    np.testing.assert_array_equal(top_ids, np.argsort(-logits, axis=1, kind="stable")[:, :6])
+    assert top_ids[1, :3].tolist() == [7, 40, 300]

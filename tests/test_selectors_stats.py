@@ -11,11 +11,13 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from decoding.selectors import Sampler, draw_with, greedy
-from decoding.stats import distribution, step_stats
+from decoding.stats import Softmax, distribution, step_stats
 from decoding.trace import StepRecord
+from tests.fake_source import numpy_summary
 
-SETTINGS = settings(max_examples=80, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+SETTINGS = settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+)
 
 
 @st.composite
@@ -205,3 +207,22 @@ def test_draws_below_the_best_tokens_are_the_inverse_cdf_too(spread):
             position = min(int(np.searchsorted(cumulative, u, side="right")), ids.size - 1)
             assert drawn.token_id == ids[position]
             assert drawn.low == pytest.approx(cumulative[position] - probs[position], abs=1e-7)
+
+
+@SETTINGS
+@given(row=rows(min_vocab=2), data=st.data())
+def test_statistics_from_a_row_summary_equal_the_numpy_ones(row, data):
+    chosen = data.draw(st.integers(0, row.size - 1))
+    summary = numpy_summary(row[None], 20)
+    from_summary = Softmax.from_summary(row, summary, 0)
+    assert (from_summary.weighted_shift is None) == (not np.isfinite(row).all())  # -inf rows: computed here
+    got, want = distribution(row, chosen, 20, softmax=from_summary), distribution(row, chosen, 20)
+    assert [t.id for t in got.top] == [t.id for t in want.top]
+    np.testing.assert_allclose([t.prob for t in got.top], [t.prob for t in want.top], rtol=1e-5, atol=1e-12)
+    assert got.entropy == pytest.approx(want.entropy, abs=1e-5)
+    assert got.prob == pytest.approx(want.prob, rel=1e-5, abs=1e-12)
+    assert (got.kept, got.margin) == (want.kept, pytest.approx(want.margin, abs=1e-6))
+    u = data.draw(st.floats(0.0, 1.0, exclude_max=True))
+    got_draw, want_draw = draw_with(u, row, from_summary), draw_with(u, row)
+    on_a_boundary = min(abs(want_draw.low - u), abs(want_draw.high - u)) < 1e-5  # totals differ in the last bits
+    assert got_draw.token_id == want_draw.token_id or on_a_boundary
