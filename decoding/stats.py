@@ -193,7 +193,8 @@ def distribution(
     logprob = float(sm.values[chosen_pos] - sm.peak) - log_total if found else -np.inf
     token_ids = (best if dense else sm.ids[best]).tolist()
     probs = top_probs.tolist()
-    top = [TokenProb(id=t, text=text(t), prob=p, rank=r) for r, (t, p) in enumerate(zip(token_ids, probs, strict=True))]
+    # positional arguments: half the cost of keywords, and this runs for every top-N entry of every step
+    top = [TokenProb(t, text(t), p, r) for r, (t, p) in enumerate(zip(token_ids, probs, strict=True))]
     return Distribution(
         prob=float(np.exp(logprob)),
         logprob=logprob,
