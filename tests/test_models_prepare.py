@@ -126,17 +126,22 @@ def test_cancel_mid_export_kills_worker_and_leaves_nothing(cache, tiny_hf_dir):
 
 
 def test_ctrl_c_during_export_exits_cleanly(cache, tiny_hf_dir):
-    cmd = [
-        sys.executable,
-        str(ROOT / "main.py"),
-        "prepare",
-        "--hf-folder",
-        str(tiny_hf_dir),
-        "--name",
-        "tiny",
-    ]
+    # the tiny export takes seconds; on a loaded machine the run can finish before the signal lands (once seen
+    # in CI: exit 0, "prepared in 8.2 s"), so a run that finished is retried with --force
+    for _ in range(3):
+        code, seen, rest = interrupt_prepare_at_export(tiny_hf_dir)
+        if not (code == 0 and "prepared in" in rest):
+            break
+    assert code == 130, seen + [rest]
+    assert "prepare cancelled at stage 'export': interrupted (Ctrl-C)" in rest
+    assert leftovers(cache) == []
+
+
+def interrupt_prepare_at_export(tiny_hf_dir) -> tuple[int, list[str], str]:
+    """`main.py prepare` sent Ctrl-C (SIGINT to its process group) when it reports the export stage."""
+    cmd = [sys.executable, str(ROOT / "main.py"), "prepare", "--hf-folder", str(tiny_hf_dir), "--name", "tiny"]
     proc = subprocess.Popen(
-        cmd,
+        [*cmd, "--force"],
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,
@@ -150,9 +155,7 @@ def test_ctrl_c_during_export_exits_cleanly(cache, tiny_hf_dir):
             os.killpg(proc.pid, signal.SIGINT)  # like Ctrl-C in a terminal: the whole process group
             break
     rest = proc.stderr.read()
-    assert proc.wait(timeout=30) == 130, seen + [rest]
-    assert "prepare cancelled at stage 'export': interrupted (Ctrl-C)" in rest
-    assert leftovers(cache) == []
+    return proc.wait(timeout=30), seen, rest
 
 
 def test_prepare_hf_folder_then_second_prepare_is_instant(cache, tiny_hf_dir):
