@@ -248,6 +248,10 @@ def measure_sampler_overhead(ctx: BenchContext) -> list[Row]:
         Row(item, "decoding/ CPU time per step (5 lanes, thread time)", medians["decoding_cpu"], unit="ms"),
         Row(item, "row summary (runtime) time per step", medians["summary"], unit="ms"),
         Row(item, "model time per step (8 rows)", medians["model"], unit="ms"),
+        *(  # where the 5 lanes' time goes (each alone also pays the engine loop)
+            Row(item, f"decoding/ CPU time per step, {spec.name} lane alone", _lane_alone_ms(ctx, spec), unit="ms")
+            for spec in specs
+        ),
         Row(
             item,
             "decoding/ CPU time per step, free logits over 49,152 tokens (numpy statistics)",
@@ -255,6 +259,10 @@ def measure_sampler_overhead(ctx: BenchContext) -> list[Row]:
             unit="ms",
         ),
     ]
+
+
+def _lane_alone_ms(ctx: BenchContext, spec) -> float:
+    return _timed_run(ctx, [spec])["decoding_cpu"]
 
 
 def _timed_run(ctx: BenchContext, specs: list) -> dict[str, float]:
