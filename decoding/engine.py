@@ -230,14 +230,15 @@ class Run:
         started = time.perf_counter()
         try:
             state, logits = self.engine.source.prefill(ids)
-            batch = self._batch(np.asarray(logits, dtype=np.float32)[None, :])
+            batch = self._batch(np.reshape(logits, (1, -1)))
         except Exception as exc:  # noqa: BLE001 - a failing source ends the run with what it has
             self.error = f"prefill failed: {type(exc).__name__}: {exc}"
             return None, None, 0.0
         return state, batch, (time.perf_counter() - started) * 1000.0
 
     def _batch(self, logits: np.ndarray) -> RowCache:
-        """The new logits rows, with the source's RowSummary of them when it makes one."""
+        """The new logits rows [rows, vocab] as float32, with the source's RowSummary of them when it makes one."""
+        logits = np.asarray(logits, dtype=np.float32)
         summarize = getattr(self.engine.source, "summarize", None)
         return RowCache(logits, None if summarize is None else summarize(logits, self.engine.top_n))
 
@@ -264,7 +265,7 @@ class Run:
             started = time.perf_counter()
             try:
                 state, logits = self.engine.source.step(state, rows, tokens)
-                batch = self._batch(np.asarray(logits, dtype=np.float32))
+                batch = self._batch(logits)
             except Exception as exc:  # noqa: BLE001 - a failing source ends the run with what it has
                 self.error = f"step failed: {type(exc).__name__}: {exc}"
                 self._stop_all(lanes, "error")

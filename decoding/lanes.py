@@ -269,10 +269,7 @@ class BeamLaneState(LaneState):
         if any(sm is None or sm.ids is not None or sm.kept < count for sm in softmaxes):
             return None
         ids = np.stack([sm.best(count) for sm in softmaxes])
-        logprobs = [
-            (sm.values[best] - sm.peak) - np.float32(sm.log_total) for sm, best in zip(softmaxes, ids, strict=True)
-        ]
-        return ids, np.stack(logprobs)
+        return ids, np.stack([sm.log_probs_at(best) for sm, best in zip(softmaxes, ids, strict=True)])
 
     def _histories(self) -> list[list[int]]:
         prefix = self.tokens[: self.prefix_len]

@@ -75,8 +75,17 @@ class Softmax:
         if not math.isfinite(weighted_shift):  # a -inf (or nan) logit: the summary's sums are not usable
             return cls.of(row)
         return cls(
-            row, None, row, summary.peak[index], summary.weights[index], float(summary.total[index]), row.size,
-            False, False, weighted_shift, summary.top_ids[index],
+            row=row,
+            ids=None,
+            values=row,
+            peak=summary.peak[index],
+            weights=summary.weights[index],
+            total=float(summary.total[index]),
+            kept=row.size,
+            filtered=False,
+            clamp_for_entropy=False,
+            weighted_shift=weighted_shift,
+            top_ids=summary.top_ids[index],
         )
 
     @cached_property
@@ -96,6 +105,10 @@ class Softmax:
             weighted_shift = float(np.dot(self.weights, shifted))  # the clamp keeps 0 * -inf out
         return max(self.log_total - weighted_shift / self.total, 0.0)
 
+    def log_probs_at(self, positions: np.ndarray) -> np.ndarray:
+        """float32 log-probabilities of `positions` into `values`: log_softmax's values there, bit for bit."""
+        return (self.values[positions] - self.peak) - np.float32(self.log_total)
+
     def best(self, count: int) -> np.ndarray:
         """Positions into `values` of the `count` largest, largest first, equal values by lower position."""
         if self.top_ids is not None and self.top_ids.size >= count:
@@ -104,7 +117,7 @@ class Softmax:
 
     def log_softmax(self) -> np.ndarray:
         """float32 log-probabilities over the whole row (-inf where filtered)."""
-        logprobs = self.shifted - np.float32(self.log_total)
+        logprobs = self.shifted - np.float32(self.log_total)  # log_probs_at computes the same, position by position
         if self.ids is None:
             return logprobs
         out = np.full_like(self.row, -np.inf)
