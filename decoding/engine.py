@@ -27,10 +27,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from decoding import analysis
-from decoding.lanes import LaneState, new_lane_state
+from decoding.lane_state import LaneState, new_lane_state
 from decoding.protocol import LogitsSource, TokenText
 from decoding.spec import LaneSpec, assign_seeds
-from decoding.stats import MIN_TOP_N, RowCache
+from decoding.stats import MIN_TOP_N, LogitsRowCache
 from decoding.trace import (
     ModelInfo,
     PromptInfo,
@@ -236,11 +236,11 @@ class Run:
             return None, None, 0.0
         return state, batch, (time.perf_counter() - started) * 1000.0
 
-    def _batch(self, logits: np.ndarray) -> RowCache:
+    def _batch(self, logits: np.ndarray) -> LogitsRowCache:
         """The new logits rows [rows, vocab] as float32, with the source's RowSummary of them when it makes one."""
         logits = np.asarray(logits, dtype=np.float32)
         summarize = getattr(self.engine.source, "summarize", None)
-        return RowCache(logits, None if summarize is None else summarize(logits, self.engine.top_n))
+        return LogitsRowCache(logits, None if summarize is None else summarize(logits, self.engine.top_n))
 
     def _advance(self, lanes: list[LaneState], state, step_ms: float) -> Iterator[tuple[int, StepRecord]]:
         timing = self.trace.timing

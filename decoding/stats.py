@@ -5,7 +5,7 @@ nothing to the entropy), top-N by partition (no full sort of the vocabulary). Pr
 mostly -inf, so their statistics are computed over the kept tokens only.
 
 Speed: exp over the vocabulary is most of the cost, so each row's exp is computed once (`Softmax`) and shared:
-by every lane and beam reading the same batch row (`RowCache`), and by a lane's draw and its statistics. When
+by every lane and beam reading the same batch row (`LogitsRowCache`), and by a lane's draw and its statistics. When
 the source makes a RowSummary of the raw rows (ONNX Runtime does: its exp is several times faster), their
 Softmax, entropy and best tokens are read from it instead.
 """
@@ -125,7 +125,7 @@ class Softmax:
         return out
 
 
-class RowCache:
+class LogitsRowCache:
     """One batch of logits rows; each row's Softmax is computed on first use and shared by every reader (lanes
     continuing identical rows, the beams of a lane that has just started). With a RowSummary from the
     source, a row's Softmax is read from it instead of computed."""

@@ -20,7 +20,7 @@ from decoding.processors import apply_processors, build_processors
 from decoding.protocol import TokenText
 from decoding.selectors import Draw, Sampler
 from decoding.spec import LaneSpec
-from decoding.stats import RowCache, Softmax, step_stats
+from decoding.stats import LogitsRowCache, Softmax, step_stats
 from decoding.trace import LaneTrace, StepRecord
 
 
@@ -58,7 +58,7 @@ class LaneState:
         if spec.branch is not None:
             self.forced[spec.branch.step] = spec.branch.token_id
         self.rows: list[int] = []  # this lane's rows in the current batch ...
-        self.batch: RowCache | None = None  # ... whose logits it reads for the current step
+        self.batch: LogitsRowCache | None = None  # ... whose logits it reads for the current step
         self.running = True
         self.tokens.extend(prefix)
 
@@ -68,7 +68,7 @@ class LaneState:
     def step(self) -> int:
         return len(self.trace.steps)
 
-    def attach(self, batch: RowCache, row: int) -> None:
+    def attach(self, batch: LogitsRowCache, row: int) -> None:
         """Own one row of the batch (prefill row or a parent's row to fork) with the logits it produced."""
         self.rows = [row]
         self.batch = batch
@@ -87,7 +87,7 @@ class LaneState:
         if self.running and self.rows:  # a branch lane still copying its parent owns no row yet
             feed.append((self.rows[0], self.tokens[-1]))
 
-    def receive(self, batch: RowCache, slots: list[int], position: int) -> int:
+    def receive(self, batch: LogitsRowCache, slots: list[int], position: int) -> int:
         """Take this lane's rows from a batched call's output: `slots[position:]` are the new batch rows of
         the pairs this lane queued (shared with other lanes where identical). Returns the next position."""
         if not self.running:
@@ -183,7 +183,7 @@ class BeamLaneState(LaneState):
         self.finished_records: dict[tuple[int, ...], list[StepRecord]] = {}
         self.pending: list[tuple[int, int]] = []
 
-    def attach(self, batch: RowCache, row: int) -> None:
+    def attach(self, batch: LogitsRowCache, row: int) -> None:
         spec = self.spec
         self.prefix_len = len(self.tokens)
         self.beam = BeamSearch(
