@@ -7,8 +7,8 @@
     python main.py replay FILE.json     # re-run an exported run and verify every token
     python main.py bench                # benchmark suite (ratios)
 
-Each subcommand lives in the package that owns its job; this file only dispatches, importing lazily so that
-`--help` and the window start fast and the run time never imports torch.
+The subcommands live in cli/ (bench in bench/); this file only dispatches, importing lazily so that `--help`
+and the window start fast and the run time never imports torch.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ import sys
 
 # name -> (module, help). The module provides add_arguments(parser) and run(args) -> exit code.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "prepare": ("models.cli_prepare", "prepare a model (default: the embedded SmolLM2-135M-Instruct)"),
-    "models": ("models.cli_list", "list prepared models"),
-    "run": ("decoding.cli_run", "decode one prompt under several strategies side by side"),
-    "replay": ("decoding.cli_replay", "re-run an exported JSON run with the model and verify every token"),
+    "prepare": ("cli.prepare_command", "prepare a model (default: the embedded SmolLM2-135M-Instruct)"),
+    "models": ("cli.models_command", "list prepared models"),
+    "run": ("cli.run_command", "decode one prompt under several strategies side by side"),
+    "replay": ("cli.replay_command", "re-run an exported JSON run with the model and verify every token"),
     "bench": ("bench.__main__", "run the benchmark suite and print ratios"),
 }
 

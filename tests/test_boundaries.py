@@ -1,5 +1,7 @@
 """One job per package: only gui/ imports Qt, only runtime/ (and models/ for validation) imports onnxruntime,
-decoding/ is pure numpy, and nothing on the run-time path imports torch/transformers/optimum at module level."""
+decoding/ is pure numpy (it imports no other package of this project and no Qt or onnxruntime, not even inside a
+function; the front ends cli/ and gui/ bring the model), and nothing on the run-time path imports
+torch/transformers/optimum at module level."""
 
 from __future__ import annotations
 
@@ -9,16 +11,19 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ["gui", "runtime", "decoding", "models"]
+PACKAGES = ["gui", "cli", "runtime", "decoding", "models"]
 HEAVY = {"torch", "transformers", "optimum", "gguf", "accelerate"}
 
 ALLOWED = {
     "gui": {"PySide6", "pyqtgraph"},
+    "cli": set(),
     "runtime": {"onnxruntime", "onnx"},
     "models": {"onnxruntime", "onnx"},
     "decoding": set(),
 }
 RESTRICTED = {"PySide6", "pyqtgraph", "onnxruntime", "onnx"}
+# What the pure core may never import, anywhere in a module (decoding.protocol states what it needs instead).
+NOT_IN_DECODING = RESTRICTED | {"runtime", "models", "gui", "cli", "bench", "main"}
 
 
 def _top_level_imports(path: Path) -> set[str]:
@@ -52,6 +57,33 @@ def test_restricted_imports_stay_in_their_package():
     assert not offenders, "\n".join(offenders)
 
 
+def _hidden_imports(path: Path) -> list[int]:
+    """Lines the import names above cannot see: importlib.import_module / __import__ calls, and relative imports
+    reaching above the module's own package."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level > 1:
+            lines.append(node.lineno)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if name in ("import_module", "__import__"):
+                lines.append(node.lineno)
+    return lines
+
+
+def test_decoding_imports_no_model_runtime_or_front_end():
+    offenders = []
+    paths = sorted((ROOT / "decoding").rglob("*.py"))
+    assert len(paths) > 10  # the walk really finds the package
+    for path in paths:
+        used = _all_imports(path) & NOT_IN_DECODING
+        if used:
+            offenders.append(f"{path.relative_to(ROOT)} imports {sorted(used)}")
+        offenders += [f"{path.relative_to(ROOT)}:{line} imports out of sight" for line in _hidden_imports(path)]
+    assert not offenders, "\n".join(offenders)
+
+
 def test_heavy_export_deps_are_never_imported_at_module_level():
     offenders = []
     for package in PACKAGES:
@@ -64,7 +96,7 @@ def test_heavy_export_deps_are_never_imported_at_module_level():
 
 def test_run_time_modules_do_not_pull_in_torch():
     code = (
-        "import sys, runtime, decoding.engine, gui.main_window, models.catalog\n"
+        "import sys, runtime, decoding.engine, gui.main_window, models.catalog, cli.run_command\n"
         "heavy = sorted(m for m in ('torch', 'transformers', 'optimum') if m in sys.modules)\n"
         "print(','.join(heavy))"
     )

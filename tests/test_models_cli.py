@@ -63,7 +63,7 @@ class FakeTerminal(io.StringIO):
 
 
 def test_progress_bar_redraws_one_line_on_a_terminal():
-    from models.cli_prepare import ProgressBar
+    from cli.prepare_command import ProgressBar
 
     stream = FakeTerminal()
     bar = ProgressBar(stream)

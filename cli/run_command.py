@@ -18,8 +18,9 @@ import threading
 import time
 from pathlib import Path
 
-from decoding import jsonio, textview
-from decoding.cli_common import UsageError, check_writable, fail, load_model
+from cli import terminal_text
+from cli.common import UsageError, check_writable, fail, load_model
+from decoding import jsonio
 from decoding.spec import LaneSpec, assign_seeds, parse_lane, unique_names
 from decoding.stats import MIN_TOP_N
 from decoding.trace import PromptInfo, RunTrace
@@ -82,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     except (UsageError, ValueError) as exc:
         return fail(str(exc))
     trace = generate(run_, cancel, args.max_new_tokens)
-    print(textview.render(trace, model.tokenizer, shutil.get_terminal_size((120, 24)).columns))
+    print(terminal_text.render(trace, model.tokenizer, shutil.get_terminal_size((120, 24)).columns))
     print(summary(trace))
     if args.json is not None:
         jsonio.save(trace, args.json)
@@ -175,7 +176,7 @@ class ProgressBar:
 def summary(trace: RunTrace) -> str:
     timing = trace.timing
     lines = [
-        textview.legend(),
+        terminal_text.legend(),
         f"{trace.model.name} · {trace.provider} · prefill {timing.prefill_ms:.0f} ms · "
         f"{timing.steps} batched steps · {timing.tokens_per_s:.1f} tok/s",
     ]

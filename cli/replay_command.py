@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from cli.common import EXIT_MISMATCH, UsageError, fail, load_model
 from decoding import jsonio
-from decoding.cli_common import EXIT_MISMATCH, UsageError, fail, load_model
 from decoding.replay import compare, replay
 
 
