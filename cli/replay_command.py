@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         trace = jsonio.load(args.file)
         model = load_model(args.model or _recorded_model(trace), args.device)
-        engine = model.engine(trace.settings.top_n, trace.settings.near_tie_threshold)
+        engine = model.engine(top_n=trace.settings.top_n, near_tie_threshold=trace.settings.near_tie_threshold)
     except (UsageError, ValueError) as exc:
         return fail(str(exc))
     _warn_if_other_model(trace, model.info)

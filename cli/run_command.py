@@ -23,7 +23,7 @@ from cli.common import UsageError, check_writable, fail, load_model
 from decoding import jsonio
 from decoding.spec import LaneSpec, assign_seeds, parse_lane, unique_names
 from decoding.stats import MIN_TOP_N
-from decoding.trace import PromptInfo, RunTrace
+from decoding.trace import RunTrace
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -69,9 +69,9 @@ def run(args: argparse.Namespace) -> int:
         specs = lane_specs(args)
         check_arguments(args)
         model = load_model(args.model, args.device)
-        prompt = encode_prompt(model.tokenizer, args)
+        prompt = model.encode_prompt(args.prompt, chat=args.chat, system=args.system)
         cancel = threading.Event()
-        run_ = model.engine(args.top_n, args.near_tie).start(
+        run_ = model.engine(top_n=args.top_n, near_tie_threshold=args.near_tie).start(
             prompt,
             specs,
             max_new_tokens=args.max_new_tokens,
@@ -114,14 +114,6 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise UsageError("--system needs --chat (the system prompt goes through the chat template)")
     if args.json is not None:
         check_writable(args.json)
-
-
-def encode_prompt(tokenizer, args: argparse.Namespace) -> PromptInfo:
-    if args.chat:
-        rendered = tokenizer.render_chat(args.prompt, args.system)
-        ids = tokenizer.encode(rendered, add_special_tokens=False)
-        return PromptInfo(args.prompt, ids, chat=True, system=args.system, rendered=rendered)
-    return PromptInfo(args.prompt, tokenizer.encode(args.prompt))
 
 
 def generate(run, cancel: threading.Event, max_new_tokens: int) -> RunTrace:

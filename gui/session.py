@@ -26,7 +26,7 @@ class RunRequest:
 class LoadedModel:
     path: Path
     info: ModelInfo
-    model: Any  # runtime's loaded model: decoder + tokenizer
+    model: Any  # models.open_model.OpenModel: decoder, tokenizer, provider
     engine: Engine
 
     @property
@@ -60,24 +60,14 @@ class ModelHolder:
 
 
 def _load(path: Path) -> LoadedModel:
-    from runtime import load_model
+    from models.open_model import open_model
 
-    model = load_model(path)
-    files = model.manifest.get("files") or {}
-    hashes = {name: entry["sha256"] for name, entry in files.items() if entry.get("sha256")}
-    info = ModelInfo(name=model.name, hashes=hashes, path=str(path))
-    engine = Engine(model.decoder, model.tokenizer, model.eos_token_ids)
-    return LoadedModel(path=path, info=info, model=model, engine=engine)
+    model = open_model(path)
+    return LoadedModel(path=path, info=model.info, model=model, engine=model.engine())
 
 
 def prompt_info(model: LoadedModel, request: RunRequest) -> PromptInfo:
-    tokenizer = model.model.tokenizer
-    if request.chat:
-        rendered = tokenizer.render_chat(request.text, system=request.system)
-        ids = tokenizer.encode_chat(request.text, system=request.system)
-        return PromptInfo(text=request.text, ids=list(ids), chat=True, system=request.system,
-                          rendered=rendered)
-    return PromptInfo(text=request.text, ids=list(tokenizer.encode(request.text)))
+    return model.model.encode_prompt(request.text, chat=request.chat, system=request.system)
 
 
 def run_job(holder: ModelHolder, request: RunRequest, specs: list[LaneSpec]):

@@ -1,0 +1,76 @@
+"""Open a prepared model for a front end (the window in gui/, the commands in cli/): find its folder by name or
+path, load it with runtime/ on a device, and hand out what a run needs — the decoder and tokenizer, the identity
+a RunTrace records, the provider really in use, the eos ids, an Engine over them, and the prompt encoded.
+
+It lives in models/ because models/ owns the catalog (name → folder, manifest) and already sits above runtime/
+(validation runs ORT sessions): runtime/ loads a folder it is given and knows no catalog, and decoding/ knows
+neither (it talks to a LogitsSource and a TokenText).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from decoding.engine import Engine
+from decoding.trace import ModelInfo, PromptInfo
+from models.catalog import resolve
+from runtime import LoadedModel, load_model
+
+
+@dataclass
+class OpenModel:
+    """runtime's loaded model plus the identity a RunTrace records."""
+
+    loaded: LoadedModel
+    info: ModelInfo
+
+    @property
+    def decoder(self) -> Any:
+        return self.loaded.decoder  # a decoding.protocol.LogitsSource
+
+    @property
+    def tokenizer(self) -> Any:
+        return self.loaded.tokenizer  # a decoding.protocol.TokenText, with the model's chat template
+
+    @property
+    def provider(self) -> str:
+        return self.loaded.provider
+
+    @property
+    def eos_token_ids(self) -> list[int]:
+        return list(self.loaded.eos_token_ids)
+
+    def engine(self, **settings: Any) -> Engine:
+        """An Engine over this model; `settings` are Engine's keywords (top_n, near_tie_threshold)."""
+        return Engine(self.decoder, self.tokenizer, self.eos_token_ids, **settings)
+
+    def encode_prompt(self, text: str, chat: bool = False, system: str | None = None) -> PromptInfo:
+        """The prompt as a run records it; a chat prompt is rendered once through the model's chat template
+        (ValueError if it has none) and the ids encode exactly that text, without added special tokens: the
+        template writes them itself (as transformers' apply_chat_template(tokenize=True))."""
+        if not chat:
+            return PromptInfo(text, self.tokenizer.encode(text))
+        rendered = self.tokenizer.render_chat(text, system)
+        ids = self.tokenizer.encode(rendered, add_special_tokens=False)
+        return PromptInfo(text, ids, chat=True, system=system, rendered=rendered)
+
+
+def model_identity(model_dir: Path, manifest: dict) -> ModelInfo:
+    """Name, file hashes (sorted by file name) and folder of a prepared model, as a RunTrace records them."""
+    hashes = {
+        name: entry["sha256"]
+        for name, entry in sorted((manifest.get("files") or {}).items())
+        if isinstance(entry, dict) and "sha256" in entry
+    }
+    return ModelInfo(name=manifest.get("name", model_dir.name), hashes=hashes, path=str(model_dir))
+
+
+def open_model(name_or_path: str | Path | None = None, device: str = "auto") -> OpenModel:
+    """The prepared model named or at `name_or_path` (default: the default model) on `device` ("auto", "cpu",
+    "cuda"). Raises FileNotFoundError when it is not prepared, runtime.DeviceError when the device is not
+    usable, OSError / ValueError when its files cannot be loaded."""
+    model_dir = resolve(name_or_path)
+    loaded = load_model(model_dir, device=device)
+    return OpenModel(loaded, model_identity(model_dir, loaded.manifest))
