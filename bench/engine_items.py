@@ -94,7 +94,7 @@ def load_torch_model(model_dir):
         from transformers import AutoModelForCausalLM
 
         return AutoModelForCausalLM.from_pretrained(hf_dir, dtype=torch.float32).eval()
-    from models.prepare import load_reference_model
+    from tests.reference import load_reference_model  # a test helper: bench runs from the repository
 
     return load_reference_model(model_dir)
 

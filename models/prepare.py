@@ -25,7 +25,6 @@ from models.catalog import (
     cache_root,
     manifest_is_valid,
     models_dir,
-    read_manifest,
 )
 from models.errors import PrepareCancelled, PrepareError
 from models.graph_edits import EDITS, RECORD_NAME
@@ -338,23 +337,6 @@ def replace_folder(build: Path, final: Path) -> None:
     os.replace(build, final)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
-
-
-def load_reference_model(model_dir: str | Path):
-    """The transformers model (fp32, eval) that a prepared model was exported from, for parity tests: the kept
-    GGUF for the default model, the source folder for a prepared HF folder."""
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    model_dir = Path(model_dir)
-    source = read_manifest(model_dir).get("source", {})
-    if source.get("gguf") and (model_dir / source["gguf"]).is_file():
-        model = AutoModelForCausalLM.from_pretrained(model_dir, gguf_file=source["gguf"], dtype=torch.float32)
-    elif source.get("kind") == "hf-folder" and Path(source["path"]).is_dir():
-        model = AutoModelForCausalLM.from_pretrained(source["path"], dtype=torch.float32)
-    else:
-        raise FileNotFoundError(f"{model_dir} keeps no reference weights (source: {source or 'unknown'})")
-    return model.eval()
 
 
 def main() -> int:  # python -m models.prepare: prepare the default model with plain progress lines

@@ -1,13 +1,32 @@
-"""transformers generate() references for engine parity tests (torch/transformers imported lazily)."""
+"""transformers references for parity tests: the model a prepared model was exported from, and its generate()
+(torch/transformers imported lazily)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from models.catalog import read_manifest
+
+
+def load_reference_model(model_dir: str | Path):
+    """The transformers model (fp32, eval) that a prepared model was exported from, found through its manifest's
+    source: the GGUF kept beside the default model, or the source folder of a prepared HF folder."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model_dir = Path(model_dir)
+    source = read_manifest(model_dir).get("source", {})
+    if source.get("gguf") and (model_dir / source["gguf"]).is_file():
+        model = AutoModelForCausalLM.from_pretrained(model_dir, gguf_file=source["gguf"], dtype=torch.float32)
+    elif source.get("kind") == "hf-folder" and Path(source["path"]).is_dir():
+        model = AutoModelForCausalLM.from_pretrained(source["path"], dtype=torch.float32)
+    else:
+        raise FileNotFoundError(f"{model_dir} keeps no reference weights (source: {source or 'unknown'})")
+    return model.eval()
+
 
 def load_hf_model(model_dir: Path, hf_dir: Path | None = None):
-    """The reference model: models.prepare.load_reference_model when it exists, else an HF folder (`hf_dir`),
-    else the GGUF in the prepared folder, in float32."""
+    """The reference model in float32: the HF folder `hf_dir` when given, else load_reference_model(model_dir)."""
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -15,14 +34,7 @@ def load_hf_model(model_dir: Path, hf_dir: Path | None = None):
     torch.set_num_threads(1)
     if hf_dir is not None:
         return AutoModelForCausalLM.from_pretrained(hf_dir, dtype=torch.float32).eval()
-    try:
-        from models.prepare import load_reference_model
-    except ImportError:
-        gguf = next(Path(model_dir).glob("*.gguf"))
-        return AutoModelForCausalLM.from_pretrained(
-            model_dir, gguf_file=gguf.name, dtype=torch.float32
-        ).eval()
-    return load_reference_model(model_dir).eval()
+    return load_reference_model(model_dir)
 
 
 def hf_generate(model, prompt_ids: list[int], max_new_tokens: int, eos_token_ids: list[int], **kwargs):

@@ -10,6 +10,7 @@ import pytest
 
 from models import catalog, prepare
 from models.sources import GGUF_NAME, GGUF_SHA256, WHEEL_SHA256
+from tests.reference import load_reference_model
 
 pytestmark = pytest.mark.slow
 
@@ -105,7 +106,7 @@ def test_second_prepare_is_instant(default_model_dir):
 def test_reference_model_from_the_kept_gguf(default_model_dir):
     import torch
 
-    model = prepare.load_reference_model(default_model_dir)
+    model = load_reference_model(default_model_dir)
     assert not model.training and model.dtype == torch.float32
     with torch.no_grad():
         logits = model(torch.tensor([[504, 3575, 282, 4649, 314]])).logits

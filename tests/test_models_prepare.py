@@ -20,6 +20,7 @@ from models import catalog, prepare
 from models.errors import PrepareCancelled, PrepareError
 from models.graph_edits import EDITS
 from models.sources import GGUF_MEMBER, GGUF_SHA256, WHEEL_SHA256
+from tests.reference import load_reference_model
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -209,7 +210,7 @@ def test_reference_model_agrees_with_onnx_smoke_test(cache, tiny_hf_dir):
 
     path = prepare.prepare_hf_folder(tiny_hf_dir, name="tiny-hf")
     smoke = catalog.read_manifest(path)["smoke_test"]
-    model = prepare.load_reference_model(path)
+    model = load_reference_model(path)
     ids = torch.tensor([smoke["prompt_ids"]])
     with torch.no_grad():
         out = model.generate(ids, max_new_tokens=len(smoke["generated_ids"]), do_sample=False, eos_token_id=None)
@@ -315,7 +316,7 @@ def test_other_architectures_export_and_match_transformers(cache, tmp_path, tiny
     path = prepare.prepare_hf_folder(folder)
     smoke = catalog.read_manifest(path)["smoke_test"]
     ids = torch.tensor([smoke["prompt_ids"]])
-    reference = prepare.load_reference_model(path)
+    reference = load_reference_model(path)
     with torch.no_grad():
         out = reference.generate(ids, max_new_tokens=4, do_sample=False, eos_token_id=None, pad_token_id=2)
     assert out[0, ids.shape[1] :].tolist() == smoke["generated_ids"]

@@ -26,7 +26,7 @@ def model(default_model_dir):
 
 @pytest.fixture(scope="module")
 def reference(default_model_dir):
-    from models.prepare import load_reference_model
+    from tests.reference import load_reference_model
 
     return load_reference_model(default_model_dir)
 
