@@ -11,7 +11,8 @@ from PySide6.QtWidgets import QApplication, QWidget
 # Okabe–Ito, distinguishable with colour-vision deficiencies and readable on white.
 _LANE_COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#8C564B"]
 
-# Set explicitly: with Noto CJK installed Qt otherwise picks the JP variant for Chinese text (FACTS).
+# Set explicitly: with fonts-noto-cjk installed Qt otherwise draws Chinese text with its Japanese variant (JP glyph
+# shapes); WenQuanYi Micro Hei covers systems with fonts-wqy-microhei instead.
 FONT_FAMILIES = ["DejaVu Sans", "Noto Sans CJK SC", "WenQuanYi Micro Hei"]
 
 RAW_COLOUR = "#A8A8A8"

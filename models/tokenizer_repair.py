@@ -1,6 +1,12 @@
-"""Repair of the tokenizer that transformers 4.57.6 builds from SmolLM2's GGUF (see FACTS): its
-pre-tokenizer, decoder, post-processor, bos/eos handling and space clean-up are wrong; vocabulary and merges
-are right."""
+"""Repair of the tokenizer that transformers 4.57.6 builds from SmolLM2's GGUF: its pre-tokenizer, decoder,
+post-processor, bos/eos handling and space clean-up are wrong; vocabulary and merges are right.
+
+What it gets wrong, measured against the original tokenizer: eos is taken from the bos id; add_bos_token=False is
+ignored (every encode starts with id 1); the `smollm` pre-tokenizer (digits split one by one, then byte-level) is
+ignored, so encodings differed on 147 of 208 test strings; the decoder is SentencePiece-style instead of
+byte-level; clean_up_tokenization_spaces=True eats spaces. Repaired (digits split individually + ByteLevel without
+prefix space, ByteLevel decoder and post-processor, eos = pad = <|im_end|>) it matched llama.cpp's own GGUF
+tokenizer on 308 of 308 strings."""
 
 from __future__ import annotations
 

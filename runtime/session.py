@@ -1,7 +1,9 @@
 """ONNX Runtime sessions and the choice of execution provider.
 
-onnxruntime-gpu silently falls back to the CPU EP when CUDA cannot load (FACTS), so the provider really in use
-is always read back from the session, never assumed from what was asked for.
+onnxruntime-gpu silently falls back to the CPU EP when CUDA cannot load (seen on a GPU-less machine: it still
+lists CUDAExecutionProvider as available, and a session asking for CUDA runs on the CPU after logging a libcublasLt
+error), so the provider really in use is always read back from the session, never assumed from what was asked
+for.
 """
 
 from __future__ import annotations
