@@ -89,27 +89,30 @@ def stream_once(app, window, heartbeat: Heartbeat, tokens: int) -> dict:
         "p99_gap_ms": 1e3 * gaps[int(0.99 * (len(gaps) - 1))],
         "ticks": len(gaps),
         "seconds": elapsed,
-        "tokens": window.state.total_tokens(),
+        "tokens": window.model.total_tokens(),
     }
 
 
 class SlotTimer:
-    """Wraps the main window's slots that run on the GUI thread during a run to record each one's longest call
-    (a stall is either one of these or the worker holding the GIL)."""
+    """Wraps what runs on the GUI thread during a run to record each one's longest call (a stall is either one
+    of these or the worker holding the GIL): the redraw tick, a streamed message, the end of the run."""
 
-    SLOTS = ("_flush", "_on_progress", "_on_finished")
+    SLOTS = {"redraw_tick": ("gui.redraw", "RedrawScheduler", "tick"),
+             "on_message": ("gui.controller", "RunController", "on_message"),
+             "on_finished": ("gui.main_window", "MainWindow", "_on_job_finished")}
 
     def __init__(self):
-        from gui.main_window import MainWindow
+        import importlib
 
         self.longest = dict.fromkeys(self.SLOTS, 0.0)
-        for name in self.SLOTS:
-            setattr(MainWindow, name, self._timed(name, getattr(MainWindow, name)))
+        for name, (module, cls, method) in self.SLOTS.items():
+            owner = getattr(importlib.import_module(module), cls)
+            setattr(owner, method, self._timed(name, getattr(owner, method)))
 
     def _timed(self, name: str, original):
-        def timed(window, *args) -> None:
+        def timed(obj, *args) -> None:
             start = time.perf_counter()
-            original(window, *args)
+            original(obj, *args)
             self.longest[name] = max(self.longest[name], time.perf_counter() - start)
 
         return timed

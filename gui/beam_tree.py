@@ -14,6 +14,8 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 from decoding.trace import LaneTrace, StepRecord
 from gui import style
 from gui.chart_data import BeamNode, best_path, display_token, step_nodes
+from gui.redraw import RedrawScheduler
+from gui.run_model import RunModel, Selection
 
 _KIND_STYLE = {  # symbol, size, brush, pen
     "kept": ("o", 11, "#0072B2", "#FFFFFF"),
@@ -26,9 +28,14 @@ _LABEL_MIN_PX_PER_STEP = 46  # below this the token labels would overlap: hide t
 
 
 class BeamTreeView(QWidget):
+    """Draws one beam lane (`set_lane`). Given a RunModel it follows one by itself: the selected lane when
+    that is a beam lane, else the first beam lane; drawing a long tree is slow, so only while `set_shown(True)`
+    (its tab is open) or when exported."""
+
     stepSelected = Signal(int, int)  # lane index, step
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, model: RunModel | None = None, scheduler: RedrawScheduler | None = None,
+                 parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._lane_index = -1
         self._lane: LaneTrace | None = None
@@ -37,6 +44,59 @@ class BeamTreeView(QWidget):
         self._free_labels: list[pg.TextItem] = []  # hidden labels, reused before new ones are made
         self._drawn_steps = 0
         self._build_ui()
+        self.model = model
+        self._scheduler = scheduler
+        self._follow: int | None = None  # key of the beam lane followed
+        self._shown = False
+        self._stale = False
+        if model is not None:
+            for name in ("lanes_reset", "lane_inserted", "lane_removed", "lane_moved", "run_finished"):
+                model.events.connect(name, self._on_lanes_event)
+            model.events.connect("step_added", self._on_step_added)
+            model.events.connect("selection_changed", self._on_selection_changed)
+            self.stepSelected.connect(model.select)
+
+    # ---- following a RunModel ---------------------------------------------------------------------------
+    def set_shown(self, shown: bool) -> None:
+        self._shown = shown
+        self.refresh()
+
+    def refresh(self, force: bool = False) -> None:
+        """Draw the followed lane if it changed since last drawn (and the tree is shown, or `force`)."""
+        if self.model is None or not (self._shown or force) or not self._stale:
+            return
+        self._stale = False
+        index = self._followed_index()
+        if index is not None and self.model.lanes[index].trace.steps:
+            self.set_lane(index, self.model.lanes[index].trace)
+        else:
+            self.clear()
+
+    def _followed_index(self) -> int | None:
+        lanes = self.model.lanes
+        keys = [lane.key for lane in lanes]
+        if self._follow not in keys or not lanes[keys.index(self._follow)].spec.is_beam:
+            self._follow = next((lane.key for lane in lanes if lane.spec.is_beam), None)
+        return None if self._follow is None else keys.index(self._follow)
+
+    def _on_lanes_event(self, *_args) -> None:
+        self._stale = True
+        self.refresh()
+
+    def _on_step_added(self, index: int, _record: StepRecord) -> None:
+        if self.model.lanes[index].key == self._follow or self._follow is None:
+            self._stale = True
+            if self._scheduler is not None and self._shown:
+                self._scheduler.mark("charts", ("beam_tree",), self.refresh)
+
+    def _on_selection_changed(self, selection: Selection | None) -> None:
+        if selection is None:
+            return
+        lane = self.model.lanes[selection.lane]
+        if lane.spec.is_beam and lane.key != self._follow:
+            self._follow = lane.key
+            self._stale = True
+            self.refresh()
 
     # ---- public API --------------------------------------------------------------------------------------
     def set_lane(self, lane_index: int, lane: LaneTrace) -> None:

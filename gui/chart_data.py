@@ -147,8 +147,9 @@ def is_branch_step(lane: LaneTrace, step: int) -> bool:
     return bool(lane.branch) and lane.branch.get("step") == step
 
 
-def step_summary(lane: LaneTrace, step: StepRecord) -> list[tuple[str, str]]:
-    """The inspector's number panel as (label, value) pairs."""
+def step_summary(lane: LaneTrace, step: StepRecord, marks=None) -> list[tuple[str, str]]:
+    """The inspector's number panel as (label, value) pairs; `marks` (the step's TokenMarks in the text)
+    add their flags, in the legend's words."""
     pairs = [
         ("p(chosen)", f"{step.prob:.4f}  (raw {step.prob_raw:.4f})"),
         ("entropy", f"{step.entropy:.3f}  (raw {step.entropy_raw:.3f}) nats"),
@@ -158,11 +159,10 @@ def step_summary(lane: LaneTrace, step: StepRecord) -> list[tuple[str, str]]:
     ]
     if step.draw is not None:
         pairs.append(("draw u", _draw_text(step)))
-    flags = [
-        name
-        for name, on in (("forced", step.forced), ("branch point", is_branch_step(lane, step.step)))
-        if on
-    ]
+    named = (("▲ near-tie", marks is not None and marks.near_tie),
+             ("◆ first divergence from the reference", marks is not None and marks.divergence),
+             ("↳ branch point", is_branch_step(lane, step.step)), ("★ forced", step.forced))
+    flags = [name for name, on in named if on]
     pairs.append(("flags", ", ".join(flags) if flags else "—"))
     return pairs
 

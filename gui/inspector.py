@@ -25,9 +25,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from decoding.trace import LaneTrace, StepRecord
+from decoding.trace import StepRecord
 from gui import style
 from gui.chart_data import Cutoffs, TokenRow, display_token, inspector_rows, step_cutoffs, step_summary
+from gui.run_model import RunModel, Selection
 
 _BAR = 0.38  # bar thickness in row units; two of them side by side fill most of a row
 _ROW_PX = 16  # the least height a row needs for its token label to stay readable
@@ -41,22 +42,49 @@ def _unbreakable(text: str) -> str:
 
 
 class StepInspector(QWidget):
+    """A view of the RunModel's selected step. Click a row to read its numbers; double-click or right-click
+    it to branch from it (branching is deliberate: never a single left click)."""
+
     branchRequested = Signal(int, int, int)  # lane index, step, token id
     forceRequested = Signal(int, int)  # step, token id
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, model: RunModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.model = model
         self._lane_index = -1
         self._step: StepRecord | None = None
         self._rows: list[TokenRow] = []
+        self._picked: int | None = None  # the row clicked for its numbers
         self._max_rows = 20
         self._overlay = False
         self._build_ui()
+        model.events.connect("selection_changed", self._on_selection_changed)
+        model.events.connect("run_finished", self._on_run_finished)
+        model.events.connect("lane_changed", self._on_lane_changed)
+
+    # ---- model events ------------------------------------------------------------------------------------
+    def _on_selection_changed(self, selection: Selection | None) -> None:
+        if selection is None:
+            self.clear()
+        else:
+            self.set_step(selection.lane, selection.step)
+
+    def _on_run_finished(self) -> None:
+        """A finished lane's records may be new objects (a beam lane's best path): show the selected one."""
+        self._on_selection_changed(self.model.selection)
+
+    def _on_lane_changed(self, index: int) -> None:
+        if index == self._lane_index and self._step is not None:
+            self._redraw()
 
     # ---- public API --------------------------------------------------------------------------------------
-    def set_step(self, lane_index: int, lane: LaneTrace, step: int) -> None:
-        """Show lane.steps[step] of the lane at lane_index (the index travels back in branchRequested)."""
-        self._lane_index, self._lane, self._step = lane_index, lane, lane.steps[step]
+    def set_step(self, lane_index: int, step: int) -> None:
+        """Show step `step` of the model's lane `lane_index`."""
+        record = self.model.step_record(lane_index, step)
+        if record is None:
+            self.clear()
+            return
+        self._lane_index, self._step, self._picked = lane_index, record, None
         self._redraw()
 
     def clear(self) -> None:
@@ -278,7 +306,8 @@ class StepInspector(QWidget):
         step = self._step
         self._rows = inspector_rows(step, self._fitting_rows())
         self._cutoffs = step_cutoffs(step, self._rows, self._lane.config, self._lane.processors)
-        swatch = f'<span style="color:{style.lane_color_hex(self._lane_index)}">■</span> '
+        lane = self.model.lanes[self._lane_index]
+        swatch = f'<span style="color:{style.lane_color_hex(lane.colour)}">■</span> '
         self._title.setText(swatch + html.escape(self._title_text()))
         self._title.setToolTip(self._title_text())
         self._set_rows_visible(True)
@@ -287,11 +316,16 @@ class StepInspector(QWidget):
         self._draw_cumulative()
         self._fill_numbers()
 
+    @property
+    def _lane(self):
+        return self.model.lanes[self._lane_index].trace
+
     def _title_text(self) -> str:
         step = self._step
         token = display_token(step.token_text, 24)
         forced = " · forced" if step.forced else ""
-        return f"{self._lane.name} · step {step.step} · chose “{token}” (id {step.token_id}){forced}"
+        name = self.model.lanes[self._lane_index].name
+        return f"{name} · step {step.step} · chose “{token}” (id {step.token_id}){forced}"
 
     def _set_rows_visible(self, visible: bool) -> None:
         for item in (self._raw_bars, self._proc_bars, self._slices, self._cum_raw):
@@ -399,11 +433,21 @@ class StepInspector(QWidget):
         self._cum_raw.setData(c.cumulative_raw, list(range(len(c.cumulative_raw))))
 
     def _fill_numbers(self) -> None:
+        marks = self.model.marks(self._lane_index)[self._step.step]
         items = [
             f'<span style="color:#666">{_unbreakable(name)}</span>&nbsp;{_unbreakable(value)}'
-            for name, value in step_summary(self._lane, self._step)
+            for name, value in step_summary(self._lane, self._step, marks)
         ]
+        if self._picked is not None and self._picked < len(self._rows):
+            items.insert(0, self._picked_text(self._rows[self._picked]))
         self._numbers.setText(" &nbsp;· ".join(items))
+
+    def _picked_text(self, row: TokenRow) -> str:
+        raw = "—" if row.prob_raw is None else f"{row.prob_raw:.4f}"
+        processed = "filtered" if not row.prob else f"{row.prob:.4f}"
+        token = html.escape(display_token(row.text, 24))
+        return (f"<b>“{token}” (id {row.token_id}): p {processed}, raw {raw}</b> "
+                "<span style='color:#666'>(double-click or right-click to branch)</span>")
 
     def numbers_text(self) -> str:
         """The number panel as plain text (what a user reads under the chart)."""
@@ -418,14 +462,16 @@ class StepInspector(QWidget):
 
     def _on_click(self, event) -> None:
         row = self.row_at_scene_pos(event.scenePos())
-        if row is None or self._rows[row].chosen:
+        if row is None:
             return
-        token_id = self._rows[row].token_id
-        if event.button() == Qt.MouseButton.LeftButton:
-            event.accept()
-            self.branchRequested.emit(self._lane_index, self._step.step, token_id)
-        elif event.button() == Qt.MouseButton.RightButton:
-            event.accept()
+        event.accept()
+        if event.button() == Qt.MouseButton.LeftButton and event.double():
+            if not self._rows[row].chosen:
+                self.branchRequested.emit(self._lane_index, self._step.step, self._rows[row].token_id)
+        elif event.button() == Qt.MouseButton.LeftButton:
+            self._picked = row
+            self._fill_numbers()
+        elif event.button() == Qt.MouseButton.RightButton and not self._rows[row].chosen:
             self._context_menu(self._rows[row]).popup(QCursor.pos())
 
     def _context_menu(self, row: TokenRow) -> QMenu:

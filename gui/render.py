@@ -241,3 +241,20 @@ def _alternative_row(token: TokenProb, raw: float | None, chosen: bool) -> str:
     raw_text = "" if raw is None else format_prob(raw)
     return (f"<tr><td>{label}</td><td align=right>{format_prob(token.prob)}</td>"
             f"<td align=right style='color:#777'>{raw_text}</td></tr>")
+
+
+def lane_summary(lane, divergence: int | None, threshold: float) -> tuple[str, str]:
+    """A lane's numbers for its column header: (short text, tooltip spelling them out). Empty before it ran."""
+    steps = lane.steps
+    if not steps:
+        return "", ""
+    mean_p = sum(s.prob for s in steps) / len(steps)
+    mean_h = sum(s.entropy for s in steps) / len(steps)
+    ties = sum(near_tie(s, threshold) for s in steps)
+    split = "—" if divergence is None else str(divergence)
+    text = (f"{len(steps)} tok · p̄ {mean_p:.2f} · H̄ {mean_h:.2f} · {NEAR_TIE_GLYPH} {ties} · "
+            f"{DIVERGENCE_GLYPH} {split}")
+    tip = (f"{len(steps)} tokens ({lane.finish_reason or 'running'}); mean p(chosen) {mean_p:.3f}; mean entropy "
+           f"{mean_h:.3f} nats; {ties} near-ties (margin < {threshold:g}); first divergence from the reference "
+           f"lane: {'none' if divergence is None else f'step {divergence}'}")
+    return text, tip

@@ -1,15 +1,15 @@
-"""Glue between the window and the engine, Qt-free: a lazily loaded model, prompt encoding, and the jobs the
-window's worker thread runs (a run, a branch from a finished run, a replay)."""
+"""Glue between the window and the engine, Qt-free: a lazily loaded model, prompt encoding, and the specs and
+request a saved run was made with. The jobs themselves are in gui.jobs."""
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from decoding.engine import Engine, branch_prefix
-from decoding.spec import Branch, LaneSpec, assign_seeds
+from decoding.engine import Engine
+from decoding.spec import LaneSpec
 from decoding.trace import LaneTrace, ModelInfo, PromptInfo, RunTrace
 
 
@@ -68,53 +68,6 @@ def _load(path: Path) -> LoadedModel:
 
 def prompt_info(model: LoadedModel, request: RunRequest) -> PromptInfo:
     return model.model.encode_prompt(request.text, chat=request.chat, system=request.system)
-
-
-def run_job(holder: ModelHolder, request: RunRequest, specs: list[LaneSpec]):
-    """A worker job: load the model if needed, run every lane, stream (lane index, record) pairs."""
-
-    def job(emit, cancelled) -> RunTrace:
-        emit(("status", f"loading {holder.name}…") if holder.loaded is None else ("status", "running"))
-        model = holder.get()
-        emit(("provider", model.provider))
-        prompt = prompt_info(model, request)
-        return model.engine.run(prompt, specs, on_step=lambda lane, record: emit((lane, record)),
-                                max_new_tokens=request.max_new_tokens, model=model.info,
-                                provider=model.provider, base_seed=request.seed, cancel=cancelled)
-
-    return job
-
-
-def seeded(specs: list[LaneSpec], base_seed: int | None) -> list[LaneSpec]:
-    """Give sampled lanes with seed 'auto' a seed (from the base seed and the lane name, or random without one),
-    so the run can be saved and replayed."""
-    return assign_seeds(list(specs), base_seed)
-
-
-def branch_spec(parent: LaneSpec, base: LaneSpec, step: int, token_id: int, name: str) -> LaneSpec:
-    """The spec a branched lane is saved and replayed with: `base`'s strategy, branching off `parent`."""
-    return replace(base, name=name, branch=Branch(parent.name, step, token_id), forced={})
-
-
-def branch_job(holder: ModelHolder, trace: RunTrace, spec: LaneSpec):
-    """A worker job that continues `parent` from `spec.branch.step` with the picked token, under spec's
-    strategy, as a one-lane run restarting from the parent's tokens (the prompt and prefix prefilled once)."""
-    step, token = spec.branch.step, spec.branch.token_id
-    run_spec = replace(spec, branch=None, forced={step: token})
-    prefix = branch_prefix(trace, spec.branch.parent, step)
-
-    def job(emit, cancelled) -> RunTrace:
-        model = holder.get()
-        emit(("provider", model.provider))
-        result = model.engine.run(trace.prompt, [run_spec], on_step=lambda _lane, record: emit((0, record)),
-                                  max_new_tokens=trace.settings.max_new_tokens, model=model.info,
-                                  provider=model.provider, prefix=prefix, cancel=cancelled)
-        lane = result.lanes[0]
-        lane.branch = {"parent": spec.branch.parent, "step": step, "token_id": token}
-        lane.config = spec.to_config()
-        return result
-
-    return job
 
 
 def specs_of(trace: RunTrace) -> list[LaneSpec]:

@@ -1,10 +1,16 @@
-"""Status bar: model, provider as really active (CUDA or CPU), step x/N, tokens per second, selection."""
+"""Status bar, a view of the RunModel: passing messages, the selection, progress (step x/N of the longest
+lane, tokens per second), model and the execution provider really active (CUDA or CPU)."""
 
 from __future__ import annotations
 
+import time
+
 from PySide6.QtWidgets import QLabel, QStatusBar
 
-from decoding.trace import RunTrace
+from gui.redraw import RedrawScheduler
+from gui.run_model import RunModel, Selection
+
+MESSAGE_MS = 8000
 
 
 def provider_label(provider: str) -> str:
@@ -21,47 +27,74 @@ def progress_text(step: int, max_steps: int, tokens: int, seconds: float) -> tup
 
 
 class StatusBar(QStatusBar):
-    def __init__(self) -> None:
+    def __init__(self, model: RunModel, scheduler: RedrawScheduler) -> None:
         super().__init__()
-        self.model = QLabel("no model")
-        self.model.setObjectName("statusModel")
+        self.model = model
+        self.model_label = QLabel("no model")
+        self.model_label.setObjectName("statusModel")
         self.provider = QLabel("")
         self.provider.setObjectName("statusProvider")
         self.provider.setToolTip("The ONNX Runtime execution provider really active for the model")
         self.step = QLabel("")
         self.step.setObjectName("statusStep")
+        self.step.setToolTip("Steps done of the longest lane's max_new_tokens")
         self.speed = QLabel("")
         self.speed.setObjectName("statusSpeed")
         self.speed.setToolTip("Generated tokens per second, all lanes and beams together")
         self.selection = QLabel("")
-        for label in (self.selection, self.step, self.speed, self.model, self.provider):
+        for label in (self.selection, self.step, self.speed, self.model_label, self.provider):
             self.addPermanentWidget(label)
-        self._max_steps = 0
+        self._streaming_since: float | None = None
+        events = model.events
+        events.connect("model_changed", self._on_model_changed)
+        events.connect("status", self._on_status)
+        events.connect("run_started", self._on_run_started)
+        events.connect("run_finished", self._on_run_finished)
+        events.connect("selection_changed", self._on_selection_changed)
+        events.connect("step_added", self._on_step_added)
+        scheduler.after_flush(self._show_progress)
 
-    def set_model(self, name: str, provider: str) -> None:
-        self.model.setText(f"model: {name}")
-        label = provider_label(provider)
-        self.provider.setText(label if label else provider)
+    def _on_model_changed(self) -> None:
+        self.model_label.setText(f"model: {self.model.model_name}")
+        label = provider_label(self.model.provider)
+        self.provider.setText(label if label else self.model.provider)
 
-    def start_run(self, max_steps: int) -> None:
-        self._max_steps = max_steps
-        self.step.setText(f"step 0/{max_steps}")
+    def _on_status(self, text: str) -> None:
+        self.showMessage(text, MESSAGE_MS)
+
+    def _on_run_started(self, _job) -> None:
+        self._streaming_since = None  # set by the first streamed step: loading is not generating
+        self.step.setText(f"step 0/{self.model.run_limit}")
         self.speed.setText("")
         self.showMessage("running…")
 
-    def show_progress(self, step: int, tokens: int, seconds: float) -> None:
-        step_text, speed_text = progress_text(step, self._max_steps, tokens, seconds)
+    def _on_step_added(self, _index: int, _record) -> None:
+        if self._streaming_since is None:
+            self._streaming_since = time.perf_counter()
+
+    def _show_progress(self) -> None:
+        if not self.model.running:
+            return
+        seconds = time.perf_counter() - self._streaming_since if self._streaming_since is not None else 0.0
+        tokens = self.model.total_tokens()
+        step_text, speed_text = progress_text(self.model.max_steps(), self.model.run_limit, tokens, seconds)
         self.step.setText(step_text)
         if tokens:
             self.speed.setText(speed_text)
 
-    def finish_run(self, trace: RunTrace, steps: int) -> None:
-        self.step.setText(f"step {steps}/{trace.settings.max_new_tokens}")
-        if trace.timing.tokens_per_s:
+    def _on_run_finished(self) -> None:
+        trace = self.model.trace
+        limit = max(self.model.run_limit, self.model.max_steps())
+        self.step.setText(f"step {self.model.max_steps()}/{limit}")
+        if trace is not None and trace.timing.tokens_per_s:
             self.speed.setText(f"{trace.timing.tokens_per_s:.1f} tok/s")
-        if trace.provider:
+        if trace is not None and trace.provider:
             self.provider.setText(provider_label(trace.provider))
-        self.showMessage("done" if not trace.error else "stopped early", 5000)
 
-    def show_selection(self, lane: str, step: int, steps: int) -> None:
-        self.selection.setText(f"{lane} · step {step + 1}/{steps}")
+    def _on_selection_changed(self, selection: Selection | None) -> None:
+        if selection is None:
+            self.selection.setText("")
+            return
+        lane = self.model.lanes[selection.lane]
+        last = len(lane.trace.steps) - 1
+        self.selection.setText(f"{lane.name} · step {selection.step} (of 0–{last})")

@@ -1,11 +1,13 @@
-"""Side-by-side text: one column per lane, tokens shaded by probability, hover = top-5 alternatives, click =
-select (lane, step), right-click = branch from an alternative or force it for all lanes."""
+"""Side-by-side text, a view of the RunModel: one column per lane (its colour swatch, name, strategy and summary
+numbers on top), tokens shaded by probability, hover = top-5 alternatives, click = select (lane, step),
+Left/Right = move through the steps, right-click a token or its mark = branch from an alternative or force it
+for all lanes. A legend above the columns explains the colours and marks."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from PySide6.QtCore import QEvent, QPoint, Qt, QUrl, Signal, Slot
+from PySide6.QtCore import QEvent, QPoint, Qt, QTimer, QUrl, Slot
 from PySide6.QtGui import QAction, QContextMenuEvent, QKeyEvent, QTextCursor
 from PySide6.QtWidgets import (
     QFrame,
@@ -13,6 +15,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QMenu,
     QScrollArea,
+    QSplitter,
     QTextBrowser,
     QToolButton,
     QToolTip,
@@ -20,18 +23,26 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from decoding.spec import LaneSpec
 from decoding.trace import LaneTrace, StepRecord
 from gui.lane_fields import describe
+from gui.redraw import RedrawScheduler
 from gui.render import (
+    BRANCH_GLYPH,
+    DIVERGENCE_GLYPH,
+    FORCED_GLYPH,
+    MARK_COLOURS,
+    NEAR_TIE_GLYPH,
     alternatives_html,
     format_prob,
     known_pieces,
     label_piece,
     lane_fragments,
+    lane_summary,
     plain_fragments,
+    probability_colour,
 )
-from gui.run_state import RunState, running_beam_pieces
+from gui.run_model import RunModel, Selection, running_beam_pieces
+from gui.style import lane_color_hex
 
 MIN_COLUMN_WIDTH = 170
 RUNNING_BEAM_HEADER = "<i style='color:#888'>best running beam…</i><br>"
@@ -48,17 +59,26 @@ def parse_token_url(url: str) -> tuple[int, int] | None:
         return None
 
 
+def legend_html() -> str:
+    """What the colours and marks in the text mean (also the words the tooltips use)."""
+    scale = "".join(f'<span style="background:{probability_colour(p)}">&nbsp;{p:g}&nbsp;</span>'
+                    for p in (0.0, 0.25, 0.5, 0.75, 1.0))
+    marks = [(DIVERGENCE_GLYPH, "divergence", "first token that differs from the reference lane"),
+             (NEAR_TIE_GLYPH, "near_tie", "near-tie: top two almost equally likely"),
+             (BRANCH_GLYPH, "branch", "branch point"), (FORCED_GLYPH, "forced", "forced token")]
+    keys = [f'<span style="color:{MARK_COLOURS[kind]};font-weight:bold">{glyph}</span>&nbsp;{text}'
+            for glyph, kind, text in marks]
+    return (f"p(token) {scale} &nbsp; " + " &nbsp; ".join(keys)
+            + " &nbsp; <b>·</b>&nbsp;space &nbsp; <b>↵</b>&nbsp;newline")
+
+
 class TokenBrowser(QTextBrowser):
     """A read-only rich text view whose anchors are tokens."""
-
-    tokenClicked = Signal(int, int)  # lane, step
-    branchRequested = Signal(int, int, int)  # lane, step, token id
-    forceRequested = Signal(int, int)  # step, token id
 
     def __init__(self, panel: TextPanel, lane: int, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._panel = panel
-        self._lane = lane
+        self.lane = lane
         self.setOpenLinks(False)
         self.setOpenExternalLinks(False)
         self.setMouseTracking(True)
@@ -72,20 +92,34 @@ class TokenBrowser(QTextBrowser):
     def _on_anchor(self, url: QUrl) -> None:
         target = parse_token_url(url.toString())
         if target is not None:
-            self.tokenClicked.emit(*target)
+            self._panel.model.select(*target)
 
     def token_at(self, pos: QPoint) -> tuple[int, int] | None:
-        return parse_token_url(self.anchorAt(pos))
+        """The token under a viewport position, or whose mark (◆ ↳ ★ before it, ▲ after it) is there."""
+        found = parse_token_url(self.anchorAt(pos))
+        if found is not None:
+            return found
+        position = self.cursorForPosition(pos).position()
+        document = self.document()
+        for offset in (1, 2, 0, -1):  # a leading mark sits right before its anchor, a trailing one after
+            cursor = QTextCursor(document)
+            target = position + offset
+            if not 0 < target < document.characterCount():
+                continue
+            cursor.setPosition(target)
+            found = parse_token_url(cursor.charFormat().anchorHref())
+            if found is not None and abs(self.cursorRect(cursor).center().x() - pos.x()) < 40:
+                return found
+        return None
 
     def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 (Qt override)
         """Left / Right move the selection through the lane's steps."""
-        selection = self._panel.state.selection
+        selection = self._panel.model.selection
         delta = {Qt.Key.Key_Left: -1, Qt.Key.Key_Right: 1}.get(event.key())
-        if delta is None or selection is None or selection.lane != self._lane:
+        if delta is None or selection is None or selection.lane != self.lane:
             super().keyPressEvent(event)
             return
-        if self._panel.state.step_record(self._lane, selection.step + delta) is not None:
-            self.tokenClicked.emit(self._lane, selection.step + delta)
+        self._panel.model.select(self.lane, selection.step + delta)
 
     def viewportEvent(self, event: QEvent) -> bool:  # noqa: N802 (Qt override): tooltips arrive at the viewport
         if event.type() == QEvent.Type.ToolTip:
@@ -96,7 +130,7 @@ class TokenBrowser(QTextBrowser):
     def tooltip_at(self, pos: QPoint) -> str:
         """The hover text at a viewport position: the token's top-5 alternatives ('' off tokens)."""
         target = self.token_at(pos)
-        record = self._panel.state.step_record(*target) if target else None
+        record = self._panel.model.step_record(*target) if target else None
         return alternatives_html(record) if record is not None else ""
 
     def _show_tooltip(self, event: QEvent) -> None:
@@ -106,26 +140,28 @@ class TokenBrowser(QTextBrowser):
         else:
             QToolTip.hideText()
 
-    def contextMenuEvent(self, event: QContextMenuEvent) -> None:
+    def contextMenuEvent(self, event: QContextMenuEvent) -> None:  # noqa: N802 (Qt override)
+        """Right-click on a token or its mark: the lane's actions for that step (never the text widget's own
+        link menu); elsewhere: copy."""
         target = self.token_at(event.pos())
-        record = self._panel.state.step_record(*target) if target else None
-        if record is None:
-            super().contextMenuEvent(event)
-            return
-        menu = self.alternatives_menu(target[0], record)
+        record = self._panel.model.step_record(*target) if target else None
+        menu = self.alternatives_menu(target[0], record) if record is not None else QMenu(self)
+        menu.addSeparator()
+        _add(menu, "Copy", self, self.copy).setEnabled(self.textCursor().hasSelection())
+        _add(menu, "Select all", self, self.selectAll)
         menu.exec(event.globalPos())
 
     def alternatives_menu(self, lane: int, record: StepRecord) -> QMenu:
         menu = QMenu(self)
         branch_menu = menu.addMenu("Branch from here with…")
         force_menu = menu.addMenu("Force for all lanes…")
+        panel = self._panel
         for token in record.top[:10]:
             label = f"{label_piece(token.text)}    {format_prob(token.prob)}"
             # triggered(bool checked) comes first: the token id must be a keyword default, not positional.
             _add(branch_menu, label, self,
-                 lambda _checked=False, t=token.id: self.branchRequested.emit(lane, record.step, t))
-            _add(force_menu, label, self,
-                 lambda _checked=False, t=token.id: self.forceRequested.emit(record.step, t))
+                 lambda _checked=False, t=token.id: panel.request_branch(lane, record.step, t))
+            _add(force_menu, label, self, lambda _checked=False, t=token.id: panel.request_force(record.step, t))
         return menu
 
 
@@ -138,7 +174,7 @@ def _add(menu: QMenu, label: str, parent: QWidget, slot) -> QAction:
 
 
 class LaneColumn(QFrame):
-    """Header (lane name, strategy, beam toggle) above the lane's token text."""
+    """Header (colour swatch, lane name, strategy, summary numbers, beam toggle) above the lane's token text."""
 
     def __init__(self, panel: TextPanel, index: int) -> None:
         super().__init__()
@@ -148,11 +184,15 @@ class LaneColumn(QFrame):
         self.title = QLabel()
         self.title.setWordWrap(True)
         self.title.setTextFormat(Qt.TextFormat.RichText)
+        self.summary = QLabel()
+        self.summary.setObjectName("laneSummary")
+        self.summary.setWordWrap(True)
+        self.summary.setStyleSheet("color:#555")
         self.beams_button = QToolButton()
         self.beams_button.setText("all beams")
         self.beams_button.setCheckable(True)
         self.beams_button.setToolTip("Show every returned beam hypothesis under the best one")
-        self.beams_button.toggled.connect(panel.refresh_all)
+        self.beams_button.toggled.connect(lambda _on: panel.refresh_lane(self.index))
         self.browser = TokenBrowser(panel, index)
         self._header: tuple | None = None
         header = QHBoxLayout()
@@ -162,25 +202,31 @@ class LaneColumn(QFrame):
         layout.setContentsMargins(3, 3, 3, 3)
         layout.setSpacing(2)
         layout.addLayout(header)
+        layout.addWidget(self.summary)
         layout.addWidget(self.browser, 1)
 
-    def show_lane(self, state: RunState, fragments: list[str]) -> None:
-        lane = state.lanes[self.index]
-        spec = state.specs[self.index] if self.index < len(state.specs) else None
-        header = (lane.name, spec, self.index == state.reference, lane.config,
-                  bool(lane.sequences and len(lane.sequences) > 1))
+    def show_lane(self, model: RunModel, fragments: list[str]) -> None:
+        lane = model.lanes[self.index]
+        header = (lane.name, lane.spec, lane.colour, lane.stale, self.index == model.reference,
+                  bool(lane.trace.sequences and len(lane.trace.sequences) > 1))
         if header != self._header:  # a streamed redraw changes only the text: no other widget call
             self._header = header
-            self._show_header(*header)
+            self._show_header(model)
         self.browser.show_fragments(fragments)
 
-    def _show_header(self, name: str, spec: LaneSpec | None, reference: bool, config: dict,
-                     several_beams: bool) -> None:
-        summary = describe(spec, seed=False) if spec is not None else ""
-        self.title.setToolTip(", ".join(f"{k}={v}" for k, v in config.items()))
-        role = " <span style='color:#888'>(reference)</span>" if reference else ""
-        self.title.setText(f"<b>{name}</b>{role}<br><span style='color:#555'>{summary}</span>")
-        self.beams_button.setVisible(several_beams)
+    def _show_header(self, model: RunModel) -> None:
+        lane = model.lanes[self.index]
+        swatch = f'<span style="color:{lane_color_hex(lane.colour)}">■</span>'
+        role = " <span style='color:#888'>(reference)</span>" if self.index == model.reference else ""
+        stale = " <span style='color:#b26a00'>· edited: Run to update</span>" if lane.stale else ""
+        self.title.setToolTip(", ".join(f"{k}={v}" for k, v in lane.spec.to_config().items()))
+        self.title.setText(f"{swatch} <b>{lane.name}</b>{role}<br>"
+                           f"<span style='color:#555'>{describe(lane.spec, seed=False)}</span>{stale}")
+        self.beams_button.setVisible(bool(lane.trace.sequences and len(lane.trace.sequences) > 1))
+
+    def show_summary(self, text: str, tip: str) -> None:
+        self.summary.setText(text)
+        self.summary.setToolTip(tip)
 
 
 class FragmentDocument:
@@ -225,45 +271,101 @@ def _common_prefix(a: list[str], b: list[str]) -> int:
 
 
 class TextPanel(QWidget):
-    """All lane columns side by side in a horizontal scroll area."""
+    """All lane columns side by side (resizable, scrolled horizontally when many), with the legend above."""
 
-    tokenClicked = Signal(int, int)
-    branchRequested = Signal(int, int, int)
-    forceRequested = Signal(int, int)
-
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, model: RunModel, scheduler: RedrawScheduler, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.state = RunState()
+        self.model = model
+        self._scheduler = scheduler
         self.columns: list[LaneColumn] = []
-        self._row = QWidget()
-        self._row_layout = QHBoxLayout(self._row)
-        self._row_layout.setContentsMargins(0, 0, 0, 0)
-        self._row_layout.setSpacing(4)
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
-        scroll.setWidget(self._row)
+        self.on_branch = None  # callbacks the window sets: on_branch(lane, step, token), on_force(step, token)
+        self.on_force = None
+        self._splitter = QSplitter(Qt.Orientation.Horizontal)
+        self._splitter.setChildrenCollapsible(False)
+        self._scroll = QScrollArea()
+        self._scroll.setWidgetResizable(True)
+        self._scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        self._scroll.setWidget(self._splitter)
+        self.legend = QLabel(legend_html())
+        self.legend.setObjectName("textLegend")
+        self.legend.setWordWrap(True)
+        self.legend.setStyleSheet("color:#444")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(scroll)
-
-    def set_state(self, state: RunState) -> None:
-        self.state = state
+        layout.setSpacing(2)
+        layout.addWidget(self.legend)
+        layout.addWidget(self._scroll, 1)
+        events = model.events
+        for name in ("lanes_reset", "lane_inserted", "lane_removed", "lane_moved"):
+            events.connect(name, self._on_lanes_event)
+        events.connect("lane_inserted", self._reveal)
+        events.connect("lane_changed", self._on_lane_changed)
+        events.connect("step_added", self._on_step_added)
+        events.connect("run_finished", self.refresh_all)
+        events.connect("selection_changed", self._on_selection_changed)
+        self._selected_lane: int | None = None
         self._rebuild_columns()
         self.refresh_all()
 
+    # ---- commands (wired by the window) --------------------------------------------------------------
+
+    def request_branch(self, lane: int, step: int, token_id: int) -> None:
+        if self.on_branch is not None:
+            self.on_branch(lane, step, token_id)
+
+    def request_force(self, step: int, token_id: int) -> None:
+        if self.on_force is not None:
+            self.on_force(step, token_id)
+
+    # ---- model events --------------------------------------------------------------------------------
+
+    def _on_lanes_event(self, *_args) -> None:
+        self._rebuild_columns()
+        self.refresh_all()
+
+    def _reveal(self, index: int) -> None:
+        """A new lane scrolls into view."""
+        column = self.columns[index]
+        QTimer.singleShot(0, lambda: self._scroll.ensureWidgetVisible(column, 20, 0))
+
+    def _on_lane_changed(self, index: int) -> None:
+        self.refresh_lane(index)
+
+    def _on_step_added(self, index: int, _record: StepRecord) -> None:
+        key = self.model.lanes[index].key
+        self._scheduler.mark("text", ("text", key), lambda: self._refresh_key(key))
+
+    def _refresh_key(self, key: int) -> None:
+        try:
+            index = self.model.index_of(key)
+        except KeyError:
+            return
+        self.refresh_lane(index)
+
+    def _on_selection_changed(self, selection: Selection | None) -> None:
+        lanes = {self._selected_lane, None if selection is None else selection.lane} - {None}
+        self._selected_lane = None if selection is None else selection.lane
+        for index in lanes:
+            if index < len(self.columns):
+                self.refresh_lane(index)
+
+    # ---- drawing -------------------------------------------------------------------------------------
+
     def _rebuild_columns(self) -> None:
-        if len(self.columns) == len(self.state.lanes):
-            return  # same number of lanes: keep the widgets (no flicker, no relayout)
+        if len(self.columns) == len(self.model.lanes):
+            for column in self.columns:
+                column._header = None  # same widgets (no flicker, no relayout), headers redrawn
+            return
+        sizes = self._splitter.sizes()
         for column in self.columns:
             column.setParent(None)
             column.deleteLater()
-        self.columns = [LaneColumn(self, index) for index in range(len(self.state.lanes))]
+        self.columns = [LaneColumn(self, index) for index in range(len(self.model.lanes))]
         for column in self.columns:
-            self._row_layout.addWidget(column, 1)
-            column.browser.tokenClicked.connect(self.tokenClicked)
-            column.browser.branchRequested.connect(self.branchRequested)
-            column.browser.forceRequested.connect(self.forceRequested)
+            self._splitter.addWidget(column)
+        if len(sizes) == len(self.columns):
+            self._splitter.setSizes(sizes)
+        self._selected_lane = self.model.selection.lane if self.model.selection else None
 
     @Slot()
     def refresh_all(self) -> None:
@@ -272,15 +374,18 @@ class TextPanel(QWidget):
 
     def refresh_lane(self, index: int) -> None:
         column = self.columns[index]
-        lane = self.state.lanes[index]
+        lane = self.model.lanes[index].trace
         running = running_beam_pieces(lane.steps) if lane.finish_reason is None else None
         if running is not None:  # a streaming beam lane: its best running hypothesis, plain
             fragments = [RUNNING_BEAM_HEADER, *plain_fragments(running)]
         else:
-            fragments = lane_fragments(index, lane.steps, self.state.marks(index))
+            fragments = lane_fragments(index, lane.steps, self.model.marks(index))
         if column.beams_button.isChecked():
             fragments.append(self._other_beams_html(lane))
-        column.show_lane(self.state, fragments)
+        column.show_lane(self.model, fragments)
+        if not self.model.running or lane.finish_reason is not None:
+            column.show_summary(*lane_summary(lane, self.model.divergence_step(index),
+                                              self.model.near_tie_threshold))
 
     def _other_beams_html(self, lane: LaneTrace) -> str:
         """The other returned hypotheses, spelled with the token texts the trace recorded (no model)."""

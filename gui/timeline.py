@@ -1,23 +1,26 @@
-"""Timeline: one curve per lane over the steps (chosen-token probability, entropy or top-1/top-2 margin), with
-divergence points (◆), near-ties (▲) and branch points (★) marked, a cursor on the selected step,
-click-to-select and Left/Right scrubbing. Items are created once; streaming steps only appends to per-lane
-buffers and re-sets one curve."""
+"""Timeline, a view of the RunModel: one curve per lane over the steps (chosen-token probability, entropy or
+top-1/top-2 margin) in the lane's own colour, with divergence points (◆), near-ties (▲) and branch points (★)
+marked, a cursor on the selected step, click-to-select and Left/Right scrubbing. Clicking a lane in the
+legend hides or shows its line; the wheel zooms the step axis. Items are created once; streaming steps only
+appends to per-lane buffers and re-sets one curve."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QKeyEvent
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
-from decoding.trace import LaneTrace, StepRecord
+from decoding.trace import StepRecord
 from gui import style
 from gui.chart_data import TIMELINE_METRICS, display_token, metric_values
+from gui.redraw import RedrawScheduler
 from gui.render import MARK_COLOURS
+from gui.run_model import RunModel, Selection
 
 _BOUNDED = {"prob", "prob_raw", "margin", "margin_raw"}  # metrics that live in [0, 1]
 
@@ -25,8 +28,8 @@ _BOUNDED = {"prob", "prob_raw", "margin", "margin_raw"}  # metrics that live in 
 class _LaneSeries:
     """One lane's records and the current metric's values in a growing buffer (amortised O(1) appends)."""
 
-    def __init__(self, name: str, curve: pg.PlotDataItem) -> None:
-        self.name = name
+    def __init__(self, key: int, curve: pg.PlotDataItem) -> None:
+        self.key = key
         self.curve = curve
         self.records: list[StepRecord] = []
         self.values = np.zeros(64)
@@ -52,89 +55,116 @@ class _LaneSeries:
 
 
 class Timeline(QWidget):
-    stepSelected = Signal(int, int)  # lane index, step
-
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, model: RunModel, scheduler: RedrawScheduler, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.model = model
+        self._scheduler = scheduler
         self._metric = "prob"
         self._series: list[_LaneSeries] = []
         self._divergences: list[tuple[int, int]] = []
         self._near_ties: list[tuple[int, int]] = []
-        self._branches: list[
-            tuple[int, int]
-        ] = []  # from LaneTrace.branch: where a branched lane took its token
+        self._branches: list[tuple[int, int]] = []  # where a branched lane took its token
         self._selected: tuple[int, int] | None = None
+        self._hovered: tuple[int, int] | None = None
         self._streaming = False  # see begin_stream
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self._build_ui()
+        events = model.events
+        for name in ("lanes_reset", "lane_inserted", "lane_removed", "lane_moved"):
+            events.connect(name, self._on_lanes_event)
+        events.connect("lane_changed", self._on_lane_changed)
+        events.connect("step_added", self._on_step_added)
+        events.connect("run_started", self._on_run_started)
+        events.connect("run_finished", self._on_run_finished)
+        events.connect("selection_changed", self._on_selection_changed)
+        self.set_lanes()
+
+    # ---- model events ------------------------------------------------------------------------------------
+    def _on_lanes_event(self, *_args) -> None:
+        self.set_lanes()
+
+    def _on_lane_changed(self, index: int) -> None:
+        self._series[index].curve.setVisible(not self.model.lanes[index].hidden)
+        self._update_legend()
+
+    def _on_step_added(self, index: int, _record: StepRecord) -> None:
+        key = self.model.lanes[index].key
+        self._scheduler.mark("charts", ("timeline", key), lambda: self._sync_key(key))
+
+    def _on_run_started(self, _job) -> None:
+        self.begin_stream(self.model.run_limit)
+
+    def _on_run_finished(self) -> None:
+        self.end_stream()
+        for index in range(len(self._series)):
+            self._sync(index)
+        self._set_markers()
+
+    def _on_selection_changed(self, selection: Selection | None) -> None:
+        if selection is None:
+            self._clear_selected()
+        else:
+            self.set_selected(selection.lane, selection.step)
 
     # ---- public API --------------------------------------------------------------------------------------
-    def set_lanes(self, lanes: Sequence[LaneTrace]) -> None:
-        """Replace everything with these lanes (names, colours by index, every step recorded so far). The
-        existing curves are reused (making plot items is most of the cost) and one already showing exactly
-        these records (a finished run's streamed lanes) is left as it is."""
-        if self._selected:
-            self._emphasise(self._selected[0], False)
-        for series in self._series[len(lanes) :]:
-            self._plot.removeItem(series.curve)
-        previous = self._series[: len(lanes)]
-        self._series, self._selected = [], None
-        self._divergences, self._near_ties, self._branches = [], [], []
-        self._cursor.setVisible(False)
-        for index, lane in enumerate(lanes):
-            self._add_series(lane, previous[index] if index < len(previous) else None)
+    def set_lanes(self) -> None:
+        """Redraw every lane of the model (each in its own colour, every step recorded so far). The existing
+        curves are reused (making plot items is most of the cost) and one already showing exactly a lane's
+        records (a finished run's streamed lanes) is left as it is."""
+        self._clear_selected()
+        lanes = self.model.lanes
+        previous = {series.key: series for series in self._series}
+        for series in self._series:
+            if series.key not in {lane.key for lane in lanes}:
+                self._plot.removeItem(series.curve)
+        self._series = []
+        for lane in lanes:
+            self._series.append(self._series_for(lane, previous.get(lane.key)))
         self._update_legend()
-        self._update_markers()
+        self._set_markers()
+        if self.model.selection is not None:
+            self.set_selected(self.model.selection.lane, self.model.selection.step)
 
-    def add_lane(self, lane: LaneTrace) -> None:
-        """Append a lane (e.g. a new branch) after the existing ones; it takes the next lane colour."""
-        self._add_series(lane, None)
-        self._update_legend()
-        self._update_markers()
-
-    def _add_series(self, lane: LaneTrace, previous: _LaneSeries | None) -> None:
-        index = len(self._series)
-        if lane.branch and lane.branch.get("step") is not None:
-            self._branches.append((index, int(lane.branch["step"])))
-        if previous is not None and previous.shows(lane.steps):
-            previous.name = lane.name
-            self._series.append(previous)
-            return
-        if previous is not None:
-            curve = previous.curve
+    def _series_for(self, lane, previous: _LaneSeries | None) -> _LaneSeries:
+        if previous is not None and previous.shows(lane.trace.steps):
+            series = previous
         else:
-            curve = pg.PlotDataItem(
-                [],
-                [],
-                pen=pg.mkPen(style.lane_color(index), width=2),
-                symbol=None if self._streaming else "o",
-                symbolSize=5,
-                symbolBrush=style.lane_color(index),
-                symbolPen=None,
-            )
-            self._plot.addItem(curve)
-        series = _LaneSeries(lane.name, curve)
-        self._series.append(series)
-        series.append(lane.steps, self._metric)
-        series.refresh_curve()
+            curve = previous.curve if previous is not None else self._new_curve()
+            series = _LaneSeries(lane.key, curve)
+            series.append(lane.trace.steps, self._metric)
+            series.refresh_curve()
+        series.curve.setPen(pg.mkPen(style.lane_color(lane.colour), width=2))
+        series.curve.setSymbolBrush(style.lane_color(lane.colour))
+        series.curve.setVisible(not lane.hidden)
+        return series
 
-    def append_steps(self, lane_index: int, records: Sequence[StepRecord]) -> None:
-        """Streamed steps for one lane, in order. Cheap: one buffer write and one setData per call."""
-        if not records:
+    def _new_curve(self) -> pg.PlotDataItem:
+        curve = pg.PlotDataItem([], [], pen=pg.mkPen("k", width=2), symbol=None if self._streaming else "o",
+                                symbolSize=5, symbolPen=None)
+        self._plot.addItem(curve)
+        return curve
+
+    def _sync_key(self, key: int) -> None:
+        try:
+            self._sync(self.model.index_of(key))
+        except KeyError:
             return
-        series = self._series[lane_index]
-        series.append(records, self._metric)
+
+    def _sync(self, index: int) -> None:
+        """Bring a lane's curve up to its recorded steps: append what is new, or redo it if earlier steps were
+        replaced (a streaming beam lane's best path changed)."""
+        series, steps = self._series[index], self.model.lanes[index].trace.steps
+        done = len(series.records)
+        if done <= len(steps) and all(a is b for a, b in zip(series.records, steps[:done], strict=True)):
+            if done == len(steps):
+                return
+            series.append(steps[done:], self._metric)
+        else:
+            series.records = []
+            series.append(steps, self._metric)
         series.refresh_curve()
         if self._divergences or self._near_ties or self._branches:
             self._update_markers()
-
-    def reset_steps(self, lane_index: int, records: Sequence[StepRecord]) -> None:
-        """A lane's steps replaced (e.g. a streaming beam lane's best path changed)."""
-        series = self._series[lane_index]
-        series.records = []
-        series.append(records, self._metric)
-        series.refresh_curve()
-        self._update_markers()
 
     def begin_stream(self, max_steps: int) -> None:
         """While a run streams: the step axis is fixed to the run's length and points have no symbols, so a
@@ -152,12 +182,23 @@ class Timeline(QWidget):
             series.curve.setSymbol("o")
         self._plot.enableAutoRange(axis="x")
 
-    def set_markers(
-        self, divergences: Iterable[tuple[int, int]], near_ties: Iterable[tuple[int, int]]
-    ) -> None:
-        """(lane index, step) pairs: ◆ where a lane first departs from the reference, ▲ near-ties."""
-        self._divergences, self._near_ties = list(divergences), list(near_ties)
+    def _set_markers(self) -> None:
+        """◆ where a lane first departs from the reference (or its branch point ★), ▲ near-ties."""
+        model = self.model
+        self._divergences, self._near_ties, self._branches = [], [], []
+        for index in range(len(model.lanes)):
+            branch = model.branch_step(index)
+            divergence = model.divergence_step(index)
+            if branch is not None:
+                self._branches.append((index, branch))
+            elif divergence is not None:
+                self._divergences.append((index, divergence))
+            self._near_ties += [(index, i) for i, m in enumerate(model.marks(index)) if m.near_tie]
         self._update_markers()
+
+    def markers(self) -> dict[str, list[tuple[int, int]]]:
+        return {"divergence": list(self._divergences), "near_tie": list(self._near_ties),
+                "branch": list(self._branches)}
 
     def current_metric(self) -> str:
         return self._metric
@@ -171,7 +212,7 @@ class Timeline(QWidget):
         return self._selected
 
     def set_selected(self, lane_index: int, step: int) -> None:
-        """Move the cursor to a step selected elsewhere; emits nothing."""
+        """Move the cursor to a step selected elsewhere."""
         previous = self._selected[0] if self._selected else None
         self._selected = (lane_index, step)
         if previous != lane_index:
@@ -181,12 +222,20 @@ class Timeline(QWidget):
         self._cursor.setVisible(True)
         self._update_selected_point()
 
+    def _clear_selected(self) -> None:
+        if self._selected:
+            self._emphasise(self._selected[0], False)
+        self._selected = None
+        self._cursor.setVisible(False)
+        self._update_selected_point()
+
     def _emphasise(self, lane_index: int | None, selected: bool) -> None:
         """The selected lane's curve is drawn thicker and on top."""
-        if lane_index is None or not 0 <= lane_index < len(self._series):
+        if lane_index is None or not 0 <= lane_index < len(self._series) or lane_index >= len(self.model.lanes):
             return
         curve = self._series[lane_index].curve
-        curve.setPen(pg.mkPen(style.lane_color(lane_index), width=3.5 if selected else 2))
+        colour = style.lane_color(self.model.lanes[lane_index].colour)
+        curve.setPen(pg.mkPen(colour, width=3.5 if selected else 2))
         curve.setZValue(2 if selected else 0)
 
     def curve_data(self, lane_index: int) -> tuple[np.ndarray, np.ndarray]:
@@ -207,12 +256,19 @@ class Timeline(QWidget):
         self._combo.currentIndexChanged.connect(self._on_metric_changed)
         self._hover = QLabel("click a point to select its step · ←/→ move through steps")
         self._hover.setStyleSheet("color: #555")
+        self._zoom_reset = QToolButton()
+        self._zoom_reset.setText("all steps")
+        self._zoom_reset.setToolTip("Show every step (the mouse wheel zooms the step axis, dragging pans it)")
+        self._zoom_reset.clicked.connect(self.reset_zoom)
         header = QHBoxLayout()
         header.addWidget(self._combo)
         header.addWidget(self._hover, 1)
+        header.addWidget(self._zoom_reset)
         self._legend = QLabel()
         self._legend.setWordWrap(True)
         self._legend.setFont(style.ui_font(8.5))
+        self._legend.setToolTip("Click a lane to hide or show its line")
+        self._legend.linkActivated.connect(self._on_legend_link)
 
         self._view = style.make_plot_widget()
         self._view.setFocusPolicy(Qt.FocusPolicy.NoFocus)
@@ -255,16 +311,29 @@ class Timeline(QWidget):
         self._plot.addItem(self._cursor, ignoreBounds=True)
 
     def _update_legend(self) -> None:
-        keys = [
-            f'<span style="color:{style.lane_color_hex(i)}">━━</span>&nbsp;{s.name}'
-            for i, s in enumerate(self._series)
-        ]
+        """Lanes (click one to hide or show its line) and the marks."""
+        keys = []
+        for lane in self.model.lanes:
+            colour = "#bbbbbb" if lane.hidden else style.lane_color_hex(lane.colour)
+            name = f"<s>{lane.name}</s>" if lane.hidden else lane.name
+            keys.append(f'<a href="lane:{lane.key}" style="text-decoration:none;color:#202020">'
+                        f'<span style="color:{colour}">━━</span>&nbsp;{name}</a>')
         keys.append(f'<span style="color:{MARK_COLOURS["divergence"]}">◆</span>&nbsp;divergence')
         keys.append(f'<span style="color:{MARK_COLOURS["near_tie"]}">▲</span>&nbsp;near-tie')
         keys.append(f'<span style="color:{MARK_COLOURS["branch"]}">★</span>&nbsp;branch point')
         self._legend.setText("&nbsp;&nbsp; ".join(keys))
 
-    # ---- drawing -----------------------------------------------------------------------------------------
+    def _on_legend_link(self, link: str) -> None:
+        key = int(link.split(":", 1)[1])
+        try:
+            index = self.model.index_of(key)
+        except KeyError:
+            return
+        self.model.set_hidden(index, not self.model.lanes[index].hidden)
+
+    def reset_zoom(self) -> None:
+        self._plot.enableAutoRange(axis="x")
+
     def _on_metric_changed(self, index: int) -> None:
         self._metric = list(TIMELINE_METRICS)[index]
         for series in self._series:
@@ -272,6 +341,7 @@ class Timeline(QWidget):
             series.refresh_curve()
         self._apply_metric_axis()
         self._update_markers()
+        self._show_hover()
 
     def _apply_metric_axis(self) -> None:
         self._plot.setLabel("left", TIMELINE_METRICS[self._metric])
@@ -305,7 +375,7 @@ class Timeline(QWidget):
         step = round(self._plot.vb.mapSceneToView(scene_pos).x())
         best, best_distance = None, float("inf")
         for lane, series in enumerate(self._series):
-            if 0 <= step < len(series.records):
+            if 0 <= step < len(series.records) and series.curve.isVisible():
                 distance = abs(self.scene_pos_of(lane, step).y() - scene_pos.y())
                 if distance < best_distance:
                     best, best_distance = (lane, step), distance
@@ -321,13 +391,21 @@ class Timeline(QWidget):
 
     def _on_hover(self, scene_pos: QPointF) -> None:
         hit = self._nearest(scene_pos)
-        if hit is None:
+        if hit is not None:
+            self._hovered = hit
+            self._show_hover()
+
+    def _show_hover(self) -> None:
+        """The hovered point's readout, in the current metric."""
+        hit = self._hovered
+        if hit is None or not 0 <= hit[0] < len(self._series) or hit[1] >= len(self._series[hit[0]].records):
+            self._hover.setText("click a point to select its step · ←/→ move through steps")
             return
         lane, step = hit
         record = self._series[lane].records[step]
         value = self._series[lane].values[step]
         self._hover.setText(
-            f"{self._series[lane].name} · step {step} · “{display_token(record.token_text, 20)}” · "
+            f"{self.model.lanes[lane].name} · step {step} · “{display_token(record.token_text, 20)}” · "
             f"{TIMELINE_METRICS[self._metric]} = {value:.4f}"
         )
 
@@ -345,5 +423,4 @@ class Timeline(QWidget):
         event.accept()
 
     def _select(self, lane: int, step: int) -> None:
-        self.set_selected(lane, step)
-        self.stepSelected.emit(lane, step)
+        self.model.select(lane, step)

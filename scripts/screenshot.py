@@ -59,7 +59,7 @@ def main() -> int:
     if window.error_banner.isVisible():
         print(f"run failed: {window.error_banner.text()}", file=sys.stderr)
     lane, step = (int(v) for v in args.select.split(":"))
-    window.select(lane, min(step, len(window.state.lanes[lane].steps) - 1))
+    window.select(lane, min(step, len(window.model.traces[lane].steps) - 1))
     for _ in range(10):
         app.processEvents()
         time.sleep(0.02)

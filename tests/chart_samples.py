@@ -237,3 +237,21 @@ ZH_BEAM_WORDS = [
     ["。", "，", "了", "吧"],
     ["<|im_end|>", "我", "他", "然后"],
 ]
+
+
+def model_of(lanes: list[LaneTrace]):
+    """A RunModel showing these lanes (as an opened run would), each with the spec its config describes."""
+    from decoding.spec import LaneSpec
+    from decoding.trace import ModelInfo, PromptInfo, RunTrace
+    from gui.run_model import RunModel
+
+    def spec_of(lane: LaneTrace) -> LaneSpec:
+        try:
+            return LaneSpec.from_config(lane.name, lane.config, lane.branch)
+        except ValueError:
+            return LaneSpec(lane.name, num_beams=lane.config.get("num_beams", 1))
+
+    model = RunModel()
+    trace = RunTrace(model=ModelInfo("samples"), provider="", prompt=PromptInfo("prompt", [1]), lanes=list(lanes))
+    model.show_trace(trace, [spec_of(lane) for lane in lanes])
+    return model

@@ -20,6 +20,7 @@ def render_all(out_dir: Path) -> list[Path]:
 
     from gui.beam_tree import BeamTreeView
     from gui.inspector import StepInspector
+    from gui.redraw import RedrawScheduler
     from gui.style import configure_fonts
     from gui.timeline import Timeline
 
@@ -28,21 +29,20 @@ def render_all(out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for tag, (candidates, words) in SAMPLES.items():
-        inspector = StepInspector()
+        inspector = StepInspector(samples.model_of([samples.sampled_lane(candidates), samples.min_p_lane(candidates)]))
         inspector.resize(640, 480)
         inspector.show()
-        inspector.set_step(0, samples.sampled_lane(candidates), 0)
+        inspector.set_step(0, 0)
         paths.append(_save(app, inspector, out_dir / f"inspector_{tag}.png"))
         inspector.set_overlay(True)
-        inspector.set_step(1, samples.min_p_lane(candidates), 0)
+        inspector.set_step(1, 0)
         paths.append(_save(app, inspector, out_dir / f"inspector_min_p_overlay_{tag}.png"))
 
-        timeline = Timeline()
+        model = samples.model_of(samples.timeline_lanes(candidates))
+        timeline = Timeline(model, RedrawScheduler())
         timeline.resize(760, 360)
         timeline.show()
-        timeline.set_lanes(samples.timeline_lanes(candidates))
-        timeline.set_markers(divergences=[(1, 1), (2, 0)], near_ties=[(0, 2), (1, 6), (2, 9)])
-        timeline.set_selected(1, 5)
+        model.select(1, 5)
         paths.append(_save(app, timeline, out_dir / f"timeline_{tag}.png"))
 
         tree = BeamTreeView()

@@ -14,6 +14,7 @@ from gui.chart_data import (
     step_cutoffs,
     step_summary,
 )
+from gui.render import TokenMarks
 from tests import chart_samples as samples
 
 
@@ -90,7 +91,9 @@ def test_summary_flags_forced_and_branch_point():
     lane.branch = {"parent": "greedy", "step": 0, "token_id": 1001}
     lane.steps[0].forced = True
     summary = dict(step_summary(lane, lane.steps[0]))
-    assert summary["flags"] == "forced, branch point"
+    assert summary["flags"] == "↳ branch point, ★ forced"  # the legend's glyphs and words
+    marked = dict(step_summary(lane, lane.steps[0], TokenMarks(near_tie=True, divergence=True)))
+    assert marked["flags"].startswith("▲ near-tie, ◆ first divergence from the reference")
     assert summary["kept set"] == "3 tokens"
     assert summary["draw u"].startswith(f"{lane.steps[0].draw:.4f} in [")
 

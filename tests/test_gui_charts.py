@@ -10,6 +10,9 @@ from PySide6.QtWidgets import QMenu
 from gui import style
 from gui.beam_tree import BeamTreeView
 from gui.inspector import StepInspector
+from gui.redraw import RedrawScheduler
+from gui.render import near_tie
+from gui.run_model import JobKind, Selection
 from gui.timeline import Timeline
 from tests import chart_samples as samples
 
@@ -27,12 +30,25 @@ def _click(qtbot, view, scene_pos: QPointF, button=Qt.MouseButton.LeftButton):
     qtbot.mouseClick(view.viewport(), button, pos=view.mapFromScene(scene_pos))
 
 
-@pytest.fixture
-def inspector(qtbot):
-    widget = _shown(qtbot, StepInspector())
-    widget.set_step(3, samples.sampled_lane(samples.EN_CANDIDATES), 0)
+def _double_click(qtbot, view, scene_pos: QPointF):
+    """A real double click: press, release, double-click press, release (pyqtgraph reports it on release)."""
+    pos = view.mapFromScene(scene_pos)
+    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=pos)
+    qtbot.mouseDClick(view.viewport(), Qt.MouseButton.LeftButton, pos=pos)
+    qtbot.mouseRelease(view.viewport(), Qt.MouseButton.LeftButton, pos=pos)
+
+
+def _inspector_on(qtbot, lanes: list, lane: int):
+    widget = _shown(qtbot, StepInspector(samples.model_of(lanes)))
+    widget.set_step(lane, 0)
     qtbot.wait(10)
     return widget
+
+
+@pytest.fixture
+def inspector(qtbot):
+    others = samples.timeline_lanes(samples.EN_CANDIDATES, steps=2)
+    return _inspector_on(qtbot, [*others, samples.sampled_lane(samples.EN_CANDIDATES)], 3)
 
 
 def test_inspector_bars_and_cutoffs_of_a_top_k_top_p_step(inspector):
@@ -47,29 +63,32 @@ def test_inspector_bars_and_cutoffs_of_a_top_k_top_p_step(inspector):
     assert "min_p" not in lines
     assert lines["draw"] == pytest.approx(inspector.cutoffs().intervals[1][0] + processed[1] / 2)
     numbers = inspector.numbers_text()
-    assert "kept set 3 tokens" in numbers and "flags —" in numbers and "draw u 0." in numbers
+    assert "kept set 3 tokens" in numbers and "draw u 0." in numbers
+    assert "flags ◆ first divergence from the reference" in numbers  # lane 3 departs from lane 0 here
     ticks = inspector._bars_plot.getAxis("left")._tickLevels[0]
     assert ticks[0] == (0, "·Paris") and ticks[1] == (1, "▶ ·a")
 
 
 def test_inspector_min_p_line_and_no_draw_for_greedy_config(qtbot):
-    widget = _shown(qtbot, StepInspector())
     lane = samples.min_p_lane(samples.ZH_CANDIDATES)
     lane.steps[0].draw = None
-    widget.set_step(0, lane, 0)
+    widget = _inspector_on(qtbot, [lane], 0)
     lines = widget.drawn_lines()
     assert lines["min_p"] == pytest.approx(0.05 * lane.steps[0].top[0].prob)
     assert "draw" not in lines and "top_k" not in lines and "top_p" not in lines
     assert widget.rows()[0].text == "去"
 
 
-def test_clicking_an_alternative_requests_a_branch_with_that_token(qtbot, inspector):
+def test_a_single_click_reads_a_row_and_a_double_click_branches(qtbot, inspector):
     view = inspector._canvas
-    with qtbot.waitSignal(inspector.branchRequested, timeout=1000) as blocker:
+    with qtbot.assertNotEmitted(inspector.branchRequested, wait=50):  # branching is never one left click
         _click(qtbot, view, inspector.scene_pos_of_row(2) + QPointF(4, 0))
+    assert f"(id {inspector.rows()[2].token_id})" in inspector.numbers_text()  # its numbers are shown instead
+    with qtbot.waitSignal(inspector.branchRequested, timeout=1000) as blocker:
+        _double_click(qtbot, view, inspector.scene_pos_of_row(2) + QPointF(4, 0))
     assert blocker.args == [3, 0, inspector.rows()[2].token_id]
     with qtbot.assertNotEmitted(inspector.branchRequested, wait=50):
-        _click(qtbot, view, inspector.scene_pos_of_row(1) + QPointF(4, 0))  # the chosen token itself
+        _double_click(qtbot, view, inspector.scene_pos_of_row(1) + QPointF(4, 0))  # the chosen token itself
 
 
 def test_context_menu_forces_a_token_for_all_lanes(qtbot, inspector):
@@ -85,31 +104,40 @@ def test_context_menu_forces_a_token_for_all_lanes(qtbot, inspector):
     menu.close()
 
 
-@pytest.fixture
-def timeline(qtbot):
-    widget = _shown(qtbot, Timeline(), 760, 380)
-    widget.set_lanes(samples.timeline_lanes(samples.EN_CANDIDATES, steps=12))
+def _timeline_on(qtbot, lanes):
+    model = samples.model_of(lanes)
+    widget = _shown(qtbot, Timeline(model, RedrawScheduler()), 760, 380)
     qtbot.wait(10)
     return widget
 
 
+def _selections(model) -> list:
+    seen: list = []
+    model.events.connect("selection_changed", seen.append)
+    return seen
+
+
+@pytest.fixture
+def timeline(qtbot):
+    return _timeline_on(qtbot, samples.timeline_lanes(samples.EN_CANDIDATES, steps=12))
+
+
 def test_timeline_click_selects_the_step_of_the_clicked_lane(qtbot, timeline):
-    with qtbot.waitSignal(timeline.stepSelected, timeout=1000) as blocker:
-        _click(qtbot, timeline._view, timeline.scene_pos_of(2, 5))
-    assert blocker.args == [2, 5]
+    seen = _selections(timeline.model)
+    _click(qtbot, timeline._view, timeline.scene_pos_of(2, 5))
+    assert seen[-1] == Selection(2, 5)
     assert timeline.selected() == (2, 5)
     widths = [timeline._series[i].curve.opts["pen"].widthF() for i in range(3)]
     assert widths[2] > widths[0] == widths[1]  # the selected lane's curve stands out
-    with qtbot.waitSignal(timeline.stepSelected, timeout=1000) as blocker:
-        _click(qtbot, timeline._view, timeline.scene_pos_of(0, 8))
-    assert blocker.args == [0, 8]
+    _click(qtbot, timeline._view, timeline.scene_pos_of(0, 8))
+    assert seen[-1] == Selection(0, 8)
 
 
 def test_left_right_keys_scrub_through_steps(qtbot, timeline):
     _click(qtbot, timeline._view, timeline.scene_pos_of(1, 5))
     assert timeline.hasFocus()
     seen = []
-    timeline.stepSelected.connect(lambda lane, step: seen.append((lane, step)))
+    timeline.model.events.connect("selection_changed", lambda s: seen.append((s.lane, s.step)))
     for key in (
         Qt.Key.Key_Right,
         Qt.Key.Key_Right,
@@ -120,54 +148,89 @@ def test_left_right_keys_scrub_through_steps(qtbot, timeline):
         Qt.Key.Key_Left,
     ):
         qtbot.keyClick(timeline, key)
-    assert seen == [(1, 6), (1, 7), (1, 6), (1, 11), (1, 11), (1, 0), (1, 0)]
+    assert seen == [(1, 6), (1, 7), (1, 6), (1, 11), (1, 0)]  # staying put selects nothing new
 
 
-def test_timeline_appends_incrementally_and_switches_metric(timeline):
+def test_timeline_appends_incrementally_and_switches_metric(qtbot):
     lanes = samples.timeline_lanes(samples.ZH_CANDIDATES, steps=6)
-    timeline.set_lanes([lanes[0]] + [type(lanes[1])(lanes[1].name, lanes[1].config, [], steps=[])])
-    timeline.append_steps(1, lanes[1].steps[:2])
-    timeline.append_steps(1, lanes[1].steps[2:])
+    streaming = type(lanes[1])(lanes[1].name, lanes[1].config, [], steps=[])
+    timeline = _timeline_on(qtbot, [lanes[0], streaming])
+    model, scheduler = timeline.model, timeline._scheduler
+    for record in lanes[1].steps[:2]:
+        model.add_step(1, record)
+    scheduler.flush()
+    assert list(timeline.curve_data(1)[0]) == [0, 1]
+    assert list(timeline._divergence_marks.getData()[0]) == []  # lane 1 departs later: not streamed yet
+    for record in lanes[1].steps[2:]:
+        model.add_step(1, record)
+    scheduler.flush()
     xs, ys = timeline.curve_data(1)
     assert list(xs) == list(range(6)) and list(ys) == pytest.approx([s.prob for s in lanes[1].steps])
     timeline.set_metric("entropy_raw")
     assert list(timeline.curve_data(0)[1]) == pytest.approx([s.entropy_raw for s in lanes[0].steps])
-    timeline.set_markers(divergences=[(1, 2), (1, 99)], near_ties=[(0, 1)])
-    assert list(timeline._divergence_marks.getData()[0]) == [2]  # a step not yet streamed is not drawn
-    assert list(timeline._near_tie_marks.getData()[1]) == pytest.approx([lanes[0].steps[1].entropy_raw])
+    model.finish_job(None, {})
+    split = model.divergence_step(1)
+    assert split is not None and list(timeline._divergence_marks.getData()[0]) == [split]
+    ties = [(lane, s.step) for lane, trace in enumerate(model.traces) for s in trace.steps
+            if near_tie(s, model.near_tie_threshold)]
+    assert ties and sorted(timeline.markers()["near_tie"]) == sorted(ties)
+    first = ties[0]
+    assert timeline._near_tie_marks.getData()[1][0] == pytest.approx(model.traces[first[0]].steps[first[1]].entropy_raw)
 
 
-def test_timeline_marks_the_branch_point_of_a_branched_lane(timeline):
+def test_timeline_marks_the_branch_point_of_a_branched_lane(qtbot):
+    lanes = samples.timeline_lanes(samples.EN_CANDIDATES, steps=8)
     branched = samples.timeline_lanes(samples.EN_CANDIDATES, steps=8)[2]
+    branched.name = "T 1.3 ↳4"
     branched.branch = {"parent": "greedy", "step": 4, "token_id": branched.steps[4].token_id}
-    timeline.add_lane(branched)
+    timeline = _timeline_on(qtbot, [*lanes, branched])
     xs, ys = timeline._branch_marks.getData()
     assert list(xs) == [4] and list(ys) == pytest.approx([branched.steps[4].prob])
     assert "branch point" in timeline._legend.text() and branched.name in timeline._legend.text()
 
 
+def test_clicking_a_lane_in_the_legend_hides_and_shows_its_line(qtbot, timeline):
+    key = timeline.model.lanes[1].key
+    timeline._on_legend_link(f"lane:{key}")  # what clicking the lane's legend entry does
+    assert timeline.model.lanes[1].hidden and not timeline._series[1].curve.isVisible()
+    assert "<s>" in timeline._legend.text()
+    timeline._on_legend_link(f"lane:{key}")
+    assert timeline._series[1].curve.isVisible()
 
-def test_timeline_streams_on_a_fixed_axis_and_reuses_its_curves(timeline):
+
+def test_the_hover_readout_follows_the_metric(qtbot, timeline):
+    timeline._on_hover(timeline.scene_pos_of(1, 3))
+    assert "p(chosen) =" in timeline._hover.text()
+    timeline.set_metric("entropy")
+    assert "entropy (nats) =" in timeline._hover.text() and "p(chosen)" not in timeline._hover.text()
+
+
+def test_timeline_streams_on_a_fixed_axis_and_reuses_its_curves(qtbot):
     """While streaming: the step axis spans the run and points are plain lines; afterwards symbols and
-    autoscaling are back, and a new set of lanes reuses the curves (same colours by index)."""
-    curves = [series.curve for series in timeline._series]
+    autoscaling are back, and a new run of the same lanes reuses their curves."""
     lanes = samples.timeline_lanes(samples.ZH_CANDIDATES, steps=5)
-    timeline.begin_stream(40)
-    timeline.set_lanes(lanes[:2])
-    assert [series.curve for series in timeline._series] == curves[:2]
+    timeline = _timeline_on(qtbot, lanes)
+    model, scheduler = timeline.model, timeline._scheduler
+    curves = [series.curve for series in timeline._series]
+    model.start_job(JobKind.RUN, [lane.key for lane in model.lanes], 40)
+    assert [series.curve for series in timeline._series] == curves
     assert all(series.curve.opts["symbol"] is None for series in timeline._series)
-    timeline.reset_steps(1, lanes[1].steps[:3])
+    for record in lanes[1].steps[:4]:
+        model.add_step(1, record)
+    model.add_step(1, lanes[1].steps[2])  # a re-sent step replaces the lane's tail (a beam's best path)
+    scheduler.flush()
     assert list(timeline.curve_data(1)[0]) == [0, 1, 2]
     x0, x1 = timeline._plot.vb.viewRange()[0]
     assert x0 < 0 and x1 > 39
-    timeline.end_stream()
-    timeline.set_lanes(lanes)
+    finished = {lane.key: trace for lane, trace in zip(model.lanes, lanes, strict=True)}
+    model.finish_job(None, finished)
     assert all(series.curve.opts["symbol"] == "o" for series in timeline._series)
     assert list(timeline.curve_data(2)[1]) == pytest.approx([s.prob for s in lanes[2].steps])
     assert timeline._plot.vb.autoRangeEnabled()[0]
     shown = list(timeline._series)
-    timeline.set_lanes(lanes)  # the same records again (a finished run's streamed lanes): nothing redrawn
+    model.events.emit("lanes_reset")  # the same records again: nothing redrawn
     assert timeline._series == shown and list(timeline.curve_data(1)[0]) == list(range(5))
+
 
 @pytest.fixture
 def beam_tree(qtbot):

@@ -1,9 +1,11 @@
-"""The lanes editor's preset menus: picking a preset adds a lane (+ Add) or replaces the selected one (Preset)."""
+"""The lanes editor's preset menus: picking a preset adds a lane (Add lane) or replaces the selected one
+(Replace with preset)."""
 
 from __future__ import annotations
 
-from decoding.spec import PRESETS
-from gui.lanes import LanesEditor
+from decoding.spec import PRESETS, default_lanes
+from gui.lanes_editor import LanesEditor
+from gui.run_model import RunModel
 
 
 def _pick(button, title: str) -> None:
@@ -11,9 +13,14 @@ def _pick(button, title: str) -> None:
     action.trigger()
 
 
-def test_add_menu_lists_every_preset_and_adds_the_picked_one(qtbot):
-    editor = LanesEditor()
+def _editor(qtbot) -> LanesEditor:
+    editor = LanesEditor(RunModel(default_lanes()))
     qtbot.addWidget(editor)
+    return editor
+
+
+def test_add_menu_lists_every_preset_and_adds_the_picked_one(qtbot):
+    editor = _editor(qtbot)
     titles = [a.data() for a in editor.add_button.menu().actions()]
     assert titles == list(PRESETS)
     before = len(editor.specs())
@@ -21,12 +28,14 @@ def test_add_menu_lists_every_preset_and_adds_the_picked_one(qtbot):
     specs = editor.specs()
     assert len(specs) == before + 1
     assert specs[-1].min_p == 0.05
+    assert editor.selected_index() == len(specs) - 1  # the new lane is selected for editing
 
 
 def test_preset_menu_replaces_the_selected_lanes_parameters(qtbot):
-    editor = LanesEditor()
-    qtbot.addWidget(editor)
+    editor = _editor(qtbot)
     _pick(editor.add_button, "Greedy")
-    editor.set_specs(editor.specs(), select=len(editor.specs()) - 1)
+    keys = [lane.key for lane in editor.model.lanes]
     _pick(editor.preset_button, "Top-p 0.9")
     assert editor.specs()[-1].top_p == 0.9
+    assert [lane.key for lane in editor.model.lanes] == keys  # replaced in place: no lane added or removed
+    assert editor.specs()[-1].name == "top-p 0.9 #2"  # its name followed the strategy (top-p 0.9 is taken)

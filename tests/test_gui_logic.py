@@ -7,7 +7,7 @@ import pytest
 from decoding.spec import LaneSpec
 from decoding.trace import BeamHypothesis, StepRecord, TokenProb
 from gui.lane_fields import FIELDS_BY_NAME, describe, display_value, spec_from_values
-from gui.lanes import unique_name
+from gui.lanes_editor import unique_name
 from gui.render import (
     TokenMarks,
     alternatives_html,
@@ -21,7 +21,7 @@ from gui.render import (
     token_html,
     visible_piece,
 )
-from gui.run_state import running_beam_pieces
+from gui.run_model import running_beam_pieces
 from gui.setup_dialog import stage_label
 from gui.status import progress_text, provider_label
 from gui.text_view import parse_token_url

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QApplication, QToolTip
 
 from gui.app import make_application
 from gui.main_window import MainWindow
+from gui.session import specs_of
 
 RUN_TIMEOUT_MS = 60_000
 
@@ -93,7 +94,7 @@ def test_run_fills_every_lane(qtbot, window):
     run_and_wait(qtbot, window, max_new_tokens=12)
     assert not window.error_banner.isVisible()
     assert len(window.text.columns) == 5
-    for lane, text in zip(window.state.lanes, window.text.column_texts(), strict=True):
+    for lane, text in zip(window.model.traces, window.text.column_texts(), strict=True):
         assert 1 <= len(lane.steps) <= 12
         assert text.strip()
     assert "step" in window.status.step.text()
@@ -110,27 +111,27 @@ def test_run_fills_every_lane(qtbot, window):
 def test_ctrl_enter_runs_and_escape_stops_mid_run(qtbot, window):
     window.prompt.max_new_tokens.setValue(400)
     qtbot.keyClick(window.prompt.editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
-    qtbot.waitUntil(lambda: window.state.total_tokens() > 0, timeout=RUN_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.model.total_tokens() > 0, timeout=RUN_TIMEOUT_MS)
     qtbot.keyClick(window.prompt.editor, Qt.Key.Key_Escape)
     wait_idle(qtbot, window)
-    reasons = {lane.finish_reason for lane in window.state.lanes}
+    reasons = {lane.finish_reason for lane in window.model.traces}
     assert "cancelled" in reasons
-    assert max(len(lane.steps) for lane in window.state.lanes) < 400
+    assert max(len(lane.steps) for lane in window.model.traces) < 400
     assert all(text.strip() for text in window.text.column_texts())  # the text so far stays
 
 
 def test_clicking_a_token_selects_it_in_inspector_and_timeline(qtbot, window):
     run_and_wait(qtbot, window)
     browser = window.text.columns[2].browser
-    texts = window.state.lanes[2].steps
+    texts = window.model.traces[2].steps
     step = min(s for s in range(2, 12)  # a token with letters, not inside a multi-token character
                if f"tok:2:{s}" in anchors(window, 2) and any(c.isalnum() for c in texts[s].token_text))
     qtbot.mouseClick(browser.viewport(), Qt.MouseButton.LeftButton, pos=token_point(qtbot, window, 2, step))
-    assert (window.state.selection.lane, window.state.selection.step) == (2, step)
+    assert (window.model.selection.lane, window.model.selection.step) == (2, step)
     assert window.timeline.selected() == (2, step)
     chosen = [row.token_id for row in window.inspector.rows() if row.chosen]
-    assert chosen == [window.state.lanes[2].token_ids[step]]
-    assert f"step {step + 1}/" in window.status.selection.text()
+    assert chosen == [window.model.traces[2].token_ids[step]]
+    assert f"step {step} (of" in window.status.selection.text()  # the step as the inspector and timeline number it
     qtbot.keyClick(browser, Qt.Key.Key_Right)  # keyboard scrubbing from the text
     assert window.timeline.selected() == (2, step + 1)
 
@@ -141,14 +142,14 @@ def test_hovering_a_token_shows_its_top_five_alternatives(qtbot, window):
     point = token_point(qtbot, window, 0, 0)
     event = QHelpEvent(QEvent.Type.ToolTip, point, browser.viewport().mapToGlobal(point))
     QApplication.sendEvent(browser.viewport(), event)
-    record = window.state.lanes[0].steps[0]
+    record = window.model.traces[0].steps[0]
     text = QToolTip.text()
     assert QToolTip.isVisible() and "step 0" in text and text.count("<tr>") == min(5, len(record.top))
 
 
 def test_branching_from_an_alternative_adds_a_lane_next_to_its_parent(qtbot, window):
     run_and_wait(qtbot, window, max_new_tokens=12)
-    parent = window.state.lanes[0]
+    parent = window.model.traces[0]
     step = 4
     record = parent.steps[step]
     rank = next(i for i, t in enumerate(record.top) if t.id != record.token_id)
@@ -156,8 +157,8 @@ def test_branching_from_an_alternative_adds_a_lane_next_to_its_parent(qtbot, win
     branch_menu = menu.actions()[0].menu()
     branch_menu.actions()[rank].trigger()  # "Branch from here with…" → the alternative
     wait_idle(qtbot, window)
-    assert len(window.state.lanes) == 6 and not window.error_banner.isVisible()
-    child = window.state.lanes[1]
+    assert len(window.model.traces) == 6 and not window.error_banner.isVisible()
+    child = window.model.traces[1]
     picked_id = record.top[rank].id
     assert child.token_ids[:step] == parent.token_ids[:step]
     assert child.token_ids[step] == picked_id
@@ -170,21 +171,21 @@ def test_branching_from_an_alternative_adds_a_lane_next_to_its_parent(qtbot, win
 def test_the_same_run_seed_repeats_sampled_lanes(qtbot, window):
     window.prompt.seed.setValue(7)
     run_and_wait(qtbot, window, max_new_tokens=8)
-    first = [lane.token_ids for lane in window.state.lanes]
+    first = [lane.token_ids for lane in window.model.traces]
     assert window.trace.settings.seed == 7
     run_and_wait(qtbot, window, max_new_tokens=8)
-    assert [lane.token_ids for lane in window.state.lanes] == first
+    assert [lane.token_ids for lane in window.model.traces] == first
 
 
 def test_force_a_token_for_all_lanes(qtbot, window):
     run_and_wait(qtbot, window, max_new_tokens=8)
-    record = window.state.lanes[0].steps[2]
+    record = window.model.traces[0].steps[2]
     token = record.top[1].id
     menu = window.text.columns[0].browser.alternatives_menu(0, record)
     menu.actions()[1].menu().actions()[1].trigger()  # "Force for all lanes…" → the runner-up
     wait_idle(qtbot, window)
     assert not window.error_banner.isVisible()
-    for lane in window.state.lanes:
+    for lane in window.model.traces:
         assert lane.token_ids[2] == token and lane.steps[2].forced
     assert all(spec.forced == {2: token} for spec in window.lanes.specs())
 
@@ -200,9 +201,9 @@ def test_save_then_open_restores_an_identical_view(qtbot, window, make_window, t
     assert not reopened.error_banner.isVisible()
     assert reopened.text.column_texts() == window.text.column_texts()
     assert [s.name for s in reopened.lanes.specs()] == [s.name for s in window.lanes.specs()]
-    assert reopened.lanes.specs() == window.state.specs
+    assert reopened.lanes.specs() == specs_of(window.trace)  # the specs the run was made with, seeds included
     assert reopened.prompt.request() == window.prompt.request()
-    for a, b in zip(reopened.state.lanes, window.state.lanes, strict=True):
+    for a, b in zip(reopened.model.traces, window.model.traces, strict=True):
         assert a.token_ids == b.token_ids and len(a.steps) == len(b.steps)
     pngs = reopened.export_pngs(tmp_path / "png")
     assert [p.name for p in pngs] == ["text.png", "inspector.png", "timeline.png", "beam_tree.png"]
@@ -227,7 +228,7 @@ def test_invalid_parameter_is_refused_with_a_visible_message(qtbot, window):
 def test_closing_mid_run_leaves_no_thread_running(qtbot, window):
     window.prompt.max_new_tokens.setValue(400)
     qtbot.mouseClick(window.prompt.run_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: window.state.total_tokens() > 0, timeout=RUN_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.model.total_tokens() > 0, timeout=RUN_TIMEOUT_MS)
     thread: QThread = window.worker._thread
     window.close()
     assert not thread.isRunning()
@@ -240,25 +241,25 @@ def test_five_default_lanes_end_to_end_on_the_default_model(qtbot, make_window, 
     window.prompt.editor.setPlainText("The capital of France is")
     run_and_wait(qtbot, window, max_new_tokens=16, timeout_ms=600_000)  # model load + 16 steps of 8 rows
     assert not window.error_banner.isVisible()
-    names = [lane.name for lane in window.state.lanes]
+    names = [lane.name for lane in window.model.traces]
     assert names == ["greedy", "beam-4", "top-k 50", "top-p 0.9", "T 1.3"]
     assert "Paris" in window.text.column_texts()[0]
-    assert all(lane.steps for lane in window.state.lanes)
-    assert window.state.lanes[1].sequences
+    assert all(lane.steps for lane in window.model.traces)
+    assert window.model.traces[1].sequences
 
 
 def test_replay_reruns_with_the_model_and_finds_every_token_identical(qtbot, window):
     run_and_wait(qtbot, window, max_new_tokens=8)
-    before = [lane.token_ids for lane in window.state.lanes]
+    before = [lane.token_ids for lane in window.model.traces]
     window.replay_action.trigger()
     wait_idle(qtbot, window)
     assert not window.error_banner.isVisible()
-    assert [lane.token_ids for lane in window.state.lanes] == before
+    assert [lane.token_ids for lane in window.model.traces] == before
     assert "identical" in window.status.currentMessage()
 
 
 def test_an_engine_error_is_shown_and_the_text_so_far_kept(qtbot, window):
-    decoder = window.holder.get().model.decoder
+    decoder = window.controller.holder.get().model.decoder
     real_step, calls = decoder.step, []
 
     def failing_step(*args, **kwargs):
@@ -270,7 +271,7 @@ def test_an_engine_error_is_shown_and_the_text_so_far_kept(qtbot, window):
     decoder.step = failing_step
     run_and_wait(qtbot, window, max_new_tokens=12)
     assert window.error_banner.isVisible() and "device lost" in window.error_banner.text()
-    assert all(3 <= len(lane.steps) < 12 for lane in window.state.lanes)
+    assert all(3 <= len(lane.steps) < 12 for lane in window.model.traces)
     assert all(text.strip() for text in window.text.column_texts())
 
 
@@ -292,7 +293,8 @@ def test_streamed_tokens_are_appended_and_the_text_equals_a_whole_rebuild(qtbot)
     completes at the end, a divergence appears late and the selection moves."""
     from decoding.spec import LaneSpec
     from decoding.trace import StepRecord, TokenProb
-    from gui.run_state import RunState, Selection
+    from gui.redraw import RedrawScheduler
+    from gui.run_model import RunModel
     from gui.text_view import TextPanel
 
     make_application([])
@@ -307,11 +309,9 @@ def test_streamed_tokens_are_appended_and_the_text_equals_a_whole_rebuild(qtbot)
                           tail_mass_raw=0.1, top=top, top_raw=top)
 
     specs = [LaneSpec("greedy"), LaneSpec("other")]
-    streamed, whole = TextPanel(), TextPanel()
-    for panel in (streamed, whole):
-        qtbot.addWidget(panel)
-    state = RunState.for_specs(specs)
-    streamed.set_state(state)
+    state = RunModel(specs)
+    streamed = TextPanel(state, RedrawScheduler())
+    qtbot.addWidget(streamed)
     changes: list[int] = []  # document positions the reference lane's column was edited at
     document = streamed.columns[0].browser.document()
     document.contentsChange.connect(lambda position, _removed, _added: changes.append(position))
@@ -319,12 +319,12 @@ def test_streamed_tokens_are_appended_and_the_text_equals_a_whole_rebuild(qtbot)
         for lane in (1, 0):  # the reference lane lags: lane 1's divergence shows up once lane 0 catches up
             state.add_step(lane, step(index, texts[lane][index]))
             end, changes[:] = document.characterCount() - 1, []
-            streamed.refresh_lane(lane)
+            streamed._scheduler.flush()  # the streamed step is redrawn as the window would
             if lane == 0 and index != 4:  # at 4 the split character completes: its first piece is redrawn
                 assert changes and min(changes) >= end, (index, changes, end)
-    state.selection = Selection(1, 2)
-    streamed.refresh_all()
-    whole.set_state(state)
+    state.select(1, 2)
+    whole = TextPanel(state, RedrawScheduler())  # the same lanes drawn at once
+    qtbot.addWidget(whole)
     for lane in (0, 1):
         got, want = streamed.columns[lane].browser, whole.columns[lane].browser
         assert got.toPlainText() == want.toPlainText()

@@ -1,13 +1,16 @@
-"""The lanes editor: a table of lanes (add from presets, duplicate, remove, reorder, rename) and a form that
-edits every strategy parameter of the selected lane. Widgets enforce ranges; cross-parameter rules are
-checked by `LaneSpec` and a refused edit is reverted with the reason shown in red under the form."""
+"""The lanes editor, a view of the RunModel's lanes: a table (add from presets, duplicate, remove, reorder,
+rename) and a form that edits every strategy parameter of the selected lane. Every change goes through the
+model, so the text columns and charts follow it. Widgets enforce ranges; what `LaneSpec` refuses (e.g.
+`do_sample` with `num_beams > 1`, temperature 0) is reverted with the reason shown in red under the form, in
+space kept for it so nothing moves."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtCore import Qt, Slot
+from PySide6.QtGui import QColor, QPixmap
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -30,10 +33,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from decoding.spec import PRESETS, LaneSpec, default_lanes
+from decoding.spec import PRESETS, PROCESSOR_ORDER, LaneSpec
 from gui.lane_fields import FIELDS, Field, describe, display_value, field_applies, spec_from_values
+from gui.run_model import RunModel, Selection
+from gui.style import lane_color_hex
 
 NAME_COLUMN, STRATEGY_COLUMN = 0, 1
+MESSAGE_LINES = 2  # the message area keeps room for this many lines, shown or not
 
 
 def unique_name(wanted: str, taken: set[str]) -> str:
@@ -46,10 +52,41 @@ def unique_name(wanted: str, taken: set[str]) -> str:
     return f"{wanted} #{number}"
 
 
+def auto_name(spec: LaneSpec) -> str:
+    """The name a lane gets from its strategy ("greedy", "beam-4", "top-k 50", "T 0.7 top-k 20"), as the
+    command line names its lanes."""
+    if spec.is_beam:
+        return f"beam-{spec.num_beams}"
+    active = spec.processors()
+    parts = [f"{name.replace('_', '-')} {getattr(spec, name):g}" for name in PROCESSOR_ORDER
+             if name in active and name != "temperature"]
+    if "temperature" in active:
+        parts.insert(0, f"T {spec.temperature:g}")
+    return " ".join(parts) or ("sample" if spec.do_sample else "greedy")
+
+
+def follows_strategy(spec: LaneSpec) -> bool:
+    """Whether a lane's name is its strategy's (possibly numbered): it then follows parameter edits."""
+    base = spec.name.rsplit(" #", 1)[0] if " #" in spec.name else spec.name
+    return base == auto_name(spec)
+
+
 def preset_for_window(spec: LaneSpec) -> LaneSpec:
     """Presets as the window adds them: beam lanes return every beam, so the text column can expand the
     other hypotheses (the best one is the same whatever num_return_sequences is, as in transformers)."""
     return replace(spec, num_return_sequences=spec.num_beams) if spec.is_beam else spec
+
+
+def edge_note(spec: LaneSpec) -> str:
+    """A word on parameter values that are valid but do something a user may not expect."""
+    notes = []
+    if spec.do_sample and spec.top_p == 0.0:
+        notes.append("top_p 0 keeps only the most likely token (the lane then draws like greedy)")
+    if spec.do_sample and spec.top_k == 1:
+        notes.append("top_k 1 keeps only the most likely token")
+    if spec.do_sample and spec.min_p == 1.0:
+        notes.append("min_p 1 keeps only the tokens as likely as the top one")
+    return "; ".join(notes)
 
 
 def _make_widget(f: Field) -> QWidget:
@@ -99,12 +136,11 @@ def _set_widget_value(widget: QWidget, value: Any) -> None:
 
 
 class LaneForm(QWidget):
-    """Every parameter of one lane. Emits `edited(values)` when the user changes one."""
+    """Every parameter of one lane; calls `on_edit(values)` when the user changes one."""
 
-    edited = Signal(dict)
-
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, on_edit, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self._on_edit = on_edit
         self.widgets: dict[str, QWidget] = {}
         layout = QFormLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -118,23 +154,22 @@ class LaneForm(QWidget):
             self._connect(widget)
         self.processors = QLabel()
         self.processors.setWordWrap(True)
-        self.processors.setToolTip("The processors this lane applies, in order (transformers' order by "
-                                   "default)")
+        self.processors.setToolTip("The processors this lane applies, in order (transformers' order by default)")
         layout.addRow("applies", self.processors)
 
     def _connect(self, widget: QWidget) -> None:
         if isinstance(widget, QCheckBox):
-            widget.toggled.connect(self._on_change)
+            widget.toggled.connect(self._changed)
         elif isinstance(widget, QComboBox):
-            widget.currentTextChanged.connect(self._on_change)
+            widget.currentTextChanged.connect(self._changed)
         elif isinstance(widget, QLineEdit):
-            widget.editingFinished.connect(self._on_change)
+            widget.editingFinished.connect(self._changed)
         else:
-            widget.valueChanged.connect(self._on_change)
+            widget.valueChanged.connect(self._changed)
 
     @Slot()
-    def _on_change(self, *_: object) -> None:
-        self.edited.emit(self.values())
+    def _changed(self, *_: object) -> None:
+        self._on_edit(self.values())
 
     def values(self) -> dict[str, Any]:
         return {name: _widget_value(widget) for name, widget in self.widgets.items()}
@@ -149,8 +184,8 @@ class LaneForm(QWidget):
             _set_widget_value(widget, display_value(spec, f))
             widget.blockSignals(False)
             widget.setEnabled(field_applies(f, spec.do_sample, spec.num_beams))
-        self.processors.setText(" → ".join(spec.processors()) + (" → " if spec.processors() else "")
-                                + _selector_name(spec))
+        processors = spec.processors()
+        self.processors.setText(" → ".join(processors) + (" → " if processors else "") + _selector_name(spec))
 
 
 def _selector_name(spec: LaneSpec) -> str:
@@ -160,11 +195,9 @@ def _selector_name(spec: LaneSpec) -> str:
 
 
 class LanesEditor(QWidget):
-    lanesChanged = Signal()
-
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, model: RunModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._specs: list[LaneSpec] = []
+        self.model = model
         self.table = QTableWidget(0, 2)
         self.table.setHorizontalHeaderLabels(["Lane", "Strategy"])
         self.table.horizontalHeader().setSectionResizeMode(STRATEGY_COLUMN, QHeaderView.ResizeMode.Stretch)
@@ -174,20 +207,23 @@ class LanesEditor(QWidget):
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.setToolTip("Double-click a name to rename the lane; select a lane to edit its parameters")
         self.table.itemChanged.connect(self._on_item_changed)
-        self.table.itemSelectionChanged.connect(self._on_selection)
-        self.form = LaneForm()
-        self.form.edited.connect(self._on_form_edited)
+        self.table.itemSelectionChanged.connect(self._show_selected)
+        self.form = LaneForm(self._on_form_edited)
         self.message = QLabel()
         self.message.setObjectName("laneMessage")
         self.message.setWordWrap(True)
-        self.message.setStyleSheet("color:#c62828;font-weight:bold")
-        self.message.hide()
+        self.message.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.message.setFixedHeight(self.fontMetrics().lineSpacing() * MESSAGE_LINES + 4)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(self._buttons())
         layout.addWidget(self._table_and_form(), 1)
         layout.addWidget(self.message)
-        self.set_specs([preset_for_window(spec) for spec in default_lanes()])
+        for name in ("lanes_reset", "lane_inserted", "lane_removed", "lane_moved", "lane_changed"):
+            model.events.connect(name, self._on_lanes_event)
+        model.events.connect("selection_changed", self._on_selection_changed)
+        self._fill_table()
+        self._select_row(0)
 
     def _table_and_form(self) -> QSplitter:
         """Table above the form, resizable; the form scrolls when the window is short."""
@@ -218,10 +254,10 @@ class LanesEditor(QWidget):
 
     def _buttons(self) -> QHBoxLayout:
         row = QHBoxLayout()
-        self.add_button = self._preset_menu_button("+ Add", "Add a lane from a preset", self._on_add_preset)
+        self.add_button = self._preset_menu_button("Add lane", "Add a new lane from a preset (Ctrl+L: greedy)",
+                                                   self._on_add_preset)
         self.preset_button = self._preset_menu_button(
-            "Preset", "Replace the selected lane's parameters by a preset", self._on_apply_preset
-        )
+            "Replace with preset", "Replace the selected lane's parameters by a preset's", self._on_apply_preset)
         self.duplicate_button = self._tool("Duplicate", "Copy the selected lane", self.duplicate_selected)
         self.remove_button = self._tool("Remove", "Remove the selected lane", self.remove_selected)
         self.up_button = self._tool("▲", "Move the selected lane left", self.move_up)
@@ -243,16 +279,7 @@ class LanesEditor(QWidget):
     # ----------------------------------------------------------------------------------------- public API
 
     def specs(self) -> list[LaneSpec]:
-        return list(self._specs)
-
-    def set_specs(self, specs: list[LaneSpec], select: int = 0) -> None:
-        self._specs = list(specs)
-        self._fill_table()
-        if self._specs:
-            self.table.selectRow(min(max(select, 0), len(self._specs) - 1))
-        else:
-            self.form.show_spec(None)
-        self.lanesChanged.emit()
+        return self.model.specs
 
     def selected_index(self) -> int:
         rows = self.table.selectionModel().selectedRows()
@@ -260,16 +287,19 @@ class LanesEditor(QWidget):
 
     def add_spec(self, spec: LaneSpec, index: int | None = None) -> int:
         """Insert a lane (renamed if its name is taken) at `index` (end by default). Returns its index."""
-        spec = replace(spec, name=unique_name(spec.name, {s.name for s in self._specs}))
-        index = len(self._specs) if index is None else index
-        specs = self.specs()
-        specs.insert(index, spec)
-        self.set_specs(specs, select=index)
+        if self.model.running:
+            self.show_message("Stop the run before changing lanes.")
+            return -1
+        spec = replace(spec, name=unique_name(spec.name, self.model.names()))
+        index = len(self.model.lanes) if index is None else index
+        self.model.insert_lane(index, spec, named_by_user=not follows_strategy(spec))
+        self._select_row(index)
         return index
 
-    def show_message(self, text: str) -> None:
+    def show_message(self, text: str, error: bool = True) -> None:
+        colour = "#c62828" if error else "#555555"
+        self.message.setStyleSheet(f"color:{colour};{'font-weight:bold' if error else ''}")
         self.message.setText(text)
-        self.message.setVisible(bool(text))
 
     # ------------------------------------------------------------------------------------------- actions
 
@@ -281,28 +311,30 @@ class LanesEditor(QWidget):
     @Slot(object)
     def _on_apply_preset(self, action) -> None:
         index = self.selected_index()
-        if index < 0:
+        if index < 0 or not self._editable():
             return
+        lane = self.model.lanes[index]
         preset = preset_for_window(PRESETS[action.data()])
-        self._replace(index, replace(preset, name=self._specs[index].name))
+        name = lane.name if lane.named_by_user else unique_name(preset.name, self.model.names() - {lane.name})
+        self._replace(index, replace(preset, name=name, branch=lane.spec.branch))
 
     @Slot()
     def duplicate_selected(self) -> None:
         index = self.selected_index()
         if index >= 0:
-            self.add_spec(self._specs[index], index + 1)
+            self.add_spec(replace(self.model.lanes[index].spec, branch=None, forced={}), index + 1)
 
     @Slot()
     def remove_selected(self) -> None:
         index = self.selected_index()
-        if index < 0:
+        if index < 0 or not self._editable():
             return
-        if len(self._specs) == 1:
+        if len(self.model.lanes) == 1:
             self.show_message("A run needs at least one lane.")
             return
-        specs = self.specs()
-        del specs[index]
-        self.set_specs(specs, select=index)
+        self.show_message("")
+        self.model.remove_lane(index)
+        self._select_row(min(index, len(self.model.lanes) - 1))
 
     @Slot()
     def move_up(self) -> None:
@@ -315,45 +347,73 @@ class LanesEditor(QWidget):
     def _move(self, delta: int) -> None:
         index = self.selected_index()
         target = index + delta
-        if index < 0 or not 0 <= target < len(self._specs):
+        if index < 0 or not 0 <= target < len(self.model.lanes) or not self._editable():
             return
-        specs = self.specs()
-        specs[index], specs[target] = specs[target], specs[index]
-        self.set_specs(specs, select=target)
+        self.model.move_lane(index, target)
+        self._select_row(target)
+
+    def _editable(self) -> bool:
+        if self.model.running:
+            self.show_message("Stop the run before changing lanes.")
+            return False
+        return True
 
     # ------------------------------------------------------------------------------------------- editing
 
+    def _on_lanes_event(self, *_args) -> None:
+        index = self.selected_index()
+        self._fill_table()
+        self._select_row(index if 0 <= index < len(self.model.lanes) else 0)
+
+    def _on_selection_changed(self, selection: Selection | None) -> None:
+        """A step selected in a lane's text selects that lane here too."""
+        if selection is not None and selection.lane != self.selected_index():
+            self._select_row(selection.lane)
+
+    def _select_row(self, index: int) -> None:
+        if 0 <= index < self.table.rowCount():
+            self.table.selectRow(index)
+        self._show_selected()
+
     def _fill_table(self) -> None:
         self.table.blockSignals(True)
-        self.table.setRowCount(len(self._specs))
-        for row, spec in enumerate(self._specs):
-            name = QTableWidgetItem(spec.name)
-            strategy = QTableWidgetItem(describe(spec))
+        self.table.setRowCount(len(self.model.lanes))
+        for row, lane in enumerate(self.model.lanes):
+            name = QTableWidgetItem(lane.name)
+            name.setData(Qt.ItemDataRole.DecorationRole, _swatch(lane.colour))  # the lane's colour everywhere
+            name.setToolTip(f"{lane.name}: double-click to rename")
+            strategy = QTableWidgetItem(describe(lane.spec) + ("  (edited: Run to update)" if lane.stale else ""))
             strategy.setFlags(strategy.flags() & ~Qt.ItemFlag.ItemIsEditable)
-            strategy.setToolTip(", ".join(f"{k}={v}" for k, v in spec.to_config().items()))
+            strategy.setToolTip(", ".join(f"{k}={v}" for k, v in lane.spec.to_config().items()))
             self.table.setItem(row, NAME_COLUMN, name)
             self.table.setItem(row, STRATEGY_COLUMN, strategy)
         self.table.resizeColumnToContents(NAME_COLUMN)
         self.table.blockSignals(False)
 
     @Slot()
-    def _on_selection(self) -> None:
+    def _show_selected(self) -> None:
         index = self.selected_index()
-        self.form.show_spec(self._specs[index] if index >= 0 else None)
+        self.form.show_spec(self.model.lanes[index].spec if 0 <= index < len(self.model.lanes) else None)
 
-    @Slot(dict)
     def _on_form_edited(self, values: dict) -> None:
         index = self.selected_index()
         if index < 0:
             return
-        current = self._specs[index]
+        if not self._editable():
+            self._show_selected()
+            return
+        lane = self.model.lanes[index]
         try:
-            spec = spec_from_values(current.name, values, base=current)
+            spec = spec_from_values(lane.name, values, base=lane.spec)
         except ValueError as error:
             self.show_message(f"Refused: {error}")
-            self.form.show_spec(current)
+            self.form.show_spec(lane.spec)
             return
+        if not lane.named_by_user:
+            spec = replace(spec, name=unique_name(auto_name(spec), self.model.names() - {lane.name}))
         self._replace(index, spec)
+        note = edge_note(spec)
+        self.show_message(f"Note: {note}." if note else "", error=False)
 
     @Slot(QTableWidgetItem)
     def _on_item_changed(self, item: QTableWidgetItem) -> None:
@@ -361,18 +421,23 @@ class LanesEditor(QWidget):
             return
         index = item.row()
         name = item.text().strip()
-        others = {s.name for i, s in enumerate(self._specs) if i != index}
-        if not name or name in others:
-            reason = "a lane name cannot be empty" if not name else f"another lane is already named {name!r}"
-            self.show_message(f"Refused: {reason}.")
+        others = self.model.names() - {self.model.lanes[index].name}
+        if not name or name in others or not self._editable():
+            if not self.model.running:
+                reason = "a lane name cannot be empty" if not name else f"another lane is already named {name!r}"
+                self.show_message(f"Refused: {reason}.")
             self._fill_table()
             return
-        self._replace(index, replace(self._specs[index], name=name))
+        self.show_message("")
+        self.model.replace_spec(index, replace(self.model.lanes[index].spec, name=name), named_by_user=True)
 
     def _replace(self, index: int, spec: LaneSpec) -> None:
         self.show_message("")
-        self._specs[index] = spec
-        self._fill_table()
-        self.table.selectRow(index)
-        self.form.show_spec(spec)
-        self.lanesChanged.emit()
+        self.model.replace_spec(index, spec)
+        self._select_row(index)
+
+
+def _swatch(colour: int) -> QPixmap:
+    pixmap = QPixmap(10, 10)
+    pixmap.fill(QColor(lane_color_hex(colour)))
+    return pixmap

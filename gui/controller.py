@@ -1,0 +1,318 @@
+"""What the window's commands do, Qt-free: run, branch (and undo it), force a token for all lanes, replay, stop,
+open and save. The controller starts jobs on a runner (the window's worker thread, or a synchronous one in
+tests), turns the jobs' typed messages into RunModel changes, and reports problems as the model's notice.
+
+Branch points stay valid while the tokens before them can be reproduced: the same prompt and a deterministic
+parent (greedy, beam, or a sampled lane with a pinned seed). Branching from a sampled lane whose seed is
+"auto" pins that lane's seed to the one it ran with (and says so); a run whose prompt changed, or whose
+branch parent is gone or unpinned, turns those branch lanes into ordinary lanes of their own strategy first
+(and says which).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Protocol
+
+from decoding.spec import Branch, LaneSpec
+from decoding.trace import LaneTrace, RunTrace
+from gui import jobs
+from gui.jobs import Job, Message, ProviderMessage, StatusMessage, StepMessage
+from gui.lanes_editor import unique_name
+from gui.run_model import JobKind, Lane, RunModel, prompt_key
+from gui.session import ModelHolder, RunRequest, request_of, specs_of
+
+
+class JobRunner(Protocol):
+    """Runs one job at a time and calls the controller's on_message / on_finished / on_failed with its
+    messages and result (on the thread that owns the model)."""
+
+    def start(self, job: Job) -> None: ...
+
+    def cancel(self) -> None: ...
+
+    def is_running(self) -> bool: ...
+
+
+class RunController:
+    def __init__(self, model: RunModel, runner: JobRunner) -> None:
+        self.model = model
+        self.runner = runner
+        self.holder: ModelHolder | None = None
+        self.branch_base: LaneSpec | None = None  # the strategy new branch lanes continue with (None: parent's)
+        self._job_keys: list[int] = []  # the lanes the running job streams into, by the job's lane index
+        self._branch_keys: list[int] = []  # branch lanes in the order they were made (Undo removes the last)
+        self._replayed: dict[str, list[int]] | None = None  # token ids per lane of the run being replayed
+
+    # ------------------------------------------------------------------------------------------------ model
+
+    def set_model(self, path: Path) -> bool:
+        """Use the prepared model in `path` from the next run on (loaded on first use)."""
+        path = Path(path)
+        if self.holder is not None and self.holder.path == path:
+            return True
+        if self.runner.is_running():
+            self.model.show_notice("Stop the run before switching models.")
+            return False
+        self.holder = ModelHolder(path)
+        self.model.set_model_name(self.holder.name, "not loaded")
+        return True
+
+    # -------------------------------------------------------------------------------------------------- runs
+
+    def run(self, request: RunRequest) -> bool:
+        """Run every lane on the request's prompt."""
+        if self.runner.is_running():
+            return False
+        if not self._check_can_run(request):
+            return False
+        self._settle_branches(request)
+        specs = self.model.specs
+        try:
+            jobs.plan(specs)
+        except ValueError as error:
+            self.model.show_notice(f"Cannot run: {error}.")
+            return False
+        keys = [lane.key for lane in self.model.lanes]
+        self._start(JobKind.RUN, keys, jobs.run_job(self.holder, request, specs), _run_limit(specs, request))
+        return True
+
+    def _check_can_run(self, request: RunRequest) -> bool:
+        if self.holder is None:
+            self.model.show_notice("No model: choose or prepare one in the Model list first.")
+            return False
+        if not request.text.strip():
+            self.model.show_notice("The prompt is empty: type something for the lanes to continue.",
+                                   cause="prompt")
+            return False
+        return True
+
+    def _settle_branches(self, request: RunRequest) -> None:
+        """Turn branch lanes whose branch point no longer holds into ordinary lanes, and say which."""
+        key = (request.text, request.chat, request.system)
+        by_name = {lane.name: lane for lane in self.model.lanes}
+        turned = []
+        for index, lane in enumerate(self.model.lanes):
+            branch = lane.spec.branch
+            if branch is None:
+                continue
+            reason = _broken_branch_reason(lane, by_name.get(branch.parent), key)
+            if reason:
+                self.model.replace_spec(index, replace(lane.spec, branch=None))
+                lane.branch_prompt = None
+                turned.append(f"“{lane.name}” ({reason})")
+        if turned:
+            self.model.show_notice(
+                "These branch lanes now run as ordinary lanes of their own strategy: " + "; ".join(turned) + ".",
+                level="info", cause="branches")
+
+    def stop(self) -> None:
+        if self.runner.is_running():
+            self.model.set_status("stopping at the next step…")
+            self.runner.cancel()
+
+    # --------------------------------------------------------------------------------------------- branching
+
+    def branch(self, index: int, step: int, token_id: int) -> bool:
+        """A new lane after lane `index` that takes `token_id` at `step` and continues from there (with the
+        branch strategy, or the parent's); it runs at once from the parent's first `step` tokens."""
+        model = self.model
+        if self.runner.is_running() or model.trace is None or self.holder is None:
+            model.show_notice("Branching needs a finished run and a model.")
+            return False
+        if model.step_record(index, step) is None:
+            return False
+        parent = model.lanes[index]
+        self._pin_parent_seed(index)
+        spec = self._branch_spec(parent, step, token_id)
+        position = index + 1
+        while position < len(model.lanes) and _branches_from(model.lanes[position], parent.name):
+            position += 1
+        lane = model.insert_lane(position, spec, branch_prompt=prompt_key(model.trace))
+        self._branch_keys.append(lane.key)
+        job = jobs.branch_job(self.holder, model.shown_trace(), spec)
+        self._start(JobKind.BRANCH, [lane.key], job, model.trace.settings.max_new_tokens)
+        return True
+
+    def _branch_spec(self, parent: Lane, step: int, token_id: int) -> LaneSpec:
+        base = self.branch_base if self.branch_base is not None else parent.spec
+        name = unique_name(f"{parent.name} ↳{step}", self.model.names())
+        return replace(base, name=name, branch=Branch(parent.name, step, token_id), forced={})
+
+    def _pin_parent_seed(self, index: int) -> None:
+        """A sampled parent with seed auto gets the seed it ran with, so its branch can be re-run."""
+        lane = self.model.lanes[index]
+        seed = lane.trace.config.get("seed")
+        if lane.spec.do_sample and lane.spec.seed is None and seed is not None:
+            self.model.pin_seed(index, int(seed))
+            self.model.show_notice(
+                f"“{lane.name}” now keeps seed {seed} so its branch can be re-run; set its seed back to auto "
+                "for fresh samples (its branch lanes then run as ordinary lanes).", level="info", cause="seed")
+
+    def undo_branch(self) -> bool:
+        """Remove the most recent branch lane that still exists."""
+        if self.runner.is_running():
+            return False
+        while self._branch_keys:
+            key = self._branch_keys.pop()
+            try:
+                index = self.model.index_of(key)
+            except KeyError:
+                continue
+            removed = self.model.remove_lane(index)
+            self.model.set_status(f"removed branch lane “{removed.name}”")
+            return True
+        self.model.set_status("no branch lane to undo")
+        return False
+
+    def force_for_all(self, step: int, token_id: int, request: RunRequest) -> bool:
+        """Re-run every lane with `token_id` forced at `step` (each keeps its own tokens before it)."""
+        if self.runner.is_running() or self.holder is None:
+            return False
+        for index, lane in enumerate(self.model.lanes):
+            self.model.replace_spec(index, replace(lane.spec, forced={**lane.spec.forced, step: token_id}))
+        return self.run(request)
+
+    # ------------------------------------------------------------------------------------------------ replay
+
+    def replay(self) -> RunRequest | None:
+        """Re-run the shown run with the model (its lanes take the specs it was made with, seeds included);
+        afterwards report whether every token matched. Returns the run's request (for the prompt panel)."""
+        trace = self.model.shown_trace()
+        if trace is None or self.holder is None or self.runner.is_running() or not trace.lanes:
+            self.model.show_notice("Replay needs a run (run or open one) and a model.")
+            return None
+        if not self._use_model_of(trace):
+            return None
+        self._replayed = {lane.name: list(lane.token_ids) for lane in trace.lanes}
+        request = request_of(trace)
+        specs = specs_of(trace)
+        ran = {lane.name for lane in trace.lanes}
+        for index, lane in enumerate(self.model.lanes):
+            if lane.name in ran:
+                self.model.replace_spec(index, next(s for s in specs if s.name == lane.name))
+        keys = [lane.key for lane in self.model.lanes if lane.name in ran]
+        job_specs = [self.model.lanes[self.model.index_of(key)].spec for key in keys]
+        self._start(JobKind.REPLAY, keys, jobs.run_job(self.holder, request, job_specs),
+                    _run_limit(job_specs, request))
+        return request
+
+    def _use_model_of(self, trace: RunTrace) -> bool:
+        """Switch to the model the run was made with (by name or path); False with a notice if it is not
+        prepared here."""
+        from models.catalog import resolve
+
+        if trace.model.name in (self.holder.name, "unknown"):
+            return True
+        for key in filter(None, (trace.model.name, trace.model.path)):
+            try:
+                return self.set_model(resolve(key))
+            except FileNotFoundError:
+                continue
+        self.model.show_notice(f"The run was made with model {trace.model.name!r}, which is not prepared here.")
+        return False
+
+    def _report_replay(self) -> None:
+        before, self._replayed = self._replayed or {}, None
+        differing = [lane.name for lane in self.model.lanes
+                     if lane.name in before and before[lane.name] != lane.trace.token_ids]
+        if differing:
+            self.model.show_notice(f"Replay differs from the saved run in lanes: {', '.join(differing)}.")
+        else:
+            self.model.set_status("replay: every token identical to the saved run")
+
+    # ------------------------------------------------------------------------------------------------- files
+
+    def save(self, path: Path) -> bool:
+        from decoding import jsonio
+
+        trace = self.model.shown_trace()
+        if trace is None or self.runner.is_running():
+            self.model.show_notice("Nothing to save yet: run or open a run first.")
+            return False
+        try:
+            jsonio.save(trace, path)
+        except (OSError, ValueError) as error:
+            self.model.show_notice(f"Could not save {path}: {error}. The run is still here.")
+            return False
+        self.model.set_status(f"saved {path}")
+        return True
+
+    def open(self, path: Path) -> RunRequest | None:
+        """Show a saved run (no model needed); returns its request for the prompt panel, None on failure."""
+        from decoding import jsonio
+
+        if self.runner.is_running():
+            self.model.show_notice("Stop the run before opening another.")
+            return None
+        try:
+            trace = jsonio.load(path)
+            specs = specs_of(trace)
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            self.model.show_notice(f"Could not open {path}: {error}")
+            return None
+        self.model.clear_notice()
+        self.model.show_trace(trace, specs)
+        self._branch_keys = []
+        self.model.set_model_name(f"{trace.model.name} (opened run)", trace.provider)
+        self.model.set_status(f"opened {path}")
+        return request_of(trace)
+
+    # ------------------------------------------------------------------------------------- job callbacks
+
+    def _start(self, kind: JobKind, keys: list[int], job: Job, limit: int) -> None:
+        self.model.clear_notice("prompt")
+        if self.model.notice is not None and self.model.notice.level == "error":
+            self.model.clear_notice()
+        self._job_keys = keys
+        self.model.start_job(kind, keys, limit)
+        self.runner.start(job)
+
+    def on_message(self, message: Message) -> None:
+        if isinstance(message, StepMessage):
+            self.model.add_step(self.model.index_of(self._job_keys[message.lane]), message.record)
+        elif isinstance(message, StatusMessage):
+            self.model.set_status(message.text)
+        elif isinstance(message, ProviderMessage):
+            self.model.set_model_name(self.holder.name if self.holder else "", message.provider)
+
+    def on_finished(self, result: RunTrace) -> None:
+        kind = self.model.job
+        finished: dict[int, LaneTrace] = dict(zip(self._job_keys, result.lanes, strict=True))
+        if kind is JobKind.BRANCH:
+            self.model.finish_job(None, finished)
+        else:
+            self.model.finish_job(result, finished)
+        error = result.error or next((lane.error for lane in result.lanes if lane.error), None)
+        if error:
+            self.model.show_notice(f"The run stopped early: {error}. The text so far is kept.")
+        cancelled = any(lane.finish_reason == "cancelled" for lane in result.lanes)
+        self.model.set_status("stopped" if cancelled else "stopped early" if error else "done")
+        if kind is JobKind.REPLAY:
+            self._report_replay()
+
+    def on_failed(self, message: str, _details: str = "") -> None:
+        self.model.fail_job()
+        self.model.set_status("failed")
+        self.model.show_notice(f"{message}. The text so far is kept.")
+
+
+def _branches_from(lane: Lane, parent: str) -> bool:
+    return lane.spec.branch is not None and lane.spec.branch.parent == parent
+
+
+def _broken_branch_reason(lane: Lane, parent: Lane | None, prompt: tuple) -> str:
+    """Why a branch lane's branch point no longer holds ("" if it does)."""
+    if parent is None:
+        return f"its parent “{lane.spec.branch.parent}” is gone"
+    if lane.branch_prompt is not None and lane.branch_prompt != prompt:
+        return "the prompt changed"
+    if parent.spec.do_sample and parent.spec.seed is None:
+        return f"its parent “{parent.name}” draws with a fresh seed each run"
+    return ""
+
+
+def _run_limit(specs: list[LaneSpec], request: RunRequest) -> int:
+    """Steps of the longest lane: each lane's own max_new_tokens, else the run's."""
+    return max((spec.max_new_tokens or request.max_new_tokens for spec in specs), default=request.max_new_tokens)

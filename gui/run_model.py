@@ -1,0 +1,404 @@
+"""The window's Qt-free model: the lanes (each the spec the user edits plus what the shown run recorded for it),
+the shown run, the selection and the notice. Views subscribe to its events and draw what they show; the
+controller (runs, branches, files) and the lanes editor change it through its methods, never behind its back.
+
+    model.events.connect("step_added", timeline.on_step_added)   # (index, record)
+    model.insert_lane(2, LaneSpec("greedy"))                     # → "lane_inserted" (2)
+
+The shape follows napari's Qt-free models (a widget is built from a model and connects to its events), so a
+new view is one class plus one line of wiring, and no view can miss a change another view made.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from enum import Enum
+
+from decoding.spec import LaneSpec
+from decoding.trace import LaneTrace, RunTrace, StepRecord
+from gui.render import TokenMarks, first_difference, near_tie
+
+NEAR_TIE_THRESHOLD = 0.05  # processed top-1 − top-2 margin below this is a near-tie
+
+# Every event the model emits, with the arguments its listeners get.
+EVENTS: dict[str, str] = {
+    "lanes_reset": "()  the whole lane list was replaced (a run started, a file was opened)",
+    "lane_inserted": "(index)",
+    "lane_removed": "(index, lane)",
+    "lane_moved": "(old_index, new_index)",
+    "lane_changed": "(index)  its spec, name, visibility or staleness changed",
+    "step_added": "(index, record)  a streamed step; one with a step the lane already has replaces its tail",
+    "run_started": "(job)  a JobKind",
+    "run_finished": "()  every lane's final steps, the analysis and the marks are in",
+    "selection_changed": "(selection)  a Selection or None",
+    "notice_changed": "(notice)  a Notice or None",
+    "status": "(text)  a passing status message",
+    "model_changed": "()  the model's name or its execution provider changed",
+}
+
+
+class Events:
+    """Synchronous named events: `connect(name, callback)`, `emit(name, *args)` calls the callbacks in order."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self._listeners: dict[str, list[Callable]] = {name: [] for name in names}
+
+    def connect(self, name: str, callback: Callable) -> None:
+        if name not in self._listeners:
+            raise KeyError(f"no event {name!r}: allowed {', '.join(self._listeners)}")
+        self._listeners[name].append(callback)
+
+    def disconnect(self, name: str, callback: Callable) -> None:
+        self._listeners[name].remove(callback)
+
+    def emit(self, name: str, *args) -> None:
+        for callback in list(self._listeners[name]):
+            callback(*args)
+
+
+class JobKind(Enum):
+    """What the worker is doing for the window."""
+
+    RUN = "run"
+    BRANCH = "branch"
+    REPLAY = "replay"
+
+
+@dataclass(frozen=True)
+class Selection:
+    lane: int
+    step: int
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A message above the text. `cause` names what clears it (e.g. "prompt": editing the prompt)."""
+
+    text: str
+    level: str = "error"  # "error" or "info"
+    cause: str = ""
+
+
+_lane_keys = itertools.count()
+
+
+@dataclass(eq=False)
+class Lane:
+    """One lane of the window: the spec as the user set it (seed None = a fresh seed each run), and the trace
+    of the shown run for it (no steps until it runs). `colour` stays the lane's for its whole life."""
+
+    spec: LaneSpec
+    trace: LaneTrace
+    colour: int = 0
+    key: int = field(default_factory=lambda: next(_lane_keys))
+    stale: bool = False  # the spec changed since the trace was recorded: Run to update
+    hidden: bool = False  # its line is hidden in the charts
+    named_by_user: bool = False  # else the name follows the strategy
+    branch_prompt: tuple | None = None  # the prompt (text, chat, system) its branch point belongs to
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+def lane_trace_for(spec: LaneSpec) -> LaneTrace:
+    """An empty trace for a lane that has not run yet."""
+    branch = None if spec.branch is None else {
+        "parent": spec.branch.parent, "step": spec.branch.step, "token_id": spec.branch.token_id}
+    return LaneTrace(name=spec.name, config=spec.to_config(), processors=spec.processors(), branch=branch)
+
+
+class RunModel:
+    def __init__(self, specs: Iterable[LaneSpec] = ()) -> None:
+        self.events = Events(EVENTS)
+        self.lanes: list[Lane] = []
+        self.trace: RunTrace | None = None  # the shown run: prompt, settings, timing, analysis (lanes: below)
+        self.selection: Selection | None = None
+        self.notice: Notice | None = None
+        self.job: JobKind | None = None  # what runs now
+        self.run_limit = 0  # steps of the running (or last) job's longest lane
+        self.model_name = ""
+        self.provider = ""  # the execution provider really active ("" before the model is loaded)
+        self.near_tie_threshold = NEAR_TIE_THRESHOLD
+        self.reference = 0  # the lane whose tokens the others' divergence is measured against
+        for spec in specs:
+            self.lanes.append(self._new_lane(spec))
+
+    # ------------------------------------------------------------------------------------------------ reading
+
+    @property
+    def specs(self) -> list[LaneSpec]:
+        return [lane.spec for lane in self.lanes]
+
+    @property
+    def traces(self) -> list[LaneTrace]:
+        return [lane.trace for lane in self.lanes]
+
+    @property
+    def running(self) -> bool:
+        return self.job is not None
+
+    def index_of(self, key: int) -> int:
+        for index, lane in enumerate(self.lanes):
+            if lane.key == key:
+                return index
+        raise KeyError(f"no lane with key {key}")
+
+    def names(self) -> set[str]:
+        return {lane.name for lane in self.lanes}
+
+    def step_record(self, lane: int, step: int) -> StepRecord | None:
+        if not 0 <= lane < len(self.lanes):
+            return None
+        steps = self.lanes[lane].trace.steps
+        return steps[step] if 0 <= step < len(steps) else None
+
+    def divergence_step(self, lane: int) -> int | None:
+        """First step where `lane` departs from the reference lane (None for the reference itself or no split)."""
+        if lane == self.reference or not 0 <= self.reference < len(self.lanes):
+            return None
+        return first_difference(self.lanes[lane].trace.token_ids, self.lanes[self.reference].trace.token_ids)
+
+    def branch_step(self, lane: int) -> int | None:
+        branch = self.lanes[lane].trace.branch
+        return None if not branch else int(branch["step"])
+
+    def marks(self, lane: int) -> list[TokenMarks]:
+        divergence = self.divergence_step(lane)
+        branch = self.branch_step(lane)
+        selected = self.selection.step if self.selection and self.selection.lane == lane else None
+        return [
+            TokenMarks(
+                divergence=index == divergence,
+                near_tie=near_tie(record, self.near_tie_threshold),
+                branch=index == branch,
+                selected=index == selected,
+            )
+            for index, record in enumerate(self.lanes[lane].trace.steps)
+        ]
+
+    def max_steps(self) -> int:
+        return max((len(lane.trace.steps) for lane in self.lanes), default=0)
+
+    def total_tokens(self) -> int:
+        return sum(len(lane.trace.steps) for lane in self.lanes)
+
+    def shown_trace(self) -> RunTrace | None:
+        """The shown run with the lanes that ran, in the window's order (what Save writes)."""
+        if self.trace is None:
+            return None
+        self.trace.lanes = [lane.trace for lane in self.lanes if lane.trace.steps or lane.trace.finish_reason]
+        return self.trace
+
+    # ---------------------------------------------------------------------------------------- editing lanes
+
+    def set_specs(self, specs: Iterable[LaneSpec]) -> None:
+        """Replace every lane (no run shown for them)."""
+        self.lanes = []
+        for spec in specs:
+            self.lanes.append(self._new_lane(spec))
+        self._set_selection(None)
+        self.events.emit("lanes_reset")
+
+    def insert_lane(self, index: int, spec: LaneSpec, **attributes) -> Lane:
+        lane = self._new_lane(spec, **attributes)
+        self.lanes.insert(index, lane)
+        if self.selection is not None and self.selection.lane >= index:
+            self._set_selection(Selection(self.selection.lane + 1, self.selection.step))
+        self.events.emit("lane_inserted", index)
+        return lane
+
+    def remove_lane(self, index: int) -> Lane:
+        lane = self.lanes.pop(index)
+        if self.selection is not None:
+            if self.selection.lane == index:
+                self._set_selection(None)
+            elif self.selection.lane > index:
+                self._set_selection(Selection(self.selection.lane - 1, self.selection.step))
+        if index < self.reference or self.reference >= len(self.lanes):
+            self.reference = max(0, min(self.reference - 1, len(self.lanes) - 1))
+        self.events.emit("lane_removed", index, lane)
+        return lane
+
+    def move_lane(self, index: int, target: int) -> None:
+        lane = self.lanes.pop(index)
+        self.lanes.insert(target, lane)
+        if self.selection is not None and self.selection.lane == index:
+            self._set_selection(Selection(target, self.selection.step))
+        self.events.emit("lane_moved", index, target)
+
+    def replace_spec(self, index: int, spec: LaneSpec, *, named_by_user: bool | None = None) -> None:
+        """The user edited a lane: its shown text becomes stale (it was made with the old spec)."""
+        lane = self.lanes[index]
+        old_name = lane.spec.name
+        renamed_only = replace(lane.spec, name=spec.name) == spec
+        lane.spec = spec
+        if spec.name != old_name:
+            self._rename_parent(old_name, spec.name)
+        if named_by_user is not None:
+            lane.named_by_user = named_by_user
+        if renamed_only:
+            lane.trace.name = spec.name
+        elif lane.trace.steps:
+            lane.stale = True
+        self.events.emit("lane_changed", index)
+
+    def _rename_parent(self, old: str, new: str) -> None:
+        """Branch lanes name their parent: follow a rename."""
+        for index, lane in enumerate(self.lanes):
+            branch = lane.spec.branch
+            if branch is not None and branch.parent == old:
+                lane.spec = replace(lane.spec, branch=replace(branch, parent=new))
+                if lane.trace.branch:
+                    lane.trace.branch = {**lane.trace.branch, "parent": new}
+                self.events.emit("lane_changed", index)
+
+    def pin_seed(self, index: int, seed: int) -> None:
+        """Keep the seed a lane ran with (its shown text stays current)."""
+        lane = self.lanes[index]
+        lane.spec = replace(lane.spec, seed=seed)
+        self.events.emit("lane_changed", index)
+
+    def set_hidden(self, index: int, hidden: bool) -> None:
+        self.lanes[index].hidden = hidden
+        self.events.emit("lane_changed", index)
+
+    # -------------------------------------------------------------------------------------------- a run
+
+    def start_job(self, job: JobKind, keys: list[int], limit: int) -> None:
+        """A job starts streaming into the lanes with these keys (their traces start empty). A run or replay
+        replaces the shown run; a branch adds to it. `limit`: the steps of the job's longest lane."""
+        self.job = job
+        self.run_limit = limit
+        if job is not JobKind.BRANCH:
+            self.trace = None
+            self._set_selection(None)
+        for lane in self.lanes:
+            if lane.key in keys:
+                lane.trace, lane.stale = lane_trace_for(lane.spec), False
+        if job is not JobKind.BRANCH:
+            self.events.emit("lanes_reset")
+        self.events.emit("run_started", job)
+
+    def add_step(self, index: int, record: StepRecord) -> None:
+        trace = self.lanes[index].trace
+        if record.step < len(trace.steps):  # a re-sent step (a beam lane's best path changed)
+            del trace.steps[record.step:]
+            del trace.token_ids[record.step:]
+        trace.steps.append(record)
+        trace.token_ids.append(record.token_id)
+        self.events.emit("step_added", index, record)
+
+    def finish_job(self, trace: RunTrace | None, finished: dict[int, LaneTrace]) -> None:
+        """The job ended: `finished` maps lane keys to the engine's final traces (beam lanes' best paths,
+        finish reasons); `trace` (None for a branch) is the run's timing, settings and error."""
+        for lane in self.lanes:
+            final = finished.get(lane.key)
+            if final is not None:
+                final.name = lane.name
+                lane.trace = final
+        if trace is not None:
+            self.trace = trace
+        self.job = None
+        self._refresh_analysis()
+        self.events.emit("run_finished")
+
+    def fail_job(self) -> None:
+        """The job failed: what streamed so far stays."""
+        self.job = None
+        self.events.emit("run_finished")
+
+    def show_trace(self, trace: RunTrace, specs: list[LaneSpec]) -> None:
+        """Show a saved run: one lane per trace lane, with the spec it was made with."""
+        self.trace = trace
+        self.lanes = []
+        for spec, lane_trace in zip(specs, trace.lanes, strict=True):
+            lane = self._new_lane(spec)
+            lane.trace = lane_trace
+            lane.branch_prompt = prompt_key(trace) if spec.branch else None
+            self.lanes.append(lane)
+        self.near_tie_threshold = trace.settings.near_tie_threshold
+        self.reference = 0
+        self.run_limit = max((len(lane.steps) for lane in trace.lanes), default=0)
+        self._set_selection(None)
+        self.events.emit("lanes_reset")
+        self.events.emit("run_finished")
+
+    # ------------------------------------------------------------------------------------------ selection
+
+    def select(self, lane: int, step: int) -> bool:
+        """Select a recorded step; False (nothing changes) if there is none there."""
+        if self.step_record(lane, step) is None:
+            return False
+        self._set_selection(Selection(lane, step))
+        return True
+
+    def _set_selection(self, selection: Selection | None) -> None:
+        if selection != self.selection:
+            self.selection = selection
+            self.events.emit("selection_changed", selection)
+
+    # --------------------------------------------------------------------------------------------- notice
+
+    def show_notice(self, text: str, level: str = "error", cause: str = "") -> None:
+        self.notice = Notice(text, level, cause)
+        self.events.emit("notice_changed", self.notice)
+
+    def clear_notice(self, cause: str | None = None) -> None:
+        """Clear the notice (only if it has this cause, when one is given)."""
+        if self.notice is None or (cause is not None and self.notice.cause != cause):
+            return
+        self.notice = None
+        self.events.emit("notice_changed", None)
+
+    # --------------------------------------------------------------------------------------- status, model
+
+    def set_status(self, text: str) -> None:
+        self.events.emit("status", text)
+
+    def set_model_name(self, name: str, provider: str) -> None:
+        self.model_name, self.provider = name, provider
+        self.events.emit("model_changed")
+
+    # ---------------------------------------------------------------------------------------- internals
+
+    def _new_lane(self, spec: LaneSpec, **attributes) -> Lane:
+        return Lane(spec=spec, trace=lane_trace_for(spec), colour=self._free_colour(), **attributes)
+
+    def _free_colour(self) -> int:
+        used = {lane.colour for lane in self.lanes}
+        return next(colour for colour in itertools.count() if colour not in used)
+
+    def _refresh_analysis(self) -> None:
+        if self.trace is None:
+            return
+        from decoding import analysis
+
+        self.shown_trace()
+        self.trace.analysis = analysis.analyze(self.trace)
+
+
+def prompt_key(trace: RunTrace) -> tuple:
+    """What a branch point depends on besides its parent: the prompt text, chat flag and system prompt."""
+    return (trace.prompt.text, trace.prompt.chat, trace.prompt.system)
+
+
+def running_beam_pieces(steps: list[StepRecord]) -> list[str] | None:
+    """While a beam lane streams, its records are each step's best candidate, which need not form one
+    sequence. The best running hypothesis (beam 0 at the last step) is followed back through the parent
+    pointers of every step's kept beams instead. None if the records carry no beams."""
+    if not steps or not steps[-1].beams:
+        return None
+    pieces, beam = [], 0
+    for step in reversed(steps):
+        if step.beams is None:  # copied prefix (branch) steps: one sequence already
+            pieces.append(step.token_text)
+            continue
+        kept = next((h for h in step.beams if h.kept and h.beam == beam), None)
+        if kept is None:
+            return None
+        pieces.append(kept.token_text)
+        beam = kept.parent
+    return pieces[::-1]
