@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from decoding.parameters import check_int, parameter
+from decoding.processors import top_candidates
 from decoding.trace import BeamHypothesis
 
 NEG = np.float32(-1.0e9)  # transformers' "very large negative" score for masked beams
@@ -55,52 +57,14 @@ class BeamStepResult:
     done: bool
 
 
-def top_k_desc(values: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k largest values, largest first, equal values by lower index (a stable sort's prefix).
-
-    A long array is first cut at the k-th largest value of a strided sample, a lower bound of its own k-th
-    largest: every winner survives, and the exact selection then runs on about `stride * k` values."""
-    stride = 16
-    if values.size >= 64 * k * stride:
-        sample = values[::stride]
-        bound = np.partition(sample, sample.size - k)[sample.size - k]
-        candidates = np.flatnonzero(values >= bound)
-        return candidates[_top_k_exact(values[candidates], k)]
-    return _top_k_exact(values, k)
-
-
-def _top_k_exact(values: np.ndarray, k: int) -> np.ndarray:
-    if k >= values.size:
-        return np.argsort(-values, kind="stable")
-    kth = values[np.argpartition(-values, k - 1)[:k]].min()
-    above = np.flatnonzero(values > kth)
-    ties = np.flatnonzero(values == kth)[: k - above.size]
-    chosen = np.sort(np.concatenate([above, ties]))
-    return chosen[np.argsort(-values[chosen], kind="stable")]
-
-
 def _validate(num_beams, length_penalty, early_stopping, num_return_sequences, eos_token_ids, max_new_tokens):
-    def is_int(value) -> bool:
-        return isinstance(value, int | np.integer) and not isinstance(value, bool)
-
-    if not is_int(num_beams) or num_beams < 2:
-        raise ValueError(f"num_beams must be an integer >= 2 (1 is greedy), got {num_beams!r}")
-    if (
-        isinstance(length_penalty, bool)
-        or not isinstance(length_penalty, int | float)
-        or not np.isfinite(length_penalty)
-    ):
-        raise ValueError(f"length_penalty must be a finite number, got {length_penalty!r}")
-    if early_stopping not in (True, False, "never") or not isinstance(early_stopping, bool | str):
-        raise ValueError(f"early_stopping must be True, False or 'never', got {early_stopping!r}")
-    if not is_int(num_return_sequences) or not 1 <= num_return_sequences <= num_beams:
-        raise ValueError(
-            f"num_return_sequences must be an integer in [1, num_beams={num_beams}], got {num_return_sequences!r}"
-        )
-    if any(not is_int(t) or t < 0 for t in eos_token_ids):
-        raise ValueError(f"eos_token_ids must be integers >= 0, got {list(eos_token_ids)!r}")
-    if not is_int(max_new_tokens) or max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens must be an integer >= 1, got {max_new_tokens!r}")
+    check_int("num_beams", num_beams, 2)  # 1 is greedy
+    parameter("length_penalty").check(length_penalty)
+    parameter("early_stopping").check(early_stopping)
+    check_int("num_return_sequences", num_return_sequences, 1, num_beams, "num_beams")
+    for token in eos_token_ids:
+        check_int("eos_token_ids", token, 0)
+    parameter("max_new_tokens").check(max_new_tokens)
 
 
 class BeamSearch:
@@ -155,7 +119,7 @@ class BeamSearch:
         scores = self._checked(scores)
         vocab = scores.shape[1]
         accumulated = (scores + self._running_scores[:, None]).reshape(-1)
-        top = top_k_desc(accumulated, self.beams_to_keep)
+        top = top_candidates(accumulated, self.beams_to_keep)
         return self._advance(accumulated[top], top // vocab, top % vocab)
 
     def step_top(self, token_ids: np.ndarray, scores: np.ndarray) -> BeamStepResult:
@@ -211,7 +175,7 @@ class BeamSearch:
     def _select_running(self, cand_scores, cand_sequences, stopped) -> np.ndarray:
         """transformers' _get_running_beams_for_next_iteration: the best candidates that did not stop."""
         masked = cand_scores + np.where(stopped, NEG, np.float32(0.0))
-        chosen = top_k_desc(masked, self.num_beams)
+        chosen = top_candidates(masked, self.num_beams)
         self._running = cand_sequences[chosen]
         self._running_scores = masked[chosen]
         return chosen
@@ -226,15 +190,20 @@ class BeamSearch:
         if not self._improvable:
             penalized = penalized + NEG
         penalized = penalized + np.where(just_finished, np.float32(0.0), NEG)
-        merged_scores = np.concatenate([self._pool_scores, penalized])
-        keep = top_k_desc(merged_scores, self.num_beams)
-        merged_sequences = self._pool_sequences + list(cand_sequences)
-        merged_finished = np.concatenate([self._pool_finished, just_finished])
-        self._pool_sequences = [merged_sequences[i] for i in keep]
-        self._pool_scores = merged_scores[keep]
-        self._pool_finished = merged_finished[keep]
+        keep = self._merge_into_pool(penalized, cand_sequences, just_finished)
         new = keep[keep >= self.num_beams] - self.num_beams
         return new[just_finished[new]]
+
+    def _merge_into_pool(self, scores: np.ndarray, sequences: np.ndarray, finished: np.ndarray) -> np.ndarray:
+        """The pool becomes the best `num_beams` of its entries and these; returns the kept positions in
+        (pool entries, then these)."""
+        merged_scores = np.concatenate([self._pool_scores, scores])
+        keep = top_candidates(merged_scores, self.num_beams)
+        merged_sequences = self._pool_sequences + list(sequences)
+        self._pool_sequences = [merged_sequences[i] for i in keep]
+        self._pool_scores = merged_scores[keep]
+        self._pool_finished = np.concatenate([self._pool_finished, finished])[keep]
+        return keep
 
     def _still_improvable(self) -> bool:
         """transformers' _check_early_stop_heuristic (sticky: once False it stays False)."""
@@ -273,9 +242,5 @@ class BeamSearch:
         if self.length == 0:
             return
         penalized = self._running_scores / np.float32(self.length**self.length_penalty)
-        merged_scores = np.concatenate([self._pool_scores, penalized])
-        keep = top_k_desc(merged_scores, self.num_beams)
-        merged_sequences = self._pool_sequences + list(self._running)
-        self._pool_sequences = [merged_sequences[i] for i in keep]
-        self._pool_scores = merged_scores[keep]
-        self._pool_finished = np.ones(self.num_beams, dtype=bool)
+        self._merge_into_pool(penalized, self._running, np.ones(self.num_beams, dtype=bool))
+        self._pool_finished[:] = True  # the search is over: every kept entry is a result

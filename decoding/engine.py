@@ -28,6 +28,7 @@ import numpy as np
 
 from decoding import analysis
 from decoding.lane_state import LaneState, new_lane_state
+from decoding.parameters import Range, check_int, parameter
 from decoding.protocol import LogitsSource, TokenText
 from decoding.spec import LaneSpec, assign_seeds
 from decoding.stats import MIN_TOP_N, LogitsRowCache
@@ -71,10 +72,8 @@ class Engine:
         top_n: int = MIN_TOP_N,
         near_tie_threshold: float = 0.05,
     ) -> None:
-        if isinstance(top_n, bool) or not isinstance(top_n, int) or top_n < MIN_TOP_N:
-            raise ValueError(f"invalid top_n={top_n!r}: allowed an integer >= {MIN_TOP_N}")
-        if not 0.0 <= near_tie_threshold <= 1.0:
-            raise ValueError(f"invalid near_tie_threshold={near_tie_threshold!r}: allowed a float in [0, 1]")
+        check_int("top_n", top_n, MIN_TOP_N)
+        Range(0.0, 1.0).check("near_tie_threshold", near_tie_threshold)
         self.source = source
         self.tokenizer = tokenizer
         self.eos_token_ids = [int(t) for t in eos_token_ids]
@@ -117,8 +116,7 @@ def _check_run_inputs(prompt: PromptInfo, specs: Sequence[LaneSpec], max_new_tok
         raise ValueError("invalid prompt: it encodes to no tokens (allowed: a non-empty prompt)")
     if not specs:
         raise ValueError("invalid lanes: none given (allowed: at least one lane)")
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-        raise ValueError(f"invalid max_new_tokens={max_new_tokens!r}: allowed an integer >= 1")
+    parameter("max_new_tokens").check(max_new_tokens)
     if len(prefix.records) != len(prefix.token_ids):
         raise ValueError(f"invalid prefix: {len(prefix.token_ids)} tokens but {len(prefix.records)} records")
     names = [spec.name for spec in specs]

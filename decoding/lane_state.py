@@ -40,9 +40,8 @@ class LaneState:
     ) -> None:
         self.index = index
         self.spec = spec
-        self.trace = LaneTrace(
-            name=spec.name, config=spec.to_config(), processors=spec.processors(), branch=_branch_dict(spec)
-        )
+        branch = spec.branch.to_dict() if spec.branch else None
+        self.trace = LaneTrace(name=spec.name, config=spec.to_config(), processors=spec.processors(), branch=branch)
         self.prompt_ids = list(prompt_ids)
         self.tokens: list[int] = []  # generated tokens of the (best) row, prefix included
         self.eos = set(eos_token_ids)
@@ -342,12 +341,6 @@ def _log_normalizer(scores: np.ndarray, known_token: int, known_logprob: float) 
         return float(scores[known_token]) - known_logprob
     top = float(scores.max())
     return top + math.log(float(np.exp(scores.astype(np.float64) - top).sum()))
-
-
-def _branch_dict(spec: LaneSpec) -> dict | None:
-    if spec.branch is None:
-        return None
-    return {"parent": spec.branch.parent, "step": spec.branch.step, "token_id": spec.branch.token_id}
 
 
 def new_lane_state(

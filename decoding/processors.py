@@ -17,59 +17,21 @@ back to a larger prefix and finally the full sort), so a step costs O(vocab) plu
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
-FILTER = np.float32(-np.inf)
+from decoding.parameters import Strategies, active_processors, check_int, parameter
 
-# transformers' order in GenerationMixin._get_logits_processor: penalties and constraints first, then (only
-# when do_sample) the warpers. Same names as GenerationConfig and decoding.spec.PROCESSOR_ORDER.
-DEFAULT_ORDER: tuple[str, ...] = (
-    "repetition_penalty",
-    "no_repeat_ngram_size",
-    "min_new_tokens",
-    "temperature",
-    "top_k",
-    "top_p",
-    "min_p",
-    "typical_p",
-)
-SAMPLING_WARPERS = frozenset({"temperature", "top_k", "top_p", "min_p", "typical_p"})
+FILTER = np.float32(-np.inf)
 
 # About how many of the best tokens top-p, typical and sampling sort before falling back to all of them.
 PREFIX_TIERS = (1024, 8192)
 SAMPLE_STRIDE = 16
 
 
-# ----------------------------------------------------------------------------------------------- validation
-
-
-def _is_number(value: Any) -> bool:
-    numeric = isinstance(value, int | float | np.integer | np.floating)
-    return numeric and not isinstance(value, bool | np.bool_)
-
-
-def check_float(name: str, value: Any, low: float, high: float, low_open: bool, high_open: bool) -> float:
-    """Return `value` as a float or raise ValueError naming the parameter, the value and the range."""
-    left = "(" if low_open else "["
-    right = ")" if high_open else "]"
-    inside = _is_number(value) and (value > low if low_open else value >= low) and (
-        value < high if high_open else value <= high
-    )
-    if not inside:
-        shown = "inf" if high == math.inf else f"{high:g}"
-        raise ValueError(f"{name} must be in {left}{low:g}, {shown}{right}, got {value!r}")
-    return float(value)
-
-
-def check_int(name: str, value: Any, low: int) -> int:
-    """Return `value` as an int or raise ValueError naming the parameter, the value and the range."""
-    if not isinstance(value, int | np.integer) or isinstance(value, bool | np.bool_) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    return int(value)
+# ----------------------------------------------------------------------------------------------- inputs
 
 
 def _scores(scores: np.ndarray) -> np.ndarray:
@@ -108,18 +70,24 @@ def sample_thresholds(values: np.ndarray, counts: Sequence[int]) -> list[float]:
 
 
 def top_candidates(values: np.ndarray, count: int) -> np.ndarray:
-    """Ids of the `count` largest values, largest first, equal values by lower id, without a full sort."""
-    size = values.shape[-1]
-    if count >= size:
+    """Ids of the `count` largest values, largest first, equal values by lower id (a stable descending sort's
+    prefix), without a full sort. A long array is first cut at a lower bound of its count-th largest value read
+    off a strided sample: every winner survives, and the exact selection runs on about count * SAMPLE_STRIDE
+    values."""
+    if count * SAMPLE_STRIDE * 8 <= values.size:
+        candidates = np.flatnonzero(values >= sample_thresholds(values, [count])[0])
+        return candidates[_top_exact(values[candidates], count)]
+    return _top_exact(values, count)
+
+
+def _top_exact(values: np.ndarray, count: int) -> np.ndarray:
+    if count >= values.size:
         return np.argsort(-values, kind="stable")
-    if count * SAMPLE_STRIDE * 8 <= size:  # small count: a sampled threshold leaves ~count*stride candidates
-        ids = np.flatnonzero(values >= sample_thresholds(values, [count])[0])
-    else:
-        ids = np.flatnonzero(values >= np.partition(values, size - count)[size - count])
-    if ids.size > 4 * count + 256:  # many ties or an unlucky sample: narrow down before sorting
-        kept = values[ids]
-        ids = ids[kept >= np.partition(kept, kept.size - count)[kept.size - count]]
-    return ids[order_desc(values[ids], ids)][:count]
+    kth = np.partition(values, values.size - count)[values.size - count]
+    above = np.flatnonzero(values > kth)
+    ties = np.flatnonzero(values == kth)[: count - above.size]  # the lowest ids among those equal to the cut
+    chosen = np.concatenate([above, ties])
+    return chosen[order_desc(values[chosen], chosen)]
 
 
 def prefix_sets(values: np.ndarray) -> Iterator[tuple[np.ndarray, bool]]:
@@ -176,7 +144,7 @@ class RepetitionPenalty(Processor):
     name = "repetition_penalty"
 
     def __init__(self, penalty: float):
-        self.penalty = check_float("repetition_penalty", penalty, 0.0, math.inf, True, True)
+        self.penalty = parameter(self.name).check_for_processor(penalty)
 
     def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
         penalty = np.float32(self.penalty)
@@ -196,7 +164,7 @@ class NoRepeatNGram(Processor):
     name = "no_repeat_ngram_size"
 
     def __init__(self, ngram_size: int):
-        self.ngram_size = check_int("no_repeat_ngram_size", ngram_size, 1)
+        self.ngram_size = parameter(self.name).check_for_processor(ngram_size)
 
     def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
         out = scores.copy()
@@ -221,7 +189,7 @@ class MinNewTokens(Processor):
     name = "min_new_tokens"
 
     def __init__(self, min_new_tokens: int, prompt_len: int, eos_ids: Sequence[int]):
-        self.min_new_tokens = check_int("min_new_tokens", min_new_tokens, 0)
+        self.min_new_tokens = parameter(self.name).check_for_processor(min_new_tokens)
         self.prompt_len = check_int("prompt_len", prompt_len, 0)
         self.eos_ids = tuple(check_int("eos_ids", token, 0) for token in eos_ids)
 
@@ -246,7 +214,7 @@ class Temperature(Processor):
     name = "temperature"
 
     def __init__(self, temperature: float):
-        self.temperature = check_float("temperature", temperature, 0.0, math.inf, True, True)
+        self.temperature = parameter(self.name).check_for_processor(temperature)
 
     def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
         return scores / np.float32(self.temperature)
@@ -261,7 +229,7 @@ class TopK(Processor):
     name = "top_k"
 
     def __init__(self, top_k: int, min_tokens_to_keep: int = 1):
-        self.top_k = check_int("top_k", top_k, 1)
+        self.top_k = parameter(self.name).check_for_processor(top_k)
         self.min_tokens_to_keep = _keep_arg(min_tokens_to_keep)
 
     def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
@@ -297,7 +265,7 @@ class TopP(_RowWarper):
     name = "top_p"
 
     def __init__(self, top_p: float, min_tokens_to_keep: int = 1):
-        self.top_p = check_float("top_p", top_p, 0.0, 1.0, False, False)
+        self.top_p = parameter(self.name).check_for_processor(top_p)
         self.min_tokens_to_keep = _keep_arg(min_tokens_to_keep)
 
     def kept_ids(self, row: np.ndarray) -> np.ndarray:
@@ -338,7 +306,7 @@ class MinP(Processor):
     name = "min_p"
 
     def __init__(self, min_p: float, min_tokens_to_keep: int = 1):
-        self.min_p = check_float("min_p", min_p, 0.0, 1.0, False, False)
+        self.min_p = parameter(self.name).check_for_processor(min_p)
         self.min_tokens_to_keep = _keep_arg(min_tokens_to_keep)
 
     def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
@@ -360,7 +328,7 @@ class Typical(_RowWarper):
     name = "typical_p"
 
     def __init__(self, typical_p: float, min_tokens_to_keep: int = 1):
-        self.typical_p = check_float("typical_p", typical_p, 0.0, 1.0, True, False)
+        self.typical_p = parameter(self.name).check_for_processor(typical_p)
         self.min_tokens_to_keep = _keep_arg(min_tokens_to_keep)
 
     def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
@@ -406,53 +374,15 @@ class Typical(_RowWarper):
 
 # -------------------------------------------------------------------------------------------- building
 
-# A parameter at its "off" value builds no processor, as in transformers.
-OFF_VALUES: dict[str, Any] = {
-    "repetition_penalty": 1.0,
-    "no_repeat_ngram_size": 0,
-    "min_new_tokens": 0,
-    "temperature": 1.0,
-    "top_k": 0,
-    "top_p": 1.0,
-    "min_p": 0.0,
-    "typical_p": 1.0,
-}
-
-
-def is_active(config: dict[str, Any], name: str) -> bool:
-    """Whether `config` turns processor `name` on (warpers only under do_sample, like transformers)."""
-    value = config.get(name)
-    if value is None or (_is_number(value) and value == OFF_VALUES[name]):
-        return False
-    return bool(config.get("do_sample")) or name not in SAMPLING_WARPERS
-
-
 def ignored_settings(config: dict[str, Any]) -> list[str]:
     """Warper parameters set in `config` that do nothing because do_sample is false (transformers ignores
     them too), so a caller can tell the user."""
     if config.get("do_sample"):
         return []
     sampled = {**config, "do_sample": True}
-    return [name for name in DEFAULT_ORDER if name in SAMPLING_WARPERS and is_active(sampled, name)]
-
-
-def resolve_order(config: dict[str, Any], order: Sequence[str] | None = None) -> list[str]:
-    """Names of the processors `config` turns on, in `order` (default: transformers' order). An order may name
-    inactive processors (they are skipped) but must name every active one, each once."""
-    active = [name for name in DEFAULT_ORDER if is_active(config, name)]
-    if order is None:
-        return active
-    order = list(order)
-    unknown = [name for name in order if name not in DEFAULT_ORDER]
-    if unknown or len(set(order)) != len(order):
-        raise ValueError(f"processor_order must list distinct names among {', '.join(DEFAULT_ORDER)}, "
-                         f"got {order!r}")
-    missing = [name for name in active if name not in order]
-    if missing:
-        raise ValueError(
-            f"processor_order must name every active processor, got {order!r} (missing {', '.join(missing)})"
-        )
-    return [name for name in order if name in active]
+    return [
+        name for name in active_processors(sampled) if parameter(name).applies_to is Strategies.SAMPLING
+    ]
 
 
 def min_tokens_to_keep_for(num_beams: int, eos_ids: Sequence[int]) -> int:
@@ -480,7 +410,7 @@ def build_processors(
         "min_p": lambda v: MinP(v, keep),
         "typical_p": lambda v: Typical(v, keep),
     }
-    names = resolve_order(config, order)
+    names = active_processors(config, order)
     if not eos_ids and "min_new_tokens" in names:
         names.remove("min_new_tokens")
     return [makers[name](config[name]) for name in names]

@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from decoding.processors import PREFIX_TIERS, SAMPLE_STRIDE, check_int, sample_thresholds
+from decoding.parameters import parameter
+from decoding.processors import PREFIX_TIERS, SAMPLE_STRIDE, sample_thresholds
 from decoding.stats import Softmax
 
 
@@ -35,7 +36,7 @@ class Sampler:
     """Seeded categorical sampling for one lane."""
 
     def __init__(self, seed: int):
-        self.seed = check_int("seed", seed, 0)
+        self.seed = parameter("seed").check(seed)
         self._rng = np.random.Generator(np.random.PCG64(self.seed))
 
     @property

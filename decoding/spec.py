@@ -1,42 +1,30 @@
 """LaneSpec: one decoding strategy as data, with Hugging Face `GenerationConfig` names and semantics.
 
-No hidden defaults: a processor applies only when its parameter is set (and, like transformers, the sampling
-warpers only when `do_sample`). `top_k=0`, `top_p=1.0`, `min_p=0`, `typical_p=1.0`, `repetition_penalty=1.0`,
-`no_repeat_ngram_size=0` mean off. A `config:` lane reads a generation_config.json and applies what the file
-means in transformers, its implicit defaults included (`do_sample: true` without `top_k` means `top_k=50`).
+No hidden defaults: a processor applies only when its parameter is set to something other than its "off" value
+(and, like transformers, the sampling warpers only when `do_sample`). Every parameter's type, range, off value
+and the lanes it applies to are in `decoding.parameters`. A `config:` lane reads a generation_config.json and
+applies what the file means in transformers, its implicit defaults included (`do_sample: true` without `top_k`
+means `top_k=50`).
 """
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from decoding.processors import DEFAULT_ORDER, SAMPLING_WARPERS
+import numpy as np
 
-# transformers' order (penalties first, then the sampling warpers) lives with the processors themselves.
-PROCESSOR_ORDER = DEFAULT_ORDER
-
-# What transformers' GenerationConfig assumes for keys a generation_config.json leaves out.
-TRANSFORMERS_DEFAULTS: dict[str, Any] = {
-    "do_sample": False,
-    "temperature": 1.0,
-    "top_k": 50,
-    "top_p": 1.0,
-    "min_p": None,
-    "typical_p": 1.0,
-    "repetition_penalty": 1.0,
-    "no_repeat_ngram_size": 0,
-    "min_new_tokens": None,
-    "num_beams": 1,
-    "length_penalty": 1.0,
-    "early_stopping": False,
-    "num_return_sequences": 1,
-    "max_new_tokens": None,
-    "stop_strings": None,
-}
+from decoding.parameters import (
+    BY_NAME,
+    GENERATION_CONFIG_DEFAULTS,
+    PARAMETERS,
+    PROCESSOR_ORDER,
+    active_processors,
+    check_int,
+    fail,
+)
 
 
 @dataclass(frozen=True)
@@ -46,6 +34,14 @@ class Branch:
     parent: str
     step: int
     token_id: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """As run files and LaneTrace.branch hold it."""
+        return {"parent": self.parent, "step": self.step, "token_id": self.token_id}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Branch:
+        return cls(parent=data["parent"], step=data["step"], token_id=data["token_id"])
 
 
 @dataclass(frozen=True)
@@ -72,6 +68,10 @@ class LaneSpec:
     forced: dict[int, int] = field(default_factory=dict)  # {step: token_id}
 
     def __post_init__(self) -> None:
+        for p in PARAMETERS:  # numpy scalars become Python numbers: the config is written as plain JSON
+            value = getattr(self, p.name)
+            if isinstance(value, np.generic):
+                object.__setattr__(self, p.name, value.item())
         validate(self)
 
     @property
@@ -80,15 +80,7 @@ class LaneSpec:
 
     def processors(self) -> list[str]:
         """The processors this lane applies, in the order it applies them (only those that are on)."""
-        active = [name for name in PROCESSOR_ORDER if self._is_on(name)]
-        if self.processor_order is None:
-            return active
-        return [name for name in self.processor_order if name in active]
-
-    def _is_on(self, name: str) -> bool:
-        if name in SAMPLING_WARPERS and not self.do_sample:
-            return False
-        return _is_set(self, name)
+        return active_processors(self.to_config(), self.processor_order)
 
     def to_config(self) -> dict[str, Any]:
         """The lane's config as plain JSON values: every parameter that is set, strategy parameters always."""
@@ -118,7 +110,7 @@ class LaneSpec:
         if "forced" in kwargs:
             kwargs["forced"] = {int(step): int(token) for step, token in kwargs["forced"].items()}
         _reject_unknown(kwargs)
-        return cls(name=name, branch=Branch(**branch) if branch else None, **kwargs)
+        return cls(name=name, branch=Branch.from_dict(branch) if branch else None, **kwargs)
 
     def with_changes(self, **changes: Any) -> LaneSpec:
         return replace(self, **changes)
@@ -126,99 +118,37 @@ class LaneSpec:
 
 # ------------------------------------------------------------------------------------------------ validation
 
-_OFF_VALUES = {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0, "typical_p": 1.0,
-               "repetition_penalty": 1.0, "no_repeat_ngram_size": 0, "min_new_tokens": 0}
-
-
-def _is_set(spec: LaneSpec, name: str) -> bool:
-    """Set to a value that changes anything (the transformers 'off' values count as unset)."""
-    value = getattr(spec, name)
-    return value is not None and value != _OFF_VALUES[name]
-
-
-def _fail(parameter: str, value: Any, allowed: str) -> None:
-    raise ValueError(f"invalid {parameter}={value!r}: allowed {allowed}")
-
-
-def _check_int(spec: LaneSpec, name: str, minimum: int) -> None:
-    value = getattr(spec, name)
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        _fail(name, value, f"an integer >= {minimum}")
-
-
-def _check_float(spec: LaneSpec, name: str, low: float, high: float, low_open: bool, allowed: str) -> None:
-    value = getattr(spec, name)
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        _fail(name, value, allowed)
-    if value > high or value < low or (low_open and value == low):
-        _fail(name, value, allowed)
-
 
 def validate(spec: LaneSpec) -> None:
+    """Each parameter against its row of the parameter table, then the rules between parameters."""
     if not isinstance(spec.name, str) or not spec.name.strip():
-        _fail("name", spec.name, "a non-empty string")
-    if not isinstance(spec.do_sample, bool):
-        _fail("do_sample", spec.do_sample, "true or false")
-    _check_float(spec, "temperature", 0.0, math.inf, True, "a float > 0")
-    _check_int(spec, "top_k", 0)
-    _check_float(spec, "top_p", 0.0, 1.0, False, "a float in [0, 1]")
-    _check_float(spec, "min_p", 0.0, 1.0, False, "a float in [0, 1]")
-    _check_float(spec, "typical_p", 0.0, 1.0, True, "a float in (0, 1]")
-    _check_float(spec, "repetition_penalty", 0.0, math.inf, True, "a float > 0")
-    _check_int(spec, "no_repeat_ngram_size", 0)
-    _check_int(spec, "min_new_tokens", 0)
-    _check_int(spec, "num_beams", 1)
-    _check_float(spec, "length_penalty", -math.inf, math.inf, False, "a finite float")
-    _check_int(spec, "max_new_tokens", 1)
-    _check_int(spec, "seed", 0)
-    if spec.early_stopping not in (True, False, "never"):
-        _fail("early_stopping", spec.early_stopping, 'true, false or "never"')
+        fail("name", spec.name, "a non-empty string")
+    for p in PARAMETERS:
+        value = getattr(spec, p.name)
+        if value is not None or p.default is not None:  # None is "unset" where the default is unset
+            p.check(value)
     _check_strategy(spec)
-    _check_order(spec)
+    active_processors(spec.to_config(), spec.processor_order)  # a custom order must name every active one
     _check_branch_and_forced(spec)
 
 
 def _check_strategy(spec: LaneSpec) -> None:
     if spec.is_beam and spec.do_sample:
-        _fail("do_sample", True, "false when num_beams > 1 (beam sampling is not supported)")
-    limit = spec.num_beams
-    value = spec.num_return_sequences
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
-        _fail("num_return_sequences", value, f"an integer in [1, num_beams={limit}]")
-    if not spec.do_sample:
-        for name in sorted(SAMPLING_WARPERS):
-            if _is_set(spec, name):
-                _fail(name, getattr(spec, name), "unset unless do_sample=true (use a sample: lane)")
-    if spec.seed is not None and not spec.do_sample:
-        _fail("seed", spec.seed, "unset unless do_sample=true (greedy and beam lanes draw nothing)")
-    if not all(isinstance(s, str) and s for s in spec.stop_strings):
-        _fail("stop_strings", list(spec.stop_strings), "non-empty strings")
-    if spec.stop_strings and spec.is_beam:
-        _fail("stop_strings", list(spec.stop_strings), "none on a beam lane (beams stop on eos and length)")
-
-
-def _check_order(spec: LaneSpec) -> None:
-    order = spec.processor_order
-    if order is None:
-        return
-    unknown = [name for name in order if name not in PROCESSOR_ORDER]
-    if unknown or len(set(order)) != len(order):
-        _fail("processor_order", list(order), f"distinct names among {', '.join(PROCESSOR_ORDER)}")
-    missing = [name for name in PROCESSOR_ORDER if spec._is_on(name) and name not in order]
-    if missing:
-        _fail("processor_order", list(order), f"an order naming every active processor (missing {missing})")
+        fail("do_sample", True, "false when num_beams > 1 (beam sampling is not supported)")
+    check_int("num_return_sequences", spec.num_return_sequences, 1, spec.num_beams, "num_beams")
+    for p in PARAMETERS:
+        value = getattr(spec, p.name)
+        refused = p.applies_to.requirement is not None and not p.applies_to.include(spec.do_sample, spec.num_beams)
+        if refused and p.is_set(value):
+            fail(p.name, list(value) if p.kind == "text" else value, p.applies_to.requirement)
 
 
 def _check_branch_and_forced(spec: LaneSpec) -> None:
     for step, token in spec.forced.items():
         if not isinstance(step, int) or step < 0 or not isinstance(token, int) or token < 0:
-            _fail("forced", {step: token}, "{step >= 0: token_id >= 0}")
+            fail("forced", {step: token}, "{step >= 0: token_id >= 0}")
     if spec.branch is not None and (spec.branch.step < 0 or spec.branch.token_id < 0):
-        _fail("branch", spec.branch, "step >= 0 and token_id >= 0")
+        fail("branch", spec.branch, "step >= 0 and token_id >= 0")
 
 
 def _reject_unknown(kwargs: dict[str, Any]) -> None:
@@ -253,10 +183,6 @@ _UNSUPPORTED_CONFIG_KEYS: dict[str, Any] = {
     "constraints": None, "force_words_ids": None, "min_length": 0, "renormalize_logits": False,
     "dola_layers": None,
 }
-_INT_KEYS = {"top_k", "no_repeat_ngram_size", "min_new_tokens", "num_beams", "num_return_sequences",
-             "max_new_tokens", "seed"}
-_FLOAT_KEYS = {"temperature", "top_p", "min_p", "typical_p", "repetition_penalty", "length_penalty"}
-_LIST_KEYS = {"stop_strings", "processor_order"}
 
 
 def default_lanes() -> list[LaneSpec]:
@@ -291,9 +217,8 @@ def parse_lane(text: str) -> LaneSpec:
     if kind == "beam" and "num_beams" not in values:
         raise ValueError(f"beam lane {text!r} needs num_beams (an integer >= 2)")
     if kind == "beam" and values["num_beams"] < 2:
-        _fail("num_beams", values["num_beams"], "an integer >= 2 for a beam lane")
+        fail("num_beams", values["num_beams"], "an integer >= 2 for a beam lane")
     name = values.pop("name", None) or _auto_name(kind, values)
-    _reject_unknown(values)
     return LaneSpec(name=name, **values)
 
 
@@ -309,31 +234,27 @@ def _parse_pairs(rest: str, text: str) -> dict[str, Any]:
 
 
 def _parse_value(key: str, raw: str) -> Any:
+    """One CLI value as its parameter's type says; the range is checked by LaneSpec."""
     if key == "name":
         return raw
-    if key in _LIST_KEYS:
+    if key == "processor_order":
         return tuple(item for item in raw.split("|") if item)
-    if key in ("do_sample", "early_stopping"):
-        lowered = raw.lower()
-        if key == "early_stopping" and lowered == "never":
-            return "never"
-        if lowered in ("true", "1", "yes"):
-            return True
-        if lowered in ("false", "0", "no"):
-            return False
-        _fail(key, raw, "true or false" + (' or "never"' if key == "early_stopping" else ""))
-    if key in _INT_KEYS:
-        try:
-            return int(raw)
-        except ValueError:
-            _fail(key, raw, "an integer")
-    if key in _FLOAT_KEYS:
-        try:
-            return float(raw)
-        except ValueError:
-            _fail(key, raw, "a number")
-    _reject_unknown({key: raw})
-    raise AssertionError("unreachable")
+    p = BY_NAME.get(key)
+    if p is None:
+        settable = ", ".join(["name", *BY_NAME, "processor_order"])
+        raise ValueError(f"unknown lane parameter {key!r}: allowed {settable}")
+    if p.kind == "text":
+        return tuple(item for item in raw.split("|") if item)
+    if p.kind in ("bool", "choice"):
+        words = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+        words.update({choice: choice for choice in p.choices if isinstance(choice, str)})
+        if raw.lower() not in words:
+            fail(key, raw, p.allowed())
+        return words[raw.lower()]
+    try:
+        return int(raw) if p.kind == "int" else float(raw)
+    except ValueError:
+        fail(key, raw, p.allowed())
 
 
 def _auto_name(kind: str, values: dict[str, Any]) -> str:
@@ -358,7 +279,8 @@ def spec_from_generation_config(path: Path, name: str | None = None) -> LaneSpec
         if data.get(key, default) != default:
             raise ValueError(f"generation config {str(path)!r} sets {key}={data[key]!r}, which Branchpoint "
                              "does not implement")
-    effective = {**TRANSFORMERS_DEFAULTS, **{k: v for k, v in data.items() if k in TRANSFORMERS_DEFAULTS}}
+    defaults = GENERATION_CONFIG_DEFAULTS
+    effective = {**defaults, **{k: v for k, v in data.items() if k in defaults}}
     return LaneSpec(name=name or f"config {path.parent.name or path.stem}", **_effective_kwargs(effective))
 
 
@@ -366,7 +288,7 @@ def _effective_kwargs(cfg: dict[str, Any]) -> dict[str, Any]:
     do_sample = bool(cfg["do_sample"])
     kwargs: dict[str, Any] = {"do_sample": do_sample, "num_beams": int(cfg["num_beams"])}
     for key in PROCESSOR_ORDER:
-        if cfg.get(key) is not None and (do_sample or key not in SAMPLING_WARPERS):
+        if cfg.get(key) is not None and BY_NAME[key].applies_to.include(do_sample, kwargs["num_beams"]):
             kwargs[key] = cfg[key]
     if kwargs["num_beams"] > 1:
         kwargs.update(length_penalty=float(cfg["length_penalty"]), early_stopping=cfg["early_stopping"],
@@ -400,12 +322,22 @@ def _derived_seed(base_seed: int | None, name: str) -> int:
     return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
 
 
+def unique_name(wanted: str, taken: set[str]) -> str:
+    """`wanted`, or `wanted #2`, `#3`... if a lane already has that name."""
+    if wanted not in taken:
+        return wanted
+    number = 2
+    while f"{wanted} #{number}" in taken:
+        number += 1
+    return f"{wanted} #{number}"
+
+
 def unique_names(specs: list[LaneSpec]) -> list[LaneSpec]:
     """Lane names identify lanes (branch parents, analysis pairs): suffix duplicates with #2, #3..."""
-    seen: dict[str, int] = {}
+    taken: set[str] = set()
     out = []
     for spec in specs:
-        count = seen.get(spec.name, 0) + 1
-        seen[spec.name] = count
-        out.append(spec if count == 1 else replace(spec, name=f"{spec.name} #{count}"))
+        name = unique_name(spec.name, taken)
+        taken.add(name)
+        out.append(spec if name == spec.name else replace(spec, name=name))
     return out

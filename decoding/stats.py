@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from decoding.parameters import check_int
 from decoding.processors import top_candidates
 from decoding.protocol import RowSummary
 from decoding.trace import TokenProb
@@ -232,8 +233,7 @@ def step_stats(
     """Statistics of one lane's step. Pass the same array as `raw` and `processed` when a lane applies no
     processor: it is summarised once. `raw_softmax` / `softmax`: Softmax.of(raw) / Softmax.of(processed)
     when already computed."""
-    if top_n < MIN_TOP_N:
-        raise ValueError(f"top_n must be an integer >= {MIN_TOP_N}, got {top_n!r}")
+    check_int("top_n", top_n, MIN_TOP_N)
     raw_dist = distribution(raw, chosen, top_n, text, raw_softmax)
     done = _same_array(processed, raw) or np.array_equal(processed, raw)
     proc = raw_dist if done else distribution(processed, chosen, top_n, text, softmax)

@@ -1,4 +1,5 @@
-"""What the lane editor shows for each strategy parameter: widget kind, range, step, "off" value and tooltip.
+"""What the lane editor shows for each strategy parameter: widget kind, range, step, "off" value and tooltip,
+all read from the parameter table (`decoding.parameters`).
 
 Qt-free so it can be tested on its own. Ranges are what the widgets allow; the real validation
 (cross-parameter rules such as "sampling warpers need do_sample") stays in `decoding.spec.LaneSpec`, whose
@@ -7,10 +8,13 @@ ValueError the editor shows as a visible message.
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
-from decoding.spec import SAMPLING_WARPERS, LaneSpec
+from decoding.parameters import PARAMETERS, Parameter, Strategies, parameter
+from decoding.spec import LaneSpec
 
 
 @dataclass(frozen=True)
@@ -25,67 +29,74 @@ class Field:
     off: Any = None  # the value that means "not applied"; shown when the spec leaves the parameter unset
     choices: tuple[str, ...] = ()
     special_text: str = ""  # what a spin box shows at its minimum, when that minimum means "unset"
+    applies_to: Strategies = Strategies.ALL
 
     @property
     def needs_sampling(self) -> bool:
-        return self.name in SAMPLING_WARPERS or self.name == "seed"
+        return self.applies_to is Strategies.SAMPLING
 
     @property
     def needs_beams(self) -> bool:
-        return self.name in BEAM_ONLY
+        return self.applies_to is Strategies.BEAM
 
 
-BEAM_ONLY = frozenset({"length_penalty", "early_stopping", "num_return_sequences"})
-EARLY_STOPPING_CHOICES = ("False", "True", "never")
+def parse_stop_strings(text: str) -> tuple[str, ...]:
+    """'\\n\\n|END' → ('\\n\\n', 'END'): |-separated, \\n for a newline, empty parts dropped."""
+    return tuple(part.replace("\\n", "\n") for part in text.split("|") if part)
 
-FIELDS: tuple[Field, ...] = (
-    Field("do_sample", "bool", "Draw the next token at random from the processed distribution (seeded, so "
-          "runs repeat) instead of taking the most likely one. The sampling parameters below apply only "
-          "when this is on.", off=False),
-    Field("num_beams", "int", "Beam search: keep this many partial sequences and extend the best-scoring "
-          "ones. 1 = no beam search. Cannot be combined with do_sample.", 1, 32, off=1),
-    Field("temperature", "float", "Divide the logits by T before the softmax: below 1 sharpens the "
-          "distribution, above 1 flattens it. 1.0 = off.", 0.01, 10.0, 0.05, 2, off=1.0),
-    Field("top_k", "int", "Keep only the k most likely tokens. 0 = off.", 0, 200_000, off=0),
-    Field("top_p", "float", "Nucleus sampling: keep the smallest set of most likely tokens whose "
-          "probabilities add up to at least p. 1.0 = off.", 0.0, 1.0, 0.01, 3, off=1.0),
-    Field("min_p", "float", "Drop tokens whose probability is below min_p times the top token's probability. "
-          "0 = off.", 0.0, 1.0, 0.01, 3, off=0.0),
-    Field("typical_p", "float", "Locally typical sampling: keep the tokens whose surprise is closest to the "
-          "distribution's entropy until their probability reaches typical_p. 1.0 = off.", 0.001, 1.0, 0.01, 3,
-          off=1.0),
-    Field("repetition_penalty", "float", "Make tokens already in the prompt or output less likely: positive "
-          "logits are divided by this, negative ones multiplied. 1.0 = off.", 0.01, 10.0, 0.05, 2, off=1.0),
-    Field("no_repeat_ngram_size", "int", "Forbid any n-gram of this size from appearing twice. 0 = off.",
-          0, 64, off=0),
-    Field("min_new_tokens", "int", "Suppress the end-of-sequence token until this many tokens are generated. "
-          "0 = off.", 0, 4096, off=0),
-    Field("max_new_tokens", "int", "This lane's own limit on new tokens. run's = the max new tokens set next "
-          "to the prompt.", 0, 4096, off=0, special_text="run's"),
-    Field("stop_strings", "text", "Stop this lane as soon as its text contains one of these strings. Separate "
-          "several with |; write a newline as \\n. Empty = none.", off=""),
-    Field("length_penalty", "float", "Beam search: a hypothesis scores sum(logprob) / length^length_penalty. "
-          "Above 0 favours longer sequences, below 0 shorter ones.", -10.0, 10.0, 0.1, 2, off=1.0),
-    Field("early_stopping", "choice", "Beam search: True stops when num_beams hypotheses are finished; False "
-          "stops when no better hypothesis is likely; never runs until no better one can exist.",
-          off="False", choices=EARLY_STOPPING_CHOICES),
-    Field("num_return_sequences", "int", "Beam search: how many finished hypotheses to return "
-          "(at most num_beams).", 1, 32, off=1),
-    Field("seed", "int", "Seed of this lane's own random generator: the same seed gives the same draws, and "
-          "other lanes never change them. auto = derived from the lane name when the run starts.",
-          -1, 2**31 - 1,
-          off=-1, special_text="auto"),
-)
+
+def format_stop_strings(strings: tuple[str, ...]) -> str:
+    return "|".join(s.replace("\n", "\\n") for s in strings)
+
+
+def _field(p: Parameter) -> Field:
+    """The editor's widget for one row of the parameter table."""
+    off = p.off if p.is_processor else p.default
+    minimum = maximum = 0.0
+    if p.range is not None:
+        smallest = 10.0**-p.decimals if p.kind == "float" else 1  # the widget's nearest value inside an open end
+        minimum = -p.editor_max if p.range.low == -math.inf else p.range.low + smallest * p.range.low_open
+        maximum = p.editor_max if p.range.high == math.inf else p.range.high - smallest * p.range.high_open
+        if p.unset_label:  # one below the range stands for "unset"
+            minimum = off = p.range.low - 1
+    if p.kind == "text":
+        off = format_stop_strings(p.default)
+    return Field(
+        name=p.name,
+        kind=p.kind,
+        tooltip=_tooltip(p),
+        minimum=minimum,
+        maximum=maximum,
+        step=p.step,
+        decimals=p.decimals,
+        off=str(off) if p.kind == "choice" else off,
+        choices=tuple(str(choice) for choice in p.choices),
+        special_text=p.unset_label,
+        applies_to=p.applies_to,
+    )
+
+
+def _tooltip(p: Parameter) -> str:
+    parts = [p.meaning]
+    if p.is_processor:
+        parts.append(f"{json.dumps(p.off)} = off.")
+    if p.unset_label:
+        parts.append(f"{p.unset_label} = unset.")
+    if p.kind == "text":
+        parts.append("Separate several with |; write a newline as \\n. Empty = none.")
+    parts.append(f"Allowed: {p.allowed()}. Follows transformers' {p.hf_name}.")
+    return " ".join(parts)
+
+
+FIELDS: tuple[Field, ...] = tuple(_field(p) for p in PARAMETERS)
 FIELDS_BY_NAME = {f.name: f for f in FIELDS}
+BEAM_ONLY = frozenset(f.name for f in FIELDS if f.needs_beams)
+EARLY_STOPPING_CHOICES = FIELDS_BY_NAME["early_stopping"].choices
 
 
 def field_applies(f: Field, do_sample: bool, num_beams: int) -> bool:
     """Whether the parameter means anything for this strategy (the editor disables the others)."""
-    if f.needs_sampling:
-        return do_sample
-    if f.needs_beams:
-        return num_beams > 1
-    return True
+    return f.applies_to.include(do_sample, num_beams)
 
 
 def display_value(spec: LaneSpec, f: Field) -> Any:
@@ -98,45 +109,31 @@ def display_value(spec: LaneSpec, f: Field) -> Any:
     return f.off if value is None else value
 
 
-def parse_stop_strings(text: str) -> tuple[str, ...]:
-    """'\\n\\n|END' → ('\\n\\n', 'END'): |-separated, \\n for a newline, empty parts dropped."""
-    return tuple(part.replace("\\n", "\n") for part in text.split("|") if part)
-
-
-def format_stop_strings(strings: tuple[str, ...]) -> str:
-    return "|".join(s.replace("\n", "\\n") for s in strings)
-
-
 def spec_from_values(name: str, values: dict[str, Any], base: LaneSpec | None = None) -> LaneSpec:
-    """Build a LaneSpec from widget values. Parameters that do not apply, or sit at their off value, are left
-    unset (None), so the lane applies exactly what the user set. Raises ValueError (from LaneSpec) on invalid
-    input."""
+    """Build a LaneSpec from widget values. Parameters that do not apply take their LaneSpec default, those at
+    their off value are left unset (None), so the lane applies exactly what the user set. Raises ValueError
+    (from LaneSpec) on invalid input."""
     do_sample = bool(values.get("do_sample", False))
     num_beams = int(values.get("num_beams", 1))
     kwargs: dict[str, Any] = {"do_sample": do_sample, "num_beams": num_beams}
     for f in FIELDS:
-        if f.name in kwargs or f.name not in values:
+        if f.name in kwargs:
             continue
-        kwargs[f.name] = _spec_value(f, values[f.name], do_sample, num_beams)
-    for f in FIELDS:
-        if kwargs.get(f.name) is None and f.name in BEAM_ONLY:
-            kwargs[f.name] = _BEAM_DEFAULTS[f.name]
+        if not field_applies(f, do_sample, num_beams):
+            kwargs[f.name] = parameter(f.name).default
+        elif f.name in values:
+            kwargs[f.name] = _spec_value(f, values[f.name])
     if base is not None:
         return base.with_changes(name=name, **kwargs)
     return LaneSpec(name=name, **kwargs)
 
 
-_BEAM_DEFAULTS = {"length_penalty": 1.0, "early_stopping": False, "num_return_sequences": 1}
-
-
-def _spec_value(f: Field, value: Any, do_sample: bool, num_beams: int) -> Any:
-    if not field_applies(f, do_sample, num_beams):
-        return None
+def _spec_value(f: Field, value: Any) -> Any:
     if f.name == "early_stopping":
         return {"True": True, "False": False}.get(value, value)
     if f.name == "stop_strings":
         return parse_stop_strings(value)
-    if f.name in BEAM_ONLY:
+    if f.needs_beams:
         return value
     return None if value == f.off else value
 

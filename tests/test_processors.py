@@ -23,6 +23,7 @@ from hypothesis.extra import numpy as hnp
 from transformers.generation import logits_process as lp
 
 from decoding import processors as P
+from decoding.parameters import PROCESSOR_ORDER
 
 TOL = 1e-5
 EXAMPLES = int(os.environ.get("BRANCHPOINT_HYPOTHESIS_EXAMPLES", "60"))  # raise it for a deeper search
@@ -343,14 +344,11 @@ TRANSFORMERS_NAMES = {
 
 
 def test_default_order_is_transformers_order_and_the_spec_order():
-    from decoding.spec import PROCESSOR_ORDER
-
-    assert P.DEFAULT_ORDER == PROCESSOR_ORDER
     everything = {"do_sample": True, "repetition_penalty": 1.1, "no_repeat_ngram_size": 3,
                   "min_new_tokens": 2, "temperature": 0.7, "top_k": 40, "top_p": 0.9, "min_p": 0.05,
                   "typical_p": 0.95}
     names = [p.name for p in P.build_processors(everything, 4, [2], 1)]
-    assert names == list(P.DEFAULT_ORDER)
+    assert names == list(PROCESSOR_ORDER)
 
 
 def test_build_applies_only_what_the_config_names():
@@ -392,23 +390,23 @@ def test_custom_order():
 @pytest.mark.parametrize(
     ("make", "message"),
     [
-        (lambda: P.Temperature(0.0), r"temperature must be in \(0, inf\), got 0.0"),
-        (lambda: P.Temperature(-1), r"temperature must be in \(0, inf\), got -1"),
-        (lambda: P.Temperature(float("nan")), r"temperature must be in \(0, inf\), got nan"),
-        (lambda: P.Temperature("hot"), r"temperature must be in \(0, inf\), got 'hot'"),
-        (lambda: P.TopK(0), r"top_k must be an integer >= 1, got 0"),
-        (lambda: P.TopK(2.5), r"top_k must be an integer >= 1, got 2.5"),
-        (lambda: P.TopK(True), r"top_k must be an integer >= 1, got True"),
-        (lambda: P.TopP(1.5), r"top_p must be in \[0, 1\], got 1.5"),
-        (lambda: P.TopP(-0.1), r"top_p must be in \[0, 1\], got -0.1"),
-        (lambda: P.TopP(0.9, 0), r"min_tokens_to_keep must be an integer >= 1, got 0"),
-        (lambda: P.MinP(1.01), r"min_p must be in \[0, 1\], got 1.01"),
-        (lambda: P.Typical(0.0), r"typical_p must be in \(0, 1\], got 0.0"),
-        (lambda: P.RepetitionPenalty(0), r"repetition_penalty must be in \(0, inf\), got 0"),
-        (lambda: P.NoRepeatNGram(0), r"no_repeat_ngram_size must be an integer >= 1, got 0"),
-        (lambda: P.MinNewTokens(-1, 3, [2]), r"min_new_tokens must be an integer >= 0, got -1"),
-        (lambda: P.build_processors({"do_sample": True, "top_p": 2.0}, 3, [2]), r"top_p must be in \[0, 1\]"),
-        (lambda: P.build_processors({"do_sample": True, "top_k": -5}, 3, [2]), r"top_k must be an integer"),
+        (lambda: P.Temperature(0.0), r"invalid temperature=0.0: allowed a float in \(0, inf\)"),
+        (lambda: P.Temperature(-1), r"invalid temperature=-1: allowed a float in \(0, inf\)"),
+        (lambda: P.Temperature(float("nan")), r"invalid temperature=nan: allowed a float in \(0, inf\)"),
+        (lambda: P.Temperature("hot"), r"invalid temperature='hot': allowed a float in \(0, inf\)"),
+        (lambda: P.TopK(0), r"invalid top_k=0: allowed an integer >= 1"),
+        (lambda: P.TopK(2.5), r"invalid top_k=2.5: allowed an integer >= 1"),
+        (lambda: P.TopK(True), r"invalid top_k=True: allowed an integer >= 1"),
+        (lambda: P.TopP(1.5), r"invalid top_p=1.5: allowed a float in \[0, 1\]"),
+        (lambda: P.TopP(-0.1), r"invalid top_p=-0.1: allowed a float in \[0, 1\]"),
+        (lambda: P.TopP(0.9, 0), r"invalid min_tokens_to_keep=0: allowed an integer >= 1"),
+        (lambda: P.MinP(1.01), r"invalid min_p=1.01: allowed a float in \[0, 1\]"),
+        (lambda: P.Typical(0.0), r"invalid typical_p=0.0: allowed a float in \(0, 1\]"),
+        (lambda: P.RepetitionPenalty(0), r"invalid repetition_penalty=0: allowed a float in \(0, inf\)"),
+        (lambda: P.NoRepeatNGram(0), r"invalid no_repeat_ngram_size=0: allowed an integer >= 1"),
+        (lambda: P.MinNewTokens(-1, 3, [2]), r"invalid min_new_tokens=-1: allowed an integer >= 0"),
+        (lambda: P.build_processors({"do_sample": True, "top_p": 2.0}, 3, [2]), r"invalid top_p=2.0: allowed"),
+        (lambda: P.build_processors({"do_sample": True, "top_k": -5}, 3, [2]), r"invalid top_k=-5: allowed an "),
     ],
 )
 def test_invalid_parameters_are_named_with_their_range(make, message):
@@ -422,7 +420,7 @@ def test_names_and_descriptions():
     assert P.TopK(50).to_dict() == {"name": "top_k", "top_k": 50, "min_tokens_to_keep": 1}
     assert P.MinNewTokens(3, 10, [2]).describe() == "min_new_tokens=3"
     assert {cls.name for cls in (P.Temperature, P.TopK, P.TopP, P.MinP, P.Typical, P.RepetitionPenalty,
-                                 P.NoRepeatNGram, P.MinNewTokens)} == set(P.DEFAULT_ORDER)
+                                 P.NoRepeatNGram, P.MinNewTokens)} == set(PROCESSOR_ORDER)
 
 
 def test_scores_must_be_two_dimensional():

@@ -117,7 +117,7 @@ def test_draw_frequencies_follow_the_probabilities():
 
 
 def test_seed_is_validated():
-    with pytest.raises(ValueError, match="seed must be an integer >= 0, got -1"):
+    with pytest.raises(ValueError, match="invalid seed=-1: allowed an integer >= 0"):
         Sampler(-1)
 
 
@@ -187,7 +187,7 @@ def test_unprocessed_lanes_share_the_raw_summary():
 
 
 def test_top_n_is_validated():
-    with pytest.raises(ValueError, match="top_n must be an integer >= 20, got 5"):
+    with pytest.raises(ValueError, match="invalid top_n=5: allowed an integer >= 20"):
         step_stats(np.zeros(30, np.float32), np.zeros(30, np.float32), 0, top_n=5)
 
 

@@ -1,0 +1,196 @@
+"""The parameter table drives validation: every range is enforced, with a message naming the parameter, the
+value and the allowed range, through LaneSpec, the CLI lane parser and the processors' constructors; the
+window's lane editor and docs/json-format.md agree with it."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from decoding import processors as P
+from decoding.parameters import PARAMETERS, PROCESSOR_ORDER, Parameter, Range, Strategies, parameter
+from decoding.spec import LaneSpec, parse_lane, unique_name, unique_names
+from gui.lane_fields import FIELDS_BY_NAME
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "json-format.md"
+
+
+def outside(allowed: Range) -> list[Any]:
+    """Values just outside `allowed`, at its open ends, and of the wrong type."""
+    step = 1 if allowed.integer else 0.5
+    values: list[Any] = ["many", True, None]
+    if allowed.low > -math.inf:
+        values += [allowed.low - step] + ([allowed.low] if allowed.low_open else [])
+    if allowed.high < math.inf:
+        values += [allowed.high + step] + ([allowed.high] if allowed.high_open else [])
+    values += [2.5] if allowed.integer else [math.nan, math.inf, -math.inf]
+    return values
+
+
+def inside(allowed: Range) -> list[Any]:
+    """The closed ends, and a value in between."""
+    values = [end for end, is_open in ((allowed.low, allowed.low_open), (allowed.high, allowed.high_open))
+              if math.isfinite(end) and not is_open]
+    return values + [next(v for v in (2, 0.5, 1, 3) if allowed.contains(v))]
+
+
+def invalid_values(p: Parameter) -> list[Any]:
+    if p.range is not None:
+        return [v for v in outside(p.range) if v is not None or p.default is not None]
+    if p.kind == "bool":
+        return [1, "yes", None]
+    if p.kind == "choice":
+        return ["sometimes", 1, None]
+    return [("",), ("ok", 3), "END"]
+
+
+def strategy(p: Parameter) -> dict[str, Any]:
+    """A lane the parameter applies to."""
+    if p.applies_to is Strategies.SAMPLING:
+        return {"do_sample": True}
+    if p.applies_to is Strategies.BEAM:
+        return {"num_beams": 4}
+    return {}
+
+
+def message(p: Parameter, value: Any, allowed: str | None = None) -> str:
+    return re.escape(f"invalid {p.name}={value!r}: allowed {allowed or p.allowed()}")
+
+
+@pytest.mark.parametrize("p", PARAMETERS, ids=lambda p: p.name)
+def test_lane_spec_enforces_every_range_of_the_table(p):
+    for value in invalid_values(p):
+        kwargs = {**strategy(p), p.name: value}
+        with pytest.raises(ValueError, match=message(p, value)):
+            LaneSpec("x", **kwargs)
+    for value in inside(p.range) if p.range is not None else []:
+        assert getattr(LaneSpec("x", **{**strategy(p), p.name: value}), p.name) == value
+    if p.default is None:
+        assert getattr(LaneSpec("x", **strategy(p)), p.name) is None  # unset is allowed
+
+
+def cli_text(p: Parameter, raw: str) -> str:
+    prefix = {Strategies.SAMPLING: "sample:", Strategies.BEAM: "beam:num_beams=4,"}.get(p.applies_to, "greedy:")
+    return f"{prefix}{p.name}={raw}"
+
+
+def parsed(p: Parameter, raw: str) -> Any:
+    """The value a message shows for what was typed: the number when it reads as one, else the text."""
+    try:
+        return int(raw) if p.kind == "int" else float(raw)
+    except ValueError:
+        return raw
+
+
+@pytest.mark.parametrize("p", [p for p in PARAMETERS if p.kind != "text"], ids=lambda p: p.name)
+def test_the_cli_lane_parser_enforces_every_range_of_the_table(p):
+    typed = ["many"]
+    if p.range is not None:
+        typed += [str(v) for v in outside(p.range) if isinstance(v, int | float) and not isinstance(v, bool)]
+    for raw in typed:
+        with pytest.raises(ValueError, match=message(p, parsed(p, raw) if p.range else raw)):
+            parse_lane(cli_text(p, raw))
+
+
+PROCESSOR_CLASSES = {cls.name: cls for cls in (P.RepetitionPenalty, P.NoRepeatNGram, P.MinNewTokens,
+                                               P.Temperature, P.TopK, P.TopP, P.MinP, P.Typical)}
+
+
+def make_processor(name: str, value: Any) -> P.Processor:
+    if name == "min_new_tokens":
+        return P.MinNewTokens(value, 3, [2])
+    return PROCESSOR_CLASSES[name](value)
+
+
+@pytest.mark.parametrize("p", [p for p in PARAMETERS if p.is_processor], ids=lambda p: p.name)
+def test_the_processors_enforce_every_range_of_the_table(p):
+    allowed = p.processor_range or p.range
+    for value in outside(allowed):
+        with pytest.raises(ValueError, match=message(p, value, allowed.describe())):
+            make_processor(p.name, value)
+    for value in inside(allowed):
+        assert make_processor(p.name, value).params()[p.name] == value
+
+
+def test_every_processor_has_its_row_and_transformers_order():
+    assert set(PROCESSOR_CLASSES) == {p.name for p in PARAMETERS if p.is_processor}
+    assert PROCESSOR_ORDER == ("repetition_penalty", "no_repeat_ngram_size", "min_new_tokens", "temperature",
+                               "top_k", "top_p", "min_p", "typical_p")
+    for p in PARAMETERS:
+        if p.is_processor:  # the off value is what the spec accepts and builds nothing from
+            assert p.range.contains(p.off)
+            assert P.build_processors({"do_sample": True, p.name: p.off}, 3, [2]) == []
+
+
+def test_the_lane_editor_offers_only_values_the_table_allows():
+    for p in PARAMETERS:
+        f = FIELDS_BY_NAME[p.name]
+        assert f.kind == p.kind and p.meaning in f.tooltip and p.allowed() in f.tooltip
+        if p.range is None:
+            continue
+        lowest = f.minimum + 1 if f.special_text else f.minimum  # the spin box's minimum then means "unset"
+        assert p.range.contains(lowest) and p.range.contains(f.maximum), p.name
+        assert f.off == (p.off if p.is_processor else p.default if not f.special_text else f.minimum)
+
+
+def test_messages_name_the_parameter_value_and_range():
+    assert parameter("top_p").allowed() == "a float in [0, 1]"
+    assert parameter("typical_p").allowed() == "a float in (0, 1]"
+    assert parameter("temperature").allowed() == "a float in (0, inf)"
+    assert parameter("length_penalty").allowed() == "a finite float"
+    assert parameter("early_stopping").allowed() == 'false, true or "never"'
+    with pytest.raises(ValueError, match=re.escape("invalid num_return_sequences=5: allowed an integer in "
+                                                   "[1, num_beams=4]")):
+        LaneSpec("b", num_beams=4, num_return_sequences=5)
+
+
+def test_numpy_scalars_become_plain_numbers():
+    import numpy as np
+
+    spec = LaneSpec("s", do_sample=True, top_k=np.int64(5), top_p=np.float64(0.5))
+    assert type(spec.top_k) is int and type(spec.top_p) is float
+    json.dumps(spec.to_config())
+
+
+def test_unique_name_and_unique_names_agree():
+    assert unique_name("greedy", {"greedy", "greedy #2"}) == "greedy #3"
+    assert unique_name("new", {"greedy"}) == "new"
+    named = unique_names([LaneSpec("a"), LaneSpec("a #2"), LaneSpec("a")])
+    assert [s.name for s in named] == ["a", "a #2", "a #3"]  # never two lanes with one name
+
+
+# ---------------------------------------------------------------------------------------------- the doc
+
+DOC_HEADER = "| parameter | type | allowed | default | off | order | applies to | meaning | Hugging Face |"
+
+
+def doc_row(p: Parameter) -> str:
+    default = "unset" if p.default is None else json.dumps(list(p.default) if p.kind == "text" else p.default)
+    json_type = {"bool": "boolean", "int": "integer", "float": "number", "choice": "boolean or string",
+                 "text": "list of strings"}[p.kind]
+    cells = [
+        f"`{p.name}`",
+        json_type,
+        p.allowed(),
+        default,
+        f"`{json.dumps(p.off)}`" if p.is_processor else "",
+        str(PROCESSOR_ORDER.index(p.name) + 1) if p.is_processor else "",
+        p.applies_to.value,
+        p.meaning.replace("|", "\\|"),
+        f"[`{p.hf_name}`]({p.hf_link})",
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def test_the_doc_lists_the_parameter_table():
+    lines = DOC.read_text(encoding="utf-8").splitlines()
+    assert DOC_HEADER in lines, f"docs/json-format.md needs the table header:\n{DOC_HEADER}"
+    start = lines.index(DOC_HEADER) + 2  # after the header's separator line
+    end = next(i for i in range(start, len(lines) + 1) if i == len(lines) or not lines[i].startswith("|"))
+    expected = [doc_row(p) for p in PARAMETERS]
+    assert lines[start:end] == expected, "docs/json-format.md's table should read:\n" + "\n".join(expected)
