@@ -21,6 +21,7 @@ from pathlib import Path
 from cli import terminal_text
 from cli.common import UsageError, check_writable, fail, load_model
 from decoding import jsonio
+from decoding.parameters import lane_help
 from decoding.spec import LaneSpec, assign_seeds, parse_lane, unique_names
 from decoding.stats import MIN_TOP_N
 from decoding.trace import RunTrace
@@ -37,7 +38,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SPEC",
         help="a lane: greedy | beam:num_beams=4,length_penalty=1.0 | "
         "sample:top_p=0.9,temperature=0.8,seed=7 | config:generation_config.json | a preset "
-        "name (repeatable; default: greedy)",
+        "name (repeatable; default: greedy; the parameters a lane may set are listed below)",
+    )
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter  # keeps the parameter list's lines
+    parser.epilog = (
+        "lane parameters (key=value in a lane spec, Hugging Face GenerationConfig names; a list as a|b, e.g.\n"
+        "stop_strings=END|### or processor_order=top_k|temperature):\n" + lane_help()
     )
     parser.add_argument(
         "--max-new-tokens", type=int, default=32, help="tokens to generate per lane (default 32)"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -321,12 +322,17 @@ def active_processors(config: Mapping[str, Any], order: Sequence[str] | None = N
     return [name for name in order if name in active]
 
 
-def lane_help() -> str:
-    """The parameters a lane spec may set, one line each, for the command line's help."""
-    width = max(len(p.name) for p in PARAMETERS)
-    lines = []
+def lane_help(width: int = 100) -> str:
+    """The parameters a lane spec may set, for the command line's help: name, allowed values, off value and
+    the lanes it applies to, then its meaning."""
+    indent = " " * (2 + max(len(p.name) for p in PARAMETERS) + 2)
+    blocks = []
     for p in PARAMETERS:
-        off = f"; off: {json.dumps(p.off)}" if p.is_processor else ""
-        scope = "" if p.applies_to is Strategies.ALL else f" [{p.applies_to.value} only]"
-        lines.append(f"  {p.name:<{width}}  {p.allowed()}{off}{scope}. {p.meaning}")
-    return "\n".join(lines)
+        facts = [p.allowed()]
+        if p.is_processor:
+            facts.append(f"off: {json.dumps(p.off)}")
+        if p.applies_to is not Strategies.ALL:
+            facts.append(f"{p.applies_to.value} lanes only")
+        head = f"  {p.name:<{len(indent) - 4}}  {'; '.join(facts)}"
+        blocks.append(head + "\n" + textwrap.fill(p.meaning, width, initial_indent=indent, subsequent_indent=indent))
+    return "\n".join(blocks)

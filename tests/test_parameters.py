@@ -4,6 +4,7 @@ window's lane editor and docs/json-format.md agree with it."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import re
@@ -147,6 +148,17 @@ def test_messages_name_the_parameter_value_and_range():
     with pytest.raises(ValueError, match=re.escape("invalid num_return_sequences=5: allowed an integer in "
                                                    "[1, num_beams=4]")):
         LaneSpec("b", num_beams=4, num_return_sequences=5)
+
+
+def test_the_cli_help_lists_the_parameter_table():
+    from cli import run_command
+
+    parser = argparse.ArgumentParser()
+    run_command.add_arguments(parser)
+    text = parser.format_help()
+    for p in PARAMETERS:
+        assert re.search(rf"^  {p.name} +{re.escape(p.allowed())}", text, re.MULTILINE), p.name
+        assert " ".join(p.meaning.split()[:6]) in " ".join(text.split())
 
 
 def test_numpy_scalars_become_plain_numbers():
