@@ -63,6 +63,34 @@ def branch_prefix(trace: RunTrace, parent: str, step: int) -> Prefix:
 
 
 class Engine:
+    """Runs lanes side by side on one LogitsSource, with the following steps in order:
+
+    1. Check the run (lanes, names, branches, prefix) and give every sampled lane without a seed one.
+    2. Prefill: the prompt (and a Prefix's tokens) in one `source.prefill` call; its last logits row is the
+       first batch, which every lane starts from.
+    3. Each step, every running lane decides (in-run branch lanes after the others, so that their parent has
+       chosen and still holds the logits row to fork):
+        a) read its rows' raw logits and their Softmax from the batch's LogitsRowCache: one exp per logits row
+           (or the source's RowSummary of it), shared by every lane and beam reading that row;
+        b) apply its processors in order (transformers' order: repetition_penalty, no_repeat_ngram_size,
+           min_new_tokens, then under do_sample temperature, top_k, top_p, min_p, typical_p; or the lane's
+           processor_order): to the raw logits on a single-row lane, to each beam's log_softmax on a beam
+           lane (where, with no processor and no forced token, the candidates come from each beam's best ids);
+        c) choose: the forced token at a branch point or forced step; else argmax (greedy), a seeded draw by
+           inverse CDF (sample; u and the token's interval recorded) or a BeamSearch step (which beams go on,
+           reordered, with which tokens; every candidate recorded);
+        d) summarise the raw and the processed distribution (probability, entropy, margin, kept, top-N) into
+           a StepRecord and stream it as (lane index, record);
+        e) stop the lane on eos, a stop string or its length (a beam lane: when the search is done).
+       A branch lane before its branch step copies its parent's record instead.
+    4. Every running lane lists (old row, token) for each of its next rows; pairs listed by several lanes are
+       computed once.
+    5. Unless cancelled, one `source.step` call for all rows: the new logits rows are the next batch, and
+       each lane takes its rows from it. Back to 3 until no lane runs.
+    6. Close the lanes (a beam lane's steps become the records along its best final sequence), time the
+       run and analyse it (divergences, near-ties, close draws).
+    """
+
     def __init__(
         self,
         source: LogitsSource,

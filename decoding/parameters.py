@@ -37,7 +37,16 @@ def _is_number(value: Any) -> bool:
 @dataclass(frozen=True)
 class Range:
     """An interval of numbers; an infinite end is always open. `high_name` names a bound that comes from
-    another parameter (shown as "num_beams=4")."""
+    another parameter (shown as "num_beams=4").
+
+    >>> from decoding.parameters import Range
+    >>> Range(0.0, 1.0, low_open=True).check("typical_p", 0.95)
+    0.95
+    >>> Range(0.0, 1.0, low_open=True).check("typical_p", 0.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: invalid typical_p=0.0: allowed a float in (0, 1]
+    """
 
     low: float = -math.inf
     high: float = math.inf
@@ -308,7 +317,16 @@ def is_active(config: Mapping[str, Any], name: str) -> bool:
 
 def active_processors(config: Mapping[str, Any], order: Sequence[str] | None = None) -> list[str]:
     """Names of the processors `config` turns on, in `order` (default: transformers' order). An order may name
-    inactive processors (they are skipped) but must name every active one, each once."""
+    inactive processors (they are skipped) but must name every active one, each once.
+
+    >>> from decoding.parameters import active_processors
+    >>> active_processors({"do_sample": True, "top_p": 0.9, "temperature": 0.7, "min_p": 0.0})
+    ['temperature', 'top_p']
+    >>> active_processors({"do_sample": False, "top_p": 0.9, "repetition_penalty": 1.2})  # warpers need do_sample
+    ['repetition_penalty']
+    >>> active_processors({"do_sample": True, "top_p": 0.9, "temperature": 0.7}, order=["top_p", "temperature"])
+    ['top_p', 'temperature']
+    """
     active = [name for name in PROCESSOR_ORDER if is_active(config, name)]
     if order is None:
         return active

@@ -103,7 +103,12 @@ def prefix_sets(values: np.ndarray) -> Iterator[tuple[np.ndarray, bool]]:
 
 
 class Processor:
-    """A logits processor: `processor(ids, scores) -> new scores`; `name` is its GenerationConfig key."""
+    """A logits processor: `processor(ids, scores) -> new scores`; `name` is its GenerationConfig key.
+
+    Args (of a call):
+        ids: int64 [rows, seq_len], each row's prompt and generated ids so far.
+        scores: float32 [rows, vocab], each row's next-token scores (-inf = filtered). Not mutated.
+    """
 
     name: ClassVar[str]
 
@@ -139,7 +144,21 @@ def _keep_arg(min_tokens_to_keep: Any) -> int:
 
 
 class RepetitionPenalty(Processor):
-    """Divide positive / multiply negative scores of every token already in `ids` by `penalty`."""
+    """Divide the positive and multiply the negative scores of every token already in `ids` (prompt included)
+    by `penalty`, so that a repeat becomes less likely when penalty > 1. transformers'
+    `RepetitionPenaltyLogitsProcessor`.
+
+    Args:
+        penalty: `repetition_penalty`, > 0; 1.0 changes nothing (off), below 1 favours repeats.
+
+    Example: ids 0 and 1 were seen, id 2 was not.
+
+    >>> import numpy as np
+    >>> from decoding.processors import RepetitionPenalty
+    >>> scores = np.array([[2.0, -1.0, 0.5]], dtype=np.float32)
+    >>> RepetitionPenalty(2.0)(np.array([[0, 1]]), scores).tolist()
+    [[1.0, -2.0, 0.5]]
+    """
 
     name = "repetition_penalty"
 
@@ -159,7 +178,20 @@ class RepetitionPenalty(Processor):
 
 
 class NoRepeatNGram(Processor):
-    """Ban every token that would repeat an n-gram already in `ids` (prompt included, as transformers)."""
+    """Ban every token that would repeat an n-gram already in `ids` (prompt included): the tokens that once
+    followed the row's last n-1 tokens get -inf. transformers' `NoRepeatNGramLogitsProcessor`.
+
+    Args:
+        ngram_size: `no_repeat_ngram_size`, >= 1 (0 is off and builds no processor).
+
+    Example: after 5, 6, 5 a bigram (5, 6) already exists, so 6 may not follow the last 5.
+
+    >>> import numpy as np
+    >>> from decoding.processors import NoRepeatNGram
+    >>> out = NoRepeatNGram(2)(np.array([[5, 6, 5]]), np.zeros((1, 8), dtype=np.float32))
+    >>> np.flatnonzero(out[0] > -np.inf).tolist()  # the ids that survive
+    [0, 1, 2, 3, 4, 5, 7]
+    """
 
     name = "no_repeat_ngram_size"
 
@@ -184,7 +216,25 @@ class NoRepeatNGram(Processor):
 
 
 class MinNewTokens(Processor):
-    """Suppress the eos ids until `min_new_tokens` tokens were generated after a prompt of `prompt_len`."""
+    """Suppress the eos ids until `min_new_tokens` tokens were generated after the prompt. transformers'
+    `MinNewTokensLengthLogitsProcessor`.
+
+    Args:
+        min_new_tokens: `min_new_tokens`, >= 0 (0 is off and builds no processor).
+        prompt_len: the prompt's length in ids; what follows it in `ids` counts as generated.
+        eos_ids: the end-of-sequence ids to suppress.
+
+    Example: a 3-token prompt; eos id 2 is banned after one new token, allowed after two.
+
+    >>> import numpy as np
+    >>> from decoding.processors import MinNewTokens
+    >>> at_least_two = MinNewTokens(2, prompt_len=3, eos_ids=[2])
+    >>> scores = np.zeros((1, 4), dtype=np.float32)
+    >>> np.flatnonzero(at_least_two(np.array([[7, 8, 9, 4]]), scores)[0] > -np.inf).tolist()
+    [0, 1, 3]
+    >>> np.flatnonzero(at_least_two(np.array([[7, 8, 9, 4, 5]]), scores)[0] > -np.inf).tolist()
+    [0, 1, 2, 3]
+    """
 
     name = "min_new_tokens"
 
@@ -211,6 +261,20 @@ class MinNewTokens(Processor):
 
 
 class Temperature(Processor):
+    """Divide every score by the temperature: below 1 sharpens the distribution, above 1 flattens it; nothing
+    is filtered. transformers' `TemperatureLogitsWarper`.
+
+    Args:
+        temperature: `temperature`, > 0 (1.0 is off and builds no processor).
+
+    Example:
+
+    >>> import numpy as np
+    >>> from decoding.processors import Temperature
+    >>> Temperature(0.5)(np.array([[0]]), np.array([[1.0, -2.0, 0.5]], dtype=np.float32)).tolist()
+    [[2.0, -4.0, 1.0]]
+    """
+
     name = "temperature"
 
     def __init__(self, temperature: float):
@@ -224,7 +288,21 @@ class Temperature(Processor):
 
 
 class TopK(Processor):
-    """Keep the tokens scoring at least the k-th best score (ties at the k-th score all survive)."""
+    """Keep the tokens scoring at least the k-th best score (ties at the k-th score all survive); the others
+    get -inf. transformers' `TopKLogitsWarper`.
+
+    Args:
+        top_k: `top_k`, >= 1 (0 is off and builds no processor).
+        min_tokens_to_keep: keep at least this many (transformers keeps 2 or more under beam search).
+
+    Example: the third best score is 2.0, which ids 2 and 4 share: four ids survive top_k=3.
+
+    >>> import numpy as np
+    >>> from decoding.processors import TopK
+    >>> scores = np.array([[1.0, 3.0, 2.0, 3.0, 2.0]], dtype=np.float32)
+    >>> np.flatnonzero(TopK(3)(np.array([[0]]), scores)[0] > -np.inf).tolist()
+    [1, 2, 3, 4]
+    """
 
     name = "top_k"
 
@@ -260,7 +338,24 @@ class _RowWarper(Processor):
 
 
 class TopP(_RowWarper):
-    """Nucleus: drop the least likely tokens whose cumulative probability (ascending) is <= 1 - top_p."""
+    """Nucleus sampling: drop the least likely tokens whose cumulative probability, summed from the least
+    likely up, is <= 1 - top_p; the rest (at least `min_tokens_to_keep`) survive. transformers'
+    `TopPLogitsWarper`.
+
+    Args:
+        top_p: `top_p`, in [0, 1] (1.0 is off and builds no processor).
+        min_tokens_to_keep: keep at least this many (transformers keeps 2 or more under beam search).
+
+    Example: probabilities 0.5, 0.3, 0.15, 0.05. The two best reach 0.75; 0.9 needs the third.
+
+    >>> import numpy as np
+    >>> from decoding.processors import TopP
+    >>> scores = np.log(np.array([[0.5, 0.3, 0.15, 0.05]], dtype=np.float32))
+    >>> np.flatnonzero(TopP(0.75)(np.array([[0]]), scores)[0] > -np.inf).tolist()
+    [0, 1]
+    >>> np.flatnonzero(TopP(0.9)(np.array([[0]]), scores)[0] > -np.inf).tolist()
+    [0, 1, 2]
+    """
 
     name = "top_p"
 
@@ -301,7 +396,21 @@ class TopP(_RowWarper):
 
 
 class MinP(Processor):
-    """Drop tokens whose probability is below min_p times the top token's probability."""
+    """Drop the tokens whose probability is below min_p times the top token's probability (at least
+    `min_tokens_to_keep` survive). transformers' `MinPLogitsWarper`.
+
+    Args:
+        min_p: `min_p`, in [0, 1] (0.0 is off and builds no processor).
+        min_tokens_to_keep: keep at least this many (transformers keeps 2 or more under beam search).
+
+    Example: probabilities 0.5, 0.3, 0.15, 0.05; min_p=0.2 keeps those of at least 0.2 * 0.5 = 0.1.
+
+    >>> import numpy as np
+    >>> from decoding.processors import MinP
+    >>> scores = np.log(np.array([[0.5, 0.3, 0.15, 0.05]], dtype=np.float32))
+    >>> np.flatnonzero(MinP(0.2)(np.array([[0]]), scores)[0] > -np.inf).tolist()
+    [0, 1, 2]
+    """
 
     name = "min_p"
 
@@ -322,8 +431,23 @@ class MinP(Processor):
 
 
 class Typical(_RowWarper):
-    """Locally typical sampling: keep the tokens whose surprisal is closest to the entropy, up to mass
-    `typical_p` (the token that crosses it and any token tied with it included)."""
+    """Locally typical sampling: keep the tokens whose surprisal (-log p) is closest to the entropy, up to
+    mass `typical_p` (the token that crosses it and any token tied with it included). transformers'
+    `TypicalLogitsWarper`.
+
+    Args:
+        typical_p: `typical_p`, in (0, 1] (1.0 is off and builds no processor).
+        min_tokens_to_keep: keep at least this many (transformers keeps 2 or more under beam search).
+
+    Example: probabilities 0.4, 0.2, 0.2, 0.2 have an entropy of 1.33 nats. The 0.2 tokens (surprisal 1.61)
+    are closer to it than the most likely token (0.92): typical_p=0.5 keeps them and drops id 0.
+
+    >>> import numpy as np
+    >>> from decoding.processors import Typical
+    >>> scores = np.log(np.array([[0.4, 0.2, 0.2, 0.2]], dtype=np.float32))
+    >>> np.flatnonzero(Typical(0.5)(np.array([[0]]), scores)[0] > -np.inf).tolist()
+    [1, 2, 3]
+    """
 
     name = "typical_p"
 
@@ -398,7 +522,17 @@ def build_processors(
     order: Sequence[str] | None = None,
 ) -> list[Processor]:
     """The processors a lane's GenerationConfig-style `config` names, nothing else (no hidden top_k=50), in
-    transformers' order or in `order`. `min_new_tokens` without eos ids builds nothing, as in transformers."""
+    transformers' order or in `order`. `min_new_tokens` without eos ids builds nothing, as in transformers.
+
+    Example: top_k=0 is off; the warpers apply only under do_sample, the penalties always.
+
+    >>> from decoding.processors import build_processors
+    >>> config = {"do_sample": True, "top_p": 0.9, "temperature": 0.7, "top_k": 0}
+    >>> [p.describe() for p in build_processors(config, prompt_len=3, eos_ids=[2])]
+    ['temperature=0.7', 'top_p=0.9']
+    >>> [p.name for p in build_processors({"temperature": 0.7, "repetition_penalty": 1.2}, 3, [2])]
+    ['repetition_penalty']
+    """
     keep = min_tokens_to_keep_for(check_int("num_beams", num_beams, 1), eos_ids)
     makers = {
         "repetition_penalty": lambda v: RepetitionPenalty(v),

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from decoding.parameters import parameter
 from decoding.trace import LaneTrace, StepRecord, TokenProb
 
 _VISIBLE_WHITESPACE = {" ": "·", "\n": "↵", "\t": "→", "\r": "␍"}  # as gui/render.py labels
@@ -53,11 +54,11 @@ def _row(token_id: int, step: StepRecord, processed: TokenProb | None, raw: Toke
     return TokenRow(token_id, text, prob, prob_raw, chosen)
 
 
-def _active(config: dict[str, Any], key: str, off: float, processors: list[str] | None) -> float | None:
+def _active(config: dict[str, Any], key: str, processors: list[str] | None) -> float | None:
     """A filter's parameter when the lane applies it: named in the lane's processors (when known) and not at
     its HF `off` value. A greedy lane's config may carry sampling keys it never applies."""
     value = config.get(key)
-    if value is None or value == off or (processors is not None and key not in processors):
+    if value is None or value == parameter(key).off or (processors is not None and key not in processors):
         return None
     return float(value)
 
@@ -85,14 +86,14 @@ def step_cutoffs(
 ) -> Cutoffs:
     """Cut-offs of the filters the lane applies (`processors`: the lane's processor names in order; None when
     unknown: then the config alone decides, in transformers' order)."""
-    top_k = _active(config, "top_k", 0, processors)
-    min_p = _active(config, "min_p", 0, processors)
+    top_k = _active(config, "top_k", processors)
+    min_p = _active(config, "min_p", processors)
     top1 = max((r.prob for r in rows if r.prob is not None), default=None)
     return Cutoffs(
         kept_boundary=step.kept if step.kept < len(rows) else None,
         top_k=int(top_k) if top_k else None,
         top_k_boundary=int(top_k) if top_k and top_k < len(rows) else None,
-        top_p=_active(config, "top_p", 1.0, processors),
+        top_p=_active(config, "top_p", processors),
         min_p=min_p,
         # min-p keeps p >= min_p * p_max; the ratio survives renormalisation: read it off the processed bars.
         min_p_threshold=min_p * top1 if min_p and top1 else None,
@@ -107,7 +108,7 @@ def _top_p_view(
     """The raw running sum as top-p compares it: when top-k ran first, over the top-k set renormalised (and
     only its rows). Temperature is not undone here, so with temperature != 1 this is the raw picture; the kept
     line always shows the effective cut."""
-    if not top_k or _active(config, "top_p", 1.0, processors) is None or not _top_k_first(processors or []):
+    if not top_k or _active(config, "top_p", processors) is None or not _top_k_first(processors or []):
         return cumulative
     k = min(int(top_k), len(cumulative))
     mass = cumulative[k - 1]
