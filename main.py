@@ -1,6 +1,8 @@
 """Branchpoint entry point: no arguments opens the window; subcommands run headless.
 
     python main.py                      # the desktop app (prepares the default model on first run)
+    python main.py RUN.json             # the desktop app showing a saved run ("Open with Branchpoint")
+    python main.py --gui-install-desktop  # the launcher in the desktop's application menu (--gui-uninstall-desktop)
     python main.py prepare [SOURCE]     # convert/export a model into the cache
     python main.py models               # list prepared models
     python main.py run --prompt TEXT …  # side-by-side decoding in the terminal
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from pathlib import Path
 
 # name -> (module, help). The module provides add_arguments(parser) and run(args) -> exit code.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -41,7 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0].startswith("--gui"):
-        return gui_entry(argv)
+        return _window(argv)
+    if argv[0] not in SUBCOMMANDS and _is_run_file(argv[0]):
+        return _window(["--gui-open", argv[0], *argv[1:]])
     parser = build_parser()
     if argv[0] in SUBCOMMANDS:
         module = importlib.import_module(SUBCOMMANDS[argv[0]][0])
@@ -53,10 +58,20 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
-def gui_entry(argv: list[str] | None = None) -> int:
+def _is_run_file(argument: str) -> bool:
+    """A saved run given as the first argument (a file manager's "Open with", the launcher's %f)."""
+    return argument.lower().endswith(".json") or Path(argument).is_file()
+
+
+def _window(argv: list[str]) -> int:
     from gui.app import run_app
 
-    return run_app(argv or [])
+    return run_app(argv)
+
+
+def gui_entry() -> None:
+    """The `branchpoint` gui-script: the same arguments as main.py (on Windows it opens no console window)."""
+    sys.exit(main())
 
 
 def cli_entry() -> None:

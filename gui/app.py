@@ -43,9 +43,36 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--gui-model", help="prepared model name or folder (default: the default model)")
     parser.add_argument("--gui-open", help="a saved run (JSON) to open")
     parser.add_argument("--gui-install-desktop", action="store_true",
-                        help="write the desktop launcher (~/.local/share/applications/branchpoint.desktop) and exit")
+                        help="add Branchpoint to the desktop's application menu (a .desktop file and icons under "
+                             "$XDG_DATA_HOME, default ~/.local/share) and exit")
+    parser.add_argument("--gui-uninstall-desktop", action="store_true",
+                        help="remove what --gui-install-desktop wrote and exit")
     args, _unknown = parser.parse_known_args(argv)  # Qt's own options pass through
     return args
+
+
+def desktop_command(args: argparse.Namespace) -> int | None:
+    """--gui-install-desktop / --gui-uninstall-desktop: done without a display or a model (exit code), else
+    None."""
+    from gui import desktop
+
+    if (args.gui_install_desktop or args.gui_uninstall_desktop) and sys.platform in ("win32", "darwin"):
+        print("--gui-install-desktop writes a freedesktop.org launcher (Linux and BSD desktops); on Windows pin "
+              "the branchpoint program (.venv\\Scripts\\branchpoint.exe) to Start, on macOS start "
+              ".venv/bin/branchpoint", file=sys.stderr)
+        return 2
+    if args.gui_install_desktop:
+        for path in desktop.install_desktop_file():
+            print(f"wrote {path}")
+        return 0
+    if args.gui_uninstall_desktop:
+        removed = desktop.uninstall_desktop_file()
+        for path in removed:
+            print(f"removed {path}")
+        if not removed:
+            print("the launcher was not installed")
+        return 0
+    return None
 
 
 def ensure_default_model(parent=None) -> Path | None:
@@ -66,10 +93,12 @@ def ensure_default_model(parent=None) -> Path | None:
 
 
 def choose_model(args: argparse.Namespace) -> Path | None:
-    from models.catalog import list_models, resolve
+    from models.catalog import default_model_dir, list_models, resolve
 
     if args.gui_model:
         return resolve(args.gui_model)
+    if args.gui_open and not (default_model_dir() / "model.onnx").is_file():
+        return list_models()[0].path if list_models() else None  # a saved run shows without a model
     path = ensure_default_model()
     if path is None and list_models():
         return list_models()[0].path  # another prepared model is still usable
@@ -78,11 +107,9 @@ def choose_model(args: argparse.Namespace) -> Path | None:
 
 def run_app(argv: list[str]) -> int:
     args = parse_args(argv)
-    if args.gui_install_desktop:
-        from gui.desktop import install_desktop_file
-
-        print(f"wrote {install_desktop_file()}")
-        return 0
+    done = desktop_command(args)
+    if done is not None:
+        return done
     app = make_application(argv)
     from gui.main_window import MainWindow
 
@@ -94,8 +121,8 @@ def run_app(argv: list[str]) -> int:
     window = MainWindow(model)
     window.resize(*DEFAULT_SIZE)
     if model is None:
-        window.show_error("No model is prepared: pick “Add local folder…” in the Model list, or restart to "
-                          "prepare the default model. Saved runs can still be opened (Ctrl+O).")
+        window.model.show_notice("No model is prepared: pick “Add local folder…” in the Model list, or restart "
+                                 "to prepare the default model. Saved runs can still be opened (Ctrl+O).")
     if args.gui_open:
         window.open(Path(args.gui_open))
     window.show()

@@ -104,34 +104,3 @@ def test_model_picker_adds_a_local_onnx_folder_through_the_setup_dialog(qtbot, t
     assert prepared.parent == tmp_path / "cache" / "models"
     picker.refresh(prepared)
     assert picker.currentText() == prepared.name and picker.count() == 2
-
-
-def test_install_desktop_writes_a_valid_launcher_into_home(tmp_path, monkeypatch, capsys):
-    """`main.py --gui-install-desktop` writes ~/.local/share/applications/branchpoint.desktop with absolute
-    paths (this Python, main.py, the icon) and the window class; paths with spaces or quotes are quoted."""
-    import shutil
-    import subprocess
-    import sys
-
-    import main
-    from gui.desktop import ICON, MAIN, desktop_entry, exec_argument
-
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
-    assert main.main(["--gui-install-desktop"]) == 0
-    launcher = tmp_path / ".local" / "share" / "applications" / "branchpoint.desktop"
-    assert str(launcher) in capsys.readouterr().out
-    entry = dict(line.split("=", 1) for line in launcher.read_text(encoding="utf-8").splitlines() if "=" in line)
-    assert entry["Exec"] == f"{sys.executable} {MAIN}" and MAIN.is_file() and Path(sys.executable).is_absolute()
-    assert entry["Icon"] == str(ICON) and ICON.is_file()
-    make_application([])
-    assert entry["StartupWMClass"] == "branchpoint" == QApplication.desktopFileName()  # how shells match windows
-    assert exec_argument('/opt/my apps/"x"$') == r'"/opt/my apps/\\"x\\"\\$"'
-    assert exec_argument("/a/50%") == "/a/50%%"
-    odd = tmp_path / "odd" / "my python"
-    odd.parent.mkdir()
-    odd.with_name("odd.desktop").write_text(desktop_entry(odd), encoding="utf-8")
-    if shutil.which("desktop-file-validate"):
-        for path in (launcher, odd.with_name("odd.desktop")):
-            done = subprocess.run(["desktop-file-validate", str(path)], capture_output=True, text=True)
-            assert done.returncode == 0 and not done.stdout.strip(), done.stdout
