@@ -37,7 +37,7 @@ class PlainStepper:
     def __init__(self, decoder, prompt_ids: list[int], rows: int):
         start = BoundStepper(decoder, prompt_ids, rows)
         self.session, self.io = decoder.session, decoder.io
-        self.past = [value.numpy().copy() for value in start.state.kv]
+        self.past = [value.numpy().copy() for value in start.state.tensors]
         self.length = int(start.state.lengths[0])
         self.ids = np.full((rows, 1), NEXT_TOKEN, np.int64)
 

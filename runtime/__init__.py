@@ -12,9 +12,10 @@
     model.provider       # "CUDAExecutionProvider" or "CPUExecutionProvider", as really active
     model.eos_token_ids, model.name, model.manifest
 
-Modules: session (provider choice), decoder (IO-bound KV cache rows), helper_graphs (on-device row gather
-and last-position logits), tokenizer (pieces, incremental detokenization), chat (jinja2 chat template),
-model_files (config JSON).
+Modules: session (provider choice), decoder (session IO, logits, row summaries), kv_cache (the KV cache: rows
+of OrtValues on the device, per-row masks and lengths; select / truncate / grow), helper_graphs (on-device row
+gather, last-position logits, row summary), tokenizer (pieces, incremental detokenization), chat (jinja2 chat
+template), model_files (config JSON).
 Heavy imports happen on first use, so `import runtime` stays cheap.
 """
 

@@ -1,14 +1,10 @@
 """`OnnxDecoder`: an optimum export (`text-generation-with-past`) behind the `LogitsSource` protocol.
 
-The KV cache stays as OrtValues on the session's device (CUDA or CPU) and is fed back through IO binding
-every step; only the last position's logits come back to the host, as float32. CPU and CUDA share this one
-code path.
-
-Rows: a state holds `rows` sequences in one physical cache [rows, kv_heads, P, head_dim]. All rows share the
-physical length P; each row has its own attention mask over the P positions (1 = part of its sequence) and
-its own length (= the position id of its next token). Fork / reorder / drop are a row gather (a tiny Gather
-graph on the device, skipped when the rows are unchanged); truncation zeroes the mask beyond the kept length,
-so rows of different lengths batch in one call. Not thread-safe: use one decoder from one thread at a time.
+This module does the session's IO (binding inputs and outputs), takes the logits out and summarises logits rows.
+The state it hands the engine is a `runtime.kv_cache.KVCache` (rows of past keys and values as OrtValues on the
+session's device, each row with its own mask and length; fork / reorder / drop / truncate are its operations),
+fed back through IO binding every step; only the last position's logits come back to the host, as float32. CPU
+and CUDA share this one code path. Not thread-safe: use one decoder from one thread at a time.
 """
 
 from __future__ import annotations
@@ -23,26 +19,13 @@ import onnxruntime as ort
 from onnx import TensorProto
 
 from decoding.protocol import RowSummary
-from runtime.helper_graphs import ONNX_TYPES, last_logits_model, row_gather_model, row_summary_model
+from runtime.helper_graphs import ONNX_TYPES, last_logits_model, row_summary_model
+from runtime.kv_cache import KVCache, RowGather
 from runtime.model_files import eos_ids_from, read_json
 from runtime.session import create_helper_session, create_session
 
 PAST_NAME = re.compile(r"^past_key_values\.(\d+)\.(key|value)$")
 INT_TYPES = {"tensor(int64)": np.int64, "tensor(int32)": np.int32}
-
-
-@dataclass
-class DecoderState:
-    """Opaque to the engine. `kv`: the graph's past inputs in order, each [rows, kv_heads, P, head_dim] on the
-    device; `mask`: int [rows, P]; `lengths`: int64 [rows] = tokens in each row's sequence."""
-
-    kv: list[ort.OrtValue]
-    mask: np.ndarray
-    lengths: np.ndarray
-
-    @property
-    def num_rows(self) -> int:
-        return int(self.lengths.shape[0])
 
 
 @dataclass(frozen=True)
@@ -123,16 +106,13 @@ class OnnxDecoder:
         self.eos_token_ids: tuple[int, ...] = eos_ids_from(self.model_dir)
         # Learned position tables (GPT-2) fail past their end; RoPE models degrade. Either way: refuse clearly.
         self.max_positions: int | None = config.get("max_position_embeddings") or config.get("n_positions")
-        self._gather = create_helper_session(
-            row_gather_model(len(self.io.past_names), self.io.kv_elem_type), self.placement
-        )
+        self.row_gather = RowGather(len(self.io.past_names), self.io.kv_elem_type, self.placement)
         self._last = create_helper_session(last_logits_model(self.io.logits_elem_type), self.placement)
         self._summary = create_helper_session(row_summary_model(), self.placement, parallel=True)
         self._main_binding = self.session.io_binding()
-        self._gather_binding = self._gather.io_binding()
         self._last_binding = self._last.io_binding()
         self._summary_binding = self._summary.io_binding()
-        self._empty_kv = [self._ortvalue([1, self.io.kv_heads, 0, self.io.head_dim]) for _ in self.io.past_names]
+        self._empty_cache = KVCache.empty(self.row_gather, self.io.kv_heads, self.io.head_dim, self.io.mask_dtype)
 
     @property
     def provider(self) -> str:
@@ -145,41 +125,39 @@ class OnnxDecoder:
         return self.placement.device
 
     @staticmethod
-    def num_rows(state: DecoderState) -> int:
+    def num_rows(state: KVCache) -> int:
         return state.num_rows
 
     @staticmethod
-    def row_lengths(state: DecoderState) -> list[int]:
+    def row_lengths(state: KVCache) -> list[int]:
         """Tokens (prompt included) in each row's sequence."""
         return state.lengths.tolist()
 
-    def prefill(self, prompt_ids: Sequence[int]) -> tuple[DecoderState, np.ndarray]:
+    def prefill(self, prompt_ids: Sequence[int]) -> tuple[KVCache, np.ndarray]:
         ids = np.asarray(prompt_ids, dtype=self.io.ids_dtype).reshape(1, -1)
         if ids.shape[1] == 0:
             raise ValueError("prompt_ids must not be empty")
         self._check_tokens(ids)
-        length = ids.shape[1]
-        self._check_positions(length)
-        mask = np.ones((1, length), dtype=self.io.mask_dtype)
-        positions = np.arange(length, dtype=self.io.positions_dtype).reshape(1, -1)
-        state, logits = self._run(self._empty_kv, ids, mask, positions)
-        return state, logits[0]
+        self._check_positions(ids.shape[1])
+        cache, logits = self._run(self._empty_cache, ids)
+        return cache, logits[0]
 
     def step(
         self,
-        state: DecoderState,
+        state: KVCache,
         rows: Sequence[int],
         tokens: Sequence[int],
         lengths: Sequence[int | None] | None = None,
-    ) -> tuple[DecoderState, np.ndarray]:
-        row_index = np.asarray(rows, dtype=np.int64)
+    ) -> tuple[KVCache, np.ndarray]:
+        cache = state.select_rows(rows)
         ids = np.asarray(tokens, dtype=self.io.ids_dtype).reshape(-1, 1)
-        self._check_rows(state, row_index, ids, lengths)
-        identity = row_index.shape[0] == state.num_rows and bool(np.all(row_index == np.arange(state.num_rows)))
-        kv = state.kv if identity else self._gather_rows(state.kv, row_index)
-        mask, kept = self._next_mask(state, row_index, lengths)
-        positions = kept.astype(self.io.positions_dtype).reshape(-1, 1)
-        return self._run(kv, ids, mask, positions)
+        if ids.shape[0] != cache.num_rows:
+            raise ValueError(f"tokens must have one id per row ({cache.num_rows}), got {ids.shape[0]}")
+        self._check_tokens(ids)
+        if lengths is not None:
+            cache = cache.truncate(lengths)
+        self._check_positions(int(cache.lengths.max()) + 1)
+        return self._run(cache, ids)
 
     def summarize(self, logits: np.ndarray, top_k: int) -> RowSummary:
         """The RowSummary of float32 logits [rows, vocab] (their softmax pieces and top_k best ids per row),
@@ -217,10 +195,6 @@ class OnnxDecoder:
 
     # -- internals --
 
-    def _ortvalue(self, shape: list[int]) -> ort.OrtValue:
-        p = self.placement
-        return ort.OrtValue.ortvalue_from_shape_and_type(shape, self.io.kv_elem_type, p.device, p.device_id)
-
     def _check_tokens(self, ids: np.ndarray) -> None:
         if ids.size and (ids.min() < 0 or ids.max() >= self.vocab_size):
             raise ValueError(f"token ids must be in [0, {self.vocab_size}), got {ids.min()}..{ids.max()}")
@@ -229,42 +203,16 @@ class OnnxDecoder:
         if self.max_positions and longest > self.max_positions:
             raise ValueError(f"sequence length {longest} exceeds the model's {self.max_positions} positions")
 
-    def _check_rows(self, state: DecoderState, rows: np.ndarray, ids: np.ndarray, lengths) -> None:
-        if rows.ndim != 1 or rows.shape[0] == 0:
-            raise ValueError(f"rows must be a non-empty 1-D sequence, got {rows.tolist()}")
-        if rows.min() < 0 or rows.max() >= state.num_rows:
-            raise ValueError(f"rows must be in [0, {state.num_rows}), got {rows.tolist()}")
-        if ids.shape[0] != rows.shape[0]:
-            raise ValueError(f"tokens must have one id per row ({rows.shape[0]}), got {ids.shape[0]}")
-        if lengths is not None and len(lengths) != rows.shape[0]:
-            raise ValueError(f"lengths must have one entry per row ({rows.shape[0]}), got {len(lengths)}")
-        self._check_tokens(ids)
-
-    def _next_mask(self, state: DecoderState, rows: np.ndarray, lengths) -> tuple[np.ndarray, np.ndarray]:
-        """The new rows' attention mask [N, P+1] (truncated rows masked beyond their kept length) and their
-        kept lengths."""
-        past = state.mask.shape[1]
-        mask = np.empty((rows.shape[0], past + 1), dtype=self.io.mask_dtype)
-        mask[:, :past] = state.mask[rows]
-        mask[:, past] = 1
-        kept = state.lengths[rows]
-        for i, keep in enumerate(() if lengths is None else lengths):
-            if keep is None or keep == kept[i]:
-                continue
-            if not 0 <= keep < kept[i]:
-                raise ValueError(f"lengths[{i}] must be in [0, {kept[i]}] (row {rows[i]}'s length), got {keep}")
-            mask[i, np.flatnonzero(mask[i, :past])[keep:]] = 0
-            kept[i] = keep
-        self._check_positions(int(kept.max()) + 1)
-        return mask, kept
-
-    def _run(self, kv, ids, mask, positions) -> tuple[DecoderState, np.ndarray]:
+    def _run(self, cache: KVCache, ids: np.ndarray) -> tuple[KVCache, np.ndarray]:
+        """One run appending ids [rows, S] to the cache's rows: the grown cache and float32 logits [rows, vocab]
+        of the last position."""
         binding, device = self._main_binding, self.placement
+        mask = cache.attention_mask(ids.shape[1])
         binding.bind_cpu_input("input_ids", ids)
         binding.bind_cpu_input("attention_mask", mask)
         if self.io.has_position_ids:
-            binding.bind_cpu_input("position_ids", positions)
-        for name, value in zip(self.io.past_names, kv, strict=True):
+            binding.bind_cpu_input("position_ids", cache.position_ids(ids.shape[1]).astype(self.io.positions_dtype))
+        for name, value in zip(self.io.past_names, cache.tensors, strict=True):
             binding.bind_ortvalue_input(name, value)
         host_logits = self._bind_logits(binding, ids.shape)
         for name in self.io.present_names:
@@ -273,9 +221,8 @@ class OnnxDecoder:
         outputs = binding.get_outputs()
         binding.clear_binding_inputs()
         binding.clear_binding_outputs()
-        state = DecoderState(kv=outputs[1:], mask=mask, lengths=positions[:, -1].astype(np.int64) + 1)
         logits = host_logits[:, 0] if host_logits is not None else self._last_position_logits(outputs[0])
-        return state, logits
+        return cache.grow(outputs[1:], mask), logits
 
     def _bind_logits(self, binding, ids_shape: tuple[int, int]) -> np.ndarray | None:
         """A decode step's float32 logits [rows, 1, vocab] go straight into a host array (ORT copies them off
@@ -299,15 +246,3 @@ class OnnxDecoder:
         binding.clear_binding_inputs()
         binding.clear_binding_outputs()
         return out
-
-    def _gather_rows(self, kv: list[ort.OrtValue], rows: np.ndarray) -> list[ort.OrtValue]:
-        binding, device = self._gather_binding, self.placement
-        binding.bind_cpu_input("indices", rows)
-        for j, value in enumerate(kv):
-            binding.bind_ortvalue_input(f"kv_{j}", value)
-            binding.bind_output(f"out_{j}", device.device, device.device_id)
-        self._gather.run_with_iobinding(binding)
-        outputs = binding.get_outputs()
-        binding.clear_binding_inputs()
-        binding.clear_binding_outputs()
-        return outputs

@@ -26,7 +26,7 @@ def test_cuda_is_really_active(decoders):
     gpu, _ = decoders
     assert gpu.provider == "CUDAExecutionProvider" and gpu.device == "cuda"
     state, _ = gpu.prefill([5, 6, 7])
-    assert all(value.device_name() == "cuda" for value in state.kv)
+    assert all(value.device_name() == "cuda" for value in state.tensors)
 
 
 def test_cuda_rows_match_cpu(decoders):

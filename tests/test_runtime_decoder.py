@@ -122,23 +122,23 @@ def test_numpy_arguments_are_accepted(decoder):
 def test_io_binding_path_equals_plain_run(decoder):
     state, _ = decoder.prefill(PROMPT)
     state, _ = decoder.step(state, [0, 0], [3, 4])
-    past = [value.numpy().copy() for value in state.kv]
+    past = [value.numpy().copy() for value in state.tensors]
     new_state, logits = decoder.step(state, [0, 1], [8, 9], [None, 4])
     mask = new_state.mask
     positions = np.array([[len(PROMPT) + 1], [4]], np.int64)
     plain = plain_run(decoder, [8, 9], past, mask, positions)
     np.testing.assert_array_equal(logits, plain[0][:, -1])
-    for value, expected in zip(new_state.kv, plain[1:], strict=True):
+    for value, expected in zip(new_state.tensors, plain[1:], strict=True):
         np.testing.assert_array_equal(value.numpy(), expected)
 
 
 def test_old_state_is_not_modified_by_a_step(decoder):
     state, _ = decoder.prefill(PROMPT)
     mask_before = state.mask.copy()
-    kv_before = [v.numpy().copy() for v in state.kv]
+    kv_before = [v.numpy().copy() for v in state.tensors]
     decoder.step(state, [0, 0], [3, 4], [2, None])
     np.testing.assert_array_equal(state.mask, mask_before)
-    for value, before in zip(state.kv, kv_before, strict=True):
+    for value, before in zip(state.tensors, kv_before, strict=True):
         np.testing.assert_array_equal(value.numpy(), before)
 
 
@@ -206,7 +206,7 @@ def test_helper_sessions_run_on_the_calling_thread(decoder):
     # a helper with its own worker threads leaves them spinning into the main session's next run (measured:
     # an 8-row step after a beam reorder took 1.9x as long), so helpers get one intra-op thread, or workers
     # that do not spin
-    for helper in (decoder._gather, decoder._last):
+    for helper in (decoder.row_gather.session, decoder._last):
         assert helper.get_session_options().intra_op_num_threads == 1
     entries = decoder._summary.get_session_options().get_session_config_entry("session.intra_op.allow_spinning")
     assert entries == "0"

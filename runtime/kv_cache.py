@@ -1,0 +1,146 @@
+"""The KV cache: every row's past keys and values as OrtValues on the session's device, with its own length and
+attention mask.
+
+Layout. A cache of `rows` sequences holds the graph's past inputs in order (key then value of each layer), each
+[rows, kv_heads, P, head_dim] on the device ("cuda" or "cpu" OrtValues: CPU and CUDA run this same code, so the
+CPU tests exercise what the GPU runs). All rows share the physical length P. Each row has its own attention mask
+over the P positions (1 = part of its sequence, 0 = a hole left by a truncation) and its own length = the number
+of ones in its mask = the position id of its next token. So rows of different lengths batch in one call.
+
+Operations (each returns a new cache; a cache is never modified, so an old one stays valid):
+
+- `select_rows(rows)`: new row i continues old row rows[i]: fork (repeat a row), reorder, drop (omit a row).
+  One run of a tiny Gather graph on the device (`RowGather`); nothing at all when the selection is the identity.
+- `truncate(lengths)`: row i keeps its first lengths[i] tokens; its mask is zeroed beyond them (the keys and
+  values stay where they are, masked out).
+- `grow(presents, attention_mask)`: the cache after a model run that appended tokens: the run's presents
+  [rows, kv_heads, P + S, head_dim] and the mask it ran with (`attention_mask(S)`: this mask plus S columns of
+  ones); every length grows by S.
+
+A model run reads `attention_mask(S)` and `position_ids(S)` of the cache it continues. Compared with
+onnxruntime-genai's `KeyValueCache`, `Update(beam_indices, total_length)` is `select_rows` + `grow`, and
+`RewindTo(index)` (which copies the tensors shorter, for every row alike) is `truncate`, per row, by the mask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import onnxruntime as ort
+
+from runtime.helper_graphs import row_gather_model
+from runtime.session import Placement, create_helper_session
+
+
+class RowGather:
+    """The row Gather helper graph on the model's device: one run takes the same rows of every KV tensor.
+    Not thread-safe (one IO binding, reused): use it from one thread at a time."""
+
+    def __init__(self, num_tensors: int, elem_type: int, placement: Placement):
+        self.num_tensors = num_tensors
+        self.elem_type = elem_type
+        self.placement = placement
+        self.session = create_helper_session(row_gather_model(num_tensors, elem_type), placement)
+        self._binding = self.session.io_binding()
+
+    def __call__(self, tensors: Sequence[ort.OrtValue], rows: np.ndarray) -> list[ort.OrtValue]:
+        """tensors[j][rows] for every j, as new OrtValues on the device. `rows`: int64 [N], already checked."""
+        binding, device = self._binding, self.placement
+        binding.bind_cpu_input("indices", rows)
+        for j, value in enumerate(tensors):
+            binding.bind_ortvalue_input(f"kv_{j}", value)
+            binding.bind_output(f"out_{j}", device.device, device.device_id)
+        self.session.run_with_iobinding(binding)
+        outputs = binding.get_outputs()
+        binding.clear_binding_inputs()
+        binding.clear_binding_outputs()
+        return outputs
+
+
+@dataclass(frozen=True, eq=False)
+class KVCache:
+    """See the module docstring. `tensors`: the graph's past inputs in order, each [rows, kv_heads, P, head_dim]
+    on the device; `mask`: int [rows, P] in the graph's attention-mask type; `lengths`: int64 [rows]. Never
+    modified in place: the arrays may be shared with the cache this one was made from."""
+
+    tensors: list[ort.OrtValue]
+    mask: np.ndarray
+    lengths: np.ndarray
+    gather: RowGather
+
+    @classmethod
+    def empty(cls, gather: RowGather, kv_heads: int, head_dim: int, mask_dtype: type) -> KVCache:
+        """One row of length 0 (P = 0): what a prefill continues."""
+        device = gather.placement
+        shape = [1, kv_heads, 0, head_dim]
+        tensors = [
+            ort.OrtValue.ortvalue_from_shape_and_type(shape, gather.elem_type, device.device, device.device_id)
+            for _ in range(gather.num_tensors)
+        ]
+        return cls(tensors, np.zeros((1, 0), dtype=mask_dtype), np.zeros(1, dtype=np.int64), gather)
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.lengths.shape[0])
+
+    @property
+    def physical_length(self) -> int:
+        """P: the positions every row's tensors hold, masked or not."""
+        return int(self.mask.shape[1])
+
+    def select_rows(self, rows: Sequence[int] | np.ndarray) -> KVCache:
+        """New row i continues old row rows[i] (fork, reorder, drop). The identity selection returns this cache."""
+        index = np.asarray(rows, dtype=np.int64)
+        if index.ndim != 1 or index.shape[0] == 0:
+            raise ValueError(f"rows must be a non-empty 1-D sequence, got {index.tolist()}")
+        if index.min() < 0 or index.max() >= self.num_rows:
+            raise ValueError(f"rows must be in [0, {self.num_rows}), got {index.tolist()}")
+        if index.shape[0] == self.num_rows and bool(np.all(index == np.arange(self.num_rows))):
+            return self
+        return KVCache(self.gather(self.tensors, index), self.mask[index], self.lengths[index], self.gather)
+
+    def truncate(self, lengths: Sequence[int | None] | np.ndarray) -> KVCache:
+        """Row i keeps its first lengths[i] tokens (None: all of them): its mask is zeroed beyond them."""
+        if len(lengths) != self.num_rows:
+            raise ValueError(f"lengths must have one entry per row ({self.num_rows}), got {len(lengths)}")
+        mask, kept = self.mask, self.lengths
+        for i, keep in enumerate(lengths):
+            if keep is None:
+                continue
+            if not 0 <= keep <= kept[i]:
+                raise ValueError(f"lengths[{i}] must be in [0, {kept[i]}] (row {i}'s length), got {keep}")
+            if keep == kept[i]:
+                continue
+            if mask is self.mask:
+                mask, kept = mask.copy(), kept.copy()
+            mask[i, np.flatnonzero(mask[i])[keep:]] = 0
+            kept[i] = keep
+        return self if mask is self.mask else KVCache(self.tensors, mask, kept, self.gather)
+
+    def attention_mask(self, new_tokens: int = 1) -> np.ndarray:
+        """The mask of a run that appends `new_tokens` to every row: [rows, P + new_tokens]."""
+        past = self.physical_length
+        mask = np.empty((self.num_rows, past + new_tokens), dtype=self.mask.dtype)
+        mask[:, :past] = self.mask
+        mask[:, past:] = 1
+        return mask
+
+    def position_ids(self, new_tokens: int = 1) -> np.ndarray:
+        """int64 [rows, new_tokens]: each row's next positions, counted from its own length."""
+        return self.lengths[:, None] + np.arange(new_tokens, dtype=np.int64)
+
+    def grow(self, presents: Sequence[ort.OrtValue], attention_mask: np.ndarray) -> KVCache:
+        """The cache after a run that appended S tokens to every row, from the run's presents (each
+        [rows, kv_heads, P + S, head_dim], in the order of `tensors`) and the mask it ran with
+        (`attention_mask(S)`)."""
+        added = attention_mask.shape[1] - self.physical_length
+        if attention_mask.shape[0] != self.num_rows or added < 1:
+            raise ValueError(
+                f"attention_mask must be [{self.num_rows}, {self.physical_length} + S] with S >= 1, "
+                f"got {list(attention_mask.shape)}"
+            )
+        if len(presents) != len(self.tensors):
+            raise ValueError(f"presents must have one tensor per past input ({len(self.tensors)}), got {len(presents)}")
+        return KVCache(list(presents), attention_mask, self.lengths + added, self.gather)
