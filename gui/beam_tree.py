@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 from decoding.trace import LaneTrace, StepRecord
 from gui import style
 from gui.chart_data import BeamNode, best_path, display_token, step_nodes
+from gui.export import Figure
 from gui.redraw import RedrawScheduler
 from gui.run_model import RunModel, Selection
 
@@ -48,7 +49,7 @@ class BeamTreeView(QWidget):
         self._scheduler = scheduler
         self._follow: int | None = None  # key of the beam lane followed
         self._shown = False
-        self._stale = False
+        self._stale = model is not None  # nothing drawn yet
         if model is not None:
             for name in ("lanes_reset", "lane_inserted", "lane_removed", "lane_moved", "run_finished"):
                 model.events.connect(name, self._on_lanes_event)
@@ -57,6 +58,10 @@ class BeamTreeView(QWidget):
             self.stepSelected.connect(model.select)
 
     # ---- following a RunModel ---------------------------------------------------------------------------
+    def show_all_steps(self) -> None:
+        if self._drawn_steps:
+            self._plot.setXRange(-1.6, self._drawn_steps - 0.4, padding=0)
+
     def set_shown(self, shown: bool) -> None:
         self._shown = shown
         self.refresh()
@@ -127,11 +132,18 @@ class BeamTreeView(QWidget):
     def export_png(self, path: str | Path) -> Path:
         return style.export_widget_png(self, path)
 
+    def figure(self) -> Figure | None:
+        """The tree with its axes, title and legend (export); None without a beam lane."""
+        if self._lane is None:
+            return None
+        legend = self._legend.text().split('<span style="color:#555">hover')[0]  # not the mouse hints
+        return Figure(self._title.text(), legend, self._view.scene(), self._plot.sceneBoundingRect())
+
     # ---- construction ------------------------------------------------------------------------------------
     def _build_ui(self) -> None:
         self._title = QLabel()
         self._title.setFont(style.ui_font(10))
-        legend = QLabel(
+        self._legend = legend = QLabel(
             f'<span style="color:{_KIND_STYLE["kept"][2]}">●</span>&nbsp;kept&nbsp;&nbsp; '
             f'<span style="color:{_KIND_STYLE["pruned"][3]}">○</span>&nbsp;pruned&nbsp;&nbsp; '
             f'<span style="color:{_KIND_STYLE["finished"][2]}">★</span>&nbsp;finished&nbsp;&nbsp; '

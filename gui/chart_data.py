@@ -10,15 +10,15 @@ from typing import Any
 
 from decoding.parameters import parameter
 from decoding.trace import LaneTrace, StepRecord, TokenProb
+from gui.render import CharacterShare, piece_label
 
-_VISIBLE_WHITESPACE = {" ": "·", "\n": "↵", "\t": "→", "\r": "␍"}  # as gui/render.py labels
 
-
-def display_token(text: str, max_chars: int = 14) -> str:
-    """A token piece made readable on an axis: whitespace shown as visible glyphs, long pieces shortened."""
-    shown = "".join(_VISIBLE_WHITESPACE.get(ch, ch) for ch in text)
-    if not shown:
-        return "∅"
+def display_token(text: str, max_chars: int = 14, character: CharacterShare | None = None,
+                  pending: bytes = b"") -> str:
+    """A token piece made readable on an axis or in a title (gui.render.piece_label: whitespace as visible
+    glyphs, byte-level pieces as their character or bytes — compact below 24 characters), long pieces
+    shortened."""
+    shown = piece_label(text, character, pending, compact=max_chars < 24)
     return shown if len(shown) <= max_chars else shown[: max_chars - 1] + "…"
 
 

@@ -28,6 +28,8 @@ from PySide6.QtWidgets import (
 from decoding.trace import StepRecord
 from gui import style
 from gui.chart_data import Cutoffs, TokenRow, display_token, inspector_rows, step_cutoffs, step_summary
+from gui.export import Figure
+from gui.render import lane_characters, pending_bytes
 from gui.run_model import RunModel, Selection
 
 _BAR = 0.38  # bar thickness in row units; two of them side by side fill most of a row
@@ -140,6 +142,13 @@ class StepInspector(QWidget):
     def export_png(self, path: str | Path) -> Path:
         return style.export_widget_png(self, path)
 
+    def figure(self) -> Figure | None:
+        """Both plots with their axes, the step as title, the legend above and the numbers below (export)."""
+        if self._step is None:
+            return None
+        return Figure(self._title_text(), self._legend.text(), self._canvas.scene(),
+                      self._canvas.ci.sceneBoundingRect(), self._numbers.text())
+
     def _fitting_rows(self) -> int:
         """As many rows as fit the canvas at a readable height, at most max_rows: labels never overlap."""
         fit = (self._canvas.height() - _AXIS_PX) // _ROW_PX
@@ -183,7 +192,8 @@ class StepInspector(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(header)
-        layout.addWidget(self._legend_label())
+        self._legend = self._legend_label()
+        layout.addWidget(self._legend)
         layout.addWidget(self._canvas, 1)
         layout.addWidget(self._build_numbers())
         self.clear()
@@ -322,7 +332,8 @@ class StepInspector(QWidget):
 
     def _title_text(self) -> str:
         step = self._step
-        token = display_token(step.token_text, 24)
+        share = lane_characters([s.token_text for s in self._lane.steps]).get(step.step)
+        token = display_token(step.token_text, 32, share)
         forced = " · forced" if step.forced else ""
         name = self.model.lanes[self._lane_index].name
         return f"{name} · step {step.step} · chose “{token}” (id {step.token_id}){forced}"
@@ -379,7 +390,9 @@ class StepInspector(QWidget):
         return brush
 
     def _set_token_ticks(self) -> None:
-        ticks = [(i, f"{'▶ ' if r.chosen else ''}{display_token(r.text)}") for i, r in enumerate(self._rows)]
+        pending = pending_bytes([s.token_text for s in self._lane.steps[: self._step.step]])
+        ticks = [(i, f"{'▶ ' if r.chosen else ''}{display_token(r.text, pending=pending)}")
+                 for i, r in enumerate(self._rows)]
         axis = self._bars_plot.getAxis("left")
         axis.setTicks([ticks])
         # pyqtgraph drops labels wider than the axis; size it to the longest label up front.

@@ -69,10 +69,10 @@ def run_job(holder: ModelHolder, request: RunRequest, specs: list[LaneSpec]) -> 
 
     def job(emit: Emit, cancelled: Callable[[], bool]) -> RunTrace:
         emit(StatusMessage(f"loading {holder.name}…" if holder.loaded is None else "running"))
-        model = holder.get()
+        model, engine = holder.get(), holder.engine()
         emit(ProviderMessage(model.provider))
         prompt = prompt_info(model, request)
-        trace = model.engine.run(
+        trace = engine.run(
             prompt, [specs[i] for i in main], max_new_tokens=request.max_new_tokens, model=model.info,
             provider=model.provider, base_seed=request.seed, cancel=cancelled,
             on_step=lambda lane, record: emit(StepMessage(main[lane], record)))
@@ -81,7 +81,7 @@ def run_job(holder: ModelHolder, request: RunRequest, specs: list[LaneSpec]) -> 
             if cancelled():
                 break
             shown = replace(trace, lanes=[lanes[i] for i in sorted(lanes)])
-            lanes[index] = _branch_lane(model, shown, specs[index], cancelled,
+            lanes[index] = _branch_lane(model, engine, shown, specs[index], cancelled,
                                         lambda record, i=index: emit(StepMessage(i, record)))
         trace.lanes = [lanes[i] for i in sorted(lanes)]
         return trace
@@ -96,13 +96,14 @@ def branch_job(holder: ModelHolder, trace: RunTrace, spec: LaneSpec) -> Job:
     def job(emit: Emit, cancelled: Callable[[], bool]) -> RunTrace:
         model = holder.get()
         emit(ProviderMessage(model.provider))
-        lane = _branch_lane(model, trace, spec, cancelled, lambda record: emit(StepMessage(0, record)))
+        lane = _branch_lane(model, holder.engine(), trace, spec, cancelled,
+                            lambda record: emit(StepMessage(0, record)))
         return replace(trace, lanes=[lane])
 
     return job
 
 
-def _branch_lane(model, trace: RunTrace, spec: LaneSpec, cancelled, on_record) -> LaneTrace:
+def _branch_lane(model, engine, trace: RunTrace, spec: LaneSpec, cancelled, on_record) -> LaneTrace:
     """One branch lane as a one-lane run restarting from its parent's tokens in `trace` (the prompt and that
     prefix prefilled once), the picked token forced at the branch step."""
     step, token = spec.branch.step, spec.branch.token_id
@@ -114,7 +115,7 @@ def _branch_lane(model, trace: RunTrace, spec: LaneSpec, cancelled, on_record) -
         lane.error, lane.finish_reason = f"cannot branch: {error}", "error"
         return lane
     run_spec = replace(spec, branch=None, forced={step: token})
-    result = model.engine.run(trace.prompt, [run_spec], on_step=lambda _lane, record: on_record(record),
+    result = engine.run(trace.prompt, [run_spec], on_step=lambda _lane, record: on_record(record),
                               max_new_tokens=trace.settings.max_new_tokens, model=model.info,
                               provider=model.provider, prefix=prefix, cancel=cancelled)
     lane = result.lanes[0]

@@ -17,6 +17,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
+    QApplication,
     QComboBox,
     QFileDialog,
     QLabel,
@@ -57,6 +58,7 @@ class MainWindow(QMainWindow):
         self.worker.finished.connect(self._on_job_finished)
         self.worker.failed.connect(self._on_job_failed)
         self._closing = False
+        self._last_folder = Path.home()  # where the file dialogs open
         self._build_views()
         self._build_layout()
         self._build_actions()
@@ -147,7 +149,9 @@ class MainWindow(QMainWindow):
         self.undo_action = self._action(bar, "Undo branch", QKeySequence.StandardKey.Undo, self.undo_branch,
                                         "Remove the last branch lane (Ctrl+Z)")
         bar.addSeparator()
-        self._action(bar, "Export PNG…", None, self.export_dialog, "Export the text view and charts as PNG")
+        self.export_action = self._action(bar, "Export images…", None, self.export_dialog,
+                                          "Export the prompt and texts, each chart (PNG and SVG) and a report "
+                                          "image of the whole run")
         self.run_action = self._hidden_action(["Ctrl+Return", "Ctrl+Enter"], self.run)
         self.stop_action = self._hidden_action(["Esc"], self.stop)
 
@@ -276,8 +280,10 @@ class MainWindow(QMainWindow):
         if self.model.trace is None:
             self.model.show_notice("Nothing to save yet: run or open a run first.")
             return
-        path, _ = QFileDialog.getSaveFileName(self, "Save run", "run.json", "Branchpoint run (*.json)")
+        path, _ = QFileDialog.getSaveFileName(self, "Save run", str(self._last_folder / "run.json"),
+                                              "Branchpoint run (*.json)")
         if path:
+            self._last_folder = Path(path).parent
             self.save(Path(path))
 
     def save(self, path: Path) -> bool:
@@ -285,8 +291,10 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def open_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open run", "", "Branchpoint run (*.json);;All files (*)")
+        path, _ = QFileDialog.getOpenFileName(self, "Open run", str(self._last_folder),
+                                              "Branchpoint run (*.json);;All files (*)")
         if path:
+            self._last_folder = Path(path).parent
             self.open(Path(path))
 
     def open(self, path: Path) -> bool:
@@ -302,26 +310,60 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def export_dialog(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Export PNGs into folder")
-        if folder:
-            paths = self.export_pngs(Path(folder))
-            self.model.set_status(f"exported {len(paths)} PNGs to {folder}")
+        dialog = QFileDialog(self, "Export images into folder", str(self._last_folder))
+        dialog.setFileMode(QFileDialog.FileMode.Directory)  # the dialog's own button creates a new folder
+        dialog.setOption(QFileDialog.Option.ShowDirsOnly, True)
+        if dialog.exec():
+            folder = Path(dialog.selectedFiles()[0])
+            self._last_folder = folder
+            paths = self.export_images(folder)
+            if paths:
+                self.model.set_status(f"exported {len(paths)} images to {folder}")
 
-    def export_pngs(self, folder: Path) -> list[Path]:
-        from gui.style import export_widget_png
+    def export_images(self, folder: Path) -> list[Path]:
+        """text.png (prompt and every lane's whole text), report.png (everything), and each chart as PNG and
+        SVG with its title, legend and axes. A failure says why; the run stays as it is."""
+        from gui import export
 
-        folder.mkdir(parents=True, exist_ok=True)
-        self.beam_tree.refresh(force=True)
+        document = export.text_document(self.model, self.text.legend.text())
+        views = self._export_views()
+        figures = {name: view.figure() for name, view in views.items()}
+        figures = {name: figure for name, figure in figures.items() if figure is not None}
         try:
-            return [
-                export_widget_png(self.text, folder / "text.png"),
-                self.inspector.export_png(folder / "inspector.png"),
-                self.timeline.export_png(folder / "timeline.png"),
-                self.beam_tree.export_png(folder / "beam_tree.png"),
-            ]
+            folder.mkdir(parents=True, exist_ok=True)
+            paths = [export.save_png(export.document_image(document), folder / "text.png"),
+                     export.save_png(export.report_image(document, list(figures.values())), folder / "report.png")]
+            for name, figure in figures.items():
+                paths.append(export.save_png(export.figure_image(figure), folder / f"{name}.png"))
+                paths.append(export.save_figure_svg(figure, folder / f"{name}.svg"))
         except OSError as error:
-            self.model.show_notice(str(error))
+            self.model.show_notice(f"Could not export images to {folder}: {error}. The run is still here.")
             return []
+        finally:
+            for view in views.values():
+                view.deleteLater()
+        return paths
+
+    def _export_views(self) -> dict[str, QWidget]:
+        """The charts drawn afresh at a size made for reading (not the window's layout), off screen."""
+        snapshot = self.model.snapshot()
+        timeline = Timeline(snapshot, RedrawScheduler(self))
+        timeline.set_metric(self.timeline.current_metric())
+        inspector = StepInspector(snapshot)
+        beam_tree = BeamTreeView(snapshot)
+        beam_steps = max((len(lane.trace.steps) for lane in snapshot.lanes if lane.spec.is_beam), default=0)
+        sizes = {"timeline": (timeline, 1000, 440), "inspector": (inspector, 820, 560),
+                 "beam_tree": (beam_tree, min(3000, max(900, 64 * beam_steps + 120)), 520)}
+        for view, width, height in sizes.values():
+            view.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
+            view.resize(width, height)
+            view.show()
+        if snapshot.selection is not None:
+            inspector.set_step(snapshot.selection.lane, snapshot.selection.step)
+        beam_tree.set_shown(True)
+        beam_tree.show_all_steps()
+        QApplication.processEvents()
+        return {name: view for name, (view, _w, _h) in sizes.items()}
 
     # ------------------------------------------------------------------------------------------------ close
 

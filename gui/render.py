@@ -53,6 +53,82 @@ def label_piece(text: str) -> str:
     return text.replace("\n", "↵").replace("\t", "→").replace(" ", "·")
 
 
+def piece_label(text: str, character: CharacterShare | None = None, pending: bytes = b"",
+                compact: bool = False) -> str:
+    """label_piece, except that a piece holding only some bytes of a UTF-8 character (a byte-level piece of a
+    Chinese character or an emoji) reads as that character and its share of the bytes: from `character`
+    when the lane's later pieces complete it ("这 (bytes 1–2 of 3)"), or from the bytes `pending` before it
+    in the lane, which it may complete ("这 (byte 3 of 3)"); else as its bytes and how many the character has
+    ("‹e8 bf› 2 of 3 bytes"). `compact`: just the character or the bytes (axes, tree labels)."""
+    if "\\x" not in text:
+        return label_piece(text)
+    own = piece_bytes(text)
+    if character is None and pending:
+        character = _completed_by(pending, own)
+    if character is not None:
+        if compact:
+            return character.text
+        first, last = character.start + 1, character.start + len(own)
+        span = f"byte {first}" if first == last else f"bytes {first}–{last}"
+        return f"{character.text} ({span} of {character.total})"
+    known = pending + own if pending and _decode(pending + own)[0] is not None else own
+    shown = "‹" + " ".join(f"{b:02x}" for b in known) + "›"
+    total = _utf8_length(known[0])
+    if compact:
+        return shown
+    return f"{shown} end of a character" if total is None else f"{shown} {len(known)} of {total} bytes"
+
+
+def _completed_by(pending: bytes, own: bytes) -> CharacterShare | None:
+    """The character `pending` + `own` spell, if `own` completes exactly one character started in `pending`."""
+    text, complete = _decode(pending + own)
+    if not complete or text is None or len(text) != 1:
+        return None
+    return CharacterShare(text, len(pending), len(pending + own))
+
+
+def pending_bytes(pieces: Sequence[str]) -> bytes:
+    """The bytes of the character the lane's last pieces started and did not finish (b"" if none)."""
+    data = b""
+    for group in reversed(group_tokens(pieces)):
+        if len(group.steps) != 1 or "\\x" not in group.text:
+            break
+        data = piece_bytes(group.text) + data
+    text, complete = _decode(data)
+    return data if data and text is not None and not complete else b""
+
+
+def _utf8_length(lead: int) -> int | None:
+    """Bytes of the UTF-8 character a lead byte starts (None for a continuation byte)."""
+    for limit, length in ((0xE0, 2), (0xF0, 3), (0xF8, 4)):
+        if 0xC0 <= lead < limit:
+            return length
+    return None
+
+
+@dataclass(frozen=True)
+class CharacterShare:
+    """The character a byte-level piece is part of: its text, the byte the piece starts at, the total bytes."""
+
+    text: str
+    start: int
+    total: int
+
+
+def lane_characters(pieces: Sequence[str]) -> dict[int, CharacterShare]:
+    """For every piece of a lane that is only part of a character completed by its neighbours: which."""
+    shares: dict[int, CharacterShare] = {}
+    for group in group_tokens(pieces):
+        if len(group.steps) < 2:
+            continue
+        total = len(group.text.encode("utf-8"))
+        start = 0
+        for index in group.steps:
+            shares[index] = CharacterShare(group.text, start, total)
+            start += len(piece_bytes(pieces[index]))
+    return shares
+
+
 def format_prob(p: float) -> str:
     if p >= 0.995:
         return f"{p:.3f}"
@@ -218,12 +294,15 @@ def known_pieces(steps: Sequence[StepRecord]) -> dict[int, str]:
     return pieces
 
 
-def alternatives_html(step: StepRecord, count: int = 5) -> str:
-    """Tooltip: the step's top alternatives (processed and raw probability), the chosen one in bold."""
+def alternatives_html(step: StepRecord, count: int = 5, character: CharacterShare | None = None,
+                      pending: bytes = b"") -> str:
+    """Tooltip: the step's top alternatives (processed and raw probability), the chosen one in bold.
+    `character`: the character the chosen byte-level piece is part of; `pending`: the bytes of a character the
+    lane started before this step (see piece_label)."""
     raw = {t.id: t.prob for t in step.top_raw}
-    rows = [_alternative_row(t, raw.get(t.id), t.id == step.token_id) for t in step.top[:count]]
+    rows = [_alternative_row(t, raw.get(t.id), t.id == step.token_id, character, pending) for t in step.top[:count]]
     if step.token_id not in {t.id for t in step.top[:count]}:
-        rows.append(_alternative_row(_chosen_as_top(step), step.prob_raw, True))
+        rows.append(_alternative_row(_chosen_as_top(step), step.prob_raw, True, character, pending))
     head = f"<b>step {step.step}</b> · p={format_prob(step.prob)} (raw {format_prob(step.prob_raw)})"
     table = "".join(rows)
     foot = f"entropy {step.entropy:.2f} nats · margin {step.margin:.3f} · kept {step.kept}"
@@ -234,8 +313,9 @@ def _chosen_as_top(step: StepRecord) -> TokenProb:
     return TokenProb(step.token_id, step.token_text, step.prob, -1)
 
 
-def _alternative_row(token: TokenProb, raw: float | None, chosen: bool) -> str:
-    label = html.escape(label_piece(token.text))
+def _alternative_row(token: TokenProb, raw: float | None, chosen: bool,
+                     character: CharacterShare | None = None, pending: bytes = b"") -> str:
+    label = html.escape(piece_label(token.text, character if chosen else None, pending))
     if chosen:
         label = f"<b>{label}</b>"
     raw_text = "" if raw is None else format_prob(raw)
@@ -252,8 +332,7 @@ def lane_summary(lane, divergence: int | None, threshold: float) -> tuple[str, s
     mean_h = sum(s.entropy for s in steps) / len(steps)
     ties = sum(near_tie(s, threshold) for s in steps)
     split = "—" if divergence is None else str(divergence)
-    text = (f"{len(steps)} tok · p̄ {mean_p:.2f} · H̄ {mean_h:.2f} · {NEAR_TIE_GLYPH} {ties} · "
-            f"{DIVERGENCE_GLYPH} {split}")
+    text = f"{len(steps)} tok  p̄ {mean_p:.2f}  H̄ {mean_h:.2f}  {NEAR_TIE_GLYPH}{ties}  {DIVERGENCE_GLYPH}{split}"
     tip = (f"{len(steps)} tokens ({lane.finish_reason or 'running'}); mean p(chosen) {mean_p:.3f}; mean entropy "
            f"{mean_h:.3f} nats; {ties} near-ties (margin < {threshold:g}); first divergence from the reference "
            f"lane: {'none' if divergence is None else f'step {divergence}'}")

@@ -192,6 +192,15 @@ class RunModel:
         self.trace.lanes = [lane.trace for lane in self.lanes if lane.trace.steps or lane.trace.finish_reason]
         return self.trace
 
+    def snapshot(self) -> RunModel:
+        """A model showing the same run (same lanes, selection and settings) with no listeners: views made
+        over it (e.g. to draw an export at another size) go away with it."""
+        copy = RunModel()
+        copy.lanes = list(self.lanes)
+        for name in ("trace", "selection", "near_tie_threshold", "reference", "run_limit", "model_name", "provider"):
+            setattr(copy, name, getattr(self, name))
+        return copy
+
     # ---------------------------------------------------------------------------------------- editing lanes
 
     def set_specs(self, specs: Iterable[LaneSpec]) -> None:

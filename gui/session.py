@@ -6,11 +6,14 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from decoding.engine import Engine
 from decoding.spec import LaneSpec
-from decoding.trace import LaneTrace, ModelInfo, PromptInfo, RunTrace
+from decoding.trace import LaneTrace, PromptInfo, RunTrace
+
+if TYPE_CHECKING:
+    from models.open_model import OpenModel
 
 
 @dataclass(frozen=True)
@@ -22,24 +25,14 @@ class RunRequest:
     seed: int | None = None  # run-level base seed for sampled lanes left at seed 'auto'
 
 
-@dataclass
-class LoadedModel:
-    path: Path
-    info: ModelInfo
-    model: Any  # models.open_model.OpenModel: decoder, tokenizer, provider
-    engine: Engine
-
-    @property
-    def provider(self) -> str:
-        return self.model.provider
-
-
 class ModelHolder:
-    """Loads the model on first use (on the worker thread) and keeps it for later runs."""
+    """Loads the model on first use (on the worker thread) and keeps it, and one Engine over it, for later
+    runs."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self._loaded: LoadedModel | None = None
+        self._loaded: OpenModel | None = None
+        self._engine: Engine | None = None
         self._lock = threading.Lock()
 
     @property
@@ -49,25 +42,25 @@ class ModelHolder:
         return read_manifest(self.path).get("name", self.path.name)
 
     @property
-    def loaded(self) -> LoadedModel | None:
+    def loaded(self) -> OpenModel | None:
         return self._loaded
 
-    def get(self) -> LoadedModel:
+    def get(self) -> OpenModel:
+        from models.open_model import open_model
+
         with self._lock:
             if self._loaded is None:
-                self._loaded = _load(self.path)
+                self._loaded = open_model(self.path)
+                self._engine = self._loaded.engine()
             return self._loaded
 
-
-def _load(path: Path) -> LoadedModel:
-    from models.open_model import open_model
-
-    model = open_model(path)
-    return LoadedModel(path=path, info=model.info, model=model, engine=model.engine())
+    def engine(self) -> Engine:
+        self.get()
+        return self._engine
 
 
-def prompt_info(model: LoadedModel, request: RunRequest) -> PromptInfo:
-    return model.model.encode_prompt(request.text, chat=request.chat, system=request.system)
+def prompt_info(model: OpenModel, request: RunRequest) -> PromptInfo:
+    return model.encode_prompt(request.text, chat=request.chat, system=request.system)
 
 
 def specs_of(trace: RunTrace) -> list[LaneSpec]:

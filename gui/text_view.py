@@ -35,9 +35,11 @@ from gui.render import (
     alternatives_html,
     format_prob,
     known_pieces,
-    label_piece,
+    lane_characters,
     lane_fragments,
     lane_summary,
+    pending_bytes,
+    piece_label,
     plain_fragments,
     probability_colour,
 )
@@ -131,7 +133,10 @@ class TokenBrowser(QTextBrowser):
         """The hover text at a viewport position: the token's top-5 alternatives ('' off tokens)."""
         target = self.token_at(pos)
         record = self._panel.model.step_record(*target) if target else None
-        return alternatives_html(record) if record is not None else ""
+        if record is None:
+            return ""
+        return alternatives_html(record, character=self._panel.character_of(*target),
+                                 pending=self._panel.pending_of(*target))
 
     def _show_tooltip(self, event: QEvent) -> None:
         text = self.tooltip_at(event.pos())
@@ -157,7 +162,9 @@ class TokenBrowser(QTextBrowser):
         force_menu = menu.addMenu("Force for all lanes…")
         panel = self._panel
         for token in record.top[:10]:
-            label = f"{label_piece(token.text)}    {format_prob(token.prob)}"
+            share = panel.character_of(lane, record.step) if token.id == record.token_id else None
+            label = f"{piece_label(token.text, share, panel.pending_of(lane, record.step))}    " \
+                    f"{format_prob(token.prob)}"
             # triggered(bool checked) comes first: the token id must be a keyword default, not positional.
             _add(branch_menu, label, self,
                  lambda _checked=False, t=token.id: panel.request_branch(lane, record.step, t))
@@ -187,7 +194,7 @@ class LaneColumn(QFrame):
         self.summary = QLabel()
         self.summary.setObjectName("laneSummary")
         self.summary.setWordWrap(True)
-        self.summary.setStyleSheet("color:#555")
+        self.summary.setStyleSheet("color:#555;font-size:8pt")
         self.beams_button = QToolButton()
         self.beams_button.setText("all beams")
         self.beams_button.setCheckable(True)
@@ -306,6 +313,14 @@ class TextPanel(QWidget):
         self._selected_lane: int | None = None
         self._rebuild_columns()
         self.refresh_all()
+
+    def character_of(self, lane: int, step: int):
+        """The character a lane's byte-level piece at `step` is part of (None for whole tokens)."""
+        return lane_characters([s.token_text for s in self.model.lanes[lane].trace.steps]).get(step)
+
+    def pending_of(self, lane: int, step: int) -> bytes:
+        """The bytes of a character the lane started before `step` and had not finished."""
+        return pending_bytes([s.token_text for s in self.model.lanes[lane].trace.steps[:step]])
 
     # ---- commands (wired by the window) --------------------------------------------------------------
 

@@ -6,6 +6,7 @@ appends to per-lane buffers and re-sets one curve."""
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QToolButton, QVBox
 from decoding.trace import StepRecord
 from gui import style
 from gui.chart_data import TIMELINE_METRICS, display_token, metric_values
+from gui.export import Figure
 from gui.redraw import RedrawScheduler
 from gui.render import MARK_COLOURS
 from gui.run_model import RunModel, Selection
@@ -248,6 +250,15 @@ class Timeline(QWidget):
 
     def export_png(self, path: str | Path) -> Path:
         return style.export_widget_png(self, path)
+
+    def figure(self) -> Figure:
+        """The plot with its axes, a title and the lanes' legend, for export (no controls)."""
+        keys = [f'<span style="color:{style.lane_color_hex(lane.colour)}">━━</span>&nbsp;{html.escape(lane.name)}'
+                for lane in self.model.lanes if lane.trace.steps and not lane.hidden]
+        keys += [f'<span style="color:{MARK_COLOURS[kind]}">{glyph}</span>&nbsp;{text}' for kind, glyph, text in
+                 (("divergence", "◆", "divergence"), ("near_tie", "▲", "near-tie"), ("branch", "★", "branch point"))]
+        return Figure(f"{TIMELINE_METRICS[self._metric]} per step", "&nbsp;&nbsp; ".join(keys),
+                      self._view.scene(), self._plot.sceneBoundingRect())
 
     # ---- construction ------------------------------------------------------------------------------------
     def _build_ui(self) -> None:

@@ -141,3 +141,18 @@ def test_small_labels():
     assert progress_text(12, 64, 100, 4.0) == ("step 12/64", "25.0 tok/s")
     assert stage_label("export", "export") == "export"
     assert stage_label("export", "exporting") == "export — exporting"
+
+
+def test_byte_pieces_read_as_their_character_and_share_of_bytes():
+    from gui.chart_data import display_token
+    from gui.render import lane_characters, piece_label
+
+    pieces = ["a", "\\xe8\\xbf", "\\x99", " b", "\\xf0\\x9f"]  # 这 split in two; an emoji never completed
+    shares = lane_characters(pieces)
+    assert sorted(shares) == [1, 2]
+    labels = [piece_label(p, shares.get(i)) for i, p in enumerate(pieces)]
+    assert labels == ["a", "这 (bytes 1–2 of 3)", "这 (byte 3 of 3)", "·b", "‹f0 9f› 2 of 4 bytes"]
+    assert piece_label("\\x99") == "‹99› end of a character"
+    assert display_token("\\xe8\\xbf", 40) == "‹e8 bf› 2 of 3 bytes"  # never a raw \\xe8 on an axis
+    html = alternatives_html(record(text="\\xe8\\xbf"), character=shares[1])
+    assert "这 (bytes 1–2 of 3)" in html and "\\xe8" not in html

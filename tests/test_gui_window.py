@@ -205,9 +205,10 @@ def test_save_then_open_restores_an_identical_view(qtbot, window, make_window, t
     assert reopened.prompt.request() == window.prompt.request()
     for a, b in zip(reopened.model.traces, window.model.traces, strict=True):
         assert a.token_ids == b.token_ids and len(a.steps) == len(b.steps)
-    pngs = reopened.export_pngs(tmp_path / "png")
-    assert [p.name for p in pngs] == ["text.png", "inspector.png", "timeline.png", "beam_tree.png"]
-    assert all(p.stat().st_size > 1000 for p in pngs)
+    images = reopened.export_images(tmp_path / "png")
+    assert [p.name for p in images] == ["text.png", "report.png", "timeline.png", "timeline.svg", "inspector.png",
+                                        "inspector.svg", "beam_tree.png", "beam_tree.svg"]
+    assert all(p.stat().st_size > 1000 for p in images)
 
 
 def test_invalid_parameter_is_refused_with_a_visible_message(qtbot, window):
@@ -259,7 +260,7 @@ def test_replay_reruns_with_the_model_and_finds_every_token_identical(qtbot, win
 
 
 def test_an_engine_error_is_shown_and_the_text_so_far_kept(qtbot, window):
-    decoder = window.controller.holder.get().model.decoder
+    decoder = window.controller.holder.get().decoder
     real_step, calls = decoder.step, []
 
     def failing_step(*args, **kwargs):

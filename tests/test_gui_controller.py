@@ -1,0 +1,232 @@
+"""The window's Qt-free core: the RunModel's events as a view sees them and the RunController's commands, on a
+pure-numpy source with a runner that runs jobs synchronously (no Qt, no threads)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from decoding.engine import Engine
+from decoding.spec import LaneSpec
+from decoding.trace import ModelInfo, PromptInfo
+from gui.controller import RunController
+from gui.run_model import EVENTS, JobKind, RunModel, Selection
+from gui.session import RunRequest
+from tests.fake_source import FakeSource, FakeTokenizer
+
+
+class FakeModel:
+    """What a job needs of an opened model."""
+
+    info = ModelInfo("fake")
+    provider = "CPUExecutionProvider"
+
+    def encode_prompt(self, text: str, chat: bool = False, system: str | None = None) -> PromptInfo:
+        return PromptInfo(text, [1 + len(word) for word in text.split()])
+
+
+class FakeHolder:
+    name = "fake"
+    path = Path("fake")
+
+    def __init__(self) -> None:
+        self.source = FakeSource(vocab_size=64)
+        self._engine = Engine(self.source, FakeTokenizer(), eos_token_ids=[])
+        self.loaded = None
+
+    def get(self) -> FakeModel:
+        self.loaded = FakeModel()
+        return self.loaded
+
+    def engine(self) -> Engine:
+        return self._engine
+
+
+class SyncRunner:
+    """Runs a job at once on this thread and reports to the controller, as the window's worker does."""
+
+    def __init__(self) -> None:
+        self.controller: RunController | None = None
+        self.cancel_after: int | None = None  # cancel once this many messages were streamed
+
+    def start(self, job) -> None:
+        streamed = []
+
+        def emit(message) -> None:
+            streamed.append(message)
+            self.controller.on_message(message)
+
+        def cancelled() -> bool:
+            return self.cancel_after is not None and len(streamed) >= self.cancel_after
+
+        try:
+            result = job(emit, cancelled)
+        except Exception as error:  # noqa: BLE001 - reported like the worker does
+            self.controller.on_failed(str(error))
+        else:
+            self.controller.on_finished(result)
+
+    def cancel(self) -> None:
+        self.cancel_after = 0
+
+    def is_running(self) -> bool:
+        return False
+
+
+class RecordingView:
+    """A view that subscribes to every event and records them in order."""
+
+    def __init__(self, model: RunModel) -> None:
+        self.events: list[tuple] = []
+        for name in EVENTS:
+            model.events.connect(name, lambda *args, name=name: self.events.append((name, *args)))
+
+    def names(self) -> list[str]:
+        return [event[0] for event in self.events]
+
+
+LANES = [LaneSpec("greedy"), LaneSpec("top-k 5", do_sample=True, top_k=5), LaneSpec("beam-2", num_beams=2)]
+
+
+def make(specs=LANES) -> tuple[RunModel, RunController, RecordingView]:
+    model = RunModel(specs)
+    runner = SyncRunner()
+    controller = RunController(model, runner)
+    runner.controller = controller
+    controller.holder = FakeHolder()
+    return model, controller, RecordingView(model)
+
+
+def request(text: str = "one two three", tokens: int = 6, seed: int | None = 3) -> RunRequest:
+    return RunRequest(text, False, None, tokens, seed)
+
+
+def test_a_view_gets_every_event_of_a_streamed_run_in_order():
+    model, controller, view = make()
+    assert controller.run(request())
+    names = view.names()
+    assert names[:2] == ["lanes_reset", "run_started"] and view.events[1][1] is JobKind.RUN
+    steps = [event for event in view.events if event[0] == "step_added"]
+    assert names.index("run_finished") > max(i for i, name in enumerate(names) if name == "step_added")
+    # every record the model holds arrived as an event for its lane, in step order per lane (a beam lane may
+    # re-send a step when its best path changes: the later event replaces the earlier)
+    for index, lane in enumerate(model.lanes):
+        mine = [record for name, i, record in steps if i == index]
+        assert [r.step for r in mine] == sorted(r.step for r in mine) or lane.spec.is_beam
+        assert len(lane.trace.steps) == 6 and len(mine) >= 6
+    assert names[-2:] == ["run_finished", "status"] and view.events[-1][1] == "done"
+    assert model.trace is not None and model.trace.analysis is not None and not model.running
+
+
+def test_selection_follows_lane_edits_and_a_removed_lane_clears_it():
+    model, controller, view = make()
+    controller.run(request())
+    assert model.select(2, 3)
+    model.insert_lane(0, LaneSpec("new"))
+    assert model.selection == Selection(3, 3)
+    model.remove_lane(3)
+    assert model.selection is None and view.events[-2:] == [("selection_changed", None), ("lane_removed", 3,
+                                                                                         view.events[-1][2])]
+    assert not model.select(0, 99)  # nothing recorded there: the selection stays as it is
+
+
+def test_branch_streams_into_a_new_lane_and_undo_removes_it():
+    model, controller, view = make()
+    controller.run(request())
+    parent = model.lanes[0].trace
+    token = next(t.id for t in parent.steps[2].top if t.id != parent.token_ids[2])
+    view.events.clear()
+    assert controller.branch(0, 2, token)
+    assert [lane.name for lane in model.lanes] == ["greedy", "greedy ↳2", "top-k 5", "beam-2"]
+    child = model.lanes[1].trace
+    assert child.token_ids[:2] == parent.token_ids[:2] and child.token_ids[2] == token
+    assert child.branch == {"parent": "greedy", "step": 2, "token_id": token}
+    assert view.names()[:2] == ["lane_inserted", "run_started"] and "lanes_reset" not in view.names()
+    assert [lane.name for lane in model.shown_trace().lanes] == ["greedy", "greedy ↳2", "top-k 5", "beam-2"]
+    assert controller.undo_branch()
+    assert [lane.name for lane in model.lanes] == ["greedy", "top-k 5", "beam-2"]
+    assert not controller.undo_branch()
+
+
+def test_a_branch_of_a_branch_and_of_a_beam_lane_rerun_with_the_next_run():
+    model, controller, _ = make()
+    controller.run(request())
+    beam = model.lanes[2].trace
+    controller.branch(2, 1, next(t.id for t in beam.steps[1].top if t.id != beam.token_ids[1]))
+    child = model.lanes[3].trace
+    controller.branch(3, 3, next(t.id for t in child.steps[3].top if t.id != child.token_ids[3]))
+    names = [lane.name for lane in model.lanes]
+    assert names == ["greedy", "top-k 5", "beam-2", "beam-2 ↳1", "beam-2 ↳1 ↳3"]
+    before = [lane.trace.token_ids for lane in model.lanes]
+    controller.run(request())  # same prompt and seed: every branch point still holds
+    assert model.notice is None
+    assert [lane.trace.token_ids for lane in model.lanes] == before
+
+
+def test_a_new_prompt_turns_branch_lanes_into_ordinary_lanes_and_says_which():
+    model, controller, _ = make()
+    controller.run(request())
+    controller.branch(0, 2, 7)
+    controller.run(request("a different prompt"))
+    assert model.notice is not None and model.notice.level == "info"
+    assert "“greedy ↳2” (the prompt changed)" in model.notice.text
+    assert model.lanes[1].spec.branch is None and model.lanes[1].trace.branch is None
+    assert all(len(lane.trace.steps) == 6 for lane in model.lanes)
+
+
+def test_seed_auto_stays_random_and_branching_pins_only_the_parents_seed():
+    model, controller, _ = make([*LANES, LaneSpec("T 1.5", do_sample=True, temperature=1.5)])
+    controller.run(request(seed=None))
+    seeds = model.lanes[1].trace.config["seed"]
+    assert model.lanes[1].spec.seed is None  # the run recorded a seed; the lane still says auto
+    controller.run(request(seed=None))
+    assert model.lanes[1].trace.config["seed"] != seeds  # fresh each run (2**31 choices)
+    controller.branch(1, 2, 9)
+    assert model.lanes[1].spec.seed == model.lanes[1].trace.config["seed"]  # pinned, and said so
+    assert "keeps seed" in model.notice.text
+    assert model.lanes[-1].name == "T 1.5" and model.lanes[-1].spec.seed is None  # the others stay auto
+
+
+def test_an_empty_prompt_is_refused_and_the_notice_goes_with_its_cause():
+    model, controller, _ = make()
+    assert not controller.run(request("   "))
+    assert model.notice.cause == "prompt"
+    assert controller.run(request())
+    assert model.notice is None
+
+
+def test_progress_limit_is_the_longest_lane():
+    model, controller, _ = make([LaneSpec("greedy"), LaneSpec("long", max_new_tokens=9)])
+    controller.run(request(tokens=4))
+    assert model.run_limit == 9 and model.max_steps() == 9
+
+
+def test_cancel_keeps_what_streamed_and_says_stopped():
+    model, controller, view = make()
+    controller.runner.cancel_after = 5
+    controller.run(request(tokens=50))
+    assert 0 < model.max_steps() < 50
+    assert {lane.trace.finish_reason for lane in model.lanes} == {"cancelled"}
+    assert view.events[-1] == ("status", "stopped")
+
+
+def test_save_and_open_round_trip(tmp_path):
+    model, controller, _ = make()
+    controller.run(request())
+    path = tmp_path / "run.json"
+    assert controller.save(path)
+    other, other_controller, _ = make([LaneSpec("x")])
+    got = other_controller.open(path)
+    assert got == RunRequest("one two three", False, None, 6, 3)
+    assert [lane.trace.token_ids for lane in other.lanes] == [lane.trace.token_ids for lane in model.lanes]
+    assert not other_controller.open(tmp_path / "missing.json")
+    assert "Could not open" in other.notice.text
+
+
+@pytest.mark.parametrize("event", sorted(EVENTS))
+def test_unknown_event_names_are_refused(event):
+    model = RunModel()
+    model.events.connect(event, lambda *args: None)
+    with pytest.raises(KeyError, match="no event"):
+        model.events.connect(event + "_typo", lambda *args: None)
