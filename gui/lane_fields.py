@@ -54,9 +54,10 @@ def _field(p: Parameter) -> Field:
     off = p.off if p.is_processor else p.default
     minimum = maximum = 0.0
     if p.range is not None:
-        smallest = 10.0**-p.decimals if p.kind == "float" else 1  # the widget's nearest value inside an open end
-        minimum = -p.editor_max if p.range.low == -math.inf else p.range.low + smallest * p.range.low_open
-        maximum = p.editor_max if p.range.high == math.inf else p.range.high - smallest * p.range.high_open
+        # An open end is reachable in the widget, so typing it (temperature 0) gets LaneSpec's refusal in words
+        # instead of silently snapping to the nearest allowed value.
+        minimum = -p.editor_max if p.range.low == -math.inf else p.range.low
+        maximum = p.editor_max if p.range.high == math.inf else p.range.high
         if p.unset_label:  # one below the range stands for "unset"
             minimum = off = p.range.low - 1
     if p.kind == "text":

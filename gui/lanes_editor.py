@@ -89,6 +89,13 @@ def edge_note(spec: LaneSpec) -> str:
     return "; ".join(notes)
 
 
+def _refusal_hint(values: dict[str, Any]) -> str:
+    """What the user probably meant by a refused value."""
+    if values.get("do_sample") and values.get("temperature") == 0:
+        return " (for greedy decoding, turn do_sample off)"
+    return ""
+
+
 def _make_widget(f: Field) -> QWidget:
     if f.kind == "bool":
         widget: QWidget = QCheckBox()
@@ -406,7 +413,7 @@ class LanesEditor(QWidget):
         try:
             spec = spec_from_values(lane.name, values, base=lane.spec)
         except ValueError as error:
-            self.show_message(f"Refused: {error}")
+            self.show_message(f"Refused: {error}{_refusal_hint(values)}")
             self.form.show_spec(lane.spec)
             return
         if not lane.named_by_user:

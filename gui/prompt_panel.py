@@ -17,8 +17,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from decoding.parameters import parameter
+
 DEFAULT_PROMPT = "Although I was tired, I still decided to"
-MAX_NEW_TOKENS_LIMIT = 4096
+# One limit for the run's box and every lane's own field: the parameter table's.
+MAX_NEW_TOKENS_LIMIT = int(parameter("max_new_tokens").editor_max)
 
 
 @dataclass(frozen=True)

@@ -35,3 +35,33 @@ def default_model_dir() -> Path:
             pytest.fail(f"default model is not prepared at {path} (.ci/run should have prepared it)")
         pytest.skip(f"default model not prepared at {path}; run `python main.py prepare`")
     return path
+
+
+@pytest.fixture
+def make_window(qtbot):
+    """Windows that are always shut down: stopping and waiting for the worker thread (a QThread still running
+    at teardown aborts the process)."""
+    from gui.app import make_application
+    from gui.main_window import MainWindow
+
+    make_application([])
+    windows: list = []
+
+    def make(model_dir: Path | None = None):
+        window = MainWindow(model_dir)
+        window.prompt.seed.setValue(1)  # sampled lanes repeat from run to run: the tests see the same text
+        qtbot.addWidget(window)
+        window.resize(1280, 800)
+        window.show()
+        windows.append(window)
+        return window
+
+    yield make
+    for window in windows:
+        window.shutdown()
+        assert not window.worker.is_running()
+
+
+@pytest.fixture
+def window(make_window, tiny_model_dir):
+    return make_window(tiny_model_dir)

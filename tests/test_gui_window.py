@@ -3,91 +3,14 @@ ONNX Runtime, real files. Every window is shut down (worker stopped and its thre
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from PySide6.QtCore import QEvent, QPoint, Qt, QThread
 from PySide6.QtGui import QHelpEvent, QTextCursor
 from PySide6.QtWidgets import QApplication, QToolTip
 
 from gui.app import make_application
-from gui.main_window import MainWindow
 from gui.session import specs_of
-
-RUN_TIMEOUT_MS = 60_000
-
-
-@pytest.fixture
-def make_window(qtbot):
-    """Windows that are always shut down: stopping and waiting for the worker thread (a QThread still running
-    at teardown aborts the process)."""
-    make_application([])
-    windows: list[MainWindow] = []
-
-    def make(model_dir: Path | None = None) -> MainWindow:
-        window = MainWindow(model_dir)
-        window.prompt.seed.setValue(1)  # sampled lanes repeat from run to run: the tests see the same text
-        qtbot.addWidget(window)
-        window.resize(1280, 800)
-        window.show()
-        windows.append(window)
-        return window
-
-    yield make
-    for window in windows:
-        window.shutdown()
-        assert not window.worker.is_running()
-
-
-@pytest.fixture
-def window(make_window, tiny_model_dir):
-    return make_window(tiny_model_dir)
-
-
-def run_and_wait(qtbot, window: MainWindow, max_new_tokens: int = 12, timeout_ms: int = RUN_TIMEOUT_MS) -> None:
-    window.prompt.max_new_tokens.setValue(max_new_tokens)
-    qtbot.mouseClick(window.prompt.run_button, Qt.MouseButton.LeftButton)
-    wait_idle(qtbot, window, timeout_ms)
-
-
-def wait_idle(qtbot, window: MainWindow, timeout_ms: int = RUN_TIMEOUT_MS) -> None:
-    qtbot.waitUntil(lambda: not window.worker.is_running() and window.prompt.run_button.isEnabled(),
-                    timeout=timeout_ms)
-
-
-def anchors(window: MainWindow, lane: int) -> dict[str, int]:
-    """Token anchors in a lane's column: href → document position of its first character."""
-    found: dict[str, int] = {}
-    block = window.text.columns[lane].browser.document().begin()
-    while block.isValid():
-        it = block.begin()
-        while not it.atEnd():
-            fragment = it.fragment()
-            found.setdefault(fragment.charFormat().anchorHref(), fragment.position())
-            it += 1
-        block = block.next()
-    return found
-
-
-def token_point(qtbot, window: MainWindow, lane: int, step: int) -> QPoint:
-    """Viewport position of the token anchor tok:<lane>:<step> (after pending layouts)."""
-    qtbot.wait(50)
-    position = anchors(window, lane)[f"tok:{lane}:{step}"]
-    return _first_char_centre(window.text.columns[lane].browser, position)
-
-
-def _first_char_centre(browser, position: int) -> QPoint:
-    """A point inside the first visible character of the anchor starting at `position`."""
-    document = browser.document()
-    while document.characterAt(position).isspace():
-        position += 1  # a leading space may sit at the end of the previous line
-    cursor = QTextCursor(document)
-    cursor.setPosition(position)
-    before = browser.cursorRect(cursor)
-    cursor.setPosition(position + 1)
-    after = browser.cursorRect(cursor)
-    x = (before.center().x() + after.center().x()) // 2 if after.top() == before.top() else before.right() + 2
-    return QPoint(x, before.center().y())
+from tests.gui_helpers import RUN_TIMEOUT_MS, anchors, run_and_wait, token_point, wait_idle
 
 
 def test_run_fills_every_lane(qtbot, window):
