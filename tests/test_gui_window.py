@@ -128,6 +128,7 @@ def test_save_then_open_restores_an_identical_view(qtbot, window, make_window, t
     assert reopened.prompt.request() == window.prompt.request()
     for a, b in zip(reopened.model.traces, window.model.traces, strict=True):
         assert a.token_ids == b.token_ids and len(a.steps) == len(b.steps)
+    reopened.select(1, 2)
     images = reopened.export_images(tmp_path / "png")
     assert [p.name for p in images] == ["text.png", "report.png", "timeline.png", "timeline.svg", "inspector.png",
                                         "inspector.svg", "beam_tree.png", "beam_tree.svg"]
