@@ -12,6 +12,7 @@ Names are Hugging Face `GenerationConfig` names, except `seed`: transformers see
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import textwrap
@@ -90,6 +91,7 @@ def fail(name: str, value: Any, allowed: str) -> None:
     raise ValueError(f"invalid {name}={value!r}: allowed {allowed}")
 
 
+@functools.cache  # check_int runs in the per-step path (step_stats): build each range once
 def integers(low: int, high: float = math.inf, high_name: str = "") -> Range:
     return Range(low, high, integer=True, high_name=high_name)
 
