@@ -1,5 +1,8 @@
-"""What a run tells: where lanes first part ways, where a lane stood at a near-tie (a small fluctuation would
-have picked another token), how close each sampled draw came to another token, and the forced branch points.
+"""What a run tells: where lanes first part ways, the critical points where a small change decides between
+strong candidates (decoding.critical), how close each sampled draw came to another token, the forced branch
+points, each seed fan-out's tree (decoding.fanout) and how far each branch-not-taken replay ends up from the
+lane it replays (decoding.branch_not_taken). Near-ties by margin (top-1 − top-2 below a threshold) are still
+listed for readers of older files; the marks to show are the critical points.
 
 Works on traces only (no model), so an imported JSON run is analysed exactly like a live one.
 """
@@ -8,6 +11,9 @@ from __future__ import annotations
 
 from itertools import combinations
 
+from decoding.branch_not_taken import replay_comparisons
+from decoding.critical import critical_points
+from decoding.fanout import fanout_groups
 from decoding.trace import (
     Analysis,
     CloseDraw,
@@ -21,6 +27,8 @@ from decoding.trace import (
 
 
 def analyze(trace: RunTrace, near_tie_threshold: float | None = None) -> Analysis:
+    """The analysis of `trace`, critical points by its settings' thresholds (change `trace.settings.critical`
+    and analyse again to move them)."""
     threshold = trace.settings.near_tie_threshold if near_tie_threshold is None else near_tie_threshold
     if not 0.0 <= threshold <= 1.0:
         raise ValueError(f"invalid near_tie_threshold={threshold!r}: allowed a float in [0, 1]")
@@ -31,6 +39,9 @@ def analyze(trace: RunTrace, near_tie_threshold: float | None = None) -> Analysi
         near_ties={lane.name: near_ties(lane, threshold) for lane in lanes},
         close_draws={lane.name: close_draws(lane) for lane in lanes},
         forced=[branch for lane in lanes for branch in forced_branches(lane)],
+        critical_points={lane.name: critical_points(lane, trace.settings.critical) for lane in lanes},
+        fanouts=fanout_groups(lanes),
+        replays=replay_comparisons(lanes),
     )
 
 
@@ -43,7 +54,8 @@ def first_divergence(a: LaneTrace, b: LaneTrace) -> Divergence:
 
 
 def near_ties(lane: LaneTrace, threshold: float) -> list[NearTie]:
-    """Steps whose top-1 minus top-2 probability is below `threshold`, raw and/or processed."""
+    """Steps whose top-1 minus top-2 probability is below `threshold`, raw and/or processed (kept for readers
+    of older files: it fires on most steps of a flat distribution; critical points are the marks to show)."""
     ties = []
     for record in lane.steps:
         processed = _has_runner_up(record.top) and record.margin < threshold

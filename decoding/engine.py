@@ -15,6 +15,10 @@ Branching: a lane whose spec has `branch={parent, step s, token t}` copies the p
 takes t at s from the parent's own logits row, and continues in a fork of the parent's row (no prefix
 recomputed). A lane with `forced={s: t}` takes t at step s instead of choosing. `Engine.start(prefix=...)`
 continues from given tokens (prefilled with the prompt in one call) for branching after a run ended.
+
+Replays of a branch not taken (`replay_of={lane, step s, token t}`, decoding.branch_not_taken) take t at s
+and, when sampled, still draw there, so their later draws are the replayed lane's. Seed fan-out members
+(decoding.fanout) are ordinary lanes.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from decoding.protocol import LogitsSource, TokenText
 from decoding.spec import LaneSpec, assign_seeds
 from decoding.stats import MIN_TOP_N, LogitsRowCache
 from decoding.trace import (
+    CriticalSettings,
     ModelInfo,
     PromptInfo,
     RunSettings,
@@ -52,6 +57,7 @@ class Prefix:
 
     token_ids: list[int]
     records: list[StepRecord] = field(default_factory=list)
+    draws: int = 0  # sampled lanes skip this many draws first (a replay continuing a sampled lane's prefix)
 
 
 def branch_prefix(trace: RunTrace, parent: str, step: int) -> Prefix:
@@ -60,6 +66,19 @@ def branch_prefix(trace: RunTrace, parent: str, step: int) -> Prefix:
     if not 0 <= step < len(lane.steps) + 1 or step > len(lane.token_ids):
         raise ValueError(f"invalid branch step={step}: allowed 0..{len(lane.token_ids)} for lane {parent!r}")
     return Prefix(list(lane.token_ids[:step]), [replace(r) for r in lane.steps[:step]])
+
+
+def replay_prefix(trace: RunTrace, spec: LaneSpec) -> Prefix:
+    """The Prefix for starting replay lane `spec` (spec.replay_of set) of a finished run at its replay step:
+    the replayed lane's tokens and records before it, and the draws that lane's own sampler made there (its
+    copied steps before a branch step and its forced steps drew nothing), so the replay draws what it did."""
+    marker = spec.replay_of
+    lane = trace.lane(marker.lane)
+    if marker.step > len(lane.steps):
+        raise ValueError(f"invalid replay step={marker.step}: allowed 0..{len(lane.steps)} for lane {lane.name!r}")
+    own = [r for r in lane.steps[: marker.step] if lane.branch is None or r.step > lane.branch["step"]]
+    draws = sum(r.draw is not None for r in own)
+    return Prefix(list(lane.token_ids[: marker.step]), [replace(r) for r in lane.steps[: marker.step]], draws)
 
 
 class Engine:
@@ -99,6 +118,7 @@ class Engine:
         *,
         top_n: int = MIN_TOP_N,
         near_tie_threshold: float = 0.05,
+        critical: CriticalSettings | None = None,
     ) -> None:
         check_int("top_n", top_n, MIN_TOP_N)
         Range(0.0, 1.0).check("near_tie_threshold", near_tie_threshold)
@@ -107,6 +127,7 @@ class Engine:
         self.eos_token_ids = [int(t) for t in eos_token_ids]
         self.top_n = top_n
         self.near_tie_threshold = near_tie_threshold
+        self.critical = critical or CriticalSettings()
 
     def start(
         self,
@@ -124,7 +145,8 @@ class Engine:
         prefix = prefix or Prefix([])
         _check_run_inputs(prompt, specs, max_new_tokens, prefix)
         specs = assign_seeds(list(specs), base_seed)  # every sampled lane records a seed: replayable
-        settings = RunSettings(self.top_n, self.near_tie_threshold, max_new_tokens, base_seed, list(self.eos_token_ids))
+        settings = RunSettings(self.top_n, self.near_tie_threshold, max_new_tokens, base_seed,
+                               list(self.eos_token_ids), self.critical)
         trace = RunTrace(model=model or ModelInfo(name="unknown"), provider=provider, prompt=prompt, settings=settings)
         return Run(self, trace, list(specs), prefix, cancel)
 
@@ -147,6 +169,8 @@ def _check_run_inputs(prompt: PromptInfo, specs: Sequence[LaneSpec], max_new_tok
     parameter("max_new_tokens").check(max_new_tokens)
     if len(prefix.records) != len(prefix.token_ids):
         raise ValueError(f"invalid prefix: {len(prefix.token_ids)} tokens but {len(prefix.records)} records")
+    if isinstance(prefix.draws, bool) or not isinstance(prefix.draws, int) or prefix.draws < 0:
+        raise ValueError(f"invalid prefix draws={prefix.draws!r}: allowed an integer >= 0")
     names = [spec.name for spec in specs]
     if len(set(names)) != len(names):
         raise ValueError(f"invalid lane names {names}: allowed distinct names")
@@ -159,6 +183,11 @@ def _check_run_inputs(prompt: PromptInfo, specs: Sequence[LaneSpec], max_new_tok
             )
         if spec.branch is not None:
             _check_branch(spec, specs, limit, len(prefix.token_ids))
+        replay = spec.replay_of
+        if replay is not None and not len(prefix.token_ids) <= replay.step < limit:
+            raise ValueError(
+                f"invalid replay step={replay.step} of lane {spec.name!r}: allowed {len(prefix.token_ids)}..{limit - 1}"
+            )
 
 
 def _check_branch(spec: LaneSpec, specs: Sequence[LaneSpec], limit: int, prefix_len: int) -> None:
@@ -246,6 +275,8 @@ class Run:
             for index, spec in enumerate(self.specs)
         ]
         for lane in lanes:
+            if lane.sampler is not None:
+                lane.sampler.skip(self.prefix.draws)
             branch = lane.spec.branch
             if branch is not None and branch.parent in names:
                 lane.following = lanes[names.index(branch.parent)]

@@ -4,6 +4,10 @@ The file is the RunTrace's dataclasses as JSON objects, fields in declaration or
 decoding/schema.json). Floats are written with Python's shortest round-trip repr, so export -> import ->
 export is byte-identical. JSON has no infinities: a -inf log-probability or beam score (a filtered token) is
 written as null and read back as -inf.
+
+Version 1 files (before fan-outs, critical points, branch-not-taken replays and temperature sweeps) open too:
+their settings get the default critical-point thresholds and their analysis is computed again from the lanes
+(the same function made it), so they read as version 2 runs without fan-outs, replays or sweeps.
 """
 
 from __future__ import annotations
@@ -17,21 +21,30 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from decoding.analysis import analyze
 from decoding.trace import (
-    SCHEMA_VERSION,
+    READABLE_VERSIONS,
     Analysis,
     BeamHypothesis,
     CloseDraw,
+    CriticalPoint,
+    CriticalSettings,
     Divergence,
+    FanoutGroup,
     ForcedBranch,
     LaneTrace,
     ModelInfo,
     NearTie,
     PromptInfo,
+    ReplayComparison,
     RunSettings,
     RunTiming,
     RunTrace,
+    Split,
+    SplitBranch,
     StepRecord,
+    SweepPoint,
+    TemperatureSweep,
     TokenProb,
 )
 
@@ -110,26 +123,39 @@ def check_version(data: Any, source: str) -> None:
     if not isinstance(data, dict) or "schema_version" not in data:
         raise TraceFormatError(f"{source} is not a Branchpoint run (no schema_version)")
     version = data["schema_version"]
-    if version != SCHEMA_VERSION:
+    if isinstance(version, bool) or version not in READABLE_VERSIONS:
+        readable = " or ".join(str(v) for v in READABLE_VERSIONS)
         raise TraceFormatError(
             f"{source} has schema_version {version!r}; this Branchpoint reads version "
-            f"{SCHEMA_VERSION} (export it again with a matching version)"
+            f"{readable} (export it again with a matching version)"
         )
 
 
 def from_dict(data: dict[str, Any]) -> RunTrace:
+    """A RunTrace of the current version from a file's data of any readable version."""
     analysis = data.get("analysis")
-    return RunTrace(
+    trace = RunTrace(
         model=ModelInfo(**data["model"]),
         provider=data["provider"],
         prompt=PromptInfo(**data["prompt"]),
         lanes=[_lane(lane) for lane in data["lanes"]],
-        settings=RunSettings(**data["settings"]),
+        settings=_settings(data["settings"]),
         timing=RunTiming(**data["timing"]),
-        analysis=None if analysis is None else _analysis(analysis),
         error=data.get("error"),
-        schema_version=data["schema_version"],
+        sweeps=[_sweep(sweep) for sweep in data.get("sweeps", [])],
     )
+    if analysis is not None and data["schema_version"] == 1:  # no critical points, fan-outs or replays yet
+        trace.analysis = analyze(trace, analysis["near_tie_threshold"])
+    elif analysis is not None:
+        trace.analysis = _analysis(analysis)
+    return trace
+
+
+def _settings(data: dict[str, Any]) -> RunSettings:
+    fields = dict(data)
+    if "critical" in fields:  # version 1: the default thresholds
+        fields["critical"] = CriticalSettings(**fields["critical"])
+    return RunSettings(**fields)
 
 
 def _lane(data: dict[str, Any]) -> LaneTrace:
@@ -164,7 +190,25 @@ def _analysis(data: dict[str, Any]) -> Analysis:
             name: [CloseDraw(**item) for item in items] for name, items in data["close_draws"].items()
         },
         forced=[ForcedBranch(**item) for item in data["forced"]],
+        critical_points={
+            name: [CriticalPoint(**item) for item in items] for name, items in data["critical_points"].items()
+        },
+        fanouts={group: _fanout(item) for group, item in data["fanouts"].items()},
+        replays=[ReplayComparison(**item) for item in data["replays"]],
     )
+
+
+def _fanout(data: dict[str, Any]) -> FanoutGroup:
+    splits = [
+        Split(split["step"], split["members"], [SplitBranch(**branch) for branch in split["branches"]])
+        for split in data["splits"]
+    ]
+    return FanoutGroup(**{**data, "splits": splits})
+
+
+def _sweep(data: dict[str, Any]) -> TemperatureSweep:
+    points = [SweepPoint(**{**point, "top": [TokenProb(**t) for t in point["top"]]}) for point in data["points"]]
+    return TemperatureSweep(**{**data, "points": points})
 
 
 # ------------------------------------------------------------------------------------------------ schema

@@ -40,8 +40,14 @@ class LaneState:
     ) -> None:
         self.index = index
         self.spec = spec
-        branch = spec.branch.to_dict() if spec.branch else None
-        self.trace = LaneTrace(name=spec.name, config=spec.to_config(), processors=spec.processors(), branch=branch)
+        self.trace = LaneTrace(
+            name=spec.name,
+            config=spec.to_config(),
+            processors=spec.processors(),
+            branch=spec.branch.to_dict() if spec.branch else None,
+            fanout=spec.fanout.to_dict() if spec.fanout else None,
+            replay_of=spec.replay_of.to_dict() if spec.replay_of else None,
+        )
         self.prompt_ids = list(prompt_ids)
         self.tokens: list[int] = []  # generated tokens of the (best) row, prefix included
         self.eos = set(eos_token_ids)
@@ -56,6 +62,8 @@ class LaneState:
         self.following: LaneState | None = None  # a branch lane copies this parent until its branch step
         if spec.branch is not None:
             self.forced[spec.branch.step] = spec.branch.token_id
+        if spec.replay_of is not None:
+            self.forced[spec.replay_of.step] = spec.replay_of.token_id
         self.rows: list[int] = []  # this lane's rows in the current batch ...
         self.batch: LogitsRowCache | None = None  # ... whose logits it reads for the current step
         self.running = True
@@ -128,6 +136,8 @@ class LaneState:
         step = self.step
         shared = {"raw_softmax": raw_softmax, "softmax": softmax}
         if step in self.forced:
+            if self.sampler is not None and self.spec.replay_of is not None and step == self.spec.replay_of.step:
+                self.sampler.skip()  # the original drew here: later draws stay the original's
             return self._record(raw, processed, self.forced[step], forced=True, **shared)
         if self.sampler is not None:
             draw = self.sampler.draw(processed, softmax)

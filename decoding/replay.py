@@ -2,16 +2,21 @@
 
 Lanes run together in one run, except branch lanes whose parent cannot be followed in-run (a beam lane,
 another branch, or a parent not in the file): each of those re-runs alone from its parent's recorded tokens
-(a Prefix), as the branch was made after the original run.
+(a Prefix), as the branch was made after the original run. Fan-out members and branch-not-taken replays
+are ordinary lanes here (a replay runs from step 0 beside the lane it replays: their rows are shared until
+its replay step).
+
+`replay_not_taken` runs one branch-not-taken replay after a run, from its replay step.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
-from decoding.engine import Engine, Prefix
+from decoding.engine import Cancel, Engine, Prefix, replay_prefix
 from decoding.spec import LaneSpec
-from decoding.trace import LaneTrace, RunTrace
+from decoding.trace import LaneTrace, RunTrace, StepRecord
 
 
 @dataclass
@@ -35,7 +40,8 @@ class ReplayGroup:
 
 
 def lane_spec(lane: LaneTrace) -> LaneSpec:
-    return LaneSpec.from_config(lane.name, lane.config, lane.branch)
+    """The spec a recorded lane was made with, its branch, fan-out and replay markers included."""
+    return LaneSpec.from_config(lane.name, lane.config, lane.branch, lane.fanout, lane.replay_of)
 
 
 def plan(trace: RunTrace) -> list[ReplayGroup]:
@@ -107,3 +113,36 @@ def _first_difference(lane: LaneTrace, other: LaneTrace) -> Mismatch | None:
     if (lane.sequences or None) != (other.sequences or None):
         return Mismatch(lane.name, None, None, None, "beam sequences differ (best sequence identical)")
     return None
+
+
+def replay_not_taken(
+    engine: Engine,
+    trace: RunTrace,
+    spec: LaneSpec,
+    *,
+    on_step: Callable[[StepRecord], None] | None = None,
+    cancel: Cancel = None,
+    provider: str = "",
+) -> LaneTrace:
+    """Run the branch-not-taken replay `spec` (decoding.branch_not_taken) of a finished run: a one-lane run
+    from the replayed lane's recorded tokens before the replay step (prefilled with the prompt in one call;
+    the draws of those steps skipped), the same tokens a run of `spec` beside that lane from step 0 gives.
+    Returns its trace, markers included; a failing source leaves what it generated and the error."""
+    run_spec = replace(spec, branch=None)  # a branch point of the replayed lane lies inside the prefix
+    result = engine.run(
+        trace.prompt,
+        [run_spec],
+        max_new_tokens=trace.settings.max_new_tokens,
+        model=trace.model,
+        provider=provider,
+        base_seed=trace.settings.seed,
+        prefix=replay_prefix(trace, spec),
+        cancel=cancel,
+        on_step=None if on_step is None else lambda _lane, record: on_step(record),
+    )
+    lane = result.lanes[0]
+    lane.branch = None if spec.branch is None else {
+        "parent": spec.branch.parent, "step": spec.branch.step, "token_id": spec.branch.token_id}
+    if result.error and not lane.error:
+        lane.error = result.error
+    return lane

@@ -48,6 +48,11 @@ class Sampler:
     def state(self, value: dict[str, Any]) -> None:
         self._rng.bit_generator.state = value
 
+    def skip(self, count: int = 1) -> None:
+        """Draw `count` uniforms and discard them (a replay keeps its later draws where the original's were)."""
+        for _ in range(count):
+            self._rng.random()
+
     def draw(self, scores: np.ndarray, softmax: Softmax | None = None) -> Draw:
         """Draw one token from the softmax of one processed row (-inf = filtered); `softmax`, when given, is
         Softmax.of(scores) already computed (its exp is reused)."""

@@ -45,6 +45,34 @@ class Branch:
 
 
 @dataclass(frozen=True)
+class FanoutMember:
+    """This lane is member `member` (0-based) of the fan-out of lane `group`: the group's spec with seed
+    group seed + member (decoding.fanout)."""
+
+    group: str
+    member: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """As run files and LaneTrace.fanout hold it."""
+        return {"group": self.group, "member": self.member}
+
+
+@dataclass(frozen=True)
+class ReplayOf:
+    """This lane re-runs lane `lane` with `token_id` taken at `step` instead of what it chose there: same spec,
+    and for a sampled lane the same draws (it draws u at `step` too and discards it), so the two continuations
+    differ only by that token (decoding.branch_not_taken)."""
+
+    lane: str
+    step: int
+    token_id: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """As run files and LaneTrace.replay_of hold it."""
+        return {"lane": self.lane, "step": self.step, "token_id": self.token_id}
+
+
+@dataclass(frozen=True)
 class LaneSpec:
     name: str
     do_sample: bool = False
@@ -66,6 +94,8 @@ class LaneSpec:
     processor_order: tuple[str, ...] | None = None  # None: transformers' order
     branch: Branch | None = None
     forced: dict[int, int] = field(default_factory=dict)  # {step: token_id}
+    fanout: FanoutMember | None = None
+    replay_of: ReplayOf | None = None
 
     def __post_init__(self) -> None:
         for p in PARAMETERS:  # numpy scalars become Python numbers: the config is written as plain JSON
@@ -100,8 +130,15 @@ class LaneSpec:
         return config
 
     @classmethod
-    def from_config(cls, name: str, config: dict[str, Any], branch: dict[str, Any] | None = None) -> LaneSpec:
-        """Inverse of to_config (used by JSON import and replay)."""
+    def from_config(
+        cls,
+        name: str,
+        config: dict[str, Any],
+        branch: dict[str, Any] | None = None,
+        fanout: dict[str, Any] | None = None,
+        replay_of: dict[str, Any] | None = None,
+    ) -> LaneSpec:
+        """Inverse of to_config plus the lane-level markers (used by JSON import and replay)."""
         kwargs = dict(config)
         if "stop_strings" in kwargs:
             kwargs["stop_strings"] = tuple(kwargs["stop_strings"])
@@ -110,7 +147,13 @@ class LaneSpec:
         if "forced" in kwargs:
             kwargs["forced"] = {int(step): int(token) for step, token in kwargs["forced"].items()}
         _reject_unknown(kwargs)
-        return cls(name=name, branch=Branch.from_dict(branch) if branch else None, **kwargs)
+        return cls(
+            name=name,
+            branch=Branch.from_dict(branch) if branch else None,
+            fanout=FanoutMember(**fanout) if fanout else None,
+            replay_of=ReplayOf(**replay_of) if replay_of else None,
+            **kwargs,
+        )
 
     def with_changes(self, **changes: Any) -> LaneSpec:
         return replace(self, **changes)
@@ -149,10 +192,30 @@ def _check_branch_and_forced(spec: LaneSpec) -> None:
             fail("forced", {step: token}, "{step >= 0: token_id >= 0}")
     if spec.branch is not None and (spec.branch.step < 0 or spec.branch.token_id < 0):
         fail("branch", spec.branch, "step >= 0 and token_id >= 0")
+    _check_markers(spec)
+
+
+def _check_markers(spec: LaneSpec) -> None:
+    member = spec.fanout
+    if member is not None:
+        if not spec.do_sample:
+            fail("fanout", member, "only on sampled lanes (do_sample=true)")
+        if not isinstance(member.group, str) or not member.group.strip():
+            fail("fanout", member, "a non-empty group name")
+        if isinstance(member.member, bool) or not isinstance(member.member, int) or member.member < 0:
+            fail("fanout", member, "member an integer >= 0")
+    replay = spec.replay_of
+    if replay is not None:
+        if not isinstance(replay.lane, str) or not replay.lane.strip():
+            fail("replay_of", replay, "a non-empty lane name")
+        if replay.step < 0 or replay.token_id < 0:
+            fail("replay_of", replay, "step >= 0 and token_id >= 0")
+        if spec.branch is not None and replay.step <= spec.branch.step:
+            fail("replay_of", replay, f"a step after the lane's branch step {spec.branch.step}")
 
 
 def _reject_unknown(kwargs: dict[str, Any]) -> None:
-    known = {f.name for f in fields(LaneSpec)} - {"name", "branch"}
+    known = {f.name for f in fields(LaneSpec)} - {"name", "branch", "fanout", "replay_of"}
     for key in kwargs:
         if key not in known:
             raise ValueError(f"unknown lane parameter {key!r}: allowed {', '.join(sorted(known))}")

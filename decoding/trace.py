@@ -77,9 +77,12 @@ class LaneTrace:
     sequence_scores: list[float] | None = None
     branch: dict[str, Any] | None = None  # {"parent": lane name, "step": s, "token_id": t} for branched lanes
     error: str | None = None  # why the lane ended with finish_reason "error"
+    fanout: dict[str, Any] | None = None  # {"group": lane name, "member": k}: member k of a seed fan-out
+    replay_of: dict[str, Any] | None = None  # {"lane", "step", "token_id"}: a branch-not-taken replay
 
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # version 1: no fan-outs, critical points, replays or sweeps
 
 
 @dataclass
@@ -98,6 +101,34 @@ class PromptInfo:
     rendered: str | None = None  # the chat-templated text the ids encode (chat prompts)
 
 
+@dataclass(frozen=True)
+class CriticalSettings:
+    """What makes a step a critical point (decoding.critical): a sampled draw u within `draw_distance` of the
+    edge between the chosen token and a neighbour of probability >= `min_prob`, or greedy / beam top two with
+    p2 / p1 >= `ratio` and p1 >= `min_prob` (processed probabilities).
+
+    Defaults: u is uniform, so chance alone puts a draw within 0.02 of one of its interval's two edges on at
+    most 4 % of sampled steps, and only those next to a real candidate count: a mark means the draw nearly
+    went the other way. A runner-up 80 % as likely as the top token is 0.22 nats of log-odds away, less than
+    a temperature of 0.8 or a repetition penalty of 1.2 moves. 0.1 (a token drawn 1 time in 10) keeps the
+    many tiny, nearly equal tokens of a flat distribution out."""
+
+    draw_distance: float = 0.02
+    ratio: float = 0.8
+    min_prob: float = 0.1
+
+    def __post_init__(self) -> None:
+        _check_range("draw_distance", self.draw_distance, 0.0, 0.5, "a float in [0, 0.5]")
+        _check_range("ratio", self.ratio, 0.0, 1.0, "a float in (0, 1]", low_open=True)
+        _check_range("min_prob", self.min_prob, 0.0, 1.0, "a float in [0, 1]")
+
+
+def _check_range(name: str, value: Any, low: float, high: float, allowed: str, low_open: bool = False) -> None:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not number or not low <= value <= high or (low_open and value == low):
+        raise ValueError(f"invalid critical {name}={value!r}: allowed {allowed}")
+
+
 @dataclass
 class RunSettings:
     top_n: int = 20
@@ -105,6 +136,7 @@ class RunSettings:
     max_new_tokens: int = 64
     seed: int | None = None  # the run-level base seed lanes' seeds were derived from (if any)
     eos_token_ids: list[int] = field(default_factory=list)
+    critical: CriticalSettings = field(default_factory=CriticalSettings)
 
 
 @dataclass
@@ -153,6 +185,94 @@ class CloseDraw:
 
 
 @dataclass
+class CriticalPoint:
+    """A step where a small change decides between strong candidates (decoding.critical): `kind` "draw" (a
+    sampled step whose u fell within `distance` of the edge to `runner_up`) or "tie" (a greedy or beam step
+    whose top two are close: p2 / p1 = `ratio`). `runner_up` is the token a replay of the branch not taken
+    forces."""
+
+    step: int
+    kind: str
+    token_id: int
+    runner_up: int
+    prob: float  # the chosen token's processed probability
+    prob_runner_up: float
+    distance: float | None = None  # "draw": |u - edge|
+    ratio: float | None = None  # "tie": p2 / p1
+
+
+@dataclass
+class SplitBranch:
+    """The members of a fan-out that took `token_id` at a split."""
+
+    token_id: int
+    members: list[str]
+
+
+@dataclass
+class Split:
+    """A node of a fan-out's tree: `members` share every token before `step` and part there into `branches`
+    (two or more). Members that ended before `step` are not in it."""
+
+    step: int
+    members: list[str]
+    branches: list[SplitBranch]
+
+
+@dataclass
+class FanoutGroup:
+    """A seed fan-out: its members (lane names, by member number) and their tree of splits, in depth-first
+    order (the first is the root). Summary numbers (decoding.fanout): distinct continuations, the mean step at
+    which a member's tokens part from every other member's, the mean first divergence step over pairs."""
+
+    members: list[str]
+    seed: int | None  # the group's seed: member k draws with seed + k
+    splits: list[Split] = field(default_factory=list)
+    distinct_continuations: int = 0
+    mean_first_split_step: float | None = None
+    mean_pairwise_divergence_step: float | None = None
+
+
+@dataclass
+class ReplayComparison:
+    """A branch-not-taken replay (lane `lane` = lane `of` with `token_id` at `step` instead of
+    `original_token_id`) against the lane it replays, compared on the tokens after `step`."""
+
+    lane: str
+    of: str
+    step: int
+    token_id: int
+    original_token_id: int | None
+    first_difference: int | None  # first step after `step` where the two differ (None: same tokens)
+    shared_prefix: int  # tokens right after `step` that both took
+    edit_distance: int  # Levenshtein distance over the token ids after `step`
+    distance: float  # edit_distance / the longer continuation's length (0: identical, 1: nothing shared)
+
+
+@dataclass
+class SweepPoint:
+    """A step's processed distribution at one temperature (0: argmax, a one-hot distribution)."""
+
+    temperature: float
+    prob: float  # the step's chosen token
+    entropy: float
+    kept: int
+    margin: float
+    top: list[TokenProb]
+
+
+@dataclass
+class TemperatureSweep:
+    """How lane `lane`'s step `step` distribution changes with temperature, through the lane's own processors
+    (decoding.sweep); `token_id` is the token the lane chose there."""
+
+    lane: str
+    step: int
+    token_id: int
+    points: list[SweepPoint]
+
+
+@dataclass
 class ForcedBranch:
     lane: str
     parent: str | None  # None: a forced token on a lane without parent ("force for all lanes")
@@ -167,6 +287,9 @@ class Analysis:
     near_ties: dict[str, list[NearTie]] = field(default_factory=dict)  # lane name -> steps
     close_draws: dict[str, list[CloseDraw]] = field(default_factory=dict)
     forced: list[ForcedBranch] = field(default_factory=list)
+    critical_points: dict[str, list[CriticalPoint]] = field(default_factory=dict)  # lane name -> steps
+    fanouts: dict[str, FanoutGroup] = field(default_factory=dict)  # group (lane name) -> its members' tree
+    replays: list[ReplayComparison] = field(default_factory=list)
 
 
 @dataclass
@@ -179,6 +302,7 @@ class RunTrace:
     timing: RunTiming = field(default_factory=RunTiming)
     analysis: Analysis | None = None
     error: str | None = None  # the source failure that ended the run early (lanes keep what they generated)
+    sweeps: list[TemperatureSweep] = field(default_factory=list)  # by lane and step, as the user asked for them
     schema_version: int = SCHEMA_VERSION
 
     def lane(self, name: str) -> LaneTrace:

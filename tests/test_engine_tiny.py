@@ -89,3 +89,59 @@ def test_beam_equals_transformers_beam_search(tiny, hf_model, text, num_beams):
     assert lane.sequences == sequences
     assert lane.sequence_scores == pytest.approx(scores, abs=1e-4)
     assert lane.token_ids == sequences[0]
+
+
+def test_fanout_members_equal_the_lanes_run_alone(tiny):
+    from decoding.fanout import fan_out_sampled
+
+    engine = engine_of(tiny)
+    p = prompt(tiny[1], PROMPTS[1])
+    specs = fan_out_sampled([LaneSpec("greedy"), LaneSpec("T 1.0", do_sample=True, temperature=1.0, seed=11)], 8)
+    trace = engine.run(p, specs, max_new_tokens=12)
+    assert trace.timing.steps == 11  # every member's row in the same batched step
+    for spec in specs:
+        alone = engine.run(p, [spec.with_changes(name="alone", fanout=None)], max_new_tokens=12).lanes[0]
+        assert trace.lane(spec.name).token_ids == alone.token_ids, spec.name
+    assert trace.analysis.fanouts["T 1.0"].distinct_continuations > 1
+
+
+def direct_forced_decode(decoder, spec, ids: list[int], steps: int, step: int, token: int) -> list[int]:
+    """The lane decoded with the decoder directly, no engine: one row, its processors, a draw every step (the
+    one at `step` discarded for `token`)."""
+    import numpy as np
+
+    from decoding.processors import apply_processors, build_processors
+    from decoding.selectors import Sampler
+
+    processors = build_processors(spec.to_config(), len(ids), list(decoder.eos_token_ids), 1)
+    sampler = Sampler(spec.seed) if spec.do_sample else None
+    state, logits = decoder.prefill(ids)
+    history, tokens = list(ids), []
+    for index in range(steps):
+        scores = apply_processors(processors, np.array([history]), np.reshape(logits, (1, -1)))[0]
+        chosen = sampler.draw(scores).token_id if sampler else int(np.argmax(scores))
+        tokens.append(token if index == step else chosen)
+        history.append(tokens[-1])
+        state, logits = decoder.step(state, [0], [tokens[-1]])
+    return tokens
+
+
+@pytest.mark.parametrize(
+    "spec", [LaneSpec("hot", do_sample=True, temperature=1.3, top_k=40, seed=7), LaneSpec("greedy")]
+)
+def test_branch_not_taken_replay_equals_a_forced_run_made_directly(tiny, spec):
+    from decoding.branch_not_taken import replay_spec
+    from decoding.replay import replay_not_taken
+    from decoding.trace import CriticalPoint
+
+    engine = engine_of(tiny)
+    p = prompt(tiny[1], PROMPTS[0])
+    original = engine.run(p, [spec], max_new_tokens=12)
+    lane, step = original.lanes[0], 5
+    runner_up = next(t.id for t in lane.steps[step].top if t.id != lane.token_ids[step])
+    replay = replay_spec(spec, CriticalPoint(step, "draw", lane.token_ids[step], runner_up, 0.0, 0.0))
+    after = replay_not_taken(engine, original, replay)
+    beside = engine.run(p, [spec, replay], max_new_tokens=12).lane(replay.name)
+    direct = direct_forced_decode(tiny[0], spec, p.ids, 12, step, runner_up)
+    assert after.token_ids == beside.token_ids == direct
+    assert direct[:step] == lane.token_ids[:step] and direct[step] == runner_up

@@ -148,3 +148,77 @@ def test_same_seeds_give_identical_json_in_two_processes():
     ]
     assert outputs[0] == outputs[1]
     assert len(outputs[0]) > 10_000
+
+
+# ------------------------------------------------------------------ version 2: fan-outs, replays, sweeps
+
+
+def featured_trace():
+    """A run with every version-2 feature: a fan-out, a branch-not-taken replay beside the lane it replays,
+    non-default critical-point thresholds, and a temperature sweep."""
+    from decoding.branch_not_taken import not_taken_spec
+    from decoding.fanout import fan_out_sampled
+    from decoding.sweep import sweep_inputs, temperature_sweep
+    from decoding.trace import CriticalSettings
+
+    source = FakeSource(vocab_size=32, peak=1.5)
+    engine = Engine(source, FakeTokenizer(), eos_token_ids=[3], critical=CriticalSettings(0.05, 0.7, 0.08))
+    hot = LaneSpec("hot", do_sample=True, temperature=1.2, seed=4)
+    specs = [*fan_out_sampled([LaneSpec("greedy"), hot], 4), not_taken_spec(LaneSpec("greedy"), 2, 5)]
+    trace = engine.run(PromptInfo("a prompt", [1, 4, 9]), specs, max_new_tokens=6)
+    inputs = sweep_inputs(trace, "hot #1", 3)
+    trace.sweeps = [temperature_sweep(source.logits_for(inputs.ids), inputs, [0.0, 0.5, 1.0, 2.0])]
+    return trace
+
+
+def test_fanouts_replays_and_sweeps_round_trip_byte_identical(tmp_path):
+    trace = featured_trace()
+    data = jsonio.to_dict(trace)
+    jsonschema.validate(data, jsonio.schema())
+    assert data["schema_version"] == 2
+    assert data["settings"]["critical"] == {"draw_distance": 0.05, "ratio": 0.7, "min_prob": 0.08}
+    assert data["lanes"][2]["fanout"] == {"group": "hot", "member": 1} and data["lanes"][2]["config"]["seed"] == 5
+    assert data["lanes"][-1]["replay_of"] == {"lane": "greedy", "step": 2, "token_id": 5}
+    assert list(data["analysis"]["fanouts"]) == ["hot"] and data["analysis"]["replays"][0]["of"] == "greedy"
+    assert [p["temperature"] for p in data["sweeps"][0]["points"]] == [0.0, 0.5, 1.0, 2.0]
+    first = tmp_path / "run.json"
+    jsonio.save(trace, first)
+    loaded = jsonio.load(first)
+    assert loaded == trace
+    second = tmp_path / "again.json"
+    jsonio.save(loaded, second)
+    assert first.read_bytes() == second.read_bytes()
+
+
+def test_a_version_1_file_opens_with_its_analysis_and_critical_points():
+    """tests/data/run-v1.json was written by Branchpoint before version 2 (greedy, beam, a sampled lane with a
+    forced step, a branch)."""
+    path = REPO / "tests" / "data" / "run-v1.json"
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    assert stored["schema_version"] == 1
+    trace = jsonio.load(path)
+    assert trace.schema_version == 2 and trace.sweeps == []
+    assert trace.settings.critical == type(trace.settings.critical)()  # the default thresholds
+    for key in ("divergences", "near_ties", "close_draws", "forced", "near_tie_threshold"):
+        assert jsonio.to_dict(trace)["analysis"][key] == stored["analysis"][key], key
+    assert [lane["token_ids"] for lane in jsonio.to_dict(trace)["lanes"]] == [
+        lane["token_ids"] for lane in stored["lanes"]]
+    assert set(trace.analysis.critical_points) == {"greedy", "beam-2", "hot", "branch"}
+    assert trace.analysis.fanouts == {} and trace.analysis.replays == []
+    jsonschema.validate(jsonio.to_dict(trace), jsonio.schema())  # saved again, it is a version 2 file
+    again = jsonio.loads(jsonio.dumps(trace))
+    assert jsonio.dumps(again) == jsonio.dumps(trace)
+
+
+def test_an_unreadable_version_names_the_readable_ones():
+    data = jsonio.to_dict(fake_trace())
+    data["schema_version"] = 3
+    with pytest.raises(jsonio.TraceFormatError, match="schema_version 3; this Branchpoint reads version 1 or 2"):
+        jsonio.loads(json.dumps(data))
+
+
+def test_bad_critical_settings_in_a_file_are_refused_clearly():
+    data = jsonio.to_dict(fake_trace())
+    data["settings"]["critical"]["ratio"] = 2.0
+    with pytest.raises(jsonio.TraceFormatError, match=r"invalid critical ratio=2.0: allowed a float in \(0, 1\]"):
+        jsonio.loads(json.dumps(data))

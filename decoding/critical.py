@@ -1,0 +1,71 @@
+"""Critical points: the steps where a small change decides between strong candidates.
+
+A near-tie by margin (top-1 − top-2 < 0.05) fires on almost every step of a hot lane: a flat distribution has
+small margins everywhere, yet no single token there matters. A critical point asks for strong candidates:
+
+- a sampled step is critical when its draw u fell within `draw_distance` of an edge of the chosen token's
+  interval [low, high) and the token across that edge (its neighbour in descending probability order) has
+  probability >= `min_prob`: u a little to that side would have taken the neighbour;
+- a greedy or beam step is critical when its top two are close relative to their size: p2 / p1 >= `ratio`
+  with p1 >= `min_prob` (a small change of the logits swaps them).
+
+Forced steps choose nothing and are never critical. Probabilities are the processed ones (what the lane chose
+from). Thresholds: `CriticalSettings` (decoding.trace), recorded in the run's settings.
+"""
+
+from __future__ import annotations
+
+from decoding.trace import CriticalPoint, CriticalSettings, LaneTrace, StepRecord
+
+
+def critical_points(lane: LaneTrace, settings: CriticalSettings) -> list[CriticalPoint]:
+    """The lane's critical points, by step."""
+    found = (critical_point(record, settings) for record in lane.steps)
+    return [point for point in found if point is not None]
+
+
+def critical_point(record: StepRecord, settings: CriticalSettings) -> CriticalPoint | None:
+    """The step's critical point, or None (usable while a run streams, record by record)."""
+    if record.forced:
+        return None
+    if record.draw is not None:
+        return _close_draw(record, settings)
+    return _close_top_two(record, settings)
+
+
+def _close_draw(record: StepRecord, settings: CriticalSettings) -> CriticalPoint | None:
+    """The nearer qualifying edge of the chosen interval: within draw_distance, a neighbour with real mass."""
+    rank = next((t.rank for t in record.top if t.id == record.token_id), None)
+    if rank is None:  # chosen beyond the recorded top-N: its neighbours are unknown (and it is no strong pick)
+        return None
+    by_rank = {t.rank: t for t in record.top}
+    edges = [
+        (record.draw - record.draw_low, by_rank.get(rank - 1)),  # the more likely neighbour
+        (record.draw_high - record.draw, by_rank.get(rank + 1)),  # the less likely one
+    ]
+    close = [
+        (distance, neighbour)
+        for distance, neighbour in edges
+        if neighbour is not None and distance <= settings.draw_distance and neighbour.prob >= settings.min_prob
+    ]
+    if not close:
+        return None
+    distance, neighbour = min(close, key=lambda pair: pair[0])
+    return CriticalPoint(record.step, "draw", record.token_id, neighbour.id, record.prob, neighbour.prob,
+                         distance=distance)
+
+
+def _close_top_two(record: StepRecord, settings: CriticalSettings) -> CriticalPoint | None:
+    if len(record.top) < 2:
+        return None
+    first, second = record.top[0], record.top[1]
+    # a beam's best path may have taken the second (then the first is the runner-up), or neither: the tie
+    # of the top two did not decide its token then
+    if record.token_id not in (first.id, second.id) or first.prob < settings.min_prob or second.prob <= 0.0:
+        return None
+    ratio = second.prob / first.prob
+    if ratio < settings.ratio:
+        return None
+    runner_up = second if record.token_id == first.id else first
+    return CriticalPoint(record.step, "tie", record.token_id, runner_up.id, record.prob, runner_up.prob,
+                         ratio=ratio)
