@@ -28,7 +28,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         trace = jsonio.load(args.file)
         model = load_model(args.model or _recorded_model(trace), args.device)
-        engine = model.engine(top_n=trace.settings.top_n, near_tie_threshold=trace.settings.near_tie_threshold)
+        engine = model.engine(
+            top_n=trace.settings.top_n,
+            near_tie_threshold=trace.settings.near_tie_threshold,
+            critical=trace.settings.critical,
+        )
     except (UsageError, ValueError) as exc:
         return fail(str(exc))
     _warn_if_other_model(trace, model.info)

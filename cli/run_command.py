@@ -3,6 +3,10 @@
     python main.py run --prompt "The capital of France is" --max-new-tokens 8
     python main.py run --prompt "Once upon a time" --lane greedy --lane beam:num_beams=4 \\
         --lane sample:top_p=0.9,temperature=0.8,seed=7 --json run.json
+    python main.py run --prompt "Once upon a time" --lane sample:temperature=1.0,seed=11 --fanout 8
+
+`--fanout K` runs every sampled lane as K members with seeds seed, seed+1, ... (decoding.fanout); the terminal
+then shows each fan-out as its distinct continuations instead of K columns.
 
 Bad input (unknown lane key, out-of-range value, empty prompt, unreadable file, missing model) prints one
 line and exits with code 2 before anything is computed or written.
@@ -16,15 +20,17 @@ import signal
 import sys
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 from cli import terminal_text
 from cli.common import UsageError, check_writable, fail, load_model
 from decoding import jsonio
+from decoding.fanout import MAX_FANOUT, fan_out_sampled
 from decoding.parameters import lane_help
 from decoding.spec import LaneSpec, assign_seeds, parse_lane, unique_names
 from decoding.stats import MIN_TOP_N
-from decoding.trace import RunTrace
+from decoding.trace import CriticalSettings, RunTrace
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,16 +74,44 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=0.05,
         help="near-tie threshold on the top-1 − top-2 probability margin (default 0.05)",
     )
+    parser.add_argument(
+        "--fanout",
+        type=int,
+        default=None,
+        metavar="K",
+        help=f"run every sampled lane as K members with seeds seed, seed+1, ... (1..{MAX_FANOUT})",
+    )
+    critical = CriticalSettings()
+    parser.add_argument(
+        "--critical-draw-distance",
+        type=float,
+        default=critical.draw_distance,
+        help="critical point of a sampled step: the draw within this distance of the edge to a strong "
+        f"neighbour (default {critical.draw_distance})",
+    )
+    parser.add_argument(
+        "--critical-ratio",
+        type=float,
+        default=critical.ratio,
+        help=f"critical point of a greedy or beam step: p2 / p1 at least this (default {critical.ratio})",
+    )
+    parser.add_argument(
+        "--critical-min-prob",
+        type=float,
+        default=critical.min_prob,
+        help=f"a strong candidate's least probability (default {critical.min_prob})",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         specs = lane_specs(args)
         check_arguments(args)
+        critical = critical_settings(args)
         model = load_model(args.model, args.device)
         prompt = model.encode_prompt(args.prompt, chat=args.chat, system=args.system)
         cancel = threading.Event()
-        run_ = model.engine(top_n=args.top_n, near_tie_threshold=args.near_tie).start(
+        run_ = model.engine(top_n=args.top_n, near_tie_threshold=args.near_tie, critical=critical).start(
             prompt,
             specs,
             max_new_tokens=args.max_new_tokens,
@@ -89,8 +123,13 @@ def run(args: argparse.Namespace) -> int:
     except (UsageError, ValueError) as exc:
         return fail(str(exc))
     trace = generate(run_, cancel, args.max_new_tokens)
-    print(terminal_text.render(trace, model.tokenizer, shutil.get_terminal_size((120, 24)).columns))
-    print(summary(trace))
+    width = shutil.get_terminal_size((120, 24)).columns
+    if args.fanout is None:
+        print(terminal_text.render(trace, model.tokenizer, width))
+        print(summary(trace))
+    else:
+        print(terminal_text.render_fanout_run(trace, model.tokenizer, width))
+        print(fanout_summary(trace))
     if args.json is not None:
         jsonio.save(trace, args.json)
         print(f"wrote {args.json}", file=sys.stderr)
@@ -101,8 +140,33 @@ def run(args: argparse.Namespace) -> int:
 
 
 def lane_specs(args: argparse.Namespace) -> list[LaneSpec]:
-    specs = [parse_lane(text) for text in (args.lane or ["greedy"])]
-    return assign_seeds(unique_names(specs), args.seed)
+    specs = assign_seeds(unique_names([parse_lane(text) for text in (args.lane or ["greedy"])]), args.seed)
+    if args.fanout is None:
+        return specs
+    try:
+        return fan_out_sampled(specs, args.fanout)
+    except ValueError as error:
+        raise UsageError(f"invalid --fanout={args.fanout}: {_reason(error)}") from error
+
+
+def _reason(error: ValueError) -> str:
+    """The allowed part of a fan-out refusal ("invalid fanout=...: <reason>")."""
+    return str(error).partition(": ")[2] or str(error)
+
+
+def critical_settings(args: argparse.Namespace) -> CriticalSettings:
+    values = {
+        "draw_distance": args.critical_draw_distance,
+        "ratio": args.critical_ratio,
+        "min_prob": args.critical_min_prob,
+    }
+    for key, value in values.items():
+        try:
+            CriticalSettings(**{key: value})
+        except ValueError as error:
+            flag = "--critical-" + key.replace("_", "-")
+            raise UsageError(f"invalid {flag}={value}: {_reason(error)}") from error
+    return CriticalSettings(**values)
 
 
 def check_arguments(args: argparse.Namespace) -> None:
@@ -190,4 +254,29 @@ def summary(trace: RunTrace) -> str:
         splits = [f"{d.b}@{d.step}" for d in analysis.divergences if d.a == first and d.step is not None]
         if splits:
             lines.append(f"  first divergence from {first}: " + ", ".join(splits))
+    return "\n".join(lines)
+
+
+def fanout_summary(trace: RunTrace) -> str:
+    """The summary of a fan-out run: one line per ordinary lane, one per fan-out (members counted together)."""
+    timing = trace.timing
+    analysis = trace.analysis
+    lines = [
+        terminal_text.fanout_legend(),
+        f"{trace.model.name} · {trace.provider} · prefill {timing.prefill_ms:.0f} ms · "
+        f"{timing.steps} batched steps · {timing.tokens_per_s:.1f} tok/s",
+    ]
+    for lane in trace.lanes:
+        if lane.fanout is None:
+            seed = f" (seed {lane.config['seed']})" if "seed" in lane.config else ""
+            points = len(analysis.critical_points.get(lane.name, [])) if analysis else 0
+            lines.append(f"  {lane.name}{seed}: {lane.finish_reason}, {len(lane.token_ids)} tokens, "
+                         f"{points} critical points")
+    for group, found in (analysis.fanouts if analysis else {}).items():
+        members = [trace.lane(name) for name in found.members]
+        reasons = Counter(lane.finish_reason for lane in members)
+        ended = ", ".join(f"{count} {reason}" for reason, count in reasons.items())
+        points = sum(len(analysis.critical_points.get(name, [])) for name in found.members)
+        tokens = sum(len(lane.token_ids) for lane in members)
+        lines.append(f"  {group} × {len(members)}: {ended}, {tokens} tokens, {points} critical points")
     return "\n".join(lines)

@@ -1,12 +1,17 @@
 """Plain-text views of a run for the terminal: lanes side by side (or stacked when the terminal is narrow),
-with the first divergence from the first lane marked ◆ and near-ties marked ▲ before the token."""
+with the first divergence from the first lane marked ◆ and near-ties marked ▲ before the token.
+
+A fan-out run (`run --fanout K`) shows its ordinary lanes the same way but with critical points marked ▲, then
+each fan-out as its distinct continuations, one line each, ◆ where the continuation parts from the others."""
 
 from __future__ import annotations
 
 import unicodedata
 from collections.abc import Sequence
+from dataclasses import replace
 
-from decoding.trace import RunTrace
+from decoding.fanout import first_split_steps
+from decoding.trace import FanoutGroup, RunTrace
 
 DIVERGENCE = "◆"
 NEAR_TIE = "▲"
@@ -25,15 +30,25 @@ def token_texts(tokenizer, token_ids: Sequence[int]) -> list[str]:
     return [tokenizer.piece(t) for t in token_ids]
 
 
-def marked_text(trace: RunTrace, lane_index: int, tokenizer) -> str:
+def marked_text(trace: RunTrace, lane_index: int, tokenizer, ticks: set[int] | None = None) -> str:
+    """The lane's text, ◆ before its first divergence from the first lane, ▲ before the steps in `ticks`
+    (default: its near-ties)."""
     lane = trace.lanes[lane_index]
-    divergence = _divergence_from_first(trace, lane_index)
-    ties = {tie.step for tie in trace.analysis.near_ties.get(lane.name, [])} if trace.analysis else set()
+    if ticks is None:
+        ticks = {tie.step for tie in trace.analysis.near_ties.get(lane.name, [])} if trace.analysis else set()
+    return with_marks(token_texts(tokenizer, lane.token_ids), _divergence_from_first(trace, lane_index), ticks)
+
+
+def with_marks(texts: Sequence[str], divergence: int | None, ticks: set[int]) -> str:
     parts = []
-    for step, text in enumerate(token_texts(tokenizer, lane.token_ids)):
-        marks = (DIVERGENCE if step == divergence else "") + (NEAR_TIE if step in ties else "")
+    for step, text in enumerate(texts):
+        marks = (DIVERGENCE if step == divergence else "") + (NEAR_TIE if step in ticks else "")
         parts.append(marks + text)
     return "".join(parts)
+
+
+def critical_steps(trace: RunTrace, name: str) -> set[int]:
+    return {point.step for point in trace.analysis.critical_points.get(name, [])} if trace.analysis else set()
 
 
 def _divergence_from_first(trace: RunTrace, lane_index: int) -> int | None:
@@ -53,6 +68,10 @@ def header(trace: RunTrace, lane_index: int) -> str:
 
 def render(trace: RunTrace, tokenizer, width: int) -> str:
     columns = [(header(trace, i), marked_text(trace, i, tokenizer)) for i in range(len(trace.lanes))]
+    return layout(columns, width)
+
+
+def layout(columns: list[tuple[str, str]], width: int) -> str:
     count = len(columns)
     column_width = (width - (count - 1) * len(GAP)) // count
     if column_width < MIN_COLUMN:
@@ -109,3 +128,67 @@ def wrap(text: str, width: int) -> list[str]:
 
 def legend() -> str:
     return f"{DIVERGENCE} diverges from the first lane   {NEAR_TIE} near-tie (top-1 − top-2 < threshold)"
+
+
+# ------------------------------------------------------------------------------------------------ fan-outs
+
+
+def render_fanout_run(trace: RunTrace, tokenizer, width: int) -> str:
+    """The ordinary lanes side by side (▲ critical points), then every fan-out (`fanout_block`)."""
+    blocks = []
+    ordinary = replace(trace, lanes=[lane for lane in trace.lanes if lane.fanout is None])
+    if ordinary.lanes:
+        columns = [
+            (header(ordinary, i), marked_text(ordinary, i, tokenizer, critical_steps(ordinary, lane.name)))
+            for i, lane in enumerate(ordinary.lanes)
+        ]
+        blocks.append(layout(columns, width))
+    for group, found in (trace.analysis.fanouts if trace.analysis else {}).items():
+        blocks.append(fanout_block(trace, group, found, tokenizer, width))
+    return "\n\n".join(blocks)
+
+
+def fanout_block(trace: RunTrace, group: str, found: FanoutGroup, tokenizer, width: int) -> str:
+    """A title line with the fan-out's numbers, then each distinct continuation once: its members ("#3": member
+    3 alone, "#3 +2": member 3 and two others with the same tokens) and its text, ◆ where it parts from every
+    other continuation, ▲ at its first member's critical points."""
+    continuations: dict[tuple[int, ...], list[str]] = {}
+    for name in found.members:
+        continuations.setdefault(tuple(trace.lane(name).token_ids), []).append(name)
+    labels = {names[0]: _members_label(trace, names) for names in continuations.values()}
+    parts = first_split_steps({names[0]: list(ids) for ids, names in continuations.items()})
+    label_width = max(display_width(label) for label in labels.values())
+    text_width = max(MIN_COLUMN, width - label_width - 2)
+    lines = [_fanout_title(trace, group, found)]
+    for names in continuations.values():
+        first = names[0]
+        text = with_marks(token_texts(tokenizer, trace.lane(first).token_ids), parts.get(first),
+                          critical_steps(trace, first))
+        for row, line in enumerate(wrap(text, text_width)):
+            lines.append(f"{pad(labels[first] if row == 0 else '', label_width)}  {line}".rstrip())
+    return "\n".join(lines)
+
+
+def _members_label(trace: RunTrace, names: list[str]) -> str:
+    first = trace.lane(names[0]).fanout["member"]
+    return f"#{first}" + (f" +{len(names) - 1}" if len(names) > 1 else "")
+
+
+def _fanout_title(trace: RunTrace, group: str, found: FanoutGroup) -> str:
+    count = len(found.members)
+    seeds = "" if found.seed is None else f", seeds {found.seed}..{found.seed + count - 1}"
+    root = found.splits[0].step if found.splits else None
+    return (
+        f"── {group} × {count}{seeds}: {found.distinct_continuations} distinct continuations · "
+        f"first split at step {_number(root)} · mean first-split step {_number(found.mean_first_split_step)} · "
+        f"mean pairwise divergence step {_number(found.mean_pairwise_divergence_step)}"
+    )
+
+
+def _number(value: float | None) -> str:
+    return "–" if value is None else f"{value:g}" if isinstance(value, int) else f"{value:.1f}"
+
+
+def fanout_legend() -> str:
+    return (f"{DIVERGENCE} a fan-out continuation parts from the others (elsewhere: from the first lane)   "
+            f"{NEAR_TIE} critical point (a small change decides between strong candidates)")

@@ -193,3 +193,51 @@ def test_same_seed_gives_the_same_json_in_two_processes(tiny_model_dir, tmp_path
         )
         outputs.append(path.read_text(encoding="utf-8"))
     assert without_timing(outputs[0]) == without_timing(outputs[1])
+
+
+def test_fanout_run_shows_each_group_once_and_replays_every_member(capsys, tiny_model_dir, tmp_path):
+    path = tmp_path / "fanout.json"
+    code, out, err = cli(
+        capsys, "run", "--model", str(tiny_model_dir), "--prompt", "The capital of France is",
+        "--max-new-tokens", "6", "--lane", "greedy", "--lane", "sample:temperature=1.0,seed=11",
+        "--fanout", "4", "--json", str(path), "--device", "cpu",
+    )
+    assert code == 0, err
+    assert "greedy [" in out and "── T 1.0 × 4, seeds 11..14:" in out and "distinct continuations" in out
+    assert "T 1.0 #0 [" not in out  # no column per member
+    assert "critical point" in out and "  T 1.0 × 4: " in out
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert [lane["name"] for lane in data["lanes"]] == ["greedy", "T 1.0 #0", "T 1.0 #1", "T 1.0 #2", "T 1.0 #3"]
+    assert [lane["config"].get("seed") for lane in data["lanes"]] == [None, 11, 12, 13, 14]
+    assert data["lanes"][3]["fanout"] == {"group": "T 1.0", "member": 2}
+    assert data["analysis"]["fanouts"]["T 1.0"]["members"] == [f"T 1.0 #{k}" for k in range(4)]
+    code, out, err = cli(capsys, "replay", str(path), "--model", str(tiny_model_dir))
+    assert code == 0, err
+    assert "replay identical: 5 lanes" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--fanout", "0"], r"invalid --fanout=0: allowed an integer in [1, 64]"),
+        (["--fanout", "65"], r"invalid --fanout=65: allowed an integer in [1, 64]"),
+        (["--fanout", "4"], "invalid --fanout=4: no sampled lane to fan out"),
+        (["--critical-draw-distance", "0.7"], "invalid --critical-draw-distance=0.7: allowed a float in [0, 0.5]"),
+        (["--critical-ratio", "0"], "invalid --critical-ratio=0.0: allowed a float in (0, 1]"),
+        (["--critical-min-prob", "-1"], "invalid --critical-min-prob=-1.0: allowed a float in [0, 1]"),
+    ],
+)
+def test_bad_fanout_and_critical_settings_are_one_line_and_exit_2(capsys, tiny_model_dir, args, message):
+    argv = ["run", "--prompt", "hello", "--max-new-tokens", "3", "--model", str(tiny_model_dir), *args]
+    code, out, err = cli(capsys, *argv)
+    assert code == 2
+    assert message in err
+    assert len(err.strip().splitlines()) == 1 and out == ""
+
+
+def test_critical_settings_are_recorded(capsys, tiny_model_dir, tmp_path):
+    path = tmp_path / "run.json"
+    code, _, err = cli(capsys, "run", "--model", str(tiny_model_dir), "--prompt", "hello", "--max-new-tokens", "3",
+                       "--critical-ratio", "0.5", "--json", str(path))
+    assert code == 0, err
+    assert json.loads(path.read_text(encoding="utf-8"))["settings"]["critical"]["ratio"] == 0.5
