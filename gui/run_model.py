@@ -107,7 +107,9 @@ def lane_trace_for(spec: LaneSpec) -> LaneTrace:
     """An empty trace for a lane that has not run yet."""
     branch = None if spec.branch is None else {
         "parent": spec.branch.parent, "step": spec.branch.step, "token_id": spec.branch.token_id}
-    return LaneTrace(name=spec.name, config=spec.to_config(), processors=spec.processors(), branch=branch)
+    return LaneTrace(name=spec.name, config=spec.to_config(), processors=spec.processors(), branch=branch,
+                     fanout=spec.fanout.to_dict() if spec.fanout else None,
+                     replay_of=spec.replay_of.to_dict() if spec.replay_of else None)
 
 
 class RunModel:

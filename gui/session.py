@@ -65,7 +65,7 @@ def prompt_info(model: OpenModel, request: RunRequest) -> PromptInfo:
 
 def specs_of(trace: RunTrace) -> list[LaneSpec]:
     """The lane specs a saved run was made with (JSON import, replay)."""
-    return [LaneSpec.from_config(lane.name, _config_without_forced(lane), lane.branch)
+    return [LaneSpec.from_config(lane.name, _config_without_forced(lane), lane.branch, lane.fanout, lane.replay_of)
             for lane in trace.lanes]
 
 
