@@ -8,6 +8,7 @@ It reports progress as lines `@@bp {json}` on stdout: {"stage", "fraction", "mes
     python -m models.export_worker gguf --gguf FILE --hf-dir DIR --out DIR
     python -m models.export_worker hf --source DIR --out DIR
     python -m models.export_worker hub --source MODEL_ID --hf-dir DIR --out DIR
+    python -m models.export_worker inspection --gguf FILE | --source HF_DIR --out DIR   (models.inspection)
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 
 MARK = "@@bp "
 EXPORT_TASK = "text-generation-with-past"
+INSPECTION_CHECK_NAME = "inspection_check.json"  # read (and removed) by models.inspection
 
 
 current_stage = "start"  # named in the error report if something fails
@@ -94,6 +96,24 @@ def edit_graph(out: Path) -> None:
     emit(stage="graph-edits", fraction=1.0, message=f"applied: {', '.join(applied) or 'none'}")
 
 
+def export_inspection_model(weights: Path, out: Path) -> None:
+    """The inspection model (models.inspection_export) from a GGUF file or an HF folder, checked against
+    transformers; the check's result is left in INSPECTION_CHECK_NAME."""
+    emit(stage="load", fraction=0.0, message="loading the float32 weights with eager attention")
+    from models.inspection_export import check, check_reference, export_inspection, load_eager_model
+
+    model = load_eager_model(weights)
+    token_ids, reference = check_reference(model)
+    emit(stage="load", fraction=1.0, message="loaded")
+    emit(stage="export", fraction=0.0, message="exporting the inspection model (attention, logit lens) with optimum")
+    export_inspection(model, out)
+    emit(stage="export", fraction=1.0, message="exported")
+    emit(stage="check", fraction=0.0, message="comparing it with transformers")
+    result = check(out / "model.onnx", token_ids, reference)
+    (out / INSPECTION_CHECK_NAME).write_text(json.dumps(result), encoding="utf-8")
+    emit(stage="check", fraction=1.0, message=f"largest attention difference {result['attention_max_abs_diff']:.1e}")
+
+
 def save_fast_tokenizer(hf_dir: Path, out: Path) -> None:
     """The runtime reads tokenizer.json: convert a slow-only tokenizer (vocab.json + merges.txt) to it."""
     from transformers import AutoTokenizer
@@ -103,7 +123,7 @@ def save_fast_tokenizer(hf_dir: Path, out: Path) -> None:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m models.export_worker")
-    parser.add_argument("mode", choices=["gguf", "hf", "hub"])
+    parser.add_argument("mode", choices=["gguf", "hf", "hub", "inspection"])
     parser.add_argument("--gguf", type=Path)
     parser.add_argument("--source")
     parser.add_argument("--hf-dir", type=Path)
@@ -120,6 +140,8 @@ def run(args: argparse.Namespace) -> None:
         snapshot(args.source, args.hf_dir)
         export_onnx(args.hf_dir, args.out)
         edit_graph(args.out)
+    elif args.mode == "inspection":
+        export_inspection_model(args.gguf or Path(args.source), args.out)
     else:
         export_onnx(Path(args.source), args.out)
         edit_graph(args.out)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import platform
 from importlib import metadata
 from pathlib import Path
@@ -119,4 +120,9 @@ def build_manifest(
 
 
 def write_manifest(model_dir: Path, manifest: dict) -> None:
-    (model_dir / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    """Atomically (a temporary file, then a rename): a reader never sees a half-written manifest, even when it
+    is updated in place (models.inspection adds its record to an installed model's manifest)."""
+    path = model_dir / MANIFEST_NAME
+    temp = path.with_name(f".{MANIFEST_NAME}.{os.getpid()}.tmp")
+    temp.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(temp, path)

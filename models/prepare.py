@@ -171,10 +171,11 @@ def is_prepared(final: Path, force: bool, stages: Stages) -> bool:
 
 
 @contextmanager
-def build_folder(name: str, stages: Stages) -> Iterator[Path]:
-    """A fresh build folder beside the final one (same filesystem: install is a rename), removed if failed."""
-    with stages.stage("setup", f"creating a build folder in {models_dir()}"):
-        root = models_dir()
+def build_folder(name: str, stages: Stages, root: Path | None = None) -> Iterator[Path]:
+    """A fresh build folder in `root` (default: the models folder), beside the final one (same filesystem:
+    install is a rename), removed if failed."""
+    root = root or models_dir()
+    with stages.stage("setup", f"creating a build folder in {root}"):
         root.mkdir(parents=True, exist_ok=True)
         remove_stale_builds(root)
         build = root / f"{PARTIAL_PREFIX}{name}-{os.getpid()}-{secrets.token_hex(4)}"

@@ -21,7 +21,7 @@ from onnx import TensorProto
 from decoding.protocol import RowSummary
 from runtime.helper_graphs import ONNX_TYPES, last_logits_model, row_summary_model
 from runtime.kv_cache import KVCache, RowGather
-from runtime.model_files import eos_ids_from, read_json
+from runtime.model_files import eos_ids_from, max_positions_from, read_json
 from runtime.session import create_helper_session, create_session
 
 PAST_NAME = re.compile(r"^past_key_values\.(\d+)\.(key|value)$")
@@ -105,7 +105,7 @@ class OnnxDecoder:
         self.vocab_size: int = self.io.vocab_size
         self.eos_token_ids: tuple[int, ...] = eos_ids_from(self.model_dir)
         # Learned position tables (GPT-2) fail past their end; RoPE models degrade. Either way: refuse clearly.
-        self.max_positions: int | None = config.get("max_position_embeddings") or config.get("n_positions")
+        self.max_positions: int | None = max_positions_from(config)
         self.row_gather = RowGather(len(self.io.past_names), self.io.kv_elem_type, self.placement)
         self._last = create_helper_session(last_logits_model(self.io.logits_elem_type), self.placement)
         self._summary = create_helper_session(row_summary_model(), self.placement, parallel=True)

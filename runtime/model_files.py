@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+# The inspection model beside a prepared model's model.onnx (written by models.inspection).
+INSPECTION_MODEL = "inspection/model.onnx"
+
 
 def read_json(path: Path) -> dict:
     """The JSON object in `path`, or {} when the file does not exist."""
@@ -30,3 +33,8 @@ def special_token_text(tokenizer_config: dict, key: str) -> str | None:
     """A special token's text from tokenizer_config.json ("eos_token": "<|im_end|>" or {"content": ...})."""
     value = tokenizer_config.get(key)
     return value.get("content") if isinstance(value, dict) else value
+
+
+def max_positions_from(config: dict) -> int | None:
+    """The positions the model was trained for (learned position tables fail past them, RoPE degrades)."""
+    return config.get("max_position_embeddings") or config.get("n_positions")

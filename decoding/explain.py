@@ -1,0 +1,236 @@
+"""What the model does inside over one token sequence: the tokens, every layer's attention weights per head,
+and the logit lens (`python main.py explain`; the app's inside views). Built from runtime.inspection's arrays,
+written to and read from JSON (docs/json-format.md, "Explain files"). Pure numpy.
+
+    result = build_explain(token_ids, prompt_length, arrays, tokenizer, model, provider)
+    text = result.to_json();  ExplainResult.from_json(text).to_json() == text
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from decoding.trace import ModelInfo
+
+EXPLAIN_SCHEMA_VERSION = 1
+# Attention weights and lens probabilities are written rounded to 7 decimals: float32 carries about 7
+# significant digits, and the file stays about half the size of full float repr. A float32 read back from
+# such a decimal rounds to the same decimal again (float32's error below 1 is < 3e-8 < 5e-8), so
+# export -> import -> export is byte-identical.
+DECIMALS = 7
+# The attention weights alone are L x H x T x T floats: 283 MB of float32 at 512 tokens for a 30-layer,
+# 9-head model, and several hundred MB of JSON. Longer sequences are refused.
+MAX_EXPLAIN_TOKENS = 512
+
+
+class ExplainFormatError(ValueError):
+    """Not an explain result this version can read (the message says why)."""
+
+
+class TokenPieces(Protocol):
+    """What building a result needs of a tokenizer (runtime.Tokenizer)."""
+
+    def piece(self, token_id: int) -> str: ...
+
+    def token_bytes(self, token_id: int) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class TokenInfo:
+    id: int
+    text: str  # readable piece (special tokens as written, a byte of an incomplete UTF-8 character as \xNN)
+    bytes: list[int]  # the bytes the token stands for
+
+
+@dataclass(frozen=True)
+class LensEntry:
+    id: int
+    text: str
+    prob: float
+
+
+@dataclass(eq=False)
+class ExplainResult:
+    """One sequence of T tokens (the first `prompt_length` are the prompt) through a model of L layers, H heads.
+
+    attention: float32 [L, H, T, T]; row q holds query position q's weights over key positions 0..q, 0 after q.
+    lens_ids, lens_probs: [L + 1, T, K]; row 0 reads the embedding output, row l the output of layer l through
+    the final norm and lm_head; row L is the model's own next-token distribution. Best first.
+    lens_text: the readable piece of every id in lens_ids."""
+
+    model: ModelInfo
+    provider: str
+    prompt_length: int
+    tokens: list[TokenInfo]
+    attention: np.ndarray
+    lens_ids: np.ndarray
+    lens_probs: np.ndarray
+    lens_text: dict[int, str]
+    schema_version: int = EXPLAIN_SCHEMA_VERSION
+
+    @property
+    def layers(self) -> int:
+        return int(self.attention.shape[0])
+
+    @property
+    def heads(self) -> int:
+        return int(self.attention.shape[1])
+
+    def lens_top(self, row: int, position: int) -> list[LensEntry]:
+        """The lens's best tokens after `position` as read at `row` (0 = embeddings, layers = the model's own)."""
+        ids, probs = self.lens_ids[row, position], self.lens_probs[row, position]
+        return [LensEntry(int(i), self.lens_text[int(i)], float(p)) for i, p in zip(ids, probs, strict=True)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": self.schema_version,
+            "model": asdict(self.model),
+            "provider": self.provider,
+            "prompt_length": self.prompt_length,
+            "tokens": [asdict(token) for token in self.tokens],
+            "attention": {"layers": self.layers, "heads": self.heads, "weights": rounded(self.attention)},
+            "logit_lens": [
+                [
+                    [{"id": i, "text": self.lens_text[i], "prob": p} for i, p in zip(ids, probs, strict=True)]
+                    for ids, probs in zip(row_ids, row_probs, strict=True)
+                ]
+                for row_ids, row_probs in zip(self.lens_ids.tolist(), rounded(self.lens_probs), strict=True)
+            ],
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":")) + "\n"
+
+    @classmethod
+    def from_dict(cls, data: Any) -> ExplainResult:
+        check_version(data)
+        try:
+            return parse(data)
+        except ExplainFormatError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ExplainFormatError(f"not a valid explain result: {type(exc).__name__}: {exc}") from exc
+
+    @classmethod
+    def from_json(cls, text: str) -> ExplainResult:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ExplainFormatError(f"not JSON: {exc}") from exc
+        return cls.from_dict(data)
+
+    def save(self, path: str | os.PathLike) -> Path:
+        from decoding.jsonio import write_text_atomic
+
+        return write_text_atomic(Path(path), self.to_json())
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> ExplainResult:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ExplainFormatError(f"cannot read {str(path)!r}: {exc}") from exc
+        return cls.from_json(text)
+
+
+def build_explain(
+    token_ids: list[int],
+    prompt_length: int,
+    arrays: Any,
+    tokenizer: TokenPieces,
+    model: ModelInfo,
+    provider: str,
+) -> ExplainResult:
+    """The result for `token_ids` from runtime.inspection's arrays (attentions, lens_ids, lens_probs)."""
+    tokens = [TokenInfo(int(i), tokenizer.piece(int(i)), list(tokenizer.token_bytes(int(i)))) for i in token_ids]
+    lens_ids = np.asarray(arrays.lens_ids, dtype=np.int64)
+    result = ExplainResult(
+        model=model,
+        provider=provider,
+        prompt_length=prompt_length,
+        tokens=tokens,
+        attention=np.asarray(arrays.attentions, dtype=np.float32),
+        lens_ids=lens_ids,
+        lens_probs=np.asarray(arrays.lens_probs, dtype=np.float32),
+        lens_text={int(i): tokenizer.piece(int(i)) for i in np.unique(lens_ids)},
+    )
+    check_shapes(result)
+    return result
+
+
+def head_mean(result: ExplainResult, layer: int, position: int) -> np.ndarray:
+    """How much the token at `position` attends to each position 0..position in `layer`, averaged over heads."""
+    return result.attention[layer, :, position, : position + 1].mean(axis=0)
+
+
+def most_attended(result: ExplainResult, position: int, layers: range | None = None, count: int = 3) -> list:
+    """[(earlier position, weight)] the token at `position` attends to most, averaged over heads and `layers`
+    (default: all), heaviest first."""
+    layers = layers or range(result.layers)
+    weights = np.mean([head_mean(result, layer, position) for layer in layers], axis=0)
+    order = np.argsort(-weights, kind="stable")[:count]
+    return [(int(p), float(weights[p])) for p in order]
+
+
+def rounded(values: np.ndarray) -> list:
+    return np.round(values.astype(np.float64), DECIMALS).tolist()
+
+
+# ------------------------------------------------------------------------------------------------ reading
+
+
+def check_version(data: Any) -> None:
+    if not isinstance(data, dict) or "schema_version" not in data:
+        raise ExplainFormatError("not an explain result (no schema_version)")
+    if data["schema_version"] != EXPLAIN_SCHEMA_VERSION:
+        raise ExplainFormatError(
+            f"explain result has schema_version {data['schema_version']!r}; "
+            f"this Branchpoint reads version {EXPLAIN_SCHEMA_VERSION}"
+        )
+
+
+def parse(data: dict[str, Any]) -> ExplainResult:
+    lens = data["logit_lens"]
+    attention = data["attention"]
+    result = ExplainResult(
+        model=ModelInfo(**data["model"]),
+        provider=data["provider"],
+        prompt_length=data["prompt_length"],
+        tokens=[TokenInfo(**token) for token in data["tokens"]],
+        attention=np.asarray(attention["weights"], dtype=np.float32),
+        lens_ids=np.asarray([[[e["id"] for e in entries] for entries in row] for row in lens], dtype=np.int64),
+        lens_probs=np.asarray([[[e["prob"] for e in entries] for entries in row] for row in lens], dtype=np.float32),
+        lens_text={e["id"]: e["text"] for row in lens for entries in row for e in entries},
+        schema_version=data["schema_version"],
+    )
+    if (attention["layers"], attention["heads"]) != result.attention.shape[:2]:
+        raise ExplainFormatError(
+            f"attention says {attention['layers']} layers x {attention['heads']} heads, "
+            f"its weights are {list(result.attention.shape)}"
+        )
+    check_shapes(result)
+    return result
+
+
+def check_shapes(result: ExplainResult) -> None:
+    """Every array agrees with the token count T and the layer count L (ExplainFormatError naming the mismatch)."""
+    length = len(result.tokens)
+    if length < 1:
+        raise ExplainFormatError("an explain result needs at least one token")
+    if result.attention.ndim != 4 or result.attention.shape[2:] != (length, length):
+        raise ExplainFormatError(
+            f"attention weights are {list(result.attention.shape)}, expected [L, H, {length}, {length}]"
+        )
+    expected = (result.layers + 1, length)
+    for name in ("lens_ids", "lens_probs"):
+        shape = getattr(result, name).shape
+        if len(shape) != 3 or shape[:2] != expected or shape[2] < 1:
+            raise ExplainFormatError(f"logit lens {name} are {list(shape)}, expected [{expected[0]}, {length}, K]")
+    if not 0 <= result.prompt_length <= length:
+        raise ExplainFormatError(f"prompt_length {result.prompt_length} is outside [0, {length}]")
