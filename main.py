@@ -7,6 +7,7 @@
     python main.py models               # list prepared models
     python main.py run --prompt TEXT …  # side-by-side decoding in the terminal
     python main.py replay FILE.json     # re-run an exported run and verify every token
+    python main.py explain --prompt TEXT --json FILE   # attention and logit lens of one sequence
     python main.py bench                # benchmark suite (ratios)
 
 The subcommands live in cli/ (bench in bench/); this file only dispatches, importing lazily so that `--help`
@@ -26,6 +27,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "models": ("cli.models_command", "list prepared models"),
     "run": ("cli.run_command", "decode one prompt under several strategies side by side"),
     "replay": ("cli.replay_command", "re-run an exported JSON run with the model and verify every token"),
+    "explain": ("cli.explain_command", "attention weights and logit lens of one sequence, as JSON"),
     "bench": ("bench.__main__", "run the benchmark suite and print ratios"),
 }
 

@@ -24,9 +24,9 @@ EXPLAIN_SCHEMA_VERSION = 1
 # such a decimal rounds to the same decimal again (float32's error below 1 is < 3e-8 < 5e-8), so
 # export -> import -> export is byte-identical.
 DECIMALS = 7
-# The attention weights alone are L x H x T x T floats: 283 MB of float32 at 512 tokens for a 30-layer,
-# 9-head model, and several hundred MB of JSON. Longer sequences are refused.
-MAX_EXPLAIN_TOKENS = 512
+# The attention weights are L x H x T x T floats: for a 30-layer, 9-head model at 256 tokens 71 MB of float32
+# and about 120 MB of JSON (measured at 512: 468 MB of JSON, 36 s to write). Longer sequences are refused.
+MAX_EXPLAIN_TOKENS = 256
 
 
 class ExplainFormatError(ValueError):
@@ -164,6 +164,15 @@ def build_explain(
     return result
 
 
+def check_length(length: int, max_positions: int | None) -> None:
+    """ValueError unless a sequence of `length` tokens can be explained: at least one token, at most the model's
+    positions and MAX_EXPLAIN_TOKENS."""
+    limit = min(MAX_EXPLAIN_TOKENS, max_positions or MAX_EXPLAIN_TOKENS)
+    if not 1 <= length <= limit:
+        why = "the model's positions" if limit == max_positions else "attention weights grow as tokens squared"
+        raise ValueError(f"the sequence has {length} tokens; explain takes 1 to {limit} ({why})")
+
+
 def head_mean(result: ExplainResult, layer: int, position: int) -> np.ndarray:
     """How much the token at `position` attends to each position 0..position in `layer`, averaged over heads."""
     return result.attention[layer, :, position, : position + 1].mean(axis=0)
@@ -176,6 +185,12 @@ def most_attended(result: ExplainResult, position: int, layers: range | None = N
     weights = np.mean([head_mean(result, layer, position) for layer in layers], axis=0)
     order = np.argsort(-weights, kind="stable")[:count]
     return [(int(p), float(weights[p])) for p in order]
+
+
+def first_top1_row(result: ExplainResult, position: int) -> int:
+    """The first lens row (0 = embeddings) whose best token after `position` is the model's own final choice."""
+    column = result.lens_ids[:, position, 0]
+    return int(np.flatnonzero(column == column[-1])[0])
 
 
 def rounded(values: np.ndarray) -> list:

@@ -8,6 +8,9 @@ preparation: in a child process that Cancel / Ctrl-C kill, built in a `.partial-
 `<model>/inspection/` with os.replace, then recorded under "inspection" in the model's manifest.
 
     path = prepare_inspection(model_dir, progress=callback, cancel=event)   # instant when already prepared
+    result = explain_sequence(model_dir, token_ids, prompt_length)        # a decoding.explain.ExplainResult
+    explainer = Explainer(model_dir, device="auto")                       # or: open once, explain many
+    result = explainer.explain(token_ids, prompt_length)
 """
 
 from __future__ import annotations
@@ -16,11 +19,14 @@ import datetime as dt
 import json
 from pathlib import Path
 
+from decoding.explain import ExplainResult, build_explain, check_length
+from decoding.trace import ModelInfo
 from models.catalog import read_manifest
 from models.errors import PrepareError
 from models.export_worker import INSPECTION_CHECK_NAME
 from models.inspection_export import EXPORT_TASK, LENS_TOP_K, OUTPUTS
 from models.manifest import file_entries, tool_versions, write_manifest
+from models.open_model import model_identity
 from models.prepare import build_folder, replace_folder, run_worker
 from models.progress import CancelCheck, ProgressCallback, Stages
 
@@ -29,7 +35,7 @@ MODEL_FILE = "model.onnx"
 # Bumped when the graph's inputs or outputs change; an inspection model of another format is prepared again.
 INSPECTION_FORMAT = 1
 # Expected seconds per stage (the default model, 2 cores): the progress bar's proportions.
-PLAN = [("setup", 0.2), ("load", 15), ("export", 60), ("check", 10), ("install", 3)]
+PLAN = [("setup", 0.2), ("load", 25), ("export", 60), ("check", 5), ("install", 2)]
 
 
 def inspection_model_path(model_dir: str | Path) -> Path:
@@ -118,3 +124,42 @@ def inspection_record(build: Path, weights: dict, check: dict, stage_seconds: di
         "files": file_entries(build, {}),  # relative to the inspection folder
         "prepare_seconds": stage_seconds,
     }
+
+
+class Explainer:
+    """The inspection model of a prepared model, opened once on `device` (creating its session takes seconds)
+    to explain any number of sequences. FileNotFoundError when it is not prepared (prepare_inspection first)."""
+
+    def __init__(self, model_dir: str | Path, device: str = "auto"):
+        from runtime.inspection import InspectionModel
+        from runtime.tokenizer import Tokenizer
+
+        self.model_dir = Path(model_dir)
+        if not inspection_is_prepared(self.model_dir):
+            raise FileNotFoundError(f"the inspection model of {self.model_dir} is not prepared (prepare_inspection)")
+        self.inspector = InspectionModel(self.model_dir, device=device)
+        self.tokenizer = Tokenizer.from_model_dir(self.model_dir)
+        self.identity = explain_identity(self.model_dir)
+
+    def explain(self, token_ids: list[int], prompt_length: int) -> ExplainResult:
+        """`token_ids` (the first `prompt_length` are the prompt) through the model. ValueError for a sequence
+        explain does not take (decoding.explain.check_length) or ids outside the vocabulary."""
+        check_length(len(token_ids), self.inspector.max_positions)
+        arrays = self.inspector.run(token_ids)
+        return build_explain(token_ids, prompt_length, arrays, self.tokenizer, self.identity, self.inspector.provider)
+
+
+def explain_sequence(
+    model_dir: str | Path, token_ids: list[int], prompt_length: int, device: str = "auto"
+) -> ExplainResult:
+    """One sequence through the prepared inspection model of `model_dir` (see Explainer)."""
+    return Explainer(model_dir, device).explain(token_ids, prompt_length)
+
+
+def explain_identity(model_dir: Path) -> ModelInfo:
+    """The model's identity as runs record it, plus the inspection model's hash ("inspection/model.onnx")."""
+    manifest = read_manifest(model_dir)
+    info = model_identity(model_dir, manifest)
+    files = (manifest.get("inspection") or {}).get("files") or {}
+    extra = {f"{INSPECTION_FOLDER}/{name}": entry["sha256"] for name, entry in sorted(files.items())}
+    return ModelInfo(name=info.name, hashes=dict(sorted((info.hashes | extra).items())), path=info.path)

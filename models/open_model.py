@@ -47,14 +47,18 @@ class OpenModel:
         return Engine(self.decoder, self.tokenizer, self.eos_token_ids, **settings)
 
     def encode_prompt(self, text: str, chat: bool = False, system: str | None = None) -> PromptInfo:
-        """The prompt as a run records it; a chat prompt is rendered once through the model's chat template
-        (ValueError if it has none) and the ids encode exactly that text, without added special tokens: the
-        template writes them itself (as transformers' apply_chat_template(tokenize=True))."""
-        if not chat:
-            return PromptInfo(text, self.tokenizer.encode(text))
-        rendered = self.tokenizer.render_chat(text, system)
-        ids = self.tokenizer.encode(rendered, add_special_tokens=False)
-        return PromptInfo(text, ids, chat=True, system=system, rendered=rendered)
+        return encode_prompt(self.tokenizer, text, chat, system)
+
+
+def encode_prompt(tokenizer: Any, text: str, chat: bool = False, system: str | None = None) -> PromptInfo:
+    """The prompt as a run records it; a chat prompt is rendered once through the model's chat template
+    (ValueError if it has none) and the ids encode exactly that text, without added special tokens: the
+    template writes them itself (as transformers' apply_chat_template(tokenize=True))."""
+    if not chat:
+        return PromptInfo(text, tokenizer.encode(text))
+    rendered = tokenizer.render_chat(text, system)
+    ids = tokenizer.encode(rendered, add_special_tokens=False)
+    return PromptInfo(text, ids, chat=True, system=system, rendered=rendered)
 
 
 def model_identity(model_dir: Path, manifest: dict) -> ModelInfo:

@@ -82,3 +82,31 @@ def cut_after_eos(tokens: list[int], eos_token_ids: list[int]) -> list[int]:
         if token in eos_token_ids:
             return tokens[: i + 1]
     return tokens
+
+
+def load_eager_reference(weights: Path):
+    """transformers' float32 model from an HF folder or a GGUF file with eager attention (the implementation that
+    returns attention weights), for the inspection model's parity tests."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    options = {"dtype": torch.float32, "attn_implementation": "eager"}
+    if weights.suffix == ".gguf":
+        return AutoModelForCausalLM.from_pretrained(weights.parent, gguf_file=weights.name, **options).eval()
+    return AutoModelForCausalLM.from_pretrained(weights, **options).eval()
+
+
+def attention_and_lens(model, token_ids: list[int]):
+    """(attentions [L, H, T, T], lens probabilities [L + 1, T, vocab]) as transformers computes them with
+    output_attentions / output_hidden_states: hidden_states[0] is the embedding output, [l] layer l's output,
+    [L] is already final-normed (lm_head of it is the logits), so the lens applies model.norm to [0..L-1]."""
+    import torch
+
+    with torch.no_grad():
+        out = model(torch.tensor([token_ids]), output_attentions=True, output_hidden_states=True)
+        layers = len(out.attentions)
+        assert len(out.hidden_states) == layers + 1
+        rows = [model.model.norm(h) for h in out.hidden_states[:layers]] + [out.hidden_states[layers]]
+        probs = torch.stack([torch.softmax(model.lm_head(h)[0], dim=-1) for h in rows])
+        assert torch.allclose(model.lm_head(out.hidden_states[layers]), out.logits)
+        return torch.cat(out.attentions).numpy(), probs.numpy()
