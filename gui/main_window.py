@@ -33,6 +33,7 @@ from decoding.trace import RunTrace
 from gui.beam_tree import BeamTreeView
 from gui.controller import RunController
 from gui.inspector import StepInspector
+from gui.lane_map import LaneStepMap
 from gui.lanes_editor import LanesEditor, preset_for_window
 from gui.model_picker import ModelPicker
 from gui.notice_bar import NoticeBar
@@ -83,6 +84,7 @@ class MainWindow(QMainWindow):
         self.inspector.branchRequested.connect(self.branch)
         self.inspector.forceRequested.connect(self.force_for_all)
         self.timeline = Timeline(model, scheduler)
+        self.lane_map = LaneStepMap(model, scheduler)
         self.beam_tree = BeamTreeView(model, scheduler)
         self.error_banner = NoticeBar(model)
         self.branch_strategy = QComboBox()
@@ -106,9 +108,10 @@ class MainWindow(QMainWindow):
         left_layout.addWidget(self.lanes, 1)
         self.charts = QTabWidget()
         self.charts.addTab(self.timeline, "Timeline")
+        self.charts.addTab(self.lane_map, "Lane map")
         self.charts.addTab(self.beam_tree, "Beam tree")
         self.charts.currentChanged.connect(self._on_chart_tab)
-        for chart in (self.inspector, self.timeline, self.beam_tree):
+        for chart in (self.inspector, self.timeline, self.lane_map, self.beam_tree):
             chart.setMinimumWidth(240)  # narrower than their headers' hints: the window must fit 1280 px
         bottom = QSplitter(Qt.Orientation.Horizontal)
         bottom.addWidget(self.inspector)
@@ -350,9 +353,12 @@ class MainWindow(QMainWindow):
         timeline = Timeline(snapshot, RedrawScheduler(self))
         timeline.set_metric(self.timeline.current_metric())
         inspector = StepInspector(snapshot)
+        lane_map = LaneStepMap(snapshot, RedrawScheduler(self))
         beam_tree = BeamTreeView(snapshot)
         beam_steps = max((len(lane.trace.steps) for lane in snapshot.lanes if lane.spec.is_beam), default=0)
-        sizes = {"timeline": (timeline, 1000, 440), "inspector": (inspector, 820, 560),
+        map_height = max(260, 26 * len(snapshot.lanes) + 120)
+        sizes = {"timeline": (timeline, 1000, 440), "lane_map": (lane_map, 1000, map_height),
+                 "inspector": (inspector, 820, 560),
                  "beam_tree": (beam_tree, min(3000, max(900, 64 * beam_steps + 120)), 520)}
         for view, width, height in sizes.values():
             view.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
