@@ -24,6 +24,18 @@ from decoding.stats import LogitsRowCache, Softmax, step_stats
 from decoding.trace import LaneTrace, StepRecord
 
 
+def empty_trace(spec: LaneSpec) -> LaneTrace:
+    """The trace of a lane that has not taken a step yet: its name, config, processors and markers."""
+    return LaneTrace(
+        name=spec.name,
+        config=spec.to_config(),
+        processors=spec.processors(),
+        branch=spec.branch.to_dict() if spec.branch else None,
+        fanout=spec.fanout.to_dict() if spec.fanout else None,
+        replay_of=spec.replay_of.to_dict() if spec.replay_of else None,
+    )
+
+
 class LaneState:
     """A greedy or sampling lane: one row."""
 
@@ -40,14 +52,7 @@ class LaneState:
     ) -> None:
         self.index = index
         self.spec = spec
-        self.trace = LaneTrace(
-            name=spec.name,
-            config=spec.to_config(),
-            processors=spec.processors(),
-            branch=spec.branch.to_dict() if spec.branch else None,
-            fanout=spec.fanout.to_dict() if spec.fanout else None,
-            replay_of=spec.replay_of.to_dict() if spec.replay_of else None,
-        )
+        self.trace = empty_trace(spec)
         self.prompt_ids = list(prompt_ids)
         self.tokens: list[int] = []  # generated tokens of the (best) row, prefix included
         self.eos = set(eos_token_ids)

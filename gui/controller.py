@@ -15,11 +15,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
-from decoding.spec import Branch, LaneSpec
+from decoding.spec import Branch, LaneSpec, unique_name
 from decoding.trace import LaneTrace, RunTrace
 from gui import jobs
 from gui.jobs import Job, Message, ProviderMessage, StatusMessage, StepMessage
-from gui.lanes_editor import unique_name
 from gui.run_model import JobKind, Lane, RunModel, prompt_key
 from gui.session import ModelHolder, RunRequest, request_of, specs_of
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from decoding.engine import branch_prefix
+from decoding.lane_state import empty_trace
 from decoding.spec import LaneSpec
 from decoding.trace import LaneTrace, RunTrace, StepRecord
 from gui.session import ModelHolder, RunRequest, prompt_info
@@ -110,8 +111,7 @@ def _branch_lane(model, engine, trace: RunTrace, spec: LaneSpec, cancelled, on_r
     try:
         prefix = branch_prefix(trace, spec.branch.parent, step)
     except (KeyError, ValueError) as error:  # the parent ended before the branch step, or is gone
-        lane = LaneTrace(name=spec.name, config=spec.to_config(), processors=spec.processors(),
-                         branch={"parent": spec.branch.parent, "step": step, "token_id": token})
+        lane = empty_trace(spec)
         lane.error, lane.finish_reason = f"cannot branch: {error}", "error"
         return lane
     run_spec = replace(spec, branch=None, forced={step: token})
@@ -119,7 +119,7 @@ def _branch_lane(model, engine, trace: RunTrace, spec: LaneSpec, cancelled, on_r
                               max_new_tokens=trace.settings.max_new_tokens, model=model.info,
                               provider=model.provider, prefix=prefix, cancel=cancelled)
     lane = result.lanes[0]
-    lane.branch = {"parent": spec.branch.parent, "step": step, "token_id": token}
+    lane.branch = spec.branch.to_dict()
     lane.config = spec.to_config()
     if result.error and not lane.error:
         lane.error = result.error

@@ -33,23 +33,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from decoding.spec import PRESETS, PROCESSOR_ORDER, LaneSpec
+from decoding.spec import PRESETS, PROCESSOR_ORDER, LaneSpec, unique_name
 from gui.lane_fields import FIELDS, Field, describe, display_value, field_applies, spec_from_values
 from gui.run_model import RunModel, Selection
 from gui.style import lane_color_hex
 
 NAME_COLUMN, STRATEGY_COLUMN = 0, 1
 MESSAGE_LINES = 2  # the message area keeps room for this many lines, shown or not
-
-
-def unique_name(wanted: str, taken: set[str]) -> str:
-    """`wanted`, or `wanted #2`, `#3`... if a lane already has that name."""
-    if wanted not in taken:
-        return wanted
-    number = 2
-    while f"{wanted} #{number}" in taken:
-        number += 1
-    return f"{wanted} #{number}"
 
 
 def auto_name(spec: LaneSpec) -> str:

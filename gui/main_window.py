@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 from decoding.spec import PRESETS, default_lanes
 from decoding.trace import RunTrace
 from gui.beam_tree import BeamTreeView
+from gui.compare_view import CompareView
 from gui.controller import RunController
 from gui.inspector import StepInspector
 from gui.lane_map import LaneStepMap
@@ -85,6 +86,7 @@ class MainWindow(QMainWindow):
         self.inspector.forceRequested.connect(self.force_for_all)
         self.timeline = Timeline(model, scheduler)
         self.lane_map = LaneStepMap(model, scheduler)
+        self.compare = CompareView(model)
         self.beam_tree = BeamTreeView(model, scheduler)
         self.error_banner = NoticeBar(model)
         self.branch_strategy = QComboBox()
@@ -109,9 +111,10 @@ class MainWindow(QMainWindow):
         self.charts = QTabWidget()
         self.charts.addTab(self.timeline, "Timeline")
         self.charts.addTab(self.lane_map, "Lane map")
+        self.charts.addTab(self.compare, "Side by side")
         self.charts.addTab(self.beam_tree, "Beam tree")
         self.charts.currentChanged.connect(self._on_chart_tab)
-        for chart in (self.inspector, self.timeline, self.lane_map, self.beam_tree):
+        for chart in (self.inspector, self.timeline, self.lane_map, self.compare, self.beam_tree):
             chart.setMinimumWidth(240)  # narrower than their headers' hints: the window must fit 1280 px
         bottom = QSplitter(Qt.Orientation.Horizontal)
         bottom.addWidget(self.inspector)
@@ -354,11 +357,12 @@ class MainWindow(QMainWindow):
         timeline.set_metric(self.timeline.current_metric())
         inspector = StepInspector(snapshot)
         lane_map = LaneStepMap(snapshot, RedrawScheduler(self))
+        compare = CompareView(snapshot)
         beam_tree = BeamTreeView(snapshot)
         beam_steps = max((len(lane.trace.steps) for lane in snapshot.lanes if lane.spec.is_beam), default=0)
         map_height = max(260, 26 * len(snapshot.lanes) + 120)
         sizes = {"timeline": (timeline, 1000, 440), "lane_map": (lane_map, 1000, map_height),
-                 "inspector": (inspector, 820, 560),
+                 "inspector": (inspector, 820, 560), "side_by_side": (compare, 1000, 460),
                  "beam_tree": (beam_tree, min(3000, max(900, 64 * beam_steps + 120)), 520)}
         for view, width, height in sizes.values():
             view.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
@@ -366,6 +370,7 @@ class MainWindow(QMainWindow):
             view.show()
         if snapshot.selection is not None:
             inspector.set_step(snapshot.selection.lane, snapshot.selection.step)
+            compare.set_other(self.compare._combo.currentIndex())
         beam_tree.set_shown(True)
         beam_tree.show_all_steps()
         QApplication.processEvents()

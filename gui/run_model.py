@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
+from decoding.lane_state import empty_trace
 from decoding.spec import LaneSpec
 from decoding.trace import LaneTrace, RunTrace, StepRecord
 from gui.render import TokenMarks, first_difference, near_tie
@@ -101,15 +102,6 @@ class Lane:
     @property
     def name(self) -> str:
         return self.spec.name
-
-
-def lane_trace_for(spec: LaneSpec) -> LaneTrace:
-    """An empty trace for a lane that has not run yet."""
-    branch = None if spec.branch is None else {
-        "parent": spec.branch.parent, "step": spec.branch.step, "token_id": spec.branch.token_id}
-    return LaneTrace(name=spec.name, config=spec.to_config(), processors=spec.processors(), branch=branch,
-                     fanout=spec.fanout.to_dict() if spec.fanout else None,
-                     replay_of=spec.replay_of.to_dict() if spec.replay_of else None)
 
 
 class RunModel:
@@ -288,7 +280,7 @@ class RunModel:
             self._set_selection(None)
         for lane in self.lanes:
             if lane.key in keys:
-                lane.trace, lane.stale = lane_trace_for(lane.spec), False
+                lane.trace, lane.stale = empty_trace(lane.spec), False
         if job is not JobKind.BRANCH:
             self.events.emit("lanes_reset")
         self.events.emit("run_started", job)
@@ -376,7 +368,7 @@ class RunModel:
     # ---------------------------------------------------------------------------------------- internals
 
     def _new_lane(self, spec: LaneSpec, **attributes) -> Lane:
-        return Lane(spec=spec, trace=lane_trace_for(spec), colour=self._free_colour(), **attributes)
+        return Lane(spec=spec, trace=empty_trace(spec), colour=self._free_colour(), **attributes)
 
     def _free_colour(self) -> int:
         used = {lane.colour for lane in self.lanes}

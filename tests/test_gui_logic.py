@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from decoding.spec import LaneSpec
+from decoding.spec import LaneSpec, unique_name
 from decoding.trace import BeamHypothesis, StepRecord, TokenProb
 from gui.lane_fields import FIELDS_BY_NAME, describe, display_value, spec_from_values
-from gui.lanes_editor import unique_name
 from gui.render import (
     TokenMarks,
     alternatives_html,
