@@ -24,6 +24,7 @@ class Sizes:
     batch_rows: int = 8  # 5 lanes with a 4-beam lane = 8 rows
     agreement_prompts: int = 5  # precision options: greedy agreement with fp32
     gui_tokens: int = 64
+    fanout_members: int = 32  # fan-out item: members of one sampled lane
 
 
 FULL = Sizes()
@@ -37,6 +38,7 @@ QUICK = Sizes(
     bandwidth_mb=32,
     agreement_prompts=2,
     gui_tokens=6,
+    fanout_members=4,
 )
 
 

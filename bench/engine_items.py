@@ -1,5 +1,6 @@
 """Items measured through the decoding engine: five lanes side by side vs transformers generate() run one
-configuration after another (item 1), and the share of step time spent in decoding/ (item 5)."""
+configuration after another (item 1), the share of step time spent in decoding/ (item 5), and a 32-member
+seed fan-out vs its lane alone (item 7)."""
 
 from __future__ import annotations
 
@@ -301,3 +302,32 @@ class NumberedPieces:
 
     def decode(self, token_ids) -> str:
         return "".join(self.piece(t) for t in token_ids)
+
+
+# ------------------------------------------------------------------------------------------- 7. seed fan-out
+
+
+def measure_fanout(ctx: BenchContext) -> list[Row]:
+    """A sampled lane (T 1.0) fanned out to 32 members vs the same lane alone, each generating exactly
+    new_tokens tokens (eos suppressed until then), interleaved; then where a fan-out step's time goes."""
+    from decoding.fanout import fan_out
+    from decoding.spec import LaneSpec
+
+    tokens, count = ctx.sizes.new_tokens, ctx.sizes.fanout_members
+    lane = LaneSpec("T 1.0", do_sample=True, temperature=1.0, seed=11, min_new_tokens=tokens)
+    members = fan_out(lane, count)
+    candidates = {"fanout": _engine_call(ctx, members, tokens, ctx.decoder),
+                  "alone": _engine_call(ctx, [lane], tokens, ctx.decoder)}
+    samples = interleaved(candidates, ctx.sizes.run_reps, warmup=1)
+    seconds = medians(samples)
+    split = _timed_run(ctx, members)
+    item, shape = "7 fan-out", f"{count} members x {tokens} tokens"
+    return [
+        Row(item, f"fan-out ({shape}) / the lane alone ({tokens} tokens)", paired_ratio(samples, "fanout", "alone"),
+            goal="<= 4"),
+        Row(item, f"fan-out, {shape}", seconds["fanout"], unit="s"),
+        Row(item, "the lane alone", seconds["alone"], unit="s"),
+        Row(item, f"model time per step ({count} rows)", split["model"], unit="ms"),
+        Row(item, f"decoding/ time per step ({count} rows)", split["decoding"], unit="ms"),
+        Row(item, f"row summary (runtime) time per step ({count} rows)", split["summary"], unit="ms"),
+    ]

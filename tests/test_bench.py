@@ -44,3 +44,16 @@ def test_unknown_item_is_refused(tmp_path: Path):
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "unknown item" in done.stderr
     assert not (tmp_path / "r.json").exists()
+
+
+def test_quick_fanout_item_reports_its_ratio(tiny_model_dir: Path, tmp_path: Path):
+    out = tmp_path / "results.json"
+    command = [sys.executable, "-m", "bench", "--quick", "--model", str(tiny_model_dir), "--items", "fanout",
+               "--out", str(out)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=400)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads(out.read_text(encoding="utf-8"))["rows"]
+    assert {row["item"] for row in rows} == {"7 fan-out"} and len(rows) == 6
+    assert all(math.isfinite(row["value"]) and row["value"] > 0 for row in rows)
+    (goal,) = [row for row in rows if row["goal"]]
+    assert goal["goal"] == "<= 4" and goal["metric"].startswith("fan-out (4 members x 4 tokens) / the lane alone")

@@ -76,3 +76,20 @@ def test_cli_capital_of_france(capsys, default_model_dir):
 
     assert main.main(["run", "--prompt", "The capital of France is", "--max-new-tokens", "8"]) == 0
     assert " Paris." in capsys.readouterr().out
+
+
+def test_fanout_members_equal_the_lanes_run_alone(real):
+    """Eight seeds of two sampled lanes beside greedy, in one batched run: each member's tokens are the lane's
+    own run alone with that seed."""
+    from decoding.fanout import fan_out_sampled
+
+    engine, tokenizer, _ = real
+    prompt = PromptInfo(RAW_PROMPTS[1], tokenizer.encode(RAW_PROMPTS[1]))
+    lanes = [LaneSpec("greedy"), LaneSpec("T 1.0", do_sample=True, temperature=1.0, seed=11),
+             LaneSpec("top-p 0.9", do_sample=True, top_p=0.9, seed=3)]
+    specs = fan_out_sampled(lanes, 8)
+    trace = engine.run(prompt, specs, max_new_tokens=24)
+    for spec in specs:
+        alone = engine.run(prompt, [spec.with_changes(name="alone", fanout=None)], max_new_tokens=24).lanes[0]
+        assert trace.lane(spec.name).token_ids == alone.token_ids, spec.name
+    assert trace.analysis.fanouts["T 1.0"].distinct_continuations > 1
