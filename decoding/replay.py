@@ -141,8 +141,7 @@ def replay_not_taken(
         on_step=None if on_step is None else lambda _lane, record: on_step(record),
     )
     lane = result.lanes[0]
-    lane.branch = None if spec.branch is None else {
-        "parent": spec.branch.parent, "step": spec.branch.step, "token_id": spec.branch.token_id}
+    lane.branch = spec.branch.to_dict() if spec.branch else None
     if result.error and not lane.error:
         lane.error = result.error
     return lane
