@@ -197,3 +197,31 @@ def test_bad_input_is_one_line_and_exit_2(prepared, capsys, tmp_path, args, mess
     assert code == 2 and out == ""
     assert len(err.splitlines()) == 1 and message in err, err
     assert not (tmp_path / "e.json").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["gpt2", "qwen2"])
+def test_other_architectures_get_an_inspection_model(tiny_hf_dir, tmp_path, monkeypatch, kind):
+    """GPT-2 (final norm `ln_f`, learned positions) and Qwen2 folders: the inspection model equals transformers."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from tests.test_models_prepare import tiny_causal_lm
+
+    monkeypatch.setenv("BRANCHPOINT_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / kind
+    tiny_causal_lm(kind).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(tiny_hf_dir).save_pretrained(folder)
+    model_dir = prepare.prepare_hf_folder(folder)
+    inspection.prepare_inspection(model_dir)
+    ids = Tokenizer.from_model_dir(model_dir).encode(SENTENCES[1])
+    result = inspection.explain_sequence(model_dir, ids, len(ids), device="cpu")
+    reference = load_eager_reference(folder)
+    norm = reference.transformer.ln_f if kind == "gpt2" else reference.model.norm
+    with torch.no_grad():
+        out = reference(torch.tensor([ids]), output_attentions=True, output_hidden_states=True)
+        rows = [norm(h) for h in out.hidden_states[:-1]] + [out.hidden_states[-1]]
+        probs = torch.stack([torch.softmax(reference.lm_head(h)[0], -1) for h in rows]).numpy()
+        assert torch.allclose(reference.lm_head(out.hidden_states[-1]), out.logits, atol=1e-5)
+    assert np.abs(result.attention - torch.cat(out.attentions).numpy()).max() < 1e-4
+    assert np.abs(np.take_along_axis(probs, result.lens_ids, -1) - result.lens_probs).max() < 1e-3
