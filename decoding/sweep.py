@@ -16,7 +16,7 @@ by temperature only); `diversity_by_temperature` reads their diversity numbers b
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -47,9 +47,16 @@ class SweepInputs:
 
 
 def sweep_inputs(trace: RunTrace, lane: str, step: int) -> SweepInputs:
+    """What a sweep of `lane`'s `step` needs; a branch lane's steps before its branch step are its parent's
+    (copied), so they are swept through the parent's processors."""
     found = trace.lane(lane)
     if not 0 <= step < len(found.steps):
         raise ValueError(f"invalid sweep step={step}: allowed 0..{len(found.steps) - 1} for lane {lane!r}")
+    if found.branch and step < found.branch["step"]:
+        parent = found.branch["parent"]
+        if parent not in {other.name for other in trace.lanes}:
+            raise ValueError(f"invalid sweep step={step} of lane {lane!r}: it copies lane {parent!r}, not in this run")
+        return replace(sweep_inputs(trace, parent, step), lane=lane)
     prompt = list(trace.prompt.ids)
     return SweepInputs(
         lane=lane,

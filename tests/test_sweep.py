@@ -9,7 +9,7 @@ import pytest
 
 from decoding.engine import Engine
 from decoding.processors import apply_processors, build_processors
-from decoding.spec import LaneSpec
+from decoding.spec import Branch, LaneSpec
 from decoding.stats import Softmax, distribution
 from decoding.sweep import (
     DEFAULT_TEMPERATURES,
@@ -119,3 +119,14 @@ def test_fanouts_at_several_temperatures_and_their_diversity():
         assert found.distinct_continuations == group.distinct_continuations
         assert found.mean_pairwise_divergence_step == group.mean_pairwise_divergence_step
     assert points[0].distinct_continuations <= points[1].distinct_continuations
+
+
+def test_a_branch_lanes_copied_steps_are_swept_through_its_parents_processors():
+    specs = [LANES[2], LaneSpec("b", repetition_penalty=1.5, branch=Branch("top-p", 3, 7))]
+    trace = Engine(source(), FakeTokenizer(), eos_token_ids=[3]).run(PROMPT, specs, max_new_tokens=6)
+    copied, own = sweep_inputs(trace, "b", 2), sweep_inputs(trace, "b", 4)
+    assert copied.lane == "b" and copied.spec.name == "top-p" and copied.ids == sweep_inputs(trace, "top-p", 2).ids
+    assert own.spec.name == "b"
+    trace.lanes = trace.lanes[1:]
+    with pytest.raises(ValueError, match="it copies lane 'top-p', not in this run"):
+        sweep_inputs(trace, "b", 2)
