@@ -49,7 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter  # keeps the parameter list's lines
     parser.epilog = (
         "lane parameters (key=value in a lane spec, Hugging Face GenerationConfig names; a list as a|b, e.g.\n"
-        "stop_strings=END|### or processor_order=top_k|temperature):\n" + lane_help()
+        "stop_strings=END|### or processor_order=top_k|temperature; in stop_strings \\n is a newline, \\t a tab,\n"
+        "\\| a | and \\\\ a backslash, as in the window's lane editor):\n" + lane_help()
     )
     parser.add_argument(
         "--max-new-tokens", type=int, default=32, help="tokens to generate per lane (default 32)"

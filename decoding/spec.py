@@ -10,6 +10,7 @@ means `top_k=50`).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -307,7 +308,7 @@ def _parse_value(key: str, raw: str) -> Any:
         settable = ", ".join(["name", *BY_NAME, "processor_order"])
         raise ValueError(f"unknown lane parameter {key!r}: allowed {settable}")
     if p.kind == "text":
-        return tuple(item for item in raw.split("|") if item)
+        return parse_stop_strings(raw)
     if p.kind in ("bool", "choice"):
         words = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
         words.update({choice: choice for choice in p.choices if isinstance(choice, str)})
@@ -318,6 +319,46 @@ def _parse_value(key: str, raw: str) -> Any:
         return int(raw) if p.kind == "int" else float(raw)
     except ValueError:
         fail(key, raw, p.allowed())
+
+
+_ESCAPES = {"n": "\n", "t": "\t", "|": "|", "\\": "\\"}
+
+
+def parse_stop_strings(text: str) -> tuple[str, ...]:
+    r"""Stop strings typed on one line, as the command line's `stop_strings=` and the window's lane editor both
+    take them: `|` separates them, `\n` is a newline, `\t` a tab, `\|` a `|` and `\\` a backslash; a
+    backslash before any other character stays as typed; empty strings are dropped.
+
+    >>> from decoding.spec import parse_stop_strings
+    >>> parse_stop_strings(r"\n\n|END")
+    ('\n\n', 'END')
+    >>> parse_stop_strings(r"a\|b|C:\x")
+    ('a|b', 'C:\\x')
+    """
+    strings, current = [], []
+    chars = iter(text)
+    for char in chars:
+        if char == "\\":
+            following = next(chars, "")
+            current.append(_ESCAPES.get(following, char + following))
+        elif char == "|":
+            strings.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    strings.append("".join(current))
+    return tuple(string for string in strings if string)
+
+
+def format_stop_strings(strings: Sequence[str]) -> str:
+    r"""Stop strings as one line that parse_stop_strings reads back.
+
+    >>> from decoding.spec import format_stop_strings
+    >>> print(format_stop_strings(("\n\n", "a|b", "C:\\x")))
+    \n\n|a\|b|C:\\x
+    """
+    escaped = (s.replace("\\", "\\\\").replace("|", "\\|").replace("\n", "\\n").replace("\t", "\\t") for s in strings)
+    return "|".join(escaped)
 
 
 def _auto_name(kind: str, values: dict[str, Any]) -> str:

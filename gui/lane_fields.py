@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from decoding.parameters import PARAMETERS, Parameter, Strategies, parameter
-from decoding.spec import LaneSpec
+from decoding.spec import LaneSpec, format_stop_strings, parse_stop_strings
 
 
 @dataclass(frozen=True)
@@ -38,15 +38,6 @@ class Field:
     @property
     def needs_beams(self) -> bool:
         return self.applies_to is Strategies.BEAM
-
-
-def parse_stop_strings(text: str) -> tuple[str, ...]:
-    """'\\n\\n|END' → ('\\n\\n', 'END'): |-separated, \\n for a newline, empty parts dropped."""
-    return tuple(part.replace("\\n", "\n") for part in text.split("|") if part)
-
-
-def format_stop_strings(strings: tuple[str, ...]) -> str:
-    return "|".join(s.replace("\n", "\\n") for s in strings)
 
 
 def _field(p: Parameter) -> Field:

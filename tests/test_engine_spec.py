@@ -69,7 +69,7 @@ def test_parse_cli_lane_specs():
     sample = parse_lane("sample:top_p=0.9,temperature=0.8,seed=7")
     assert (sample.do_sample, sample.top_p, sample.temperature, sample.seed) == (True, 0.9, 0.8, 7)
     named = parse_lane("sample:name=mine,stop_strings=\\n\\n|END,early_stopping=never,top_k=5")
-    assert named.name == "mine" and named.stop_strings == ("\\n\\n", "END")
+    assert named.name == "mine" and named.stop_strings == ("\n\n", "END")  # \n is a newline, as in the window
     assert parse_lane("beam:num_beams=2,early_stopping=never").early_stopping == "never"
     assert parse_lane("top-p 0.9") == PRESETS["Top-p 0.9"]
 
