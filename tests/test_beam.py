@@ -11,9 +11,10 @@ from hypothesis.extra import numpy as hnp
 
 from decoding.beam import BeamSearch
 from decoding.processors import apply_processors, build_processors, top_candidates
+from tests.extras import require_prepare_module
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+torch = require_prepare_module("torch")
+transformers = require_prepare_module("transformers")
 
 VOCAB = 320
 PROMPT_LEN = 6

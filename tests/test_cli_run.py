@@ -122,14 +122,17 @@ def test_chat_prompt_uses_the_template(capsys, tiny_model_dir, tmp_path):
         (["--model", "/no/such/model"], "no prepared model"),
     ],
 )
-def test_bad_input_is_one_line_and_exit_2(capsys, tiny_model_dir, args, message):
+def test_bad_input_is_one_line_and_exit_2(capsys, tiny_model_dir, tmp_path, args, message):
     argv = ["run", "--prompt", "hello", "--max-new-tokens", "3", *args]
     if "--model" not in args:
         argv += ["--model", str(tiny_model_dir)]
+    if "--json" not in args:  # a writable place: the refusal must still write nothing there
+        argv += ["--json", str(tmp_path / "run.json")]
     code, out, err = cli(capsys, *argv)
     assert code == 2
     assert message in err
     assert len(err.strip().splitlines()) == 1 and out == ""
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_empty_prompt_and_unknown_option_exit_2(capsys, tiny_model_dir):

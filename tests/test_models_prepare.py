@@ -3,6 +3,7 @@ instant re-prepare, HF-folder export and ONNX-folder registration with the tiny 
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -20,6 +21,7 @@ from models import catalog, prepare
 from models.errors import PrepareCancelled, PrepareError
 from models.graph_edits import EDITS
 from models.sources import GGUF_MEMBER, GGUF_SHA256, WHEEL_SHA256
+from tests.processes import HAS_PROC, child_pids, process_gone
 from tests.reference import load_reference_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,15 +92,27 @@ def test_unwritable_cache(tmp_path, monkeypatch):
         prepare.prepare_default(wheel=tmp_path / "never-reached.whl")
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
-def test_read_only_cache(cache, tmp_path):
+def test_read_only_cache(cache, tmp_path, monkeypatch):
+    """The cache folder refuses new entries. Root writes into read-only folders, so the refusal the OS gives
+    everyone else (EACCES from mkdir) is simulated; the folder is made read-only as well for non-root runs."""
     cache.mkdir()
     cache.chmod(0o500)
+    real_mkdir = Path.mkdir
+
+    def mkdir(path: Path, *args, **kwargs):
+        if path.resolve().is_relative_to(cache.resolve()) and not path.exists():
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+        return real_mkdir(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", mkdir)
     try:
-        with pytest.raises(PrepareError, match="stage 'setup'"):
+        with pytest.raises(PrepareError) as info:
             prepare.prepare_default(wheel=tmp_path / "never-reached.whl")
     finally:
         cache.chmod(0o700)
+    assert info.value.stage == "setup"
+    assert str(info.value) == f"prepare failed at stage 'setup': Permission denied: {cache / 'models'}"
+    assert list(cache.iterdir()) == []
 
 
 def test_stale_build_folder_of_dead_process_is_removed(cache, tmp_path):
@@ -109,12 +123,15 @@ def test_stale_build_folder_of_dead_process_is_removed(cache, tmp_path):
     assert leftovers(cache) == []
 
 
+@pytest.mark.skipif(not HAS_PROC, reason="reads the worker's pid from /proc")
 def test_cancel_mid_export_kills_worker_and_leaves_nothing(cache, tiny_hf_dir):
     cancel = threading.Event()
     cancelled_at: list[float] = []
+    workers: list[int] = []
 
     def progress(stage: str, fraction: float, message: str) -> None:
         if stage == "export" and not cancel.is_set():
+            workers.extend(child_pids("models.export_worker"))
             cancelled_at.append(time.monotonic())
             cancel.set()
 
@@ -123,6 +140,8 @@ def test_cancel_mid_export_kills_worker_and_leaves_nothing(cache, tiny_hf_dir):
     assert info.value.stage == "export"
     assert str(info.value) == "prepare cancelled at stage 'export': cancelled by the user"
     assert time.monotonic() - cancelled_at[0] < 10
+    assert len(workers) == 1, "the export worker was running when Cancel came"
+    assert process_gone(workers[0]), f"export worker {workers[0]} still runs after Cancel"
     assert leftovers(cache) == []
 
 

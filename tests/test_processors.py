@@ -176,10 +176,15 @@ def typical_oracle(scores: np.ndarray, mass: float, keep: int) -> tuple[np.ndarr
         order = np.argsort(shifted, kind="stable")
         cumulative = np.cumsum(p[order])
         crossing = min(int((cumulative < mass).sum()), values.size - 1)
+        boundary = shifted[order[crossing]]  # the token that crosses the mass: kept, with every token below it
         near = np.flatnonzero(np.abs(cumulative - mass) < TOL)
         cuts = shifted[order[np.concatenate([near, near + 1, [crossing]]).clip(0, values.size - 1)]]
         slack = 1e-4 * (1 + np.abs(cuts[np.isfinite(cuts)]).max(initial=0))
-        numeric[row] = (shifted >= cuts.min() - slack) & (shifted <= cuts.max() + slack)
+        if near.size:  # the crossing itself may move by a token: everything between the candidate cuts may differ
+            numeric[row] = (shifted >= cuts.min() - slack) & (shifted <= cuts.max() + slack)
+        else:  # the crossing is certain; only tokens as close to the boundary as float error may swap with it
+            close = np.abs(shifted - boundary) <= slack
+            numeric[row] = close if close.sum() > 1 else False
         ordered = shifted[order]
         if keep < values.size and abs(ordered[keep - 1] - ordered[keep]) <= slack:
             tied[row] = np.abs(shifted - ordered[keep - 1]) <= slack

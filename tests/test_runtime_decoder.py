@@ -182,8 +182,26 @@ def test_model_facts_read_from_graph_and_config(decoder):
     assert decoder.provider == "CPUExecutionProvider" and decoder.device == "cpu"
 
 
-def test_warmup_runs(decoder):
-    decoder.warmup()
+def test_warmup_runs_prefill_fork_and_truncation_and_changes_no_result(tiny_model_dir):
+    warmed, fresh = OnnxDecoder(tiny_model_dir, device="cpu"), OnnxDecoder(tiny_model_dir, device="cpu")
+    calls: list[tuple] = []
+    prefill, step = warmed.prefill, warmed.step
+    warmed.prefill = lambda ids: calls.append(("prefill",)) or prefill(ids)
+    warmed.step = lambda state, rows, tokens, lengths=None: calls.append(("step", list(rows), lengths)) or step(
+        state, rows, tokens, lengths)
+    warmed.warmup()
+    del warmed.prefill, warmed.step
+    assert calls[0] == ("prefill",)
+    steps = [call for call in calls if call[0] == "step"]
+    assert any(len(set(rows)) < len(rows) for _, rows, _ in steps)  # a fork (one row continued twice)
+    assert any(lengths and any(n is not None for n in lengths) for _, _, lengths in steps)  # a truncation
+
+    def first_steps(decoder: OnnxDecoder) -> tuple[np.ndarray, np.ndarray]:
+        state, first = decoder.prefill(PROMPT)
+        return first, decoder.step(state, [0, 0], [7, 9])[1]
+
+    for a, b in zip(first_steps(warmed), first_steps(fresh), strict=True):  # warm computes what fresh does
+        np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.skipif(cuda_unavailable_reason() is None, reason="CUDA looks available here")

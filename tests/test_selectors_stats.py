@@ -85,7 +85,9 @@ def test_same_seed_same_draws_and_lanes_are_independent():
         other.draw(row)
     draws_b = [second.draw(row) for _ in range(50)]
     assert draws_a == draws_b
-    assert [d.u for d in draws_a] != [Sampler(8).draw(row).u for _ in range(50)]
+    another = Sampler(8)  # one generator drawing 50 times: its own sequence, not one value repeated
+    assert [d.u for d in draws_a] != [another.draw(row).u for _ in range(50)]
+    assert len({d.u for d in draws_a}) == 50  # the draws move on
 
 
 def test_draws_are_identical_in_another_process():
