@@ -27,6 +27,11 @@ def replay_spec(spec: LaneSpec, point: CriticalPoint, name: str | None = None) -
 
 def not_taken_spec(spec: LaneSpec, step: int, token_id: int, name: str | None = None) -> LaneSpec:
     """The spec of lane `spec` taking `token_id` at `step` instead, with the same draws everywhere else."""
+    if spec.replay_of is not None:  # one marker holds one forked step: a second fork would lose the first
+        raise ValueError(
+            f"invalid replay of lane {spec.name!r}: it replays lane {spec.replay_of.lane!r} already (allowed: "
+            "lanes that are not replays)"
+        )
     if spec.branch is not None and step <= spec.branch.step:
         raise ValueError(
             f"invalid replay step={step} of lane {spec.name!r}: allowed after its branch step {spec.branch.step} "

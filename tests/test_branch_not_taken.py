@@ -35,6 +35,8 @@ def test_replay_spec_is_the_lane_with_a_marker():
     branch = HOT.with_changes(branch=Branch("greedy", 4, 1))
     with pytest.raises(ValueError, match="invalid replay step=4 .* after its branch step 4"):
         not_taken_spec(branch, 4, 2)
+    with pytest.raises(ValueError, match="invalid replay of lane 'hot ↳3 runner-up': it replays lane 'hot'"):
+        not_taken_spec(replay_spec(HOT, point(3, 9)), 5, 1)
 
 
 def direct_forced_run(source: FakeSource, spec: LaneSpec, steps: int, step: int, token: int) -> list[int]:
