@@ -69,3 +69,13 @@ def _close_top_two(record: StepRecord, settings: CriticalSettings) -> CriticalPo
     runner_up = second if record.token_id == first.id else first
     return CriticalPoint(record.step, "tie", record.token_id, runner_up.id, record.prob, runner_up.prob,
                          ratio=ratio)
+
+
+def runner_up(record: StepRecord, settings: CriticalSettings) -> int | None:
+    """The token a step nearly took: its critical point's runner-up, else its best other candidate (None when
+    it had no other candidate with probability)."""
+    point = critical_point(record, settings)
+    if point is not None:
+        return point.runner_up
+    ranked = sorted(record.top, key=lambda t: t.rank)
+    return next((t.id for t in ranked if t.id != record.token_id and t.prob > 0.0), None)

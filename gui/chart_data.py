@@ -160,7 +160,7 @@ def step_summary(lane: LaneTrace, step: StepRecord, marks=None) -> list[tuple[st
     ]
     if step.draw is not None:
         pairs.append(("draw u", _draw_text(step)))
-    named = (("▲ near-tie", marks is not None and marks.near_tie),
+    named = (("▲ critical point", marks is not None and marks.critical),
              ("◆ first divergence from the reference", marks is not None and marks.divergence),
              ("↳ branch point", is_branch_step(lane, step.step)), ("★ forced", step.forced))
     flags = [name for name, on in named if on]

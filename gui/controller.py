@@ -15,6 +15,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
+from decoding.branch_not_taken import not_taken_spec
+from decoding.critical import runner_up
 from decoding.spec import Branch, LaneSpec, unique_name
 from decoding.trace import LaneTrace, RunTrace
 from gui import jobs
@@ -94,11 +96,14 @@ class RunController:
         turned = []
         for index, lane in enumerate(self.model.lanes):
             branch = lane.spec.branch
-            if branch is None:
+            if branch is not None:
+                reason = _broken_branch_reason(lane, by_name.get(branch.parent), key)
+            elif lane.spec.replay_of is not None:  # a replay reproduces its own prefix: only the prompt matters
+                reason = "the prompt changed" if lane.branch_prompt not in (None, key) else ""
+            else:
                 continue
-            reason = _broken_branch_reason(lane, by_name.get(branch.parent), key)
             if reason:
-                self.model.replace_spec(index, replace(lane.spec, branch=None))
+                self.model.replace_spec(index, replace(lane.spec, branch=None, replay_of=None))
                 lane.branch_prompt = None
                 turned.append(f"“{lane.name}” ({reason})")
         if turned:
@@ -148,6 +153,38 @@ class RunController:
             self.model.show_notice(
                 f"“{lane.name}” now keeps seed {seed} so its branch can be re-run; set its seed back to auto "
                 "for fresh samples (its branch lanes then run as ordinary lanes).", level="info", cause="seed")
+
+    def replay_not_taken(self, index: int, step: int) -> bool:
+        """From a step of lane `index` (a critical point, typically): a new lane after it that takes the
+        runner-up there and continues with the same spec and the same draws, run at once; its column then says
+        how far the two continuations end up apart."""
+        model = self.model
+        record = model.step_record(index, step)
+        if self.runner.is_running() or model.trace is None or self.holder is None or record is None:
+            model.show_notice("Replaying the branch not taken needs a finished run and a model.")
+            return False
+        runner_up_token = runner_up(record, model.critical)
+        if runner_up_token is None:
+            model.show_notice("This step has no runner-up to replay (a single candidate).", level="info")
+            return False
+        lane = model.lanes[index]
+        try:
+            self._pin_parent_seed(index)
+            spec = not_taken_spec(self._ran_spec(lane), step, runner_up_token,
+                                  unique_name(f"{lane.name} ↳{step} runner-up", model.names()))
+        except ValueError as error:
+            model.show_notice(f"Cannot replay the branch not taken: {error}.")
+            return False
+        new = model.insert_lane(index + 1, spec, branch_prompt=prompt_key(model.trace), named_by_user=True)
+        self._branch_keys.append(new.key)
+        self._start(JobKind.BRANCH, [new.key], jobs.replay_not_taken_job(self.holder, model.shown_trace(), spec),
+                    model.trace.settings.max_new_tokens)
+        return True
+
+    def _ran_spec(self, lane: Lane) -> LaneSpec:
+        """The lane's spec with the seed it ran with (auto seeds are recorded in the run)."""
+        seed = lane.trace.config.get("seed")
+        return replace(lane.spec, seed=seed) if lane.spec.do_sample and seed is not None else lane.spec
 
     def undo_branch(self) -> bool:
         """Remove the most recent branch lane that still exists."""

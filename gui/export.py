@@ -50,7 +50,7 @@ def text_document(model: RunModel, legend: str = "") -> QTextDocument:
     for row_start in range(0, len(lanes), COLUMNS_PER_ROW):
         parts.append("<tr>")
         for index, lane in lanes[row_start:row_start + COLUMNS_PER_ROW]:
-            summary, _ = lane_summary(lane.trace, model.divergence_step(index), model.near_tie_threshold)
+            summary, _ = lane_summary(lane.trace, model.divergence_step(index), model.critical_count(index))
             marks = [replace(mark, selected=False) for mark in model.marks(index)]  # no selection in a shared image
             text = "".join(lane_fragments(index, lane.trace.steps, marks))
             parts.append(

@@ -21,10 +21,12 @@ from PySide6.QtWidgets import (
     QLabel,
     QMenu,
     QSizePolicy,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
+from decoding.critical import critical_point, runner_up
 from decoding.trace import StepRecord
 from gui import style
 from gui.chart_data import Cutoffs, TokenRow, display_token, inspector_rows, step_cutoffs, step_summary
@@ -49,6 +51,7 @@ class StepInspector(QWidget):
 
     branchRequested = Signal(int, int, int)  # lane index, step, token id
     forceRequested = Signal(int, int)  # step, token id
+    replayRequested = Signal(int, int)  # lane index, step: replay the branch not taken
 
     def __init__(self, model: RunModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -87,10 +90,14 @@ class StepInspector(QWidget):
             self.clear()
             return
         self._lane_index, self._step, self._picked = lane_index, record, None
+        critical = critical_point(record, self.model.critical) is not None
+        self._replay.setEnabled(runner_up(record, self.model.critical) is not None)
+        self._replay.setText("▲ Replay the branch not taken" if critical else "Replay runner-up")
         self._redraw()
 
     def clear(self) -> None:
         self._step, self._rows = None, []
+        self._replay.setEnabled(False)
         self._title.setText("No step selected")
         self._set_rows_visible(False)
         self._numbers.setText("")
@@ -174,8 +181,15 @@ class StepInspector(QWidget):
         self._mode.addItems(["side by side", "overlaid"])
         self._mode.setToolTip("Raw and processed bars side by side, or overlaid")
         self._mode.currentIndexChanged.connect(self._on_mode_changed)
+        self._replay = QToolButton()
+        self._replay.setText("Replay runner-up")
+        self._replay.setToolTip("A new lane that takes this step's runner-up instead and continues with the same "
+                                "strategy and draws: how far does the other branch go?")
+        self._replay.clicked.connect(lambda: self.replayRequested.emit(self._lane_index, self._step.step))
+        self._replay.setEnabled(False)
         header = QHBoxLayout()
         header.addWidget(self._title, 1)
+        header.addWidget(self._replay)
         header.addWidget(self._mode)
 
         self._canvas = pg.GraphicsLayoutWidget()
@@ -195,7 +209,9 @@ class StepInspector(QWidget):
         self._legend = self._legend_label()
         layout.addWidget(self._legend)
         layout.addWidget(self._canvas, 1)
-        layout.addWidget(self._build_numbers())
+        numbers = self._build_numbers()
+        layout.addWidget(self._picked_label)
+        layout.addWidget(numbers)
         self.clear()
 
     @staticmethod
@@ -302,7 +318,12 @@ class StepInspector(QWidget):
         return line
 
     def _build_numbers(self) -> QLabel:
-        """One word-wrapped line of numbers: it reflows to any panel width instead of clipping columns."""
+        """One word-wrapped line of numbers: it reflows to any panel width instead of clipping columns. The row
+        a click picked is read in one line of its own above it, always there: nothing moves when it changes."""
+        self._picked_label = QLabel()
+        self._picked_label.setTextFormat(Qt.TextFormat.RichText)
+        self._picked_label.setFixedHeight(self.fontMetrics().lineSpacing() + 4)
+        self._picked_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         self._numbers = QLabel()
         self._numbers.setWordWrap(True)
         self._numbers.setTextFormat(Qt.TextFormat.RichText)
@@ -451,16 +472,17 @@ class StepInspector(QWidget):
             f'<span style="color:#666">{_unbreakable(name)}</span>&nbsp;{_unbreakable(value)}'
             for name, value in step_summary(self._lane, self._step, marks)
         ]
-        if self._picked is not None and self._picked < len(self._rows):
-            items.insert(0, self._picked_text(self._rows[self._picked]))
         self._numbers.setText(" &nbsp;· ".join(items))
+        picked = self._picked is not None and self._picked < len(self._rows)
+        self._picked_label.setText(self._picked_text(self._rows[self._picked]) if picked else
+                                   "<span style='color:#666'>click a row for its numbers · double-click or "
+                                   "right-click an alternative to branch from it</span>")
 
     def _picked_text(self, row: TokenRow) -> str:
         raw = "—" if row.prob_raw is None else f"{row.prob_raw:.4f}"
         processed = "filtered" if not row.prob else f"{row.prob:.4f}"
         token = html.escape(display_token(row.text, 24))
-        return (f"<b>“{token}” (id {row.token_id}): p {processed}, raw {raw}</b> "
-                "<span style='color:#666'>(double-click or right-click to branch)</span>")
+        return f"<b>“{token}” (id {row.token_id}): p {processed}, raw {raw}</b>"
 
     def numbers_text(self) -> str:
         """The number panel as plain text (what a user reads under the chart)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from decoding.engine import branch_prefix
+from decoding.engine import branch_prefix, replay_prefix
 from decoding.lane_state import empty_trace
 from decoding.spec import LaneSpec
 from decoding.trace import LaneTrace, RunTrace, StepRecord
@@ -100,6 +100,20 @@ def branch_job(holder: ModelHolder, trace: RunTrace, spec: LaneSpec) -> Job:
         lane = _branch_lane(model, holder.engine(), trace, spec, cancelled,
                             lambda record: emit(StepMessage(0, record)))
         return replace(trace, lanes=[lane])
+
+    return job
+
+
+def replay_not_taken_job(holder: ModelHolder, trace: RunTrace, spec: LaneSpec) -> Job:
+    """Run replay lane `spec` (spec.replay_of set) of a finished run from its replay step: the replayed lane's
+    tokens before it prefilled once, its draws there skipped. Streams StepMessages for lane 0."""
+
+    def job(emit: Emit, cancelled: Callable[[], bool]) -> RunTrace:
+        model = holder.get()
+        emit(ProviderMessage(model.provider))
+        return holder.engine().run(trace.prompt, [spec], max_new_tokens=trace.settings.max_new_tokens,
+                                   model=model.info, provider=model.provider, prefix=replay_prefix(trace, spec),
+                                   cancel=cancelled, on_step=lambda _lane, record: emit(StepMessage(0, record)))
 
     return job
 

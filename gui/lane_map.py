@@ -1,6 +1,6 @@
 """Lane × step map, a view of the RunModel that stays readable with 10+ lanes and fan-outs: one row per lane, one
 cell per step, coloured by the chosen token's probability (or entropy, or margin — a selector), with the
-divergence (◆), near-tie (▲) and branch (★) marks on top. Hover a cell for its token; click it to select the
+divergence (◆), critical point (▲) and branch (★) marks on top. Hover a cell for its token; click it to select the
 step everywhere. The line chart stays for a few chosen lanes."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from gui import style
 from gui.chart_data import display_token
 from gui.export import Figure
 from gui.redraw import RedrawScheduler
-from gui.render import MARK_COLOURS, probability_colour
+from gui.render import MARK_COLOURS, mark_legend, probability_colour
 from gui.run_model import RunModel, Selection
 
 # metric -> (label, fixed colour range or None for the data's own range)
@@ -117,9 +117,7 @@ class LaneStepMap(QWidget):
         header = QHBoxLayout()
         header.addWidget(self._combo)
         header.addWidget(self._hover, 1)
-        keys = [f'<span style="color:{MARK_COLOURS[kind]}">{glyph}</span>&nbsp;{text}' for kind, glyph, text in
-                (("divergence", "◆", "first divergence"), ("near_tie", "▲", "near-tie"), ("branch", "★", "branch"))]
-        self._legend = QLabel("&nbsp;&nbsp; ".join(keys))
+        self._legend = QLabel("&nbsp;&nbsp; ".join(mark_legend(short=True)))
         self._legend.setFont(style.ui_font(8.5))
         self._view = style.make_plot_widget()
         self._plot = self._view.getPlotItem()
@@ -132,7 +130,7 @@ class LaneStepMap(QWidget):
         self._bar.setImageItem(self._image, insert_in=self._plot)
         self._marks = {
             "divergence": self._scatter("d", 10, MARK_COLOURS["divergence"]),
-            "near_tie": self._scatter("t1", 8, MARK_COLOURS["near_tie"]),
+            "critical": self._scatter("t1", 8, MARK_COLOURS["critical"]),
             "branch": self._scatter("star", 13, MARK_COLOURS["branch"]),
         }
         self._cursor = pg.ScatterPlotItem(symbol="s", size=16, brush=None, pen=pg.mkPen(style.FOREGROUND, width=2))
@@ -190,9 +188,9 @@ class LaneStepMap(QWidget):
                 found["branch"].append((row, branch))
             elif divergence is not None:
                 found["divergence"].append((row, divergence))
-            found["near_tie"] += [(row, step) for step, mark in enumerate(model.marks(row)) if mark.near_tie]
+            found["critical"] += [(row, step) for step, mark in enumerate(model.marks(row)) if mark.critical]
         for kind, cells in found.items():
-            offset = {"near_tie": (0.78, 0.25)}.get(kind, (0.5, 0.5))  # ▲ in a corner: the others stay readable
+            offset = {"critical": (0.78, 0.25)}.get(kind, (0.5, 0.5))  # ▲ in a corner: the others stay readable
             self._marks[kind].setData([s + offset[0] for _, s in cells], [r + offset[1] for r, _ in cells])
 
     # ---- interaction -------------------------------------------------------------------------------------

@@ -81,9 +81,11 @@ class MainWindow(QMainWindow):
         self.lanes = LanesEditor(model)
         self.text = TextPanel(model, scheduler)
         self.text.on_branch, self.text.on_force = self.branch, self.force_for_all
+        self.text.on_replay = self.replay_not_taken
         self.inspector = StepInspector(model)
         self.inspector.branchRequested.connect(self.branch)
         self.inspector.forceRequested.connect(self.force_for_all)
+        self.inspector.replayRequested.connect(self.replay_not_taken)
         self.timeline = Timeline(model, scheduler)
         self.lane_map = LaneStepMap(model, scheduler)
         self.compare = CompareView(model)
@@ -259,6 +261,10 @@ class MainWindow(QMainWindow):
     @Slot(int, int, int)
     def branch(self, lane: int, step: int, token_id: int) -> None:
         self.controller.branch(lane, step, token_id)
+
+    @Slot(int, int)
+    def replay_not_taken(self, lane: int, step: int) -> None:
+        self.controller.replay_not_taken(lane, step)
 
     @Slot()
     def undo_branch(self) -> None:

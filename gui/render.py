@@ -19,10 +19,10 @@ from functools import lru_cache
 from decoding.trace import StepRecord, TokenProb
 
 DIVERGENCE_GLYPH = "◆"
-NEAR_TIE_GLYPH = "▲"
+CRITICAL_GLYPH = "▲"
 BRANCH_GLYPH = "↳"
 FORCED_GLYPH = "★"
-MARK_COLOURS = {"divergence": "#c2185b", "near_tie": "#e65100", "branch": "#1565c0", "forced": "#6a1b9a"}
+MARK_COLOURS = {"divergence": "#c2185b", "critical": "#e65100", "branch": "#1565c0", "forced": "#6a1b9a"}
 SELECTED_BACKGROUND = "#1e88e5"
 
 
@@ -142,15 +142,9 @@ class TokenMarks:
     """Which marks one token gets in the text."""
 
     divergence: bool = False  # first step where this lane differs from the reference lane
-    near_tie: bool = False  # top-1 − top-2 margin below the threshold
+    critical: bool = False  # a critical point: a small change would have picked another strong token
     branch: bool = False  # the branch point of a branched lane (the picked token)
     selected: bool = False
-
-
-def near_tie(step: StepRecord, threshold: float) -> bool:
-    """A near-tie: the processed top-1 and top-2 were closer than `threshold` (only if there was a
-    runner-up)."""
-    return len(step.top) > 1 and step.top[1].prob > 0.0 and step.margin < threshold
 
 
 def first_difference(ids: Sequence[int], reference: Sequence[int]) -> int | None:
@@ -180,7 +174,7 @@ def _anchor_html(lane: int, step: int, text: str, p: float, marks: TokenMarks, f
     if marks.selected or marks.divergence or marks.branch:
         style += ["font-weight:bold", "text-decoration:underline"]
     prefix = "".join(_glyph(kind) for kind, on in _mark_kinds(marks, forced) if on)
-    suffix = _glyph("near_tie", small=True) if marks.near_tie else ""
+    suffix = _glyph("critical", small=True) if marks.critical else ""
     shown = html.escape(visible_piece(text)).replace("\n", "<br>")
     return f'{prefix}<a href="tok:{lane}:{step}" style="{";".join(style)}">{shown}</a>{suffix}'
 
@@ -191,8 +185,9 @@ def _mark_kinds(marks: TokenMarks, forced: bool) -> list[tuple[str, bool]]:
 
 
 def _glyph(kind: str, small: bool = False) -> str:
-    """A coloured mark glyph; small ones (frequent near-ties) are raised and reduced to keep text readable."""
-    glyph = {"divergence": DIVERGENCE_GLYPH, "near_tie": NEAR_TIE_GLYPH, "branch": BRANCH_GLYPH,
+    """A coloured mark glyph; small ones (critical points, after their token) are raised and reduced to keep the
+    text readable."""
+    glyph = {"divergence": DIVERGENCE_GLYPH, "critical": CRITICAL_GLYPH, "branch": BRANCH_GLYPH,
              "forced": FORCED_GLYPH}[kind]
     size = "font-size:7pt;vertical-align:super;" if small else ""
     return f'<span style="color:{MARK_COLOURS[kind]};font-weight:bold;{size}">{glyph}</span>'
@@ -215,7 +210,7 @@ def lane_fragments(lane: int, steps: Sequence[StepRecord], marks: Sequence[Token
 
 
 def _merge_marks(marks: Sequence[TokenMarks]) -> TokenMarks:
-    names = ("divergence", "near_tie", "branch", "selected")
+    names = ("divergence", "critical", "branch", "selected")
     return TokenMarks(*(any(getattr(m, name) for m in marks) for name in names))
 
 
@@ -323,17 +318,44 @@ def _alternative_row(token: TokenProb, raw: float | None, chosen: bool,
             f"<td align=right style='color:#777'>{raw_text}</td></tr>")
 
 
-def lane_summary(lane, divergence: int | None, threshold: float) -> tuple[str, str]:
-    """A lane's numbers for its column header: (short text, tooltip spelling them out). Empty before it ran."""
+MARK_WORDS = {
+    "divergence": (DIVERGENCE_GLYPH, "first divergence from the reference lane"),
+    "critical": (CRITICAL_GLYPH, "critical point: a small change would pick another strong token"),
+    "branch": (BRANCH_GLYPH, "branch point"),
+    "forced": (FORCED_GLYPH, "forced token"),
+}
+
+
+def mark_legend(kinds=("divergence", "critical", "branch"), short: bool = False) -> list[str]:
+    """HTML legend keys of the marks, in the words every view uses (`short`: up to the colon)."""
+    keys = []
+    for kind in kinds:
+        glyph, words = MARK_WORDS[kind]
+        words = words.split(":")[0] if short else words
+        keys.append(f'<span style="color:{MARK_COLOURS[kind]};font-weight:bold">{glyph}</span>&nbsp;{words}')
+    return keys
+
+
+def replay_words(comparison) -> str:
+    """A branch-not-taken replay against its original, in words (decoding.branch_not_taken's comparison)."""
+    if comparison.first_difference is None:
+        return f"the same {comparison.shared_prefix} tokens after the swap"
+    return (f"{comparison.shared_prefix} same tokens after the swap, then apart; "
+            f"distance {comparison.distance:.2f} ({comparison.edit_distance} edits)")
+
+
+def lane_summary(lane, divergence: int | None, critical: int) -> tuple[str, str]:
+    """A lane's numbers for its column header: (short text, tooltip spelling them out), with its number of
+    critical points and its first divergence step. Empty before it ran."""
     steps = lane.steps
     if not steps:
         return "", ""
     mean_p = sum(s.prob for s in steps) / len(steps)
     mean_h = sum(s.entropy for s in steps) / len(steps)
-    ties = sum(near_tie(s, threshold) for s in steps)
+    ties = critical
     split = "—" if divergence is None else str(divergence)
-    text = f"{len(steps)} tok  p̄ {mean_p:.2f}  H̄ {mean_h:.2f}  {NEAR_TIE_GLYPH}{ties}  {DIVERGENCE_GLYPH}{split}"
+    text = f"{len(steps)} tok  p̄ {mean_p:.2f}  H̄ {mean_h:.2f}  {CRITICAL_GLYPH}{ties}  {DIVERGENCE_GLYPH}{split}"
     tip = (f"{len(steps)} tokens ({lane.finish_reason or 'running'}); mean p(chosen) {mean_p:.3f}; mean entropy "
-           f"{mean_h:.3f} nats; {ties} near-ties (margin < {threshold:g}); first divergence from the reference "
+           f"{mean_h:.3f} nats; {ties} critical points; first divergence from the reference "
            f"lane: {'none' if divergence is None else f'step {divergence}'}")
     return text, tip

@@ -16,12 +16,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
+from decoding.critical import critical_point
 from decoding.lane_state import empty_trace
 from decoding.spec import LaneSpec
-from decoding.trace import LaneTrace, RunTrace, StepRecord
-from gui.render import TokenMarks, first_difference, near_tie
-
-NEAR_TIE_THRESHOLD = 0.05  # processed top-1 − top-2 margin below this is a near-tie
+from decoding.trace import CriticalSettings, LaneTrace, RunTrace, StepRecord
+from gui.render import TokenMarks, first_difference
 
 # Every event the model emits, with the arguments its listeners get.
 EVENTS: dict[str, str] = {
@@ -37,6 +36,7 @@ EVENTS: dict[str, str] = {
     "notice_changed": "(notice)  a Notice or None",
     "status": "(text)  a passing status message",
     "model_changed": "()  the model's name or its execution provider changed",
+    "marks_changed": "()  what makes a critical point changed: every lane's marks may differ",
 }
 
 
@@ -115,7 +115,7 @@ class RunModel:
         self.run_limit = 0  # steps of the running (or last) job's longest lane
         self.model_name = ""
         self.provider = ""  # the execution provider really active ("" before the model is loaded)
-        self.near_tie_threshold = NEAR_TIE_THRESHOLD
+        self.critical = CriticalSettings()  # what the ▲ marks (decoding.critical)
         self.reference = 0  # the lane whose tokens the others' divergence is measured against
         for spec in specs:
             self.lanes.append(self._new_lane(spec))
@@ -166,7 +166,7 @@ class RunModel:
         return [
             TokenMarks(
                 divergence=index == divergence,
-                near_tie=near_tie(record, self.near_tie_threshold),
+                critical=critical_point(record, self.critical) is not None,
                 branch=index == branch,
                 selected=index == selected,
             )
@@ -191,7 +191,7 @@ class RunModel:
         over it (e.g. to draw an export at another size) go away with it."""
         copy = RunModel()
         copy.lanes = list(self.lanes)
-        for name in ("trace", "selection", "near_tie_threshold", "reference", "run_limit", "model_name", "provider"):
+        for name in ("trace", "selection", "critical", "reference", "run_limit", "model_name", "provider"):
             setattr(copy, name, getattr(self, name))
         return copy
 
@@ -264,6 +264,26 @@ class RunModel:
         lane.spec = replace(lane.spec, seed=seed)
         self.events.emit("lane_changed", index)
 
+    def replay_comparison(self, lane: int):
+        """How far a replay lane's continuation is from the lane it replays (None for other lanes, or when that
+        lane is gone or has not run)."""
+        from decoding.branch_not_taken import compare_continuations
+
+        marker = self.lanes[lane].trace.replay_of
+        original = next((other.trace for other in self.lanes if marker and other.name == marker["lane"]), None)
+        if original is None or not original.token_ids:
+            return None
+        return compare_continuations(original.token_ids, self.lanes[lane].trace.token_ids, marker["step"] + 1)
+
+    def critical_count(self, lane: int) -> int:
+        return sum(mark.critical for mark in self.marks(lane))
+
+    def set_critical(self, settings: CriticalSettings) -> None:
+        """New thresholds for critical points: every view re-marks; the shown run records them."""
+        self.critical = settings
+        self._refresh_analysis()
+        self.events.emit("marks_changed")
+
     def set_hidden(self, index: int, hidden: bool) -> None:
         self.lanes[index].hidden = hidden
         self.events.emit("lane_changed", index)
@@ -320,9 +340,9 @@ class RunModel:
         for spec, lane_trace in zip(specs, trace.lanes, strict=True):
             lane = self._new_lane(spec)
             lane.trace = lane_trace
-            lane.branch_prompt = prompt_key(trace) if spec.branch else None
+            lane.branch_prompt = prompt_key(trace) if spec.branch or spec.replay_of else None
             self.lanes.append(lane)
-        self.near_tie_threshold = trace.settings.near_tie_threshold
+        self.critical = trace.settings.critical
         self.reference = 0
         self.run_limit = max((len(lane.steps) for lane in trace.lanes), default=0)
         self._set_selection(None)
@@ -375,11 +395,15 @@ class RunModel:
         return next(colour for colour in itertools.count() if colour not in used)
 
     def _refresh_analysis(self) -> None:
+        """The shown run's analysis, over its lanes in the window's order, by the window's critical thresholds."""
         if self.trace is None:
             return
+        from dataclasses import replace as replaced
+
         from decoding import analysis
 
         self.shown_trace()
+        self.trace.settings = replaced(self.trace.settings, critical=self.critical)
         self.trace.analysis = analysis.analyze(self.trace)
 
 

@@ -23,25 +23,23 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from decoding.trace import LaneTrace, StepRecord
+from decoding.critical import critical_point, runner_up
+from decoding.trace import CriticalSettings, LaneTrace, StepRecord
 from gui.lane_fields import describe
 from gui.redraw import RedrawScheduler
 from gui.render import (
-    BRANCH_GLYPH,
-    DIVERGENCE_GLYPH,
-    FORCED_GLYPH,
-    MARK_COLOURS,
-    NEAR_TIE_GLYPH,
     alternatives_html,
     format_prob,
     known_pieces,
     lane_characters,
     lane_fragments,
     lane_summary,
+    mark_legend,
     pending_bytes,
     piece_label,
     plain_fragments,
     probability_colour,
+    replay_words,
 )
 from gui.run_model import RunModel, Selection, running_beam_pieces
 from gui.style import lane_color_hex
@@ -61,15 +59,15 @@ def parse_token_url(url: str) -> tuple[int, int] | None:
         return None
 
 
-def legend_html() -> str:
-    """What the colours and marks in the text mean (also the words the tooltips use)."""
+def legend_html(critical: CriticalSettings | None = None) -> str:
+    """What the colours and marks in the text mean (the same words as the tooltips, inspector and charts), with
+    the thresholds that make a critical point."""
     scale = "".join(f'<span style="background:{probability_colour(p)}">&nbsp;{p:g}&nbsp;</span>'
                     for p in (0.0, 0.25, 0.5, 0.75, 1.0))
-    marks = [(DIVERGENCE_GLYPH, "divergence", "first token that differs from the reference lane"),
-             (NEAR_TIE_GLYPH, "near_tie", "near-tie: top two almost equally likely"),
-             (BRANCH_GLYPH, "branch", "branch point"), (FORCED_GLYPH, "forced", "forced token")]
-    keys = [f'<span style="color:{MARK_COLOURS[kind]};font-weight:bold">{glyph}</span>&nbsp;{text}'
-            for glyph, kind, text in marks]
+    keys = mark_legend(("divergence", "critical", "branch", "forced"))
+    if critical is not None:
+        keys[1] += (f" <span style='color:#777'>(draw within {critical.draw_distance:g} of a token with p ≥ "
+                    f"{critical.min_prob:g}; greedy/beam: p₂/p₁ ≥ {critical.ratio:g})</span>")
     return (f"p(token) {scale} &nbsp; " + " &nbsp; ".join(keys)
             + " &nbsp; <b>·</b>&nbsp;space &nbsp; <b>↵</b>&nbsp;newline")
 
@@ -158,9 +156,9 @@ class TokenBrowser(QTextBrowser):
 
     def alternatives_menu(self, lane: int, record: StepRecord) -> QMenu:
         menu = QMenu(self)
+        panel = self._panel
         branch_menu = menu.addMenu("Branch from here with…")
         force_menu = menu.addMenu("Force for all lanes…")
-        panel = self._panel
         for token in record.top[:10]:
             share = panel.character_of(lane, record.step) if token.id == record.token_id else None
             label = f"{piece_label(token.text, share, panel.pending_of(lane, record.step))}    " \
@@ -169,6 +167,13 @@ class TokenBrowser(QTextBrowser):
             _add(branch_menu, label, self,
                  lambda _checked=False, t=token.id: panel.request_branch(lane, record.step, t))
             _add(force_menu, label, self, lambda _checked=False, t=token.id: panel.request_force(record.step, t))
+        other = runner_up(record, panel.model.critical)
+        if other is not None:
+            token = next(t for t in record.top if t.id == other)
+            critical = critical_point(record, panel.model.critical) is not None
+            label = ("▲ Replay the branch not taken" if critical else "Replay with the runner-up") + \
+                f": “{piece_label(token.text, None, panel.pending_of(lane, record.step))}” ({format_prob(token.prob)})"
+            _add(menu, label, self, lambda _checked=False: panel.request_replay(lane, record.step))
         return menu
 
 
@@ -287,13 +292,14 @@ class TextPanel(QWidget):
         self.columns: list[LaneColumn] = []
         self.on_branch = None  # callbacks the window sets: on_branch(lane, step, token), on_force(step, token)
         self.on_force = None
+        self.on_replay = None
         self._splitter = QSplitter(Qt.Orientation.Horizontal)
         self._splitter.setChildrenCollapsible(False)
         self._scroll = QScrollArea()
         self._scroll.setWidgetResizable(True)
         self._scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         self._scroll.setWidget(self._splitter)
-        self.legend = QLabel(legend_html())
+        self.legend = QLabel(legend_html(model.critical))
         self.legend.setObjectName("textLegend")
         self.legend.setWordWrap(True)
         self.legend.setStyleSheet("color:#444")
@@ -309,6 +315,7 @@ class TextPanel(QWidget):
         events.connect("lane_changed", self._on_lane_changed)
         events.connect("step_added", self._on_step_added)
         events.connect("run_finished", self.refresh_all)
+        events.connect("marks_changed", self._on_marks_changed)
         events.connect("selection_changed", self._on_selection_changed)
         self._selected_lane: int | None = None
         self._rebuild_columns()
@@ -328,6 +335,10 @@ class TextPanel(QWidget):
         if self.on_branch is not None:
             self.on_branch(lane, step, token_id)
 
+    def request_replay(self, lane: int, step: int) -> None:
+        if self.on_replay is not None:
+            self.on_replay(lane, step)
+
     def request_force(self, step: int, token_id: int) -> None:
         if self.on_force is not None:
             self.on_force(step, token_id)
@@ -342,6 +353,10 @@ class TextPanel(QWidget):
         """A new lane scrolls into view."""
         column = self.columns[index]
         QTimer.singleShot(0, lambda: self._scroll.ensureWidgetVisible(column, 20, 0))
+
+    def _on_marks_changed(self) -> None:
+        self.legend.setText(legend_html(self.model.critical))
+        self.refresh_all()
 
     def _on_lane_changed(self, index: int) -> None:
         self.refresh_lane(index)
@@ -399,8 +414,11 @@ class TextPanel(QWidget):
             fragments.append(self._other_beams_html(lane))
         column.show_lane(self.model, fragments)
         if not self.model.running or lane.finish_reason is not None:
-            column.show_summary(*lane_summary(lane, self.model.divergence_step(index),
-                                              self.model.near_tie_threshold))
+            text, tip = lane_summary(lane, self.model.divergence_step(index), self.model.critical_count(index))
+            comparison = self.model.replay_comparison(index)
+            if comparison is not None:
+                text += f"\nvs {lane.replay_of['lane']}: {replay_words(comparison)}"
+            column.show_summary(text, tip)
 
     def _other_beams_html(self, lane: LaneTrace) -> str:
         """The other returned hypotheses, spelled with the token texts the trace recorded (no model)."""

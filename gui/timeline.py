@@ -1,5 +1,5 @@
 """Timeline, a view of the RunModel: one curve per lane over the steps (chosen-token probability, entropy or
-top-1/top-2 margin) in the lane's own colour, with divergence points (◆), near-ties (▲) and branch points (★)
+top-1/top-2 margin) in the lane's own colour, with divergence points (◆), critical points (▲) and branch points (★)
 marked, a cursor on the selected step, click-to-select and Left/Right scrubbing. Clicking a lane in the
 legend hides or shows its line; the wheel zooms the step axis. Items are created once; streaming steps only
 appends to per-lane buffers and re-sets one curve."""
@@ -21,7 +21,7 @@ from gui import style
 from gui.chart_data import TIMELINE_METRICS, display_token, metric_values
 from gui.export import Figure
 from gui.redraw import RedrawScheduler
-from gui.render import MARK_COLOURS
+from gui.render import MARK_COLOURS, mark_legend
 from gui.run_model import RunModel, Selection
 
 _BOUNDED = {"prob", "prob_raw", "margin", "margin_raw"}  # metrics that live in [0, 1]
@@ -64,7 +64,7 @@ class Timeline(QWidget):
         self._metric = "prob"
         self._series: list[_LaneSeries] = []
         self._divergences: list[tuple[int, int]] = []
-        self._near_ties: list[tuple[int, int]] = []
+        self._criticals: list[tuple[int, int]] = []
         self._branches: list[tuple[int, int]] = []  # where a branched lane took its token
         self._selected: tuple[int, int] | None = None
         self._hovered: tuple[int, int] | None = None
@@ -165,7 +165,7 @@ class Timeline(QWidget):
             series.records = []
             series.append(steps, self._metric)
         series.refresh_curve()
-        if self._divergences or self._near_ties or self._branches:
+        if self._divergences or self._criticals or self._branches:
             self._update_markers()
 
     def begin_stream(self, max_steps: int) -> None:
@@ -185,9 +185,9 @@ class Timeline(QWidget):
         self._plot.enableAutoRange(axis="x")
 
     def _set_markers(self) -> None:
-        """◆ where a lane first departs from the reference (or its branch point ★), ▲ near-ties."""
+        """◆ where a lane first departs from the reference (or its branch point ★), ▲ critical points."""
         model = self.model
-        self._divergences, self._near_ties, self._branches = [], [], []
+        self._divergences, self._criticals, self._branches = [], [], []
         for index in range(len(model.lanes)):
             branch = model.branch_step(index)
             divergence = model.divergence_step(index)
@@ -195,11 +195,11 @@ class Timeline(QWidget):
                 self._branches.append((index, branch))
             elif divergence is not None:
                 self._divergences.append((index, divergence))
-            self._near_ties += [(index, i) for i, m in enumerate(model.marks(index)) if m.near_tie]
+            self._criticals += [(index, i) for i, m in enumerate(model.marks(index)) if m.critical]
         self._update_markers()
 
     def markers(self) -> dict[str, list[tuple[int, int]]]:
-        return {"divergence": list(self._divergences), "near_tie": list(self._near_ties),
+        return {"divergence": list(self._divergences), "critical": list(self._criticals),
                 "branch": list(self._branches)}
 
     def current_metric(self) -> str:
@@ -255,8 +255,7 @@ class Timeline(QWidget):
         """The plot with its axes, a title and the lanes' legend, for export (no controls)."""
         keys = [f'<span style="color:{style.lane_color_hex(lane.colour)}">━━</span>&nbsp;{html.escape(lane.name)}'
                 for lane in self.model.lanes if lane.trace.steps and not lane.hidden]
-        keys += [f'<span style="color:{MARK_COLOURS[kind]}">{glyph}</span>&nbsp;{text}' for kind, glyph, text in
-                 (("divergence", "◆", "divergence"), ("near_tie", "▲", "near-tie"), ("branch", "★", "branch point"))]
+        keys += mark_legend(short=True)
         return Figure(f"{TIMELINE_METRICS[self._metric]} per step", "&nbsp;&nbsp; ".join(keys),
                       self._view.scene(), self._plot.sceneBoundingRect())
 
@@ -299,12 +298,12 @@ class Timeline(QWidget):
         layout.addWidget(self._view, 1)
 
     def _create_items(self) -> None:
-        divergence, near_tie = MARK_COLOURS["divergence"], MARK_COLOURS["near_tie"]
+        divergence, critical = MARK_COLOURS["divergence"], MARK_COLOURS["critical"]
         self._divergence_marks = pg.ScatterPlotItem(
             symbol="d", size=11, brush=pg.mkBrush(divergence), pen=pg.mkPen(style.FOREGROUND, width=1)
         )
-        self._near_tie_marks = pg.ScatterPlotItem(
-            symbol="t1", size=9, brush=pg.mkBrush(near_tie), pen=pg.mkPen(style.FOREGROUND, width=1)
+        self._critical_marks = pg.ScatterPlotItem(
+            symbol="t1", size=9, brush=pg.mkBrush(critical), pen=pg.mkPen(style.FOREGROUND, width=1)
         )
         self._branch_marks = pg.ScatterPlotItem(
             symbol="star", size=15, brush=pg.mkBrush(MARK_COLOURS["branch"]), pen=pg.mkPen(style.FOREGROUND)
@@ -316,7 +315,7 @@ class Timeline(QWidget):
             angle=90, movable=False, pen=pg.mkPen(style.FOREGROUND, width=1, style=Qt.PenStyle.DashLine)
         )
         self._cursor.setVisible(False)
-        for item in (self._divergence_marks, self._near_tie_marks, self._branch_marks, self._selected_mark):
+        for item in (self._divergence_marks, self._critical_marks, self._branch_marks, self._selected_mark):
             item.setZValue(10)
             self._plot.addItem(item)
         self._plot.addItem(self._cursor, ignoreBounds=True)
@@ -329,9 +328,7 @@ class Timeline(QWidget):
             name = f"<s>{lane.name}</s>" if lane.hidden else lane.name
             keys.append(f'<a href="lane:{lane.key}" style="text-decoration:none;color:#202020">'
                         f'<span style="color:{colour}">━━</span>&nbsp;{name}</a>')
-        keys.append(f'<span style="color:{MARK_COLOURS["divergence"]}">◆</span>&nbsp;divergence')
-        keys.append(f'<span style="color:{MARK_COLOURS["near_tie"]}">▲</span>&nbsp;near-tie')
-        keys.append(f'<span style="color:{MARK_COLOURS["branch"]}">★</span>&nbsp;branch point')
+        keys += mark_legend(short=True)
         self._legend.setText("&nbsp;&nbsp; ".join(keys))
 
     def _on_legend_link(self, link: str) -> None:
@@ -371,7 +368,7 @@ class Timeline(QWidget):
 
     def _update_markers(self) -> None:
         self._divergence_marks.setData(*self._points(self._divergences))
-        self._near_tie_marks.setData(*self._points(self._near_ties))
+        self._critical_marks.setData(*self._points(self._criticals))
         self._branch_marks.setData(*self._points(self._branches))
         self._update_selected_point()
 

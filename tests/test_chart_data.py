@@ -92,8 +92,8 @@ def test_summary_flags_forced_and_branch_point():
     lane.steps[0].forced = True
     summary = dict(step_summary(lane, lane.steps[0]))
     assert summary["flags"] == "↳ branch point, ★ forced"  # the legend's glyphs and words
-    marked = dict(step_summary(lane, lane.steps[0], TokenMarks(near_tie=True, divergence=True)))
-    assert marked["flags"].startswith("▲ near-tie, ◆ first divergence from the reference")
+    marked = dict(step_summary(lane, lane.steps[0], TokenMarks(critical=True, divergence=True)))
+    assert marked["flags"].startswith("▲ critical point, ◆ first divergence from the reference")
     assert summary["kept set"] == "3 tokens"
     assert summary["draw u"].startswith(f"{lane.steps[0].draw:.4f} in [")
 

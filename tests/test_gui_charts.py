@@ -7,11 +7,11 @@ from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QMenu
 
+from decoding.critical import critical_point
 from gui import style
 from gui.beam_tree import BeamTreeView
 from gui.inspector import StepInspector
 from gui.redraw import RedrawScheduler
-from gui.render import near_tie
 from gui.run_model import JobKind, Selection
 from gui.timeline import Timeline
 from tests import chart_samples as samples
@@ -83,7 +83,7 @@ def test_a_single_click_reads_a_row_and_a_double_click_branches(qtbot, inspector
     view = inspector._canvas
     with qtbot.assertNotEmitted(inspector.branchRequested, wait=50):  # branching is never one left click
         _click(qtbot, view, inspector.scene_pos_of_row(2) + QPointF(4, 0))
-    assert f"(id {inspector.rows()[2].token_id})" in inspector.numbers_text()  # its numbers are shown instead
+    assert f"(id {inspector.rows()[2].token_id})" in inspector._picked_label.text()  # its numbers are shown instead
     with qtbot.waitSignal(inspector.branchRequested, timeout=1000) as blocker:
         _double_click(qtbot, view, inspector.scene_pos_of_row(2) + QPointF(4, 0))
     assert blocker.args == [3, 0, inspector.rows()[2].token_id]
@@ -172,10 +172,10 @@ def test_timeline_appends_incrementally_and_switches_metric(qtbot):
     split = model.divergence_step(1)
     assert split is not None and list(timeline._divergence_marks.getData()[0]) == [split]
     ties = [(lane, s.step) for lane, trace in enumerate(model.traces) for s in trace.steps
-            if near_tie(s, model.near_tie_threshold)]
-    assert ties and sorted(timeline.markers()["near_tie"]) == sorted(ties)
+            if critical_point(s, model.critical) is not None]
+    assert ties and sorted(timeline.markers()["critical"]) == sorted(ties)
     first = ties[0]
-    assert timeline._near_tie_marks.getData()[1][0] == pytest.approx(model.traces[first[0]].steps[first[1]].entropy_raw)
+    assert timeline._critical_marks.getData()[1][0] == pytest.approx(model.traces[first[0]].steps[first[1]].entropy_raw)
 
 
 def test_timeline_marks_the_branch_point_of_a_branched_lane(qtbot):

@@ -230,3 +230,28 @@ def test_unknown_event_names_are_refused(event):
     model.events.connect(event, lambda *args: None)
     with pytest.raises(KeyError, match="no event"):
         model.events.connect(event + "_typo", lambda *args: None)
+
+
+def test_replay_the_branch_not_taken_swaps_one_token_and_keeps_the_draws():
+    from decoding.branch_not_taken import not_taken_spec
+    from decoding.critical import runner_up
+
+    model, controller, _ = make()
+    controller.run(request(seed=None))  # auto seed: the replay must reuse the seed the lane ran with
+    lane = model.lanes[1]
+    step = 2
+    other = runner_up(lane.trace.steps[step], model.critical)
+    assert controller.replay_not_taken(1, step)
+    replay = model.lanes[2]
+    assert replay.name == f"top-k 5 ↳{step} runner-up" and replay.spec.replay_of.token_id == other
+    assert replay.trace.token_ids[:step] == lane.trace.token_ids[:step] and replay.trace.token_ids[step] == other
+    seed = lane.trace.config["seed"]
+    assert replay.trace.config["seed"] == seed and lane.spec.seed == seed  # the original keeps its seed now
+    # the same replay run together with its original from scratch gives the same tokens
+    alone = controller.holder.engine().run(
+        model.trace.prompt, [lane.spec, not_taken_spec(lane.spec, step, other, "again")], max_new_tokens=6)
+    assert alone.lanes[1].token_ids == replay.trace.token_ids
+    comparison = model.replay_comparison(2)
+    assert comparison is not None and comparison.shared_prefix >= 0
+    controller.run(request("another prompt", seed=None))
+    assert model.lanes[2].spec.replay_of is None and "the prompt changed" in model.notice.text

@@ -53,8 +53,8 @@ def test_marks_follow_the_model(lane_map):
     divergences = [(row, model.divergence_step(row)) for row in range(len(model.lanes))
                    if model.divergence_step(row) is not None]
     assert sorted(marks["divergence"]) == sorted(divergences) and divergences
-    ties = [(row, step) for row in range(len(model.lanes)) for step, m in enumerate(model.marks(row)) if m.near_tie]
-    assert sorted(marks["near_tie"]) == sorted(ties)
+    ties = [(row, step) for row in range(len(model.lanes)) for step, m in enumerate(model.marks(row)) if m.critical]
+    assert sorted(marks["critical"]) == sorted(ties)
 
 
 def test_click_selects_the_cells_step_and_hover_names_its_token(qtbot, lane_map):

@@ -14,7 +14,6 @@ from gui.render import (
     group_tokens,
     label_piece,
     lane_fragments,
-    near_tie,
     piece_bytes,
     probability_colour,
     token_html,
@@ -51,12 +50,16 @@ def test_token_text_keeps_whitespace_visible():
     assert label_piece(" x\t\n") == "·x→↵"
 
 
-def test_first_difference_and_near_tie():
+def test_first_difference_and_critical_marks():
+    from decoding.critical import critical_point
+    from decoding.trace import CriticalSettings
+
     assert first_difference([1, 2, 3], [1, 2, 4]) == 2
     assert first_difference([1, 2], [1, 2, 3]) is None
-    assert near_tie(record(probs=(0.41, 0.40, 0.19)), 0.05)
-    assert not near_tie(record(probs=(0.6, 0.3, 0.1)), 0.05)
-    assert not near_tie(record(probs=(1.0,)), 0.05)
+    settings = CriticalSettings()
+    assert critical_point(record(probs=(0.41, 0.40, 0.19)), settings) is not None  # two strong, nearly tied
+    assert critical_point(record(probs=(0.6, 0.3, 0.1)), settings) is None
+    assert critical_point(record(probs=(1.0,)), settings) is None
 
 
 def test_tokens_that_only_together_spell_a_character_are_grouped():
@@ -68,13 +71,13 @@ def test_tokens_that_only_together_spell_a_character_are_grouped():
     assert [g.steps for g in group_tokens([first, " x"])] == [(0,), (1,)]  # never completed: kept as is
     steps = [record(0, text="a"), record(1, text=first, probs=(0.5, 0.4)),
              record(2, text=second, probs=(0.8, 0.1))]
-    html = "".join(lane_fragments(0, steps, [TokenMarks(), TokenMarks(), TokenMarks(near_tie=True)]))
+    html = "".join(lane_fragments(0, steps, [TokenMarks(), TokenMarks(), TokenMarks(critical=True)]))
     assert "这" in html and 'href="tok:0:1"' in html and 'href="tok:0:2"' not in html
     assert probability_colour(0.4) in html and "▲" in html  # p(character) = 0.5 × 0.8, marks merged
 
 
 def test_token_html_is_an_anchor_with_marks():
-    html = token_html(2, record(step=7, text="<b>"), TokenMarks(divergence=True, near_tie=True))
+    html = token_html(2, record(step=7, text="<b>"), TokenMarks(divergence=True, critical=True))
     assert 'href="tok:2:7"' in html and "&lt;b&gt;" in html
     assert "◆" in html and "▲" in html and "underline" in html
     assert parse_token_url("tok:2:7") == (2, 7)

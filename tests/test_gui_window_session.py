@@ -77,6 +77,7 @@ def test_a_branch_of_a_branch_and_of_a_beam_lane_works_on_the_next_run(qtbot, wi
 def test_one_left_click_on_an_inspector_bar_does_not_branch_and_ctrl_z_undoes_a_branch(qtbot, window):
     run_and_wait(qtbot, window, max_new_tokens=8)
     window.select(0, 3)
+    qtbot.wait(50)  # the inspector lays out the new step before a user could click it
     inspector = window.inspector
     row = next(i for i, r in enumerate(inspector.rows()) if not r.chosen)
     view = inspector._canvas
