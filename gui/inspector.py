@@ -66,6 +66,7 @@ class StepInspector(QWidget):
         model.events.connect("selection_changed", self._on_selection_changed)
         model.events.connect("run_finished", self._on_run_finished)
         model.events.connect("lane_changed", self._on_lane_changed)
+        model.events.connect("marks_changed", self._on_run_finished)
 
     # ---- model events ------------------------------------------------------------------------------------
     def _on_selection_changed(self, selection: Selection | None) -> None:
@@ -92,7 +93,7 @@ class StepInspector(QWidget):
         self._lane_index, self._step, self._picked = lane_index, record, None
         critical = critical_point(record, self.model.critical) is not None
         self._replay.setEnabled(runner_up(record, self.model.critical) is not None)
-        self._replay.setText("▲ Replay the branch not taken" if critical else "Replay runner-up")
+        self._replay.setText("▲ branch not taken" if critical else "↺ runner-up")
         self._redraw()
 
     def clear(self) -> None:
@@ -182,15 +183,14 @@ class StepInspector(QWidget):
         self._mode.setToolTip("Raw and processed bars side by side, or overlaid")
         self._mode.currentIndexChanged.connect(self._on_mode_changed)
         self._replay = QToolButton()
-        self._replay.setText("Replay runner-up")
+        self._replay.setText("↺ runner-up")
         self._replay.setToolTip("A new lane that takes this step's runner-up instead and continues with the same "
                                 "strategy and draws: how far does the other branch go?")
         self._replay.clicked.connect(lambda: self.replayRequested.emit(self._lane_index, self._step.step))
         self._replay.setEnabled(False)
-        header = QHBoxLayout()
-        header.addWidget(self._title, 1)
-        header.addWidget(self._replay)
-        header.addWidget(self._mode)
+        self._controls = QHBoxLayout()  # on the picked row's line: the title and legend keep the whole width
+        self._controls.addWidget(self._replay)
+        self._controls.addWidget(self._mode)
 
         self._canvas = pg.GraphicsLayoutWidget()
         self._canvas.setBackground("w")
@@ -205,12 +205,15 @@ class StepInspector(QWidget):
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
-        layout.addLayout(header)
+        layout.addWidget(self._title)
         self._legend = self._legend_label()
         layout.addWidget(self._legend)
         layout.addWidget(self._canvas, 1)
         numbers = self._build_numbers()
-        layout.addWidget(self._picked_label)
+        picked_row = QHBoxLayout()
+        picked_row.addWidget(self._picked_label, 1)
+        picked_row.addLayout(self._controls)
+        layout.addLayout(picked_row)
         layout.addWidget(numbers)
         self.clear()
 
@@ -322,7 +325,8 @@ class StepInspector(QWidget):
         a click picked is read in one line of its own above it, always there: nothing moves when it changes."""
         self._picked_label = QLabel()
         self._picked_label.setTextFormat(Qt.TextFormat.RichText)
-        self._picked_label.setFixedHeight(self.fontMetrics().lineSpacing() + 4)
+        self._picked_label.setFixedHeight(self.fontMetrics().lineSpacing() * 2 + 4)
+        self._picked_label.setWordWrap(True)
         self._picked_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         self._numbers = QLabel()
         self._numbers.setWordWrap(True)
@@ -475,8 +479,8 @@ class StepInspector(QWidget):
         self._numbers.setText(" &nbsp;· ".join(items))
         picked = self._picked is not None and self._picked < len(self._rows)
         self._picked_label.setText(self._picked_text(self._rows[self._picked]) if picked else
-                                   "<span style='color:#666'>click a row for its numbers · double-click or "
-                                   "right-click an alternative to branch from it</span>")
+                                   "<span style='color:#666'>click a row: its numbers; double-click: "
+                                   "branch</span>")
 
     def _picked_text(self, row: TokenRow) -> str:
         raw = "—" if row.prob_raw is None else f"{row.prob_raw:.4f}"

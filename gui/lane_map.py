@@ -55,7 +55,8 @@ class LaneStepMap(QWidget):
         self._metric = "prob"
         self._grid = np.zeros((0, 0))
         self._build_ui()
-        for name in ("lanes_reset", "lane_inserted", "lane_removed", "lane_moved", "lane_changed", "run_finished"):
+        for name in ("lanes_reset", "lane_inserted", "lane_removed", "lane_moved", "lane_changed", "run_finished",
+                     "marks_changed"):
             model.events.connect(name, self._on_change)
         model.events.connect("step_added", self._on_step_added)
         model.events.connect("selection_changed", self._on_selection_changed)

@@ -64,12 +64,17 @@ def legend_html(critical: CriticalSettings | None = None) -> str:
     the thresholds that make a critical point."""
     scale = "".join(f'<span style="background:{probability_colour(p)}">&nbsp;{p:g}&nbsp;</span>'
                     for p in (0.0, 0.25, 0.5, 0.75, 1.0))
-    keys = mark_legend(("divergence", "critical", "branch", "forced"))
+    keys = mark_legend(("divergence", "critical", "branch", "forced"), short=True)
     if critical is not None:
-        keys[1] += (f" <span style='color:#777'>(draw within {critical.draw_distance:g} of a token with p ≥ "
-                    f"{critical.min_prob:g}; greedy/beam: p₂/p₁ ≥ {critical.ratio:g})</span>")
+        keys[1] += (f" <span style='color:#777'>(draw within {critical.draw_distance:g} of p ≥ "
+                    f"{critical.min_prob:g}; p₂/p₁ ≥ {critical.ratio:g})</span>")
     return (f"p(token) {scale} &nbsp; " + " &nbsp; ".join(keys)
             + " &nbsp; <b>·</b>&nbsp;space &nbsp; <b>↵</b>&nbsp;newline")
+
+
+def legend_tip() -> str:
+    """The legend's words in full (its tooltip)."""
+    return "<br>".join(mark_legend(("divergence", "critical", "branch", "forced")))
 
 
 class TokenBrowser(QTextBrowser):
@@ -300,13 +305,21 @@ class TextPanel(QWidget):
         self._scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         self._scroll.setWidget(self._splitter)
         self.legend = QLabel(legend_html(model.critical))
+        self.legend.setToolTip(legend_tip())
         self.legend.setObjectName("textLegend")
         self.legend.setWordWrap(True)
         self.legend.setStyleSheet("color:#444")
+        self.thresholds = QToolButton()
+        self.thresholds.setText("▲ thresholds…")
+        self.thresholds.setToolTip("What makes a step a critical point")
+        self.thresholds.clicked.connect(self._edit_thresholds)
+        top = QHBoxLayout()
+        top.addWidget(self.legend, 1)
+        top.addWidget(self.thresholds)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
-        layout.addWidget(self.legend)
+        layout.addLayout(top)
         layout.addWidget(self._scroll, 1)
         events = model.events
         for name in ("lanes_reset", "lane_inserted", "lane_removed", "lane_moved"):
@@ -353,6 +366,11 @@ class TextPanel(QWidget):
         """A new lane scrolls into view."""
         column = self.columns[index]
         QTimer.singleShot(0, lambda: self._scroll.ensureWidgetVisible(column, 20, 0))
+
+    def _edit_thresholds(self) -> None:
+        from gui.critical_dialog import CriticalDialog
+
+        CriticalDialog(self.model, self).exec()
 
     def _on_marks_changed(self) -> None:
         self.legend.setText(legend_html(self.model.critical))

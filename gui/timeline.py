@@ -79,6 +79,7 @@ class Timeline(QWidget):
         events.connect("run_started", self._on_run_started)
         events.connect("run_finished", self._on_run_finished)
         events.connect("selection_changed", self._on_selection_changed)
+        events.connect("marks_changed", self._set_markers)
         self.set_lanes()
 
     # ---- model events ------------------------------------------------------------------------------------

@@ -206,3 +206,24 @@ def test_right_click_on_a_mark_opens_the_lanes_menu_not_the_link_menu(qtbot, win
     cursor.setPosition(mark)
     point = browser.cursorRect(cursor).center() + QPoint(3, 0)
     assert browser.token_at(point) == (lane, step)
+
+
+def test_critical_thresholds_are_settings_shown_in_the_legend(qtbot, window):
+    from gui.critical_dialog import CriticalDialog
+
+    run_and_wait(qtbot, window, max_new_tokens=10)
+    before = sum(window.model.critical_count(i) for i in range(len(window.model.lanes)))
+    dialog = CriticalDialog(window.model, window)
+    dialog.boxes["ratio"].setValue(0.0)
+    dialog.accept()
+    assert "ratio" in dialog.message.text() and window.model.critical.ratio == 0.8  # refused in words
+    dialog.boxes["ratio"].setValue(0.05)
+    dialog.boxes["min_prob"].setValue(0.0)
+    dialog.boxes["draw_distance"].setValue(0.5)
+    dialog.accept()
+    assert window.model.critical.ratio == 0.05 and "p₂/p₁ ≥ 0.05" in window.text.legend.text()
+    after = sum(window.model.critical_count(i) for i in range(len(window.model.lanes)))
+    assert after > before  # looser thresholds mark more steps, in every view
+    assert sorted(window.timeline.markers()["critical"]) == sorted(
+        (i, s) for i in range(len(window.model.lanes)) for s, m in enumerate(window.model.marks(i)) if m.critical)
+    assert window.trace.settings.critical.ratio == 0.05  # saved with the run
