@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
+from decoding import fanout
 from decoding.branch_not_taken import not_taken_spec
 from decoding.critical import runner_up
 from decoding.spec import Branch, LaneSpec, unique_name
@@ -42,7 +43,7 @@ class RunController:
         self.runner = runner
         self.holder: ModelHolder | None = None
         self.branch_base: LaneSpec | None = None  # the strategy new branch lanes continue with (None: parent's)
-        self._job_keys: list[int] = []  # the lanes the running job streams into, by the job's lane index
+        self._targets: list[tuple[int, int]] = []  # (lane key, member) the job streams into, by its lane index
         self._branch_keys: list[int] = []  # branch lanes in the order they were made (Undo removes the last)
         self._replayed: dict[str, list[int]] | None = None  # token ids per lane of the run being replayed
 
@@ -69,15 +70,25 @@ class RunController:
         if not self._check_can_run(request):
             return False
         self._settle_branches(request)
-        specs = self.model.specs
         try:
+            targets = self._expand(self.model.lanes, request.seed)
+            specs = list(targets.values())
             jobs.plan(specs)
         except ValueError as error:
             self.model.show_notice(f"Cannot run: {error}.")
             return False
-        keys = [lane.key for lane in self.model.lanes]
-        self._start(JobKind.RUN, keys, jobs.run_job(self.holder, request, specs), _run_limit(specs, request))
+        self._start(JobKind.RUN, targets, jobs.run_job(self.holder, request, specs), _run_limit(specs, request))
         return True
+
+    @staticmethod
+    def _expand(lanes: list[Lane], base_seed: int | None) -> dict[tuple[int, int], LaneSpec]:
+        """What each lane runs, by (lane key, member): itself, or its fan-out's members (seeds seed, seed+1, …
+        from one seed drawn now, recorded in the run)."""
+        targets: dict[tuple[int, int], LaneSpec] = {}
+        for lane in lanes:
+            members = fanout.fan_out(lane.spec, lane.fanout, base_seed) if lane.fanout > 1 else [lane.spec]
+            targets.update({(lane.key, k): spec for k, spec in enumerate(members)})
+        return targets
 
     def _check_can_run(self, request: RunRequest) -> bool:
         if self.holder is None:
@@ -98,6 +109,8 @@ class RunController:
             branch = lane.spec.branch
             if branch is not None:
                 reason = _broken_branch_reason(lane, by_name.get(branch.parent), key)
+                if not reason and by_name[branch.parent].fanout > 1:
+                    reason = f"its parent “{branch.parent}” fans out now"
             elif lane.spec.replay_of is not None:  # a replay reproduces its own prefix: only the prompt matters
                 reason = "the prompt changed" if lane.branch_prompt not in (None, key) else ""
             else:
@@ -128,6 +141,10 @@ class RunController:
         if model.step_record(index, step) is None:
             return False
         parent = model.lanes[index]
+        if parent.fanout > 1:
+            model.show_notice(f"“{parent.name}” runs as a fan-out: set its fan-out to 1 to branch from it.",
+                              level="info")
+            return False
         self._pin_parent_seed(index)
         spec = self._branch_spec(parent, step, token_id)
         position = index + 1
@@ -136,7 +153,7 @@ class RunController:
         lane = model.insert_lane(position, spec, branch_prompt=prompt_key(model.trace))
         self._branch_keys.append(lane.key)
         job = jobs.branch_job(self.holder, model.shown_trace(), spec)
-        self._start(JobKind.BRANCH, [lane.key], job, model.trace.settings.max_new_tokens)
+        self._start(JobKind.BRANCH, {(lane.key, 0): spec}, job, model.trace.settings.max_new_tokens)
         return True
 
     def _branch_spec(self, parent: Lane, step: int, token_id: int) -> LaneSpec:
@@ -168,6 +185,10 @@ class RunController:
             model.show_notice("This step has no runner-up to replay (a single candidate).", level="info")
             return False
         lane = model.lanes[index]
+        if lane.fanout > 1:
+            model.show_notice(f"“{lane.name}” runs as a fan-out: set its fan-out to 1 to replay a step of it.",
+                              level="info")
+            return False
         try:
             self._pin_parent_seed(index)
             spec = not_taken_spec(self._ran_spec(lane), step, runner_up_token,
@@ -177,8 +198,8 @@ class RunController:
             return False
         new = model.insert_lane(index + 1, spec, branch_prompt=prompt_key(model.trace), named_by_user=True)
         self._branch_keys.append(new.key)
-        self._start(JobKind.BRANCH, [new.key], jobs.replay_not_taken_job(self.holder, model.shown_trace(), spec),
-                    model.trace.settings.max_new_tokens)
+        job = jobs.replay_not_taken_job(self.holder, model.shown_trace(), spec)
+        self._start(JobKind.BRANCH, {(new.key, 0): spec}, job, model.trace.settings.max_new_tokens)
         return True
 
     def _ran_spec(self, lane: Lane) -> LaneSpec:
@@ -223,15 +244,14 @@ class RunController:
             return None
         self._replayed = {lane.name: list(lane.token_ids) for lane in trace.lanes}
         request = request_of(trace)
-        specs = specs_of(trace)
-        ran = {lane.name for lane in trace.lanes}
-        for index, lane in enumerate(self.model.lanes):
-            if lane.name in ran:
-                self.model.replace_spec(index, next(s for s in specs if s.name == lane.name))
-        keys = [lane.key for lane in self.model.lanes if lane.name in ran]
-        job_specs = [self.model.lanes[self.model.index_of(key)].spec for key in keys]
-        self._start(JobKind.REPLAY, keys, jobs.run_job(self.holder, request, job_specs),
-                    _run_limit(job_specs, request))
+        self.model.show_trace(trace, specs_of(trace))  # the lanes as the run made them, seeds included
+        try:
+            targets = self._expand(self.model.lanes, request.seed)
+        except ValueError as error:
+            self.model.show_notice(f"Cannot replay: {error}.")
+            return None
+        specs = list(targets.values())
+        self._start(JobKind.REPLAY, targets, jobs.run_job(self.holder, request, specs), _run_limit(specs, request))
         return request
 
     def _use_model_of(self, trace: RunTrace) -> bool:
@@ -251,8 +271,8 @@ class RunController:
 
     def _report_replay(self) -> None:
         before, self._replayed = self._replayed or {}, None
-        differing = [lane.name for lane in self.model.lanes
-                     if lane.name in before and before[lane.name] != lane.trace.token_ids]
+        after = {lane.name: lane.token_ids for lane in self.model.shown_trace().lanes}
+        differing = [name for name, tokens in before.items() if after.get(name) != tokens]
         if differing:
             self.model.show_notice(f"Replay differs from the saved run in lanes: {', '.join(differing)}.")
         else:
@@ -297,17 +317,19 @@ class RunController:
 
     # ------------------------------------------------------------------------------------- job callbacks
 
-    def _start(self, kind: JobKind, keys: list[int], job: Job, limit: int) -> None:
+    def _start(self, kind: JobKind, targets: dict[tuple[int, int], LaneSpec], job: Job, limit: int) -> None:
+        """Start `job`, whose lanes stream into `targets` ((lane key, member) -> spec, in the job's lane order)."""
         self.model.clear_notice("prompt")
         if self.model.notice is not None and self.model.notice.level == "error":
             self.model.clear_notice()
-        self._job_keys = keys
-        self.model.start_job(kind, keys, limit)
+        self._targets = list(targets)
+        self.model.start_job(kind, targets, limit)
         self.runner.start(job)
 
     def on_message(self, message: Message) -> None:
         if isinstance(message, StepMessage):
-            self.model.add_step(self.model.index_of(self._job_keys[message.lane]), message.record)
+            key, member = self._targets[message.lane]
+            self.model.add_step(self.model.index_of(key), message.record, member)
         elif isinstance(message, StatusMessage):
             self.model.set_status(message.text)
         elif isinstance(message, ProviderMessage):
@@ -315,7 +337,7 @@ class RunController:
 
     def on_finished(self, result: RunTrace) -> None:
         kind = self.model.job
-        finished: dict[int, LaneTrace] = dict(zip(self._job_keys, result.lanes, strict=True))
+        finished: dict[tuple[int, int], LaneTrace] = dict(zip(self._targets, result.lanes, strict=True))
         if kind is JobKind.BRANCH:
             self.model.finish_job(None, finished)
         else:

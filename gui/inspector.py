@@ -57,6 +57,7 @@ class StepInspector(QWidget):
         super().__init__(parent)
         self.model = model
         self._lane_index = -1
+        self._member = 0
         self._step: StepRecord | None = None
         self._rows: list[TokenRow] = []
         self._picked: int | None = None  # the row clicked for its numbers
@@ -73,7 +74,7 @@ class StepInspector(QWidget):
         if selection is None:
             self.clear()
         else:
-            self.set_step(selection.lane, selection.step)
+            self.set_step(selection.lane, selection.step, selection.member)
 
     def _on_run_finished(self) -> None:
         """A finished lane's records may be new objects (a beam lane's best path): show the selected one."""
@@ -84,13 +85,13 @@ class StepInspector(QWidget):
             self._redraw()
 
     # ---- public API --------------------------------------------------------------------------------------
-    def set_step(self, lane_index: int, step: int) -> None:
-        """Show step `step` of the model's lane `lane_index`."""
-        record = self.model.step_record(lane_index, step)
+    def set_step(self, lane_index: int, step: int, member: int = 0) -> None:
+        """Show step `step` of the model's lane `lane_index` (of its fan-out member `member`)."""
+        record = self.model.step_record(lane_index, step, member)
         if record is None:
             self.clear()
             return
-        self._lane_index, self._step, self._picked = lane_index, record, None
+        self._lane_index, self._member, self._step, self._picked = lane_index, member, record, None
         critical = critical_point(record, self.model.critical) is not None
         self._replay.setEnabled(runner_up(record, self.model.critical) is not None)
         self._replay.setText("▲ branch not taken" if critical else "↺ runner-up")
@@ -353,14 +354,14 @@ class StepInspector(QWidget):
 
     @property
     def _lane(self):
-        return self.model.lanes[self._lane_index].trace
+        return self.model.lanes[self._lane_index].member_trace(self._member)
 
     def _title_text(self) -> str:
         step = self._step
         share = lane_characters([s.token_text for s in self._lane.steps]).get(step.step)
         token = display_token(step.token_text, 32, share)
         forced = " · forced" if step.forced else ""
-        name = self.model.lanes[self._lane_index].name
+        name = self._lane.name if self._member else self.model.lanes[self._lane_index].name
         return f"{name} · step {step.step} · chose “{token}” (id {step.token_id}){forced}"
 
     def _set_rows_visible(self, visible: bool) -> None:
@@ -471,7 +472,7 @@ class StepInspector(QWidget):
         self._cum_raw.setData(c.cumulative_raw, list(range(len(c.cumulative_raw))))
 
     def _fill_numbers(self) -> None:
-        marks = self.model.marks(self._lane_index)[self._step.step]
+        marks = self.model.marks(self._lane_index)[self._step.step] if self._member == 0 else None
         items = [
             f'<span style="color:#666">{_unbreakable(name)}</span>&nbsp;{_unbreakable(value)}'
             for name, value in step_summary(self._lane, self._step, marks)

@@ -12,6 +12,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
+from decoding.critical import critical_point
 from decoding.trace import StepRecord
 from gui import style
 from gui.chart_data import display_token
@@ -29,12 +30,18 @@ METRICS: dict[str, tuple[str, tuple[float, float] | None]] = {
 _EMPTY = float("nan")  # a step a lane did not reach
 
 
-def metric_grid(model: RunModel, metric: str) -> np.ndarray:
-    """[lanes, steps] values of the metric (NaN where a lane has no step)."""
-    width = model.max_steps()
-    grid = np.full((len(model.lanes), width), _EMPTY)
-    for row, lane in enumerate(model.lanes):
-        values = [getattr(record, metric) for record in lane.trace.steps]
+def map_rows(model: RunModel) -> list[tuple[int, int]]:
+    """(lane index, member) of every row: each lane, then the other members of a fan-out lane under it."""
+    return [(index, member) for index, lane in enumerate(model.lanes) for member in range(max(len(lane.members), 1))]
+
+
+def metric_grid(model: RunModel, metric: str, rows: list[tuple[int, int]]) -> np.ndarray:
+    """[rows, steps] values of the metric (NaN where a row has no step)."""
+    traces = [model.lanes[index].member_trace(member) for index, member in rows]
+    width = max((len(trace.steps) for trace in traces), default=0)
+    grid = np.full((len(rows), width), _EMPTY)
+    for row, trace in enumerate(traces):
+        values = [getattr(record, metric) for record in trace.steps]
         grid[row, : len(values)] = values
     return grid
 
@@ -54,11 +61,13 @@ class LaneStepMap(QWidget):
         self._scheduler = scheduler
         self._metric = "prob"
         self._grid = np.zeros((0, 0))
+        self._rows: list[tuple[int, int]] = []
         self._build_ui()
         for name in ("lanes_reset", "lane_inserted", "lane_removed", "lane_moved", "lane_changed", "run_finished",
                      "marks_changed"):
             model.events.connect(name, self._on_change)
         model.events.connect("step_added", self._on_step_added)
+        model.events.connect("member_step_added", lambda index, _member, record: self._on_step_added(index, record))
         model.events.connect("selection_changed", self._on_selection_changed)
         self.redraw()
 
@@ -81,6 +90,10 @@ class LaneStepMap(QWidget):
         position = 0.0 if high <= low else (value - low) / (high - low)
         return colour_map(self._metric).map(min(max(position, 0.0), 1.0), mode="qcolor").name()
 
+    def rows(self) -> list[tuple[int, int]]:
+        """(lane index, member) shown in each row."""
+        return list(self._rows)
+
     def marks(self) -> dict[str, list[tuple[int, int]]]:
         """(row, step) of each mark drawn."""
         return {kind: [(int(y), int(x)) for x, y in zip(*item.getData(), strict=True)]
@@ -102,10 +115,11 @@ class LaneStepMap(QWidget):
         self._scheduler.mark("charts", ("lane_map",), self.redraw)
 
     def _on_selection_changed(self, selection: Selection | None) -> None:
-        if selection is None:
+        target = None if selection is None else (selection.lane, selection.member)
+        if target not in self._rows:
             self._cursor.setData([], [])
         else:
-            self._cursor.setData([selection.step + 0.5], [selection.lane + 0.5])
+            self._cursor.setData([selection.step + 0.5], [self._rows.index(target) + 0.5])
 
     # ---- construction ------------------------------------------------------------------------------------
     def _build_ui(self) -> None:
@@ -154,7 +168,8 @@ class LaneStepMap(QWidget):
 
     # ---- drawing -----------------------------------------------------------------------------------------
     def redraw(self) -> None:
-        self._grid = metric_grid(self.model, self._metric)
+        self._rows = map_rows(self.model)
+        self._grid = metric_grid(self.model, self._metric, self._rows)
         rows, steps = self._grid.shape
         self._image.setColorMap(colour_map(self._metric))
         if rows and steps:
@@ -165,7 +180,8 @@ class LaneStepMap(QWidget):
         self._bar.setColorMap(colour_map(self._metric))
         self._bar.setLevels(self._levels())
         self._bar.axis.setLabel(METRICS[self._metric][0])
-        ticks = [(row + 0.5, lane.name) for row, lane in enumerate(self.model.lanes)]
+        ticks = [(row + 0.5, self.model.lanes[index].name if member == 0 else f"#{member}")
+                 for row, (index, member) in enumerate(self._rows)]
         self._plot.getAxis("left").setTicks([ticks])
         self._plot.setYRange(0, max(rows, 1), padding=0.02)
         self._plot.setXRange(0, max(steps, 1), padding=0.02)
@@ -182,14 +198,18 @@ class LaneStepMap(QWidget):
     def _draw_marks(self) -> None:
         model = self.model
         found: dict[str, list[tuple[int, int]]] = {kind: [] for kind in self._marks}
-        for row in range(len(model.lanes)):
-            branch = model.branch_step(row)
-            divergence = model.divergence_step(row)
+        for row, (index, member) in enumerate(self._rows):
+            if member:  # a fan-out member: its critical points (where it parts is the Fan-out tab's job)
+                trace = model.lanes[index].member_trace(member)
+                found["critical"] += [(row, r.step) for r in trace.steps if critical_point(r, model.critical)]
+                continue
+            branch = model.branch_step(index)
+            divergence = model.divergence_step(index)
             if branch is not None:
                 found["branch"].append((row, branch))
             elif divergence is not None:
                 found["divergence"].append((row, divergence))
-            found["critical"] += [(row, step) for step, mark in enumerate(model.marks(row)) if mark.critical]
+            found["critical"] += [(row, step) for step, mark in enumerate(model.marks(index)) if mark.critical]
         for kind, cells in found.items():
             offset = {"critical": (0.78, 0.25)}.get(kind, (0.5, 0.5))  # ▲ in a corner: the others stay readable
             self._marks[kind].setData([s + offset[0] for _, s in cells], [r + offset[1] for r, _ in cells])
@@ -213,13 +233,16 @@ class LaneStepMap(QWidget):
             return
         cell = self._cell_at(event.scenePos())
         if cell is not None:
-            self.model.select(*cell)
+            index, member = self._rows[cell[0]]
+            self.model.select(index, cell[1], member)
 
     def _on_hover(self, scene_pos: QPointF) -> None:
         cell = self._cell_at(scene_pos)
         if cell is None:
             return
         row, step = cell
-        record = self.model.lanes[row].trace.steps[step]
-        self._hover.setText(f"{self.model.lanes[row].name} · step {step} · “{display_token(record.token_text, 20)}” · "
+        index, member = self._rows[row]
+        trace = self.model.lanes[index].member_trace(member)
+        record = trace.steps[step]
+        self._hover.setText(f"{trace.name} · step {step} · “{display_token(record.token_text, 20)}” · "
                             f"{METRICS[self._metric][0]} = {self._grid[row, step]:.4f}")

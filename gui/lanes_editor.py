@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from decoding.fanout import MAX_FANOUT, refusal
 from decoding.spec import PRESETS, PROCESSOR_ORDER, LaneSpec, unique_name
 from gui.lane_fields import FIELDS, Field, describe, display_value, field_applies, spec_from_values
 from gui.run_model import RunModel, Selection
@@ -215,12 +216,38 @@ class LanesEditor(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(self._buttons())
         layout.addWidget(self._table_and_form(), 1)
+        layout.addLayout(self._fanout_row())
         layout.addWidget(self.message)
         for name in ("lanes_reset", "lane_inserted", "lane_removed", "lane_moved", "lane_changed"):
             model.events.connect(name, self._on_lanes_event)
         model.events.connect("selection_changed", self._on_selection_changed)
         self._fill_table()
         self._select_row(0)
+
+    def _fanout_row(self) -> QHBoxLayout:
+        """How many seed members a sampled lane runs as (thermal noise made visible: the Fan-out tab)."""
+        self.fanout = QSpinBox()
+        self.fanout.setObjectName("field_fanout")
+        self.fanout.setRange(1, MAX_FANOUT)
+        self.fanout.setSpecialValueText("off")
+        self.fanout.setKeyboardTracking(False)
+        self.fanout.setToolTip(f"Run this sampled lane as K members (seeds seed, seed+1, …, all in the same batched "
+                               f"steps) and see where they part in the Fan-out tab. off = the lane alone; up to "
+                               f"{MAX_FANOUT}.")
+        self.fanout.valueChanged.connect(self._on_fanout_edited)
+        row = QHBoxLayout()
+        label = QLabel("fan-out (seeds)")
+        label.setToolTip(self.fanout.toolTip())
+        row.addWidget(label)
+        row.addWidget(self.fanout, 1)
+        return row
+
+    def _on_fanout_edited(self, count: int) -> None:
+        index = self.selected_index()
+        if index < 0 or count == self.model.lanes[index].fanout or not self._editable():
+            self._show_selected()
+            return
+        self.model.set_fanout(index, count)
 
     def _table_and_form(self) -> QSplitter:
         """Table above the form, resizable; the form scrolls when the window is short."""
@@ -390,7 +417,14 @@ class LanesEditor(QWidget):
     @Slot()
     def _show_selected(self) -> None:
         index = self.selected_index()
-        self.form.show_spec(self.model.lanes[index].spec if 0 <= index < len(self.model.lanes) else None)
+        lane = self.model.lanes[index] if 0 <= index < len(self.model.lanes) else None
+        self.form.show_spec(lane.spec if lane else None)
+        self.fanout.blockSignals(True)
+        self.fanout.setValue(lane.fanout if lane else 1)
+        self.fanout.blockSignals(False)
+        reason = refusal(lane.spec) if lane else "no lane"
+        self.fanout.setEnabled(reason is None)
+        self.fanout.setToolTip(self.fanout.toolTip().split("\n")[0] + (f"\nNot here: {reason}." if reason else ""))
 
     def _on_form_edited(self, values: dict) -> None:
         index = self.selected_index()
@@ -431,6 +465,8 @@ class LanesEditor(QWidget):
     def _replace(self, index: int, spec: LaneSpec) -> None:
         self.show_message("")
         self.model.replace_spec(index, spec)
+        if self.model.lanes[index].fanout > 1 and refusal(spec):  # e.g. turned greedy: nothing to fan out
+            self.model.set_fanout(index, 1)
         self._select_row(index)
 
 

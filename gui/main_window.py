@@ -33,6 +33,7 @@ from decoding.trace import RunTrace
 from gui.beam_tree import BeamTreeView
 from gui.compare_view import CompareView
 from gui.controller import RunController
+from gui.fanout_view import FanoutView
 from gui.inspector import StepInspector
 from gui.lane_map import LaneStepMap
 from gui.lanes_editor import LanesEditor, preset_for_window
@@ -89,6 +90,7 @@ class MainWindow(QMainWindow):
         self.timeline = Timeline(model, scheduler)
         self.lane_map = LaneStepMap(model, scheduler)
         self.compare = CompareView(model)
+        self.fanout = FanoutView(model, scheduler)
         self.beam_tree = BeamTreeView(model, scheduler)
         self.error_banner = NoticeBar(model)
         self.branch_strategy = QComboBox()
@@ -114,9 +116,10 @@ class MainWindow(QMainWindow):
         self.charts.addTab(self.timeline, "Timeline")
         self.charts.addTab(self.lane_map, "Lane map")
         self.charts.addTab(self.compare, "Side by side")
+        self.charts.addTab(self.fanout, "Fan-out")
         self.charts.addTab(self.beam_tree, "Beam tree")
         self.charts.currentChanged.connect(self._on_chart_tab)
-        for chart in (self.inspector, self.timeline, self.lane_map, self.compare, self.beam_tree):
+        for chart in (self.inspector, self.timeline, self.lane_map, self.compare, self.fanout, self.beam_tree):
             chart.setMinimumWidth(240)  # narrower than their headers' hints: the window must fit 1280 px
         bottom = QSplitter(Qt.Orientation.Horizontal)
         bottom.addWidget(self.inspector)
@@ -364,11 +367,13 @@ class MainWindow(QMainWindow):
         inspector = StepInspector(snapshot)
         lane_map = LaneStepMap(snapshot, RedrawScheduler(self))
         compare = CompareView(snapshot)
+        fanout = FanoutView(snapshot, RedrawScheduler(self))
         beam_tree = BeamTreeView(snapshot)
         beam_steps = max((len(lane.trace.steps) for lane in snapshot.lanes if lane.spec.is_beam), default=0)
         map_height = max(260, 26 * len(snapshot.lanes) + 120)
         sizes = {"timeline": (timeline, 1000, 440), "lane_map": (lane_map, 1000, map_height),
                  "inspector": (inspector, 820, 560), "side_by_side": (compare, 1000, 460),
+                 "fanout": (fanout, 1000, 560),
                  "beam_tree": (beam_tree, min(3000, max(900, 64 * beam_steps + 120)), 520)}
         for view, width, height in sizes.values():
             view.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)

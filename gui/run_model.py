@@ -30,6 +30,7 @@ EVENTS: dict[str, str] = {
     "lane_moved": "(old_index, new_index)",
     "lane_changed": "(index)  its spec, name, visibility or staleness changed",
     "step_added": "(index, record)  a streamed step; one with a step the lane already has replaces its tail",
+    "member_step_added": "(index, member, record)  a streamed step of member >= 1 of a fan-out lane",
     "run_started": "(job)  a JobKind",
     "run_finished": "()  every lane's final steps, the analysis and the marks are in",
     "selection_changed": "(selection)  a Selection or None",
@@ -71,6 +72,7 @@ class JobKind(Enum):
 class Selection:
     lane: int
     step: int
+    member: int = 0  # of a fan-out lane: which member's step (0: the lane itself)
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,13 @@ class Lane:
     hidden: bool = False  # its line is hidden in the charts
     named_by_user: bool = False  # else the name follows the strategy
     branch_prompt: tuple | None = None  # the prompt (text, chat, system) its branch point belongs to
+    fanout: int = 1  # run as this many seed members (sampled lanes; 1: just the lane)
+    members: list[LaneTrace] = field(default_factory=list)  # the last run's members (members[0] is `trace`)
+
+    def member_trace(self, member: int) -> LaneTrace | None:
+        if member == 0:
+            return self.trace
+        return self.members[member] if member < len(self.members) else None
 
     @property
     def name(self) -> str:
@@ -143,10 +152,11 @@ class RunModel:
     def names(self) -> set[str]:
         return {lane.name for lane in self.lanes}
 
-    def step_record(self, lane: int, step: int) -> StepRecord | None:
+    def step_record(self, lane: int, step: int, member: int = 0) -> StepRecord | None:
         if not 0 <= lane < len(self.lanes):
             return None
-        steps = self.lanes[lane].trace.steps
+        trace = self.lanes[lane].member_trace(member)
+        steps = trace.steps if trace is not None else []
         return steps[step] if 0 <= step < len(steps) else None
 
     def divergence_step(self, lane: int) -> int | None:
@@ -162,7 +172,8 @@ class RunModel:
     def marks(self, lane: int) -> list[TokenMarks]:
         divergence = self.divergence_step(lane)
         branch = self.branch_step(lane)
-        selected = self.selection.step if self.selection and self.selection.lane == lane else None
+        selection = self.selection
+        selected = selection.step if selection and selection.lane == lane and selection.member == 0 else None
         return [
             TokenMarks(
                 divergence=index == divergence,
@@ -180,10 +191,12 @@ class RunModel:
         return sum(len(lane.trace.steps) for lane in self.lanes)
 
     def shown_trace(self) -> RunTrace | None:
-        """The shown run with the lanes that ran, in the window's order (what Save writes)."""
+        """The shown run with the lanes that ran, in the window's order, every fan-out member an ordinary lane
+        (what Save writes)."""
         if self.trace is None:
             return None
-        self.trace.lanes = [lane.trace for lane in self.lanes if lane.trace.steps or lane.trace.finish_reason]
+        ran = [lane for lane in self.lanes if lane.trace.steps or lane.trace.finish_reason]
+        self.trace.lanes = [trace for lane in ran for trace in (lane.members or [lane.trace])]
         return self.trace
 
     def snapshot(self) -> RunModel:
@@ -209,7 +222,7 @@ class RunModel:
         lane = self._new_lane(spec, **attributes)
         self.lanes.insert(index, lane)
         if self.selection is not None and self.selection.lane >= index:
-            self._set_selection(Selection(self.selection.lane + 1, self.selection.step))
+            self._set_selection(replace(self.selection, lane=self.selection.lane + 1))
         self.events.emit("lane_inserted", index)
         return lane
 
@@ -219,7 +232,7 @@ class RunModel:
             if self.selection.lane == index:
                 self._set_selection(None)
             elif self.selection.lane > index:
-                self._set_selection(Selection(self.selection.lane - 1, self.selection.step))
+                self._set_selection(replace(self.selection, lane=self.selection.lane - 1))
         if index < self.reference or self.reference >= len(self.lanes):
             self.reference = max(0, min(self.reference - 1, len(self.lanes) - 1))
         self.events.emit("lane_removed", index, lane)
@@ -229,7 +242,7 @@ class RunModel:
         lane = self.lanes.pop(index)
         self.lanes.insert(target, lane)
         if self.selection is not None and self.selection.lane == index:
-            self._set_selection(Selection(target, self.selection.step))
+            self._set_selection(replace(self.selection, lane=target))
         self.events.emit("lane_moved", index, target)
 
     def replace_spec(self, index: int, spec: LaneSpec, *, named_by_user: bool | None = None) -> None:
@@ -284,44 +297,62 @@ class RunModel:
         self._refresh_analysis()
         self.events.emit("marks_changed")
 
+    def set_fanout(self, index: int, count: int) -> None:
+        """Run a sampled lane as `count` seed members from the next run on (1: just the lane)."""
+        from decoding.fanout import check_fanout
+
+        lane = self.lanes[index]
+        lane.fanout = check_fanout(count)
+        lane.stale = bool(lane.trace.steps) and count != max(len(lane.members), 1)
+        self.events.emit("lane_changed", index)
+
     def set_hidden(self, index: int, hidden: bool) -> None:
         self.lanes[index].hidden = hidden
         self.events.emit("lane_changed", index)
 
     # -------------------------------------------------------------------------------------------- a run
 
-    def start_job(self, job: JobKind, keys: list[int], limit: int) -> None:
-        """A job starts streaming into the lanes with these keys (their traces start empty). A run or replay
-        replaces the shown run; a branch adds to it. `limit`: the steps of the job's longest lane."""
+    def start_job(self, job: JobKind, targets: dict[tuple[int, int], LaneSpec], limit: int) -> None:
+        """A job starts streaming into `targets`: (lane key, member) -> the spec it runs (their traces start
+        empty; a lane with members >= 1 is a fan-out). A run or replay replaces the shown run; a branch adds to
+        it. `limit`: the steps of the job's longest lane."""
         self.job = job
         self.run_limit = limit
         if job is not JobKind.BRANCH:
             self.trace = None
             self._set_selection(None)
         for lane in self.lanes:
-            if lane.key in keys:
-                lane.trace, lane.stale = empty_trace(lane.spec), False
+            mine = sorted((member, spec) for (key, member), spec in targets.items() if key == lane.key)
+            if mine:
+                traces = [empty_trace(spec) for _member, spec in mine]
+                lane.members = traces if len(traces) > 1 else []
+                lane.trace, lane.stale = traces[0], False
         if job is not JobKind.BRANCH:
             self.events.emit("lanes_reset")
         self.events.emit("run_started", job)
 
-    def add_step(self, index: int, record: StepRecord) -> None:
-        trace = self.lanes[index].trace
+    def add_step(self, index: int, record: StepRecord, member: int = 0) -> None:
+        trace = self.lanes[index].member_trace(member)
         if record.step < len(trace.steps):  # a re-sent step (a beam lane's best path changed)
             del trace.steps[record.step:]
             del trace.token_ids[record.step:]
         trace.steps.append(record)
         trace.token_ids.append(record.token_id)
-        self.events.emit("step_added", index, record)
+        if member == 0:
+            self.events.emit("step_added", index, record)
+        else:
+            self.events.emit("member_step_added", index, member, record)
 
-    def finish_job(self, trace: RunTrace | None, finished: dict[int, LaneTrace]) -> None:
-        """The job ended: `finished` maps lane keys to the engine's final traces (beam lanes' best paths,
-        finish reasons); `trace` (None for a branch) is the run's timing, settings and error."""
+    def finish_job(self, trace: RunTrace | None, finished: dict[tuple[int, int], LaneTrace]) -> None:
+        """The job ended: `finished` maps (lane key, member) to the engine's final traces (beam lanes' best
+        paths, finish reasons); `trace` (None for a branch) is the run's timing, settings and error."""
         for lane in self.lanes:
-            final = finished.get(lane.key)
-            if final is not None:
-                final.name = lane.name
-                lane.trace = final
+            if lane.members:
+                lane.members = [finished.get((lane.key, k), old) for k, old in enumerate(lane.members)]
+                lane.trace = lane.members[0]
+            elif (lane.key, 0) in finished:
+                lane.trace = finished[(lane.key, 0)]
+                lane.trace.name = lane.name
         if trace is not None:
             self.trace = trace
         self.job = None
@@ -334,13 +365,24 @@ class RunModel:
         self.events.emit("run_finished")
 
     def show_trace(self, trace: RunTrace, specs: list[LaneSpec]) -> None:
-        """Show a saved run: one lane per trace lane, with the spec it was made with."""
+        """Show a saved run: one lane per trace lane, with the spec it was made with; a fan-out's members
+        become one lane again (its spec is member 0's, named as the group)."""
         self.trace = trace
         self.lanes = []
+        groups: dict[str, Lane] = {}
         for spec, lane_trace in zip(specs, trace.lanes, strict=True):
+            if spec.fanout is not None and spec.fanout.group in groups:
+                group = groups[spec.fanout.group]
+                group.members.append(lane_trace)
+                group.fanout = len(group.members)
+                continue
+            if spec.fanout is not None:
+                spec = replace(spec, name=spec.fanout.group, fanout=None)
             lane = self._new_lane(spec)
             lane.trace = lane_trace
             lane.branch_prompt = prompt_key(trace) if spec.branch or spec.replay_of else None
+            if lane_trace.fanout:
+                lane.members, groups[spec.name] = [lane_trace], lane
             self.lanes.append(lane)
         self.critical = trace.settings.critical
         self.reference = 0
@@ -351,11 +393,11 @@ class RunModel:
 
     # ------------------------------------------------------------------------------------------ selection
 
-    def select(self, lane: int, step: int) -> bool:
-        """Select a recorded step; False (nothing changes) if there is none there."""
-        if self.step_record(lane, step) is None:
+    def select(self, lane: int, step: int, member: int = 0) -> bool:
+        """Select a recorded step (of a fan-out member); False (nothing changes) if there is none there."""
+        if self.step_record(lane, step, member) is None:
             return False
-        self._set_selection(Selection(lane, step))
+        self._set_selection(Selection(lane, step, member))
         return True
 
     def _set_selection(self, selection: Selection | None) -> None:

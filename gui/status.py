@@ -96,5 +96,6 @@ class StatusBar(QStatusBar):
             self.selection.setText("")
             return
         lane = self.model.lanes[selection.lane]
-        last = len(lane.trace.steps) - 1
-        self.selection.setText(f"{lane.name} · step {selection.step} (of 0–{last})")
+        trace = lane.member_trace(selection.member)
+        name = trace.name if selection.member else lane.name
+        self.selection.setText(f"{name} · step {selection.step} (of 0–{len(trace.steps) - 1})")

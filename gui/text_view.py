@@ -29,6 +29,7 @@ from gui.lane_fields import describe
 from gui.redraw import RedrawScheduler
 from gui.render import (
     alternatives_html,
+    first_difference,
     format_prob,
     known_pieces,
     lane_characters,
@@ -225,7 +226,7 @@ class LaneColumn(QFrame):
     def show_lane(self, model: RunModel, fragments: list[str]) -> None:
         lane = model.lanes[self.index]
         header = (lane.name, lane.spec, lane.colour, lane.stale, self.index == model.reference,
-                  bool(lane.trace.sequences and len(lane.trace.sequences) > 1))
+                  bool(lane.trace.sequences and len(lane.trace.sequences) > 1), len(lane.members))
         if header != self._header:  # a streamed redraw changes only the text: no other widget call
             self._header = header
             self._show_header(model)
@@ -237,9 +238,17 @@ class LaneColumn(QFrame):
         role = " <span style='color:#888'>(reference)</span>" if self.index == model.reference else ""
         stale = " <span style='color:#b26a00'>· edited: Run to update</span>" if lane.stale else ""
         self.title.setToolTip(", ".join(f"{k}={v}" for k, v in lane.spec.to_config().items()))
+        fanout = ""
+        if lane.members:
+            distinct = len({tuple(member.token_ids) for member in lane.members})
+            fanout = f" · <b>fan-out ×{len(lane.members)}</b>: {distinct} distinct"
         self.title.setText(f"{swatch} <b>{lane.name}</b>{role}<br>"
-                           f"<span style='color:#555'>{describe(lane.spec, seed=False)}</span>{stale}")
-        self.beams_button.setVisible(bool(lane.trace.sequences and len(lane.trace.sequences) > 1))
+                           f"<span style='color:#555'>{describe(lane.spec, seed=False)}</span>{fanout}{stale}")
+        several_beams = bool(lane.trace.sequences and len(lane.trace.sequences) > 1)
+        self.beams_button.setText("all members" if lane.members else "all beams")
+        self.beams_button.setToolTip("Show every member's text under member #0's" if lane.members else
+                                     "Show every returned beam hypothesis under the best one")
+        self.beams_button.setVisible(several_beams or bool(lane.members))
 
     def show_summary(self, text: str, tip: str) -> None:
         self.summary.setText(text)
@@ -327,6 +336,7 @@ class TextPanel(QWidget):
         events.connect("lane_inserted", self._reveal)
         events.connect("lane_changed", self._on_lane_changed)
         events.connect("step_added", self._on_step_added)
+        events.connect("member_step_added", lambda index, _member, record: self._on_step_added(index, record))
         events.connect("run_finished", self.refresh_all)
         events.connect("marks_changed", self._on_marks_changed)
         events.connect("selection_changed", self._on_selection_changed)
@@ -429,7 +439,8 @@ class TextPanel(QWidget):
         else:
             fragments = lane_fragments(index, lane.steps, self.model.marks(index))
         if column.beams_button.isChecked():
-            fragments.append(self._other_beams_html(lane))
+            members = self.model.lanes[index].members
+            fragments.append(self._other_members_html(members) if members else self._other_beams_html(lane))
         column.show_lane(self.model, fragments)
         if not self.model.running or lane.finish_reason is not None:
             text, tip = lane_summary(lane, self.model.divergence_step(index), self.model.critical_count(index))
@@ -449,6 +460,18 @@ class TextPanel(QWidget):
             score = f" · score {scores[rank]:.3f}" if rank < len(scores) else ""
             parts.append(f"<br><br><span style='color:#888'>beam #{rank + 1}{score}</span><br>")
             text = "".join(plain_fragments([pieces.get(i, f"<{i}>") for i in ids]))
+            parts.append(f"<span style='color:#444444'>{text}</span>")
+        return "".join(parts)
+
+    def _other_members_html(self, members: list[LaneTrace]) -> str:
+        """Members #1… of a fan-out under member #0's text, each with where it parts from #0."""
+        parts = []
+        for member in members[1:]:
+            split = first_difference(member.token_ids, members[0].token_ids)
+            where = "same as #0" if split is None else f"parts from #0 at step {split}"
+            parts.append(f"<br><br><span style='color:#888'>{member.name} · seed {member.config.get('seed')} · "
+                         f"{where}</span><br>")
+            text = "".join(plain_fragments([step.token_text for step in member.steps]))
             parts.append(f"<span style='color:#444444'>{text}</span>")
         return "".join(parts)
 

@@ -212,7 +212,7 @@ def test_timeline_streams_on_a_fixed_axis_and_reuses_its_curves(qtbot):
     timeline = _timeline_on(qtbot, lanes)
     model, scheduler = timeline.model, timeline._scheduler
     curves = [series.curve for series in timeline._series]
-    model.start_job(JobKind.RUN, [lane.key for lane in model.lanes], 40)
+    model.start_job(JobKind.RUN, {(lane.key, 0): lane.spec for lane in model.lanes}, 40)
     assert [series.curve for series in timeline._series] == curves
     assert all(series.curve.opts["symbol"] is None for series in timeline._series)
     for record in lanes[1].steps[:4]:
@@ -222,7 +222,7 @@ def test_timeline_streams_on_a_fixed_axis_and_reuses_its_curves(qtbot):
     assert list(timeline.curve_data(1)[0]) == [0, 1, 2]
     x0, x1 = timeline._plot.vb.viewRange()[0]
     assert x0 < 0 and x1 > 39
-    finished = {lane.key: trace for lane, trace in zip(model.lanes, lanes, strict=True)}
+    finished = {(lane.key, 0): trace for lane, trace in zip(model.lanes, lanes, strict=True)}
     model.finish_job(None, finished)
     assert all(series.curve.opts["symbol"] == "o" for series in timeline._series)
     assert list(timeline.curve_data(2)[1]) == pytest.approx([s.prob for s in lanes[2].steps])

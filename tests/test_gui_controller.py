@@ -255,3 +255,44 @@ def test_replay_the_branch_not_taken_swaps_one_token_and_keeps_the_draws():
     assert comparison is not None and comparison.shared_prefix >= 0
     controller.run(request("another prompt", seed=None))
     assert model.lanes[2].spec.replay_of is None and "the prompt changed" in model.notice.text
+
+
+def test_a_fanned_out_lane_runs_its_members_in_one_run_and_regroups_on_open(tmp_path):
+    from dataclasses import replace
+
+    model, controller, view = make()
+    model.set_fanout(1, 4)
+    controller.run(request(seed=5))
+    lane = model.lanes[1]
+    assert [t.name for t in lane.members] == [f"top-k 5 #{k}" for k in range(4)] and lane.trace is lane.members[0]
+    seeds = [t.config["seed"] for t in lane.members]
+    assert seeds == list(range(seeds[0], seeds[0] + 4))
+    engine = controller.holder.engine()
+    for trace, seed in zip(lane.members, seeds, strict=True):  # each member is the lane run alone with its seed
+        alone = engine.run(model.trace.prompt, [replace(lane.spec, seed=seed)], max_new_tokens=6)
+        assert alone.lanes[0].token_ids == trace.token_ids
+    assert controller.holder.source.prefill_calls == 1 + 4  # the run prefilled once (then the four checks)
+    assert "member_step_added" in view.names() and view.names().count("lanes_reset") == 1
+    saved = model.shown_trace()
+    assert [t.name for t in saved.lanes][1:5] == [f"top-k 5 #{k}" for k in range(4)]
+    assert set(saved.analysis.fanouts) == {"top-k 5"}
+    assert model.select(1, 3, member=2) and model.step_record(1, 3, 2) is lane.members[2].steps[3]
+    path = tmp_path / "fan.json"
+    controller.save(path)
+    other, other_controller, other_view = make([LaneSpec("x")])
+    other_controller.open(path)
+    assert [lane.name for lane in other.lanes] == ["greedy", "top-k 5", "beam-2"]
+    assert other.lanes[1].fanout == 4 and [t.token_ids for t in other.lanes[1].members] == [
+        t.token_ids for t in lane.members]
+    other_controller.replay()
+    assert other_view.events[-1] == ("status", "replay: every token identical to the saved run")
+    assert [t.token_ids for t in other.lanes[1].members] == [t.token_ids for t in lane.members]
+
+
+def test_fanout_refusals_are_said_in_words():
+    model, controller, _ = make()
+    with pytest.raises(ValueError, match=r"invalid fanout=65: allowed an integer in \[1, 64\]"):
+        model.set_fanout(1, 65)
+    model.set_fanout(0, 3)  # greedy draws nothing: the run says so instead of repeating one text 3 times
+    assert not controller.run(request())
+    assert "greedy lane 'greedy' draws nothing" in model.notice.text

@@ -1,0 +1,316 @@
+"""Fan-out tree, a view of the RunModel: a sampled lane run as K seed members, drawn as a tree of trajectories —
+shared prefixes merge, each split is a node at its step with the tokens that parted (line width: how many
+members took that way). Below it, on the same step axis, the members' mean entropy and margin, so
+splits can be seen to happen where the distribution is wide or tied. Hover a branch for its text; click it
+to select that step of its first member."""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, Qt
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+
+from decoding.fanout import fanout_group
+from decoding.trace import LaneTrace
+from gui import style
+from gui.chart_data import display_token
+from gui.export import Figure
+from gui.redraw import RedrawScheduler
+from gui.render import plain_fragments
+from gui.run_model import RunModel, Selection
+
+_END = -1  # the "token" of a member that ended before a step
+
+
+@dataclass
+class Branch:
+    """A stretch of the tree: `members` (indices) share their tokens from `start` to `end` (exclusive)."""
+
+    members: list[int]
+    start: int
+    end: int
+    y: float = 0.0
+    children: list[Branch] = field(default_factory=list)
+
+
+def build_tree(tokens: list[list[int]], members: list[int] | None = None, start: int = 0) -> Branch:
+    """The tree of the members' token sequences: a branch runs while every member in it has the same token,
+    then splits into one child per token taken (members that ended split off as their own child)."""
+    members = list(range(len(tokens))) if members is None else members
+    step = start
+    while True:
+        taken = [tokens[m][step] if step < len(tokens[m]) else _END for m in members]
+        if len(set(taken)) > 1 or all(t == _END for t in taken):
+            break
+        step += 1
+    branch = Branch(members, start, step)
+    if len(set(taken)) > 1:
+        groups: dict[int, list[int]] = {}
+        for member, token in zip(members, taken, strict=True):
+            groups.setdefault(token, []).append(member)
+        for token, group in groups.items():
+            if token != _END:
+                branch.children.append(build_tree(tokens, group, step))
+    return branch
+
+
+def place(branch: Branch, next_slot: list[int]) -> float:
+    """Give every branch its y: leaves (one per distinct ending) take consecutive slots, a parent the mean of its
+    children. Returns the branch's y."""
+    if branch.children:
+        branch.y = float(np.mean([place(child, next_slot) for child in branch.children]))
+    else:
+        branch.y = float(next_slot[0])
+        next_slot[0] += 1
+    return branch.y
+
+
+def walk(branch: Branch):
+    yield branch
+    for child in branch.children:
+        yield from walk(child)
+
+
+class FanoutView(QWidget):
+    def __init__(self, model: RunModel, scheduler: RedrawScheduler, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.model = model
+        self._scheduler = scheduler
+        self._key: int | None = None  # the fan-out lane shown
+        self._tree: Branch | None = None
+        self._build_ui()
+        for name in ("lanes_reset", "lane_inserted", "lane_removed", "lane_moved", "lane_changed", "run_finished"):
+            model.events.connect(name, self._on_lanes_event)
+        model.events.connect("member_step_added", self._on_member_step)
+        model.events.connect("selection_changed", self._on_selection_changed)
+        self._on_lanes_event()
+
+    # ---- public API --------------------------------------------------------------------------------------
+    def tree(self) -> Branch | None:
+        return self._tree
+
+    def summary(self) -> str:
+        return self._summary.text()
+
+    def figure(self) -> Figure | None:
+        if self._tree is None:
+            return None
+        return Figure(self._title(), self._summary.text(), self._canvas.scene(), self._canvas.ci.sceneBoundingRect())
+
+    def scene_pos_of(self, branch: Branch) -> QPointF:
+        middle = (branch.start + max(branch.end - 1, branch.start)) / 2
+        return self._tree_plot.vb.mapViewToScene(QPointF(middle, branch.y))
+
+    # ---- model events ------------------------------------------------------------------------------------
+    def _fanout_lanes(self) -> list[int]:
+        return [index for index, lane in enumerate(self.model.lanes) if lane.members]
+
+    def _on_lanes_event(self, *_args) -> None:
+        indices = self._fanout_lanes()
+        keys = [self.model.lanes[i].key for i in indices]
+        if self._key not in keys:
+            self._key = keys[0] if keys else None
+        self._combo.blockSignals(True)
+        self._combo.clear()
+        for index in indices:
+            self._combo.addItem(self.model.lanes[index].name, self.model.lanes[index].key)
+        if self._key is not None:
+            self._combo.setCurrentIndex(keys.index(self._key))
+        self._combo.blockSignals(False)
+        self.redraw()
+
+    def _on_member_step(self, index: int, _member: int, _record) -> None:
+        if self.model.lanes[index].key == self._key:
+            self._scheduler.mark("charts", ("fanout",), self.redraw)
+
+    def _on_selection_changed(self, selection: Selection | None) -> None:
+        if selection is not None and self.model.lanes[selection.lane].members:
+            if self.model.lanes[selection.lane].key != self._key:
+                self._key = self.model.lanes[selection.lane].key
+                self._on_lanes_event()
+        self._show_cursor(selection)
+
+    def _on_lane_chosen(self, index: int) -> None:
+        self._key = self._combo.itemData(index)
+        self.redraw()
+
+    # ---- construction ------------------------------------------------------------------------------------
+    def _build_ui(self) -> None:
+        self._combo = QComboBox()
+        self._combo.setToolTip("The fan-out lane shown (set a sampled lane's fan-out in the lanes editor)")
+        self._combo.currentIndexChanged.connect(self._on_lane_chosen)
+        self._hover = QLabel("Set a sampled lane's fan-out (lanes editor) and run: its members' tree shows here")
+        self._hover.setWordWrap(True)
+        self._hover.setStyleSheet("color:#555")
+        header = QHBoxLayout()
+        header.addWidget(self._combo)
+        header.addWidget(self._hover, 1)
+        self._summary = QLabel()
+        self._summary.setWordWrap(True)
+        self._canvas = pg.GraphicsLayoutWidget()
+        self._canvas.setBackground("w")
+        self._tree_plot = self._canvas.addPlot(row=0, col=0, axisItems={"bottom": style.StepAxis("bottom")})
+        self._stats_plot = self._canvas.addPlot(row=1, col=0, axisItems={"bottom": style.StepAxis("bottom")})
+        self._canvas.ci.layout.setRowStretchFactor(0, 3)
+        self._canvas.ci.layout.setRowStretchFactor(1, 1)
+        for plot in (self._tree_plot, self._stats_plot):
+            plot.setMenuEnabled(False)
+            plot.hideButtons()
+            plot.setMouseEnabled(x=True, y=False)
+            for name in ("left", "bottom"):
+                axis = plot.getAxis(name)
+                axis.enableAutoSIPrefix(False)
+                axis.setTickFont(style.ui_font(8.5))
+        self._stats_plot.setXLink(self._tree_plot)
+        self._tree_plot.invertY(True)
+        self._tree_plot.getAxis("left").setStyle(showValues=False, tickLength=0)
+        self._tree_plot.setLabel("left", "members")
+        self._stats_plot.setLabel("bottom", "step")
+        self._stats_plot.addLegend(offset=(-4, 4), labelTextSize="8pt")
+        self._entropy = self._stats_plot.plot([], [], pen=pg.mkPen("#0072B2", width=2), name="mean entropy (nats)")
+        self._margin = self._stats_plot.plot([], [], pen=pg.mkPen("#D55E00", width=2, style=Qt.PenStyle.DashLine),
+                                             name="mean margin top1−top2")
+        self._split_lines: list[pg.InfiniteLine] = []
+        self._items: list = []
+        self._cursor = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen(style.FOREGROUND, width=1,
+                                                                              style=Qt.PenStyle.DotLine))
+        self._cursor.setVisible(False)
+        self._tree_plot.addItem(self._cursor, ignoreBounds=True)
+        self._canvas.scene().sigMouseClicked.connect(self._on_click)
+        self._canvas.scene().sigMouseMoved.connect(self._on_hover)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addLayout(header)
+        layout.addWidget(self._summary)
+        layout.addWidget(self._canvas, 1)
+
+    # ---- drawing -----------------------------------------------------------------------------------------
+    def _members(self) -> list[LaneTrace]:
+        lane = next((lane for lane in self.model.lanes if lane.key == self._key), None)
+        return lane.members if lane is not None else []
+
+    def _title(self) -> str:
+        members = self._members()
+        return f"fan-out of {members[0].fanout['group'] if members and members[0].fanout else ''}: " \
+               f"{len(members)} seeds"
+
+    def redraw(self) -> None:
+        for item in self._items:
+            self._tree_plot.removeItem(item)
+        for line in self._split_lines:
+            self._stats_plot.removeItem(line)
+        self._items, self._split_lines = [], []
+        members = self._members()
+        if not members:
+            self._tree = None
+            self._summary.setText("")
+            self._entropy.setData([], [])
+            self._margin.setData([], [])
+            return
+        tokens = [list(member.token_ids) for member in members]
+        self._tree = build_tree(tokens)
+        place(self._tree, [0])
+        self._draw_tree(members)
+        self._draw_stats(members)
+        self._summary.setText(self._summary_text(members))
+        self._show_cursor(self.model.selection)
+
+    def _draw_tree(self, members: list[LaneTrace]) -> None:
+        lane = next(lane for lane in self.model.lanes if lane.key == self._key)
+        colour = style.lane_color(lane.colour)
+        count = len(members)
+        for branch in walk(self._tree):
+            width = 1.5 + 4.0 * math.log2(len(branch.members)) / max(math.log2(count), 1.0)
+            if branch.end > branch.start:  # its shared tokens, one point per step (a root that splits at once has none)
+                line = pg.PlotDataItem([branch.start, branch.end - 1], [branch.y, branch.y],
+                                       pen=pg.mkPen(colour, width=width))
+                self._add(self._tree_plot, line)
+            tail = branch.end - 1 if branch.end > branch.start else branch.start - 0.5
+            for child in branch.children:  # the split: from the parent's last token to each child's first
+                edge = pg.PlotDataItem([tail, child.start], [branch.y, child.y], pen=pg.mkPen(colour, width=1.2))
+                self._add(self._tree_plot, edge)
+                member = members[child.members[0]]
+                if child.start < len(member.steps):
+                    text = display_token(member.steps[child.start].token_text, 10)
+                    label = pg.TextItem(f"{text} ×{len(child.members)}", color=style.FOREGROUND, anchor=(0, 1.05))
+                    label.setFont(style.ui_font(8))
+                    label.setPos(child.start, child.y)
+                    self._add(self._tree_plot, label)
+            if branch.children:
+                split = pg.InfiniteLine(branch.end, angle=90, movable=False,
+                                        pen=pg.mkPen("#bbbbbb", width=1, style=Qt.PenStyle.DashLine))
+                self._stats_plot.addItem(split, ignoreBounds=True)
+                self._split_lines.append(split)
+        leaves = sum(1 for b in walk(self._tree) if not b.children)
+        self._tree_plot.setYRange(-0.8, max(leaves - 1, 0) + 0.8, padding=0)
+
+    def _add(self, plot, item) -> None:
+        plot.addItem(item)
+        self._items.append(item)
+
+    def _draw_stats(self, members: list[LaneTrace]) -> None:
+        steps = max(len(member.steps) for member in members)
+        entropy, margin = [], []
+        for step in range(steps):
+            records = [member.steps[step] for member in members if step < len(member.steps)]
+            entropy.append(float(np.mean([r.entropy for r in records])))
+            margin.append(float(np.mean([r.margin for r in records])))
+        xs = np.arange(steps, dtype=float)
+        self._entropy.setData(xs, entropy)
+        self._margin.setData(xs, margin)
+
+    def _summary_text(self, members: list[LaneTrace]) -> str:
+        group = fanout_group(members)
+        first = "none" if group.mean_first_split_step is None else f"{group.mean_first_split_step:.1f}"
+        pairwise = "none" if group.mean_pairwise_divergence_step is None else \
+            f"{group.mean_pairwise_divergence_step:.1f}"
+        seeds = f"seeds {group.seed}–{group.seed + len(members) - 1}" if group.seed is not None else ""
+        return (f"<b>{len(members)} members</b> ({seeds}) · <b>{group.distinct_continuations}</b> distinct "
+                f"continuations · mean first split at step <b>{first}</b> · mean pairwise divergence step "
+                f"<b>{pairwise}</b> · {len(group.splits)} splits")
+
+    def _show_cursor(self, selection: Selection | None) -> None:
+        lane = self.model.lanes[selection.lane] if selection is not None else None
+        visible = lane is not None and lane.key == self._key
+        self._cursor.setVisible(visible)
+        if visible:
+            self._cursor.setValue(selection.step)
+
+    # ---- interaction -------------------------------------------------------------------------------------
+    def _branch_at(self, scene_pos: QPointF) -> Branch | None:
+        if self._tree is None or not self._tree_plot.sceneBoundingRect().contains(scene_pos):
+            return None
+        point = self._tree_plot.vb.mapSceneToView(scene_pos)
+        step = round(point.x())
+        candidates = [b for b in walk(self._tree) if b.start <= step < max(b.end, b.start + 1)]
+        return min(candidates, key=lambda b: abs(b.y - point.y()), default=None)
+
+    def branch_text(self, branch: Branch) -> str:
+        """The text a branch's members share (steps start..end), as the hover shows it."""
+        member = self._members()[branch.members[0]]
+        pieces = [s.token_text for s in member.steps[branch.start: branch.end]]
+        return "".join(plain_fragments(pieces))
+
+    def _on_hover(self, scene_pos: QPointF) -> None:
+        branch = self._branch_at(scene_pos)
+        if branch is None:
+            return
+        names = ", ".join(f"#{m}" for m in branch.members)
+        self._hover.setText(f"steps {branch.start}–{max(branch.end - 1, branch.start)} · members {names}: "
+                            f"“{self.branch_text(branch)}”")
+        self._hover.setToolTip(html.unescape(self._hover.text()))
+
+    def _on_click(self, event) -> None:
+        if event.button() != Qt.MouseButton.LeftButton:
+            return
+        branch = self._branch_at(event.scenePos())
+        if branch is None:
+            return
+        index = next(i for i, lane in enumerate(self.model.lanes) if lane.key == self._key)
+        step = min(round(self._tree_plot.vb.mapSceneToView(event.scenePos()).x()), max(branch.end - 1, branch.start))
+        self.model.select(index, step, branch.members[0])

@@ -1,0 +1,80 @@
+"""The fan-out tree on hand-made member traces: shared prefixes merge, each split has its tokens and member
+counts, the summary numbers, hover text and click selection."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+
+from decoding.trace import LaneTrace, ModelInfo, PromptInfo, RunTrace, StepRecord, TokenProb
+from gui.fanout_view import FanoutView, build_tree, place, walk
+from gui.redraw import RedrawScheduler
+from gui.run_model import RunModel, Selection
+from gui.session import specs_of
+
+TOKENS = [  # four members: #0 and #1 part at step 2; #2 and #3 at step 1; #3 ends early
+    [5, 6, 7, 8],
+    [5, 6, 9, 8],
+    [5, 4, 4, 4],
+    [5, 3],
+]
+TEXT = {3: " c", 4: " d", 5: " a", 6: " b", 7: " x", 8: " y", 9: " z"}
+
+
+def member(k: int, tokens: list[int]) -> LaneTrace:
+    steps = [StepRecord(step=s, token_id=t, token_text=TEXT[t], prob=0.5, prob_raw=0.5, logprob=-0.7,
+                        logprob_raw=-0.7, entropy=1.0 + s, entropy_raw=1.0, margin=0.1 * s, margin_raw=0.1, kept=5,
+                        tail_mass=0.0, tail_mass_raw=0.0, top=[TokenProb(t, TEXT[t], 0.5, 0)],
+                        top_raw=[TokenProb(t, TEXT[t], 0.5, 0)], draw=0.3, draw_low=0.0, draw_high=0.5)
+             for s, t in enumerate(tokens)]
+    return LaneTrace(name=f"T 1.0 #{k}", config={"do_sample": True, "seed": 10 + k}, processors=[],
+                     token_ids=list(tokens), steps=steps, fanout={"group": "T 1.0", "member": k})
+
+
+def test_the_tree_merges_shared_prefixes_and_splits_where_members_part():
+    root = build_tree(TOKENS)
+    assert (root.start, root.end, sorted(root.members)) == (0, 1, [0, 1, 2, 3])
+    by_members = {tuple(b.members): b for b in walk(root)}
+    assert (by_members[(0, 1)].start, by_members[(0, 1)].end) == (1, 2)  # " b" shared until they part at 2
+    assert by_members[(0,)].start == 2 and by_members[(1,)].start == 2
+    assert by_members[(2,)].end == 4 and by_members[(3,)].end == 2  # member 3 ends after two tokens
+    place(root, [0])
+    leaves = [b for b in walk(root) if not b.children]
+    assert sorted(b.y for b in leaves) == [0, 1, 2, 3]
+    assert by_members[(0, 1)].y == pytest.approx((by_members[(0,)].y + by_members[(1,)].y) / 2)
+
+
+@pytest.fixture
+def view(qtbot):
+    model = RunModel()
+    members = [member(k, tokens) for k, tokens in enumerate(TOKENS)]
+    trace = RunTrace(model=ModelInfo("m"), provider="", prompt=PromptInfo("p", [1]), lanes=members)
+    model.show_trace(trace, specs_of(trace))  # as a saved run opens: the members regroup into their lane
+    widget = FanoutView(model, RedrawScheduler())
+    qtbot.addWidget(widget)
+    widget.resize(800, 500)
+    widget.show()
+    qtbot.waitExposed(widget)
+    return widget
+
+
+def test_the_view_draws_the_members_tree_and_its_numbers(view):
+    assert [lane.name for lane in view.model.lanes] == ["T 1.0"] and view.model.lanes[0].fanout == 4
+    summary = view.summary()
+    assert "<b>4 members</b>" in summary and "<b>4</b> distinct" in summary and "seeds 10–13" in summary
+    labels = sorted(item.toPlainText() for item in view._items if hasattr(item, "toPlainText"))
+    assert labels == ["·b ×2", "·c ×1", "·d ×1", "·x ×1", "·z ×1"]
+    entropy = view._entropy.getData()[1]
+    assert list(entropy) == pytest.approx([1.0, 2.0, 3.0, 4.0])  # mean over the members still running
+
+
+def test_hover_reads_a_branch_and_click_selects_its_first_member(qtbot, view):
+    branch = next(b for b in walk(view.tree()) if b.members == [0, 1])
+    view._on_hover(view.scene_pos_of(branch))
+    assert "members #0, #1" in view._hover.text() and "·b" in view.branch_text(branch).replace(" ", "·")
+    seen = []
+    view.model.events.connect("selection_changed", seen.append)
+    target = next(b for b in walk(view.tree()) if b.members == [2])
+    canvas = view._canvas
+    qtbot.mouseClick(canvas.viewport(), Qt.MouseButton.LeftButton, pos=canvas.mapFromScene(view.scene_pos_of(target)))
+    assert seen and seen[-1].lane == 0 and seen[-1].member == 2 and seen[-1] == Selection(0, seen[-1].step, 2)
