@@ -18,7 +18,7 @@ from typing import Protocol
 from decoding import fanout
 from decoding.branch_not_taken import not_taken_spec
 from decoding.critical import runner_up
-from decoding.spec import Branch, LaneSpec, unique_name
+from decoding.spec import Branch, LaneSpec, assign_seeds, unique_name
 from decoding.trace import LaneTrace, RunTrace
 from gui import jobs
 from gui.jobs import Job, Message, ProviderMessage, StatusMessage, StepMessage
@@ -207,6 +207,42 @@ class RunController:
         seed = lane.trace.config.get("seed")
         return replace(lane.spec, seed=seed) if lane.spec.do_sample and seed is not None else lane.spec
 
+    def sweep(self, index: int, step: int) -> bool:
+        """How lane `index`'s distribution at `step` changes with temperature (0 to 2), through its own
+        processors: the model recomputes that step's logits once; the sweep is stored with the run."""
+        model = self.model
+        if self.runner.is_running() or model.trace is None or self.holder is None:
+            model.show_notice("A temperature sweep needs a finished run and a model.")
+            return False
+        lane = model.lanes[index]
+        if lane.members:
+            model.show_notice(f"“{lane.name}” runs as a fan-out: sweep a step of a lane without one.", level="info")
+            return False
+        try:
+            job = jobs.sweep_job(self.holder, model.shown_trace(), lane.name, step)
+        except ValueError as error:
+            model.show_notice(f"Cannot sweep: {error}.")
+            return False
+        self._start(JobKind.SWEEP, {}, job, model.run_limit)
+        return True
+
+    def add_temperature_fanouts(self, index: int, temperatures=(0.3, 0.7, 1.0, 1.5), count: int = 8) -> bool:
+        """Lanes that run lane `index` as fan-outs of `count` seeds at each temperature (the same seeds at every
+        temperature): after the next run, how diversity grows with temperature."""
+        model = self.model
+        lane = model.lanes[index]
+        if self.runner.is_running() or fanout.refusal(lane.spec):
+            model.show_notice(f"Temperature fan-outs need a sampled lane: {fanout.refusal(lane.spec)}.", level="info")
+            return False
+        seed = lane.trace.config.get("seed") if lane.spec.seed is None else lane.spec.seed
+        (base,) = assign_seeds([replace(lane.spec, seed=seed, fanout=None)], None)  # one seed for every temperature
+        for offset, temperature in enumerate(temperatures, start=1):
+            name = unique_name(f"{lane.name} · T {temperature:g}", model.names())
+            model.insert_lane(index + offset, replace(base, name=name, temperature=temperature), fanout=count,
+                              named_by_user=True)
+        model.set_status(f"added {len(temperatures)} temperature fan-outs of “{lane.name}”: Run to compare them")
+        return True
+
     def undo_branch(self) -> bool:
         """Remove the most recent branch lane that still exists."""
         if self.runner.is_running():
@@ -335,8 +371,12 @@ class RunController:
         elif isinstance(message, ProviderMessage):
             self.model.set_model_name(self.holder.name if self.holder else "", message.provider)
 
-    def on_finished(self, result: RunTrace) -> None:
+    def on_finished(self, result) -> None:
         kind = self.model.job
+        if kind is JobKind.SWEEP:
+            self.model.add_sweep(result)
+            self.model.set_status(f"temperature sweep of {result.lane} step {result.step}")
+            return
         finished: dict[tuple[int, int], LaneTrace] = dict(zip(self._targets, result.lanes, strict=True))
         if kind is JobKind.BRANCH:
             self.model.finish_job(None, finished)

@@ -14,7 +14,8 @@ from dataclasses import dataclass, replace
 from decoding.engine import branch_prefix, replay_prefix
 from decoding.lane_state import empty_trace
 from decoding.spec import LaneSpec
-from decoding.trace import LaneTrace, RunTrace, StepRecord
+from decoding.sweep import sweep_inputs, temperature_sweep
+from decoding.trace import LaneTrace, RunTrace, StepRecord, TemperatureSweep
 from gui.session import ModelHolder, RunRequest, prompt_info
 
 
@@ -114,6 +115,20 @@ def replay_not_taken_job(holder: ModelHolder, trace: RunTrace, spec: LaneSpec) -
         return holder.engine().run(trace.prompt, [spec], max_new_tokens=trace.settings.max_new_tokens,
                                    model=model.info, provider=model.provider, prefix=replay_prefix(trace, spec),
                                    cancel=cancelled, on_step=lambda _lane, record: emit(StepMessage(0, record)))
+
+    return job
+
+
+def sweep_job(holder: ModelHolder, trace: RunTrace, lane: str, step: int) -> Callable:
+    """A temperature sweep of lane `lane`'s `step`: one prefill of the prompt and the lane's tokens before the
+    step gives its raw logits (exactly the run's), which go through the lane's processors at each temperature."""
+
+    def job(emit: Emit, _cancelled: Callable[[], bool]) -> TemperatureSweep:
+        model = holder.get()
+        emit(ProviderMessage(model.provider))
+        inputs = sweep_inputs(trace, lane, step)
+        _state, logits = model.decoder.prefill(inputs.ids)
+        return temperature_sweep(logits, inputs, text=model.tokenizer.piece)
 
     return job
 

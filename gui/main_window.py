@@ -44,6 +44,7 @@ from gui.redraw import RedrawScheduler
 from gui.run_model import JobKind, RunModel
 from gui.session import RunRequest
 from gui.status import StatusBar
+from gui.sweep_view import SweepView
 from gui.text_view import TextPanel
 from gui.timeline import Timeline
 from gui.worker import Worker
@@ -91,6 +92,9 @@ class MainWindow(QMainWindow):
         self.lane_map = LaneStepMap(model, scheduler)
         self.compare = CompareView(model)
         self.fanout = FanoutView(model, scheduler)
+        self.sweep = SweepView(model)
+        self.sweep.sweepRequested.connect(self.controller.sweep)
+        self.sweep.fanoutsRequested.connect(self.controller.add_temperature_fanouts)
         self.beam_tree = BeamTreeView(model, scheduler)
         self.error_banner = NoticeBar(model)
         self.branch_strategy = QComboBox()
@@ -117,9 +121,11 @@ class MainWindow(QMainWindow):
         self.charts.addTab(self.lane_map, "Lane map")
         self.charts.addTab(self.compare, "Side by side")
         self.charts.addTab(self.fanout, "Fan-out")
+        self.charts.addTab(self.sweep, "Temperature")
         self.charts.addTab(self.beam_tree, "Beam tree")
         self.charts.currentChanged.connect(self._on_chart_tab)
-        for chart in (self.inspector, self.timeline, self.lane_map, self.compare, self.fanout, self.beam_tree):
+        for chart in (self.inspector, self.timeline, self.lane_map, self.compare, self.fanout, self.sweep,
+                      self.beam_tree):
             chart.setMinimumWidth(240)  # narrower than their headers' hints: the window must fit 1280 px
         bottom = QSplitter(Qt.Orientation.Horizontal)
         bottom.addWidget(self.inspector)
@@ -368,19 +374,20 @@ class MainWindow(QMainWindow):
         lane_map = LaneStepMap(snapshot, RedrawScheduler(self))
         compare = CompareView(snapshot)
         fanout = FanoutView(snapshot, RedrawScheduler(self))
+        sweep = SweepView(snapshot)
         beam_tree = BeamTreeView(snapshot)
         beam_steps = max((len(lane.trace.steps) for lane in snapshot.lanes if lane.spec.is_beam), default=0)
         map_height = max(260, 26 * len(snapshot.lanes) + 120)
         sizes = {"timeline": (timeline, 1000, 440), "lane_map": (lane_map, 1000, map_height),
                  "inspector": (inspector, 820, 560), "side_by_side": (compare, 1000, 460),
-                 "fanout": (fanout, 1000, 560),
+                 "fanout": (fanout, 1000, 560), "temperature": (sweep, 1000, 560),
                  "beam_tree": (beam_tree, min(3000, max(900, 64 * beam_steps + 120)), 520)}
         for view, width, height in sizes.values():
             view.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
             view.resize(width, height)
             view.show()
         if snapshot.selection is not None:
-            inspector.set_step(snapshot.selection.lane, snapshot.selection.step)
+            inspector.set_step(snapshot.selection.lane, snapshot.selection.step, snapshot.selection.member)
             compare.set_other(self.compare._combo.currentIndex())
         beam_tree.set_shown(True)
         beam_tree.show_all_steps()

@@ -38,6 +38,7 @@ EVENTS: dict[str, str] = {
     "status": "(text)  a passing status message",
     "model_changed": "()  the model's name or its execution provider changed",
     "marks_changed": "()  what makes a critical point changed: every lane's marks may differ",
+    "sweeps_changed": "()  a temperature sweep was added to the shown run",
 }
 
 
@@ -64,8 +65,9 @@ class JobKind(Enum):
     """What the worker is doing for the window."""
 
     RUN = "run"
-    BRANCH = "branch"
+    BRANCH = "branch"  # streams into a new lane beside the shown ones (a branch, a replay of a branch not taken)
     REPLAY = "replay"
+    SWEEP = "sweep"  # computes a temperature sweep of one step: no lane changes
 
 
 @dataclass(frozen=True)
@@ -317,8 +319,10 @@ class RunModel:
         empty; a lane with members >= 1 is a fan-out). A run or replay replaces the shown run; a branch adds to
         it. `limit`: the steps of the job's longest lane."""
         self.job = job
-        self.run_limit = limit
-        if job is not JobKind.BRANCH:
+        replaces_run = job in (JobKind.RUN, JobKind.REPLAY)
+        if targets:
+            self.run_limit = limit
+        if replaces_run:
             self.trace = None
             self._set_selection(None)
         for lane in self.lanes:
@@ -327,7 +331,7 @@ class RunModel:
                 traces = [empty_trace(spec) for _member, spec in mine]
                 lane.members = traces if len(traces) > 1 else []
                 lane.trace, lane.stale = traces[0], False
-        if job is not JobKind.BRANCH:
+        if replaces_run:
             self.events.emit("lanes_reset")
         self.events.emit("run_started", job)
 
@@ -358,6 +362,22 @@ class RunModel:
         self.job = None
         self._refresh_analysis()
         self.events.emit("run_finished")
+
+    def add_sweep(self, sweep) -> None:
+        """A temperature sweep of one step of the shown run (it replaces an older one of the same step)."""
+        self.job = None
+        if self.trace is not None:
+            self.trace.sweeps = [s for s in self.trace.sweeps if (s.lane, s.step) != (sweep.lane, sweep.step)]
+            self.trace.sweeps.append(sweep)
+        self.events.emit("sweeps_changed")
+        self.events.emit("run_finished")
+
+    def sweep_at(self, lane: int, step: int):
+        """The stored temperature sweep of lane `lane`'s step, or None."""
+        if self.trace is None:
+            return None
+        name = self.lanes[lane].name
+        return next((s for s in self.trace.sweeps if s.lane == name and s.step == step), None)
 
     def fail_job(self) -> None:
         """The job failed: what streamed so far stays."""

@@ -37,6 +37,7 @@ class FakeHolder:
 
     def get(self) -> FakeModel:
         self.loaded = FakeModel()
+        self.loaded.decoder, self.loaded.tokenizer = self.source, FakeTokenizer()
         return self.loaded
 
     def engine(self) -> Engine:
@@ -296,3 +297,36 @@ def test_fanout_refusals_are_said_in_words():
     model.set_fanout(0, 3)  # greedy draws nothing: the run says so instead of repeating one text 3 times
     assert not controller.run(request())
     assert "greedy lane 'greedy' draws nothing" in model.notice.text
+
+
+def test_a_temperature_sweep_is_computed_once_and_stored_with_the_run():
+    from decoding.sweep import processed_at, sweep_inputs
+
+    model, controller, view = make()
+    controller.run(request())
+    assert controller.sweep(1, 3)
+    sweep = model.sweep_at(1, 3)
+    assert sweep is not None and view.names()[-3:] == ["sweeps_changed", "run_finished", "status"]
+    inputs = sweep_inputs(model.shown_trace(), "top-k 5", 3)
+    logits = controller.holder.source.logits_for(inputs.ids)
+    point = next(p for p in sweep.points if p.temperature == 0.7)
+    import numpy as np
+
+    probs = np.exp(processed_at(logits, inputs, 0.7).astype(np.float64))
+    probs /= probs.sum()
+    assert point.prob == pytest.approx(probs[sweep.token_id], rel=1e-5)  # the lane's processors at T 0.7
+    assert model.shown_trace().sweeps == [sweep] and model.lanes[1].trace.steps  # no lane changed
+
+
+def test_temperature_fanouts_share_one_seed_and_their_diversity_reads_back():
+    from decoding.sweep import diversity_by_temperature
+
+    model, controller, _ = make()
+    controller.run(request(seed=None))
+    assert controller.add_temperature_fanouts(1, temperatures=(0.5, 1.5), count=3)
+    added = model.lanes[2:4]
+    assert [lane.name for lane in added] == ["top-k 5 · T 0.5", "top-k 5 · T 1.5"] and all(l.fanout == 3 for l in added)
+    assert added[0].spec.seed == added[1].spec.seed is not None
+    controller.run(request(seed=None))
+    points = diversity_by_temperature(model.shown_trace())
+    assert [p.temperature for p in points] == [0.5, 1.5] and all(p.members == 3 for p in points)

@@ -1,0 +1,44 @@
+"""The temperature view on a hand-made sweep: the chosen token's line is its probability at each temperature,
+the other lines the most likely other tokens; nothing is drawn before a sweep exists."""
+
+from __future__ import annotations
+
+import pytest
+
+from decoding.trace import SweepPoint, TemperatureSweep, TokenProb
+from gui.sweep_view import SweepView, sweep_lines
+from tests import chart_samples as samples
+
+
+def make_sweep(lane: str, step: int, chosen: int) -> TemperatureSweep:
+    points = []
+    for t in (0.0, 0.5, 1.0, 1.5, 2.0):
+        p = 1.0 if t == 0 else 0.8 / (1 + t)
+        top = [TokenProb(chosen, "a", p, 0), TokenProb(7, "b", (1 - p) * 0.7, 1), TokenProb(9, "c", (1 - p) * 0.3, 2)]
+        points.append(SweepPoint(t, p, 0.5 + t, 1 + int(10 * t), p - top[1].prob, top))
+    return TemperatureSweep(lane, step, chosen, points)
+
+
+def test_lines_follow_the_chosen_token_and_the_strongest_others():
+    sweep = make_sweep("x", 0, 5)
+    lines = sweep_lines(sweep, count=2)
+    assert list(lines) == [5, 7]
+    assert lines[5][1] == pytest.approx([p.prob for p in sweep.points])
+    assert lines[7][1][0] == pytest.approx(0.0) and lines[7][1][2] == pytest.approx((1 - 0.4) * 0.7)
+
+
+def test_the_view_draws_the_selected_steps_sweep(qtbot):
+    lanes = samples.timeline_lanes(samples.EN_CANDIDATES, steps=4)
+    model = samples.model_of(lanes)
+    view = SweepView(model)
+    qtbot.addWidget(view)
+    assert view.shown_sweep() is None
+    model.select(1, 2)
+    assert "no sweep yet" in view._title.text() and view._sweep_button.isEnabled()
+    model.add_sweep(make_sweep(lanes[1].name, 2, lanes[1].steps[2].token_id))
+    assert view.shown_sweep() is not None
+    drawn = [item for plot, item in view._lines if plot is view._dist]
+    chosen = drawn[0].getData()
+    assert list(chosen[0]) == [0.0, 0.5, 1.0, 1.5, 2.0]
+    assert list(chosen[1]) == pytest.approx([p.prob for p in view.shown_sweep().points])
+    assert "(chosen)" in view._legend.text()
