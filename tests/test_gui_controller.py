@@ -325,7 +325,8 @@ def test_temperature_fanouts_share_one_seed_and_their_diversity_reads_back():
     controller.run(request(seed=None))
     assert controller.add_temperature_fanouts(1, temperatures=(0.5, 1.5), count=3)
     added = model.lanes[2:4]
-    assert [lane.name for lane in added] == ["top-k 5 · T 0.5", "top-k 5 · T 1.5"] and all(l.fanout == 3 for l in added)
+    assert [lane.name for lane in added] == ["top-k 5 · T 0.5", "top-k 5 · T 1.5"]
+    assert all(lane.fanout == 3 for lane in added)
     assert added[0].spec.seed == added[1].spec.seed is not None
     controller.run(request(seed=None))
     points = diversity_by_temperature(model.shown_trace())
