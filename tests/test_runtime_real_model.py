@@ -65,21 +65,28 @@ def test_capital_of_france_ids(model):
 
 
 @pytest.mark.parametrize(
-    ("prompt", "chat"),
+    ("prompt", "chat", "ends", "starts"),
     [
-        ("The capital of France is", False),
-        ("Although I was tired, I still decided to", False),
-        ("What is the capital of France? Answer in one sentence.", True),
-        ("我虽然很累，但还是决定", False),
+        ("The capital of France is", False, "length", " Paris."),
+        ("Although I was tired, I still decided to", False, "length", " take a nap."),
+        ("What is the capital of France? Answer in one sentence.", True, "eos", "The capital of France is Paris."),
+        ("我虽然很累，但还是决定", False, "length", ""),
     ],
 )
-def test_greedy_token_identical_to_transformers(model, reference, prompt, chat):
+def test_greedy_token_identical_to_transformers(model, reference, prompt, chat, ends, starts):
+    """Same ids as generate(); how each continuation ends is pinned (the chat answer ends with <|im_end|> after
+    8 tokens, the others run the whole NEW_TOKENS), so both sides ending early or never alike cannot pass."""
     tokenizer = model.tokenizer
     ids = tokenizer.encode_chat(prompt) if chat else tokenizer.encode(prompt)
     ours = onnx_greedy(model, ids, NEW_TOKENS)
     theirs = transformers_greedy(reference, ids, NEW_TOKENS, model.eos_token_ids)
     assert ours == theirs, (tokenizer.decode(ours), tokenizer.decode(theirs))
-    assert len(ours) == NEW_TOKENS or ours[-1] in model.eos_token_ids
+    eos_at = [i for i, token in enumerate(ours) if token in model.eos_token_ids]
+    if ends == "eos":
+        assert eos_at == [len(ours) - 1] and len(ours) < NEW_TOKENS
+    else:
+        assert eos_at == [] and len(ours) == NEW_TOKENS
+    assert tokenizer.decode(ours).startswith(starts)
 
 
 def test_greedy_in_a_batch_of_forked_rows_equals_alone(model):
@@ -116,3 +123,21 @@ def test_chat_prompt_matches_transformers_apply_chat_template(model, default_mod
     messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "你好，今天怎么样？"}]
     expected = hf.apply_chat_template(messages, tokenize=True, add_generation_prompt=True)
     assert model.tokenizer.encode_chat("你好，今天怎么样？", system="Be brief.") == list(expected)
+
+
+@pytest.mark.parametrize(
+    ("system", "chatml"),
+    [
+        ("Be brief.", "<|im_start|>system\nBe brief.<|im_end|>\n"),
+        (None, "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"),
+    ],
+)
+def test_chat_prompt_is_the_exact_chatml_string(model, system, chatml):
+    """Independent of any template file: the ChatML text SmolLM2 was trained on, with its default system prompt
+    when none is given; <|im_start|> (1) and <|im_end|> (2) are single special tokens."""
+    user = "你好，今天怎么样？"
+    expected = chatml + f"<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"
+    assert model.tokenizer.render_chat(user, system) == expected
+    ids = model.tokenizer.encode_chat(user, system)
+    assert ids.count(1) == 3 and ids.count(2) == 2 and ids[0] == 1
+    assert model.tokenizer.decode(ids, skip_special_tokens=False) == expected
