@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from models.open_model import OpenModel, open_model
+from models.open_model import ModelText, OpenModel, open_model, open_model_text
 
 EXIT_MISMATCH = 1
 EXIT_USAGE = 2
@@ -31,6 +31,16 @@ def load_model(name_or_path: str | None, device: str) -> OpenModel:
         raise UsageError(str(exc)) from exc
     except (OSError, ValueError) as exc:
         raise UsageError(f"cannot load model {name_or_path or 'the default model'!r}: {exc}") from exc
+
+
+def load_model_text(name_or_path: str | None) -> ModelText:
+    """The prepared model's tokenizer and positions, without opening it; UsageError when missing or unreadable."""
+    try:
+        return open_model_text(name_or_path)
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from exc
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot load the tokenizer of {name_or_path or 'the default model'!r}: {exc}") from exc
 
 
 def check_writable(path: Path) -> None:

@@ -1,12 +1,14 @@
 """`python main.py replay FILE.json`: re-run an exported run with the model and verify every token.
 
-Exit codes: 0 every lane's tokens are identical; 1 a mismatch (the first one per lane is reported); 2 bad
-input (unreadable or foreign file, missing model).
+Exit codes: 0 every lane's tokens are identical; 1 a mismatch (the first one per lane is reported) or the model
+failed during the replay; 2 bad input (unreadable, damaged or foreign file, token ids outside the model's
+vocabulary, missing model).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from cli.common import EXIT_MISMATCH, UsageError, fail, load_model
@@ -36,7 +38,13 @@ def run(args: argparse.Namespace) -> int:
     except (UsageError, ValueError) as exc:
         return fail(str(exc))
     _warn_if_other_model(trace, model.info)
-    replayed = replay(engine, trace, provider=model.provider)
+    try:
+        replayed = replay(engine, trace, provider=model.provider)
+    except ValueError as exc:  # the file asks for what the model cannot do (token ids outside its vocabulary)
+        return fail(f"cannot replay {str(args.file)!r}: {exc}")
+    except RuntimeError as exc:  # the model failed during the replay
+        print(f"branchpoint: the replay stopped: {exc}", file=sys.stderr)
+        return EXIT_MISMATCH
     mismatches = compare(trace, replayed)
     total = sum(len(lane.token_ids) for lane in trace.lanes)
     if mismatches:

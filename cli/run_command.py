@@ -24,13 +24,14 @@ from collections import Counter
 from pathlib import Path
 
 from cli import terminal_text
-from cli.common import UsageError, check_writable, fail, load_model
+from cli.common import UsageError, check_writable, fail, load_model, load_model_text
 from decoding import jsonio
+from decoding.engine import check_positions
 from decoding.fanout import MAX_FANOUT, fan_out_sampled
 from decoding.parameters import lane_help
 from decoding.spec import LaneSpec, assign_seeds, parse_lane, unique_names
 from decoding.stats import MIN_TOP_N
-from decoding.trace import CriticalSettings, RunTrace
+from decoding.trace import CriticalSettings, PromptInfo, RunTrace
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -109,8 +110,8 @@ def run(args: argparse.Namespace) -> int:
         specs = lane_specs(args)
         check_arguments(args)
         critical = critical_settings(args)
+        prompt = checked_prompt(args, specs)
         model = load_model(args.model, args.device)
-        prompt = model.encode_prompt(args.prompt, chat=args.chat, system=args.system)
         cancel = threading.Event()
         run_ = model.engine(top_n=args.top_n, near_tie_threshold=args.near_tie, critical=critical).start(
             prompt,
@@ -138,6 +139,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"branchpoint: the run stopped early: {trace.error}", file=sys.stderr)
         return 1
     return 0
+
+
+def checked_prompt(args: argparse.Namespace, specs: list[LaneSpec]) -> PromptInfo:
+    """The prompt encoded with the model's tokenizer alone and checked against its positions: a prompt that
+    cannot run is refused before the model is opened."""
+    text = load_model_text(args.model)
+    prompt = text.encode_prompt(args.prompt, chat=args.chat, system=args.system)
+    longest = max(spec.max_new_tokens or args.max_new_tokens for spec in specs)
+    check_positions(len(prompt.ids), longest, text.max_positions)
+    return prompt
 
 
 def lane_specs(args: argparse.Namespace) -> list[LaneSpec]:

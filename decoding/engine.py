@@ -141,9 +141,12 @@ class Engine:
         prefix: Prefix | None = None,
         cancel: Cancel = None,
     ) -> Run:
-        """Prepare a run (nothing is computed until it is iterated)."""
+        """Prepare a run (nothing is computed until it is iterated). ValueError for bad input, a run longer than
+        the source's `max_positions` (when it has that attribute) included."""
         prefix = prefix or Prefix([])
         _check_run_inputs(prompt, specs, max_new_tokens, prefix)
+        longest = max(spec.max_new_tokens or max_new_tokens for spec in specs)
+        check_positions(len(prompt.ids), longest, getattr(self.source, "max_positions", None))
         specs = assign_seeds(list(specs), base_seed)  # every sampled lane records a seed: replayable
         settings = RunSettings(self.top_n, self.near_tie_threshold, max_new_tokens, base_seed,
                                list(self.eos_token_ids), self.critical)
@@ -159,6 +162,29 @@ class Engine:
             if on_step is not None:
                 on_step(lane_index, record)
         return run.trace
+
+
+def check_positions(prompt_tokens: int, max_new_tokens: int, max_positions: int | None) -> None:
+    """ValueError unless a run fits in the model's positions (None: no known limit): the prompt's tokens and
+    every new token but the last (its logits are never needed) each take one.
+
+    >>> from decoding.engine import check_positions
+    >>> check_positions(8000, 193, 8192)
+    >>> check_positions(9000, 1, 8192)
+    Traceback (most recent call last):
+    ...
+    ValueError: invalid prompt: 9000 tokens, longer than the model's 8192 positions (allowed: at most 8192 tokens)
+    """
+    if not max_positions:
+        return
+    if prompt_tokens > max_positions:
+        raise ValueError(f"invalid prompt: {prompt_tokens} tokens, longer than the model's {max_positions} positions "
+                         f"(allowed: at most {max_positions} tokens)")
+    needed = prompt_tokens + max_new_tokens - 1
+    if needed > max_positions:
+        raise ValueError(f"invalid max_new_tokens={max_new_tokens}: after the prompt's {prompt_tokens} tokens it "
+                         f"needs {needed} positions, the model has {max_positions} (allowed: max_new_tokens <= "
+                         f"{max_positions - prompt_tokens + 1})")
 
 
 def _check_run_inputs(prompt: PromptInfo, specs: Sequence[LaneSpec], max_new_tokens: int, prefix: Prefix) -> None:
@@ -347,6 +373,10 @@ class Run:
                 return  # the parent ended before the branch step: _fail_orphans reports it
             lane.attach(parent.batch, parent.rows[0])
             lane.following = None
+        problems = {lane.batch.problem(row) for row in lane.rows} - {None}
+        if problems:  # a lane cannot choose from such a row; the other lanes go on
+            lane.fail(f"the model's logits at step {lane.step} are not usable ({', '.join(sorted(problems))})")
+            return
         for record in lane.decide(step_ms):
             yield lane.index, record
 

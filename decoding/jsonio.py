@@ -47,6 +47,7 @@ from decoding.trace import (
     TemperatureSweep,
     TokenProb,
 )
+from decoding.trace_check import check_trace
 
 
 class TraceFormatError(ValueError):
@@ -106,17 +107,38 @@ def load(path: str | os.PathLike) -> RunTrace:
 
 
 def loads(text: str, source: str = "<string>") -> RunTrace:
+    """The run in `text`; TraceFormatError (one line naming the place) for anything this version would not
+    write: not JSON, NaN or infinite numbers, another schema version, a missing or mistyped field, lanes that do
+    not hold together (decoding.trace_check)."""
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
+        data = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except (json.JSONDecodeError, ValueError, RecursionError) as exc:
         raise TraceFormatError(f"{source} is not JSON: {exc}") from exc
     check_version(data, source)
     try:
-        return from_dict(data)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        trace = from_dict(data)
+    except KeyError as exc:
+        raise TraceFormatError(f"{source} is not a valid Branchpoint run: a required field is missing: {exc}") from exc
+    except (TypeError, ValueError, AttributeError) as exc:
         raise TraceFormatError(
             f"{source} is not a valid Branchpoint run: {type(exc).__name__}: {exc}"
         ) from exc
+    try:
+        check_trace(trace)
+    except ValueError as exc:
+        raise TraceFormatError(f"{source} is not a valid Branchpoint run: {exc}") from exc
+    return trace
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is out of range for a number")
+    return value
 
 
 def check_version(data: Any, source: str) -> None:

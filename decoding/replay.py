@@ -68,7 +68,10 @@ def _prefix_from_file(trace: RunTrace, spec: LaneSpec) -> Prefix:
 
 
 def replay(engine: Engine, trace: RunTrace, provider: str = "") -> RunTrace:
-    """Re-run every lane of `trace` with `engine`; returns a RunTrace with the lanes in the original order."""
+    """Re-run every lane of `trace` with `engine`; returns a RunTrace with the lanes in the original order.
+    ValueError (before any model work) when a token id of the file is outside the model's vocabulary;
+    RuntimeError when the model fails during the replay."""
+    check_token_ids(trace, engine.source.vocab_size)
     lanes: dict[str, LaneTrace] = {}
     result = None
     for group in plan(trace):
@@ -86,6 +89,19 @@ def replay(engine: Engine, trace: RunTrace, provider: str = "") -> RunTrace:
         lanes.update({lane.name: lane for lane in result.lanes})
     result.lanes = [lanes[lane.name] for lane in trace.lanes]
     return result
+
+
+def check_token_ids(trace: RunTrace, vocab_size: int) -> None:
+    """ValueError naming the first token id (prompt, lanes, forced and branch tokens) outside [0, vocab_size)."""
+    places = [("prompt", trace.prompt.ids)]
+    for lane in trace.lanes:
+        forced = [int(token) for token in lane.config.get("forced", {}).values()]
+        branch = [lane.branch["token_id"]] if lane.branch else []
+        places.append((f"lane {lane.name!r}", [*lane.token_ids, *forced, *branch]))
+    for where, ids in places:
+        outside = [token for token in ids if not 0 <= token < vocab_size]
+        if outside:
+            raise ValueError(f"{where} has token id {outside[0]}, outside the model's vocabulary (0..{vocab_size - 1})")
 
 
 def compare(expected: RunTrace, got: RunTrace) -> list[Mismatch]:

@@ -135,9 +135,25 @@ class LogitsRowCache:
         self.logits = logits
         self.summary = summary
         self._softmax: dict[int, Softmax | None] = {}
+        self._peaks: np.ndarray | None = None
 
     def row(self, index: int) -> np.ndarray:
         return self.logits[index]
+
+    def problem(self, index: int) -> str | None:
+        """Why row `index` cannot be decided on (NaN, +inf, or no finite logit), or None. One max per row finds
+        all three (NaN propagates through max)."""
+        if self._peaks is None:
+            with np.errstate(invalid="ignore"):
+                self._peaks = self.logits.max(axis=1)
+        if np.isfinite(self._peaks[index]):
+            return None
+        row = self.logits[index]
+        if np.isnan(row).any():
+            return f"{int(np.isnan(row).sum())} NaN logits"
+        if np.isposinf(row).any():
+            return f"{int(np.isposinf(row).sum())} +inf logits"
+        return "no finite logit"
 
     def softmax(self, index: int) -> Softmax | None:
         if index not in self._softmax:

@@ -30,13 +30,14 @@ if TYPE_CHECKING:
     from runtime.decoder import OnnxDecoder
     from runtime.tokenizer import Tokenizer
 
-__all__ = ["LoadedModel", "load_model", "OnnxDecoder", "Tokenizer", "ChatTemplate", "DeviceError"]
+__all__ = ["LoadedModel", "load_model", "OnnxDecoder", "Tokenizer", "ChatTemplate", "DeviceError", "ModelError"]
 
 _LAZY = {
     "OnnxDecoder": "runtime.decoder",
     "Tokenizer": "runtime.tokenizer",
     "ChatTemplate": "runtime.chat",
     "DeviceError": "runtime.session",
+    "ModelError": "runtime.session",
 }
 
 

@@ -22,7 +22,7 @@ from decoding.protocol import RowSummary
 from runtime.helper_graphs import ONNX_TYPES, last_logits_model, row_summary_model
 from runtime.kv_cache import KVCache, RowGather
 from runtime.model_files import eos_ids_from, max_positions_from, read_json
-from runtime.session import create_helper_session, create_session
+from runtime.session import ModelError, create_helper_session, create_session, ort_errors, ort_message
 
 PAST_NAME = re.compile(r"^past_key_values\.(\d+)\.(key|value)$")
 INT_TYPES = {"tensor(int64)": np.int64, "tensor(int32)": np.int32}
@@ -99,7 +99,11 @@ class OnnxDecoder:
         self.model_dir = Path(model_dir)
         config = read_json(self.model_dir / "config.json")
         self.session, self.placement = create_session(self.model_dir / "model.onnx", device, threads)
-        self.io = GraphIO.from_session(self.session, config)
+        try:
+            self.io = GraphIO.from_session(self.session, config)
+        except (KeyError, IndexError, TypeError) as exc:  # an input of another type or rank than an export's
+            raise ModelError(f"{self.model_dir / 'model.onnx'} is not a text-generation-with-past export: its "
+                             f"inputs and outputs do not match ({type(exc).__name__}: {exc})") from exc
         if self.io.vocab_size is None:
             raise ValueError("vocab size is neither in the graph nor in config.json")
         self.vocab_size: int = self.io.vocab_size
@@ -188,10 +192,15 @@ class OnnxDecoder:
         )
 
     def warmup(self) -> None:
-        """One prefill, fork and step: the first runs of a fresh session are several times slower."""
-        state, _ = self.prefill([0] * 8)
-        state, _ = self.step(state, [0, 0], [0, 0])
-        self.step(state, [1, 0], [0, 0], [5, None])
+        """One prefill, fork and step: the first runs of a fresh session are several times slower. A graph that
+        loads but does not run as an export should (other input shapes or meanings) raises ModelError here."""
+        try:
+            state, _ = self.prefill([0] * 8)
+            state, _ = self.step(state, [0, 0], [0, 0])
+            self.step(state, [1, 0], [0, 0], [5, None])
+        except (RuntimeError, *ort_errors()) as exc:  # a run with IO binding raises RuntimeError
+            raise ModelError(f"{self.model_dir / 'model.onnx'} does not run as a text-generation-with-past export: "
+                             f"{ort_message(exc)}") from exc
 
     # -- internals --
 

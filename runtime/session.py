@@ -9,6 +9,7 @@ for.
 from __future__ import annotations
 
 import ctypes
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,24 @@ CPU_EP = "CPUExecutionProvider"
 
 class DeviceError(RuntimeError):
     """The requested device cannot be used (e.g. `cuda` asked for, but the CUDA EP is not active)."""
+
+
+class ModelError(ValueError):
+    """A model file ONNX Runtime cannot load or run: damaged, not ONNX, or not the graph the code expects."""
+
+
+def ort_errors() -> tuple[type[Exception], ...]:
+    """The exception classes ONNX Runtime raises; none of them derives from a Python error such as RuntimeError."""
+    from onnxruntime.capi import onnxruntime_pybind11_state as state
+
+    found = (value for value in vars(state).values() if isinstance(value, type) and issubclass(value, Exception))
+    return tuple(cls for cls in found if cls.__module__ == state.__name__)
+
+
+def ort_message(exc: Exception) -> str:
+    """The first line of an ONNX Runtime error, without its "[ONNXRuntimeError] : 7 : " prefix."""
+    line = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+    return re.sub(r"^\[ONNXRuntimeError\] : \d+ : ", "", line)
 
 
 @dataclass(frozen=True)
@@ -94,7 +113,11 @@ def create_session(
             )
         if device == "cuda":
             raise DeviceError(f"device 'cuda' requested but CUDA is not active: {reason}. Use --device cpu or auto.")
-    return ort.InferenceSession(model, options, providers=[CPU_EP]), CPU
+    try:
+        return ort.InferenceSession(model, options, providers=[CPU_EP]), CPU
+    except ort_errors() as exc:
+        where = model if isinstance(model, str) else "a model given as bytes"
+        raise ModelError(f"ONNX Runtime cannot load {where} (damaged or not ONNX?): {ort_message(exc)}") from exc
 
 
 def create_helper_session(model: bytes, placement: Placement, parallel: bool = False) -> ort.InferenceSession:

@@ -69,7 +69,10 @@ class Tokenizer:
         path = model_dir / "tokenizer.json"
         if not path.exists():
             raise FileNotFoundError(f"{path} not found (the model folder needs a tokenizer.json)")
-        backend = HFTokenizer.from_file(str(path))
+        try:
+            backend = HFTokenizer.from_file(str(path))
+        except Exception as exc:  # noqa: BLE001 - the tokenizers library raises a bare Exception
+            raise ValueError(f"{path} cannot be read as a tokenizer: {exc}") from exc
         config = read_json(model_dir / "tokenizer_config.json")
         names = ("bos_token", "eos_token", "pad_token", "unk_token")
         special = {name: text for name in names if (text := special_token_text(config, name)) is not None}

@@ -78,7 +78,7 @@ def test_replay_reports_the_first_mismatch(capsys, tiny_model_dir, tmp_path):
     )
     trace = jsonio.load(path)
     lane = trace.lanes[0]
-    lane.token_ids[3] = (lane.token_ids[3] + 1) % 300
+    lane.token_ids[3] = lane.steps[3].token_id = (lane.token_ids[3] + 1) % 300  # one step per token, as written
     jsonio.save(trace, path)
     code, out, _ = cli(capsys, "replay", str(path), "--model", str(tiny_model_dir))
     assert code == 1
