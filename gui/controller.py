@@ -45,7 +45,7 @@ class RunController:
         self.branch_base: LaneSpec | None = None  # the strategy new branch lanes continue with (None: parent's)
         self._targets: list[tuple[int, int]] = []  # (lane key, member) the job streams into, by its lane index
         self._branch_keys: list[int] = []  # branch lanes in the order they were made (Undo removes the last)
-        self._replayed: dict[str, list[int]] | None = None  # token ids per lane of the run being replayed
+        self._replayed: RunTrace | None = None  # the run being replayed (its lanes are not touched by the replay)
 
     # ------------------------------------------------------------------------------------------------ model
 
@@ -278,7 +278,7 @@ class RunController:
             return None
         if not self._use_model_of(trace):
             return None
-        self._replayed = {lane.name: list(lane.token_ids) for lane in trace.lanes}
+        self._replayed = replace(trace, lanes=list(trace.lanes))
         request = request_of(trace)
         self.model.show_trace(trace, specs_of(trace))  # the lanes as the run made them, seeds included
         try:
@@ -306,13 +306,17 @@ class RunController:
         return False
 
     def _report_replay(self) -> None:
-        before, self._replayed = self._replayed or {}, None
-        after = {lane.name: lane.token_ids for lane in self.model.shown_trace().lanes}
-        differing = [name for name, tokens in before.items() if after.get(name) != tokens]
-        if differing:
-            self.model.show_notice(f"Replay differs from the saved run in lanes: {', '.join(differing)}.")
-        else:
+        """Every token identical, or where each lane first differs and how close that step was in the saved run
+        (a near-tie can tip with another thread count or kernel order: the tool says so, it does not hide it)."""
+        from decoding.replay import compare
+
+        before, self._replayed = self._replayed, None
+        mismatches = compare(before, self.model.shown_trace())
+        if not mismatches:
             self.model.set_status("replay: every token identical to the saved run")
+            return
+        lines = [_mismatch_words(mismatch, before) for mismatch in mismatches]
+        self.model.show_notice("Replay differs from the saved run: " + " ".join(lines))
 
     # ------------------------------------------------------------------------------------------------- files
 
@@ -398,6 +402,21 @@ class RunController:
 
 def _branches_from(lane: Lane, parent: str) -> bool:
     return lane.spec.branch is not None and lane.spec.branch.parent == parent
+
+
+def _mismatch_words(mismatch, saved: RunTrace) -> str:
+    """Where a replayed lane first differs, and how close the saved run's choice was there."""
+    if mismatch.step is None:
+        return f"{mismatch.describe()}."
+    record = saved.lane(mismatch.lane).steps[mismatch.step] if mismatch.step < len(
+        saved.lane(mismatch.lane).steps) else None
+    words = f"lane “{mismatch.lane}” at step {mismatch.step} took token {mismatch.got} instead of {mismatch.expected}"
+    if record is not None and len(record.top) > 1:
+        words += (f"; the saved run's top two there were {record.top[0].prob:.4f} and {record.top[1].prob:.4f} "
+                  f"(margin {record.margin:.4f})")
+        if record.margin < 0.01:
+            words += ", a near-tie that another thread count or kernel order can tip"
+    return words + "."
 
 
 def _broken_branch_reason(lane: Lane, parent: Lane | None, prompt: tuple) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Slot
+from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -62,6 +62,7 @@ class MainWindow(QMainWindow):
         self.worker.finished.connect(self._on_job_finished)
         self.worker.failed.connect(self._on_job_failed)
         self._closing = False
+        self._tour_stop = None  # a tour stop whose run is on its way (its after-action follows)
         self._last_folder = Path.home()  # where the file dialogs open
         self._build_views()
         self._build_layout()
@@ -166,6 +167,8 @@ class MainWindow(QMainWindow):
         self.undo_action = self._action(bar, "Undo branch", QKeySequence.StandardKey.Undo, self.undo_branch,
                                         "Remove the last branch lane (Ctrl+Z)")
         bar.addSeparator()
+        self.tour_action = self._action(bar, "Tour", None, self.show_tour,
+                                        "A guided tour: one preset per phenomenon, explained in English and Chinese")
         self.export_action = self._action(bar, "Export images…", None, self.export_dialog,
                                           "Export the prompt and texts, each chart (PNG and SVG) and a report "
                                           "image of the whole run")
@@ -199,6 +202,9 @@ class MainWindow(QMainWindow):
     def _on_run_finished(self) -> None:
         self.prompt.set_running(False)
         self._set_file_actions_enabled(True)
+        if self._tour_stop is not None and self.model.job is None:
+            stop, self._tour_stop = self._tour_stop, None
+            QTimer.singleShot(0, lambda: self._after_tour_run(stop))
 
     def _on_model_changed(self) -> None:
         name = self.controller.holder.name if self.controller.holder else self.model.model_name
@@ -288,6 +294,54 @@ class MainWindow(QMainWindow):
         request = self.controller.replay()
         if request is not None:
             self._show_request(request)
+
+    # ------------------------------------------------------------------------------------------------ tour
+
+    @Slot()
+    def show_tour(self) -> None:
+        from gui.tour_dialog import TourDialog
+
+        TourDialog(self.start_tour, self).exec()
+
+    def start_tour(self, key: str) -> bool:
+        """Set up a tour stop (prompt, lanes, settings, view) and run it; its after-action follows the run."""
+        from gui import tour
+
+        stop = tour.stop(key)
+        if self.worker.is_running():
+            self.model.show_notice("Stop the run before starting a tour stop.")
+            return False
+        self.model.set_specs(lane.spec for lane in stop.lanes)
+        for index, lane in enumerate(stop.lanes):
+            if lane.fanout > 1:
+                self.model.set_fanout(index, lane.fanout)
+        self._show_request(RunRequest(stop.prompt, stop.chat, None, stop.max_new_tokens, stop.seed))
+        self.charts.setCurrentWidget(getattr(self, stop.view))
+        self.model.show_notice(f"{stop.title_en} — {stop.text_en}<br>{stop.title_zh} — {stop.text_zh}",
+                               level="info", cause="tour")
+        self._tour_stop = stop
+        self.run()
+        return True
+
+    def _after_tour_run(self, stop) -> None:
+        from decoding.critical import critical_point
+
+        firsts = [(index, next((r.step for r in lane.trace.steps if critical_point(r, self.model.critical)), None))
+                  for index, lane in enumerate(self.model.lanes)]
+        first = next(((index, step) for index, step in firsts if step is not None), None)
+        if stop.after == "replay_first_critical":
+            lane = 1 if firsts[1][1] is not None else (first[0] if first else None)
+            if lane is not None:
+                step = dict(firsts)[lane]
+                self.controller.replay_not_taken(lane, step)
+                self.model.select(lane, step)
+        elif stop.after == "select_first_critical" and first is not None:
+            self.model.select(*first)
+        elif stop.after == "temperature_fanouts":
+            self.controller.add_temperature_fanouts(0)
+            self.run()
+        elif stop.after == "run_again":
+            self.replay()
 
     @property
     def trace(self) -> RunTrace | None:

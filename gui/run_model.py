@@ -214,6 +214,7 @@ class RunModel:
 
     def set_specs(self, specs: Iterable[LaneSpec]) -> None:
         """Replace every lane (no run shown for them)."""
+        self.trace = None
         self.lanes = []
         for spec in specs:
             self.lanes.append(self._new_lane(spec))
@@ -225,6 +226,7 @@ class RunModel:
         self.lanes.insert(index, lane)
         if self.selection is not None and self.selection.lane >= index:
             self._set_selection(replace(self.selection, lane=self.selection.lane + 1))
+        self._refresh_analysis()
         self.events.emit("lane_inserted", index)
         return lane
 
@@ -237,6 +239,7 @@ class RunModel:
                 self._set_selection(replace(self.selection, lane=self.selection.lane - 1))
         if index < self.reference or self.reference >= len(self.lanes):
             self.reference = max(0, min(self.reference - 1, len(self.lanes) - 1))
+        self._refresh_analysis()
         self.events.emit("lane_removed", index, lane)
         return lane
 
@@ -245,6 +248,7 @@ class RunModel:
         self.lanes.insert(target, lane)
         if self.selection is not None and self.selection.lane == index:
             self._set_selection(replace(self.selection, lane=target))
+        self._refresh_analysis()
         self.events.emit("lane_moved", index, target)
 
     def replace_spec(self, index: int, spec: LaneSpec, *, named_by_user: bool | None = None) -> None:

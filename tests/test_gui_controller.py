@@ -331,3 +331,20 @@ def test_temperature_fanouts_share_one_seed_and_their_diversity_reads_back():
     controller.run(request(seed=None))
     points = diversity_by_temperature(model.shown_trace())
     assert [p.temperature for p in points] == [0.5, 1.5] and all(p.members == 3 for p in points)
+
+
+def test_replay_says_where_a_lane_differs_and_how_close_that_step_was(tmp_path):
+    from decoding import jsonio
+
+    model, controller, _ = make()
+    controller.run(request())
+    path = tmp_path / "run.json"
+    controller.save(path)
+    saved = jsonio.load(path)
+    saved.lanes[0].token_ids[3] += 1  # as if another machine had tipped a near-tie there
+    jsonio.save(saved, path)
+    controller.open(path)
+    controller.replay()
+    text = model.notice.text
+    assert text.startswith("Replay differs from the saved run: lane “greedy” at step 3 took token")
+    assert "the saved run's top two there were" in text and "margin" in text

@@ -227,3 +227,21 @@ def test_critical_thresholds_are_settings_shown_in_the_legend(qtbot, window):
     assert sorted(window.timeline.markers()["critical"]) == sorted(
         (i, s) for i in range(len(window.model.lanes)) for s, m in enumerate(window.model.marks(i)) if m.critical)
     assert window.trace.settings.critical.ratio == 0.05  # saved with the run
+
+
+def test_every_tour_stop_opens_and_runs(qtbot, window):
+    from gui import tour
+
+    for stop in tour.STOPS:
+        assert window.start_tour(stop.key)
+        for _ in range(3):  # the run, then what the stop does after it (a replay, another run)
+            wait_idle(qtbot, window, 120_000)
+            qtbot.wait(100)
+        assert window.model.notice is None or window.model.notice.level == "info", window.model.notice
+        assert window.charts.currentWidget() is getattr(window, stop.view)
+        wanted = [lane.spec.name for lane in stop.lanes]
+        assert [lane.name for lane in window.model.lanes if lane.name in wanted] == wanted  # added lanes come beside
+        assert all(lane.trace.steps for lane in window.model.lanes)
+        assert window.prompt.request().text == stop.prompt
+        if stop.after == "temperature_fanouts":
+            assert sum(1 for lane in window.model.lanes if lane.members) == 5  # the lane and 4 temperatures

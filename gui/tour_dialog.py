@@ -1,0 +1,62 @@
+"""Help → Tour: the tour's stops (gui.tour) with their explanations in English and Chinese; Open runs one."""
+
+from __future__ import annotations
+
+import html
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gui.tour import STOPS, TourStop
+
+
+class TourDialog(QDialog):
+    def __init__(self, open_stop, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Tour — 导览")
+        self.resize(760, 420)
+        self._open_stop = open_stop
+        self.stops = QListWidget()
+        for stop in STOPS:
+            item = QListWidgetItem(f"{stop.title_en}\n{stop.title_zh}")
+            item.setData(Qt.ItemDataRole.UserRole, stop.key)
+            self.stops.addItem(item)
+        self.stops.currentRowChanged.connect(self._show)
+        self.stops.itemDoubleClicked.connect(lambda _item: self.accept())
+        self.text = QLabel()
+        self.text.setWordWrap(True)
+        self.text.setTextFormat(Qt.TextFormat.RichText)
+        self.text.setAlignment(Qt.AlignmentFlag.AlignTop)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Open | QDialogButtonBox.StandardButton.Close)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        body = QHBoxLayout()
+        body.addWidget(self.stops, 2)
+        body.addWidget(self.text, 3)
+        layout = QVBoxLayout(self)
+        layout.addLayout(body, 1)
+        layout.addWidget(buttons)
+        self.stops.setCurrentRow(0)
+
+    def _show(self, row: int) -> None:
+        stop: TourStop = STOPS[row]
+        lanes = ", ".join(f"{lane.spec.name}{f' ×{lane.fanout}' if lane.fanout > 1 else ''}" for lane in stop.lanes)
+        self.text.setText(
+            f"<h3>{html.escape(stop.title_en)}<br>{html.escape(stop.title_zh)}</h3>"
+            f"<p><b>Prompt</b> “{html.escape(stop.prompt)}”{' (chat)' if stop.chat else ''} · <b>lanes</b> "
+            f"{html.escape(lanes)}</p><p>{html.escape(stop.text_en)}</p><p>{html.escape(stop.text_zh)}</p>")
+
+    def accept(self) -> None:
+        row = self.stops.currentRow()
+        super().accept()
+        if row >= 0:
+            self._open_stop(STOPS[row].key)
