@@ -82,6 +82,10 @@ class ExplainResult:
     def heads(self) -> int:
         return int(self.attention.shape[1])
 
+    @property
+    def token_ids(self) -> list[int]:
+        return [token.id for token in self.tokens]
+
     def lens_top(self, row: int, position: int) -> list[LensEntry]:
         """The lens's best tokens after `position` as read at `row` (0 = embeddings, layers = the model's own)."""
         ids, probs = self.lens_ids[row, position], self.lens_probs[row, position]
@@ -171,6 +175,15 @@ def check_length(length: int, max_positions: int | None) -> None:
     if not 1 <= length <= limit:
         why = "the model's positions" if limit == max_positions else "attention weights grow as tokens squared"
         raise ValueError(f"the sequence has {length} tokens; explain takes 1 to {limit} ({why})")
+
+
+def explain_span(prompt_ids: list[int], continuation: list[int], max_positions: int | None) -> list[int]:
+    """The sequence explain takes of a prompt and what followed it (a lane's tokens): all of it, or its first
+    min(MAX_EXPLAIN_TOKENS, max_positions) tokens; ValueError (check_length's) when the prompt alone is
+    longer or empty."""
+    check_length(len(prompt_ids), max_positions)
+    limit = min(MAX_EXPLAIN_TOKENS, max_positions or MAX_EXPLAIN_TOKENS)
+    return [*prompt_ids, *continuation][:limit]
 
 
 def head_mean(result: ExplainResult, layer: int, position: int) -> np.ndarray:

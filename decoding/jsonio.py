@@ -3,7 +3,8 @@
 The file is the RunTrace's dataclasses as JSON objects, fields in declaration order (docs/json-format.md,
 decoding/schema.json). Floats are written with Python's shortest round-trip repr, so export -> import ->
 export is byte-identical. JSON has no infinities: a -inf log-probability or beam score (a filtered token) is
-written as null and read back as -inf.
+written as null and read back as -inf. Lanes explained from the app (decoding.explain) are stored under
+`explanations`, each in the explain files' own format on one line.
 
 Version 1 files (before fan-outs, critical points, branch-not-taken replays and temperature sweeps) open too:
 their settings get the default critical-point thresholds and their analysis is computed again from the lanes
@@ -16,12 +17,13 @@ import json
 import math
 import os
 import tempfile
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from decoding.analysis import analyze
+from decoding.explain import ExplainResult
 from decoding.trace import (
     READABLE_VERSIONS,
     Analysis,
@@ -58,11 +60,26 @@ class TraceFormatError(ValueError):
 
 
 def to_dict(trace: RunTrace) -> dict[str, Any]:
-    return _finite(asdict(trace))
+    """The run as JSON data; `explanations` only when the run has some (a run without is a plain version 2
+    file)."""
+    data = _finite(asdict(replace(trace, explanations=[])))
+    del data["explanations"]
+    if trace.explanations:
+        data["explanations"] = [explanation.to_dict() for explanation in trace.explanations]
+    return data
 
 
 def dumps(trace: RunTrace) -> str:
-    return json.dumps(to_dict(trace), ensure_ascii=False, indent=1, allow_nan=False) + "\n"
+    """Indented, except each explanation, written on one line as its own files are: it is mostly numbers
+    (L x H x T x T attention weights), and indented they would take twice the room."""
+    data = to_dict(trace)
+    explanations = data.pop("explanations", [])
+    text = json.dumps(data, ensure_ascii=False, indent=1, allow_nan=False)
+    if explanations:
+        lines = ",\n".join("  " + json.dumps(e, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+                           for e in explanations)
+        text = f'{text.removesuffix("}").rstrip()},\n "explanations": [\n{lines}\n ]\n}}'
+    return text + "\n"
 
 
 def save(trace: RunTrace, path: str | os.PathLike) -> Path:
@@ -165,6 +182,7 @@ def from_dict(data: dict[str, Any]) -> RunTrace:
         timing=RunTiming(**data["timing"]),
         error=data.get("error"),
         sweeps=[_sweep(sweep) for sweep in data.get("sweeps", [])],
+        explanations=[ExplainResult.from_dict(item) for item in data.get("explanations", [])],
     )
     if analysis is not None and data["schema_version"] == 1:  # no critical points, fan-outs or replays yet
         trace.analysis = analyze(trace, analysis["near_tie_threshold"])

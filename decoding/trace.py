@@ -7,7 +7,10 @@ GUI can read them without knowing anything about the engine.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from decoding.explain import ExplainResult
 
 
 @dataclass
@@ -304,9 +307,21 @@ class RunTrace:
     error: str | None = None  # the source failure that ended the run early (lanes keep what they generated)
     sweeps: list[TemperatureSweep] = field(default_factory=list)  # by lane and step, as the user asked for them
     schema_version: int = SCHEMA_VERSION
+    # lanes explained from the app (decoding.explain): each holds its whole token sequence, prompt first, so it
+    # belongs to the lane whose tokens it repeats (RunTrace.explanation_of); written last, one line each
+    explanations: list[ExplainResult] = field(default_factory=list)
 
     def lane(self, name: str) -> LaneTrace:
         for lane in self.lanes:
             if lane.name == name:
                 return lane
         raise KeyError(f"no lane named {name!r}")
+
+    def explanation_of(self, lane: LaneTrace) -> ExplainResult | None:
+        """The longest stored explanation of `lane`'s sequence (the prompt, then its tokens) or of its beginning:
+        the model is causal, so an explanation of a sequence's first n tokens holds for every lane starting
+        with them."""
+        sequence = [*self.prompt.ids, *lane.token_ids]
+        found = [e for e in self.explanations
+                 if e.prompt_length == len(self.prompt.ids) and e.token_ids == sequence[: len(e.tokens)]]
+        return max(found, key=lambda e: len(e.tokens), default=None)

@@ -11,6 +11,7 @@ branch parent is gone or unpinned, turns those branch lanes into ordinary lanes 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
@@ -18,6 +19,7 @@ from typing import Protocol
 from decoding import fanout
 from decoding.branch_not_taken import not_taken_spec
 from decoding.critical import runner_up
+from decoding.explain import MAX_EXPLAIN_TOKENS, ExplainResult, explain_span
 from decoding.spec import Branch, LaneSpec, assign_seeds, unique_name
 from decoding.trace import LaneTrace, RunTrace
 from gui import jobs
@@ -42,6 +44,9 @@ class RunController:
         self.model = model
         self.runner = runner
         self.holder: ModelHolder | None = None
+        # prepares a model's inspection model (the window: the setup dialog); returns None when it is prepared,
+        # else why not (cancelled, failed). None: explaining needs it prepared beforehand (`main.py explain`).
+        self.prepare_inspection: Callable[[Path], str | None] | None = None
         self.branch_base: LaneSpec | None = None  # the strategy new branch lanes continue with (None: parent's)
         self._targets: list[tuple[int, int]] = []  # (lane key, member) the job streams into, by its lane index
         self._branch_keys: list[int] = []  # branch lanes in the order they were made (Undo removes the last)
@@ -267,6 +272,63 @@ class RunController:
             self.model.replace_spec(index, replace(lane.spec, forced={**lane.spec.forced, step: token_id}))
         return self.run(request)
 
+    # --------------------------------------------------------------------------------------------- explain
+
+    def explain_lane(self, index: int) -> bool:
+        """What lane `index` does inside the model: its sequence (the prompt, then its tokens; the first
+        MAX_EXPLAIN_TOKENS when longer, said in a notice) through the model's inspection model, prepared first
+        when needed. The result is stored with the run; one already stored is shown without the model."""
+        model = self.model
+        lane = model.lanes[index] if 0 <= index < len(model.lanes) and model.trace is not None else None
+        if self.runner.is_running() or lane is None or not lane.trace.token_ids:
+            model.show_notice("Explaining needs a lane of a finished run: run or open one, then pick a lane.",
+                              level="info")
+            return False
+        stored = model.explanation(index)
+        sequence = len(model.trace.prompt.ids) + len(lane.trace.token_ids)
+        if stored is not None and len(stored.tokens) == min(sequence, MAX_EXPLAIN_TOKENS):
+            model.set_status(f"“{lane.name}” is explained: see the Attention and Logit lens tabs")
+            return True  # no model needed
+        if self.holder is None:
+            model.show_notice(f"Explaining “{lane.name}” needs the model it was made with: choose it in the "
+                              "Model list.")
+            return False
+        if not self._use_model_of(model.trace):
+            return False
+        try:
+            ids = explain_span(model.trace.prompt.ids, lane.trace.token_ids, self.holder.max_positions())
+        except ValueError as error:
+            model.show_notice(f"Cannot explain “{lane.name}”: the prompt: {error}.")
+            return False
+        if stored is not None and stored.token_ids == ids:  # as far as this model's positions go
+            model.set_status(f"“{lane.name}” is explained: see the Attention and Logit lens tabs")
+            return True
+        if not self._inspection_ready(lane.name):
+            return False
+        if len(ids) < sequence:
+            model.show_notice(
+                f"Explaining the first {len(ids)} of “{lane.name}”'s {sequence} tokens (prompt included): explain "
+                f"takes at most {len(ids)}, as attention weights grow as tokens squared.", level="info",
+                cause="explain")
+        prompt_length = len(model.trace.prompt.ids)
+        self._start(JobKind.EXPLAIN, {}, jobs.explain_job(self.holder, ids, prompt_length), model.run_limit)
+        return True
+
+    def _inspection_ready(self, lane: str) -> bool:
+        """The model's inspection model is prepared, or gets prepared now (a notice says why not)."""
+        from models.inspection import inspection_is_prepared
+
+        if inspection_is_prepared(self.holder.path):
+            return True
+        if self.prepare_inspection is None:
+            why = "its inspection model is not prepared (python main.py explain prepares it)"
+        else:
+            why = self.prepare_inspection(self.holder.path)
+        if why is None:
+            return True
+        self.model.show_notice(f"“{lane}” was not explained: {why}.")
+        return False
+
     # ------------------------------------------------------------------------------------------------ replay
 
     def replay(self) -> RunRequest | None:
@@ -381,6 +443,9 @@ class RunController:
             self.model.add_sweep(result)
             self.model.set_status(f"temperature sweep of {result.lane} step {result.step}")
             return
+        if kind is JobKind.EXPLAIN:
+            self._finish_explain(result)
+            return
         finished: dict[tuple[int, int], LaneTrace] = dict(zip(self._targets, result.lanes, strict=True))
         if kind is JobKind.BRANCH:
             self.model.finish_job(None, finished)
@@ -394,10 +459,21 @@ class RunController:
         if kind is JobKind.REPLAY:
             self._report_replay()
 
+    def _finish_explain(self, result: ExplainResult | None) -> None:
+        if result is None:  # stopped before the model ran
+            self.model.fail_job()
+            self.model.set_status("stopped")
+            return
+        self.model.add_explanation(result)
+        self.model.set_status(f"explained {len(result.tokens)} tokens ({result.layers} layers × {result.heads} "
+                              "heads): see the Attention and Logit lens tabs")
+
     def on_failed(self, message: str, _details: str = "") -> None:
+        explaining = self.model.job is JobKind.EXPLAIN
         self.model.fail_job()
         self.model.set_status("failed")
-        self.model.show_notice(f"{message}. The text so far is kept.")
+        self.model.show_notice(f"Could not explain the lane: {message}." if explaining else
+                               f"{message}. The text so far is kept.")
 
 
 def _branches_from(lane: Lane, parent: str) -> bool:

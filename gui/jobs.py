@@ -1,5 +1,6 @@
-"""The jobs the window's worker thread runs, Qt-free: a run of every lane, a branch from a finished run. A job
-is `job(emit, cancelled) -> RunTrace`; it reports through typed messages passed to `emit`.
+"""The jobs the window's worker thread runs, Qt-free: a run of every lane, a branch from a finished run, a
+temperature sweep, a lane's explanation (attention, logit lens). A job is `job(emit, cancelled) -> RunTrace` (a
+sweep's: TemperatureSweep, an explanation's: ExplainResult); it reports through typed messages passed to `emit`.
 
 A run also carries branch lanes that the engine cannot follow inside the run (a branch of a beam lane or of
 another branch): they run right after it, each from its parent's first tokens (prompt and prefix prefilled
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from decoding.engine import branch_prefix, replay_prefix
+from decoding.explain import ExplainResult
 from decoding.lane_state import empty_trace
 from decoding.spec import LaneSpec
 from decoding.sweep import sweep_inputs, temperature_sweep
@@ -129,6 +131,22 @@ def sweep_job(holder: ModelHolder, trace: RunTrace, lane: str, step: int) -> Cal
         inputs = sweep_inputs(trace, lane, step)
         _state, logits = model.decoder.prefill(inputs.ids)
         return temperature_sweep(logits, inputs, text=model.tokenizer.piece)
+
+    return job
+
+
+def explain_job(holder: ModelHolder, token_ids: list[int], prompt_length: int) -> Callable:
+    """A lane's sequence (the prompt's `prompt_length` tokens first) through the model's inspection model,
+    opened once per model: an ExplainResult (None when stopped before the model ran)."""
+
+    def job(emit: Emit, cancelled: Callable[[], bool]) -> ExplainResult | None:
+        if not holder.explainer_open:
+            emit(StatusMessage(f"opening the inspection model of {holder.name} (once per model)…"))
+        explainer = holder.explainer()
+        if cancelled():
+            return None
+        emit(StatusMessage(f"explaining {len(token_ids)} tokens: attention of every layer and head, logit lens…"))
+        return explainer.explain(token_ids, prompt_length)
 
     return job
 

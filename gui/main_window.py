@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from decoding.spec import PRESETS, default_lanes
 from decoding.trace import RunTrace
+from gui.attention_view import AttentionView
 from gui.beam_tree import BeamTreeView
 from gui.compare_view import CompareView
 from gui.controller import RunController
@@ -37,6 +38,7 @@ from gui.fanout_view import FanoutView
 from gui.inspector import StepInspector
 from gui.lane_map import LaneStepMap
 from gui.lanes_editor import LanesEditor, preset_for_window
+from gui.lens_view import LensView
 from gui.model_picker import ModelPicker
 from gui.notice_bar import NoticeBar
 from gui.prompt_panel import PromptPanel, PromptRequest
@@ -47,6 +49,7 @@ from gui.status import StatusBar
 from gui.sweep_view import SweepView
 from gui.text_view import TextPanel
 from gui.timeline import Timeline
+from gui.token_view import TokenView
 from gui.worker import Worker
 
 
@@ -70,6 +73,7 @@ class MainWindow(QMainWindow):
         self.model.events.connect("run_started", self._on_run_started)
         self.model.events.connect("run_finished", self._on_run_finished)
         self.model.events.connect("model_changed", self._on_model_changed)
+        self.model.events.connect("explanations_changed", self._on_explained)
         if model_dir is not None:
             self.set_model(model_dir)
 
@@ -97,6 +101,12 @@ class MainWindow(QMainWindow):
         self.sweep.sweepRequested.connect(self.controller.sweep)
         self.sweep.fanoutsRequested.connect(self.controller.add_temperature_fanouts)
         self.beam_tree = BeamTreeView(model, scheduler)
+        self.tokens_view = TokenView(model)
+        self.tokens_view.model_files = self._run_model_files
+        self.attention = AttentionView(model)
+        self.lens = LensView(model)
+        self.attention.header.on_explain = self.lens.header.on_explain = self.text.on_explain = self.explain_lane
+        self.controller.prepare_inspection = self._prepare_inspection
         self.error_banner = NoticeBar(model)
         self.branch_strategy = QComboBox()
         self.branch_strategy.setObjectName("branchStrategy")
@@ -124,9 +134,12 @@ class MainWindow(QMainWindow):
         self.charts.addTab(self.fanout, "Fan-out")
         self.charts.addTab(self.sweep, "Temperature")
         self.charts.addTab(self.beam_tree, "Beam tree")
+        self.charts.addTab(self.tokens_view, "Tokens")
+        self.charts.addTab(self.attention, "Attention")
+        self.charts.addTab(self.lens, "Logit lens")
         self.charts.currentChanged.connect(self._on_chart_tab)
         for chart in (self.inspector, self.timeline, self.lane_map, self.compare, self.fanout, self.sweep,
-                      self.beam_tree):
+                      self.beam_tree, self.tokens_view, self.attention, self.lens):
             chart.setMinimumWidth(240)  # narrower than their headers' hints: the window must fit 1280 px
         bottom = QSplitter(Qt.Orientation.Horizontal)
         bottom.addWidget(self.inspector)
@@ -166,6 +179,9 @@ class MainWindow(QMainWindow):
         bar.addWidget(self.branch_strategy)
         self.undo_action = self._action(bar, "Undo branch", QKeySequence.StandardKey.Undo, self.undo_branch,
                                         "Remove the last branch lane (Ctrl+Z)")
+        self.explain_action = self._action(bar, "Explain lane", None, self.explain_selected_lane,
+                                           "Inside the model for the selected lane: every layer's attention per "
+                                           "head and the logit lens (Attention and Logit lens tabs)")
         bar.addSeparator()
         self.tour_action = self._action(bar, "Tour", None, self.show_tour,
                                         "A guided tour: one preset per phenomenon, explained in English and Chinese")
@@ -243,7 +259,8 @@ class MainWindow(QMainWindow):
         self.controller.on_failed(message, details)
 
     def _set_file_actions_enabled(self, enabled: bool) -> None:
-        for action in (self.open_action, self.save_action, self.replay_action, self.undo_action):
+        for action in (self.open_action, self.save_action, self.replay_action, self.undo_action,
+                       self.explain_action):
             action.setEnabled(enabled)
         self.model_picker.setEnabled(enabled)
 
@@ -343,6 +360,52 @@ class MainWindow(QMainWindow):
         elif stop.after == "run_again":
             self.replay()
 
+    # --------------------------------------------------------------------------------------- inside the model
+
+    @Slot()
+    def explain_selected_lane(self) -> None:
+        if self.model.selection is None:
+            self.model.show_notice("Select a token of the lane to explain (click it in the text).", level="info")
+            return
+        self.explain_lane(self.model.selection.lane)
+
+    def explain_lane(self, lane: int) -> None:
+        """Lane `lane` inside the model (its inspection model prepared on first use, off the GUI thread)."""
+        self.controller.explain_lane(lane)
+
+    def _prepare_inspection(self, path: Path) -> str | None:
+        """The setup dialog preparing the model's inspection model (its own worker thread: the window keeps
+        drawing); None when prepared, else why not."""
+        from functools import partial
+
+        from gui.setup_dialog import SetupDialog
+        from models.inspection import prepare_inspection
+
+        dialog = SetupDialog(
+            "Preparing the inspection model",
+            "Explaining a lane needs the model's inspection model: a second export of the same weights that "
+            "returns every layer's attention per head and the logit lens. It is prepared once per model into its "
+            "folder (about 1.5 minutes and 650 MB for the default model).",
+            partial(prepare_inspection, path), self)
+        if dialog.run() is not None:
+            return None
+        return f"preparing its inspection model failed: {dialog.error}" if dialog.error else \
+            "preparing its inspection model was cancelled"
+
+    def _run_model_files(self) -> tuple[object | None, int | None]:
+        """The shown run's model's tokenizer and positions, when that model is the one chosen here."""
+        holder, trace = self.controller.holder, self.model.trace
+        if holder is None or trace is None or trace.model.name != holder.name:
+            return None, None
+        try:
+            return holder.tokenizer(), holder.max_positions()
+        except (OSError, ValueError):
+            return None, None
+
+    def _on_explained(self) -> None:
+        if self.charts.currentWidget() not in (self.attention, self.lens, self.tokens_view):
+            self.charts.setCurrentWidget(self.attention)
+
     @property
     def trace(self) -> RunTrace | None:
         """The shown run (what Save writes)."""
@@ -430,12 +493,18 @@ class MainWindow(QMainWindow):
         fanout = FanoutView(snapshot, RedrawScheduler(self))
         sweep = SweepView(snapshot)
         beam_tree = BeamTreeView(snapshot)
+        tokens = TokenView(snapshot)
+        tokens.model_files = self._run_model_files
+        attention, lens = AttentionView(snapshot), LensView(snapshot)
+        layers = max((e.layers for e in snapshot.trace.explanations), default=0) if snapshot.trace else 0
         beam_steps = max((len(lane.trace.steps) for lane in snapshot.lanes if lane.spec.is_beam), default=0)
         map_height = max(260, 26 * len(snapshot.lanes) + 120)
         sizes = {"timeline": (timeline, 1000, 440), "lane_map": (lane_map, 1000, map_height),
                  "inspector": (inspector, 820, 560), "side_by_side": (compare, 1000, 460),
                  "fanout": (fanout, 1000, 560), "temperature": (sweep, 1000, 560),
-                 "beam_tree": (beam_tree, min(3000, max(900, 64 * beam_steps + 120)), 520)}
+                 "beam_tree": (beam_tree, min(3000, max(900, 64 * beam_steps + 120)), 520),
+                 "tokens": (tokens, 1000, 400),
+                 "attention": (attention, 1100, 640), "logit_lens": (lens, 1000, 24 * layers + 200)}
         for view, width, height in sizes.values():
             view.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
             view.resize(width, height)
@@ -445,6 +514,8 @@ class MainWindow(QMainWindow):
             compare.set_other(self.compare._combo.currentIndex())
         beam_tree.set_shown(True)
         beam_tree.show_all_steps()
+        attention.copy_state(self.attention)
+        lens.copy_state(self.lens)
         QApplication.processEvents()
         return {name: view for name, (view, _w, _h) in sizes.items()}
 

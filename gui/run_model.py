@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from decoding.critical import critical_point
+from decoding.explain import ExplainResult
 from decoding.lane_state import empty_trace
 from decoding.spec import LaneSpec
 from decoding.trace import CriticalSettings, LaneTrace, RunTrace, StepRecord
@@ -39,6 +40,7 @@ EVENTS: dict[str, str] = {
     "model_changed": "()  the model's name or its execution provider changed",
     "marks_changed": "()  what makes a critical point changed: every lane's marks may differ",
     "sweeps_changed": "()  a temperature sweep was added to the shown run",
+    "explanations_changed": "()  a lane's explanation (attention, logit lens) was added to the shown run",
 }
 
 
@@ -68,6 +70,7 @@ class JobKind(Enum):
     BRANCH = "branch"  # streams into a new lane beside the shown ones (a branch, a replay of a branch not taken)
     REPLAY = "replay"
     SWEEP = "sweep"  # computes a temperature sweep of one step: no lane changes
+    EXPLAIN = "explain"  # a lane's attention and logit lens (the shown run stays)
 
 
 @dataclass(frozen=True)
@@ -199,7 +202,15 @@ class RunModel:
             return None
         ran = [lane for lane in self.lanes if lane.trace.steps or lane.trace.finish_reason]
         self.trace.lanes = [trace for lane in ran for trace in (lane.members or [lane.trace])]
+        explained = {id(self.trace.explanation_of(lane)) for lane in self.trace.lanes}
+        self.trace.explanations = [e for e in self.trace.explanations if id(e) in explained]  # removed lanes' go
         return self.trace
+
+    def explanation(self, lane: int) -> ExplainResult | None:
+        """The shown run's explanation of lane `lane` (its attention and logit lens), or None."""
+        if self.trace is None or not 0 <= lane < len(self.lanes):
+            return None
+        return self.trace.explanation_of(self.lanes[lane].trace)
 
     def snapshot(self) -> RunModel:
         """A model showing the same run (same lanes, selection and settings) with no listeners: views made
@@ -321,7 +332,7 @@ class RunModel:
     def start_job(self, job: JobKind, targets: dict[tuple[int, int], LaneSpec], limit: int) -> None:
         """A job starts streaming into `targets`: (lane key, member) -> the spec it runs (their traces start
         empty; a lane with members >= 1 is a fan-out). A run or replay replaces the shown run; a branch adds to
-        it. `limit`: the steps of the job's longest lane."""
+        it; a sweep or an explanation keeps it. `limit`: the steps of the job's longest lane."""
         self.job = job
         replaces_run = job in (JobKind.RUN, JobKind.REPLAY)
         if targets:
@@ -382,6 +393,14 @@ class RunModel:
             return None
         name = self.lanes[lane].name
         return next((s for s in self.trace.sweeps if s.lane == name and s.step == step), None)
+
+    def add_explanation(self, result: ExplainResult) -> None:
+        """Store a lane's explanation with the shown run (Save writes it); it replaces one of the same tokens."""
+        self.job = None
+        kept = [e for e in self.trace.explanations if e.token_ids != result.token_ids]
+        self.trace.explanations = [*kept, result]
+        self.events.emit("explanations_changed")
+        self.events.emit("run_finished")
 
     def fail_job(self) -> None:
         """The job failed: what streamed so far stays."""

@@ -13,7 +13,9 @@ from decoding.spec import LaneSpec
 from decoding.trace import LaneTrace, PromptInfo, RunTrace
 
 if TYPE_CHECKING:
+    from models.inspection import Explainer
     from models.open_model import OpenModel
+    from runtime.tokenizer import Tokenizer
 
 
 @dataclass(frozen=True)
@@ -27,12 +29,14 @@ class RunRequest:
 
 class ModelHolder:
     """Loads the model on first use (on the worker thread) and keeps it, and one Engine over it, for later
-    runs."""
+    runs; likewise its inspection model for explaining lanes."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._loaded: OpenModel | None = None
         self._engine: Engine | None = None
+        self._explainer: Explainer | None = None
+        self._tokenizer: Tokenizer | None = None
         self._lock = threading.Lock()
 
     @property
@@ -57,6 +61,36 @@ class ModelHolder:
     def engine(self) -> Engine:
         self.get()
         return self._engine
+
+    def tokenizer(self) -> Tokenizer:
+        """The model's tokenizer: the loaded model's, else read once from its folder (milliseconds, no model)."""
+        if self._loaded is not None:
+            return self._loaded.tokenizer
+        if self._tokenizer is None:
+            from runtime.tokenizer import Tokenizer
+
+            self._tokenizer = Tokenizer.from_model_dir(self.path)
+        return self._tokenizer
+
+    def max_positions(self) -> int | None:
+        """The positions the model takes (its config's), None when it does not say."""
+        from runtime.model_files import max_positions_from, read_json
+
+        return max_positions_from(read_json(self.path / "config.json"))
+
+    @property
+    def explainer_open(self) -> bool:
+        return self._explainer is not None
+
+    def explainer(self) -> Explainer:
+        """The model's inspection model (prepared beforehand), opened on first use and kept: creating its
+        session takes 5-13 s for the default model."""
+        from models.inspection import Explainer
+
+        with self._lock:
+            if self._explainer is None:
+                self._explainer = Explainer(self.path)
+            return self._explainer
 
 
 def prompt_info(model: OpenModel, request: RunRequest) -> PromptInfo:

@@ -8,7 +8,7 @@ import time
 from PySide6.QtWidgets import QLabel, QStatusBar
 
 from gui.redraw import RedrawScheduler
-from gui.run_model import RunModel, Selection
+from gui.run_model import JobKind, RunModel, Selection
 
 MESSAGE_MS = 8000
 
@@ -62,18 +62,19 @@ class StatusBar(QStatusBar):
     def _on_status(self, text: str) -> None:
         self.showMessage(text, MESSAGE_MS)
 
-    def _on_run_started(self, _job) -> None:
+    def _on_run_started(self, job: JobKind) -> None:
         self._streaming_since = None  # set by the first streamed step: loading is not generating
-        self.step.setText(f"step 0/{self.model.run_limit}")
+        explaining = job is JobKind.EXPLAIN  # one call over a finished lane: no steps
+        self.step.setText("" if explaining else f"step 0/{self.model.run_limit}")
         self.speed.setText("")
-        self.showMessage("running…")
+        self.showMessage("explaining…" if explaining else "running…")
 
     def _on_step_added(self, _index: int, _record) -> None:
         if self._streaming_since is None:
             self._streaming_since = time.perf_counter()
 
     def _show_progress(self) -> None:
-        if not self.model.running:
+        if not self.model.running or self.model.job is JobKind.EXPLAIN:
             return
         seconds = time.perf_counter() - self._streaming_since if self._streaming_since is not None else 0.0
         tokens = self.model.total_tokens()

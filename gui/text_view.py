@@ -180,6 +180,7 @@ class TokenBrowser(QTextBrowser):
             label = ("▲ Replay the branch not taken" if critical else "Replay with the runner-up") + \
                 f": “{piece_label(token.text, None, panel.pending_of(lane, record.step))}” ({format_prob(token.prob)})"
             _add(menu, label, self, lambda _checked=False: panel.request_replay(lane, record.step))
+        _add(menu, "Explain this lane: attention, logit lens", self, lambda _checked=False: panel.request_explain(lane))
         return menu
 
 
@@ -307,6 +308,7 @@ class TextPanel(QWidget):
         self.on_branch = None  # callbacks the window sets: on_branch(lane, step, token), on_force(step, token)
         self.on_force = None
         self.on_replay = None
+        self.on_explain = None
         self._splitter = QSplitter(Qt.Orientation.Horizontal)
         self._splitter.setChildrenCollapsible(False)
         self._scroll = QScrollArea()
@@ -361,6 +363,10 @@ class TextPanel(QWidget):
     def request_replay(self, lane: int, step: int) -> None:
         if self.on_replay is not None:
             self.on_replay(lane, step)
+
+    def request_explain(self, lane: int) -> None:
+        if self.on_explain is not None:
+            self.on_explain(lane)
 
     def request_force(self, step: int, token_id: int) -> None:
         if self.on_force is not None:
