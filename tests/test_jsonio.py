@@ -7,9 +7,11 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import jsonschema
+import numpy as np
 import pytest
 
 from decoding import jsonio
@@ -222,3 +224,43 @@ def test_bad_critical_settings_in_a_file_are_refused_clearly():
     data["settings"]["critical"]["ratio"] = 2.0
     with pytest.raises(jsonio.TraceFormatError, match=r"invalid critical ratio=2.0: allowed a float in \(0, 1\]"):
         jsonio.loads(json.dumps(data))
+
+
+def test_explained_lanes_round_trip_byte_identical_one_line_each():
+    from tests.inside_samples import CHINESE, ENGLISH, explained_trace
+
+    trace = explained_trace(ENGLISH)
+    trace.explanations.append(explained_trace(CHINESE).explanations[0])  # another sequence: kept, matched by none
+    text = jsonio.dumps(trace)
+    again = jsonio.loads(text)
+    assert jsonio.dumps(again) == text
+    jsonschema.validate(jsonio.to_dict(again), jsonio.schema())
+    lines = text.splitlines()
+    start = lines.index(' "explanations": [')
+    assert lines[-1] == "}" and len(lines) - start == 5  # the key, one line per explanation, "]", "}"
+    assert [e.to_json() for e in again.explanations] == [e.to_json() for e in trace.explanations]
+    stored = again.explanation_of(again.lanes[0])
+    assert stored is again.explanations[0] and stored.token_ids == again.prompt.ids + again.lanes[0].token_ids
+    np.testing.assert_allclose(stored.attention, trace.explanations[0].attention, atol=1e-7)
+
+
+def test_a_run_without_explanations_has_no_such_key_and_a_damaged_one_is_refused():
+    from tests.inside_samples import ENGLISH, explained_trace
+
+    plain = fake_trace()
+    assert "explanations" not in jsonio.to_dict(plain) and '"explanations"' not in jsonio.dumps(plain)
+    data = jsonio.to_dict(explained_trace(ENGLISH))
+    data["explanations"][0]["attention"]["layers"] = 5
+    with pytest.raises(jsonio.TraceFormatError, match="attention says 5 layers x 2 heads"):
+        jsonio.loads(json.dumps(data))
+
+
+def test_an_explanation_of_a_lanes_beginning_belongs_to_it():
+    from tests.inside_samples import ENGLISH, explained_trace
+
+    trace = explained_trace(ENGLISH)
+    lane = trace.lanes[0]
+    longer = replace(lane, token_ids=[*lane.token_ids, 555])  # the model is causal: the first tokens' still hold
+    assert trace.explanation_of(longer) is trace.explanations[0]
+    other = replace(lane, token_ids=[lane.token_ids[0], 555])
+    assert trace.explanation_of(other) is None
