@@ -14,6 +14,7 @@ import typing
 from functools import cache
 from typing import Any
 
+from decoding.explain import ExplainResult
 from decoding.replay import lane_spec
 from decoding.trace import LaneTrace, RunTrace
 
@@ -91,7 +92,8 @@ def _check_ids(ids: list[int], path: str) -> None:
 
 @cache
 def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+    # RunTrace names ExplainResult for type checkers only: decoding.explain imports decoding.trace
+    return typing.get_type_hints(cls, localns={"ExplainResult": ExplainResult})
 
 
 def _matches(value: Any, hint: Any) -> bool:

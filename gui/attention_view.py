@@ -33,6 +33,7 @@ from gui.inside_data import (
     looks_at_grid,
     position_label,
     strongest_heads,
+    strongest_look,
     token_labels,
     top_attended,
 )
@@ -95,6 +96,17 @@ class AttentionView(QWidget):
             raise ValueError(f"cell ({layer}, {column}) is outside the {rows} x {columns} heatmap")
         self._picked, self._user_picked = (layer, column), True
         self._draw_picked()
+
+    def show_look(self, query: int, keys: range) -> None:
+        """Where the token at `query` looks, through the head that looks hardest at any of `keys` (e.g. " but"
+        and "Although"): that head in every layer, position 0 left out, its layer's row and heads shown for the
+        key it favours."""
+        layer, head, key = strongest_look(self._result, query, keys)
+        self.set_mode(LOOKS_AT)
+        self.set_token(query)
+        self.set_heads(head)
+        self.set_drop_first(True)
+        self.pick(layer, key)
 
     def copy_state(self, other: AttentionView) -> None:
         """Show what `other` shows (an export drawn at another size)."""

@@ -316,10 +316,17 @@ class RunController:
 
     def _inspection_ready(self, lane: str) -> bool:
         """The model's inspection model is prepared, or gets prepared now (a notice says why not)."""
-        from models.inspection import inspection_is_prepared
+        from models.inspection import inspection_is_prepared, source_weights
 
         if inspection_is_prepared(self.holder.path):
             return True
+        try:
+            source_weights(Path(self.holder.path).resolve())
+        except FileNotFoundError as error:
+            self.model.show_notice(f"“{lane}” cannot be explained: its inspection model is built from the float32 "
+                                   f"weights the model was exported from, and {error}. Prepare the model from its "
+                                   "GGUF (the default model) or from a local Hugging Face folder.")
+            return False
         if self.prepare_inspection is None:
             why = "its inspection model is not prepared (python main.py explain prepares it)"
         else:

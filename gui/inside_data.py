@@ -254,3 +254,28 @@ def latest_settling(result: ExplainResult) -> int | None:
         return path.settled, path.first_top1, path.final.prob
 
     return max(positions, key=lateness, default=None) if result.prompt_length >= 1 else None
+
+
+def word_span(result: ExplainResult, word: str, last: bool = False, within: int | None = None) -> range:
+    """The positions of the tokens holding `word`'s bytes (a word may be part of a token, or spread over
+    several: 但 is two byte-level tokens), at its first occurrence (`last`: its last) in the first `within`
+    tokens (default: all). ValueError when it does not occur."""
+    tokens = result.tokens[:within]
+    data = b"".join(bytes(token.bytes) for token in tokens)
+    target = word.encode("utf-8")
+    start = data.rfind(target) if last else data.find(target)
+    if not target or start < 0:
+        raise ValueError(f"{word!r} is not in the explained tokens")
+    end, offset, found = start + len(target), 0, []
+    for position, token in enumerate(tokens):
+        if offset < end and offset + len(token.bytes) > start:
+            found.append(position)
+        offset += len(token.bytes)
+    return range(found[0], found[-1] + 1)
+
+
+def strongest_look(result: ExplainResult, query: int, keys: range) -> tuple[int, int, int]:
+    """(layer, head, key) of the single head that gives the most weight from `query` to any of `keys`."""
+    weights = result.attention[:, :, query, keys.start: keys.stop]
+    layer, head, index = np.unravel_index(int(np.argmax(weights)), weights.shape)
+    return int(layer), int(head), keys.start + int(index)

@@ -66,6 +66,7 @@ class MainWindow(QMainWindow):
         self.worker.failed.connect(self._on_job_failed)
         self._closing = False
         self._tour_stop = None  # a tour stop whose run is on its way (its after-action follows)
+        self._inside_stop = None  # a tour stop whose explanation is on its way
         self._last_folder = Path.home()  # where the file dialogs open
         self._build_views()
         self._build_layout()
@@ -210,7 +211,9 @@ class MainWindow(QMainWindow):
 
     # --------------------------------------------------------------------------------------- model events
 
-    def _on_run_started(self, _job: JobKind) -> None:
+    def _on_run_started(self, job: JobKind) -> None:
+        if job in (JobKind.RUN, JobKind.REPLAY):
+            self._inside_stop = None  # its explanation never came (cancelled, failed): not for a later one
         self.prompt.set_running(True)
         self._set_file_actions_enabled(False)
         self.scheduler.start()
@@ -359,6 +362,9 @@ class MainWindow(QMainWindow):
             self.run()
         elif stop.after == "run_again":
             self.replay()
+        elif stop.after in ("explain_contrast", "explain_journey"):
+            self._inside_stop = stop  # shown once the explanation is in (_on_explained)
+            self.explain_lane(0)
 
     # --------------------------------------------------------------------------------------- inside the model
 
@@ -403,8 +409,28 @@ class MainWindow(QMainWindow):
             return None, None
 
     def _on_explained(self) -> None:
-        if self.charts.currentWidget() not in (self.attention, self.lens, self.tokens_view):
+        stop, self._inside_stop = self._inside_stop, None
+        if stop is not None:
+            self._show_inside_stop(stop)
+        elif self.charts.currentWidget() not in (self.attention, self.lens, self.tokens_view):
             self.charts.setCurrentWidget(self.attention)
+
+    def _show_inside_stop(self, stop) -> None:
+        """A tour stop's view of lane 0's explanation: where its contrast word looks back at the concessive one,
+        or the logit lens where the lane's choice settles latest (that step selected)."""
+        from gui.inside_data import latest_settling, word_span
+
+        result = self.model.explanation(0)
+        if stop.after == "explain_contrast":
+            prompt = result.prompt_length
+            query = word_span(result, stop.extra["contrast"], last=True, within=prompt)[-1]
+            self.attention.show_look(query, word_span(result, stop.extra["concessive"], within=prompt))
+            self.charts.setCurrentWidget(self.attention)
+        else:
+            position = latest_settling(result)
+            if position is not None:
+                self.model.select(0, position + 1 - result.prompt_length)
+            self.charts.setCurrentWidget(self.lens)
 
     @property
     def trace(self) -> RunTrace | None:

@@ -15,6 +15,8 @@ AFTER_ACTIONS = {
     "temperature_fanouts": "add fan-outs of lane 0 at several temperatures and run again",
     "run_again": "run again with the same seeds and compare",
     "select_first_critical": "select the first critical point",
+    "explain_contrast": "explain lane 0 and show where extra['contrast'] looks back at extra['concessive']",
+    "explain_journey": "explain lane 0 and show the logit lens where its choice settles latest",
 }
 
 
@@ -31,7 +33,7 @@ class TourStop:
     title_zh: str
     prompt: str
     lanes: tuple[TourLane, ...]
-    view: str  # the window's chart to show: timeline, lane_map, compare, fanout, sweep, beam_tree, …
+    view: str  # the window's chart to show: timeline, lane_map, compare, fanout, sweep, beam_tree, attention, lens…
     text_en: str
     text_zh: str
     chat: bool = False
@@ -138,6 +140,59 @@ STOPS: list[TourStop] = [
                 "repeated n-grams — both break the loop.",
         text_zh="贪心解码很容易陷入循环：一个短语重复过一次，再重复一次就成了最可能的选择。重复惩罚压低已经用过的词，"
                 "no_repeat_ngram_size 禁止重复的 n 元组——两者都能打破循环。",
+    ),
+]
+
+# Inside the model (issue 13): the chat form, as the product is used; SmolLM2's heads show the delayed release
+# there (" but" → "Although": layer 4 head 8 gives it 0.39, about 0.013 to each other earlier token).
+STOPS += [
+    TourStop(
+        key="delayed_release",
+        title_en="Delayed release: “but” looks back at “Although”",
+        title_zh="延迟释放：“but”回看“Although”",
+        prompt="Although I was tired, I still went out, but",
+        chat=True,
+        lanes=(TourLane(LaneSpec("greedy")),),
+        view="attention",
+        after="explain_contrast",
+        max_new_tokens=16,
+        extra={"contrast": " but", "concessive": "Although"},
+        text_en="Reading “but”, one attention head looks straight back at “Although”, across every word in between: "
+                "the concession opened at the start is released at the contrast. The heatmap shows that head in "
+                "every layer (position 0, which soaks up most attention, left out) — pick another head or token.",
+        text_zh="读到“but”时，有一个注意力头越过中间所有的词，直接回看“Although”：开头埋下的让步在转折处得到释放。"
+                "热图显示这个头在每一层的权重（吸走大部分注意力的第 0 个位置已略去）——也可以换一个头或词元看看。",
+    ),
+    TourStop(
+        key="delayed_release_zh",
+        title_en="The same in Chinese: 但 looks back at 虽然",
+        title_zh="中文里也一样：“但”回看“虽然”",
+        prompt="我虽然很累，但还是决定",
+        chat=True,
+        lanes=(TourLane(LaneSpec("greedy")),),
+        view="attention",
+        after="explain_contrast",
+        max_new_tokens=16,
+        extra={"contrast": "但", "concessive": "虽然"},
+        text_en="Reading 但 (“but”), a head looks back at 虽然 (“although”), even though every character here is two "
+                "or three byte-level tokens. The Tokens tab shows how the characters are split.",
+        text_zh="读到“但”时，有一个注意力头回看“虽然”，尽管这里每个汉字都被切成两三个字节级词元。"
+                "“Tokens”标签页显示汉字是怎样被切开的。",
+    ),
+    TourStop(
+        key="token_journey",
+        title_en="The token's journey through the layers",
+        title_zh="一个词元穿过各层的旅程",
+        prompt="The capital of France is",
+        lanes=(TourLane(LaneSpec("greedy")),),
+        view="lens",
+        after="explain_journey",
+        max_new_tokens=12,
+        text_en="Each row is what the model would say if it stopped after that layer: the early layers mostly echo "
+                "the current word, and the final choice reaches the top only late. The red frames follow it up "
+                "the layers; the line above the table says where it settles.",
+        text_zh="每一行是模型在这一层之后就停下时会说出的词：前面的层大多只是重复当前的词，最终的选择很晚才升到第一。"
+                "红框沿着各层跟踪它，表格上方的说明指出它在哪一层定下来。",
     ),
 ]
 

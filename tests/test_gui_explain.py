@@ -5,6 +5,7 @@ stored with the shown run (which stays), saved with it and shown from the file w
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -43,10 +44,16 @@ class FakeExplainer:
 
 
 class ExplainingHolder(FakeHolder):
+    """A model folder whose manifest names the weights it was exported from (an inspection model can be built)."""
+
     positions: int | None = 512
 
-    def __init__(self) -> None:
+    def __init__(self, folder: Path) -> None:
         super().__init__()
+        self.path = folder / "model"
+        self.path.mkdir()
+        source = {"kind": "hf-folder", "path": str(folder)}
+        (self.path / "manifest.json").write_text(json.dumps({"name": "fake", "source": source}), encoding="utf-8")
         self._explainer: FakeExplainer | None = None
         self.opened = 0
 
@@ -64,22 +71,22 @@ class ExplainingHolder(FakeHolder):
         return self._explainer
 
 
-def explaining(specs=None):
+def explaining(folder: Path, specs=None):
     model, controller, view = make(specs) if specs else make()
-    controller.holder = ExplainingHolder()
+    controller.holder = ExplainingHolder(folder)
     prepared: list[Path] = []
     controller.prepare_inspection = lambda path: prepared.append(path)  # None: prepared
     return model, controller, view, prepared
 
 
-def test_explain_stores_the_lanes_sequence_with_the_run_and_keeps_the_run():
-    model, controller, view, prepared = explaining()
+def test_explain_stores_the_lanes_sequence_with_the_run_and_keeps_the_run(tmp_path):
+    model, controller, view, prepared = explaining(tmp_path)
     controller.run(request(tokens=8))
     shown = model.trace
     model.select(1, 3)
     before = len(view.events)
     assert controller.explain_lane(1)
-    assert prepared == [Path("fake")]  # not prepared: the window's hook prepares it first
+    assert prepared == [controller.holder.path]  # not prepared: the window's hook prepares it first
     sequence = shown.prompt.ids + model.lanes[1].trace.token_ids
     assert controller.holder.explainer().calls == [(sequence, len(shown.prompt.ids))]
     names = [event[0] for event in view.events[before:]]
@@ -92,8 +99,8 @@ def test_explain_stores_the_lanes_sequence_with_the_run_and_keeps_the_run():
     assert "explained 11 tokens" in view.events[-1][1]
 
 
-def test_an_explained_lane_is_shown_again_without_a_job_and_the_inspection_model_opens_once():
-    model, controller, view, _ = explaining()
+def test_an_explained_lane_is_shown_again_without_a_job_and_the_inspection_model_opens_once(tmp_path):
+    model, controller, view, _ = explaining(tmp_path)
     controller.run(request(tokens=5))
     controller.explain_lane(0)
     controller.explain_lane(2)
@@ -104,8 +111,8 @@ def test_an_explained_lane_is_shown_again_without_a_job_and_the_inspection_model
     assert "is explained" in view.events[-1][1]
 
 
-def test_a_long_lane_is_explained_up_to_the_limit_with_a_notice():
-    model, controller, _, _ = explaining([LaneSpec("greedy")])
+def test_a_long_lane_is_explained_up_to_the_limit_with_a_notice(tmp_path):
+    model, controller, _, _ = explaining(tmp_path, [LaneSpec("greedy")])
     controller.run(request(tokens=MAX_EXPLAIN_TOKENS))
     assert controller.explain_lane(0)
     result = model.explanation(0)
@@ -117,8 +124,8 @@ def test_a_long_lane_is_explained_up_to_the_limit_with_a_notice():
     assert len(model.explanation(0).tokens) == 64
 
 
-def test_refusals_say_why_in_words():
-    model, controller, _, _ = explaining()
+def test_refusals_say_why_in_words(tmp_path):
+    model, controller, _, _ = explaining(tmp_path)
     assert not controller.explain_lane(0)
     assert "needs a lane of a finished run" in model.notice.text
     controller.run(request(tokens=4))
@@ -132,12 +139,15 @@ def test_refusals_say_why_in_words():
     controller.prepare_inspection = None
     assert not controller.explain_lane(0)
     assert "python main.py explain prepares it" in model.notice.text
+    (controller.holder.path / "manifest.json").write_text('{"name": "fake", "source": {"kind": "hub"}}')
+    assert not controller.explain_lane(0)  # no weights to build it from: said before any dialog
+    assert "cannot be explained" in model.notice.text and "keeps no float32 weights" in model.notice.text
     controller.holder = None
     assert not controller.explain_lane(0) and "needs the model it was made with" in model.notice.text
 
 
-def test_a_failed_explanation_keeps_the_run_and_says_so():
-    model, controller, _, _ = explaining()
+def test_a_failed_explanation_keeps_the_run_and_says_so(tmp_path):
+    model, controller, _, _ = explaining(tmp_path)
     controller.run(request(tokens=4))
 
     def broken(ids, prompt_length):
@@ -150,7 +160,7 @@ def test_a_failed_explanation_keeps_the_run_and_says_so():
 
 
 def test_saved_explanations_open_and_show_without_a_model(tmp_path):
-    model, controller, _, _ = explaining()
+    model, controller, _, _ = explaining(tmp_path)
     controller.run(request(tokens=6))
     controller.explain_lane(2)
     path = tmp_path / "run.json"

@@ -96,3 +96,40 @@ def test_explain_a_lane_prepares_shows_saves_and_reopens_without_the_model(qtbot
     assert reopened.tokens_view.drawn_labels(0) == window.tokens_view.drawn_labels(0)  # pieces from the file
     names = [p.name for p in reopened.export_images(tmp_path / "images")]
     assert {"attention.png", "attention.svg", "logit_lens.png", "tokens.png"} <= set(names)
+
+
+@pytest.mark.parametrize("key, contrast, concessive", [("delayed_release", " but", "Although"),
+                                                       ("delayed_release_zh", "但", "虽然")])
+def test_the_delayed_release_tour_stop_opens_the_attention_of_its_contrast_word(qtbot, window, key, contrast,
+                                                                                 concessive):
+    from gui.inside_data import word_span
+
+    assert window.start_tour(key)
+    for _ in range(2):  # the run, then the explanation
+        wait_idle(qtbot, window, PREPARE_TIMEOUT_MS)
+        qtbot.wait(100)
+    result = window.model.explanation(0)
+    assert result is not None and window.charts.currentWidget() is window.attention
+    prompt = result.prompt_length
+    query = word_span(result, contrast, last=True, within=prompt)[-1]
+    keys = word_span(result, concessive, within=prompt)
+    assert window.attention.token == query and window.attention.column_labels()[query] in contrast
+    layer, column = window.attention.picked()
+    assert column in keys  # the concessive word's token its strongest head favours
+    weights = result.attention[:, :, query, keys.start:keys.stop]
+    assert result.attention[layer, window.attention._heads, query, column] == pytest.approx(weights.max())
+    assert "position 0 left out" in window.attention._legend.text()
+
+
+def test_the_token_journey_tour_stop_selects_the_step_that_settles_latest(qtbot, window):
+    from gui.inside_data import latest_settling
+
+    assert window.start_tour("token_journey")
+    for _ in range(2):
+        wait_idle(qtbot, window, PREPARE_TIMEOUT_MS)
+        qtbot.wait(100)
+    result = window.model.explanation(0)
+    position = latest_settling(result)
+    assert window.charts.currentWidget() is window.lens and window.lens.position == position
+    assert window.model.selection.step == position + 1 - result.prompt_length
+    assert "is the model's choice" in window.lens.readout()

@@ -84,6 +84,8 @@ def build_tiny_model(out_dir: Path, seed: int = 0) -> Path:
     main_export(str(hf_dir), output=str(out_dir), task="text-generation-with-past", device="cpu", do_validation=False)
     if not (out_dir / "chat_template.jinja").exists():
         (out_dir / "chat_template.jinja").write_text(CHAT_TEMPLATE, encoding="utf-8")
-    manifest = {"name": "tiny-random-llama", "source": {"kind": "test-fixture", "seed": seed}, "hf_dir": str(hf_dir)}
+    # exported from hf_dir, as a prepared HF folder records it: its inspection model can be built from there
+    manifest = {"name": "tiny-random-llama", "source": {"kind": "hf-folder", "path": str(hf_dir), "seed": seed},
+                "hf_dir": str(hf_dir)}
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
     return out_dir
