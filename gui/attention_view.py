@@ -197,6 +197,7 @@ class AttentionView(QWidget):
                                     "at it (every later token's attention to it)")
         self._mode_combo.currentIndexChanged.connect(self._on_mode)
         self._token_combo = QComboBox()
+        self._token_combo.setMinimumContentsLength(16)
         self._token_combo.setToolTip("The token the heatmap is about (prompt tokens too); selecting a step in the "
                                      "text picks its token")
         self._token_combo.currentIndexChanged.connect(self._on_token)
@@ -353,8 +354,7 @@ class AttentionView(QWidget):
         self._image.setImage(self._grid, levels=(0.0, self._level()))
         self._image.setRect(0, 0, columns, layers)
         self._bar.setLevels((0.0, self._level()))
-        token_column = self._token if self._mode == LOOKS_AT else 0
-        self._axis.set_labels([self._labels[p] for p in self.columns()], highlight=token_column)
+        self._axis.set_labels([self._labels[p] for p in self.columns()])
         self._plot.getAxis("left").setTicks([[(layer + 0.5, str(layer)) for layer in range(0, layers, 5)],
                                              [(layer + 0.5, "") for layer in range(layers)]])
         self._plot.setXRange(0, max(columns, 1), padding=0)
@@ -382,9 +382,12 @@ class AttentionView(QWidget):
         position = self._position_of_column(self._mode, column)
         return (self._token, position) if self._mode == LOOKS_AT else (position, self._token)
 
+    def _token_column(self) -> int:
+        return self._token if self._mode == LOOKS_AT else 0
+
     def _default_pick(self) -> tuple[int, int] | None:
         """The most attended other token, in the layer of its strongest head."""
-        token_column = self._token if self._mode == LOOKS_AT else 0
+        token_column = self._token_column()
         for attended in top_attended(self._result, self._grid, self._token, self._mode, count=3):
             column = attended.position - self.columns()[0]
             if column != token_column:
@@ -393,21 +396,22 @@ class AttentionView(QWidget):
 
     def _draw_title(self) -> None:
         token = position_label(self._result, self._token, self._labels)
-        heads = {MEAN: "mean of the heads", STRONGEST: "each layer's strongest head"}.get(self._heads,
-                                                                                      f"head {self._heads}")
+        heads = self._heads_words()
         verb = "where " + token + " looks" if self._mode == LOOKS_AT else "who looks at " + token
         self._title = f"{verb} · {heads} · lane {self.model.lanes[self._lane].name}"
         self.header.show_lane(self.model, self._lane, True,
                               f"{lane_swatch(self.model, self._lane)}: {html.escape(verb)} · {heads}")
 
+    def _heads_words(self) -> str:
+        return {MEAN: "mean of the heads", STRONGEST: "each layer's strongest head"}.get(self._heads,
+                                                                                      f"head {self._heads}")
+
     def _draw_legend(self) -> None:
-        parts = ["colour: attention weight (white: none)", "dashed line: end of the prompt",
-                 "click a cell: every head of that layer"]
+        parts = ["colour: attention weight", "dashed: end of the prompt", "click a cell: that layer's heads"]
         if self._drop_first:
-            parts[0] = ("colour: attention weight with <b>position 0 left out</b> — each row rescaled to sum to 1 "
-                        f"without it; blank where position 0 takes over {SINK_LIMIT:.0%}"
-                        if self._heads != STRONGEST else
-                        "colour: the strongest head's own weight; <b>position 0 left out</b> (not rescaled)")
+            parts[0] = (f"colour: weight with <b>position 0 left out</b> (rows rescaled to sum to 1; blank where it "
+                        f"took over {SINK_LIMIT:.0%})" if self._heads != STRONGEST else
+                        "colour: the strongest head's own weight, <b>position 0 left out</b> (not rescaled)")
         self._legend.setText(" · ".join(parts))
 
     def _draw_picked(self) -> None:
@@ -415,6 +419,8 @@ class AttentionView(QWidget):
         if result is None:
             return
         lines = [self._top_line()]
+        picked = {self._picked[1]} if self._picked is not None else set()
+        self._axis.set_labels(self._axis.labels, {self._token_column(), *picked})
         if self._picked is None:
             self._bars.setOpts(x=[], height=[])
             self._strip.setOpts(x0=[], height=[])
@@ -424,6 +430,7 @@ class AttentionView(QWidget):
         else:
             layer, column = self._picked
             self._draw_strip(layer, column)
+
             query, key = self._pair(column)
             weights = head_weights(result, query, key, layer)
             chosen = self._heads if isinstance(self._heads, int) else None
@@ -444,24 +451,26 @@ class AttentionView(QWidget):
         self._strip.setOpts(x0=np.arange(row.size) + 0.1, height=row, width=0.8, brushes=brushes,
                             pens=[None] * row.size)
         self._strip_plot.setYRange(0, max(float(row.max()), 1e-6) * 1.1, padding=0)
-        self._strip_plot.setTitle(f"layer {layer}, the heatmap's row", size="8.5pt")
+        self._strip_plot.setTitle(f"layer {layer}, {self._heads_words()}: the heatmap's row", size="8.5pt")
 
     def _top_line(self) -> str:
         found = top_attended(self._result, self._grid, self._token, self._mode)
-        entries = [f"{html.escape(position_label(self._result, a.position, self._labels))} {a.weight:.3f} "
-                   f"(layer {a.strongest.layer} head {a.strongest.head}: {a.strongest.weight:.2f})" for a in found]
-        what = "top tokens attended" if self._mode == LOOKS_AT else "tokens attending to it most"
-        return f"<b>{what}</b> (mean over layers of the colours; the strongest head): " + " · ".join(entries)
+        entries = [f"{self._short(a.position)} {a.weight:.3f} (strongest: layer {a.strongest.layer} head "
+                   f"{a.strongest.head} {a.strongest.weight:.2f})" for a in found]
+        what = "top tokens attended" if self._mode == LOOKS_AT else "attending to it most"
+        return f"<b>{what}</b> (colours' mean over layers): " + " · ".join(entries)
 
     def _pair_line(self, query: int, key: int, layer: int) -> str:
-        pair = (f"{html.escape(position_label(self._result, query, self._labels))} → "
-                f"{html.escape(position_label(self._result, key, self._labels))}")
         value = self._grid[layer, self._picked[1]]
-        strongest = "; ".join(f"layer {h.layer} head {h.head} {h.weight:.2f} (each other earlier token but "
-                              f"position 0: {h.others:.3f} on average)" for h in strongest_heads(self._result, query,
-                                                                                                   key, 2))
+        heads = strongest_heads(self._result, query, key, 2)
+        strongest = "; ".join(f"layer {h.layer} head {h.head} {h.weight:.2f}" for h in heads)
         shown = "blank" if math.isnan(value) else f"{value:.3f}"
-        return f"<b>{pair}</b>: layer {layer} shows {shown}; strongest heads: {strongest}"
+        return (f"<b>{self._short(query)} → {self._short(key)}</b>: layer {layer} shows {shown}; strongest heads "
+                f"{strongest} (the first gives each other earlier token but position 0 {heads[0].others:.3f} on "
+                "average)")
+
+    def _short(self, position: int) -> str:
+        return html.escape(f"“{self._labels[position]}”@{position}")
 
     # ---- interaction -------------------------------------------------------------------------------------
     def _on_click(self, event) -> None:

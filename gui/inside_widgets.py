@@ -19,18 +19,19 @@ LABEL_CHARS = 12  # longer token labels are cut (their whole text is in the read
 
 
 class TokenAxis(pg.AxisItem):
-    """A bottom axis with one label per column (column i spans i..i+1), written upright (read bottom to top)
-    below its column; when columns are narrower than a line of text, every n-th label only."""
+    """A bottom axis with one label per column (column i spans i..i+1) below its column: turned to read bottom
+    to top, except labels about as narrow as a line is high (a Chinese character), which stay upright. When
+    columns are narrower than a line of text, every n-th label only (and the highlighted ones, in bold)."""
 
     def __init__(self) -> None:
         super().__init__("bottom")
         self.labels: list[str] = []
-        self.highlight: int | None = None  # a column whose label is drawn bold
+        self.highlight: set[int] = set()  # columns whose labels are always drawn, in bold
         self.setStyle(tickTextHeight=0, tickLength=4)
 
-    def set_labels(self, labels: list[str], highlight: int | None = None) -> None:
+    def set_labels(self, labels: list[str], highlight: set[int] = frozenset()) -> None:
         self.labels = [label if len(label) <= LABEL_CHARS else label[: LABEL_CHARS - 1] + "…" for label in labels]
-        self.highlight = highlight
+        self.highlight = set(highlight)
         self.setTicks([[(i + 0.5, "") for i in range(len(labels))]])
         metrics = QFontMetricsF(style.ui_font(8.5))
         width = max((metrics.horizontalAdvance(label) for label in self.labels), default=0.0)
@@ -60,18 +61,22 @@ class TokenAxis(pg.AxisItem):
         line = QFontMetricsF(font).height()
         length = self.height() - 8
         every = self.shown_every()
+        metrics = QFontMetricsF(bold)
         for index, label in enumerate(self.labels):
-            if index % every and index != self.highlight:
+            if index % every and index not in self.highlight:
                 continue
             x = self.mapFromScene(view.mapViewToScene(QPointF(index + 0.5, 0))).x()
             if not 0 <= x <= self.width():
                 continue
             p.save()
-            p.setFont(bold if index == self.highlight else font)
+            p.setFont(bold if index in self.highlight else font)
             p.translate(x, 6)
-            p.rotate(-90)
-            p.drawText(QRectF(-length, -line / 2, length, line),
-                       int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter), label)
+            if metrics.horizontalAdvance(label) <= 1.3 * line:  # upright
+                p.drawText(QRectF(-line, 0, 2 * line, line), int(Qt.AlignmentFlag.AlignCenter), label)
+            else:
+                p.rotate(-90)
+                p.drawText(QRectF(-length, -line / 2, length, line),
+                           int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter), label)
             p.restore()
 
 

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPointF, Qt, QTimer
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from decoding.explain import ExplainResult
@@ -127,6 +127,7 @@ class LensView(QWidget):
     def _build_ui(self) -> None:
         self.header = InsideHeader()
         self._combo = QComboBox()
+        self._combo.setMinimumContentsLength(16)
         self._combo.setToolTip("The position whose next token the lens reads; selecting a step in the text picks "
                                "the position before it (where that token was predicted)")
         self._combo.currentIndexChanged.connect(self._on_position)
@@ -284,14 +285,31 @@ class LensView(QWidget):
                               f"{lane_swatch(self.model, self._lane)}: what each layer would predict after "
                               f"{html.escape(position_label(result, position, self._labels))}")
         self._readout.setText(self._journey_words(path, probs))
+        entered = next(row for row, p in enumerate(probs) if p is not None)
+        QTimer.singleShot(0, lambda: self._reveal(entered, len(probs) - 1))
+
+    def _reveal(self, first: int, last: int) -> None:
+        """Scroll the table so that rows first..last show (as many as fit, the last one first): where the final
+        choice enters the top 10 and where it ends."""
+        for row in (last, first):
+            scene = self._table.vb.mapViewToScene(QPointF(0, row + 0.5))
+            point = self._canvas.mapFromScene(scene)
+            self._scroll.ensureVisible(point.x(), point.y(), 0, ROW_PX * 2)
 
     def _journey_words(self, path, probs: list[float | None]) -> str:
+        last = self._result.layers
         final = html.escape(piece_label(path.final.text))
+        if path.settled == last:
+            top1 = f"top-1 only at the last layer ({last - 1}: the model's own output)"
+            if path.first_top1 < last:
+                top1 += f", after being top-1 {_after(path.first_top1)} for a while"
+        elif path.first_top1 == path.settled:
+            top1 = f"top-1 {_after(path.settled)} and from there on"
+        else:
+            top1 = f"top-1 first {_after(path.first_top1)}, for good {_after(path.settled)}"
         entered = next(row for row, p in enumerate(probs) if p is not None)
-        top1 = (f"top-1 {_after(path.settled)} and from there on" if path.first_top1 == path.settled else
-                f"top-1 first {_after(path.first_top1)}, for good {_after(path.settled)}")
-        words = [f"<b>“{final}”</b> is the model's choice (p {path.final.prob:.2f}): {top1}; among the 10 best "
-                 f"{_after(entered)} (layer {self._result.layers - 1} is the last: the model's own output)."]
+        words = [f"<b>“{final}”</b> is the model's choice (p {path.final.prob:.2f}): {top1}; first among the 10 "
+                 f"best {_after(entered)}."]
         if path.actual is not None and path.actual != path.final.id:
             actual = html.escape(piece_label(self._result.tokens[self._position + 1].text))
             words.append(f"The lane took “{actual}” here instead (it samples or was steered).")

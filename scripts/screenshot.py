@@ -2,6 +2,7 @@
 
     python scripts/screenshot.py --out docs/screenshot.png
     python scripts/screenshot.py --prompt "我虽然很累，但还是决定" --out docs/screenshot-zh.png
+    python scripts/screenshot.py --tour delayed_release --charts 950x560 --out docs/inside-attention.png
 
 Uses the prepared default model (or --model). Not a test: it only draws.
 """
@@ -27,6 +28,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=1, help="run seed for the sampled lanes (-1: random)")
     parser.add_argument("--select", default="2:6", help="lane:step to select in the inspector")
     parser.add_argument("--size", default="1280x800", help="window size WxH")
+    parser.add_argument("--tour", help="run this tour stop (gui.tour) instead, with what it does after the run")
+    parser.add_argument("--tab", help="then show this chart tab (its title, e.g. Tokens)")
+    parser.add_argument("--charts", default="", help="WxH in px to give the charts, as a user drags the splitters "
+                                                     "(the inspector and the text get the rest)")
     parser.add_argument("--out", type=Path, default=Path("docs/screenshot.png"))
     return parser.parse_args()
 
@@ -50,21 +55,38 @@ def main() -> int:
     width, height = (int(v) for v in args.size.split("x"))
     window.resize(width, height)
     window.show()
-    window.prompt.editor.setPlainText(args.prompt)
-    window.prompt.chat.setChecked(args.chat)
-    window.prompt.max_new_tokens.setValue(args.max_new_tokens)
-    window.prompt.seed.setValue(args.seed)
-    window.run()
-    wait_for_run(app, window)
-    if window.error_banner.isVisible():
-        print(f"run failed: {window.error_banner.text()}", file=sys.stderr)
-    lane, step = (int(v) for v in args.select.split(":"))
-    window.select(lane, min(step, len(window.model.traces[lane].steps) - 1))
+    if args.charts:
+        charts_width, charts_height = (int(v) for v in args.charts.split("x"))
+        bottom = window.charts.parentWidget()  # inspector | charts
+        bottom.setSizes([max(bottom.width() - charts_width, 0), charts_width])
+        right = bottom.parentWidget()  # text above, the bottom row below
+        right.setSizes([height - charts_height, charts_height])
+    if args.tour:
+        window.start_tour(args.tour)
+        for _ in range(3):  # the run, then what the stop does after it (an explanation, another run)
+            wait_for_run(app, window)
+            time.sleep(0.2)
+            app.processEvents()
+    else:
+        window.prompt.editor.setPlainText(args.prompt)
+        window.prompt.chat.setChecked(args.chat)
+        window.prompt.max_new_tokens.setValue(args.max_new_tokens)
+        window.prompt.seed.setValue(args.seed)
+        window.run()
+        wait_for_run(app, window)
+        lane, step = (int(v) for v in args.select.split(":"))
+        window.select(lane, min(step, len(window.model.traces[lane].steps) - 1))
+    notice = window.model.notice
+    if notice is not None and notice.level == "error":
+        print(f"run failed: {notice.text}", file=sys.stderr)
+    if args.tab:
+        titles = [window.charts.tabText(i) for i in range(window.charts.count())]
+        window.charts.setCurrentIndex(titles.index(args.tab))
     for _ in range(10):
         app.processEvents()
         time.sleep(0.02)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    window.grab().save(str(args.out))
+    window.grab().save(str(args.out), "PNG", 0)  # 0: the smallest file (most compression)
     print(f"wrote {args.out}")
     window.shutdown()
     return 0

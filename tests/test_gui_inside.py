@@ -90,7 +90,7 @@ def test_a_click_shows_every_head_of_the_layer_and_the_strongest_head_in_words(q
     assert view.head_bars() == pytest.approx(result.attention[1, :, but, although].tolist())
     assert view.strip_bars() == pytest.approx(view.grid()[1].tolist())  # the layer's row above the heatmap
     readout = view.readout()
-    assert "“·but”@6 (prompt) → “Although”@1 (prompt)" in readout
+    assert "“·but”@6 → “Although”@1" in readout
     assert f"layer 1 head 1 {samples.DESIGNED:.2f}" in readout
     assert "top tokens attended" in readout
 
