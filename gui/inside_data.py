@@ -153,7 +153,6 @@ class LensRow:
     """One row of the logit lens at a position: what the model would predict from there."""
 
     row: int  # 0 = embeddings, r = after layer r - 1
-    label: str
     entries: list[LensEntry]  # best first
 
 
@@ -163,7 +162,7 @@ def lens_row_label(row: int) -> str:
 
 def lens_rows(result: ExplainResult, position: int) -> list[LensRow]:
     """The lens after `position`, row by row (embeddings first, the model's own distribution last)."""
-    return [LensRow(row, lens_row_label(row), result.lens_top(row, position)) for row in range(result.layers + 1)]
+    return [LensRow(row, result.lens_top(row, position)) for row in range(result.layers + 1)]
 
 
 @dataclass(frozen=True)
