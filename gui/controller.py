@@ -242,7 +242,7 @@ class RunController:
         seed = lane.trace.config.get("seed") if lane.spec.seed is None else lane.spec.seed
         (base,) = assign_seeds([replace(lane.spec, seed=seed, fanout=None)], None)  # one seed for every temperature
         for offset, temperature in enumerate(temperatures, start=1):
-            name = unique_name(f"{lane.name} · T {temperature:g}", model.names())
+            name = unique_name(f"T {temperature:g} ×{count}", model.names())
             model.insert_lane(index + offset, replace(base, name=name, temperature=temperature), fanout=count,
                               named_by_user=True)
         model.set_status(f"added {len(temperatures)} temperature fan-outs of “{lane.name}”: Run to compare them")

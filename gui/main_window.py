@@ -359,6 +359,7 @@ class MainWindow(QMainWindow):
             self.model.select(*first)
         elif stop.after == "temperature_fanouts":
             self.controller.add_temperature_fanouts(0)
+            self.sweep.show_diversity()
             self.run()
         elif stop.after == "run_again":
             self.replay()
@@ -538,6 +539,7 @@ class MainWindow(QMainWindow):
         if snapshot.selection is not None:
             inspector.set_step(snapshot.selection.lane, snapshot.selection.step, snapshot.selection.member)
             compare.set_other(self.compare._combo.currentIndex())
+        sweep.show_diversity(sweep.shown_sweep() is None)
         beam_tree.set_shown(True)
         beam_tree.show_all_steps()
         attention.copy_state(self.attention)

@@ -225,11 +225,11 @@ class RunModel:
 
     def set_specs(self, specs: Iterable[LaneSpec]) -> None:
         """Replace every lane (no run shown for them)."""
+        self._set_selection(None)  # while its lane still exists: views redraw it unselected
         self.trace = None
         self.lanes = []
         for spec in specs:
             self.lanes.append(self._new_lane(spec))
-        self._set_selection(None)
         self.events.emit("lanes_reset")
 
     def insert_lane(self, index: int, spec: LaneSpec, **attributes) -> Lane:
@@ -410,6 +410,7 @@ class RunModel:
     def show_trace(self, trace: RunTrace, specs: list[LaneSpec]) -> None:
         """Show a saved run: one lane per trace lane, with the spec it was made with; a fan-out's members
         become one lane again (its spec is member 0's, named as the group)."""
+        self._set_selection(None)  # while its lane still exists: views redraw it unselected
         self.trace = trace
         self.lanes = []
         groups: dict[str, Lane] = {}

@@ -5,9 +5,11 @@ their diversity against temperature."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from decoding.sweep import diversity_by_temperature
 from decoding.trace import TemperatureSweep
@@ -55,6 +57,9 @@ class SweepView(QWidget):
     def shown_sweep(self) -> TemperatureSweep | None:
         return self._sweep
 
+    def show_diversity(self, on: bool = True) -> None:
+        self._mode.setCurrentIndex(1 if on else 0)
+
     def figure(self) -> Figure | None:
         if self._sweep is None and not self._diversity_shown:
             return None
@@ -65,18 +70,23 @@ class SweepView(QWidget):
     def _build_ui(self) -> None:
         self._title = QLabel()
         self._title.setWordWrap(True)
-        self._sweep_button = QPushButton("Sweep temperature at this step")
+        self._sweep_button = QPushButton("Sweep this step")
         self._sweep_button.setToolTip("The model recomputes this step's logits once; the lane's own processors "
                                       "then run at temperatures 0 to 2")
         self._sweep_button.clicked.connect(self._request_sweep)
-        self._fanout_button = QPushButton("Fan-outs at T 0.3, 0.7, 1.0, 1.5")
-        self._fanout_button.setToolTip("Add lanes that run the selected sampled lane as 8 seeds at each temperature "
-                                       "(the same seeds): after the next run, diversity against temperature")
+        self._fanout_button = QPushButton("Fan-outs over T")
+        self._fanout_button.setToolTip("Add lanes that run the selected sampled lane as 8 seeds at T 0.3, 0.7, 1.0 "
+                                       "and 1.5 (the same seeds): after the next run, diversity against temperature")
         self._fanout_button.clicked.connect(self._request_fanouts)
+        self._mode = QComboBox()
+        self._mode.addItems(["this step", "diversity"])
+        self._mode.setToolTip("The selected step's sweep, or the run's fan-outs at several temperatures")
+        self._mode.currentIndexChanged.connect(lambda _index: self.redraw())
         buttons = QHBoxLayout()
-        buttons.addWidget(self._title, 1)
+        buttons.addWidget(self._mode)
         buttons.addWidget(self._sweep_button)
         buttons.addWidget(self._fanout_button)
+        buttons.addStretch(1)
         self._legend = QLabel()
         self._legend.setWordWrap(True)
         self._legend.setFont(style.ui_font(8.5))
@@ -84,7 +94,7 @@ class SweepView(QWidget):
         self._canvas.setBackground("w")
         self._dist = self._canvas.addPlot(row=0, col=0)
         self._stats = self._canvas.addPlot(row=1, col=0)
-        self._diversity = self._canvas.addPlot(row=0, col=1, rowspan=2)
+        self._diversity = self._canvas.addPlot(row=2, col=0)
         for plot in (self._dist, self._stats, self._diversity):
             plot.setMenuEnabled(False)
             plot.hideButtons()
@@ -110,6 +120,7 @@ class SweepView(QWidget):
         self._lines: list = []
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self._title)
         layout.addLayout(buttons)
         layout.addWidget(self._legend)
         layout.addWidget(self._canvas, 1)
@@ -126,15 +137,21 @@ class SweepView(QWidget):
         lane = self.model.lanes[selection.lane] if selection is not None else None
         self._sweep_button.setEnabled(selection is not None and not selection.member and not self.model.running)
         self._fanout_button.setEnabled(lane is not None and lane.spec.do_sample and not self.model.running)
-        if self._sweep is not None:
+        step_mode = self._mode.currentIndex() == 0
+        for plot in (self._dist, self._stats):
+            plot.setVisible(step_mode)
+        self._diversity.setVisible(not step_mode)
+        self._legend.setText("")
+        self._diversity_shown = False
+        if not step_mode:
+            self._diversity_shown = self._draw_diversity()
+        elif self._sweep is not None:
             self._draw_sweep(self._sweep, lane)
         elif selection is not None:
-            self._title.setText(f"{lane.name} · step {selection.step}: no sweep yet — the button computes it")
-            self._legend.setText("")
+            self._title.setText(f"{lane.name} · step {selection.step}: no sweep yet — “Sweep this step” computes "
+                                "it (the model recomputes this step once)")
         else:
             self._title.setText("Select a step to see its distribution at other temperatures")
-            self._legend.setText("")
-        self._diversity_shown = self._draw_diversity()
 
     def _add(self, plot, item) -> None:
         plot.addItem(item)
@@ -169,11 +186,18 @@ class SweepView(QWidget):
         self._legend.setText("&nbsp;&nbsp; ".join(keys))
 
     def _draw_diversity(self) -> bool:
+        """The run's fan-outs of one size (those a temperature series made) against their temperature."""
         trace = self.model.shown_trace()
         points = diversity_by_temperature(trace) if trace is not None else []
+        if points:
+            size = Counter(p.members for p in points).most_common(1)[0][0]
+            points = [p for p in points if p.members == size]
         if len({p.temperature for p in points}) < 2:
-            self._diversity.setTitle("diversity against temperature: add fan-outs at several temperatures", size="8pt")
+            self._title.setText("Diversity against temperature: “Fan-outs over T” adds fan-outs of the selected "
+                                "sampled lane at T 0.3, 0.7, 1.0 and 1.5; run them, then look here")
             return False
+        self._title.setText(f"<b>{len(points)} fan-outs of {points[0].members} seeds</b>: how many distinct texts, and "
+                            "how soon the members part, at each temperature")
         temperatures = [p.temperature for p in points]
         self._add(self._diversity, pg.PlotDataItem(temperatures, [p.distinct_continuations for p in points],
                                                    pen=pg.mkPen("#009E73", width=2), symbol="o",
@@ -182,7 +206,6 @@ class SweepView(QWidget):
         self._add(self._diversity, pg.PlotDataItem(temperatures, first, pen=pg.mkPen("#CC79A7", width=2),
                                                    symbol="s", symbolBrush="#CC79A7", name="mean first split step",
                                                    connect="finite"))
-        self._diversity.setTitle(f"diversity of {len(points)} fan-outs against temperature", size="8pt")
         return True
 
     # ---- commands ----------------------------------------------------------------------------------------

@@ -227,7 +227,8 @@ class LaneColumn(QFrame):
     def show_lane(self, model: RunModel, fragments: list[str]) -> None:
         lane = model.lanes[self.index]
         header = (lane.name, lane.spec, lane.colour, lane.stale, self.index == model.reference,
-                  bool(lane.trace.sequences and len(lane.trace.sequences) > 1), len(lane.members))
+                  bool(lane.trace.sequences and len(lane.trace.sequences) > 1), len(lane.members),
+                  len({tuple(member.token_ids) for member in lane.members}) if not model.running else None)
         if header != self._header:  # a streamed redraw changes only the text: no other widget call
             self._header = header
             self._show_header(model)
@@ -410,7 +411,7 @@ class TextPanel(QWidget):
         lanes = {self._selected_lane, None if selection is None else selection.lane} - {None}
         self._selected_lane = None if selection is None else selection.lane
         for index in lanes:
-            if index < len(self.columns):
+            if index < min(len(self.columns), len(self.model.lanes)):
                 self.refresh_lane(index)
 
     # ---- drawing -------------------------------------------------------------------------------------

@@ -325,7 +325,7 @@ def test_temperature_fanouts_share_one_seed_and_their_diversity_reads_back():
     controller.run(request(seed=None))
     assert controller.add_temperature_fanouts(1, temperatures=(0.5, 1.5), count=3)
     added = model.lanes[2:4]
-    assert [lane.name for lane in added] == ["top-k 5 · T 0.5", "top-k 5 · T 1.5"]
+    assert [lane.name for lane in added] == ["T 0.5 ×3", "T 1.5 ×3"]
     assert all(lane.fanout == 3 for lane in added)
     assert added[0].spec.seed == added[1].spec.seed is not None
     controller.run(request(seed=None))
@@ -342,9 +342,20 @@ def test_replay_says_where_a_lane_differs_and_how_close_that_step_was(tmp_path):
     controller.save(path)
     saved = jsonio.load(path)
     saved.lanes[0].token_ids[3] += 1  # as if another machine had tipped a near-tie there
+    saved.lanes[0].steps[3].token_id += 1
     jsonio.save(saved, path)
     controller.open(path)
     controller.replay()
     text = model.notice.text
     assert text.startswith("Replay differs from the saved run: lane “greedy” at step 3 took token")
     assert "the saved run's top two there were" in text and "margin" in text
+
+
+def test_replacing_the_lanes_clears_a_selection_in_a_lane_that_goes():
+    model, controller, view = make()
+    controller.run(request())
+    model.select(2, 1)
+    view.events.clear()
+    model.set_specs([LaneSpec("only")])
+    assert view.names()[:2] == ["selection_changed", "lanes_reset"]  # views hear of the selection first
+    assert model.selection is None and model.trace is None

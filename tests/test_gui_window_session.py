@@ -245,3 +245,21 @@ def test_every_tour_stop_opens_and_runs(qtbot, window):
         assert window.prompt.request().text == stop.prompt
         if stop.after == "temperature_fanouts":
             assert sum(1 for lane in window.model.lanes if lane.members) == 5  # the lane and 4 temperatures
+
+
+def test_a_fan_out_from_the_lanes_editor_shows_its_members_everywhere(qtbot, window):
+    table = window.lanes.table
+    qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton, pos=table.visualItemRect(table.item(4, 0)).center())
+    window.lanes.fanout.setValue(4)  # T 1.3 as 4 seeds
+    assert window.model.lanes[4].fanout == 4
+    run_and_wait(qtbot, window, max_new_tokens=6)
+    lane = window.model.lanes[4]
+    distinct = len({tuple(member.token_ids) for member in lane.members})
+    assert len(lane.members) == 4 and f"fan-out ×4</b>: {distinct} distinct" in window.text.columns[4].title.text()
+    assert window.lane_map.rows()[4:8] == [(4, 0), (4, 1), (4, 2), (4, 3)]
+    assert window.fanout.tree() is not None and "<b>4 members</b>" in window.fanout.summary()
+    window.model.select(4, 1, 3)
+    assert window.inspector._title.text().count("T 1.3 #3 · step 1") == 1
+    assert window.status.selection.text().startswith("T 1.3 #3 · step 1")
+    qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton, pos=table.visualItemRect(table.item(0, 0)).center())
+    assert not window.lanes.fanout.isEnabled()  # greedy draws nothing: no fan-out there
