@@ -88,6 +88,10 @@ def save(trace: RunTrace, path: str | os.PathLike) -> Path:
 
 
 def write_text_atomic(path: Path, text: str) -> Path:
+    """`text` into `path` or nothing: a temp file `.NAME.*.tmp` beside it, flushed to disk, renamed over it, and
+    the rename itself flushed (POSIX). A failure (disk full, no permission) removes the temp file and leaves the
+    previous `path` as it was; a crash or power loss leaves the old file or the new one, and at most the temp
+    file."""
     folder = path.resolve().parent
     handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     try:
@@ -99,7 +103,19 @@ def write_text_atomic(path: Path, text: str) -> Path:
     except BaseException:
         Path(temp_name).unlink(missing_ok=True)
         raise
+    _sync_folder(folder)
     return path
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make a rename in `folder` durable (POSIX; Windows has no folder handles to flush)."""
+    if os.name == "nt":
+        return
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def _finite(value: Any) -> Any:

@@ -1,8 +1,9 @@
 """Checks of a run read from a file: every field has the type its dataclass declares, and the lanes hold
-together (one step per token, steps numbered from 0, distinct names, non-negative token ids, configs that make
-a LaneSpec). A hand-edited or damaged file is then refused by `decoding.jsonio.loads` with one line that names
-the place, instead of failing later inside a view, an analysis or a replay. The model's vocabulary is known only
-once a model is open: `decoding.replay.check_token_ids` checks the ids against it.
+together (at least one lane, distinct names, one step per token, steps numbered from 0, a draw with its
+interval, non-negative token ids, configs that make a LaneSpec). A hand-edited or damaged file is then refused
+by `decoding.jsonio.loads` with one line that names the place, instead of failing later inside a view, an
+analysis or a replay. The model's vocabulary is known only once a model is open:
+`decoding.replay.check_token_ids` checks the ids against it.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ _NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or 
 def check_trace(trace: RunTrace) -> None:
     """ValueError naming the first place where `trace` is not a run this version writes."""
     check_value(trace, RunTrace, "run")
+    if not trace.lanes:
+        raise ValueError("run.lanes: empty (a run has at least one lane)")
     names = [lane.name for lane in trace.lanes]
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
@@ -74,6 +77,8 @@ def _check_lane(lane: LaneTrace, path: str) -> None:
     for index, step in enumerate(lane.steps):
         if step.step != index:
             raise ValueError(f"{path}.steps[{index}]: step {step.step}, expected {index}")
+        if len({step.draw is None, step.draw_low is None, step.draw_high is None}) > 1:
+            raise ValueError(f"{path}.steps[{index}]: draw, draw_low and draw_high are set together or not at all")
     _check_ids(lane.token_ids, f"{path}.token_ids")
     if lane.branch is not None:
         for key, hint in (("parent", str), ("step", int), ("token_id", int)):

@@ -4,7 +4,7 @@ themselves come from the `make_window` / `window` fixtures (tests/conftest.py), 
 from __future__ import annotations
 
 from PySide6.QtCore import QPoint, Qt
-from PySide6.QtGui import QTextCursor
+from PySide6.QtGui import QImage, QTextCursor
 
 from gui.main_window import MainWindow
 
@@ -57,3 +57,13 @@ def _first_char_centre(browser, position: int) -> QPoint:
     return QPoint(x, before.center().y())
 
 
+
+
+def colour_counts(image: QImage) -> dict[str, int]:
+    """Pixels per colour ("#rrggbb"): what a chart really drew, where its bars and curves have their own colours."""
+    counts: dict[str, int] = {}
+    for x in range(image.width()):
+        for y in range(image.height()):
+            name = image.pixelColor(x, y).name()
+            counts[name] = counts.get(name, 0) + 1
+    return counts

@@ -15,6 +15,7 @@ from gui.redraw import RedrawScheduler
 from gui.run_model import JobKind, Selection
 from gui.timeline import Timeline
 from tests import chart_samples as samples
+from tests.gui_helpers import colour_counts
 
 
 def _shown(qtbot, widget, width=700, height=620):
@@ -269,12 +270,24 @@ def test_beam_tree_streams_and_clicking_a_node_selects_its_step(qtbot):
 
 
 def test_every_chart_exports_a_non_empty_png(qtbot, tmp_path, inspector, timeline, beam_tree):
+    """Not just any pixels (an empty plot has axes, grid and title): the bars and curves in their own colours,
+    with about a third of the pixels they cover in these samples (bars: thousands; 2-px curves: 1500 each)."""
+    from gui.beam_tree import _BEST
+
+    drawn = {
+        "inspector": {style.PROCESSED_COLOUR: 1000, style.CHOSEN_COLOUR: 300, style.RAW_COLOUR: 800},
+        "timeline": {style.lane_color_hex(lane.colour): 500 for lane in timeline.model.lanes},
+        "beam_tree": {_BEST: 700, "#7FA7C9": 300},  # the best path and the kept beams' edges
+    }
     for name, widget in (("inspector", inspector), ("timeline", timeline), ("beam_tree", beam_tree)):
         path = widget.export_png(tmp_path / f"{name}.png")
         image = QImage(str(path))
         assert not image.isNull() and image.width() >= 600 and image.height() >= 300
         colours = {image.pixel(x, y) for x in range(0, image.width(), 7) for y in range(0, image.height(), 7)}
         assert len(colours) > 10  # something was drawn, not a blank canvas
+        counts = colour_counts(image)
+        for colour, at_least in drawn[name].items():
+            assert counts.get(colour.lower(), 0) >= at_least, f"{name}: {colour} drawn on {counts.get(colour.lower())}"
 
 
 def test_export_to_an_unwritable_place_raises(inspector, tmp_path):

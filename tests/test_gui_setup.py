@@ -8,7 +8,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QPoint, Qt, QTimer
+from PySide6.QtGui import QColor, QFont, QImage, QPainter
 from PySide6.QtWidgets import QApplication
 
 from gui.app import make_application, run_app
@@ -104,3 +105,33 @@ def test_model_picker_adds_a_local_onnx_folder_through_the_setup_dialog(qtbot, t
     assert prepared.parent == tmp_path / "cache" / "models"
     picker.refresh(prepared)
     assert picker.currentText() == prepared.name and picker.count() == 2
+
+
+def glyph_image(font: QFont, text: str) -> QImage:
+    """`text` drawn black on white with `font`, as the window draws it."""
+    font = QFont(font)
+    font.setPixelSize(40)
+    image = QImage(60 * len(text), 60, QImage.Format.Format_RGB32)
+    image.fill(QColor("white"))
+    painter = QPainter(image)
+    painter.setFont(font)
+    painter.setPen(QColor("black"))
+    painter.drawText(QPoint(5, 45), text)
+    painter.end()
+    return image
+
+
+def ink(image: QImage) -> int:
+    return sum(image.pixelColor(x, y).value() < 128 for x in range(image.width()) for y in range(image.height()))
+
+
+def test_chinese_glyphs_really_render_with_the_app_font(qtbot):
+    """Not the family list but the pixels: each character draws ink, differs from the box Qt draws for a
+    character no font has (U+E000, private use), and differs from the other characters."""
+    font = make_application([]).font()
+    missing = glyph_image(font, "\ue000")
+    images = {char: glyph_image(font, char) for char in "我很累决定"}
+    for char, image in images.items():
+        assert ink(image) > 40, f"{char} draws nothing"
+        assert image != missing, f"{char} draws as a missing glyph"
+    assert len({image.bits().tobytes() for image in images.values()}) == len(images)

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import QEvent, QPoint, Qt, QThread
-from PySide6.QtGui import QHelpEvent, QTextCursor
+from PySide6.QtGui import QHelpEvent, QImage, QTextCursor
 from PySide6.QtWidgets import QApplication, QToolTip
 
 from gui.app import make_application
+from gui.beam_tree import _BEST as BEST_PATH_COLOUR
 from gui.session import specs_of
-from tests.gui_helpers import RUN_TIMEOUT_MS, anchors, run_and_wait, token_point, wait_idle
+from gui.style import CHOSEN_COLOUR, PROCESSED_COLOUR, RAW_COLOUR, lane_color_hex
+from tests.gui_helpers import RUN_TIMEOUT_MS, anchors, colour_counts, run_and_wait, token_point, wait_idle
 
 
 def test_run_fills_every_lane(qtbot, window):
@@ -133,6 +135,18 @@ def test_save_then_open_restores_an_identical_view(qtbot, window, make_window, t
     charts = ["timeline", "lane_map", "inspector", "side_by_side", "beam_tree", "tokens"]  # no explanation: no others
     assert [p.name for p in images] == ["text.png", "report.png", *(f"{c}.{e}" for c in charts for e in ("png", "svg"))]
     assert all(p.stat().st_size > 1000 for p in images)
+    counts = {p.name: colour_counts(QImage(str(p))) for p in images if p.suffix == ".png"}
+
+    def drawn(image: str, colour: str) -> int:
+        return counts[image].get(colour.lower(), 0)
+
+    # not just bytes (an empty plot has axes, grid and title): each lane's swatch and curve, the bars, the beams
+    for lane in reopened.model.lanes:
+        assert drawn("text.png", lane_color_hex(lane.colour)) >= 40 and drawn("timeline.png", lane_color_hex(
+            lane.colour)) >= 400, lane.name
+    for colour, at_least in ((PROCESSED_COLOUR, 1000), (CHOSEN_COLOUR, 500), (RAW_COLOUR, 1000)):
+        assert drawn("inspector.png", colour) >= at_least, colour
+    assert drawn("beam_tree.png", BEST_PATH_COLOUR) >= 1000
 
 
 def test_invalid_parameter_is_refused_with_a_visible_message(qtbot, window):
