@@ -480,7 +480,7 @@ class StepInspector(QWidget):
         self._numbers.setText(" &nbsp;· ".join(items))
         picked = self._picked is not None and self._picked < len(self._rows)
         self._picked_label.setText(self._picked_text(self._rows[self._picked]) if picked else
-                                   "<span style='color:#666'>click a row: its numbers; double-click: "
+                                   "<span style='color:#666'>click a row: numbers · double-click: "
                                    "branch</span>")
 
     def _picked_text(self, row: TokenRow) -> str:

@@ -128,6 +128,12 @@ class MainWindow(QMainWindow):
         left_layout.setContentsMargins(4, 4, 4, 4)
         left_layout.addWidget(self.prompt)
         left_layout.addWidget(self.lanes, 1)
+        # Left: the selected step and token, seen from outside (inspector) and inside the model; right: the run.
+        self.step_views = QTabWidget()
+        self.step_views.addTab(self.inspector, "Step")
+        self.step_views.addTab(self.attention, "Attention")
+        self.step_views.addTab(self.lens, "Logit lens")
+        self.step_views.addTab(self.tokens_view, "Tokens")
         self.charts = QTabWidget()
         self.charts.addTab(self.timeline, "Timeline")
         self.charts.addTab(self.lane_map, "Lane map")
@@ -135,15 +141,12 @@ class MainWindow(QMainWindow):
         self.charts.addTab(self.fanout, "Fan-out")
         self.charts.addTab(self.sweep, "Temperature")
         self.charts.addTab(self.beam_tree, "Beam tree")
-        self.charts.addTab(self.tokens_view, "Tokens")
-        self.charts.addTab(self.attention, "Attention")
-        self.charts.addTab(self.lens, "Logit lens")
         self.charts.currentChanged.connect(self._on_chart_tab)
         for chart in (self.inspector, self.timeline, self.lane_map, self.compare, self.fanout, self.sweep,
                       self.beam_tree, self.tokens_view, self.attention, self.lens):
             chart.setMinimumWidth(240)  # narrower than their headers' hints: the window must fit 1280 px
         bottom = QSplitter(Qt.Orientation.Horizontal)
-        bottom.addWidget(self.inspector)
+        bottom.addWidget(self.step_views)
         bottom.addWidget(self.charts)
         bottom.setSizes([420, 600])
         top = QWidget()
@@ -154,7 +157,7 @@ class MainWindow(QMainWindow):
         right = QSplitter(Qt.Orientation.Vertical)
         right.addWidget(top)
         right.addWidget(bottom)
-        right.setSizes([430, 330])
+        right.setSizes([360, 420])  # the charts need the height more than short texts do
         main = QSplitter(Qt.Orientation.Horizontal)
         main.addWidget(left)
         main.addWidget(right)
@@ -336,7 +339,7 @@ class MainWindow(QMainWindow):
             if lane.fanout > 1:
                 self.model.set_fanout(index, lane.fanout)
         self._show_request(RunRequest(stop.prompt, stop.chat, None, stop.max_new_tokens, stop.seed))
-        self.charts.setCurrentWidget(getattr(self, stop.view))
+        self.show_view(getattr(self, stop.view))
         self.model.show_notice(f"{stop.title_en} — {stop.text_en}<br>{stop.title_zh} — {stop.text_zh}",
                                level="info", cause="tour")
         self._tour_stop = stop
@@ -413,8 +416,8 @@ class MainWindow(QMainWindow):
         stop, self._inside_stop = self._inside_stop, None
         if stop is not None:
             self._show_inside_stop(stop)
-        elif self.charts.currentWidget() not in (self.attention, self.lens, self.tokens_view):
-            self.charts.setCurrentWidget(self.attention)
+        elif self.step_views.currentWidget() not in (self.attention, self.lens, self.tokens_view):
+            self.show_view(self.attention)
 
     def _show_inside_stop(self, stop) -> None:
         """A tour stop's view of lane 0's explanation: where its contrast word looks back at the concessive one,
@@ -426,12 +429,21 @@ class MainWindow(QMainWindow):
             prompt = result.prompt_length
             query = word_span(result, stop.extra["contrast"], last=True, within=prompt)[-1]
             self.attention.show_look(query, word_span(result, stop.extra["concessive"], within=prompt))
-            self.charts.setCurrentWidget(self.attention)
+            self.show_view(self.attention)
         else:
             position = latest_settling(result)
             if position is not None:
                 self.model.select(0, position + 1 - result.prompt_length)
-            self.charts.setCurrentWidget(self.lens)
+            self.show_view(self.lens)
+
+    def show_view(self, view: QWidget) -> None:
+        """Bring a view's tab to the front, in whichever tab group holds it."""
+        for tabs in (self.step_views, self.charts):
+            if tabs.indexOf(view) >= 0:
+                tabs.setCurrentWidget(view)
+
+    def view_shown(self, view: QWidget) -> bool:
+        return any(tabs.currentWidget() is view for tabs in (self.step_views, self.charts))
 
     @property
     def trace(self) -> RunTrace | None:

@@ -55,10 +55,13 @@ def main() -> int:
     width, height = (int(v) for v in args.size.split("x"))
     window.resize(width, height)
     window.show()
-    if args.charts:
+    groups = (window.step_views, window.charts)  # bottom row: the step's views | the run's charts
+    group = next((g for g in groups if args.tab in [g.tabText(i) for i in range(g.count())]), window.charts)
+    if args.charts:  # the tab's group gets this size
         charts_width, charts_height = (int(v) for v in args.charts.split("x"))
-        bottom = window.charts.parentWidget()  # inspector | charts
-        bottom.setSizes([max(bottom.width() - charts_width, 0), charts_width])
+        bottom = window.charts.parentWidget()
+        other = max(bottom.width() - charts_width, 0)
+        bottom.setSizes([charts_width, other] if group is window.step_views else [other, charts_width])
         right = bottom.parentWidget()  # text above, the bottom row below
         right.setSizes([height - charts_height, charts_height])
     if args.tour:
@@ -80,8 +83,8 @@ def main() -> int:
     if notice is not None and notice.level == "error":
         print(f"run failed: {notice.text}", file=sys.stderr)
     if args.tab:
-        titles = [window.charts.tabText(i) for i in range(window.charts.count())]
-        window.charts.setCurrentIndex(titles.index(args.tab))
+        titles = [group.tabText(i) for i in range(group.count())]
+        group.setCurrentIndex(titles.index(args.tab))
     for _ in range(10):
         app.processEvents()
         time.sleep(0.02)

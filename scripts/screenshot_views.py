@@ -62,7 +62,7 @@ def main() -> int:
             window.start_tour(stop)
             settle(app, window)
             done_stop = stop
-        window.charts.setCurrentWidget(getattr(window, view))
+        window.show_view(getattr(window, view))
         if window.model.selection is None:
             window.select(len(window.model.lanes) - 1, 2)
         settle(app, window)

@@ -70,7 +70,7 @@ def test_explain_a_lane_prepares_shows_saves_and_reopens_without_the_model(qtbot
     trace = window.model.trace
     result = window.model.explanation(0)
     assert result is not None and result.token_ids == trace.prompt.ids + trace.lanes[0].token_ids
-    assert window.charts.currentWidget() is window.attention
+    assert window.view_shown(window.attention)
     query = result.prompt_length + 2  # the selected step's token
     assert window.attention.token == query
     np.testing.assert_allclose(window.attention.grid(), result.attention[:, :, query, : query + 1].mean(axis=1),
@@ -109,7 +109,7 @@ def test_the_delayed_release_tour_stop_opens_the_attention_of_its_contrast_word(
         wait_idle(qtbot, window, PREPARE_TIMEOUT_MS)
         qtbot.wait(100)
     result = window.model.explanation(0)
-    assert result is not None and window.charts.currentWidget() is window.attention
+    assert result is not None and window.view_shown(window.attention)
     prompt = result.prompt_length
     query = word_span(result, contrast, last=True, within=prompt)[-1]
     keys = word_span(result, concessive, within=prompt)
@@ -130,6 +130,6 @@ def test_the_token_journey_tour_stop_selects_the_step_that_settles_latest(qtbot,
         qtbot.wait(100)
     result = window.model.explanation(0)
     position = latest_settling(result)
-    assert window.charts.currentWidget() is window.lens and window.lens.position == position
+    assert window.view_shown(window.lens) and window.lens.position == position
     assert window.model.selection.step == position + 1 - result.prompt_length
     assert "is the model's choice" in window.lens.readout()

@@ -238,7 +238,7 @@ def test_every_tour_stop_opens_and_runs(qtbot, window):
             wait_idle(qtbot, window, 120_000)
             qtbot.wait(100)
         assert window.model.notice is None or window.model.notice.level == "info", window.model.notice
-        assert window.charts.currentWidget() is getattr(window, stop.view)
+        assert window.view_shown(getattr(window, stop.view))
         wanted = [lane.spec.name for lane in stop.lanes]
         assert [lane.name for lane in window.model.lanes if lane.name in wanted] == wanted  # added lanes come beside
         assert all(lane.trace.steps for lane in window.model.lanes)
