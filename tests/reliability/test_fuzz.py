@@ -274,9 +274,3 @@ def read_as_the_window_does(trace) -> None:
             rows = chart_data.inspector_rows(step, 20)
             chart_data.step_cutoffs(step, rows, lane.trace.config, lane.trace.processors)
             chart_data.step_summary(lane.trace, step, marks[step.step] if step.step < len(marks) else None)
-
-
-def test_the_run_file_fixture_itself_is_read(run_text, tmp_path):
-    path = Path(tmp_path) / "run.json"
-    path.write_text(run_text, encoding="utf-8")
-    assert jsonio.dumps(jsonio.load(path)) == run_text
