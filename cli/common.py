@@ -17,8 +17,13 @@ class UsageError(Exception):
 
 
 def fail(message: str) -> int:
-    print(f"branchpoint: error: {message}", file=sys.stderr)
+    print(f"branchpoint: error: {one_line(message)}", file=sys.stderr)
     return EXIT_USAGE
+
+
+def one_line(message: str) -> str:
+    """A message from any layer (ONNX Runtime's span lines) as the one line the command line promises."""
+    return " ".join(line.strip() for line in str(message).splitlines() if line.strip())
 
 
 def load_model(name_or_path: str | None, device: str) -> OpenModel:

@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from cli.common import EXIT_MISMATCH, UsageError, fail, load_model
+from cli.common import EXIT_MISMATCH, UsageError, fail, load_model, one_line
 from decoding import jsonio
 from decoding.replay import compare, replay
 
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:  # the file asks for what the model cannot do (token ids outside its vocabulary)
         return fail(f"cannot replay {str(args.file)!r}: {exc}")
     except RuntimeError as exc:  # the model failed during the replay
-        print(f"branchpoint: the replay stopped: {exc}", file=sys.stderr)
+        print(f"branchpoint: the replay stopped: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_MISMATCH
     mismatches = compare(trace, replayed)
     total = sum(len(lane.token_ids) for lane in trace.lanes)

@@ -24,7 +24,7 @@ from collections import Counter
 from pathlib import Path
 
 from cli import terminal_text
-from cli.common import UsageError, check_writable, fail, load_model, load_model_text
+from cli.common import UsageError, check_writable, fail, load_model, load_model_text, one_line
 from decoding import jsonio
 from decoding.engine import check_positions
 from decoding.fanout import MAX_FANOUT, fan_out_sampled
@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
         jsonio.save(trace, args.json)
         print(f"wrote {args.json}", file=sys.stderr)
     if trace.error:
-        print(f"branchpoint: the run stopped early: {trace.error}", file=sys.stderr)
+        print(f"branchpoint: the run stopped early: {one_line(trace.error)}", file=sys.stderr)
         return 1
     return 0
 

@@ -142,3 +142,11 @@ def test_new_tokens_past_the_models_positions_are_refused_before_the_model_opens
                            f"needs {n + room} positions, the model has 512 (allowed: max_new_tokens <= {room})")
     with pytest.raises(AssertionError, match="the model was opened"):  # exactly the room: on to the model
         cli(capsys, "run", "--prompt", prompt, "--model", str(tiny_model_dir), "--max-new-tokens", str(room))
+
+
+def test_a_message_of_several_lines_is_printed_as_one(capsys):
+    from cli.common import EXIT_USAGE, fail
+
+    assert fail("[ONNXRuntimeError] : 2 : INVALID_ARGUMENT : bad input\n  at node Gather\n") == EXIT_USAGE
+    assert capsys.readouterr().err == (
+        "branchpoint: error: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : bad input at node Gather\n")
