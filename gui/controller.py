@@ -375,17 +375,16 @@ class RunController:
         return False
 
     def _report_replay(self) -> None:
-        """Every token identical, or where each lane first differs and how close that step was in the saved run
-        (a near-tie can tip with another thread count or kernel order: the tool says so, it does not hide it)."""
-        from decoding.replay import compare
+        """Every token identical, or where each lane first differs and why (decoding.compare: a near-tie or a
+        draw at an interval's edge can tip with another thread count or kernel order — said, not hidden)."""
+        from decoding.compare import compare_traces
 
         before, self._replayed = self._replayed, None
-        mismatches = compare(before, self.model.shown_trace())
-        if not mismatches:
+        comparison = compare_traces(before, self.model.shown_trace())
+        if comparison.same_tokens:
             self.model.set_status("replay: every token identical to the saved run")
             return
-        lines = [_mismatch_words(mismatch, before) for mismatch in mismatches]
-        self.model.show_notice("Replay differs from the saved run: " + " ".join(lines))
+        self.model.show_notice("Replay differs from the saved run: " + "; ".join(comparison.describe()) + ".")
 
     # ------------------------------------------------------------------------------------------------- files
 
@@ -485,21 +484,6 @@ class RunController:
 
 def _branches_from(lane: Lane, parent: str) -> bool:
     return lane.spec.branch is not None and lane.spec.branch.parent == parent
-
-
-def _mismatch_words(mismatch, saved: RunTrace) -> str:
-    """Where a replayed lane first differs, and how close the saved run's choice was there."""
-    if mismatch.step is None:
-        return f"{mismatch.describe()}."
-    record = saved.lane(mismatch.lane).steps[mismatch.step] if mismatch.step < len(
-        saved.lane(mismatch.lane).steps) else None
-    words = f"lane “{mismatch.lane}” at step {mismatch.step} took token {mismatch.got} instead of {mismatch.expected}"
-    if record is not None and len(record.top) > 1:
-        words += (f"; the saved run's top two there were {record.top[0].prob:.4f} and {record.top[1].prob:.4f} "
-                  f"(margin {record.margin:.4f})")
-        if record.margin < 0.01:
-            words += ", a near-tie that another thread count or kernel order can tip"
-    return words + "."
 
 
 def _broken_branch_reason(lane: Lane, parent: Lane | None, prompt: tuple) -> str:
