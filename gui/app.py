@@ -42,6 +42,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="branchpoint", description="Branchpoint desktop window")
     parser.add_argument("--gui-model", help="prepared model name or folder (default: the default model)")
     parser.add_argument("--gui-open", help="a saved run (JSON) to open")
+    parser.add_argument("--gui-prompt", help="the prompt to show (instead of the default)")
+    parser.add_argument("--gui-max-new-tokens", type=int, help="the run's max new tokens")
+    parser.add_argument("--gui-run", action="store_true", help="run every lane on the prompt as soon as it opens")
     parser.add_argument("--gui-install-desktop", action="store_true",
                         help="add Branchpoint to the desktop's application menu (a .desktop file and icons under "
                              "$XDG_DATA_HOME, default ~/.local/share) and exit")
@@ -126,6 +129,14 @@ def run_app(argv: list[str]) -> int:
     if args.gui_open:
         window.open(Path(args.gui_open))
     window.show()
+    if not args.gui_open:
+        window.offer_restore()
+    if args.gui_prompt is not None:
+        window.prompt.editor.setPlainText(args.gui_prompt)
+    if args.gui_max_new_tokens is not None:
+        window.prompt.max_new_tokens.setValue(args.gui_max_new_tokens)
+    if args.gui_run:
+        window.run()
     return app.exec()
 
 

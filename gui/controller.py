@@ -23,7 +23,7 @@ from decoding.explain import MAX_EXPLAIN_TOKENS, ExplainResult, explain_span
 from decoding.spec import Branch, LaneSpec, assign_seeds, unique_name
 from decoding.trace import LaneTrace, RunTrace
 from gui import jobs
-from gui.jobs import Job, Message, ProviderMessage, StatusMessage, StepMessage
+from gui.jobs import Job, Message, ProviderMessage, RunStartedMessage, StatusMessage, StepMessage
 from gui.run_model import JobKind, Lane, RunModel, prompt_key
 from gui.session import ModelHolder, RunRequest, request_of, specs_of
 
@@ -438,6 +438,8 @@ class RunController:
         if isinstance(message, StepMessage):
             key, member = self._targets[message.lane]
             self.model.add_step(self.model.index_of(key), message.record, member)
+        elif isinstance(message, RunStartedMessage):
+            self.model.running_trace = message.trace
         elif isinstance(message, StatusMessage):
             self.model.set_status(message.text)
         elif isinstance(message, ProviderMessage):

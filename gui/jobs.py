@@ -32,12 +32,17 @@ class ProviderMessage:
 
 
 @dataclass(frozen=True)
+class RunStartedMessage:
+    trace: RunTrace  # the run's prompt, settings and model identity, no lanes yet (an autosave needs them)
+
+
+@dataclass(frozen=True)
 class StepMessage:
     lane: int  # index in the job's lanes
     record: StepRecord
 
 
-Message = StatusMessage | ProviderMessage | StepMessage
+Message = StatusMessage | ProviderMessage | RunStartedMessage | StepMessage
 Emit = Callable[[Message], None]
 Job = Callable[[Emit, Callable[[], bool]], RunTrace]
 
@@ -76,10 +81,12 @@ def run_job(holder: ModelHolder, request: RunRequest, specs: list[LaneSpec]) -> 
         model, engine = holder.get(), holder.engine()
         emit(ProviderMessage(model.provider))
         prompt = prompt_info(model, request)
-        trace = engine.run(
-            prompt, [specs[i] for i in main], max_new_tokens=request.max_new_tokens, model=model.info,
-            provider=model.provider, base_seed=request.seed, cancel=cancelled,
-            on_step=lambda lane, record: emit(StepMessage(main[lane], record)))
+        run = engine.start(prompt, [specs[i] for i in main], max_new_tokens=request.max_new_tokens,
+                           model=model.info, provider=model.provider, base_seed=request.seed, cancel=cancelled)
+        emit(RunStartedMessage(replace(run.trace, lanes=[])))
+        for lane, record in run:
+            emit(StepMessage(main[lane], record))
+        trace = run.trace
         lanes: dict[int, LaneTrace] = dict(zip(main, trace.lanes, strict=True))
         for index in later:
             if cancelled():

@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 from decoding.spec import PRESETS, default_lanes
 from decoding.trace import RunTrace
 from gui.attention_view import AttentionView
+from gui.autosaver import Autosaver, restorable
 from gui.beam_tree import BeamTreeView
 from gui.compare_view import CompareView
 from gui.controller import RunController
@@ -71,6 +72,7 @@ class MainWindow(QMainWindow):
         self._build_views()
         self._build_layout()
         self._build_actions()
+        self.autosaver = Autosaver(self.model, parent=self)
         self.model.events.connect("run_started", self._on_run_started)
         self.model.events.connect("run_finished", self._on_run_finished)
         self.model.events.connect("model_changed", self._on_model_changed)
@@ -562,10 +564,49 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------------------------------------ close
 
     def shutdown(self) -> None:
-        """Stop the worker and wait for its thread (window close, tests)."""
+        """Stop the worker and wait for its thread (window close, tests); a clean exit leaves no autosave."""
         self._closing = True
         self.scheduler.stop()
         self.worker.stop_and_wait()
+        self.autosaver.close(discard=True)
+
+    def offer_restore(self, ask=None) -> bool:
+        """After a crash or kill -9: offer the newest run an instance left behind (`ask(path) -> bool`, a
+        question to the user by default); "no" discards it."""
+        from decoding import autosave
+        from gui.session import request_of, specs_of
+
+        found = restorable()
+        if not found:
+            return False
+        path = found[0]
+        if not (ask or self._ask_restore)(path):
+            path.unlink(missing_ok=True)
+            return False
+        claimed = self.autosaver.store.claim(path)  # another instance may have taken it first
+        if claimed is None:
+            return False
+        try:
+            trace = autosave.restore(claimed)
+            specs = specs_of(trace)
+        except (OSError, ValueError) as error:
+            self.model.show_notice(f"Could not restore the autosaved run: {error}")
+            return False
+        self.model.show_trace(trace, specs)
+        self._show_request(request_of(trace))
+        self.model.show_notice(f"Restored the run Branchpoint was showing when it stopped ({len(trace.lanes)} lanes, "
+                               f"{sum(len(lane.steps) for lane in trace.lanes)} tokens).", level="info",
+                               cause="restore")
+        return True
+
+    def _ask_restore(self, path: Path) -> bool:
+        from PySide6.QtWidgets import QMessageBox
+
+        answer = QMessageBox.question(
+            self, "Restore the last run?",
+            "Branchpoint stopped unexpectedly while it showed a run. Restore that run (the text generated so far)?",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, QMessageBox.StandardButton.Yes)
+        return answer == QMessageBox.StandardButton.Yes
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt override)
         self.shutdown()

@@ -123,6 +123,7 @@ class RunModel:
         self.events = Events(EVENTS)
         self.lanes: list[Lane] = []
         self.trace: RunTrace | None = None  # the shown run: prompt, settings, timing, analysis (lanes: below)
+        self.running_trace: RunTrace | None = None  # while a run streams: its prompt, settings, model (no lanes)
         self.selection: Selection | None = None
         self.notice: Notice | None = None
         self.job: JobKind | None = None  # what runs now
@@ -220,6 +221,17 @@ class RunModel:
         for name in ("trace", "selection", "critical", "reference", "run_limit", "model_name", "provider"):
             setattr(copy, name, getattr(self, name))
         return copy
+
+    def autosave_trace(self) -> RunTrace | None:
+        """What an autosave writes now: the shown run, or the run streaming (with what it has so far), as a
+        copy another thread may serialise while steps keep arriving here (records are never changed once
+        recorded; only the lists grow)."""
+        trace = self.running_trace if self.job in (JobKind.RUN, JobKind.REPLAY) else self.shown_trace()
+        if trace is None:
+            return None
+        traces = [trace for lane in self.lanes for trace in (lane.members or [lane.trace]) if trace.steps]
+        lanes = [replace(trace, steps=list(trace.steps), token_ids=list(trace.token_ids)) for trace in traces]
+        return replace(trace, lanes=lanes, sweeps=list(trace.sweeps), explanations=list(trace.explanations))
 
     # ---------------------------------------------------------------------------------------- editing lanes
 
@@ -338,7 +350,7 @@ class RunModel:
         if targets:
             self.run_limit = limit
         if replaces_run:
-            self.trace = None
+            self.trace = self.running_trace = None
             self._set_selection(None)
         for lane in self.lanes:
             mine = sorted((member, spec) for (key, member), spec in targets.items() if key == lane.key)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# The window autosaves its run: never into the user's own state folder from a test.
+os.environ.setdefault("BRANCHPOINT_STATE_DIR", tempfile.mkdtemp(prefix="branchpoint-state-"))
 
 
 @pytest.fixture(scope="session")

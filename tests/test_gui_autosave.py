@@ -1,0 +1,111 @@
+"""Nothing lost: the window autosaves its run while it streams and when it changes; a clean exit leaves nothing;
+after a crash (here a real kill -9 of a real app process, mid-run) the next start offers the run back, and
+"no" discards it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from decoding import autosave, jsonio
+from gui.autosaver import autosave_folder
+from tests.gui_helpers import run_and_wait
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _orphan_of(path: Path) -> Path:
+    """The autosave as a crashed instance would have left it: under a pid that no longer runs."""
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    orphan = path.with_name(f"autosave-{dead}.json")
+    orphan.write_bytes(path.read_bytes())
+    return orphan
+
+
+def test_the_run_is_autosaved_and_a_clean_exit_leaves_nothing(qtbot, make_window, tiny_model_dir):
+    window = make_window(tiny_model_dir)
+    run_and_wait(qtbot, window, max_new_tokens=8)
+    qtbot.waitUntil(lambda: window.autosaver.path.is_file(), timeout=5000)
+    window.autosaver.flush()
+    saved = jsonio.load(window.autosaver.path)
+    assert [lane.token_ids for lane in saved.lanes] == [lane.token_ids for lane in window.trace.lanes]
+    path = window.autosaver.path
+    window.shutdown()
+    assert not path.exists()
+
+
+def test_restore_offers_the_run_a_crashed_instance_left_and_no_discards_it(qtbot, make_window, tiny_model_dir):
+    window = make_window(tiny_model_dir)
+    run_and_wait(qtbot, window, max_new_tokens=8)
+    qtbot.waitUntil(lambda: window.autosaver.path.is_file(), timeout=5000)
+    window.autosaver.flush()
+    orphan = _orphan_of(window.autosaver.path)
+    tokens = [lane.token_ids for lane in window.trace.lanes]
+    fresh = make_window(None)
+    asked = []
+    assert not fresh.offer_restore(ask=lambda path: asked.append(path) or False)
+    assert asked == [orphan] and not orphan.exists()  # "no" discards it
+    orphan = _orphan_of(window.autosaver.path)
+    again = make_window(None)
+    assert again.offer_restore(ask=lambda path: True)
+    assert [lane.token_ids for lane in again.trace.lanes] == tokens
+    assert again.model.notice.level == "info" and "Restored" in again.model.notice.text
+    assert again.prompt.request().text == window.prompt.request().text
+    assert not orphan.exists() and again.autosaver.path.is_file()  # claimed: a crash now loses nothing either
+
+
+def test_an_unwritable_autosave_folder_is_said_and_the_run_stays(qtbot, make_window, tiny_model_dir, tmp_path):
+    window = make_window(tiny_model_dir)
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the folder should be")
+    window.autosaver.store = autosave.Autosave(blocker / "autosave")
+    run_and_wait(qtbot, window, max_new_tokens=6)
+    qtbot.waitUntil(lambda: window.model.notice is not None and window.model.notice.cause == "autosave",
+                    timeout=5000)
+    assert "Autosave failed" in window.model.notice.text and all(lane.steps for lane in window.trace.lanes)
+
+
+def test_a_real_app_killed_mid_run_is_restored(qtbot, make_window, tiny_model_dir, tmp_path):
+    state = tmp_path / "state"
+    env = {**os.environ, "BRANCHPOINT_STATE_DIR": str(state), "BRANCHPOINT_AUTOSAVE_MS": "200",
+           "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(ROOT)}
+    app = subprocess.Popen(
+        [sys.executable, str(ROOT / "main.py"), "--gui-model", str(tiny_model_dir), "--gui-prompt",
+         "Once upon a time", "--gui-max-new-tokens", "480", "--gui-run"], env=env, cwd=ROOT,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    folder = state / "autosave"
+    path = folder / f"autosave-{app.pid}.json"
+    deadline = time.monotonic() + 120
+    streamed = None
+    try:
+        while time.monotonic() < deadline and app.poll() is None:
+            if path.is_file():
+                data = json.loads(path.read_text())
+                if data["lanes"] and all(lane["finish_reason"] is None for lane in data["lanes"]):
+                    streamed = data  # an autosave of the run while it streams
+                    break
+            time.sleep(0.05)
+        assert streamed is not None, app.stderr.read().decode() if app.poll() is not None else "no autosave"
+        app.send_signal(signal.SIGKILL)
+        app.wait(30)
+    finally:
+        if app.poll() is None:
+            app.kill()
+    assert autosave.orphans(folder) == [path]
+    os.environ["BRANCHPOINT_STATE_DIR"], previous = str(state), os.environ["BRANCHPOINT_STATE_DIR"]
+    try:
+        assert autosave_folder() == folder
+        window = make_window(None)
+        assert window.offer_restore(ask=lambda found: True)
+    finally:
+        os.environ["BRANCHPOINT_STATE_DIR"] = previous
+    lanes = window.trace.lanes
+    assert len(lanes) == 5 and all(lane.steps for lane in lanes)
+    assert all(lane.token_ids == [s.token_id for s in lane.steps] for lane in lanes)
+    assert not path.exists()
