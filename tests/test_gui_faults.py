@@ -1,0 +1,110 @@
+"""Faults and odd input in the window (tiny model): Stop and close while the prompt is prefilled, every lane
+field fuzzed with typed values (never a traceback, the lanes always valid), and two instances restoring the
+same autosave (one wins)."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QCheckBox, QComboBox, QLineEdit, QSpinBox
+
+from decoding.spec import LaneSpec, default_lanes
+from gui.lane_fields import FIELDS
+from gui.lanes_editor import preset_for_window
+from tests.gui_helpers import wait_idle
+
+
+def _slow_prefill(window, seconds: float = 0.6) -> None:
+    decoder = window.controller.holder.get().decoder
+    real = decoder.prefill
+
+    def slow(ids):
+        time.sleep(seconds)
+        return real(ids)
+
+    decoder.prefill = slow
+
+
+def test_stop_during_prefill_stops_cleanly(qtbot, window):
+    _slow_prefill(window)
+    window.prompt.max_new_tokens.setValue(50)
+    qtbot.mouseClick(window.prompt.run_button, Qt.MouseButton.LeftButton)
+    qtbot.wait(100)
+    assert window.worker.is_running()
+    qtbot.keyClick(window.prompt.editor, Qt.Key.Key_Escape)
+    wait_idle(qtbot, window)
+    assert window.status.currentMessage() == "stopped" and window.model.notice is None
+    assert all(len(lane.trace.steps) <= 1 for lane in window.model.lanes)
+    assert {lane.trace.finish_reason for lane in window.model.lanes} == {"cancelled"}
+
+
+def test_closing_during_prefill_leaves_no_thread(qtbot, window):
+    _slow_prefill(window)
+    qtbot.mouseClick(window.prompt.run_button, Qt.MouseButton.LeftButton)
+    qtbot.wait(100)
+    thread = window.worker._thread
+    window.close()
+    assert not thread.isRunning() and not window.worker.is_running()
+
+
+_VALUES = st.one_of(st.integers(-10**6, 10**6), st.floats(allow_nan=True, allow_infinity=True),
+                    st.text(max_size=12), st.booleans())
+
+
+@pytest.fixture
+def editor_window(make_window):
+    return make_window(None)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edits=st.lists(st.tuples(st.sampled_from([f.name for f in FIELDS]), _VALUES), min_size=1, max_size=6))
+def test_typed_lane_values_never_break_the_editor(editor_window, edits):
+    window = editor_window
+    window.model.set_specs(preset_for_window(spec) for spec in default_lanes())
+    editor = window.lanes
+    for row in (2, 1):  # a sampled lane, then the beam lane
+        editor.table.selectRow(row)
+        for name, value in edits:
+            _type_into(editor.form.widgets[name], value)
+            lane = window.model.lanes[row]
+            assert isinstance(lane.spec, LaneSpec)  # never an invalid spec: refused edits are reverted
+            LaneSpec.from_config(lane.name, lane.spec.to_config())
+            message = editor.message.text()
+            assert not message or message.startswith(("Refused:", "Note:"))
+
+
+def _type_into(widget, value) -> None:
+    """What a user can put into the widget: text into a text field, a number into a spin box (the box's own
+    validator keeps it in its range, as typing would), a state into a check box, a choice into a combo box."""
+    if isinstance(widget, QCheckBox):
+        widget.setChecked(bool(value))
+    elif isinstance(widget, QComboBox):
+        widget.setCurrentIndex(abs(hash(str(value))) % widget.count())
+    elif isinstance(widget, QLineEdit):
+        widget.setText(str(value))
+        widget.editingFinished.emit()
+    elif isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        value = min(max(value, widget.minimum()), widget.maximum())  # the box's validator refuses the rest
+        widget.setValue(int(value) if isinstance(widget, QSpinBox) else float(value))
+
+
+def test_two_instances_restoring_the_same_autosave_one_wins(qtbot, make_window, tiny_model_dir):
+    from tests.gui_helpers import run_and_wait
+    from tests.test_gui_autosave import _orphan_of
+
+    source = make_window(tiny_model_dir)
+    run_and_wait(qtbot, source, max_new_tokens=6)
+    qtbot.waitUntil(lambda: source.autosaver.path.is_file(), timeout=5000)
+    source.autosaver.flush()
+    _orphan_of(source.autosaver.path)
+    first, second = make_window(None), make_window(None)
+    found = []
+    results = [first.offer_restore(ask=lambda path: found.append(path) or True),
+               second.offer_restore(ask=lambda path: True)]
+    assert results == [True, False] and len(found) == 1
+    assert second.trace is None and not second.model.notice  # nothing half-restored, nothing said
