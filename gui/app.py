@@ -31,6 +31,13 @@ def make_application(argv: list[str]) -> QApplication:
     from gui.style import configure_fonts
 
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
+    if not hasattr(app, "garbage_collector"):
+        # Python's cycle collector runs in whichever thread allocates when it triggers; if it frees a Qt object
+        # there (a view in a reference cycle), Qt deletes it off the GUI thread: seen as a deadlock in
+        # ~QObject while a worker job ran. Collect on a GUI-thread timer instead, as pyqtgraph recommends.
+        from pyqtgraph.util.garbage_collector import GarbageCollector
+
+        app.garbage_collector = GarbageCollector(interval=1.0)
     app.setApplicationName("Branchpoint")
     app.setDesktopFileName("branchpoint")
     app.setWindowIcon(app_icon())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import tempfile
 from pathlib import Path
@@ -63,6 +64,8 @@ def make_window(qtbot):
     for window in windows:
         window.shutdown()
         assert not window.worker.is_running()
+    windows.clear()
+    gc.collect()  # their reference cycles go here, on the GUI thread, not in a later test's worker thread
 
 
 @pytest.fixture
