@@ -19,8 +19,9 @@ HEARTBEAT_MS = 5
 
 def open_window(model_dir: Path):
     """What gui.app.run_app does before the event loop: application, main window on the model, shown."""
-    from gui.app import DEFAULT_SIZE, make_application
+    from gui.app import make_application
     from gui.main_window import MainWindow
+    from gui.settings import DEFAULT_SIZE
 
     app = make_application([])
     window = MainWindow(model_dir)

@@ -180,6 +180,11 @@ def check_version(data: Any, source: str) -> None:
     version = data["schema_version"]
     if isinstance(version, bool) or version not in READABLE_VERSIONS:
         readable = " or ".join(str(v) for v in READABLE_VERSIONS)
+        if isinstance(version, int) and version > max(READABLE_VERSIONS):
+            raise TraceFormatError(
+                f"{source} has schema_version {version!r}; this Branchpoint reads version {readable}: the file "
+                "was saved by a newer Branchpoint. Update Branchpoint to open it."
+            )
         raise TraceFormatError(
             f"{source} has schema_version {version!r}; this Branchpoint reads version "
             f"{readable} (export it again with a matching version)"

@@ -388,6 +388,35 @@ def spec_from_generation_config(path: Path, name: str | None = None) -> LaneSpec
     return LaneSpec(name=name or f"config {path.parent.name or path.stem}", **_effective_kwargs(effective))
 
 
+def generation_config_of(spec: LaneSpec) -> dict[str, Any]:
+    """The generation_config.json contents that make transformers decode as this lane (read back by
+    spec_from_generation_config, the same lane). A sampled lane writes every warper, those it leaves off at
+    their off value, so transformers' implicit defaults (top_k=50 when sampling) add nothing; a greedy lane
+    writes no warper and a single-row lane no beam parameter (transformers warns about those). Raises
+    ValueError for what a generation config cannot say: a processor order of the lane's own. The seed, forced
+    tokens and branch point are not generation-config keys and are left out."""
+    if spec.processor_order is not None and spec.processors() != active_processors(spec.to_config()):
+        fail("processor_order", list(spec.processor_order),
+             "transformers' order in a generation_config.json (it has no key for another order)")
+    config: dict[str, Any] = {"do_sample": spec.do_sample, "num_beams": spec.num_beams}
+    for name in PROCESSOR_ORDER:
+        row, value = BY_NAME[name], getattr(spec, name)
+        if not row.applies_to.include(spec.do_sample, spec.num_beams):
+            continue
+        if value is None and row.hf_default is not None:
+            value = row.off  # transformers would otherwise apply its default (top_k=50)
+        if value is not None:
+            config[name] = value
+    if spec.is_beam:
+        config.update(length_penalty=spec.length_penalty, early_stopping=spec.early_stopping,
+                      num_return_sequences=spec.num_return_sequences)
+    if spec.max_new_tokens is not None:
+        config["max_new_tokens"] = spec.max_new_tokens
+    if spec.stop_strings:
+        config["stop_strings"] = list(spec.stop_strings)
+    return config
+
+
 def _effective_kwargs(cfg: dict[str, Any]) -> dict[str, Any]:
     do_sample = bool(cfg["do_sample"])
     kwargs: dict[str, Any] = {"do_sample": do_sample, "num_beams": int(cfg["num_beams"])}

@@ -11,8 +11,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication, QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox
 
+from gui.settings import Settings
+
 ICON_PATH = Path(__file__).with_name("icon.svg")
-DEFAULT_SIZE = (1280, 800)
 # The worker thread's Python (sampling, traces) holds the GIL; the GUI thread waits up to this long for it
 # after each Qt call that released it. The default 5 ms adds up to stalls of a tenth of a second per redraw.
 GIL_SWITCH_INTERVAL_S = 0.0005
@@ -102,11 +103,15 @@ def ensure_default_model(parent=None) -> Path | None:
     return SetupDialog("Preparing the default model", explanation, prepare_default, parent).run()
 
 
-def choose_model(args: argparse.Namespace) -> Path | None:
+def choose_model(args: argparse.Namespace, settings: Settings | None = None) -> Path | None:
+    """--gui-model, else the model chosen last (if still prepared), else the default model (prepared now if
+    missing, unless a saved run is being opened)."""
     from models.catalog import default_model_dir, list_models, resolve
 
     if args.gui_model:
         return resolve(args.gui_model)
+    if settings is not None and settings.model_path() is not None:
+        return settings.model_path()
     if args.gui_open and not (default_model_dir() / "model.onnx").is_file():
         return list_models()[0].path if list_models() else None  # a saved run shows without a model
     path = ensure_default_model()
@@ -123,13 +128,13 @@ def run_app(argv: list[str]) -> int:
     app = make_application(argv)
     from gui.main_window import MainWindow
 
+    settings = Settings()
     try:
-        model = choose_model(args)
+        model = choose_model(args, settings)
     except FileNotFoundError as error:
         QMessageBox.critical(None, "Branchpoint", str(error))
         return 2
-    window = MainWindow(model)
-    window.resize(*DEFAULT_SIZE)
+    window = MainWindow(model, settings)
     if model is None:
         window.model.show_notice("No model is prepared: pick “Add local folder…” in the Model list, or restart "
                                  "to prepare the default model. Saved runs can still be opened (Ctrl+O).")

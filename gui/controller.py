@@ -47,6 +47,7 @@ class RunController:
         # prepares a model's inspection model (the window: the setup dialog); returns None when it is prepared,
         # else why not (cancelled, failed). None: explaining needs it prepared beforehand (`main.py explain`).
         self.prepare_inspection: Callable[[Path], str | None] | None = None
+        self.device = "auto"  # where the model runs: "auto", "cpu" or "cuda"
         self.branch_base: LaneSpec | None = None  # the strategy new branch lanes continue with (None: parent's)
         self._targets: list[tuple[int, int]] = []  # (lane key, member) the job streams into, by its lane index
         self._branch_keys: list[int] = []  # branch lanes in the order they were made (Undo removes the last)
@@ -62,8 +63,21 @@ class RunController:
         if self.runner.is_running():
             self.model.show_notice("Stop the run before switching models.")
             return False
-        self.holder = ModelHolder(path)
+        self.holder = ModelHolder(path, self.device)
         self.model.set_model_name(self.holder.name, "not loaded")
+        return True
+
+    def set_device(self, device: str) -> bool:
+        """Run the model on `device` ("auto", "cpu", "cuda") from the next run on (reloaded on first use)."""
+        if device == self.device:
+            return True
+        if self.runner.is_running():
+            self.model.show_notice("Stop the run before switching devices.")
+            return False
+        self.device = device
+        if self.holder is not None:
+            self.holder = ModelHolder(self.holder.path, device)
+            self.model.set_model_name(self.holder.name, "not loaded")
         return True
 
     # -------------------------------------------------------------------------------------------------- runs

@@ -114,6 +114,9 @@ class StepInspector(QWidget):
         """Raw and processed bars overlaid (processed drawn inside raw) instead of side by side."""
         self._mode.setCurrentIndex(1 if overlay else 0)
 
+    def is_overlay(self) -> bool:
+        return self._overlay
+
     def rows(self) -> list[TokenRow]:
         return list(self._rows)
 

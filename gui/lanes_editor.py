@@ -257,6 +257,7 @@ class LanesEditor(QWidget):
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         scroll.setWidget(self.form)
         splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.setObjectName("laneSplitter")  # gui.settings keeps its sizes
         splitter.addWidget(self.table)
         splitter.addWidget(scroll)
         splitter.setChildrenCollapsible(False)
@@ -329,16 +330,26 @@ class LanesEditor(QWidget):
 
     @Slot(object)
     def _on_add_preset(self, action) -> None:
-        self.show_message("")
-        self.add_spec(preset_for_window(PRESETS[action.data()]))
+        if action.data() in PRESETS:  # the menu may hold other entries (gui.generation_configs)
+            self.add_preset(action.data())
 
     @Slot(object)
     def _on_apply_preset(self, action) -> None:
+        if action.data() in PRESETS:
+            self.apply_preset(action.data())
+
+    def add_preset(self, title: str) -> int:
+        """A new lane from the preset `title` (a key of PRESETS), at the end. Returns its index."""
+        self.show_message("")
+        return self.add_spec(preset_for_window(PRESETS[title]))
+
+    def apply_preset(self, title: str) -> None:
+        """The selected lane takes the preset `title`'s parameters (its name too, unless the user named it)."""
         index = self.selected_index()
         if index < 0 or not self._editable():
             return
         lane = self.model.lanes[index]
-        preset = preset_for_window(PRESETS[action.data()])
+        preset = preset_for_window(PRESETS[title])
         name = lane.name if lane.named_by_user else unique_name(preset.name, self.model.names() - {lane.name})
         self._replace(index, replace(preset, name=name, branch=lane.spec.branch))
 

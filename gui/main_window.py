@@ -35,27 +35,34 @@ from gui.autosaver import Autosaver, restorable
 from gui.beam_tree import BeamTreeView
 from gui.compare_view import CompareView
 from gui.controller import RunController
+from gui.drop import RunFileDrop
 from gui.fanout_view import FanoutView
 from gui.inspector import StepInspector
 from gui.lane_map import LaneStepMap
 from gui.lanes_editor import LanesEditor, preset_for_window
 from gui.lens_view import LensView
+from gui.menus import Menus
 from gui.model_picker import ModelPicker
 from gui.notice_bar import NoticeBar
 from gui.prompt_panel import PromptPanel, PromptRequest
+from gui.recent_files import RecentFiles
 from gui.redraw import RedrawScheduler
 from gui.run_model import JobKind, RunModel
 from gui.session import RunRequest
+from gui.settings import DEFAULT_SIZE, Settings, capture_layout
 from gui.status import StatusBar
 from gui.sweep_view import SweepView
 from gui.text_view import TextPanel
+from gui.theme import app_theme
 from gui.timeline import Timeline
 from gui.token_view import TokenView
+from gui.unsaved import UnsavedRun
 from gui.worker import Worker
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, model_dir: Path | None = None) -> None:
+    def __init__(self, model_dir: Path | None = None, settings: Settings | None = None) -> None:
+        """`settings`: where the window remembers itself between starts (None: it remembers nothing)."""
         super().__init__()
         self.setWindowTitle("Branchpoint")
         self.model = RunModel(preset_for_window(spec) for spec in default_lanes())
@@ -73,6 +80,7 @@ class MainWindow(QMainWindow):
         self._build_layout()
         self._build_actions()
         self.autosaver = Autosaver(self.model, parent=self)
+        self._build_desktop(settings)
         self.model.events.connect("run_started", self._on_run_started)
         self.model.events.connect("run_finished", self._on_run_finished)
         self.model.events.connect("model_changed", self._on_model_changed)
@@ -161,6 +169,8 @@ class MainWindow(QMainWindow):
         right.addWidget(bottom)
         right.setSizes([360, 420])  # the charts need the height more than short texts do
         main = QSplitter(Qt.Orientation.Horizontal)
+        for splitter, name in ((bottom, "bottomSplitter"), (right, "rightSplitter"), (main, "mainSplitter")):
+            splitter.setObjectName(name)  # gui.settings keeps named splitters' sizes
         main.addWidget(left)
         main.addWidget(right)
         main.setStretchFactor(1, 1)
@@ -196,6 +206,20 @@ class MainWindow(QMainWindow):
                                           "image of the whole run")
         self.run_action = self._hidden_action(["Ctrl+Return", "Ctrl+Enter"], self.run)
         self.stop_action = self._hidden_action(["Esc"], self.stop)
+
+    def _build_desktop(self, settings: Settings | None) -> None:
+        """What makes it a desktop app: menus and keys, recent files, "Save changes?", dropped run files,
+        light and dark, and the settings it restores now and saves on close."""
+        self.settings = settings
+        self.theme = app_theme()
+        self.recent = RecentFiles(settings)
+        self.unsaved = UnsavedRun(self)
+        self.menus = Menus(self)
+        self.drop = RunFileDrop(self)
+        self.default_layout = capture_layout(self, DEFAULT_SIZE)
+        self.resize(*DEFAULT_SIZE)
+        if settings is not None:
+            settings.restore(self)
 
     def _action(self, bar, text: str, shortcut, slot, tip: str) -> QAction:
         action = QAction(text, self)
@@ -288,7 +312,8 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def run(self) -> None:
-        self.controller.run(self.request())
+        if self.unsaved.may_discard(self.tr("start a new run"), new_run=True):
+            self.controller.run(self.request())
 
     @Slot()
     def stop(self) -> None:
@@ -312,7 +337,8 @@ class MainWindow(QMainWindow):
 
     @Slot(int, int)
     def force_for_all(self, step: int, token_id: int) -> None:
-        self.controller.force_for_all(step, token_id, self.request())
+        if self.unsaved.may_discard(self.tr("start a new run"), new_run=True):
+            self.controller.force_for_all(step, token_id, self.request())
 
     @Slot()
     def replay(self) -> None:
@@ -455,18 +481,24 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------------------------------------ files
 
     @Slot()
-    def save_dialog(self) -> None:
+    def save_dialog(self) -> bool:
+        """Ask where and save; whether the run was saved."""
         if self.model.trace is None:
             self.model.show_notice("Nothing to save yet: run or open a run first.")
-            return
+            return False
         path, _ = QFileDialog.getSaveFileName(self, "Save run", str(self._last_folder / "run.json"),
                                               "Branchpoint run (*.json)")
-        if path:
-            self._last_folder = Path(path).parent
-            self.save(Path(path))
+        if not path:
+            return False
+        self._last_folder = Path(path).parent
+        return self.save(Path(path))
 
     def save(self, path: Path) -> bool:
-        return self.controller.save(path)
+        saved = self.controller.save(path)
+        if saved:
+            self.unsaved.mark_saved()
+            self.recent.add(path)
+        return saved
 
     @Slot()
     def open_dialog(self) -> None:
@@ -478,9 +510,13 @@ class MainWindow(QMainWindow):
 
     def open(self, path: Path) -> bool:
         """Show a saved run (no model needed); its prompt and lanes fill the editors for Replay."""
+        if not self.unsaved.may_discard(self.tr("open another run")):
+            return False
         request = self.controller.open(path)
         if request is not None:
             self._show_request(request)
+            self.unsaved.mark_saved()
+            self.recent.add(path)
         return request is not None
 
     def _show_request(self, request: RunRequest) -> None:
@@ -594,6 +630,7 @@ class MainWindow(QMainWindow):
             return False
         self.model.show_trace(trace, specs)
         self._show_request(request_of(trace))
+        self.unsaved.unsaved = True  # no file of the user's holds it
         self.model.show_notice(f"Restored the run Branchpoint was showing when it stopped ({len(trace.lanes)} lanes, "
                                f"{sum(len(lane.steps) for lane in trace.lanes)} tokens).", level="info",
                                cause="restore")
@@ -609,5 +646,10 @@ class MainWindow(QMainWindow):
         return answer == QMessageBox.StandardButton.Yes
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt override)
+        if not self._closing and not self.unsaved.may_discard(self.tr("quit")):
+            event.ignore()
+            return
+        if self.settings is not None:
+            self.settings.save(self)
         self.shutdown()
         super().closeEvent(event)

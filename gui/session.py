@@ -31,8 +31,9 @@ class ModelHolder:
     """Loads the model on first use (on the worker thread) and keeps it, and one Engine over it, for later
     runs; likewise its inspection model for explaining lanes."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, device: str = "auto") -> None:
         self.path = Path(path)
+        self.device = device  # "auto", "cpu" or "cuda" (models.open_model)
         self._loaded: OpenModel | None = None
         self._engine: Engine | None = None
         self._explainer: Explainer | None = None
@@ -54,7 +55,7 @@ class ModelHolder:
 
         with self._lock:
             if self._loaded is None:
-                self._loaded = open_model(self.path)
+                self._loaded = open_model(self.path, device=self.device)
                 self._engine = self._loaded.engine()
             return self._loaded
 

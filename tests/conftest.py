@@ -9,9 +9,33 @@ from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# A 1920×1200 screen (Qt's offscreen default is 800×800, narrower than the 1280 px window: Qt then narrows
+# restored windows, so remembered window and panel sizes could not be compared).
+os.environ.setdefault("QT_QPA_PLATFORM", f"offscreen:configfile={Path(__file__).with_name('offscreen_screen.json')}")
 # The window autosaves its run: never into the user's own state folder from a test.
 os.environ.setdefault("BRANCHPOINT_STATE_DIR", tempfile.mkdtemp(prefix="branchpoint-state-"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def scratch_settings(tmp_path_factory):
+    """The window's settings file lives in a scratch folder: tests never read or write the user's."""
+    previous = os.environ.get("BRANCHPOINT_CONFIG_DIR")
+    os.environ["BRANCHPOINT_CONFIG_DIR"] = str(tmp_path_factory.mktemp("config"))
+    yield
+    if previous is None:
+        os.environ.pop("BRANCHPOINT_CONFIG_DIR", None)
+    else:
+        os.environ["BRANCHPOINT_CONFIG_DIR"] = previous
+
+
+@pytest.fixture(autouse=True)
+def no_modal_save_question(request, monkeypatch):
+    """A modal "Save changes?" would wait for a click forever: in Qt tests it answers "don't save" unless
+    the test answers it itself (gui.unsaved.ask_to_save)."""
+    if "qtbot" in request.fixturenames:
+        from gui import unsaved
+
+        monkeypatch.setattr(unsaved, "ask_to_save", lambda *_args, **_kwargs: (unsaved.Answer.DISCARD, False))
 
 
 @pytest.fixture(scope="session")

@@ -111,6 +111,12 @@ def test_version_mismatch_and_foreign_files_are_refused_clearly(tmp_path):
     path.write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(jsonio.TraceFormatError, match="schema_version 99; this Branchpoint reads version 1"):
         jsonio.load(path)
+    with pytest.raises(jsonio.TraceFormatError, match="saved by a newer Branchpoint. Update Branchpoint"):
+        jsonio.load(path)
+    data["schema_version"] = 0
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(jsonio.TraceFormatError, match=r"schema_version 0; .* \(export it again"):
+        jsonio.load(path)
     path.write_text("{not json", encoding="utf-8")
     with pytest.raises(jsonio.TraceFormatError, match="is not JSON"):
         jsonio.load(path)

@@ -1,0 +1,136 @@
+"""The colours the views draw with, for a light and a dark palette (Qt-free: gui.render reads them too).
+gui.theme sets the current set when the palette changes; views read `current()` when they draw.
+
+Light lanes are Okabe–Ito (distinguishable with colour-vision deficiencies); the dark set keeps each lane's
+hue, lighter, so every lane line, mark and token text stays at WCAG contrast on its background (text ≥ 4.5:1,
+lines and marks ≥ 3:1; tests/test_theme.py measures what is drawn).
+"""
+
+from __future__ import annotations
+
+import colorsys
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Colours:
+    dark: bool
+    background: str  # charts and text columns
+    ink: str  # axes, chart text, the default mark outline
+    muted: str  # secondary text (strategy lines, hints)
+    faint: str  # tertiary text (roles, running-beam header)
+    label_fill: tuple[int, int, int, int]  # behind labels on chart lines (RGBA)
+    lanes: tuple[str, ...]
+    hidden_lane: str  # a hidden lane's key in a legend
+    marks: dict[str, str]  # divergence, near_tie, branch, forced
+    token_lightness: float  # HLS lightness of the probability backgrounds (red unlikely → green likely)
+    token_saturation: float
+    token_text: str
+    selected_background: str
+    selected_text: str
+    raw: str  # raw-distribution bars and lines
+    processed: str
+    chosen: str
+    cutoff: str
+    top_k: str
+    draw: str
+    beam_kept: str
+    beam_kept_edge: str
+    beam_pruned: str  # pruned nodes' outline and label
+    beam_pruned_fill: str
+    beam_pruned_edge: str
+    beam_finished: str
+    beam_best: str
+    error: str  # message text
+    warning: str  # "edited: Run to update"
+    notice_error: str  # the notice bar's CSS
+    notice_info: str
+
+    def lane(self, index: int) -> str:
+        return self.lanes[index % len(self.lanes)]
+
+    def probability(self, p: float) -> str:
+        """Background of a token of probability p: red (unlikely) through yellow to green (near certain)."""
+        p = min(max(float(p), 0.0), 1.0)
+        r, g, b = colorsys.hls_to_rgb(p / 3.0, self.token_lightness, self.token_saturation)
+        return f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
+
+
+LIGHT = Colours(
+    dark=False,
+    background="#ffffff",
+    ink="#202020",
+    muted="#555555",
+    faint="#888888",
+    label_fill=(255, 255, 255, 200),
+    lanes=("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#8C564B"),
+    hidden_lane="#bbbbbb",
+    marks={"divergence": "#c2185b", "near_tie": "#e65100", "branch": "#1565c0", "forced": "#6a1b9a"},
+    token_lightness=0.80,
+    token_saturation=0.75,
+    token_text="#000000",
+    selected_background="#1e88e5",
+    selected_text="#ffffff",
+    raw="#A8A8A8",
+    processed="#0072B2",
+    chosen="#E69F00",
+    cutoff="#C0392B",
+    top_k="#7B3294",
+    draw="#009E73",
+    beam_kept="#0072B2",
+    beam_kept_edge="#7FA7C9",
+    beam_pruned="#9A9A9A",
+    beam_pruned_fill="#FFFFFF",
+    beam_pruned_edge="#B8B8B8",
+    beam_finished="#009E73",
+    beam_best="#E69F00",
+    error="#c62828",
+    warning="#b26a00",
+    notice_error="background:#ffebee;color:#b71c1c;border:1px solid #e57373",
+    notice_info="background:#e3f2fd;color:#0d47a1;border:1px solid #90caf9",
+)
+
+DARK = Colours(
+    dark=True,
+    background="#1f1f1f",
+    ink="#e0e0e0",
+    muted="#b0b0b0",
+    faint="#9a9a9a",
+    label_fill=(31, 31, 31, 210),
+    lanes=("#5AA9E6", "#F07A2E", "#2BC49A", "#E08FC0", "#F2B233", "#9ED8FF", "#E6E6E6", "#C4907F"),
+    hidden_lane="#5a5a5a",
+    marks={"divergence": "#f06292", "near_tie": "#ffb74d", "branch": "#64b5f6", "forced": "#ce93d8"},
+    token_lightness=0.25,
+    token_saturation=0.50,
+    token_text="#f0f0f0",
+    selected_background="#1e88e5",
+    selected_text="#ffffff",
+    raw="#8a8a8a",
+    processed="#5AA9E6",
+    chosen="#F2B233",
+    cutoff="#ff6f61",
+    top_k="#c39bd3",
+    draw="#2BC49A",
+    beam_kept="#5AA9E6",
+    beam_kept_edge="#4f7da3",
+    beam_pruned="#9a9a9a",
+    beam_pruned_fill="#1f1f1f",
+    beam_pruned_edge="#5c5c5c",
+    beam_finished="#2BC49A",
+    beam_best="#F2B233",
+    error="#ff8a80",
+    warning="#ffb74d",
+    notice_error="background:#4a1f1f;color:#ffcdd2;border:1px solid #c62828",
+    notice_info="background:#1a2f45;color:#bbdefb;border:1px solid #1e88e5",
+)
+
+_current = LIGHT
+
+
+def current() -> Colours:
+    return _current
+
+
+def set_current(colours: Colours) -> None:
+    global _current
+    _current = colours

@@ -1,0 +1,60 @@
+"""A run file (JSON) dragged from a file manager and dropped anywhere on the window opens it. The read-only views
+(text columns, charts) let drops through to the window; the prompt editor keeps taking dropped text but hands
+a dropped run file to the window too."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QEvent, QMimeData, QObject
+from PySide6.QtWidgets import QAbstractSpinBox, QLineEdit, QPlainTextEdit, QTextEdit, QWidget
+
+if TYPE_CHECKING:
+    from gui.main_window import MainWindow
+
+
+def run_file(mime: QMimeData) -> Path | None:
+    """The one local .json file a drag carries, or None."""
+    urls = [url for url in mime.urls() if url.isLocalFile()] if mime.hasUrls() else []
+    if len(urls) != 1 or not urls[0].toLocalFile().lower().endswith(".json"):
+        return None
+    return Path(urls[0].toLocalFile())
+
+
+def takes_text(widget: QWidget) -> bool:
+    """Widgets where dropping text means something (they keep their own drops)."""
+    if isinstance(widget, QTextEdit | QPlainTextEdit):
+        return not widget.isReadOnly()
+    return isinstance(widget, QLineEdit | QAbstractSpinBox)
+
+
+class RunFileDrop(QObject):
+    def __init__(self, window: MainWindow) -> None:
+        super().__init__(window)
+        self.window = window
+        window.setAcceptDrops(True)
+        window.installEventFilter(self)
+        editor = window.prompt.editor
+        editor.viewport().installEventFilter(self)  # a text edit takes drops on its viewport
+        self.pass_drops_through(window)
+        for name in ("lanes_reset", "lane_inserted", "lane_removed"):  # new text columns
+            window.model.events.connect(name, lambda *_: self.pass_drops_through(window.text))
+
+    @staticmethod
+    def pass_drops_through(root: QWidget) -> None:
+        """Views that would swallow a drag (text browsers, plots) let it go to the window instead."""
+        for widget in root.findChildren(QWidget):
+            if widget.acceptDrops() and not takes_text(widget) and not takes_text(widget.parentWidget()):
+                widget.setAcceptDrops(False)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
+        kind = event.type()
+        if kind in (QEvent.Type.DragEnter, QEvent.Type.DragMove, QEvent.Type.Drop):
+            path = run_file(event.mimeData())
+            if path is not None:
+                event.acceptProposedAction()
+                if kind == QEvent.Type.Drop:
+                    self.window.open(path)
+                return True
+        return super().eventFilter(watched, event)
