@@ -196,11 +196,13 @@ def _items(window: MainWindow) -> dict[str, Item]:
 
 
 def lanes_to_text(window: MainWindow) -> str:
-    """The lanes as JSON: name, config (LaneSpec.to_config) and whether the user named it; branch lanes are
-    left out and forced tokens dropped (they belong to the run shown)."""
-    lanes = [{"name": lane.name, "config": replace(lane.spec, forced={}).to_config(),
+    """The lanes as JSON: name, config (LaneSpec.to_config), fan-out count and whether the user named it.
+    Lanes that belong to the run shown (branches, replays of a step's other token) are left out and forced
+    tokens dropped."""
+    lanes = [{"name": lane.name, "config": replace(lane.spec, forced={}).to_config(), "fanout": lane.fanout,
               "named_by_user": lane.named_by_user}
-             for lane in window.model.lanes if lane.spec.branch is None]
+             for lane in window.model.lanes
+             if lane.spec.branch is None and lane.spec.replay_of is None and lane.spec.fanout is None]
     return json.dumps(lanes, ensure_ascii=False)
 
 
@@ -210,8 +212,10 @@ def lanes_from_text(window: MainWindow, text: Any) -> None:
     if not specs:
         raise ValueError("no lanes")
     window.model.set_specs(specs)
-    for lane, saved in zip(window.model.lanes, lanes, strict=True):
+    for index, (lane, saved) in enumerate(zip(window.model.lanes, lanes, strict=True)):
         lane.named_by_user = bool(saved.get("named_by_user", False))
+        if saved.get("fanout", 1) != 1:
+            window.model.set_fanout(index, int(saved["fanout"]))
 
 
 # ---- reading QSettings values: an INI file gives back strings (and lists of them), whatever was written

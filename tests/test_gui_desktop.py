@@ -57,6 +57,7 @@ def no_file_dialogs(monkeypatch):
     for name in ("getOpenFileName", "getSaveFileName"):
         monkeypatch.setattr(QFileDialog, name, staticmethod(lambda *_a, **_k: ("", "")))
     monkeypatch.setattr(QFileDialog, "getExistingDirectory", staticmethod(lambda *_a, **_k: ""))
+    monkeypatch.setattr(QFileDialog, "exec", lambda _dialog: 0)
 
 
 def run_and_wait(qtbot, window: MainWindow, max_new_tokens: int = 6) -> None:
@@ -77,6 +78,7 @@ def test_every_setting_survives_a_restart(qtbot, make_window, tiny_model_dir, tm
     named_splitters(first)["mainSplitter"].setSizes([420, 680])
     named_splitters(first)["rightSplitter"].setSizes([300, 400])
     first.lanes.add_spec(LaneSpec("my lane", do_sample=True, top_p=0.8, temperature=0.6))
+    first.model.set_fanout(len(first.model.lanes) - 1, 4)
     first.prompt.editor.setPlainText("我虽然很累，但还是决定")
     first.prompt.chat.setChecked(True)
     first.prompt.system.setText("You are terse.")
@@ -90,7 +92,7 @@ def test_every_setting_survives_a_restart(qtbot, make_window, tiny_model_dir, tm
     first.menus.language_actions["zh_CN"].trigger()
     first.recent.add(tmp_path / "a.json")
     first.unsaved.ask_before_run = False
-    lanes = [(lane.name, lane.spec, lane.named_by_user) for lane in first.model.lanes]
+    lanes = [(lane.name, lane.spec, lane.named_by_user, lane.fanout) for lane in first.model.lanes]
     qtbot.wait(20)
     moved = {name: s.sizes() for name, s in named_splitters(first).items()}
     first.close()
@@ -100,7 +102,8 @@ def test_every_setting_survives_a_restart(qtbot, make_window, tiny_model_dir, tm
     second = make_window(Settings(path).model_path(), Settings(path))
     assert (second.width(), second.height()) == (1100, 700)
     assert {name: s.sizes() for name, s in named_splitters(second).items()} == moved
-    assert [(lane.name, lane.spec, lane.named_by_user) for lane in second.model.lanes] == lanes
+    assert [(lane.name, lane.spec, lane.named_by_user, lane.fanout) for lane in second.model.lanes] == lanes
+    assert second.model.lanes[-1].fanout == 4
     assert second.model.lanes[-1].named_by_user  # "my lane" keeps its name when its parameters change
     assert second.prompt.request().text == "我虽然很累，但还是决定"
     assert second.prompt.chat.isChecked() and second.prompt.system.text() == "You are terse."
