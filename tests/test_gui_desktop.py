@@ -4,6 +4,7 @@ Real widgets, real QSettings files, real run files; the tiny exported model wher
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 
@@ -43,6 +44,8 @@ def make_window(qtbot):
     for window in windows:
         window.theme.set_mode("system")
         window.shutdown()
+    windows.clear()
+    gc.collect()  # their reference cycles go here, on the GUI thread, not in a later test's worker thread
 
 
 @pytest.fixture
