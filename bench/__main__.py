@@ -28,6 +28,7 @@ ITEMS = {  # the issue's items first, then the measured proposals
     "floor": "bench.decoder_items:measure_floor",
     "sampler": "bench.engine_items:measure_sampler_overhead",
     "fanout": "bench.engine_items:measure_fanout",
+    "fanout_sampler": "bench.engine_items:measure_fanout_sampler",
     "gui": "bench.gui_items:measure_gui",
     "precision": "bench.precision:measure_precision",
     "prefill_edit": "bench.decoder_items:measure_prefill_edit",

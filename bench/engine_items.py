@@ -1,6 +1,6 @@
 """Items measured through the decoding engine: five lanes side by side vs transformers generate() run one
-configuration after another (item 1), the share of step time spent in decoding/ (item 5), and a 32-member
-seed fan-out vs its lane alone (item 7)."""
+configuration after another (item 1), the share of step time spent in decoding/ (item 5), a 32-member
+seed fan-out vs its lane alone (item 7) and the share of its step time spent in decoding/ (item 8)."""
 
 from __future__ import annotations
 
@@ -25,13 +25,14 @@ def five_lanes(new_tokens: int | None = None) -> list:
     return assign_seeds(specs, 0)
 
 
-def run_engine(ctx: BenchContext, specs: list, new_tokens: int, source=None):
-    """One Branchpoint run (prefill included) of `specs` on the bench prompt. Returns the RunTrace."""
+def run_engine(ctx: BenchContext, specs: list, new_tokens: int, source=None, batched_rows: bool = True):
+    """One Branchpoint run (prefill included) of `specs` on the bench prompt. Returns the RunTrace.
+    `batched_rows=False`: decoding/ decides lane by lane (the per-row reference path)."""
     from decoding.engine import Engine
     from decoding.trace import PromptInfo
 
     source = source or ctx.decoder
-    engine = Engine(source, ctx.tokenizer, eos_token_ids=ctx.decoder.eos_token_ids)
+    engine = Engine(source, ctx.tokenizer, eos_token_ids=ctx.decoder.eos_token_ids, batched_rows=batched_rows)
     return engine.run(PromptInfo(PROMPT, ctx.prompt_ids), specs, max_new_tokens=new_tokens)
 
 
@@ -227,8 +228,7 @@ def measure_sampler_overhead(ctx: BenchContext) -> list[Row]:
     row counts the runtime's row summary with decoding/: it is statistics work moved out of numpy, not model."""
     specs = five_lanes()
     run_engine(ctx, specs, 2)  # warm-up
-    runs = [_timed_run(ctx, specs) for _ in range(max(1, ctx.sizes.run_reps))]
-    medians = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+    medians, lane_by_lane = _timed_runs(ctx, specs)
     overhead = medians["decoding"] + medians["summary"]
     item = "5 sampler"
     return [
@@ -247,6 +247,7 @@ def measure_sampler_overhead(ctx: BenchContext) -> list[Row]:
         ),
         Row(item, "decoding/ time per step (5 lanes)", medians["decoding"], unit="ms"),
         Row(item, "decoding/ CPU time per step (5 lanes, thread time)", medians["decoding_cpu"], unit="ms"),
+        Row(item, "decoding/ CPU time per step, lane by lane (per-row path) / batched rows", lane_by_lane),
         Row(item, "row summary (runtime) time per step", medians["summary"], unit="ms"),
         Row(item, "model time per step (8 rows)", medians["model"], unit="ms"),
         *(  # where the 5 lanes' time goes (each alone also pays the engine loop)
@@ -262,14 +263,24 @@ def measure_sampler_overhead(ctx: BenchContext) -> list[Row]:
     ]
 
 
+def _timed_runs(ctx: BenchContext, specs: list) -> tuple[dict[str, float], float]:
+    """Median milliseconds per step (as _timed_run) of run_reps runs of `specs`, and the median ratio of
+    decoding/ CPU time deciding lane by lane to deciding batched, each pair of runs back to back."""
+    runs, ratios = [], []
+    for _ in range(max(1, ctx.sizes.run_reps)):
+        runs.append(_timed_run(ctx, specs))
+        ratios.append(_timed_run(ctx, specs, batched_rows=False)["decoding_cpu"] / runs[-1]["decoding_cpu"])
+    return {key: statistics.median(run[key] for run in runs) for key in runs[0]}, statistics.median(ratios)
+
+
 def _lane_alone_ms(ctx: BenchContext, spec) -> float:
     return _timed_run(ctx, [spec])["decoding_cpu"]
 
 
-def _timed_run(ctx: BenchContext, specs: list) -> dict[str, float]:
+def _timed_run(ctx: BenchContext, specs: list, batched_rows: bool = True) -> dict[str, float]:
     """Milliseconds per step of one run: decoding/ (wall and CPU), the runtime's row summary, the model."""
     timed, total = TimedSource(ctx.decoder), Clock()
-    trace = total.measure(run_engine, ctx, specs, ctx.sizes.new_tokens, timed)
+    trace = total.measure(run_engine, ctx, specs, ctx.sizes.new_tokens, timed, batched_rows)
     per_step = 1e3 / max(trace.timing.steps, 1)
     clocks = (timed.prefill_clock, timed.step_clock, timed.summary_clock)
     return {
@@ -311,10 +322,9 @@ def measure_fanout(ctx: BenchContext) -> list[Row]:
     """A sampled lane (T 1.0) fanned out to 32 members vs the same lane alone, each generating exactly
     new_tokens tokens (eos suppressed until then), interleaved; then where a fan-out step's time goes."""
     from decoding.fanout import fan_out
-    from decoding.spec import LaneSpec
 
     tokens, count = ctx.sizes.new_tokens, ctx.sizes.fanout_members
-    lane = LaneSpec("T 1.0", do_sample=True, temperature=1.0, seed=11, min_new_tokens=tokens)
+    lane = fanout_lane(tokens)
     members = fan_out(lane, count)
     candidates = {"fanout": _engine_call(ctx, members, tokens, ctx.decoder),
                   "alone": _engine_call(ctx, [lane], tokens, ctx.decoder)}
@@ -330,4 +340,36 @@ def measure_fanout(ctx: BenchContext) -> list[Row]:
         Row(item, f"model time per step ({count} rows)", split["model"], unit="ms"),
         Row(item, f"decoding/ time per step ({count} rows)", split["decoding"], unit="ms"),
         Row(item, f"row summary (runtime) time per step ({count} rows)", split["summary"], unit="ms"),
+    ]
+
+
+# ------------------------------------------------------------------------------ 8. fan-out sampler overhead
+
+
+def fanout_lane(tokens: int):
+    """The fan-out items' sampled lane, generating exactly `tokens` tokens (eos suppressed until then)."""
+    from decoding.spec import LaneSpec
+
+    return LaneSpec("T 1.0", do_sample=True, temperature=1.0, seed=11, min_new_tokens=tokens)
+
+
+def measure_fanout_sampler(ctx: BenchContext) -> list[Row]:
+    """Item 5 for a 32-member fan-out: the share of a 32-row step spent in decoding/ plus the runtime's row
+    summary, and decoding/'s CPU time deciding lane by lane vs batched, each pair of runs back to back."""
+    from decoding.fanout import fan_out
+
+    count = ctx.sizes.fanout_members
+    members = fan_out(fanout_lane(ctx.sizes.new_tokens), count)
+    run_engine(ctx, members, 2)  # warm-up
+    medians, lane_by_lane = _timed_runs(ctx, members)
+    overhead = medians["decoding"] + medians["summary"]
+    item = "8 fan-out sampler"
+    return [
+        Row(item, f"decoding/ + row summary share of step time ({count} members)",
+            100 * overhead / (overhead + medians["model"]), unit="%", goal="<= 10"),
+        Row(item, f"decoding/ time per step ({count} rows)", medians["decoding"], unit="ms"),
+        Row(item, f"decoding/ CPU time per step ({count} rows, thread time)", medians["decoding_cpu"], unit="ms"),
+        Row(item, "decoding/ CPU time per step, lane by lane (per-row path) / batched rows", lane_by_lane),
+        Row(item, f"row summary (runtime) time per step ({count} rows)", medians["summary"], unit="ms"),
+        Row(item, f"model time per step ({count} rows)", medians["model"], unit="ms"),
     ]

@@ -31,9 +31,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from decoding import analysis
-from decoding.lane_state import LaneState, new_lane_state
+from decoding.lane_state import BeamLaneState, LaneState, new_lane_state
 from decoding.parameters import Range, check_int, parameter
 from decoding.protocol import LogitsSource, TokenText
+from decoding.row_batch import decide_together
 from decoding.spec import LaneSpec, assign_seeds
 from decoding.stats import MIN_TOP_N, LogitsRowCache
 from decoding.trace import (
@@ -119,7 +120,10 @@ class Engine:
         top_n: int = MIN_TOP_N,
         near_tie_threshold: float = 0.05,
         critical: CriticalSettings | None = None,
+        batched_rows: bool = True,
     ) -> None:
+        """`batched_rows`: decide the single-row lanes that apply the same processors together
+        (decoding.row_batch); False decides every lane alone (the per-row reference, same records)."""
         check_int("top_n", top_n, MIN_TOP_N)
         Range(0.0, 1.0).check("near_tie_threshold", near_tie_threshold)
         self.source = source
@@ -128,6 +132,7 @@ class Engine:
         self.top_n = top_n
         self.near_tie_threshold = near_tie_threshold
         self.critical = critical or CriticalSettings()
+        self.batched_rows = batched_rows
 
     def start(
         self,
@@ -332,8 +337,11 @@ class Run:
             lane for lane in lanes if lane.following is not None
         ]
         while True:
+            together = self._decide_together(order, step_ms)
             for lane in order:
-                if lane.running:
+                if lane in together:
+                    yield lane.index, lane.trace.steps[-1]
+                elif lane.running:
                     yield from self._decide(lane, step_ms)
             feed: list[tuple[int, int]] = []
             for lane in lanes:
@@ -359,6 +367,19 @@ class Run:
             position = 0
             for lane in lanes:
                 position = lane.receive(batch, slots, position)
+
+    def _decide_together(self, lanes: list[LaneState], step_ms: float) -> set[LaneState]:
+        """With batched rows, decide every running single-row lane that holds a usable row (not a beam, not a
+        branch lane still following its parent) in groups; returns them. The others decide one by one."""
+        if not self.engine.batched_rows:
+            return set()
+        ready = [
+            lane for lane in lanes
+            if lane.running and lane.following is None and not isinstance(lane, BeamLaneState)
+            and lane.batch.problem(lane.rows[0]) is None
+        ]
+        decide_together(ready, step_ms, self.engine.top_n, self.engine.tokenizer.piece)
+        return set(ready)
 
     def _decide(self, lane: LaneState, step_ms: float) -> Iterator[tuple[int, StepRecord]]:
         """One lane's step: choose and record (a follower copies its parent until the branch step)."""

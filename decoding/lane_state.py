@@ -20,7 +20,7 @@ from decoding.processors import apply_processors, build_processors
 from decoding.protocol import TokenText
 from decoding.selectors import Draw, Sampler
 from decoding.spec import LaneSpec
-from decoding.stats import LogitsRowCache, Softmax, step_stats
+from decoding.stats import LogitsRowCache, Softmax, StepStats, step_stats
 from decoding.trace import LaneTrace, StepRecord
 
 
@@ -92,7 +92,7 @@ class LaneState:
         softmax = raw_softmax if processed is raw else Softmax.of(processed)
         record = self._choose(raw, processed, raw_softmax, softmax)
         record.time_ms = source_ms + (time.perf_counter() - started) * 1000.0
-        self._append(record)
+        self.append(record)
         return [record]
 
     def queue(self, feed: list[tuple[int, int]]) -> None:
@@ -135,15 +135,45 @@ class LaneState:
         return np.array([self.prompt_ids + list(tokens) for tokens in rows_tokens], dtype=np.int64)
 
     def _process(self, scores: np.ndarray) -> np.ndarray:
-        return apply_processors(self.processors, self._ids([self.tokens]), scores)
+        return apply_processors(self.processors, np.array([self.history()], dtype=np.int64), scores)
+
+    def history(self) -> list[int]:
+        """The ids the processors read: prompt and generated tokens."""
+        return self.prompt_ids + self.tokens
+
+    def forced_token(self) -> int | None:
+        """The token forced at this step, or None. A replay of a sampled lane still draws at its forced step
+        and discards the draw, so that its later draws stay the original's."""
+        step = self.step
+        if step not in self.forced:
+            return None
+        if self.sampler is not None and self.spec.replay_of is not None and step == self.spec.replay_of.step:
+            self.sampler.skip()
+        return self.forced[step]
+
+    def record(self, token: int, stats: StepStats, draw: Draw | None = None, forced: bool = False) -> StepRecord:
+        record = StepRecord(step=self.step, token_id=token, token_text=self.tokenizer.piece(token), forced=forced,
+                            **stats.record_fields())
+        if draw is not None:
+            record.draw, record.draw_low, record.draw_high = draw.u, draw.low, draw.high
+        return record
+
+    def append(self, record: StepRecord) -> None:
+        """Take the step: record it, extend the tokens, stop on eos, a stop string or the length."""
+        self.trace.steps.append(record)
+        self.tokens.append(record.token_id)
+        if record.token_id in self.eos:
+            self.stop("eos")
+        elif self._hit_stop_string():
+            self.stop("stop_string")
+        elif len(self.tokens) >= self.limit:
+            self.stop("length")
 
     def _choose(self, raw: np.ndarray, processed: np.ndarray, raw_softmax: Softmax, softmax: Softmax) -> StepRecord:
-        step = self.step
         shared = {"raw_softmax": raw_softmax, "softmax": softmax}
-        if step in self.forced:
-            if self.sampler is not None and self.spec.replay_of is not None and step == self.spec.replay_of.step:
-                self.sampler.skip()  # the original drew here: later draws stay the original's
-            return self._record(raw, processed, self.forced[step], forced=True, **shared)
+        forced = self.forced_token()
+        if forced is not None:
+            return self._record(raw, processed, forced, forced=True, **shared)
         if self.sampler is not None:
             draw = self.sampler.draw(processed, softmax)
             return self._record(raw, processed, draw.token_id, draw=draw, **shared)
@@ -162,21 +192,7 @@ class LaneState:
         """`raw_softmax` / `softmax`: the rows' Softmax when already computed."""
         piece = self.tokenizer.piece
         stats = step_stats(raw, processed, token, self.top_n, piece, raw_softmax=raw_softmax, softmax=softmax)
-        fields = stats.record_fields()
-        record = StepRecord(step=self.step, token_id=token, token_text=piece(token), forced=forced, **fields)
-        if draw is not None:
-            record.draw, record.draw_low, record.draw_high = draw.u, draw.low, draw.high
-        return record
-
-    def _append(self, record: StepRecord) -> None:
-        self.trace.steps.append(record)
-        self.tokens.append(record.token_id)
-        if record.token_id in self.eos:
-            self.stop("eos")
-        elif self._hit_stop_string():
-            self.stop("stop_string")
-        elif len(self.tokens) >= self.limit:
-            self.stop("length")
+        return self.record(token, stats, draw, forced)
 
     def _hit_stop_string(self) -> bool:
         """Whether the lane's text contains a stop string. The whole text is decoded: a stop string may span

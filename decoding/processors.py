@@ -74,13 +74,19 @@ def top_candidates(values: np.ndarray, count: int) -> np.ndarray:
     prefix), without a full sort. A long array is first cut at a lower bound of its count-th largest value read
     off a strided sample: every winner survives, and the exact selection runs on about count * SAMPLE_STRIDE
     values."""
-    if count * SAMPLE_STRIDE * 8 <= values.size:
+    if sampled_cut(count, values.size):
         candidates = np.flatnonzero(values >= sample_thresholds(values, [count])[0])
-        return candidates[_top_exact(values[candidates], count)]
-    return _top_exact(values, count)
+        return candidates[top_exact(values[candidates], count)]
+    return top_exact(values, count)
 
 
-def _top_exact(values: np.ndarray, count: int) -> np.ndarray:
+def sampled_cut(count: int, size: int) -> bool:
+    """Whether top_candidates first cuts `size` values at a threshold read off a strided sample."""
+    return count * SAMPLE_STRIDE * 8 <= size
+
+
+def top_exact(values: np.ndarray, count: int) -> np.ndarray:
+    """top_candidates by one partition of all `values`."""
     if count >= values.size:
         return np.argsort(-values, kind="stable")
     kth = np.partition(values, values.size - count)[values.size - count]
@@ -111,6 +117,7 @@ class Processor:
     """
 
     name: ClassVar[str]
+    filters_only: ClassVar[bool] = False  # its output is its input with some scores set to -inf
 
     def __call__(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
         return self.process(_ids(ids), _scores(scores))
@@ -194,6 +201,7 @@ class NoRepeatNGram(Processor):
     """
 
     name = "no_repeat_ngram_size"
+    filters_only = True
 
     def __init__(self, ngram_size: int):
         self.ngram_size = parameter(self.name).check_for_processor(ngram_size)
@@ -237,6 +245,7 @@ class MinNewTokens(Processor):
     """
 
     name = "min_new_tokens"
+    filters_only = True
 
     def __init__(self, min_new_tokens: int, prompt_len: int, eos_ids: Sequence[int]):
         self.min_new_tokens = parameter(self.name).check_for_processor(min_new_tokens)
@@ -305,6 +314,7 @@ class TopK(Processor):
     """
 
     name = "top_k"
+    filters_only = True
 
     def __init__(self, top_k: int, min_tokens_to_keep: int = 1):
         self.top_k = parameter(self.name).check_for_processor(top_k)
@@ -324,6 +334,8 @@ class TopK(Processor):
 
 class _RowWarper(Processor):
     """A warper whose cut needs per-row work (rows are few: one per lane or per beam)."""
+
+    filters_only = True
 
     def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
         out = np.full_like(scores, FILTER)
@@ -413,6 +425,7 @@ class MinP(Processor):
     """
 
     name = "min_p"
+    filters_only = True
 
     def __init__(self, min_p: float, min_tokens_to_keep: int = 1):
         self.min_p = parameter(self.name).check_for_processor(min_p)

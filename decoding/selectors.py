@@ -9,7 +9,9 @@ draw came to the neighbouring tokens. Only a partitioned prefix is sorted unless
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -53,10 +55,14 @@ class Sampler:
         for _ in range(count):
             self._rng.random()
 
+    def next_u(self) -> float:
+        """The lane's next uniform in [0, 1)."""
+        return float(self._rng.random())
+
     def draw(self, scores: np.ndarray, softmax: Softmax | None = None) -> Draw:
         """Draw one token from the softmax of one processed row (-inf = filtered); `softmax`, when given, is
         Softmax.of(scores) already computed (its exp is reused)."""
-        return draw_with(float(self._rng.random()), scores, softmax)
+        return draw_with(self.next_u(), scores, softmax)
 
 
 def draw_with(u: float, scores: np.ndarray, softmax: Softmax | None = None) -> Draw:
@@ -64,19 +70,86 @@ def draw_with(u: float, scores: np.ndarray, softmax: Softmax | None = None) -> D
     sm = softmax if softmax is not None else Softmax.of(scores)
     if sm is None:
         raise ValueError("cannot sample: every token is filtered (all scores are -inf)")
-    kept, values, weights, total = sm.ids, sm.values, sm.weights, sm.total
-    if kept is None and sm.filtered:  # mostly kept, a few -inf: walk the finite tokens only
-        kept = np.flatnonzero(sm.row > -np.inf)
-        values, weights = sm.row[kept], sm.weights[kept]
-        total = float(weights.sum(dtype=np.float64))
+    return _walk(u, WalkedTokens(sm))
+
+
+class WalkedTokens:
+    """The tokens a draw from `sm` walks: its finite scores (a mostly kept row without its few -inf, whose
+    positions `holes` are given or found), their weights and the weights' float64 sum."""
+
+    def __init__(self, sm: Softmax, holes: np.ndarray | None = None) -> None:
+        self.sm = sm
+        self.holes = None
+        self.weights, self.total = sm.weights, sm.total
+        if sm.ids is None and sm.filtered:  # mostly kept, a few -inf: walk the finite tokens only
+            self.holes = np.flatnonzero(sm.row == -np.inf) if holes is None else holes
+            self.weights = _without(sm.weights, self.holes)
+            self.total = float(self.weights.sum(dtype=np.float64))
+
+    @cached_property
+    def values(self) -> np.ndarray:
+        return self.sm.values if self.holes is None else _without(self.sm.row, self.holes)
+
+    def token_at(self, position: int) -> int:
+        if self.sm.ids is not None:
+            return int(self.sm.ids[position])
+        if self.holes is None:
+            return position
+        # hole i has holes[i] - i kept tokens before it: those with at most `position` of them come before
+        return position + int(np.searchsorted(self.holes - np.arange(self.holes.size), position, side="right"))
+
+
+def _without(array: np.ndarray, holes: np.ndarray) -> np.ndarray:
+    """`array` without the positions `holes` (sorted): array[row > -inf] without a full-size index array."""
+    if holes.size > 64:
+        keep = np.ones(array.size, dtype=bool)
+        keep[holes] = False
+        return array[keep]
+    edges = [-1, *holes.tolist(), array.size]
+    return np.concatenate([array[start + 1 : end] for start, end in itertools.pairwise(edges)])
+
+
+def _walk(u: float, walked: WalkedTokens) -> Draw:
+    values, weights, total = walked.values, walked.weights, walked.total
     best, threshold = _split_best(values)
     found, start = _draw_among(u, values, weights, total, best, 0.0, last=best.size == values.size)
     if found is None:
         found = _draw_in_rest(u, values, weights, total, best, threshold, start)
     if found is None:  # u above the rounded total and the rest has no probability: the last of the best
         found, _ = _draw_among(u, values, weights, total, best, 0.0, last=True)
-    token = found[0] if kept is None else int(kept[found[0]])
-    return Draw(token_id=token, u=u, low=found[1], high=found[2])
+    return Draw(token_id=walked.token_at(found[0]), u=u, low=found[1], high=found[2])
+
+
+WIDER_PREFIX = 64  # best tokens a draw tries next when u falls beyond the top-N, before the whole walk
+
+
+def draw_among_best(u: float, walked: WalkedTokens, best: np.ndarray) -> Draw:
+    """draw_with(u, walked.sm.row, walked.sm), bit for bit, starting from the row's best positions (`best`:
+    its Softmax.best's, the statistics' top-N). A draw walks the tokens in that order from cumulative 0, and a
+    cumulative sum depends only on what comes before, so when u falls among the best tokens the walk ends
+    there with draw_with's numbers and without a full-vocabulary pass; else among the WIDER_PREFIX best;
+    else draw_with's whole walk."""
+    for prefix in (best, None):
+        sm = walked.sm
+        if prefix is None:
+            if best.size >= min(WIDER_PREFIX, sm.kept):
+                break
+            prefix = sm.best(min(WIDER_PREFIX, sm.kept))
+        cumulative = np.cumsum(sm.weights[prefix].astype(np.float64) / walked.total)
+        found = _among(u, walked, prefix, cumulative, int(np.searchsorted(cumulative, u, side="right")))
+        if found is not None:
+            return found
+    return _walk(u, walked)
+
+
+def _among(u: float, walked: WalkedTokens, best: np.ndarray, cumulative: np.ndarray, end: int) -> Draw | None:
+    """The draw when u ends among `best` (cumulative[end - 1] <= u < cumulative[end]: the token has
+    probability > 0), else None."""
+    if end >= best.size:
+        return None
+    sm, position = walked.sm, best[end]
+    token = int(position) if sm.ids is None else int(sm.ids[position])
+    return Draw(token_id=token, u=u, low=float(cumulative[end - 1]) if end else 0.0, high=float(cumulative[end]))
 
 
 def _split_best(values: np.ndarray) -> tuple[np.ndarray, float]:

@@ -13,7 +13,7 @@ Softmax, entropy and best tokens are read from it instead.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import Any
@@ -89,6 +89,22 @@ class Softmax:
             top_ids=summary.top_ids[index],
         )
 
+    @classmethod
+    def of_dense(cls, row: np.ndarray, holes: np.ndarray) -> Softmax | None:
+        """Softmax.of(row), bit for bit, for a float32 row whose -inf positions are `holes`, when they are
+        fewer than half of it and its peak is finite; None otherwise (NaN, +inf, mostly filtered)."""
+        peak = row.max()
+        if not np.isfinite(peak) or holes.size >= row.size - row.size // 2:
+            return None
+        low = -np.inf if holes.size else row.min()
+        shifted = row - peak
+        weights = np.exp(shifted)
+        clamp = bool(holes.size) or low - peak < ENTROPY_FLOOR
+        softmax = cls(row, None, row, peak, weights, float(weights.sum(dtype=np.float64)), row.size - holes.size,
+                      bool(holes.size), bool(clamp))
+        softmax.__dict__["shifted"] = shifted
+        return softmax
+
     @cached_property
     def shifted(self) -> np.ndarray:
         """values - peak (float32)."""
@@ -102,7 +118,7 @@ class Softmax:
         """Nats; -inf scores add nothing."""
         weighted_shift = self.weighted_shift
         if weighted_shift is None:
-            shifted = np.maximum(self.shifted, ENTROPY_FLOOR) if self.clamp_for_entropy else self.shifted
+            shifted = _at_least_floor(self.shifted) if self.clamp_for_entropy else self.shifted
             weighted_shift = float(np.dot(self.weights, shifted))  # the clamp keeps 0 * -inf out
         return max(self.log_total - weighted_shift / self.total, 0.0)
 
@@ -126,6 +142,15 @@ class Softmax:
         return out
 
 
+def _at_least_floor(shifted: np.ndarray) -> np.ndarray:
+    """np.maximum(shifted, ENTROPY_FLOOR), bit for bit, in a copy (numpy's maximum with a scalar is several
+    times slower than a copy: only the few -inf, or the values below the floor, are set)."""
+    below = np.flatnonzero(shifted < ENTROPY_FLOOR)
+    clamped = shifted.copy()
+    clamped[below] = ENTROPY_FLOOR
+    return clamped
+
+
 class LogitsRowCache:
     """One batch of logits rows; each row's Softmax is computed on first use and shared by every reader (lanes
     continuing identical rows, the beams of a lane that has just started). With a RowSummary from the
@@ -135,6 +160,8 @@ class LogitsRowCache:
         self.logits = logits
         self.summary = summary
         self._softmax: dict[int, Softmax | None] = {}
+        self._spreads: dict[int, Spread] = {}
+        self._best: dict[int, np.ndarray] = {}
         self._peaks: np.ndarray | None = None
 
     def row(self, index: int) -> np.ndarray:
@@ -161,6 +188,28 @@ class LogitsRowCache:
             summary = self.summary
             self._softmax[index] = Softmax.of(row) if summary is None else Softmax.from_summary(row, summary, index)
         return self._softmax[index]
+
+    def spreads(self, indices: Sequence[int], top_n: int, text: Callable[[int], str]) -> list[Spread]:
+        """The raw Spread of each row (usable rows only), computed once per row for every lane reading it (the
+        caller passes the same top_n and text every time). Each row's vocabulary-wide passes run back to back,
+        while it is in cache; the top probabilities of all rows together."""
+        missing = [index for index in dict.fromkeys(indices) if index not in self._spreads]
+        if missing:
+            softmaxes, bests, entropies = [], [], []
+            for index in missing:
+                softmaxes.append(self.softmax(index))
+                bests.append(self.best(index, top_n))
+                entropies.append(softmaxes[-1].entropy())
+            for index, spread in zip(missing, spreads_of(softmaxes, bests, entropies, top_n, text), strict=True):
+                self._spreads[index] = spread
+        return [self._spreads[index] for index in indices]
+
+    def best(self, index: int, top_n: int) -> np.ndarray:
+        """softmax(index).best(min(top_n, kept)), computed once (the same top_n every time)."""
+        if index not in self._best:
+            softmax = self.softmax(index)
+            self._best[index] = softmax.best(min(top_n, softmax.kept))
+        return self._best[index]
 
 
 @dataclass(frozen=True)
@@ -202,6 +251,77 @@ class StepStats:
 EMPTY = Distribution(0.0, -np.inf, 0.0, 0.0, 0, 0.0, [])
 
 
+@dataclass(frozen=True)
+class Spread:
+    """The part of a Distribution that does not depend on the chosen token: computed once per distribution
+    and shared by every lane that chose from it."""
+
+    entropy: float
+    margin: float
+    kept: int
+    tail_mass: float
+    top: list[TokenProb]
+
+
+def spread_of(
+    sm: Softmax, top_n: int, text: Callable[[int], str], best: np.ndarray | None = None, entropy: float | None = None
+) -> Spread:
+    """`best` (positions into sm.values of its min(top_n, kept) largest) and `entropy`, when given, are what
+    sm.best and sm.entropy() would return, computed already."""
+    best = sm.best(min(top_n, sm.kept)) if best is None else best
+    top_probs = np.exp((sm.values[best] - sm.peak).astype(np.float64) - sm.log_total)
+    token_ids = (best if sm.ids is None else sm.ids[best]).tolist()
+    probs = top_probs.tolist()
+    # positional arguments: half the cost of keywords, and this runs for every top-N entry of every step
+    top = [TokenProb(t, text(t), p, r) for r, (t, p) in enumerate(zip(token_ids, probs, strict=True))]
+    return Spread(
+        entropy=sm.entropy() if entropy is None else entropy,
+        margin=probs[0] - (probs[1] if len(probs) > 1 else 0.0),
+        kept=sm.kept,
+        tail_mass=max(0.0, 1.0 - float(top_probs.sum())),
+        top=top,
+    )
+
+
+def spreads_of(
+    softmaxes: Sequence[Softmax],
+    bests: Sequence[np.ndarray],
+    entropies: Sequence[float],
+    top_n: int,
+    text: Callable[[int], str],
+) -> list[Spread]:
+    """[spread_of(sm, top_n, text, best, entropy) ...], bit for bit, with the top probabilities of the rows
+    with the longest best lists (all but rows with few kept tokens) computed as one small matrix."""
+    width = max((best.size for best in bests), default=0)
+    out = [spread_of(sm, top_n, text, best, entropy) if best.size < width else None
+           for sm, best, entropy in zip(softmaxes, bests, entropies, strict=True)]
+    full = [i for i, best in enumerate(bests) if best.size == width]
+    if not full:
+        return out
+    values = np.empty((len(full), width), dtype=np.float32)
+    for j, i in enumerate(full):
+        values[j] = softmaxes[i].values[bests[i]]
+    peaks = np.array([softmaxes[i].peak for i in full], dtype=np.float32)[:, None]
+    log_totals = np.array([softmaxes[i].log_total for i in full])[:, None]
+    top_probs = np.exp((values - peaks).astype(np.float64) - log_totals)  # spread_of's, row by row
+    tail_masses = (1.0 - top_probs.sum(axis=1)).tolist()
+    for i, probs, tail_mass in zip(full, top_probs.tolist(), tail_masses, strict=True):
+        sm, best = softmaxes[i], bests[i]
+        token_ids = (best if sm.ids is None else sm.ids[best]).tolist()
+        top = list(map(TokenProb, token_ids, map(text, token_ids), probs, range(width)))
+        margin = probs[0] - (probs[1] if width > 1 else 0.0)
+        out[i] = Spread(entropies[i], margin, sm.kept, max(0.0, tail_mass), top)
+    return out
+
+
+def chosen_logprob(sm: Softmax, chosen: int) -> float:
+    """The log-probability of token id `chosen` (-inf if filtered)."""
+    dense = sm.ids is None
+    position = chosen if dense else int(np.searchsorted(sm.ids, chosen))
+    found = dense or (position < sm.kept and sm.ids[position] == chosen)
+    return float(sm.values[position] - sm.peak) - sm.log_total if found else -np.inf
+
+
 def distribution(
     scores: np.ndarray,
     chosen: int,
@@ -214,26 +334,12 @@ def distribution(
     sm = softmax if softmax is not None else Softmax.of(scores)
     if sm is None:
         return EMPTY
-    log_total = sm.log_total
-    best = sm.best(min(top_n, sm.kept))
-    top_probs = np.exp((sm.values[best] - sm.peak).astype(np.float64) - log_total)
-    dense = sm.ids is None
-    chosen_pos = chosen if dense else int(np.searchsorted(sm.ids, chosen))
-    found = dense or (chosen_pos < sm.kept and sm.ids[chosen_pos] == chosen)
-    logprob = float(sm.values[chosen_pos] - sm.peak) - log_total if found else -np.inf
-    token_ids = (best if dense else sm.ids[best]).tolist()
-    probs = top_probs.tolist()
-    # positional arguments: half the cost of keywords, and this runs for every top-N entry of every step
-    top = [TokenProb(t, text(t), p, r) for r, (t, p) in enumerate(zip(token_ids, probs, strict=True))]
-    return Distribution(
-        prob=float(np.exp(logprob)),
-        logprob=logprob,
-        entropy=sm.entropy(),
-        margin=probs[0] - (probs[1] if len(probs) > 1 else 0.0),
-        kept=sm.kept,
-        tail_mass=max(0.0, 1.0 - float(top_probs.sum())),
-        top=top,
-    )
+    return with_chosen(spread_of(sm, top_n, text), chosen_logprob(sm, chosen))
+
+
+def with_chosen(spread: Spread, logprob: float) -> Distribution:
+    return Distribution(float(np.exp(logprob)), logprob, spread.entropy, spread.margin, spread.kept,
+                        spread.tail_mass, spread.top)
 
 
 def step_stats(
@@ -253,6 +359,10 @@ def step_stats(
     raw_dist = distribution(raw, chosen, top_n, text, raw_softmax)
     done = _same_array(processed, raw) or np.array_equal(processed, raw)
     proc = raw_dist if done else distribution(processed, chosen, top_n, text, softmax)
+    return stats_of(raw_dist, proc)
+
+
+def stats_of(raw_dist: Distribution, proc: Distribution) -> StepStats:
     return StepStats(
         prob=proc.prob,
         prob_raw=raw_dist.prob,
