@@ -102,7 +102,11 @@ class Engine:
         d) summarise the raw and the processed distribution (probability, entropy, margin, kept, top-N) into
            a StepRecord and stream it as (lane index, record);
         e) stop the lane on eos, a stop string or its length (a beam lane: when the search is done).
-       A branch lane before its branch step copies its parent's record instead.
+       A branch lane before its branch step copies its parent's record instead. With batched rows (the
+       default), the greedy and sampled lanes that apply the same processors decide a) to e) as one group
+       first (decoding.row_batch: each distinct row processed and summarised once, its lanes' draws walking
+       the statistics' top-N first), with the same records as deciding them one by one; their records are
+       streamed in the lanes' order.
     4. Every running lane lists (old row, token) for each of its next rows; pairs listed by several lanes are
        computed once.
     5. Unless cancelled, one `source.step` call for all rows: the new logits rows are the next batch, and

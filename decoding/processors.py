@@ -74,18 +74,27 @@ def top_candidates(values: np.ndarray, count: int) -> np.ndarray:
     prefix), without a full sort. A long array is first cut at a lower bound of its count-th largest value read
     off a strided sample: every winner survives, and the exact selection runs on about count * SAMPLE_STRIDE
     values."""
-    if sampled_cut(count, values.size):
+    if _sampled_cut(count, values.size):
         candidates = np.flatnonzero(values >= sample_thresholds(values, [count])[0])
-        return candidates[top_exact(values[candidates], count)]
-    return top_exact(values, count)
+        return candidates[_top_exact(values[candidates], count)]
+    return _top_exact(values, count)
 
 
-def sampled_cut(count: int, size: int) -> bool:
+def kth_largest(values: np.ndarray, k: int) -> np.float32:
+    """np.partition(values, values.size - k)[values.size - k]. In a long row without NaN (which partition
+    ranks above everything) it is found among the values at or above a cut read off a strided sample: at
+    least k of them, so the k-th largest is one of them."""
+    if _sampled_cut(k, values.size) and not np.isnan(values.max()):
+        values = values[values >= sample_thresholds(values, [k])[0]]
+    return np.partition(values, values.size - k)[values.size - k]
+
+
+def _sampled_cut(count: int, size: int) -> bool:
     """Whether top_candidates first cuts `size` values at a threshold read off a strided sample."""
     return count * SAMPLE_STRIDE * 8 <= size
 
 
-def top_exact(values: np.ndarray, count: int) -> np.ndarray:
+def _top_exact(values: np.ndarray, count: int) -> np.ndarray:
     """top_candidates by one partition of all `values`."""
     if count >= values.size:
         return np.argsort(-values, kind="stable")
@@ -325,7 +334,7 @@ class TopK(Processor):
         k = min(max(self.top_k, self.min_tokens_to_keep), vocab)
         if k == vocab:
             return scores.copy()
-        kth = np.partition(scores, vocab - k, axis=1)[:, vocab - k, None]
+        kth = np.array([kth_largest(row, k) for row in scores], dtype=np.float32)[:, None]
         return np.where(scores < kth, FILTER, scores)
 
     def params(self) -> dict[str, Any]:

@@ -66,11 +66,21 @@ class _Row:
     """One distinct row of a group after the processors: what its lanes chose from and are summarised by."""
 
     processed: np.ndarray
-    holes: np.ndarray | None  # positions of its -inf scores, when the processors ran
+    holes: np.ndarray | None  # positions of its -inf scores, when the processors ran and left them few
     softmax: Softmax
     best: np.ndarray  # softmax.best's positions: the top-N list
     unchanged: bool  # the processors left the raw row as it was: summarised as raw (as step_stats does)
     entropy: float | None  # of the processed distribution, unless unchanged
+
+
+def _softmax_of(processed: np.ndarray) -> tuple[np.ndarray | None, Softmax | None]:
+    """(the -inf positions of a mostly kept row, else None; its Softmax.of, or None when the row is not usual:
+    no finite score, NaN or +inf), the -inf found by one comparison."""
+    filtered = processed == -np.inf
+    if np.count_nonzero(filtered) < processed.size - processed.size // 2:  # mostly kept: Softmax.of's dense case
+        holes = np.flatnonzero(filtered)
+        return holes, Softmax.of_dense(processed, holes)
+    return None, Softmax.of_sparse(processed, np.flatnonzero(~filtered))
 
 
 class _RowGroup:
@@ -118,9 +128,8 @@ class _RowGroup:
         if not self.chain:
             return _Row(raw, None, raw_softmax, self.batch.best(self.rows[slot], self.top_n), True, None)
         processed = self._processed(slot)
-        holes = np.flatnonzero(processed == -np.inf)
-        softmax = Softmax.of_dense(processed, holes) or Softmax.of(processed)
-        if softmax is None or not np.isfinite(softmax.peak):
+        holes, softmax = _softmax_of(processed)
+        if softmax is None:
             return None
         if self.filters_only:  # processed = raw with some -inf: unchanged when it keeps as many
             unchanged = softmax.kept == raw_softmax.kept

@@ -90,6 +90,20 @@ class Softmax:
         )
 
     @classmethod
+    def of_sparse(cls, row: np.ndarray, ids: np.ndarray) -> Softmax | None:
+        """Softmax.of(row), bit for bit, for a float32 row whose finite scores are at `ids`, half of it or
+        fewer, with a finite peak; None otherwise (no finite score, NaN or +inf)."""
+        values = row[ids]
+        peak = values.max(initial=-np.inf)
+        if not np.isfinite(peak) or ids.size > row.size // 2:
+            return None
+        shifted = values - peak
+        weights = np.exp(shifted)
+        softmax = cls(row, ids, values, peak, weights, float(weights.sum(dtype=np.float64)), ids.size, True, True)
+        softmax.__dict__["shifted"] = shifted
+        return softmax
+
+    @classmethod
     def of_dense(cls, row: np.ndarray, holes: np.ndarray) -> Softmax | None:
         """Softmax.of(row), bit for bit, for a float32 row whose -inf positions are `holes`, when they are
         fewer than half of it and its peak is finite; None otherwise (NaN, +inf, mostly filtered)."""
@@ -169,7 +183,10 @@ class LogitsRowCache:
 
     def problem(self, index: int) -> str | None:
         """Why row `index` cannot be decided on (NaN, +inf, or no finite logit), or None. One max per row finds
-        all three (NaN propagates through max)."""
+        all three (NaN propagates through max); a RowSummary's finite weighted shift already says the row's
+        logits are all finite (a NaN or infinite logit makes it NaN)."""
+        if self.summary is not None and np.isfinite(self.summary.weighted_shift[index]):
+            return None
         if self._peaks is None:
             with np.errstate(invalid="ignore"):
                 self._peaks = self.logits.max(axis=1)

@@ -93,3 +93,20 @@ def test_fanout_members_equal_the_lanes_run_alone(real):
         alone = engine.run(prompt, [spec.with_changes(name="alone", fanout=None)], max_new_tokens=24).lanes[0]
         assert trace.lane(spec.name).token_ids == alone.token_ids, spec.name
     assert trace.analysis.fanouts["T 1.0"].distinct_continuations > 1
+
+
+def test_batched_rows_give_the_per_row_run_file(real):
+    # a 32-member fan-out beside the default lanes on the real model (the runtime's RowSummary): the run file
+    # decided batched equals the one decided lane by lane, timings apart
+    from decoding.fanout import fan_out
+    from tests.test_row_batch import without_timings
+
+    engine, tokenizer, eos = real
+    specs = default_lanes() + fan_out(LaneSpec("T 1.0", do_sample=True, temperature=1.0, min_new_tokens=4), 32)
+    prompt = PromptInfo(RAW_PROMPTS[1], tokenizer.encode(RAW_PROMPTS[1]))
+    files = [
+        without_timings(Engine(engine.source, tokenizer, eos, batched_rows=batched).run(
+            prompt, specs, max_new_tokens=16, base_seed=7))
+        for batched in (True, False)
+    ]
+    assert files[0] == files[1]

@@ -145,3 +145,20 @@ def test_branch_not_taken_replay_equals_a_forced_run_made_directly(tiny, spec):
     direct = direct_forced_decode(tiny[0], spec, p.ids, 12, step, runner_up)
     assert after.token_ids == beside.token_ids == direct
     assert direct[:step] == lane.token_ids[:step] and direct[step] == runner_up
+
+
+def test_batched_rows_give_the_per_row_run_file_on_the_runtime(tiny):
+    # the runtime's RowSummary (ONNX Runtime kernels) for the raw rows, fan-outs with a processor that only
+    # filters, beams and branches mixed in: the run file is the same either way, timings apart
+    from decoding import jsonio
+    from decoding.fanout import fan_out
+    from tests.test_row_batch import without_timings
+
+    decoder, tokenizer = tiny
+    specs = SIX_LANES + [LaneSpec("branch", branch=Branch("greedy", 2, 7))] + fan_out(
+        LaneSpec("fan", do_sample=True, temperature=1.0, min_new_tokens=6, seed=5), 12)
+    p = prompt(tokenizer, PROMPTS[2])
+    runs = [Engine(decoder, tokenizer, list(decoder.eos_token_ids), batched_rows=batched).run(
+        p, specs, max_new_tokens=12, base_seed=0) for batched in (True, False)]
+    assert without_timings(runs[0]) == without_timings(runs[1])
+    assert len({tuple(lane.token_ids) for lane in jsonio.loads(without_timings(runs[0])).lanes}) > 4

@@ -260,12 +260,19 @@ def assert_same_softmax(got: Softmax, want: Softmax) -> None:
 
 
 @SETTINGS
-@given(matrix=matrices())
-def test_a_dense_softmax_from_its_holes_equals_softmax_of_bit_for_bit(matrix):
+@given(matrix=matrices(), data=st.data())
+def test_a_softmax_from_its_filtered_positions_equals_softmax_of_bit_for_bit(matrix, data):
     for row in matrix:
-        got, want = Softmax.of_dense(row, np.flatnonzero(row == -np.inf)), Softmax.of(row)
-        if got is None:
-            assert want.ids is not None
-        else:
-            assert_same_softmax(got, want)
-            assert got.entropy() == want.entropy()
+        if data.draw(st.booleans()):
+            row[data.draw(st.integers(0, row.size - 1))] = data.draw(st.sampled_from([np.nan, np.inf]))
+        filtered = row == -np.inf
+        want = Softmax.of(row)
+        dense = Softmax.of_dense(row, np.flatnonzero(filtered))
+        sparse = Softmax.of_sparse(row, np.flatnonzero(~filtered))
+        usual = want is not None and np.isfinite(want.peak) and not np.isnan(row).any()
+        for got, fits in ((dense, want is not None and want.ids is None), (sparse, want is not None and want.ids is not None)):
+            if usual and fits:
+                assert_same_softmax(got, want)
+                assert got.entropy() == want.entropy()
+            else:
+                assert got is None
