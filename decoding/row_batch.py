@@ -32,6 +32,7 @@ from decoding.lane_state import LaneState
 from decoding.processors import Processor
 from decoding.selectors import Draw, WalkedTokens, draw_among_best
 from decoding.stats import Softmax, chosen_logprob, spreads_of, stats_of, with_chosen
+from decoding.trace import StepRecord
 
 
 def decide_together(lanes: Sequence[LaneState], source_ms: float, top_n: int, text: Callable[[int], str]) -> None:
@@ -92,10 +93,10 @@ class _RowGroup:
         self.text = text
         self.batch = lanes[0].batch
         self.chain: list[Processor] = lanes[0].processors
-        self.rows = list(dict.fromkeys(lane.rows[0] for lane in lanes))  # distinct batch rows
-        self.lanes_of: list[list[LaneState]] = [[] for _ in self.rows]
+        lanes_of: dict[int, list[LaneState]] = {}  # distinct batch row -> the lanes reading it
         for lane in lanes:
-            self.lanes_of[self.rows.index(lane.rows[0])].append(lane)
+            lanes_of.setdefault(lane.rows[0], []).append(lane)
+        self.rows, self.lanes_of = list(lanes_of), list(lanes_of.values())
         self.raw_spreads = self.batch.spreads(self.rows, top_n, text)
         self.raw_softmaxes = [self.batch.softmax(row) for row in self.rows]
 
@@ -171,7 +172,7 @@ class _RowGroup:
             choices.append(_Choice(lane, slot, token, draw, forced))
         return choices
 
-    def _records(self, rows: list[_Row | None], choices: list[_Choice]) -> list:
+    def _records(self, rows: list[_Row | None], choices: list[_Choice]) -> list[StepRecord]:
         """Every choice's StepRecord; the processed spreads of the changed rows computed together."""
         changed = [slot for slot, row in enumerate(rows) if row is not None and not row.unchanged]
         found = spreads_of([rows[slot].softmax for slot in changed], [rows[slot].best for slot in changed],

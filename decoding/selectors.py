@@ -82,7 +82,7 @@ class WalkedTokens:
         self.holes = None
         self.weights, self.total = sm.weights, sm.total
         if sm.ids is None and sm.filtered:  # mostly kept, a few -inf: walk the finite tokens only
-            self.holes = np.flatnonzero(sm.row == -np.inf) if holes is None else holes
+            self.holes = np.flatnonzero(~(sm.row > -np.inf)) if holes is None else holes
             self.weights = _without(sm.weights, self.holes)
             self.total = float(self.weights.sum(dtype=np.float64))
 
@@ -129,26 +129,22 @@ def draw_among_best(u: float, walked: WalkedTokens, best: np.ndarray) -> Draw:
     cumulative sum depends only on what comes before, so when u falls among the best tokens the walk ends
     there with draw_with's numbers and without a full-vocabulary pass; else among the WIDER_PREFIX best;
     else draw_with's whole walk."""
-    for prefix in (best, None):
-        sm = walked.sm
-        if prefix is None:
-            if best.size >= min(WIDER_PREFIX, sm.kept):
-                break
-            prefix = sm.best(min(WIDER_PREFIX, sm.kept))
-        cumulative = np.cumsum(sm.weights[prefix].astype(np.float64) / walked.total)
-        found = _among(u, walked, prefix, cumulative, int(np.searchsorted(cumulative, u, side="right")))
-        if found is not None:
-            return found
-    return _walk(u, walked)
+    found = _among_prefix(u, walked, best)
+    wider = min(WIDER_PREFIX, walked.sm.kept)
+    if found is None and best.size < wider:
+        found = _among_prefix(u, walked, walked.sm.best(wider))
+    return found or _walk(u, walked)
 
 
-def _among(u: float, walked: WalkedTokens, best: np.ndarray, cumulative: np.ndarray, end: int) -> Draw | None:
-    """The draw when u ends among `best` (cumulative[end - 1] <= u < cumulative[end]: the token has
-    probability > 0), else None."""
-    if end >= best.size:
+def _among_prefix(u: float, walked: WalkedTokens, prefix: np.ndarray) -> Draw | None:
+    """The draw when u falls among the `prefix` positions (the best ones, best first), else None."""
+    sm = walked.sm
+    cumulative = np.cumsum(sm.weights[prefix].astype(np.float64) / walked.total)
+    end = int(np.searchsorted(cumulative, u, side="right"))
+    if end >= prefix.size:
         return None
-    sm, position = walked.sm, best[end]
-    token = int(position) if sm.ids is None else int(sm.ids[position])
+    # cumulative[end - 1] <= u < cumulative[end]: the token has probability > 0
+    token = int(prefix[end]) if sm.ids is None else int(sm.ids[prefix[end]])
     return Draw(token_id=token, u=u, low=float(cumulative[end - 1]) if end else 0.0, high=float(cumulative[end]))
 
 

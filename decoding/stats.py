@@ -7,7 +7,9 @@ mostly -inf, so their statistics are computed over the kept tokens only.
 Speed: exp over the vocabulary is most of the cost, so each row's exp is computed once (`Softmax`) and shared:
 by every lane and beam reading the same batch row (`LogitsRowCache`), and by a lane's draw and its statistics. When
 the source makes a RowSummary of the raw rows (ONNX Runtime does: its exp is several times faster), their
-Softmax, entropy and best tokens are read from it instead.
+Softmax, entropy and best tokens are read from it instead. What a distribution's record holds apart from the
+chosen token (`Spread`: entropy, margin, kept, tail mass, top-N) is computed once per distribution: a raw row's
+once for every lane reading it (`LogitsRowCache.spreads`).
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ def run_json(specs, *, source_kind="plain", vocab=64, eos=(2,), max_new_tokens=1
              prefix=None, **source_kwargs) -> str:
     """The run file of `specs` decided batched or lane by lane, its timings zeroed."""
     source_class = {"plain": FakeSource, "summary": SummarizingSource, "holes": HolesSource,
-                    "poisoned": PoisonedSource}[source_kind]
+                    "poisoned": PoisonedSource, "poisoned summary": PoisonedSummarizingSource}[source_kind]
     source = source_class(vocab_size=vocab, **source_kwargs)
     engine = Engine(source, FakeTokenizer(), eos_token_ids=list(eos), top_n=top_n, batched_rows=batched)
     trace = engine.run(PROMPT, specs, max_new_tokens=max_new_tokens, base_seed=0, prefix=prefix)
@@ -70,6 +70,10 @@ class PoisonedSource(FakeSource):
         elif len(history) > len(PROMPT.ids) and history[-1] % 7 == 0:
             row[1] = np.inf
         return row
+
+
+class PoisonedSummarizingSource(PoisonedSource, SummarizingSource):
+    """PoisonedSource with a RowSummary (NaN where a logit is not finite)."""
 
 
 HOT = LaneSpec("hot", do_sample=True, temperature=1.3, seed=3)
@@ -135,8 +139,10 @@ def test_lanes_finishing_at_different_steps_and_stop_strings_are_identical_both_
     assert {"eos", "length"} <= reasons
 
 
-def test_nan_and_inf_rows_fail_their_lanes_identically_both_ways():
-    text = assert_same_both_ways(fan_out(HOT, 8) + [LaneSpec("greedy")], source_kind="poisoned", max_new_tokens=16)
+@pytest.mark.parametrize("source_kind", ["poisoned", "poisoned summary"])
+def test_nan_and_inf_rows_fail_their_lanes_identically_both_ways(source_kind):
+    specs = fan_out(HOT, 8) + [LaneSpec("greedy")]
+    text = assert_same_both_ways(specs, source_kind=source_kind, max_new_tokens=16)
     errors = [lane.error for lane in jsonio.loads(text).lanes if lane.error]
     assert any("NaN" in error for error in errors) and any("+inf" in error for error in errors)
 
