@@ -12,6 +12,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import cached_property
 
 import numpy as np
 
@@ -136,6 +137,11 @@ class LaneState:
 
     def _process(self, scores: np.ndarray) -> np.ndarray:
         return apply_processors(self.processors, np.array([self.history()], dtype=np.int64), scores)
+
+    @cached_property
+    def processors_key(self) -> tuple:
+        """Equal for lanes whose processors are equal (same kinds, same parameters)."""
+        return tuple((type(p).__name__, repr(sorted(vars(p).items()))) for p in self.processors)
 
     def history(self) -> list[int]:
         """The ids the processors read: prompt and generated tokens."""

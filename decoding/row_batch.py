@@ -15,8 +15,8 @@ most of the time) and only then the whole row, a processor that only filters let
 top-N, and the -inf positions found once serve the softmax and the draw.
 
 Every record is identical to `LaneState.decide`'s, which stays the reference (Engine(batched_rows=False));
-tests run both on the same inputs. The lanes of a row the processors make unusual (no finite score, NaN,
-+inf) are decided by it.
+tests run both on the same inputs. A lane alone in its group, and the lanes of a row the processors make
+unusual (no finite score, NaN, +inf), are decided by it.
 """
 
 from __future__ import annotations
@@ -37,18 +37,21 @@ from decoding.trace import StepRecord
 
 def decide_together(lanes: Sequence[LaneState], source_ms: float, top_n: int, text: Callable[[int], str]) -> None:
     """Decide the step of every lane in `lanes` (running single-row lanes with usable logits rows), a record
-    appended to each; lanes with the same processors on the same batch are decided as one group."""
+    appended to each; lanes with the same processors on the same batch are decided as one group, a lane
+    alone by the per-row path (nothing to share: measured as fast)."""
     groups: dict[tuple, list[LaneState]] = {}
     for lane in lanes:
         groups.setdefault(_group_key(lane), []).append(lane)
     for group in groups.values():
-        _RowGroup(group, top_n, text).decide(source_ms)
+        if len(group) == 1:
+            group[0].decide(source_ms)
+        else:
+            _RowGroup(group, top_n, text).decide(source_ms)
 
 
 def _group_key(lane: LaneState) -> tuple:
     """Lanes with equal keys process equal rows identically: the same batch, history length and processors."""
-    chain = tuple((type(p).__name__, repr(sorted(vars(p).items()))) for p in lane.processors)
-    return id(lane.batch), len(lane.tokens), chain
+    return id(lane.batch), len(lane.tokens), lane.processors_key
 
 
 @dataclass
@@ -74,9 +77,14 @@ class _Row:
     entropy: float | None  # of the processed distribution, unless unchanged
 
 
+NO_HOLES = np.zeros(0, dtype=np.intp)
+
+
 def _softmax_of(processed: np.ndarray) -> tuple[np.ndarray | None, Softmax | None]:
     """(the -inf positions of a mostly kept row, else None; its Softmax.of, or None when the row is not usual:
     no finite score, NaN or +inf), the -inf found by one comparison."""
+    if not processed.min() == -np.inf:  # nothing filtered (or a NaN, which of_dense refuses)
+        return NO_HOLES, Softmax.of_dense(processed, NO_HOLES)
     filtered = processed == -np.inf
     if np.count_nonzero(filtered) < processed.size - processed.size // 2:  # mostly kept: Softmax.of's dense case
         holes = np.flatnonzero(filtered)

@@ -129,23 +129,27 @@ def draw_among_best(u: float, walked: WalkedTokens, best: np.ndarray) -> Draw:
     cumulative sum depends only on what comes before, so when u falls among the best tokens the walk ends
     there with draw_with's numbers and without a full-vocabulary pass; else among the WIDER_PREFIX best;
     else draw_with's whole walk."""
-    found = _among_prefix(u, walked, best)
+    found, cumulative = _among_prefix(u, walked, best)
     wider = min(WIDER_PREFIX, walked.sm.kept)
-    if found is None and best.size < wider:
-        found = _among_prefix(u, walked, walked.sm.best(wider))
+    # the tokens after the best ones are each at most as likely as the last of them
+    reach = cumulative[-1] + (wider - best.size) * (cumulative[-1] - (cumulative[-2] if best.size > 1 else 0.0))
+    if found is None and best.size < wider and u < reach:
+        found, _ = _among_prefix(u, walked, walked.sm.best(wider))
     return found or _walk(u, walked)
 
 
-def _among_prefix(u: float, walked: WalkedTokens, prefix: np.ndarray) -> Draw | None:
-    """The draw when u falls among the `prefix` positions (the best ones, best first), else None."""
+def _among_prefix(u: float, walked: WalkedTokens, prefix: np.ndarray) -> tuple[Draw | None, np.ndarray]:
+    """(the draw when u falls among the `prefix` positions (the best ones, best first), else None; their
+    cumulative probabilities)."""
     sm = walked.sm
     cumulative = np.cumsum(sm.weights[prefix].astype(np.float64) / walked.total)
     end = int(np.searchsorted(cumulative, u, side="right"))
     if end >= prefix.size:
-        return None
+        return None, cumulative
     # cumulative[end - 1] <= u < cumulative[end]: the token has probability > 0
     token = int(prefix[end]) if sm.ids is None else int(sm.ids[prefix[end]])
-    return Draw(token_id=token, u=u, low=float(cumulative[end - 1]) if end else 0.0, high=float(cumulative[end]))
+    low = float(cumulative[end - 1]) if end else 0.0
+    return Draw(token_id=token, u=u, low=low, high=float(cumulative[end])), cumulative
 
 
 def _split_best(values: np.ndarray) -> tuple[np.ndarray, float]:

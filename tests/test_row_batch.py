@@ -88,6 +88,8 @@ MIXED = [
     LaneSpec("penalised", repetition_penalty=1.3, no_repeat_ngram_size=2),
     LaneSpec("penalised sample", do_sample=True, repetition_penalty=1.3, no_repeat_ngram_size=2, seed=6),
     LaneSpec("long", do_sample=True, min_new_tokens=8, seed=7),
+    LaneSpec("plain sample", do_sample=True, seed=12),  # no processor, as greedy: one group, two selectors
+    LaneSpec("greedy twin"),
 ]
 
 
