@@ -22,7 +22,7 @@ class Colours:
     label_fill: tuple[int, int, int, int]  # behind labels on chart lines (RGBA)
     lanes: tuple[str, ...]
     hidden_lane: str  # a hidden lane's key in a legend
-    marks: dict[str, str]  # divergence, near_tie, branch, forced
+    marks: dict[str, str]  # divergence, critical, branch, forced
     token_lightness: float  # HLS lightness of the probability backgrounds (red unlikely → green likely)
     token_saturation: float
     token_text: str
@@ -65,11 +65,11 @@ LIGHT = Colours(
     label_fill=(255, 255, 255, 200),
     lanes=("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#8C564B"),
     hidden_lane="#bbbbbb",
-    marks={"divergence": "#c2185b", "near_tie": "#e65100", "branch": "#1565c0", "forced": "#6a1b9a"},
+    marks={"divergence": "#c2185b", "critical": "#e65100", "branch": "#1565c0", "forced": "#6a1b9a"},
     token_lightness=0.80,
     token_saturation=0.75,
     token_text="#000000",
-    selected_background="#1e88e5",
+    selected_background="#1565c0",
     selected_text="#ffffff",
     raw="#A8A8A8",
     processed="#0072B2",
@@ -95,15 +95,15 @@ DARK = Colours(
     background="#1f1f1f",
     ink="#e0e0e0",
     muted="#b0b0b0",
-    faint="#9a9a9a",
+    faint="#a6a6a6",
     label_fill=(31, 31, 31, 210),
     lanes=("#5AA9E6", "#F07A2E", "#2BC49A", "#E08FC0", "#F2B233", "#9ED8FF", "#E6E6E6", "#C4907F"),
     hidden_lane="#5a5a5a",
-    marks={"divergence": "#f06292", "near_tie": "#ffb74d", "branch": "#64b5f6", "forced": "#ce93d8"},
+    marks={"divergence": "#f06292", "critical": "#ffb74d", "branch": "#64b5f6", "forced": "#ce93d8"},
     token_lightness=0.25,
     token_saturation=0.50,
     token_text="#f0f0f0",
-    selected_background="#1e88e5",
+    selected_background="#1565c0",
     selected_text="#ffffff",
     raw="#8a8a8a",
     processed="#5AA9E6",
@@ -119,12 +119,14 @@ DARK = Colours(
     beam_finished="#2BC49A",
     beam_best="#F2B233",
     error="#ff8a80",
-    warning="#ffb74d",
+    warning="#ffc670",
     notice_error="background:#4a1f1f;color:#ffcdd2;border:1px solid #c62828",
     notice_info="background:#1a2f45;color:#bbdefb;border:1px solid #1e88e5",
 )
 
 _current = LIGHT
+# The marks' colours in effect, one dict for the whole program (gui.render and the charts hold it).
+MARK_COLOURS: dict[str, str] = dict(LIGHT.marks)
 
 
 def current() -> Colours:
@@ -134,3 +136,42 @@ def current() -> Colours:
 def set_current(colours: Colours) -> None:
     global _current
     _current = colours
+    MARK_COLOURS.clear()
+    MARK_COLOURS.update(colours.marks)
+
+
+# ------------------------------------------------------------------------- one palette's colours as the other's
+
+def _pairs() -> dict[str, str]:
+    """Each designed light colour and its dark counterpart, both ways."""
+    pairs: dict[str, str] = {}
+    for name in ("background", "ink", "muted", "faint", "hidden_lane", "token_text", "raw", "processed", "chosen",
+                 "cutoff", "top_k", "draw", "beam_kept", "beam_kept_edge", "beam_pruned", "beam_pruned_fill",
+                 "beam_pruned_edge", "beam_finished", "beam_best", "error", "warning"):
+        pairs[getattr(LIGHT, name).lower()] = getattr(DARK, name).lower()
+    for light, dark in zip(LIGHT.lanes, DARK.lanes, strict=True):
+        pairs[light.lower()] = dark.lower()
+    for kind, light in LIGHT.marks.items():
+        pairs[light.lower()] = DARK.marks[kind].lower()
+    return pairs | {dark: light for light, dark in pairs.items()}
+
+
+PAIRS = _pairs()
+
+
+def swap_lightness(rgb: tuple[int, int, int]) -> tuple[int, int, int]:
+    """The colour with its HSL lightness mirrored (L → 1 − L), hue and saturation kept: dark ink becomes light
+    ink, a white background black, a saturated colour a lighter or darker shade of itself. Applied twice it gives
+    the colour back."""
+    shift = 255 - max(rgb) - min(rgb)
+    return tuple(channel + shift for channel in rgb)
+
+
+def counterpart(hex_colour: str) -> str:
+    """A colour of one palette as the other palette has it: the designed pair, else its lightness mirrored
+    (with `swap_lightness`, so going back and forth returns the colour)."""
+    key = hex_colour.lower()
+    if key in PAIRS:
+        return PAIRS[key]
+    r, g, b = (int(key[i:i + 2], 16) for i in (1, 3, 5))
+    return "#{:02x}{:02x}{:02x}".format(*swap_lightness((r, g, b)))

@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 
 from decoding.fanout import MAX_FANOUT, refusal
 from decoding.spec import PRESETS, PROCESSOR_ORDER, LaneSpec, unique_name
+from gui import colours
 from gui.lane_fields import FIELDS, Field, describe, display_value, field_applies, spec_from_values
 from gui.run_model import RunModel, Selection
 from gui.style import lane_color_hex
@@ -322,7 +323,7 @@ class LanesEditor(QWidget):
         return index
 
     def show_message(self, text: str, error: bool = True) -> None:
-        colour = "#c62828" if error else "#555555"
+        colour = colours.current().error if error else colours.current().muted
         self.message.setStyleSheet(f"color:{colour};{'font-weight:bold' if error else ''}")
         self.message.setText(text)
 

@@ -212,6 +212,7 @@ class MainWindow(QMainWindow):
         light and dark, and the settings it restores now and saves on close."""
         self.settings = settings
         self.theme = app_theme()
+        self.theme.changed.connect(self.text.refresh_look)
         self.recent = RecentFiles(settings)
         self.unsaved = UnsavedRun(self)
         self.menus = Menus(self)

@@ -111,7 +111,6 @@ class Menus(QObject):
         self._add(menu, self.tr("&Export selected lane as generation_config.json…"),
                   lambda: generation_configs.export_dialog(editor))
         menu.addSeparator()
-        window.undo_action.setText(self.tr("&Undo last branch"))
         menu.addAction(window.undo_action)
 
     def _view_menu(self) -> None:
@@ -135,7 +134,6 @@ class Menus(QObject):
         window, menu = self.window, self.help
         self.shortcuts_action = self._add(menu, self.tr("&Keyboard shortcuts"), self.show_shortcuts,
                                           QKeySequence("F1"))
-        window.tour_action.setText(self.tr("&Tour"))
         menu.addAction(window.tour_action)
         menu.addSeparator()
         self.about_action = self._add(menu, self.tr("&About Branchpoint"), self.show_about)

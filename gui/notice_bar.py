@@ -6,12 +6,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QWidget
 
+from gui import colours
 from gui.run_model import Notice, RunModel
-
-_LOOK = {
-    "error": "background:#ffebee;color:#b71c1c;border:1px solid #e57373",
-    "info": "background:#e3f2fd;color:#0d47a1;border:1px solid #90caf9",
-}
 
 
 class NoticeBar(QWidget):
@@ -39,7 +35,8 @@ class NoticeBar(QWidget):
         if notice is None:
             self.hide()
             return
-        self.label.setStyleSheet(f"{_LOOK[notice.level]};padding:4px")
+        look = colours.current().notice_error if notice.level == "error" else colours.current().notice_info
+        self.label.setStyleSheet(f"{look};padding:4px")
         self.label.setText(notice.text)
         self.show()
 

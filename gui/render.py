@@ -8,7 +8,6 @@ QTextBrowser ignores CSS borders on spans, so marks use background, bold, underl
 from __future__ import annotations
 
 import codecs
-import colorsys
 import html
 import math
 import re
@@ -17,21 +16,19 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from decoding.trace import StepRecord, TokenProb
+from gui import colours
+from gui.colours import MARK_COLOURS  # the palette in effect's: one dict, updated in place
 
 DIVERGENCE_GLYPH = "◆"
 CRITICAL_GLYPH = "▲"
 BRANCH_GLYPH = "↳"
 FORCED_GLYPH = "★"
-MARK_COLOURS = {"divergence": "#c2185b", "critical": "#e65100", "branch": "#1565c0", "forced": "#6a1b9a"}
-SELECTED_BACKGROUND = "#1e88e5"
 
 
 def probability_colour(p: float) -> str:
-    """Pastel background for a token of probability p: red (unlikely) through yellow to green (near certain).
-    Light enough that black text stays readable."""
-    p = min(max(float(p), 0.0), 1.0)
-    r, g, b = colorsys.hls_to_rgb(p / 3.0, 0.80, 0.75)  # hue 0 (red) → 1/3 (green)
-    return f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
+    """Background for a token of probability p: red (unlikely) through yellow to green (near certain); pastel
+    under black text in the light palette, deep under light text in the dark one (gui.colours)."""
+    return colours.current().probability(p)
 
 
 def visible_piece(text: str) -> str:
@@ -161,15 +158,17 @@ def token_html(lane: int, step: StepRecord, marks: TokenMarks, text: str | None 
     """One token (or a group of tokens spelling one character: `text`, `prob`) as an anchor
     `tok:<lane>:<step>`, its processed probability as background colour."""
     p = step.prob if prob is None else prob
-    return _anchor_html(lane, step.step, step.token_text if text is None else text, p, marks, step.forced)
+    return _anchor_html(lane, step.step, step.token_text if text is None else text, p, marks, step.forced,
+                        colours.current().dark)
 
 
 @lru_cache(maxsize=16384)
-def _anchor_html(lane: int, step: int, text: str, p: float, marks: TokenMarks, forced: bool) -> str:
+def _anchor_html(lane: int, step: int, text: str, p: float, marks: TokenMarks, forced: bool, dark: bool) -> str:
     """token_html's output depends on these alone: memoised, since a streaming lane re-renders its tokens at
     every redraw."""
-    background = SELECTED_BACKGROUND if marks.selected else probability_colour(p)
-    colour = "#ffffff" if marks.selected else "#000000"
+    palette = colours.DARK if dark else colours.LIGHT
+    background = palette.selected_background if marks.selected else palette.probability(p)
+    colour = palette.selected_text if marks.selected else palette.token_text
     style = [f"background-color:{background}", f"color:{colour}", "text-decoration:none"]
     if marks.selected or marks.divergence or marks.branch:
         style += ["font-weight:bold", "text-decoration:underline"]

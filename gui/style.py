@@ -1,4 +1,5 @@
-"""Shared look of the window and its charts: one colour per lane, fonts that cover Chinese, plot setup."""
+"""Shared look of the window and its charts: one colour per lane, fonts that cover Chinese, plot setup. The colours
+are the palette in effect's (gui.colours: light or dark), read when a view draws."""
 
 from __future__ import annotations
 
@@ -8,23 +9,25 @@ import pyqtgraph as pg
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import QApplication, QWidget
 
-# Okabe–Ito, distinguishable with colour-vision deficiencies and readable on white.
-_LANE_COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#8C564B"]
+from gui import colours
 
 # Set explicitly: with fonts-noto-cjk installed Qt otherwise draws Chinese text with its Japanese variant (JP glyph
 # shapes); WenQuanYi Micro Hei covers systems with fonts-wqy-microhei instead.
 FONT_FAMILIES = ["DejaVu Sans", "Noto Sans CJK SC", "WenQuanYi Micro Hei"]
 
-RAW_COLOUR = "#A8A8A8"
-PROCESSED_COLOUR = "#0072B2"
-CHOSEN_COLOUR = "#E69F00"
-CUTOFF_COLOUR = "#C0392B"
-DRAW_COLOUR = "#009E73"
-FOREGROUND = "#202020"
+# style.RAW_COLOUR etc.: the palette in effect's colour of that role (module __getattr__ below)
+_THEMED = {"RAW_COLOUR": "raw", "PROCESSED_COLOUR": "processed", "CHOSEN_COLOUR": "chosen",
+           "CUTOFF_COLOUR": "cutoff", "DRAW_COLOUR": "draw", "FOREGROUND": "ink"}
+
+
+def __getattr__(name: str) -> str:
+    if name in _THEMED:
+        return getattr(colours.current(), _THEMED[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def lane_color_hex(index: int) -> str:
-    return _LANE_COLOURS[index % len(_LANE_COLOURS)]
+    return colours.current().lane(index)
 
 
 def lane_color(index: int) -> QColor:
@@ -53,17 +56,19 @@ class StepAxis(pg.AxisItem):
 
 
 def make_plot_widget(parent: QWidget | None = None, step_axis: bool = True) -> pg.PlotWidget:
-    """A white plot, dark axes, explicit fonts, no SI-prefix rescaling and (by default) whole-step x ticks."""
+    """A plot on the palette's background with its ink on the axes, explicit fonts, no SI-prefix rescaling and
+    (by default) whole-step x ticks."""
     axes = {"bottom": StepAxis("bottom")} if step_axis else None
-    widget = pg.PlotWidget(parent=parent, background="w", axisItems=axes)
+    ink = colours.current().ink
+    widget = pg.PlotWidget(parent=parent, background=colours.current().background, axisItems=axes)
     plot = widget.getPlotItem()
     plot.setMenuEnabled(False)
     plot.hideButtons()
     for name in ("left", "bottom", "right", "top"):
         axis = plot.getAxis(name)
         axis.enableAutoSIPrefix(False)
-        axis.setPen(pg.mkPen(FOREGROUND))
-        axis.setTextPen(pg.mkPen(FOREGROUND))
+        axis.setPen(pg.mkPen(ink))
+        axis.setTextPen(pg.mkPen(ink))
         axis.setTickFont(ui_font(8.5))
     return widget
 

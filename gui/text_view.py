@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 
 from decoding.critical import critical_point, runner_up
 from decoding.trace import CriticalSettings, LaneTrace, StepRecord
+from gui import colours
 from gui.lane_fields import describe
 from gui.redraw import RedrawScheduler
 from gui.render import (
@@ -46,7 +47,6 @@ from gui.run_model import RunModel, Selection, running_beam_pieces
 from gui.style import lane_color_hex
 
 MIN_COLUMN_WIDTH = 170
-RUNNING_BEAM_HEADER = "<i style='color:#888'>best running beam…</i><br>"
 
 
 def parse_token_url(url: str) -> tuple[int, int] | None:
@@ -67,7 +67,7 @@ def legend_html(critical: CriticalSettings | None = None) -> str:
                     for p in (0.0, 0.25, 0.5, 0.75, 1.0))
     keys = mark_legend(("divergence", "critical", "branch", "forced"), short=True)
     if critical is not None:
-        keys[1] += (f" <span style='color:#777'>(draw within {critical.draw_distance:g} of p ≥ "
+        keys[1] += (f" <span style='color:{colours.current().faint}'>(draw within {critical.draw_distance:g} of p ≥ "
                     f"{critical.min_prob:g}; p₂/p₁ ≥ {critical.ratio:g})</span>")
     return (f"p(token) {scale} &nbsp; " + " &nbsp; ".join(keys)
             + " &nbsp; <b>·</b>&nbsp;space &nbsp; <b>↵</b>&nbsp;newline")
@@ -206,7 +206,7 @@ class LaneColumn(QFrame):
         self.summary = QLabel()
         self.summary.setObjectName("laneSummary")
         self.summary.setWordWrap(True)
-        self.summary.setStyleSheet("color:#555;font-size:8pt")
+        self.summary.setStyleSheet(f"color:{colours.current().muted};font-size:8pt")
         self.beams_button = QToolButton()
         self.beams_button.setText("all beams")
         self.beams_button.setCheckable(True)
@@ -237,15 +237,17 @@ class LaneColumn(QFrame):
     def _show_header(self, model: RunModel) -> None:
         lane = model.lanes[self.index]
         swatch = f'<span style="color:{lane_color_hex(lane.colour)}">■</span>'
-        role = " <span style='color:#888'>(reference)</span>" if self.index == model.reference else ""
-        stale = " <span style='color:#b26a00'>· edited: Run to update</span>" if lane.stale else ""
+        palette = colours.current()
+        role = f" <span style='color:{palette.faint}'>(reference)</span>" if self.index == model.reference else ""
+        stale = f" <span style='color:{palette.warning}'>· edited: Run to update</span>" if lane.stale else ""
         self.title.setToolTip(", ".join(f"{k}={v}" for k, v in lane.spec.to_config().items()))
         fanout = ""
         if lane.members:
             distinct = len({tuple(member.token_ids) for member in lane.members})
             fanout = f" · <b>fan-out ×{len(lane.members)}</b>: {distinct} distinct"
         self.title.setText(f"{swatch} <b>{lane.name}</b>{role}<br>"
-                           f"<span style='color:#555'>{describe(lane.spec, seed=False)}</span>{fanout}{stale}")
+                           f"<span style='color:{palette.muted}'>{describe(lane.spec, seed=False)}</span>"
+                           f"{fanout}{stale}")
         several_beams = bool(lane.trace.sequences and len(lane.trace.sequences) > 1)
         self.beams_button.setText("all members" if lane.members else "all beams")
         self.beams_button.setToolTip("Show every member's text under member #0's" if lane.members else
@@ -320,7 +322,7 @@ class TextPanel(QWidget):
         self.legend.setToolTip(legend_tip())
         self.legend.setObjectName("textLegend")
         self.legend.setWordWrap(True)
-        self.legend.setStyleSheet("color:#444")
+        self.legend.setStyleSheet(f"color:{colours.current().muted}")
         self.thresholds = QToolButton()
         self.thresholds.setText("▲ thresholds…")
         self.thresholds.setToolTip("What makes a step a critical point")
@@ -390,6 +392,10 @@ class TextPanel(QWidget):
         CriticalDialog(self.model, self).exec()
 
     def _on_marks_changed(self) -> None:
+        self.refresh_look()
+
+    def refresh_look(self) -> None:
+        """The legend and every column drawn again (the marks' thresholds or the palette changed)."""
         self.legend.setText(legend_html(self.model.critical))
         self.refresh_all()
 
@@ -442,7 +448,8 @@ class TextPanel(QWidget):
         lane = self.model.lanes[index].trace
         running = running_beam_pieces(lane.steps) if lane.finish_reason is None else None
         if running is not None:  # a streaming beam lane: its best running hypothesis, plain
-            fragments = [RUNNING_BEAM_HEADER, *plain_fragments(running)]
+            header = f"<i style='color:{colours.current().faint}'>best running beam…</i><br>"
+            fragments = [header, *plain_fragments(running)]
         else:
             fragments = lane_fragments(index, lane.steps, self.model.marks(index))
         if column.beams_button.isChecked():
@@ -465,9 +472,9 @@ class TextPanel(QWidget):
         scores = lane.sequence_scores or []
         for rank, ids in enumerate(lane.sequences[1:], start=1):
             score = f" · score {scores[rank]:.3f}" if rank < len(scores) else ""
-            parts.append(f"<br><br><span style='color:#888'>beam #{rank + 1}{score}</span><br>")
+            parts.append(f"<br><br><span style='color:{colours.current().faint}'>beam #{rank + 1}{score}</span><br>")
             text = "".join(plain_fragments([pieces.get(i, f"<{i}>") for i in ids]))
-            parts.append(f"<span style='color:#444444'>{text}</span>")
+            parts.append(f"<span style='color:{colours.current().ink}'>{text}</span>")
         return "".join(parts)
 
     def _other_members_html(self, members: list[LaneTrace]) -> str:
@@ -476,10 +483,10 @@ class TextPanel(QWidget):
         for member in members[1:]:
             split = first_difference(member.token_ids, members[0].token_ids)
             where = "same as #0" if split is None else f"parts from #0 at step {split}"
-            parts.append(f"<br><br><span style='color:#888'>{member.name} · seed {member.config.get('seed')} · "
-                         f"{where}</span><br>")
+            parts.append(f"<br><br><span style='color:{colours.current().faint}'>{member.name} · seed "
+                         f"{member.config.get('seed')} · {where}</span><br>")
             text = "".join(plain_fragments([step.token_text for step in member.steps]))
-            parts.append(f"<span style='color:#444444'>{text}</span>")
+            parts.append(f"<span style='color:{colours.current().ink}'>{text}</span>")
         return "".join(parts)
 
     def column_texts(self) -> Sequence[str]:

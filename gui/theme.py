@@ -1,13 +1,23 @@
 """Light and dark: the window follows the system's colour scheme, or View → Theme forces either. A forced scheme
 uses Qt's Fusion style with Branchpoint's own palette (the same on every platform); following the system keeps
-the platform's style and palette. Views read their colours (token backgrounds, marks, chart pens) from
-gui.colours for whichever scheme the palette in effect is, and redraw on `changed`."""
+the platform's style and palette.
+
+Views read their colours (token backgrounds, marks, chart pens) from gui.colours when they draw, so what they
+draw next has the scheme in effect. What is already drawn changes with the scheme at once: every chart's
+background, axes and items, and every colour written into a label's rich text or a style sheet, become their
+counterpart in the other palette (gui.colours.counterpart: the designed pair, else the lightness mirrored);
+then `changed` lets views redraw what they render themselves (the lane texts).
+"""
 
 from __future__ import annotations
 
+import re
+
+import pyqtgraph as pg
+from PySide6 import QtGui
 from PySide6.QtCore import QObject, Qt, Signal, Slot
-from PySide6.QtGui import QColor, QGuiApplication, QPalette
-from PySide6.QtWidgets import QApplication, QStyleFactory
+from PySide6.QtGui import QBrush, QColor, QGuiApplication, QPalette, QPen
+from PySide6.QtWidgets import QApplication, QLabel, QStyleFactory, QWidget
 
 from gui import colours
 
@@ -90,5 +100,114 @@ class Theme(QObject):
             self._publish()
 
     def _publish(self) -> None:
-        colours.set_current(colours.DARK if self.is_dark() else colours.LIGHT)
+        wanted = colours.DARK if self.is_dark() else colours.LIGHT
+        if wanted is not colours.current():
+            for window in QApplication.topLevelWidgets():
+                recolour(window)
+            colours.set_current(wanted)
         self.changed.emit()
+
+
+# ---------------------------------------------------------------------------- what is drawn, in the other palette
+
+_HEX = re.compile(r"(?<![&\w])#([0-9a-fA-F]{6}|[0-9a-fA-F]{3})\b")
+
+
+def swap_text(text: str) -> str:
+    """Every #rrggbb / #rgb colour in rich text or a style sheet as the other palette has it."""
+    def swap(match: re.Match) -> str:
+        digits = match.group(1)
+        if len(digits) == 3:
+            digits = "".join(d * 2 for d in digits)
+        return colours.counterpart("#" + digits)
+
+    return _HEX.sub(swap, text)
+
+
+def swap_colour(colour: QColor) -> QColor:
+    swapped = QColor(colours.counterpart(colour.name()))
+    swapped.setAlpha(colour.alpha())
+    return swapped
+
+
+def swap_pen(pen) -> QPen | None:
+    if pen is None:
+        return None
+    pen = QPen(pg.mkPen(pen))
+    pen.setColor(swap_colour(pen.color()))
+    return pen
+
+
+def swap_brush(brush) -> QBrush | None:
+    if brush is None:
+        return None
+    brush = QBrush(pg.mkBrush(brush))
+    if brush.style() != Qt.BrushStyle.NoBrush:
+        brush.setColor(swap_colour(brush.color()))
+    return brush
+
+
+def recolour(root: QWidget) -> None:
+    """Every chart, label and style sheet under `root`, in the other palette."""
+    for widget in [root, *root.findChildren(QWidget)]:
+        if widget.styleSheet():
+            widget.setStyleSheet(swap_text(widget.styleSheet()))
+        if isinstance(widget, QLabel) and "#" in widget.text() and QtGui.Qt.mightBeRichText(widget.text()):
+            widget.setText(swap_text(widget.text()))
+        if isinstance(widget, pg.GraphicsView):
+            recolour_chart(widget)
+
+
+def recolour_chart(view: pg.GraphicsView) -> None:
+    view.setBackground(swap_colour(view.backgroundBrush().color()))
+    for item in view.scene().items():
+        if isinstance(item.parentItem(), pg.PlotDataItem):
+            continue  # its curve and points follow the PlotDataItem
+        recolour_item(item)
+
+
+def recolour_item(item) -> None:
+    if isinstance(item, pg.AxisItem):
+        item.setPen(swap_pen(item.pen()))
+        item.setTextPen(swap_pen(item.textPen()))
+    elif isinstance(item, pg.PlotDataItem):
+        opts = item.opts
+        item.setPen(swap_pen(opts["pen"]))
+        item.setShadowPen(swap_pen(opts["shadowPen"]))
+        item.setSymbolPen(swap_pen(opts["symbolPen"]))
+        item.setSymbolBrush(swap_brush(opts["symbolBrush"]))
+        if opts.get("fillBrush") is not None:
+            item.setFillBrush(swap_brush(opts["fillBrush"]))
+    elif isinstance(item, pg.ScatterPlotItem):
+        _recolour_scatter(item)
+    elif isinstance(item, pg.BarGraphItem):
+        opts = item.opts
+        item.setOpts(pen=swap_pen(opts.get("pen")), brush=swap_brush(opts.get("brush")),
+                     pens=[swap_pen(p) for p in opts["pens"]] if opts.get("pens") is not None else None,
+                     brushes=[swap_brush(b) for b in opts["brushes"]] if opts.get("brushes") is not None else None)
+    elif isinstance(item, pg.InfiniteLine):
+        item.setPen(swap_pen(item.pen))
+        item.setHoverPen(swap_pen(item.hoverPen))
+    elif isinstance(item, pg.TextItem):  # the InfiniteLines' labels too
+        item.fill = swap_brush(item.fill)
+        item.border = swap_pen(item.border)
+        item.setColor(swap_colour(item.color))
+
+
+def _recolour_scatter(item: pg.ScatterPlotItem) -> None:
+    opts = item.opts
+    item.setPen(swap_pen(opts["pen"]), update=False)
+    item.setBrush(swap_brush(opts["brush"]), update=False)
+    if opts.get("hoverPen") is not None:
+        opts["hoverPen"] = swap_pen(opts["hoverPen"])
+    if opts.get("hoverBrush") is not None:
+        opts["hoverBrush"] = swap_brush(opts["hoverBrush"])
+    data = item.data
+    if len(data):
+        pens = [swap_pen(p) if p is not None else None for p in data["pen"]]
+        brushes = [swap_brush(b) if b is not None else None for b in data["brush"]]
+        if any(p is not None for p in pens):
+            item.setPen([p if p is not None else swap_pen(opts["pen"]) for p in pens], update=False)
+        if any(b is not None for b in brushes):
+            item.setBrush([b if b is not None else swap_brush(opts["brush"]) for b in brushes], update=False)
+    item.updateSpots()

@@ -17,7 +17,7 @@ from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
 from decoding.trace import StepRecord
-from gui import style
+from gui import colours, style
 from gui.chart_data import TIMELINE_METRICS, display_token, metric_values
 from gui.export import Figure
 from gui.redraw import RedrawScheduler
@@ -266,7 +266,7 @@ class Timeline(QWidget):
         self._combo.addItems(list(TIMELINE_METRICS.values()))
         self._combo.currentIndexChanged.connect(self._on_metric_changed)
         self._hover = QLabel("click a point to select its step · ←/→ move through steps")
-        self._hover.setStyleSheet("color: #555")
+        self._hover.setStyleSheet(f"color: {colours.current().muted}")
         self._zoom_reset = QToolButton()
         self._zoom_reset.setText("all steps")
         self._zoom_reset.setToolTip("Show every step (the mouse wheel zooms the step axis, dragging pans it)")
@@ -325,9 +325,9 @@ class Timeline(QWidget):
         """Lanes (click one to hide or show its line) and the marks."""
         keys = []
         for lane in self.model.lanes:
-            colour = "#bbbbbb" if lane.hidden else style.lane_color_hex(lane.colour)
+            colour = colours.current().hidden_lane if lane.hidden else style.lane_color_hex(lane.colour)
             name = f"<s>{lane.name}</s>" if lane.hidden else lane.name
-            keys.append(f'<a href="lane:{lane.key}" style="text-decoration:none;color:#202020">'
+            keys.append(f'<a href="lane:{lane.key}" style="text-decoration:none;color:{style.FOREGROUND}">'
                         f'<span style="color:{colour}">━━</span>&nbsp;{name}</a>')
         keys += mark_legend(short=True)
         self._legend.setText("&nbsp;&nbsp; ".join(keys))
