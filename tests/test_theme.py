@@ -109,7 +109,6 @@ def test_the_dark_palette_darkens_every_chart_and_light_brings_it_back(qtbot, wi
 def test_what_is_drawn_stays_readable(qtbot, window, mode):
     window.theme.set_mode(mode)
     qtbot.wait(20)
-    palette = colours.current()
     tokens = token_formats(window)
     assert len(tokens) > 20
     worst = min(contrast(fg, bg) for fg, bg in tokens)
