@@ -74,7 +74,10 @@ def prepare(args: argparse.Namespace, progress: ProgressBar) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     from models.errors import PrepareCancelled, PrepareError
+    from models.prepare import remove_all_stale_builds
 
+    for folder in remove_all_stale_builds():
+        print(f"branchpoint: removed {folder.name}, left by an interrupted preparation", file=sys.stderr)
     progress = ProgressBar()
     started = time.monotonic()
     try:

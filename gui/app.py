@@ -141,6 +141,7 @@ def run_app(argv: list[str]) -> int:
     if args.gui_open:
         window.open(Path(args.gui_open))
     window.show()
+    window.report_stale_builds()
     if not args.gui_open:
         window.offer_restore()
     if args.gui_prompt is not None:

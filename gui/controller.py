@@ -88,6 +88,8 @@ class RunController:
             return False
         if not self._check_can_run(request):
             return False
+        if not self._check_length(request):
+            return False
         self._settle_branches(request)
         try:
             targets = self._expand(self.model.lanes, request.seed)
@@ -117,6 +119,25 @@ class RunController:
             self.model.show_notice("The prompt is empty: type something for the lanes to continue.",
                                    cause="prompt")
             return False
+        return True
+
+    def _check_length(self, request: RunRequest) -> bool:
+        """Refuse a prompt (and max new tokens) past the model's positions before any model work: its tokenizer
+        alone counts the prompt (read from the model's folder in milliseconds)."""
+        from decoding.engine import check_positions
+
+        try:
+            tokenizer = self.holder.tokenizer()
+            ids = (tokenizer.encode_chat(request.text, system=request.system) if request.chat
+                   else tokenizer.encode(request.text))
+            limit = max((lane.spec.max_new_tokens or request.max_new_tokens for lane in self.model.lanes),
+                        default=request.max_new_tokens)
+            check_positions(len(ids), limit, self.holder.max_positions())
+        except ValueError as error:
+            self.model.show_notice(f"Cannot run: {error}.", cause="prompt")
+            return False
+        except OSError:  # no tokenizer to read: the run's own load reports what is wrong
+            return True
         return True
 
     def _settle_branches(self, request: RunRequest) -> None:
@@ -473,11 +494,16 @@ class RunController:
             self.model.finish_job(None, finished)
         else:
             self.model.finish_job(result, finished)
-        error = result.error or next((lane.error for lane in result.lanes if lane.error), None)
+        failed = [lane for lane in result.lanes if lane.error]
+        error = result.error
         if error:
             self.model.show_notice(f"The run stopped early: {error}. The text so far is kept.")
+        elif failed:
+            words = "; ".join(f"“{lane.name}” stopped at step {len(lane.steps)}: {lane.error}" for lane in failed)
+            others = "the other lanes went on" if len(failed) < len(result.lanes) else "its text so far is kept"
+            self.model.show_notice(f"{words} ({others}).")
         cancelled = any(lane.finish_reason == "cancelled" for lane in result.lanes)
-        self.model.set_status("stopped" if cancelled else "stopped early" if error else "done")
+        self.model.set_status("stopped" if cancelled else "stopped early" if error or failed else "done")
         if kind is JobKind.REPLAY:
             self._report_replay()
 

@@ -607,6 +607,17 @@ class MainWindow(QMainWindow):
         self.worker.stop_and_wait()
         self.autosaver.close(discard=True)
 
+    def report_stale_builds(self) -> list[Path]:
+        """Remove what an interrupted preparation (killed, power loss) left in the cache, and say so."""
+        from models.prepare import remove_all_stale_builds
+
+        removed = remove_all_stale_builds()
+        if removed:
+            names = ", ".join(path.name for path in removed)
+            self.model.show_notice(f"Removed {len(removed)} unfinished preparation folder(s) that an interrupted "
+                                   f"preparation left in the cache: {names}.", level="info", cause="cleanup")
+        return removed
+
     def offer_restore(self, ask=None) -> bool:
         """After a crash or kill -9: offer the newest run an instance left behind (`ask(path) -> bool`, a
         question to the user by default); "no" discards it."""

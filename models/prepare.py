@@ -188,12 +188,29 @@ def build_folder(name: str, stages: Stages, root: Path | None = None) -> Iterato
         shutil.rmtree(build, ignore_errors=True)
 
 
-def remove_stale_builds(root: Path) -> None:
-    """Build folders left by a killed process (its pid is gone, or a day old on Windows) are garbage."""
+def remove_stale_builds(root: Path) -> list[Path]:
+    """Build folders left by a killed process (its pid is gone, or a day old on Windows) are garbage; a build
+    another process is still writing stays. Returns the folders removed."""
+    removed = []
     for folder in root.glob(f"{PARTIAL_PREFIX}*"):
         pid = folder.name.rsplit("-", 2)[-2]
         if pid.isdigit() and not build_owner_alive(int(pid), folder):
             shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
+def remove_all_stale_builds() -> list[Path]:
+    """What interrupted preparations left (a model's build in the models folder, an inspection model's in its
+    model's folder), removed at start so the user can be told."""
+    root = models_dir()
+    if not root.is_dir():
+        return []
+    removed = remove_stale_builds(root)
+    for model in root.iterdir():
+        if model.is_dir() and not model.name.startswith(PARTIAL_PREFIX):
+            removed += remove_stale_builds(model)
+    return removed
 
 
 def build_owner_alive(pid: int, folder: Path) -> bool:

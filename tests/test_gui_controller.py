@@ -23,7 +23,13 @@ class FakeModel:
     provider = "CPUExecutionProvider"
 
     def encode_prompt(self, text: str, chat: bool = False, system: str | None = None) -> PromptInfo:
-        return PromptInfo(text, [1 + len(word) for word in text.split()])
+        return PromptInfo(text, self.encode(text))
+
+    def encode(self, text: str) -> list[int]:
+        return [1 + len(word) for word in text.split()]
+
+    def encode_chat(self, text: str, system: str | None = None) -> list[int]:
+        return self.encode(text)
 
 
 class FakeHolder:
@@ -34,6 +40,7 @@ class FakeHolder:
         self.source = FakeSource(vocab_size=64)
         self._engine = Engine(self.source, FakeTokenizer(), eos_token_ids=[])
         self.loaded = None
+        self.positions: int | None = None
 
     def get(self) -> FakeModel:
         self.loaded = FakeModel()
@@ -42,6 +49,12 @@ class FakeHolder:
 
     def engine(self) -> Engine:
         return self._engine
+
+    def tokenizer(self) -> FakeModel:  # what the window counts a prompt with before any model work
+        return FakeModel()
+
+    def max_positions(self) -> int | None:
+        return self.positions
 
 
 class SyncRunner:
@@ -358,3 +371,33 @@ def test_replacing_the_lanes_clears_a_selection_in_a_lane_that_goes():
     model.set_specs([LaneSpec("only")])
     assert view.names()[:2] == ["selection_changed", "lanes_reset"]  # views hear of the selection first
     assert model.selection is None and model.trace is None
+
+
+def test_a_prompt_longer_than_the_model_is_refused_before_any_model_work():
+    model, controller, _ = make()
+    controller.holder.positions = 8
+    assert not controller.run(request("one two three four five six seven eight nine", tokens=4))
+    assert "longer than the model's 8 positions" in model.notice.text and controller.holder.loaded is None
+    assert not controller.run(request("one two three", tokens=10))  # 3 + 10 new tokens do not fit either
+    assert model.notice.text.startswith("Cannot run: ")
+    assert controller.run(request("one two", tokens=6))
+    assert model.notice is None
+
+
+def test_a_lane_that_fails_is_named_and_the_others_go_on():
+    import numpy as np
+
+    class NanAfterTwo(FakeSource):
+        def logits_for(self, history):
+            row = super().logits_for(history)
+            if len(history) >= 5 and history[1] == 4:  # only the greedy lane's rows, after two steps
+                row[:] = np.nan
+            return row
+
+    model, controller, _ = make([LaneSpec("greedy"), LaneSpec("beam-2", num_beams=2)])
+    controller.holder.source = NanAfterTwo(vocab_size=64)
+    controller.holder._engine = Engine(controller.holder.source, FakeTokenizer(), eos_token_ids=[])
+    controller.run(request("one two three"))
+    text = model.notice.text
+    failed = [lane for lane in model.lanes if lane.trace.error]
+    assert failed and f"“{failed[0].name}” stopped at step" in text

@@ -5,6 +5,7 @@ same autosave (one wins)."""
 from __future__ import annotations
 
 import math
+import os
 import time
 
 import pytest
@@ -108,3 +109,27 @@ def test_two_instances_restoring_the_same_autosave_one_wins(qtbot, make_window, 
                second.offer_restore(ask=lambda path: True)]
     assert results == [True, False] and len(found) == 1
     assert second.trace is None and not second.model.notice  # nothing half-restored, nothing said
+
+
+def test_a_preparation_killed_half_way_is_cleaned_up_at_start_and_said(qtbot, make_window, tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("BRANCHPOINT_CACHE_DIR", str(tmp_path))
+    from models.catalog import models_dir
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    stale = models_dir() / f".partial-SmolLM2-{dead}-abcd1234"
+    stale.mkdir(parents=True)
+    (stale / "model.onnx").write_bytes(b"half")
+    model_folder = models_dir() / "some-model"
+    stale_inspection = model_folder / f".partial-inspection-{dead}-0000ffff"
+    stale_inspection.mkdir(parents=True)
+    alive = models_dir() / f".partial-other-{os.getpid()}-11112222"  # a build still being written: kept
+    alive.mkdir()
+    window = make_window(None)
+    removed = window.report_stale_builds()
+    assert sorted(removed) == sorted([stale, stale_inspection]) and alive.is_dir()
+    assert not stale.exists() and window.model.notice.level == "info"
+    assert "Removed 2 unfinished preparation folder(s)" in window.model.notice.text
