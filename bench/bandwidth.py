@@ -51,11 +51,19 @@ _ONNX_ITEM_SIZE = {1: 4, 2: 1, 3: 1, 4: 2, 5: 2, 6: 4, 7: 8, 10: 2, 11: 8, 16: 2
 
 
 def weight_bytes(model_path: str | Path) -> int:
-    """Bytes of all initializers of an ONNX model (external data not loaded: sizes come from the dims)."""
+    """Bytes of the initializers a decode step reads (external data not loaded: sizes come from the dims): all
+    but tables that are only looked up by Gather, of which a step reads a row. (A prepared model's graph holds
+    the token embeddings for the lookup and, folded by ORT, their transpose for the tied lm_head; the export
+    holds the table once and ORT folds the transpose at load. Both read the same bytes per step.)"""
     import onnx
 
     model = onnx.load(str(model_path), load_external_data=False)
+    lookups: dict[str, bool] = {}  # initializer name -> only ever the data input of a Gather
+    for node in model.graph.node:
+        for position, name in enumerate(node.input):
+            lookups[name] = lookups.get(name, True) and node.op_type == "Gather" and position == 0
     total = 0
     for tensor in model.graph.initializer:
-        total += int(np.prod(tensor.dims, dtype=np.int64)) * _ONNX_ITEM_SIZE.get(tensor.data_type, 4)
+        if not lookups.get(tensor.name, False):
+            total += int(np.prod(tensor.dims, dtype=np.int64)) * _ONNX_ITEM_SIZE.get(tensor.data_type, 4)
     return total

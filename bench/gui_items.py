@@ -1,6 +1,6 @@
 """Item 6: GUI responsiveness, each measured in a fresh process (bench/gui_probe.py) on the offscreen
-platform unless a display is set: launch-to-visible-window time, and the largest event-loop stall while a
-5-lane run streams into the window."""
+platform unless a display is set: launch-to-visible-window time (as the app starts: the model then loads),
+and the largest event-loop stall while a 5-lane run streams into the window."""
 
 from __future__ import annotations
 
@@ -18,7 +18,15 @@ from bench.report import Row, SkipItem
 PROBE = Path(__file__).with_name("gui_probe.py")
 
 
-def _probe(args: list[str], timeout: float) -> tuple[dict, float]:
+def gui_unavailable_reason() -> str | None:
+    try:
+        import PySide6  # noqa: F401 - only to know whether the GUI can run here
+    except ImportError as error:
+        return f"PySide6 is not importable: {error}"
+    return None
+
+
+def probe(args: list[str], timeout: float) -> tuple[dict, float]:
     """(the probe's JSON line, wall time.time() just before it was started)."""
     env = dict(os.environ)
     if not env.get("DISPLAY") and not env.get("WAYLAND_DISPLAY"):
@@ -31,16 +39,15 @@ def _probe(args: list[str], timeout: float) -> tuple[dict, float]:
 
 
 def measure_gui(ctx: BenchContext) -> list[Row]:
-    try:
-        import PySide6  # noqa: F401 - only to know whether the GUI can run here
-    except ImportError as error:
-        raise SkipItem(f"PySide6 is not importable: {error}") from error
+    reason = gui_unavailable_reason()
+    if reason is not None:
+        raise SkipItem(reason)
     model = str(ctx.model_dir)
     launches = []
     for _ in range(max(1, min(3, ctx.sizes.run_reps))):
-        result, started = _probe(["launch", "--model", model], timeout=120)
+        result, started = probe(["launch", "--model", model], timeout=120)
         launches.append(result["visible_at"] - started)
-    stall, _ = _probe(["stall", "--model", model, "--tokens", str(ctx.sizes.gui_tokens)], timeout=900)
+    stall, _ = probe(["stall", "--model", model, "--tokens", str(ctx.sizes.gui_tokens)], timeout=900)
     item = "6 GUI"
     streaming, first = stall["streaming"], stall["first_run"]
     return [

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from models.catalog import needs_migration
 from models.open_model import ModelText, OpenModel, open_model, open_model_text
 
 EXIT_MISMATCH = 1
@@ -26,16 +27,24 @@ def one_line(message: str) -> str:
     return " ".join(line.strip() for line in str(message).splitlines() if line.strip())
 
 
-def load_model(name_or_path: str | None, device: str) -> OpenModel:
-    """The prepared model (default: the default model) on `device`; UsageError when missing or unusable."""
+def load_model(name_or_path: str | None, device: str, text: ModelText | None = None) -> OpenModel:
+    """The prepared model (default: the default model) on `device`, with `text`'s tokenizer when given (from
+    load_model_text); UsageError when missing or unusable."""
     from runtime import DeviceError  # imports onnxruntime: only when a model is opened
 
     try:
-        return open_model(name_or_path, device)
+        model = open_model(name_or_path, device, text.tokenizer if text is not None else None)
     except (FileNotFoundError, DeviceError) as exc:
         raise UsageError(str(exc)) from exc
     except (OSError, ValueError) as exc:
         raise UsageError(f"cannot load model {name_or_path or 'the default model'!r}: {exc}") from exc
+    if needs_migration(model.info.path):
+        print(
+            f"branchpoint: note: {model.info.name} was prepared by an older Branchpoint; `prepare` it again to "
+            "make it load faster (a few seconds, no new export)",
+            file=sys.stderr,
+        )
+    return model
 
 
 def load_model_text(name_or_path: str | None) -> ModelText:

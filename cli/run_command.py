@@ -32,6 +32,7 @@ from decoding.parameters import lane_help
 from decoding.spec import LaneSpec, assign_seeds, parse_lane, unique_names
 from decoding.stats import MIN_TOP_N
 from decoding.trace import CriticalSettings, PromptInfo, RunTrace
+from models.open_model import ModelText
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -110,8 +111,9 @@ def run(args: argparse.Namespace) -> int:
         specs = lane_specs(args)
         check_arguments(args)
         critical = critical_settings(args)
-        prompt = checked_prompt(args, specs)
-        model = load_model(args.model, args.device)
+        text = load_model_text(args.model)
+        prompt = checked_prompt(args, specs, text)
+        model = load_model(args.model, args.device, text)
         cancel = threading.Event()
         run_ = model.engine(top_n=args.top_n, near_tie_threshold=args.near_tie, critical=critical).start(
             prompt,
@@ -141,10 +143,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def checked_prompt(args: argparse.Namespace, specs: list[LaneSpec]) -> PromptInfo:
+def checked_prompt(args: argparse.Namespace, specs: list[LaneSpec], text: ModelText) -> PromptInfo:
     """The prompt encoded with the model's tokenizer alone and checked against its positions: a prompt that
     cannot run is refused before the model is opened."""
-    text = load_model_text(args.model)
     prompt = text.encode_prompt(args.prompt, chat=args.chat, system=args.system)
     longest = max(spec.max_new_tokens or args.max_new_tokens for spec in specs)
     check_positions(len(prompt.ids), longest, text.max_positions)

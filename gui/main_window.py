@@ -307,6 +307,12 @@ class MainWindow(QMainWindow):
             holder = self.controller.holder
             self.model_picker.select(holder.path if holder else None)
 
+    def preload_model(self) -> None:
+        """Start loading the model now instead of at the first run (the app calls this once the window is
+        shown; see ModelHolder.preload)."""
+        if self.controller.holder is not None:
+            self.controller.holder.preload()
+
     def request(self) -> RunRequest:
         r = self.prompt.request()
         return RunRequest(r.text, r.chat, r.system, r.max_new_tokens, r.seed)
@@ -601,10 +607,13 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------------------------------------ close
 
     def shutdown(self) -> None:
-        """Stop the worker and wait for its thread (window close, tests); a clean exit leaves no autosave."""
+        """Stop the worker and wait for its thread, and for a model still preloading (window close, tests); a
+        clean exit leaves no autosave."""
         self._closing = True
         self.scheduler.stop()
         self.worker.stop_and_wait()
+        if self.controller.holder is not None:
+            self.controller.holder.wait_preloaded()
         self.autosaver.close(discard=True)
 
     def report_stale_builds(self) -> list[Path]:

@@ -28,8 +28,8 @@ class RunRequest:
 
 
 class ModelHolder:
-    """Loads the model on first use (on the worker thread) and keeps it, and one Engine over it, for later
-    runs; likewise its inspection model for explaining lanes."""
+    """Loads the model on first use (on the worker thread), or ahead of it (`preload`), and keeps it, and one
+    Engine over it, for later runs; likewise its inspection model for explaining lanes."""
 
     def __init__(self, path: Path, device: str = "auto") -> None:
         self.path = Path(path)
@@ -39,6 +39,30 @@ class ModelHolder:
         self._explainer: Explainer | None = None
         self._tokenizer: Tokenizer | None = None
         self._lock = threading.Lock()
+        self._preload: threading.Thread | None = None
+
+    def preload(self) -> None:
+        """Start loading the model now, on a thread of its own (ONNX Runtime releases the GIL while it builds the
+        session, the longest part); the first run's get() waits for what is left. A failure is left to that
+        get(), which tries again and reports it. Not a daemon thread, and `wait_preloaded` when the window
+        closes: nothing is left half set up."""
+        if self._loaded is None and self._preload is None:
+            self._preload = threading.Thread(target=self._load_ahead, name="model-preload")
+            self._preload.start()
+
+    @property
+    def preloading(self) -> bool:
+        return self._preload is not None and self._preload.is_alive()
+
+    def wait_preloaded(self) -> None:
+        if self._preload is not None:
+            self._preload.join()
+
+    def _load_ahead(self) -> None:
+        try:
+            self.get()
+        except Exception:  # reported by the run that needs the model (see preload)
+            return
 
     @property
     def name(self) -> str:
@@ -55,7 +79,7 @@ class ModelHolder:
 
         with self._lock:
             if self._loaded is None:
-                self._loaded = open_model(self.path, device=self.device)
+                self._loaded = open_model(self.path, device=self.device, tokenizer=self._tokenizer)
                 self._engine = self._loaded.engine()
             return self._loaded
 

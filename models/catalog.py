@@ -10,7 +10,10 @@ from pathlib import Path
 DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct"
 MANIFEST_NAME = "manifest.json"
 # 2: model.onnx carries the preparation's graph edits (manifest "graph_edits"); older folders are re-prepared.
-SCHEMA_VERSION = 2
+# 3: model.onnx is the graph as ONNX Runtime's basic optimisations leave it, its weights in model.onnx_data
+#    (models.optimized_graph); schema 2 folders are migrated (their graph optimised, no new export).
+SCHEMA_VERSION = 3
+MIGRATABLE_SCHEMA = 2
 # Build folders in progress (on the cache's filesystem, so installing is one rename).
 PARTIAL_PREFIX = ".partial-"
 
@@ -44,10 +47,23 @@ def read_manifest(model_dir: str | Path) -> dict:
 def manifest_is_valid(model_dir: str | Path) -> bool:
     """True when the manifest has the current schema version and every file it lists is present with its
     recorded size."""
-    model_dir = Path(model_dir)
     manifest = read_manifest(model_dir)
-    if manifest.get("schema_version") != SCHEMA_VERSION:
-        return False
+    return manifest.get("schema_version") == SCHEMA_VERSION and files_intact(Path(model_dir), manifest)
+
+
+def needs_migration(model_dir: str | Path) -> bool:
+    """True for an intact folder prepared with the schema before the current one (see SCHEMA_VERSION), which
+    `prepare` brings up to date without exporting again. Folders registered as is are registered again."""
+    manifest = read_manifest(model_dir)
+    return (
+        manifest.get("schema_version") == MIGRATABLE_SCHEMA
+        and (manifest.get("source") or {}).get("kind") != "onnx-folder"
+        and files_intact(Path(model_dir), manifest)
+    )
+
+
+def files_intact(model_dir: Path, manifest: dict) -> bool:
+    """Every file the manifest lists is present with its recorded size (model.onnx among them)."""
     files = manifest.get("files")
     if not files or "model.onnx" not in files:
         return False

@@ -95,8 +95,10 @@ def build_manifest(
     known_hashes: dict[str, str],
     stage_seconds: dict[str, float],
     graph_edits: dict,
+    graph_optimization: str,
 ) -> dict:
-    """graph_edits: {"applied": [edit names], "skipped": {edit name: why}} (models.graph_edits)."""
+    """graph_edits: {"applied": [edit names], "skipped": {edit name: why}} (models.graph_edits);
+    graph_optimization: "basic" when model.onnx is saved as models.optimized_graph does it, "none" as exported."""
     graph = smoke["graph"]
     past = next(i for i in graph["inputs"] if i["name"].startswith("past_key_values."))
     return {
@@ -110,6 +112,7 @@ def build_manifest(
         "graph": graph,
         "graph_edits": graph_edits["applied"],
         "graph_edits_skipped": graph_edits["skipped"],
+        "graph_optimization": graph_optimization,
         "smoke_test": {
             k: smoke[k] for k in ("prompt", "prompt_ids", "generated_ids", "continuation", "cache_max_abs_diff")
         },

@@ -96,10 +96,13 @@ def model_identity(model_dir: Path, manifest: dict) -> ModelInfo:
     return ModelInfo(name=manifest.get("name", model_dir.name), hashes=hashes, path=str(model_dir))
 
 
-def open_model(name_or_path: str | Path | None = None, device: str = "auto") -> OpenModel:
+def open_model(
+    name_or_path: str | Path | None = None, device: str = "auto", tokenizer: Tokenizer | None = None
+) -> OpenModel:
     """The prepared model named or at `name_or_path` (default: the default model) on `device` ("auto", "cpu",
-    "cuda"). Raises FileNotFoundError when it is not prepared, runtime.DeviceError when the device is not
-    usable, OSError / ValueError when its files cannot be loaded."""
+    "cuda"); `tokenizer`: its tokenizer when the caller has loaded it already (not loaded twice). Raises
+    FileNotFoundError when it is not prepared, runtime.DeviceError when the device is not usable, OSError /
+    ValueError when its files cannot be loaded."""
     model_dir = resolve(name_or_path)
-    loaded = load_model(model_dir, device=device)
+    loaded = load_model(model_dir, device=device, tokenizer=tokenizer)
     return OpenModel(loaded, model_identity(model_dir, loaded.manifest))

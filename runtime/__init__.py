@@ -71,10 +71,15 @@ class LoadedModel:
 
 
 def load_model(
-    model_dir: str | Path, device: str = "auto", threads: int | None = None, warmup: bool = True
+    model_dir: str | Path,
+    device: str = "auto",
+    threads: int | None = None,
+    warmup: bool = True,
+    tokenizer: Tokenizer | None = None,
 ) -> LoadedModel:
     """Load a prepared model folder (model.onnx, config.json, tokenizer.json, ...); warm the session up unless
-    told not to (the first runs of a fresh session are several times slower)."""
+    told not to (the first runs of a fresh session are several times slower). `tokenizer`: the folder's, when
+    the caller has loaded it already."""
     from runtime.decoder import OnnxDecoder
     from runtime.model_files import read_json
     from runtime.tokenizer import Tokenizer
@@ -84,4 +89,6 @@ def load_model(
     if warmup:
         decoder.warmup()
     manifest = read_json(path / "manifest.json")
-    return LoadedModel(decoder, Tokenizer.from_model_dir(path), manifest.get("name") or path.name, path, manifest)
+    if tokenizer is None:
+        tokenizer = Tokenizer.from_model_dir(path)
+    return LoadedModel(decoder, tokenizer, manifest.get("name") or path.name, path, manifest)

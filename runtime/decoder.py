@@ -40,6 +40,7 @@ class GraphIO:
     positions_dtype: type
     kv_elem_type: int
     logits_elem_type: int
+    logits_last_position_only: bool  # logits [B, 1, V] however many tokens a run takes (the lm_head graph edit)
     kv_heads: int
     head_dim: int
     vocab_size: int | None
@@ -60,7 +61,8 @@ class GraphIO:
             raise ValueError(f"model lacks present outputs for its past inputs: {missing[:4]}")
         kv = inputs[past[0]]
         kv_heads, head_dim = _kv_dims(kv.shape, config)
-        vocab = outputs["logits"].shape[-1]
+        logits_shape = outputs["logits"].shape
+        vocab = logits_shape[-1]
         return cls(
             past_names=tuple(past),
             present_names=present,
@@ -70,6 +72,7 @@ class GraphIO:
             positions_dtype=INT_TYPES[inputs["position_ids"].type] if "position_ids" in inputs else np.int64,
             kv_elem_type=ONNX_TYPES[kv.type],
             logits_elem_type=ONNX_TYPES[outputs["logits"].type],
+            logits_last_position_only=len(logits_shape) == 3 and logits_shape[1] == 1,
             kv_heads=kv_heads,
             head_dim=head_dim,
             vocab_size=vocab if isinstance(vocab, int) else config.get("vocab_size"),
@@ -192,12 +195,12 @@ class OnnxDecoder:
         )
 
     def warmup(self) -> None:
-        """One prefill, fork and step: the first runs of a fresh session are several times slower. A graph that
-        loads but does not run as an export should (other input shapes or meanings) raises ModelError here."""
+        """One prefill, then one step that forks a row and truncates the fork: the first runs of a fresh session
+        are several times slower. A graph that loads but does not run as an export should (other input shapes or
+        meanings) raises ModelError here."""
         try:
-            state, _ = self.prefill([0] * 8)
-            state, _ = self.step(state, [0, 0], [0, 0])
-            self.step(state, [1, 0], [0, 0], [5, None])
+            state, _ = self.prefill([0] * 4)
+            self.step(state, [0, 0], [0, 0], [None, 2])
         except (RuntimeError, *ort_errors()) as exc:  # a run with IO binding raises RuntimeError
             raise ModelError(f"{self.model_dir / 'model.onnx'} does not run as a text-generation-with-past export: "
                              f"{ort_message(exc)}") from exc
@@ -234,11 +237,12 @@ class OnnxDecoder:
         return cache.grow(outputs[1:], mask), logits
 
     def _bind_logits(self, binding, ids_shape: tuple[int, int]) -> np.ndarray | None:
-        """A decode step's float32 logits [rows, 1, vocab] go straight into a host array (ORT copies them off
-        the device); a prefill's [1, S, vocab] stay on the device for the last-position helper graph. Returns
-        the host array, or None."""
+        """float32 logits of one position [rows, 1, vocab] (a decode step's, or any run's when the graph keeps the
+        last position only) go straight into a host array (ORT copies them off the device); a prefill's
+        [1, S, vocab] stay on the device for the last-position helper graph. Returns the host array, or None."""
         rows, count = ids_shape
-        if count != 1 or self.io.logits_elem_type != TensorProto.FLOAT:
+        one_position = count == 1 or self.io.logits_last_position_only
+        if not one_position or self.io.logits_elem_type != TensorProto.FLOAT:
             binding.bind_output("logits", self.placement.device, self.placement.device_id)
             return None
         out = np.empty((rows, 1, self.vocab_size), dtype=np.float32)

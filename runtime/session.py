@@ -59,8 +59,13 @@ CUDA = Placement(CUDA_EP, "cuda")
 def session_options(threads: int | None = None, spinning: bool = True) -> ort.SessionOptions:
     """Full graph optimisation; intra-op threads default to ORT's choice (the number of physical cores), which
     measured fastest here (1 thread is ~1.8x slower than 2 on a 2-core machine). `spinning=False`: worker
-    threads sleep as soon as a run ends instead of busy-waiting for the next one."""
+    threads sleep as soon as a run ends instead of busy-waiting for the next one.
+
+    No memory-reuse plan: planning which intermediate tensors share buffers took ~0.55 s of CPU time when the
+    default model's session was created, and runs are as fast without it (ORT's arena recycles freed buffers),
+    with the same logits bit for bit; peak memory after a 1000-token prefill grew by ~64 MB."""
     options = ort.SessionOptions()
+    options.enable_mem_reuse = False
     if not spinning:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL

@@ -5,12 +5,12 @@ spread over several byte-level tokens."""
 from __future__ import annotations
 
 import codecs
-import json
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 
 from tokenizers import Tokenizer as HFTokenizer
+from tokenizers import decoders
 
 from runtime.chat import ChatTemplate
 from runtime.model_files import as_id_tuple, eos_ids_from, read_json, special_token_text
@@ -36,8 +36,7 @@ def byte_level_decoding_table() -> dict[str, int]:
 
 
 def _uses_byte_level_decoder(tokenizer: HFTokenizer) -> bool:
-    decoder = json.loads(tokenizer.to_str()).get("decoder") or {}
-    return decoder.get("type") == "ByteLevel"
+    return isinstance(tokenizer.decoder, decoders.ByteLevel)  # not via to_str(): re-reads all of tokenizer.json
 
 
 class Tokenizer:

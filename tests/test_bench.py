@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 ITEMS = "side_by_side,batching,kv,prefill_edit,attention_edit,floor,sampler,ort_options"
 
@@ -57,3 +59,21 @@ def test_quick_fanout_item_reports_its_ratio(tiny_model_dir: Path, tmp_path: Pat
     assert all(math.isfinite(row["value"]) and row["value"] > 0 for row in rows)
     (goal,) = [row for row in rows if row["goal"]]
     assert goal["goal"] == "<= 4" and goal["metric"].startswith("fan-out (4 members x 4 tokens) / the lane alone")
+
+
+def test_quick_startup_item_reports_times_and_ratios_to_the_goals(tiny_model_dir: Path, tmp_path: Path):
+    out = tmp_path / "results.json"
+    command = [sys.executable, "-m", "bench", "--quick", "--model", str(tiny_model_dir), "--items", "startup",
+               "--out", str(out)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=400)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(out.read_text(encoding="utf-8"))
+    assert results["skipped"] == {}
+    rows = {row["metric"]: row for row in results["rows"]}
+    assert {row["item"] for row in rows.values()} == {"8 startup"} and len(rows) == 7
+    assert all(math.isfinite(row["value"]) and row["value"] > 0 for row in rows.values())
+    cli = rows["command line: `run --prompt Hi --max-new-tokens 1`, start to exit (median)"]
+    window = rows["window: launch to a ready model (median)"]
+    assert rows["command line start-up / its goal (1.5 s)"]["value"] == pytest.approx(cli["value"] / 1.5)
+    assert rows["window start-up / its goal (2 s)"]["value"] == pytest.approx(window["value"] / 2)
+    assert [row["goal"] for row in rows.values() if row["goal"]] == ["<= 1", "<= 1"]

@@ -67,3 +67,23 @@ def test_command_line_reports_a_missing_model_as_usage_error(tmp_path, monkeypat
     monkeypatch.setenv("BRANCHPOINT_CACHE_DIR", str(tmp_path))
     with pytest.raises(UsageError, match="no prepared model named or at 'nope'"):
         load_model("nope", "cpu")
+
+
+def test_window_preloads_the_model_and_a_run_takes_the_same_one(tiny_model_dir):
+    holder = session.ModelHolder(tiny_model_dir)
+    holder.preload()
+    holder.preload()  # a second call starts nothing more
+    model = holder.get()  # waits for the preload instead of loading again
+    holder.wait_preloaded()
+    assert not holder.preloading and holder.loaded is model and holder.get() is model
+    assert holder.engine() is holder.engine()
+
+
+def test_a_failed_preload_is_reported_by_the_run_that_needs_the_model(tmp_path):
+    (tmp_path / "model.onnx").write_bytes(b"not a model")
+    holder = session.ModelHolder(tmp_path)
+    holder.preload()
+    holder.wait_preloaded()
+    assert holder.loaded is None and not holder.preloading
+    with pytest.raises(Exception, match="INVALID_PROTOBUF"):  # ONNX Runtime's own exception type
+        holder.get()
