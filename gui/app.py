@@ -11,7 +11,9 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QGuiApplication, QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from gui.settings import Settings
+from gui import i18n
+from gui.settings import LANGUAGES, Settings
+from gui.texts import translate
 
 ICON_PATH = Path(__file__).with_name("icon.svg")
 # The worker thread's Python (sampling, traces) holds the GIL; the GUI thread waits up to this long for it
@@ -131,19 +133,23 @@ def run_app(argv: list[str]) -> int:
     done = desktop_command(args)
     if done is not None:
         return done
+    settings = Settings()
     app = make_application(argv)
+    language_notice = i18n.install(app, i18n.chosen_language(settings.choice("view/language", LANGUAGES)))
     from gui.main_window import MainWindow
 
-    settings = Settings()
     try:
         model = choose_model(args, settings)
     except FileNotFoundError as error:
-        QMessageBox.critical(None, "Branchpoint", str(error))
+        QMessageBox.critical(None, translate("app", "Branchpoint"), str(error))
         return 2
     window = MainWindow(model, settings)
+    if language_notice:
+        window.model.show_notice(language_notice, level="info", cause="language")
     if model is None:
-        window.model.show_notice("No model is prepared: pick “Add local folder…” in the Model list, or restart "
-                                 "to prepare the default model. Saved runs can still be opened (Ctrl+O).")
+        window.model.show_notice(translate("app", "No model is prepared: pick “Add local folder…” in the Model list, "
+                                                  "or restart "
+                                 "to prepare the default model. Saved runs can still be opened (Ctrl+O)."))
     if args.gui_open:
         window.open(Path(args.gui_open))
     window.show()

@@ -39,8 +39,10 @@ from gui.inside_data import (
 )
 from gui.inside_widgets import InsideHeader, TokenAxis, lane_swatch
 from gui.run_model import RunModel
+from gui.texts import QT_TRANSLATE_NOOP, translate
 
-MODES = {LOOKS_AT: "where it looks", LOOKED_AT: "who looks at it"}
+MODES = {LOOKS_AT: QT_TRANSLATE_NOOP("attention_view", "where it looks"),
+         LOOKED_AT: QT_TRANSLATE_NOOP("attention_view", "who looks at it")}
 # white → dark blue: a weight of 0 is the background, strong attention stands out
 _COLOURS = ["#ffffff", "#deebf7", "#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#08519c", "#08306b"]
 COLOUR_MAP = pg.ColorMap(np.linspace(0.0, 1.0, len(_COLOURS)), [pg.mkColor(c) for c in _COLOURS])
@@ -192,24 +194,29 @@ class AttentionView(QWidget):
     def _build_ui(self) -> None:
         self.header = InsideHeader()
         self._mode_combo = QComboBox()
-        self._mode_combo.addItems(list(MODES.values()))
-        self._mode_combo.setToolTip("Where the token looks (its attention over every earlier token), or who looks "
-                                    "at it (every later token's attention to it)")
+        self._mode_combo.addItems([translate("attention_view", text) for text in MODES.values()])
+        self._mode_combo.setToolTip(translate("attention_view", "Where the token looks (its attention over every "
+                                                                "earlier token), or who looks "
+                                    "at it (every later token's attention to it)"))
         self._mode_combo.currentIndexChanged.connect(self._on_mode)
         self._token_combo = QComboBox()
         self._token_combo.setMinimumContentsLength(16)
-        self._token_combo.setToolTip("The token the heatmap is about (prompt tokens too); selecting a step in the "
-                                     "text picks its token")
+        self._token_combo.setToolTip(translate("attention_view", "The token the heatmap is about (prompt tokens too); "
+                                                                 "selecting a step in the "
+                                     "text picks its token"))
         self._token_combo.currentIndexChanged.connect(self._on_token)
         self._heads_combo = QComboBox()
-        self._heads_combo.setToolTip("Average the heads, show each layer's strongest head, or one head")
+        self._heads_combo.setToolTip(translate("attention_view", "Average the heads, show each layer's strongest head, "
+                                                                 "or one head"))
         self._heads_combo.currentIndexChanged.connect(self._on_heads)
-        self._drop_box = QCheckBox("leave out position 0")
-        self._drop_box.setToolTip("Position 0 takes most of many heads' attention (an attention sink): blank it "
-                                  "and rescale the rest of each row to sum to 1")
+        self._drop_box = QCheckBox(translate("attention_view", "leave out position 0"))
+        self._drop_box.setToolTip(translate("attention_view", "Position 0 takes most of many heads' attention (an "
+                                                              "attention sink): blank it "
+                                  "and rescale the rest of each row to sum to 1"))
         self._drop_box.toggled.connect(self._on_drop)
         controls = QHBoxLayout()
-        for widget in (self._mode_combo, QLabel("token"), self._token_combo, self._heads_combo, self._drop_box):
+        for widget in (self._mode_combo, QLabel(translate("attention_view", "token")), self._token_combo,
+                       self._heads_combo, self._drop_box):
             controls.addWidget(widget)
         controls.addStretch(1)
         self._legend = QLabel()
@@ -244,7 +251,7 @@ class AttentionView(QWidget):
         self._strip = pg.BarGraphItem(x0=[], height=[], width=0.8)
         self._strip_plot.addItem(self._strip)
         self._plot.invertY(True)
-        self._plot.setLabel("left", "layer")
+        self._plot.setLabel("left", translate("attention_view", "layer"))
         self._image = pg.ImageItem(axisOrder="row-major")
         self._image.setColorMap(COLOUR_MAP)
         self._plot.addItem(self._image)
@@ -261,7 +268,7 @@ class AttentionView(QWidget):
                                           pxMode=True)
         self._cursor.setZValue(10)
         self._plot.addItem(self._cursor)
-        self._head_plot.setLabel("bottom", "head")
+        self._head_plot.setLabel("bottom", translate("attention_view", "head"))
         self._head_plot.getAxis("left").setWidth(34)
         self._bars = pg.BarGraphItem(x=[], height=[], width=0.7)
         self._head_plot.addItem(self._bars)
@@ -292,10 +299,10 @@ class AttentionView(QWidget):
     def _fill_heads_combo(self) -> None:
         self._heads_combo.blockSignals(True)
         self._heads_combo.clear()
-        self._heads_combo.addItem("mean of the heads", MEAN)
-        self._heads_combo.addItem("strongest head", STRONGEST)
+        self._heads_combo.addItem(translate("attention_view", "mean of the heads"), MEAN)
+        self._heads_combo.addItem(translate("attention_view", "strongest head"), STRONGEST)
         for head in range(self._result.heads if self._result is not None else 0):
-            self._heads_combo.addItem(f"head {head}", head)
+            self._heads_combo.addItem(translate("attention_view", "head {head}").format(head=head), head)
         items = [self._heads_combo.itemData(i) for i in range(self._heads_combo.count())]
         self._heads = self._heads if self._heads in items else MEAN
         self._heads_combo.setCurrentIndex(items.index(self._heads))
@@ -343,10 +350,12 @@ class AttentionView(QWidget):
             self._cursor.setData([], [])
             self._readout.setText("")
             self._legend.setText("")
-            why = ("Run the lanes, then explain one: its attention of every layer and head over the tokens before "
-                   "each token." if lane is None else
-                   f"{lane_swatch(self.model, lane)} is not explained yet: explaining runs its tokens through the "
-                   "model's inspection model once (prepared the first time).")
+            not_explained = translate("attention_view", "{lane} is not explained yet: explaining runs its tokens "
+                                                        "through the model's inspection model once (prepared the "
+                                                        "first time).")
+            no_lane = translate("attention_view", "Run the lanes, then explain one: its attention of every layer and "
+                                                  "head over the tokens before each token.")
+            why = no_lane if lane is None else not_explained.format(lane=lane_swatch(self.model, lane))
             self.header.show_lane(self.model, lane, False, why)
             return
         self._grid = self._compute_grid()
@@ -403,15 +412,23 @@ class AttentionView(QWidget):
                               f"{lane_swatch(self.model, self._lane)}: {html.escape(verb)} · {heads}")
 
     def _heads_words(self) -> str:
-        return {MEAN: "mean of the heads", STRONGEST: "each layer's strongest head"}.get(self._heads,
-                                                                                      f"head {self._heads}")
+        if self._heads == MEAN:
+            return translate("attention_view", "mean of the heads")
+        if self._heads == STRONGEST:
+            return translate("attention_view", "each layer's strongest head")
+        return translate("attention_view", "head {head}").format(head=self._heads)
 
     def _draw_legend(self) -> None:
-        parts = ["colour: attention weight", "dashed: end of the prompt", "click a cell: that layer's heads"]
-        if self._drop_first:
-            parts[0] = (f"colour: weight with <b>position 0 left out</b> (rows rescaled to sum to 1; blank where it "
-                        f"took over {SINK_LIMIT:.0%})" if self._heads != STRONGEST else
-                        "colour: the strongest head's own weight, <b>position 0 left out</b> (not rescaled)")
+        parts = [translate("attention_view", "colour: attention weight"),
+                 translate("attention_view", "dashed: end of the prompt"),
+                 translate("attention_view", "click a cell: that layer's heads")]
+        if self._drop_first and self._heads != STRONGEST:
+            parts[0] = translate("attention_view", "colour: weight with <b>position 0 left out</b> (rows rescaled to "
+                                                   "sum to 1; blank where it took over {limit})").format(
+                limit=f"{SINK_LIMIT:.0%}")
+        elif self._drop_first:
+            parts[0] = translate("attention_view", "colour: the strongest head's own weight, <b>position 0 left "
+                                                   "out</b> (not rescaled)")
         self._legend.setText(" · ".join(parts))
 
     def _draw_picked(self) -> None:
@@ -439,7 +456,8 @@ class AttentionView(QWidget):
             self._bars.setOpts(x=list(range(len(weights))), height=weights, width=0.7, brushes=brushes)
             self._head_plot.setYRange(0, max(max(weights), 1e-6) * 1.1, padding=0)
             self._head_plot.setXRange(-0.6, len(weights) - 0.4, padding=0)
-            self._head_plot.setTitle(f"layer {layer}, each head", size="8.5pt")
+            self._head_plot.setTitle(translate("attention_view", "layer {layer}, each head").format(layer=layer),
+                                     size="8.5pt")
             self._cursor.setData([column + 0.5], [layer + 0.5])
             lines.append(self._pair_line(query, key, layer))
         self._readout.setText("<br>".join(lines))
@@ -451,7 +469,8 @@ class AttentionView(QWidget):
         self._strip.setOpts(x0=np.arange(row.size) + 0.1, height=row, width=0.8, brushes=brushes,
                             pens=[None] * row.size)
         self._strip_plot.setYRange(0, max(float(row.max()), 1e-6) * 1.1, padding=0)
-        self._strip_plot.setTitle(f"layer {layer}, {self._heads_words()}: the heatmap's row", size="8.5pt")
+        title = translate("attention_view", "layer {layer}, {heads}: the heatmap's row")
+        self._strip_plot.setTitle(title.format(layer=layer, heads=self._heads_words()), size="8.5pt")
 
     def _top_line(self) -> str:
         found = top_attended(self._result, self._grid, self._token, self._mode)

@@ -15,6 +15,7 @@ from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from decoding import autosave
 from gui.run_model import RunModel
+from gui.texts import translate
 
 STREAMING_INTERVAL_MS = int(os.environ.get("BRANCHPOINT_AUTOSAVE_MS", "5000"))  # while a run streams, this often
 QUIET_DELAY_MS = 300  # after a change, this long (changes come in bursts)
@@ -94,7 +95,8 @@ class Autosaver(QObject):
     def _on_failed(self, message: str) -> None:
         if not self._failing:  # once until a write succeeds again
             self._failing = True
-            self.model.show_notice(f"Autosave failed ({message}). The run is still here: save it with Save…",
+            self.model.show_notice(translate("autosaver", "Autosave failed ({message}). The run is still here: save it "
+                                                          "with Save…").format(message=message),
                                    cause="autosave")
 
     def flush(self) -> None:

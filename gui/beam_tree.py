@@ -17,6 +17,7 @@ from gui.chart_data import BeamNode, best_path, display_token, step_nodes
 from gui.export import Figure
 from gui.redraw import RedrawScheduler
 from gui.run_model import RunModel, Selection
+from gui.texts import translate
 
 _KIND_STYLE = {  # symbol, size, brush, pen
     "kept": ("o", 11, "#0072B2", "#FFFFFF"),
@@ -111,13 +112,13 @@ class BeamTreeView(QWidget):
             # candidates) keep their labels when _append redraws.
             self._nodes, self._drawn_steps = [], 0
             self._lane_index, self._lane = lane_index, lane
-            self._title.setText(f"{lane.name} — beam hypotheses over steps")
+            self._title.setText(translate("beam_tree", "{name} — beam hypotheses over steps").format(name=lane.name))
         self._append(lane.steps[self._drawn_steps :])
 
     def clear(self) -> None:
         self._nodes, self._drawn_steps = [], 0
         self._lane = None
-        self._title.setText("No beam lane selected")
+        self._title.setText(translate("beam_tree", "No beam lane selected"))
         self._redraw()
 
     def nodes(self) -> list[BeamNode]:
@@ -144,11 +145,14 @@ class BeamTreeView(QWidget):
         self._title = QLabel()
         self._title.setFont(style.ui_font(10))
         self._legend = legend = QLabel(
-            f'<span style="color:{_KIND_STYLE["kept"][2]}">●</span>&nbsp;kept&nbsp;&nbsp; '
-            f'<span style="color:{_KIND_STYLE["pruned"][3]}">○</span>&nbsp;pruned&nbsp;&nbsp; '
-            f'<span style="color:{_KIND_STYLE["finished"][2]}">★</span>&nbsp;finished&nbsp;&nbsp; '
-            f'<span style="color:{_BEST}">━━</span>&nbsp;best sequence&nbsp;&nbsp; '
-            '<span style="color:#555">hover: token, score · click: select step · wheel/drag: zoom/pan</span>'
+            translate("beam_tree", '<span style="color:{kept}">●</span>&nbsp;kept&nbsp;&nbsp; <span '
+                                   'style="color:{pruned}">○</span>&nbsp;pruned&nbsp;&nbsp; <span '
+                                   'style="color:{finished}">★</span>&nbsp;finished&nbsp;&nbsp; <span '
+                                   'style="color:{best}">━━</span>&nbsp;best sequence&nbsp;&nbsp; <span '
+                                   'style="color:#555">hover: token, score · click: select step · wheel/drag: '
+                                   'zoom/pan</span>')
+            .format(kept=_KIND_STYLE["kept"][2], pruned=_KIND_STYLE["pruned"][3], finished=_KIND_STYLE["finished"][2],
+                    best=_BEST)
         )
         legend.setFont(style.ui_font(8.5))
         legend.setWordWrap(True)
@@ -156,8 +160,8 @@ class BeamTreeView(QWidget):
         self._plot = self._view.getPlotItem()
         self._plot.invertY(True)
         self._plot.setMouseEnabled(x=True, y=False)
-        self._plot.setLabel("bottom", "step")
-        self._plot.setLabel("left", "beam slot")
+        self._plot.setLabel("bottom", translate("beam_tree", "step"))
+        self._plot.setLabel("left", translate("beam_tree", "beam slot"))
         self._plot.getAxis("left").setTickSpacing(1, 1)
         self._create_items()
         self._plot.vb.sigXRangeChanged.connect(self._sync_labels)
@@ -176,7 +180,7 @@ class BeamTreeView(QWidget):
         # One uniformly styled scatter per kind: pyqtgraph's fast path (per-spot styles re-render symbols).
         self._scatters = {kind: self._scatter(*look) for kind, look in _KIND_STYLE.items()}
         self._scatters["best"] = self._scatter("o", 12, _BEST, "#FFFFFF")
-        self._root = pg.TextItem("prompt", color=style.FOREGROUND, anchor=(0.5, 1.15))
+        self._root = pg.TextItem(translate("beam_tree", "prompt"), color=style.FOREGROUND, anchor=(0.5, 1.15))
         self._root.setFont(style.ui_font(8.5))
         self._plot.addItem(self._root)
         self._root.setPos(-1, 0)

@@ -11,6 +11,7 @@ from typing import Any
 from decoding.parameters import parameter
 from decoding.trace import LaneTrace, StepRecord, TokenProb
 from gui.render import CharacterShare, piece_label
+from gui.texts import QT_TRANSLATE_NOOP, translate
 
 
 def display_token(text: str, max_chars: int = 14, character: CharacterShare | None = None,
@@ -151,37 +152,47 @@ def is_branch_step(lane: LaneTrace, step: int) -> bool:
 def step_summary(lane: LaneTrace, step: StepRecord, marks=None) -> list[tuple[str, str]]:
     """The inspector's number panel as (label, value) pairs; `marks` (the step's TokenMarks in the text)
     add their flags, in the legend's words."""
+    with_raw = translate("chart_data", "{value}  (raw {raw})")
     pairs = [
-        ("p(chosen)", f"{step.prob:.4f}  (raw {step.prob_raw:.4f})"),
-        ("entropy", f"{step.entropy:.3f}  (raw {step.entropy_raw:.3f}) nats"),
-        ("margin", f"{step.margin:.4f}  (raw {step.margin_raw:.4f})"),
-        ("kept set", f"{step.kept:,} tokens"),
-        ("tail mass", f"{step.tail_mass:.4f}  (raw {step.tail_mass_raw:.4f})"),
+        (translate("chart_data", "p(chosen)"), with_raw.format(value=f"{step.prob:.4f}", raw=f"{step.prob_raw:.4f}")),
+        (translate("chart_data", "entropy"), with_raw.format(value=f"{step.entropy:.3f}", raw=f"{step.entropy_raw:.3f}")
+         + " " + translate("chart_data", "nats")),
+        (translate("chart_data", "margin"), with_raw.format(value=f"{step.margin:.4f}", raw=f"{step.margin_raw:.4f}")),
+        (translate("chart_data", "kept set"), translate("chart_data", "{count} tokens").format(count=f"{step.kept:,}")),
+        (translate("chart_data", "tail mass"),
+         with_raw.format(value=f"{step.tail_mass:.4f}", raw=f"{step.tail_mass_raw:.4f}")),
     ]
     if step.draw is not None:
-        pairs.append(("draw u", _draw_text(step)))
-    named = (("▲ critical point", marks is not None and marks.critical),
-             ("◆ first divergence from the reference", marks is not None and marks.divergence),
-             ("↳ branch point", is_branch_step(lane, step.step)), ("★ forced", step.forced))
+        pairs.append((translate("chart_data", "draw u"), _draw_text(step)))
+    named = ((translate("chart_data", "▲ critical point"), marks is not None and marks.critical),
+             (translate("chart_data", "◆ first divergence from the reference"), marks is not None and marks.divergence),
+             (translate("chart_data", "↳ branch point"), is_branch_step(lane, step.step)),
+             (translate("chart_data", "★ forced"), step.forced))
     flags = [name for name, on in named if on]
-    pairs.append(("flags", ", ".join(flags) if flags else "—"))
+    pairs.append((translate("chart_data", "flags"), ", ".join(flags) if flags else "—"))
     return pairs
 
 
 def _draw_text(step: StepRecord) -> str:
     if step.draw_low is None or step.draw_high is None:
         return f"{step.draw:.4f}"
-    return f"{step.draw:.4f} in [{step.draw_low:.4f}, {step.draw_high:.4f})"
+    within = translate("chart_data", "{draw} in [{low}, {high})")
+    return within.format(draw=f"{step.draw:.4f}", low=f"{step.draw_low:.4f}", high=f"{step.draw_high:.4f}")
 
 
-TIMELINE_METRICS: dict[str, str] = {
-    "prob": "p(chosen)",
-    "prob_raw": "p(chosen), raw",
-    "entropy": "entropy (nats)",
-    "entropy_raw": "entropy raw (nats)",
-    "margin": "margin top1−top2",
-    "margin_raw": "margin top1−top2, raw",
+TIMELINE_METRICS: dict[str, str] = {  # shown through metric_label (translated)
+    "prob": QT_TRANSLATE_NOOP("chart_data", "p(chosen)"),
+    "prob_raw": QT_TRANSLATE_NOOP("chart_data", "p(chosen), raw"),
+    "entropy": QT_TRANSLATE_NOOP("chart_data", "entropy (nats)"),
+    "entropy_raw": QT_TRANSLATE_NOOP("chart_data", "entropy raw (nats)"),
+    "margin": QT_TRANSLATE_NOOP("chart_data", "margin top1−top2"),
+    "margin_raw": QT_TRANSLATE_NOOP("chart_data", "margin top1−top2, raw"),
 }
+
+
+def metric_label(metric: str) -> str:
+    """A metric's name as the interface language says it."""
+    return translate("chart_data", TIMELINE_METRICS[metric])
 
 
 def metric_values(steps: list[StepRecord], metric: str) -> list[float]:

@@ -9,6 +9,7 @@ lines and marks ≥ 3:1; tests/test_theme.py measures what is drawn).
 from __future__ import annotations
 
 import colorsys
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 
@@ -131,6 +132,18 @@ MARK_COLOURS: dict[str, str] = dict(LIGHT.marks)
 
 def current() -> Colours:
     return _current
+
+
+@contextmanager
+def built_light():
+    """Widgets made inside are drawn with the light palette (some views write colours into their widgets once);
+    gui.theme then turns what they drew into the scheme in effect."""
+    previous = _current
+    set_current(LIGHT)
+    try:
+        yield
+    finally:
+        set_current(previous)
 
 
 def set_current(colours: Colours) -> None:

@@ -17,6 +17,7 @@ from gui.chart_data import display_token
 from gui.export import Figure
 from gui.render import format_prob
 from gui.run_model import RunModel, Selection
+from gui.texts import translate
 
 ROWS = 10
 OTHER_COLOUR = "#7B3294"  # the other lane's token, in both distributions
@@ -47,12 +48,14 @@ def compare_rows(record: StepRecord, other_token: int, count: int = ROWS) -> lis
 def describe_other(record: StepRecord, other_token: int, other_text: str) -> str:
     """Where the other lane's token stands in this lane's distribution, in words."""
     if other_token == record.token_id:
-        return "both lanes chose the same token here"
+        return translate("compare_view", "both lanes chose the same token here")
     known = next((t for t in record.top if t.id == other_token), None)
     token = f"“{display_token(other_text, 20)}”"
     if known is None or known.prob <= 0.0:
-        return f"the other lane's {token} is filtered out or outside the recorded top {len(record.top)} here"
-    return f"the other lane's {token} has p {format_prob(known.prob)} (rank {known.rank + 1}) here"
+        return translate("compare_view", "the other lane's {token} is filtered out or outside the recorded top "
+                                         "{count} here").format(token=token, count=len(record.top))
+    return translate("compare_view", "the other lane's {token} has p {p} (rank {rank}) here").format(
+        token=token, p=format_prob(known.prob), rank=known.rank + 1)
 
 
 class CompareView(QWidget):
@@ -104,20 +107,24 @@ class CompareView(QWidget):
 
     # ---- construction ------------------------------------------------------------------------------------
     def _build_ui(self) -> None:
-        self._title = QLabel("Select a step to compare two lanes there")
+        self._title = QLabel(translate("compare_view", "Select a step to compare two lanes there"))
         self._title.setWordWrap(True)
         self._combo = QComboBox()
-        self._combo.setToolTip("The lane the selected lane is compared with (the reference lane by default)")
+        self._combo.setToolTip(translate("compare_view", "The lane the selected lane is compared with (the reference "
+                                                         "lane by default)"))
         self._combo.currentIndexChanged.connect(self._on_other_chosen)
         header = QHBoxLayout()
         header.addWidget(self._title, 1)
-        header.addWidget(QLabel("compare with"))
+        header.addWidget(QLabel(translate("compare_view", "compare with")))
         header.addWidget(self._combo)
         self._legend = QLabel(
-            f'<span style="color:{style.CHOSEN_COLOUR}">■</span>&nbsp;this lane\'s choice &nbsp; '
-            f'<span style="color:{OTHER_COLOUR}">■</span>&nbsp;the other lane\'s choice &nbsp; '
-            f'<span style="color:{style.PROCESSED_COLOUR}">■</span>&nbsp;p after processors &nbsp; '
-            f'<span style="color:{style.DRAW_COLOUR}">┃</span>&nbsp;draw u (cumulative)')
+            translate("compare_view", "<span style=\"color:{CHOSEN_COLOUR}\">■</span>&nbsp;this lane's choice &nbsp; "
+                                      "<span style=\"color:{OTHER_COLOUR}\">■</span>&nbsp;the other lane's choice "
+                                      "&nbsp; <span style=\"color:{PROCESSED_COLOUR}\">■</span>&nbsp;p after "
+                                      "processors &nbsp; <span style=\"color:{DRAW_COLOUR}\">┃</span>&nbsp;draw u "
+                                      "(cumulative)")
+            .format(CHOSEN_COLOUR=style.CHOSEN_COLOUR, OTHER_COLOUR=OTHER_COLOUR,
+                    PROCESSED_COLOUR=style.PROCESSED_COLOUR, DRAW_COLOUR=style.DRAW_COLOUR))
         self._legend.setFont(style.ui_font(8.5))
         self._canvas = pg.GraphicsLayoutWidget()
         self._canvas.setBackground("w")
@@ -128,7 +135,7 @@ class CompareView(QWidget):
             plot.hideButtons()
             plot.setMouseEnabled(x=False, y=False)
             plot.invertY(True)
-            plot.setLabel("bottom", "probability")
+            plot.setLabel("bottom", translate("compare_view", "probability"))
             for name in ("left", "bottom"):
                 axis = plot.getAxis(name)
                 axis.enableAutoSIPrefix(False)
@@ -174,17 +181,21 @@ class CompareView(QWidget):
             return
         a, b = records
         lanes = (self.model.lanes[selection.lane], self.model.lanes[other])
-        self._title.setText(f"step {selection.step}: {lanes[0].name} chose “{display_token(a.token_text, 20)}”, "
-                            f"{lanes[1].name} chose “{display_token(b.token_text, 20)}”")
+        title = translate("compare_view", "step {step}: {lane} chose “{token}”, {other} chose “{other_token}”")
+        self._title.setText(title.format(step=selection.step, lane=lanes[0].name,
+                                         token=display_token(a.token_text, 20), other=lanes[1].name,
+                                         other_token=display_token(b.token_text, 20)))
         for side, record, other_record, lane in (("a", a, b, lanes[0]), ("b", b, a, lanes[1])):
             self._draw_side(side, record, other_record.token_id)
             colour = style.lane_color_hex(lane.colour)
             self._plots[side].setTitle(f'<span style="color:{colour}">■</span> {html.escape(lane.name)}', size="9pt")
+            chose = translate("compare_view", "<b>{name}</b>: chose “{token}” p {p}; ").format(
+                name=html.escape(lane.name), token=html.escape(display_token(record.token_text, 20)),
+                p=format_prob(record.prob))
             self._captions[side].setText(
-                f"<b>{html.escape(lane.name)}</b>: chose “{html.escape(display_token(record.token_text, 20))}” "
-                f"p {format_prob(record.prob)}; "
-                + html.escape(describe_other(record, other_record.token_id, other_record.token_text))
-                + (f"; draw u = {record.draw:.3f}" if record.draw is not None else ""))
+                chose + html.escape(describe_other(record, other_record.token_id, other_record.token_text))
+                + (translate("compare_view", "; draw u = {draw}").format(draw=f"{record.draw:.3f}")
+                   if record.draw is not None else ""))
 
     def _draw_side(self, side: str, record: StepRecord, other_token: int) -> None:
         rows = compare_rows(record, other_token)
@@ -208,8 +219,8 @@ class CompareView(QWidget):
             self._draws[side].setData([share * (record.prob or 0.0)], [row])
 
     def _clear(self, has_selection: bool) -> None:
-        self._title.setText("The other lane has no step here" if has_selection else
-                            "Select a step (e.g. a ◆ divergence) to compare two lanes there")
+        self._title.setText(translate("compare_view", "The other lane has no step here") if has_selection else
+                            translate("compare_view", "Select a step (e.g. a ◆ divergence) to compare two lanes there"))
         for side in self._plots:
             self._rows[side] = []
             self._bars[side].setOpts(x0=[], y=[], width=[], height=0.7)

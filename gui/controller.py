@@ -26,6 +26,7 @@ from gui import jobs
 from gui.jobs import Job, Message, ProviderMessage, RunStartedMessage, StatusMessage, StepMessage
 from gui.run_model import JobKind, Lane, RunModel, prompt_key
 from gui.session import ModelHolder, RunRequest, request_of, specs_of
+from gui.texts import QT_TRANSLATE_NOOP, translate
 
 
 class JobRunner(Protocol):
@@ -61,7 +62,7 @@ class RunController:
         if self.holder is not None and self.holder.path == path:
             return True
         if self.runner.is_running():
-            self.model.show_notice("Stop the run before switching models.")
+            self.model.show_notice(translate("controller", "Stop the run before switching models."))
             return False
         self.holder = ModelHolder(path, self.device)
         self.model.set_model_name(self.holder.name, "not loaded")
@@ -72,7 +73,7 @@ class RunController:
         if device == self.device:
             return True
         if self.runner.is_running():
-            self.model.show_notice("Stop the run before switching devices.")
+            self.model.show_notice(translate("controller", "Stop the run before switching devices."))
             return False
         self.device = device
         if self.holder is not None:
@@ -96,7 +97,7 @@ class RunController:
             specs = list(targets.values())
             jobs.plan(specs)
         except ValueError as error:
-            self.model.show_notice(f"Cannot run: {error}.")
+            self.model.show_notice(translate("controller", "Cannot run: {error}.").format(error=error))
             return False
         self._start(JobKind.RUN, targets, jobs.run_job(self.holder, request, specs), _run_limit(specs, request))
         return True
@@ -113,10 +114,11 @@ class RunController:
 
     def _check_can_run(self, request: RunRequest) -> bool:
         if self.holder is None:
-            self.model.show_notice("No model: choose or prepare one in the Model list first.")
+            self.model.show_notice(translate("controller", "No model: choose or prepare one in the Model list first."))
             return False
         if not request.text.strip():
-            self.model.show_notice("The prompt is empty: type something for the lanes to continue.",
+            self.model.show_notice(translate("controller", "The prompt is empty: type something for the lanes to "
+                                                           "continue."),
                                    cause="prompt")
             return False
         return True
@@ -134,7 +136,7 @@ class RunController:
                         default=request.max_new_tokens)
             check_positions(len(ids), limit, self.holder.max_positions())
         except ValueError as error:
-            self.model.show_notice(f"Cannot run: {error}.", cause="prompt")
+            self.model.show_notice(translate("controller", "Cannot run: {error}.").format(error=error), cause="prompt")
             return False
         except OSError:  # no tokenizer to read: the run's own load reports what is wrong
             return True
@@ -166,7 +168,7 @@ class RunController:
 
     def stop(self) -> None:
         if self.runner.is_running():
-            self.model.set_status("stopping at the next step…")
+            self.model.set_status(translate("controller", "stopping at the next step…"))
             self.runner.cancel()
 
     # --------------------------------------------------------------------------------------------- branching
@@ -176,13 +178,14 @@ class RunController:
         branch strategy, or the parent's); it runs at once from the parent's first `step` tokens."""
         model = self.model
         if self.runner.is_running() or model.trace is None or self.holder is None:
-            model.show_notice("Branching needs a finished run and a model.")
+            model.show_notice(translate("controller", "Branching needs a finished run and a model."))
             return False
         if model.step_record(index, step) is None:
             return False
         parent = model.lanes[index]
         if parent.fanout > 1:
-            model.show_notice(f"“{parent.name}” runs as a fan-out: set its fan-out to 1 to branch from it.",
+            model.show_notice(translate("controller", "“{name}” runs as a fan-out: set its fan-out to 1 to branch from "
+                                                      "it.").format(name=parent.name),
                               level="info")
             return False
         self._pin_parent_seed(index)
@@ -208,8 +211,9 @@ class RunController:
         if lane.spec.do_sample and lane.spec.seed is None and seed is not None:
             self.model.pin_seed(index, int(seed))
             self.model.show_notice(
-                f"“{lane.name}” now keeps seed {seed} so its branch can be re-run; set its seed back to auto "
-                "for fresh samples (its branch lanes then run as ordinary lanes).", level="info", cause="seed")
+                translate("controller", "“{name}” now keeps seed {seed} so its branch can be re-run; set its seed back "
+                                        "to auto for fresh samples (its branch lanes then run as ordinary lanes).")
+                                        .format(name=lane.name, seed=seed), level="info", cause="seed")
 
     def replay_not_taken(self, index: int, step: int) -> bool:
         """From a step of lane `index` (a critical point, typically): a new lane after it that takes the
@@ -218,15 +222,18 @@ class RunController:
         model = self.model
         record = model.step_record(index, step)
         if self.runner.is_running() or model.trace is None or self.holder is None or record is None:
-            model.show_notice("Replaying the branch not taken needs a finished run and a model.")
+            model.show_notice(translate("controller",
+                                        "Replaying the branch not taken needs a finished run and a model."))
             return False
         runner_up_token = runner_up(record, model.critical)
         if runner_up_token is None:
-            model.show_notice("This step has no runner-up to replay (a single candidate).", level="info")
+            model.show_notice(translate("controller", "This step has no runner-up to replay (a single candidate)."),
+                              level="info")
             return False
         lane = model.lanes[index]
         if lane.fanout > 1:
-            model.show_notice(f"“{lane.name}” runs as a fan-out: set its fan-out to 1 to replay a step of it.",
+            model.show_notice(translate("controller", "“{name}” runs as a fan-out: set its fan-out to 1 to replay a "
+                                                      "step of it.").format(name=lane.name),
                               level="info")
             return False
         try:
@@ -234,7 +241,8 @@ class RunController:
             spec = not_taken_spec(self._ran_spec(lane), step, runner_up_token,
                                   unique_name(f"{lane.name} ↳{step} runner-up", model.names()))
         except ValueError as error:
-            model.show_notice(f"Cannot replay the branch not taken: {error}.")
+            model.show_notice(translate("controller",
+                                        "Cannot replay the branch not taken: {error}.").format(error=error))
             return False
         new = model.insert_lane(index + 1, spec, branch_prompt=prompt_key(model.trace), named_by_user=True)
         self._branch_keys.append(new.key)
@@ -252,16 +260,18 @@ class RunController:
         processors: the model recomputes that step's logits once; the sweep is stored with the run."""
         model = self.model
         if self.runner.is_running() or model.trace is None or self.holder is None:
-            model.show_notice("A temperature sweep needs a finished run and a model.")
+            model.show_notice(translate("controller", "A temperature sweep needs a finished run and a model."))
             return False
         lane = model.lanes[index]
         if lane.members:
-            model.show_notice(f"“{lane.name}” runs as a fan-out: sweep a step of a lane without one.", level="info")
+            model.show_notice(translate("controller",
+                                        "“{name}” runs as a fan-out: sweep a step of a lane without one.")
+                                        .format(name=lane.name), level="info")
             return False
         try:
             job = jobs.sweep_job(self.holder, model.shown_trace(), lane.name, step)
         except ValueError as error:
-            model.show_notice(f"Cannot sweep: {error}.")
+            model.show_notice(translate("controller", "Cannot sweep: {error}.").format(error=error))
             return False
         self._start(JobKind.SWEEP, {}, job, model.run_limit)
         return True
@@ -272,7 +282,9 @@ class RunController:
         model = self.model
         lane = model.lanes[index]
         if self.runner.is_running() or fanout.refusal(lane.spec):
-            model.show_notice(f"Temperature fan-outs need a sampled lane: {fanout.refusal(lane.spec)}.", level="info")
+            model.show_notice(translate("controller",
+                                        "Temperature fan-outs need a sampled lane: {refusal}.")
+                                        .format(refusal=fanout.refusal(lane.spec)), level="info")
             return False
         seed = lane.trace.config.get("seed") if lane.spec.seed is None else lane.spec.seed
         (base,) = assign_seeds([replace(lane.spec, seed=seed, fanout=None)], None)  # one seed for every temperature
@@ -280,7 +292,9 @@ class RunController:
             name = unique_name(f"T {temperature:g} ×{count}", model.names())
             model.insert_lane(index + offset, replace(base, name=name, temperature=temperature), fanout=count,
                               named_by_user=True)
-        model.set_status(f"added {len(temperatures)} temperature fan-outs of “{lane.name}”: Run to compare them")
+        model.set_status(translate("controller",
+                                   "added {len} temperature fan-outs of “{name}”: Run to compare them")
+                                   .format(len=len(temperatures), name=lane.name))
         return True
 
     def undo_branch(self) -> bool:
@@ -294,9 +308,9 @@ class RunController:
             except KeyError:
                 continue
             removed = self.model.remove_lane(index)
-            self.model.set_status(f"removed branch lane “{removed.name}”")
+            self.model.set_status(translate("controller", "removed branch lane “{name}”").format(name=removed.name))
             return True
-        self.model.set_status("no branch lane to undo")
+        self.model.set_status(translate("controller", "no branch lane to undo"))
         return False
 
     def force_for_all(self, step: int, token_id: int, request: RunRequest) -> bool:
@@ -316,34 +330,43 @@ class RunController:
         model = self.model
         lane = model.lanes[index] if 0 <= index < len(model.lanes) and model.trace is not None else None
         if self.runner.is_running() or lane is None or not lane.trace.token_ids:
-            model.show_notice("Explaining needs a lane of a finished run: run or open one, then pick a lane.",
+            model.show_notice(translate("controller", "Explaining needs a lane of a finished run: run or open one, "
+                                                      "then pick a lane."),
                               level="info")
             return False
         stored = model.explanation(index)
         sequence = len(model.trace.prompt.ids) + len(lane.trace.token_ids)
         if stored is not None and len(stored.tokens) == min(sequence, MAX_EXPLAIN_TOKENS):
-            model.set_status(f"“{lane.name}” is explained: see the Attention and Logit lens tabs")
+            model.set_status(translate("controller",
+                                       "“{name}” is explained: see the Attention and Logit lens tabs")
+                                       .format(name=lane.name))
             return True  # no model needed
         if self.holder is None:
-            model.show_notice(f"Explaining “{lane.name}” needs the model it was made with: choose it in the "
-                              "Model list.")
+            model.show_notice(translate("controller", "Explaining “{name}” needs the model it was made with: choose it "
+                                                      "in the Model list.").format(name=lane.name))
             return False
         if not self._use_model_of(model.trace):
             return False
         try:
             ids = explain_span(model.trace.prompt.ids, lane.trace.token_ids, self.holder.max_positions())
         except ValueError as error:
-            model.show_notice(f"Cannot explain “{lane.name}”: the prompt: {error}.")
+            model.show_notice(translate("controller",
+                                        "Cannot explain “{name}”: the prompt: {error}.").format(name=lane.name,
+                                                                                                error=error))
             return False
         if stored is not None and stored.token_ids == ids:  # as far as this model's positions go
-            model.set_status(f"“{lane.name}” is explained: see the Attention and Logit lens tabs")
+            model.set_status(translate("controller",
+                                       "“{name}” is explained: see the Attention and Logit lens tabs")
+                                       .format(name=lane.name))
             return True
         if not self._inspection_ready(lane.name):
             return False
         if len(ids) < sequence:
             model.show_notice(
-                f"Explaining the first {len(ids)} of “{lane.name}”'s {sequence} tokens (prompt included): explain "
-                f"takes at most {len(ids)}, as attention weights grow as tokens squared.", level="info",
+                translate("controller", "Explaining the first {len} of “{name}”'s {sequence} tokens (prompt included): "
+                                        "explain takes at most {len2}, as attention weights grow as tokens squared.")
+                                        .format(len=len(ids), name=lane.name, sequence=sequence,
+                                                len2=len(ids)), level="info",
                 cause="explain")
         prompt_length = len(model.trace.prompt.ids)
         self._start(JobKind.EXPLAIN, {}, jobs.explain_job(self.holder, ids, prompt_length), model.run_limit)
@@ -358,9 +381,11 @@ class RunController:
         try:
             source_weights(Path(self.holder.path).resolve())
         except FileNotFoundError as error:
-            self.model.show_notice(f"“{lane}” cannot be explained: its inspection model is built from the float32 "
-                                   f"weights the model was exported from, and {error}. Prepare the model from its "
-                                   "GGUF (the default model) or from a local Hugging Face folder.")
+            self.model.show_notice(translate("controller", "“{lane}” cannot be explained: its inspection model is "
+                                                           "built from the float32 weights the model was exported "
+                                                           "from, and {error}. Prepare the model from its GGUF (the "
+                                                           "default model) or from a local Hugging Face folder.")
+                                                           .format(lane=lane, error=error))
             return False
         if self.prepare_inspection is None:
             why = "its inspection model is not prepared (python main.py explain prepares it)"
@@ -368,7 +393,7 @@ class RunController:
             why = self.prepare_inspection(self.holder.path)
         if why is None:
             return True
-        self.model.show_notice(f"“{lane}” was not explained: {why}.")
+        self.model.show_notice(translate("controller", "“{lane}” was not explained: {why}.").format(lane=lane, why=why))
         return False
 
     # ------------------------------------------------------------------------------------------------ replay
@@ -378,7 +403,7 @@ class RunController:
         afterwards report whether every token matched. Returns the run's request (for the prompt panel)."""
         trace = self.model.shown_trace()
         if trace is None or self.holder is None or self.runner.is_running() or not trace.lanes:
-            self.model.show_notice("Replay needs a run (run or open one) and a model.")
+            self.model.show_notice(translate("controller", "Replay needs a run (run or open one) and a model."))
             return None
         if not self._use_model_of(trace):
             return None
@@ -388,7 +413,7 @@ class RunController:
         try:
             targets = self._expand(self.model.lanes, request.seed)
         except ValueError as error:
-            self.model.show_notice(f"Cannot replay: {error}.")
+            self.model.show_notice(translate("controller", "Cannot replay: {error}.").format(error=error))
             return None
         specs = list(targets.values())
         self._start(JobKind.REPLAY, targets, jobs.run_job(self.holder, request, specs), _run_limit(specs, request))
@@ -406,7 +431,8 @@ class RunController:
                 return self.set_model(resolve(key))
             except FileNotFoundError:
                 continue
-        self.model.show_notice(f"The run was made with model {trace.model.name!r}, which is not prepared here.")
+        self.model.show_notice(translate("controller", "The run was made with model {name!r}, which is not prepared "
+                                                       "here.").format(name=trace.model.name))
         return False
 
     def _report_replay(self) -> None:
@@ -417,9 +443,10 @@ class RunController:
         before, self._replayed = self._replayed, None
         comparison = compare_traces(before, self.model.shown_trace())
         if comparison.same_tokens:
-            self.model.set_status("replay: every token identical to the saved run")
+            self.model.set_status(translate("controller", "replay: every token identical to the saved run"))
             return
-        self.model.show_notice("Replay differs from the saved run: " + "; ".join(comparison.describe()) + ".")
+        self.model.show_notice(translate("controller", "Replay differs from the saved run: {differences}.").format(
+            differences="; ".join(comparison.describe())))
 
     # ------------------------------------------------------------------------------------------------- files
 
@@ -428,14 +455,16 @@ class RunController:
 
         trace = self.model.shown_trace()
         if trace is None or self.runner.is_running():
-            self.model.show_notice("Nothing to save yet: run or open a run first.")
+            self.model.show_notice(translate("controller", "Nothing to save yet: run or open a run first."))
             return False
         try:
             jsonio.save(trace, path)
         except (OSError, ValueError) as error:
-            self.model.show_notice(f"Could not save {path}: {error}. The run is still here.")
+            self.model.show_notice(translate("controller",
+                                             "Could not save {path}: {error}. The run is still here.")
+                                             .format(path=path, error=error))
             return False
-        self.model.set_status(f"saved {path}")
+        self.model.set_status(translate("controller", "saved {path}").format(path=path))
         return True
 
     def open(self, path: Path) -> RunRequest | None:
@@ -443,19 +472,20 @@ class RunController:
         from decoding import jsonio
 
         if self.runner.is_running():
-            self.model.show_notice("Stop the run before opening another.")
+            self.model.show_notice(translate("controller", "Stop the run before opening another."))
             return None
         try:
             trace = jsonio.load(path)
             specs = specs_of(trace)
         except (OSError, ValueError, KeyError, TypeError) as error:
-            self.model.show_notice(f"Could not open {path}: {error}")
+            self.model.show_notice(translate("controller", "Could not open {path}: {error}").format(path=path,
+                                                                                                    error=error))
             return None
         self.model.clear_notice()
         self.model.show_trace(trace, specs)
         self._branch_keys = []
         self.model.set_model_name(f"{trace.model.name} (opened run)", trace.provider)
-        self.model.set_status(f"opened {path}")
+        self.model.set_status(translate("controller", "opened {path}").format(path=path))
         return request_of(trace)
 
     # ------------------------------------------------------------------------------------- job callbacks
@@ -484,7 +514,9 @@ class RunController:
         kind = self.model.job
         if kind is JobKind.SWEEP:
             self.model.add_sweep(result)
-            self.model.set_status(f"temperature sweep of {result.lane} step {result.step}")
+            self.model.set_status(translate("controller",
+                                            "temperature sweep of {lane} step {step}").format(lane=result.lane,
+                                                                                              step=result.step))
             return
         if kind is JobKind.EXPLAIN:
             self._finish_explain(result)
@@ -497,31 +529,43 @@ class RunController:
         failed = [lane for lane in result.lanes if lane.error]
         error = result.error
         if error:
-            self.model.show_notice(f"The run stopped early: {error}. The text so far is kept.")
+            self.model.show_notice(translate("controller",
+                                             "The run stopped early: {error}. The text so far is kept.")
+                                   .format(error=error))
         elif failed:
-            words = "; ".join(f"“{lane.name}” stopped at step {len(lane.steps)}: {lane.error}" for lane in failed)
-            others = "the other lanes went on" if len(failed) < len(result.lanes) else "its text so far is kept"
-            self.model.show_notice(f"{words} ({others}).")
+            stopped = translate("controller", "“{name}” stopped at step {step}: {error}")
+            words = "; ".join(stopped.format(name=lane.name, step=len(lane.steps), error=lane.error)
+                              for lane in failed)
+            others = (translate("controller", "the other lanes went on") if len(failed) < len(result.lanes)
+                      else translate("controller", "its text so far is kept"))
+            self.model.show_notice(translate("controller", "{words} ({others}).").format(words=words, others=others))
         cancelled = any(lane.finish_reason == "cancelled" for lane in result.lanes)
-        self.model.set_status("stopped" if cancelled else "stopped early" if error or failed else "done")
+        status = (QT_TRANSLATE_NOOP("controller", "stopped") if cancelled else
+                  QT_TRANSLATE_NOOP("controller", "stopped early") if error or failed else
+                  QT_TRANSLATE_NOOP("controller", "done"))
+        self.model.set_status(translate("controller", status))
         if kind is JobKind.REPLAY:
             self._report_replay()
 
     def _finish_explain(self, result: ExplainResult | None) -> None:
         if result is None:  # stopped before the model ran
             self.model.fail_job()
-            self.model.set_status("stopped")
+            self.model.set_status(translate("controller", "stopped"))
             return
         self.model.add_explanation(result)
-        self.model.set_status(f"explained {len(result.tokens)} tokens ({result.layers} layers × {result.heads} "
-                              "heads): see the Attention and Logit lens tabs")
+        self.model.set_status(translate("controller", "explained {len} tokens ({layers} layers × {heads} heads): see "
+                                                      "the Attention and Logit lens tabs")
+                                                      .format(len=len(result.tokens), layers=result.layers,
+                                                              heads=result.heads))
 
     def on_failed(self, message: str, _details: str = "") -> None:
         explaining = self.model.job is JobKind.EXPLAIN
         self.model.fail_job()
-        self.model.set_status("failed")
-        self.model.show_notice(f"Could not explain the lane: {message}." if explaining else
-                               f"{message}. The text so far is kept.")
+        self.model.set_status(translate("controller", "failed"))
+        self.model.show_notice(translate("controller",
+                                         "Could not explain the lane: {message}.")
+                                         .format(message=message) if explaining else
+                               translate("controller", "{message}. The text so far is kept.").format(message=message))
 
 
 def _branches_from(lane: Lane, parent: str) -> bool:

@@ -6,6 +6,7 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLa
 
 from decoding.trace import CriticalSettings
 from gui.run_model import RunModel
+from gui.texts import translate
 
 FIELDS = (  # name, label, tooltip, maximum
     ("draw_distance", "draw within", "A sampled step is critical when its draw u fell this close to the edge of "
@@ -19,7 +20,7 @@ FIELDS = (  # name, label, tooltip, maximum
 class CriticalDialog(QDialog):
     def __init__(self, model: RunModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setWindowTitle("Critical points")
+        self.setWindowTitle(translate("critical_dialog", "Critical points"))
         self.model = model
         self.boxes: dict[str, QDoubleSpinBox] = {}
         form = QFormLayout()
@@ -41,7 +42,8 @@ class CriticalDialog(QDialog):
         buttons.rejected.connect(self.reject)
         buttons.button(QDialogButtonBox.StandardButton.RestoreDefaults).clicked.connect(self.restore_defaults)
         layout = QVBoxLayout(self)
-        layout.addWidget(QLabel("▲ marks the steps where a small change would have picked another strong token."))
+        layout.addWidget(QLabel(translate("critical_dialog", "▲ marks the steps where a small change would have picked "
+                                                             "another strong token.")))
         layout.addLayout(form)
         layout.addWidget(self.message)
         layout.addWidget(buttons)

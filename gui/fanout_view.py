@@ -23,6 +23,7 @@ from gui.export import Figure
 from gui.redraw import RedrawScheduler
 from gui.render import plain_fragments
 from gui.run_model import RunModel, Selection
+from gui.texts import translate
 
 _END = -1  # the "token" of a member that ended before a step
 
@@ -142,9 +143,11 @@ class FanoutView(QWidget):
     # ---- construction ------------------------------------------------------------------------------------
     def _build_ui(self) -> None:
         self._combo = QComboBox()
-        self._combo.setToolTip("The fan-out lane shown (set a sampled lane's fan-out in the lanes editor)")
+        self._combo.setToolTip(translate("fanout_view", "The fan-out lane shown (set a sampled lane's fan-out in the "
+                                                        "lanes editor)"))
         self._combo.currentIndexChanged.connect(self._on_lane_chosen)
-        self._hover = QLabel("Set a sampled lane's fan-out (lanes editor) and run: its members' tree shows here")
+        self._hover = QLabel(translate("fanout_view", "Set a sampled lane's fan-out (lanes editor) and run: its "
+                                                      "members' tree shows here"))
         self._hover.setWordWrap(True)
         self._hover.setStyleSheet("color:#555")
         header = QHBoxLayout()
@@ -169,12 +172,14 @@ class FanoutView(QWidget):
         self._stats_plot.setXLink(self._tree_plot)
         self._tree_plot.invertY(True)
         self._tree_plot.getAxis("left").setStyle(showValues=False, tickLength=0)
-        self._tree_plot.setLabel("left", "members")
-        self._stats_plot.setLabel("bottom", "step")
+        self._tree_plot.setLabel("left", translate("fanout_view", "members"))
+        self._stats_plot.setLabel("bottom", translate("fanout_view", "step"))
         self._stats_plot.addLegend(offset=(-4, 4), labelTextSize="8pt")
-        self._entropy = self._stats_plot.plot([], [], pen=pg.mkPen("#0072B2", width=2), name="mean entropy (nats)")
+        self._entropy = self._stats_plot.plot([], [], pen=pg.mkPen("#0072B2", width=2), name=translate("fanout_view",
+                                                                                                       "mean entropy "
+                                                                                                       "(nats)"))
         self._margin = self._stats_plot.plot([], [], pen=pg.mkPen("#D55E00", width=2, style=Qt.PenStyle.DashLine),
-                                             name="mean margin top1−top2")
+                                             name=translate("fanout_view", "mean margin top1−top2"))
         self._split_lines: list[pg.InfiniteLine] = []
         self._items: list = []
         self._cursor = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen(style.FOREGROUND, width=1,
@@ -301,8 +306,10 @@ class FanoutView(QWidget):
         if branch is None:
             return
         names = ", ".join(f"#{m}" for m in branch.members)
-        self._hover.setText(f"steps {branch.start}–{max(branch.end - 1, branch.start)} · members {names}: "
-                            f"“{self.branch_text(branch)}”")
+        self._hover.setText(translate("fanout_view",
+                                      "steps {start}–{max} · members {names}: “{branch_text}”")
+                                      .format(start=branch.start, max=max(branch.end - 1, branch.start), names=names,
+                                              branch_text=self.branch_text(branch)))
         self._hover.setToolTip(html.unescape(self._hover.text()))
 
     def _on_click(self, event) -> None:

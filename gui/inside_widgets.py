@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 
 from gui import style
 from gui.run_model import RunModel
+from gui.texts import translate
 
 LABEL_CHARS = 12  # longer token labels are cut (their whole text is in the readouts)
 
@@ -88,10 +89,11 @@ class InsideHeader(QWidget):
         self.title = QLabel()
         self.title.setWordWrap(True)
         self.title.setTextFormat(Qt.TextFormat.RichText)
-        self.explain_button = QPushButton("Explain this lane")
+        self.explain_button = QPushButton(translate("inside_widgets", "Explain this lane"))
         self.explain_button.setObjectName("explainLane")
-        self.explain_button.setToolTip("Run the lane's tokens through the model's inspection model once: every "
-                                       "layer's attention per head and the logit lens (stored with the run)")
+        self.explain_button.setToolTip(translate("inside_widgets", "Run the lane's tokens through the model's "
+                                                                   "inspection model once: every "
+                                       "layer's attention per head and the logit lens (stored with the run)"))
         self.explain_button.clicked.connect(self._on_explain)
         self.on_explain: Callable[[int], None] | None = None  # the window's: explain lane i
         self._lane: int | None = None
@@ -107,7 +109,8 @@ class InsideHeader(QWidget):
         ran = lane is not None and bool(model.lanes[lane].trace.token_ids) and model.trace is not None
         self.explain_button.setVisible(ran and not explained and not model.running)
         if lane is not None:
-            self.explain_button.setText(f"Explain “{model.lanes[lane].name}”")
+            self.explain_button.setText(translate("inside_widgets",
+                                                  "Explain “{name}”").format(name=model.lanes[lane].name))
 
     def _on_explain(self) -> None:
         if self.on_explain is not None and self._lane is not None:

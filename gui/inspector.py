@@ -28,11 +28,12 @@ from PySide6.QtWidgets import (
 
 from decoding.critical import critical_point, runner_up
 from decoding.trace import StepRecord
-from gui import style
+from gui import colours, style
 from gui.chart_data import Cutoffs, TokenRow, display_token, inspector_rows, step_cutoffs, step_summary
 from gui.export import Figure
 from gui.render import lane_characters, pending_bytes
 from gui.run_model import RunModel, Selection
+from gui.texts import translate
 
 _BAR = 0.38  # bar thickness in row units; two of them side by side fill most of a row
 _ROW_PX = 16  # the least height a row needs for its token label to stay readable
@@ -94,13 +95,14 @@ class StepInspector(QWidget):
         self._lane_index, self._member, self._step, self._picked = lane_index, member, record, None
         critical = critical_point(record, self.model.critical) is not None
         self._replay.setEnabled(runner_up(record, self.model.critical) is not None)
-        self._replay.setText("▲ branch not taken" if critical else "↺ runner-up")
+        self._replay.setText(translate("inspector", "▲ branch not taken") if critical else translate("inspector",
+                                                                                                     "↺ runner-up"))
         self._redraw()
 
     def clear(self) -> None:
         self._step, self._rows = None, []
         self._replay.setEnabled(False)
-        self._title.setText("No step selected")
+        self._title.setText(translate("inspector", "No step selected"))
         self._set_rows_visible(False)
         self._numbers.setText("")
 
@@ -175,7 +177,7 @@ class StepInspector(QWidget):
 
     # ---- construction ------------------------------------------------------------------------------------
     def _build_ui(self) -> None:
-        self._title = QLabel("No step selected")
+        self._title = QLabel(translate("inspector", "No step selected"))
         self._title.setTextFormat(Qt.TextFormat.RichText)
         self._title.setFont(style.ui_font(10))
         self._title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -183,13 +185,14 @@ class StepInspector(QWidget):
         self._title.setWordWrap(True)
         self._title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self._mode = QComboBox()
-        self._mode.addItems(["side by side", "overlaid"])
-        self._mode.setToolTip("Raw and processed bars side by side, or overlaid")
+        self._mode.addItems([translate("inspector", "side by side"), translate("inspector", "overlaid")])
+        self._mode.setToolTip(translate("inspector", "Raw and processed bars side by side, or overlaid"))
         self._mode.currentIndexChanged.connect(self._on_mode_changed)
         self._replay = QToolButton()
-        self._replay.setText("↺ runner-up")
-        self._replay.setToolTip("A new lane that takes this step's runner-up instead and continues with the same "
-                                "strategy and draws: how far does the other branch go?")
+        self._replay.setText(translate("inspector", "↺ runner-up"))
+        self._replay.setToolTip(translate("inspector", "A new lane that takes this step's runner-up instead and "
+                                                       "continues with the same "
+                                "strategy and draws: how far does the other branch go?"))
         self._replay.clicked.connect(lambda: self.replayRequested.emit(self._lane_index, self._step.step))
         self._replay.setEnabled(False)
         self._controls = QHBoxLayout()  # on the picked row's line: the title and legend keep the whole width
@@ -227,14 +230,14 @@ class StepInspector(QWidget):
             return f'<span style="color:{colour}">{glyph}</span>&nbsp;{text}'
 
         keys = [
-            key(style.RAW_COLOUR, "raw"),
-            key(style.PROCESSED_COLOUR, "after processors"),
-            key(style.CHOSEN_COLOUR, "chosen"),
-            key(style.RAW_COLOUR, "cumulative (top-p's view)", "●"),
-            key(style.FOREGROUND, "kept", "━"),
+            key(style.RAW_COLOUR, translate("inspector", "raw")),
+            key(style.PROCESSED_COLOUR, translate("inspector", "after processors")),
+            key(style.CHOSEN_COLOUR, translate("inspector", "chosen")),
+            key(style.RAW_COLOUR, translate("inspector", "cumulative (top-p's view)"), "●"),
+            key(style.FOREGROUND, translate("inspector", "kept"), "━"),
             key("#7B3294", "top-k", "╍"),
             key(style.CUTOFF_COLOUR, "top-p / min-p", "╍"),
-            key(style.DRAW_COLOUR, "draw u", "┃"),
+            key(style.DRAW_COLOUR, translate("inspector", "draw u"), "┃"),
         ]
         label = QLabel("&nbsp;&nbsp; ".join(keys))
         label.setFont(style.ui_font(8))
@@ -258,8 +261,8 @@ class StepInspector(QWidget):
         self._cum_plot.getAxis("left").setStyle(showValues=False)
         self._cum_plot.getAxis("left").setWidth(4)
         self._cum_plot.setXRange(0, 1, padding=0.02)
-        self._bars_plot.setLabel("bottom", "probability")
-        self._cum_plot.setLabel("bottom", "cumulative")
+        self._bars_plot.setLabel("bottom", translate("inspector", "probability"))
+        self._cum_plot.setLabel("bottom", translate("inspector", "cumulative"))
 
     def _create_items(self) -> None:
         """Every plot item is made once here; redraws only change their data (setData / setOpts), which
@@ -270,10 +273,11 @@ class StepInspector(QWidget):
         bars.addItem(self._raw_bars)
         bars.addItem(self._proc_bars)
         dash = Qt.PenStyle.DashLine
-        self._kept_line = self._hline(bars, style.FOREGROUND, Qt.PenStyle.SolidLine, "kept")
+        self._kept_line = self._hline(bars, style.FOREGROUND, Qt.PenStyle.SolidLine, translate("inspector", "kept"))
         self._kept_line_cum = self._hline(cum, style.FOREGROUND, Qt.PenStyle.SolidLine, "")
-        self._top_k_line = self._hline(bars, "#7B3294", dash, "top-k")
-        self._min_p_line = self._vline(bars, style.CUTOFF_COLOUR, Qt.PenStyle.DotLine, "min-p", 0.98)
+        self._top_k_line = self._hline(bars, "#7B3294", dash, translate("inspector", "top-k"))
+        self._min_p_line = self._vline(bars, style.CUTOFF_COLOUR, Qt.PenStyle.DotLine, translate("inspector", "min-p"),
+                                       0.98)
         self._slices = pg.BarGraphItem(x0=[], y=[], width=[], height=0.6)
         cum.addItem(self._slices)
         self._cum_raw = cum.plot(
@@ -285,7 +289,7 @@ class StepInspector(QWidget):
             symbolBrush=style.RAW_COLOUR,
             symbolPen=None,
         )
-        self._top_p_line = self._vline(cum, style.CUTOFF_COLOUR, dash, "top-p", 0.9)
+        self._top_p_line = self._vline(cum, style.CUTOFF_COLOUR, dash, translate("inspector", "top-p"), 0.9)
         self._draw_line = self._vline(cum, style.DRAW_COLOUR, Qt.PenStyle.SolidLine, "u", 0.98)
 
     @staticmethod
@@ -363,9 +367,10 @@ class StepInspector(QWidget):
         step = self._step
         share = lane_characters([s.token_text for s in self._lane.steps]).get(step.step)
         token = display_token(step.token_text, 32, share)
-        forced = " · forced" if step.forced else ""
+        forced = translate("inspector", " · forced") if step.forced else ""
         name = self._lane.name if self._member else self.model.lanes[self._lane_index].name
-        return f"{name} · step {step.step} · chose “{token}” (id {step.token_id}){forced}"
+        title = translate("inspector", "{name} · step {step} · chose “{token}” (id {token_id}){forced}")
+        return title.format(name=name, step=step.step, token=token, token_id=step.token_id, forced=forced)
 
     def _set_rows_visible(self, visible: bool) -> None:
         for item in (self._raw_bars, self._proc_bars, self._slices, self._cum_raw):
@@ -477,20 +482,21 @@ class StepInspector(QWidget):
     def _fill_numbers(self) -> None:
         marks = self.model.marks(self._lane_index)[self._step.step] if self._member == 0 else None
         items = [
-            f'<span style="color:#666">{_unbreakable(name)}</span>&nbsp;{_unbreakable(value)}'
+            f'<span style="color:{colours.current().muted}">{_unbreakable(name)}</span>&nbsp;{_unbreakable(value)}'
             for name, value in step_summary(self._lane, self._step, marks)
         ]
         self._numbers.setText(" &nbsp;· ".join(items))
         picked = self._picked is not None and self._picked < len(self._rows)
+        hint = translate("inspector", "click a row: numbers · double-click: branch")
         self._picked_label.setText(self._picked_text(self._rows[self._picked]) if picked else
-                                   "<span style='color:#666'>click a row: numbers · double-click: "
-                                   "branch</span>")
+                                   f"<span style='color:{colours.current().muted}'>{hint}</span>")
 
     def _picked_text(self, row: TokenRow) -> str:
         raw = "—" if row.prob_raw is None else f"{row.prob_raw:.4f}"
-        processed = "filtered" if not row.prob else f"{row.prob:.4f}"
+        processed = translate("inspector", "filtered") if not row.prob else f"{row.prob:.4f}"
         token = html.escape(display_token(row.text, 24))
-        return f"<b>“{token}” (id {row.token_id}): p {processed}, raw {raw}</b>"
+        picked = translate("inspector", "<b>“{token}” (id {token_id}): p {processed}, raw {raw}</b>")
+        return picked.format(token=token, token_id=row.token_id, processed=processed, raw=raw)
 
     def numbers_text(self) -> str:
         """The number panel as plain text (what a user reads under the chart)."""
@@ -522,11 +528,11 @@ class StepInspector(QWidget):
         token = display_token(row.text, 24)
         step = self._step.step
         menu.addAction(
-            f"Branch a new lane with “{token}” at step {step}",
+            translate("inspector", "Branch a new lane with “{token}” at step {step}").format(token=token, step=step),
             lambda: self.branchRequested.emit(self._lane_index, step, row.token_id),
         )
         menu.addAction(
-            f"Force “{token}” for all lanes at step {step}",
+            translate("inspector", "Force “{token}” for all lanes at step {step}").format(token=token, step=step),
             lambda: self.forceRequested.emit(step, row.token_id),
         )
         return menu

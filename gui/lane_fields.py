@@ -15,6 +15,7 @@ from typing import Any
 
 from decoding.parameters import PARAMETERS, Parameter, Strategies, parameter
 from decoding.spec import LaneSpec, format_stop_strings, parse_stop_strings
+from gui.texts import QT_TRANSLATE_NOOP, translate
 
 
 @dataclass(frozen=True)
@@ -133,30 +134,46 @@ def _spec_value(f: Field, value: Any) -> Any:
 def describe(spec: LaneSpec, seed: bool = True) -> str:
     """A short strategy summary for headers and lists, e.g. 'beam 4', 'sample T 1.3 · top-p 0.9 · seed 0'."""
     if spec.is_beam:
-        parts = [f"beam {spec.num_beams}"]
+        parts = [translate("lane_fields", "beam {beams}").format(beams=spec.num_beams)]
         if spec.length_penalty != 1.0:
             parts.append(f"lp {spec.length_penalty:g}")
     elif spec.do_sample:
-        parts = ["sample"]
+        parts = [translate("lane_fields", "sample")]
         parts += [f"{label} {getattr(spec, attr):g}" for attr, label in _SHORT
                   if getattr(spec, attr) is not None]
         if seed and spec.seed is not None:
-            parts.append(f"seed {spec.seed}")
+            parts.append(translate("lane_fields", "seed {seed}").format(seed=spec.seed))
     else:
-        parts = ["greedy"]
+        parts = [translate("lane_fields", "greedy")]
     if spec.repetition_penalty not in (None, 1.0):
         parts.append(f"rep {spec.repetition_penalty:g}")
     if spec.no_repeat_ngram_size:
         parts.append(f"no-repeat {spec.no_repeat_ngram_size}")
     if spec.max_new_tokens:
-        parts.append(f"max {spec.max_new_tokens}")
+        parts.append(translate("lane_fields", "max {count}").format(count=spec.max_new_tokens))
     if spec.stop_strings:
-        parts.append(f"stop {format_stop_strings(spec.stop_strings)}")
-    parts += [f"forced @{step}" for step in sorted(spec.forced)]
+        parts.append(translate("lane_fields", "stop {strings}").format(strings=format_stop_strings(spec.stop_strings)))
+    parts += [translate("lane_fields", "forced @{step}").format(step=step) for step in sorted(spec.forced)]
     if spec.branch is not None:
-        parts.append(f"branch of {spec.branch.parent} @ {spec.branch.step}")
+        branch = translate("lane_fields", "branch of {parent} @ {step}")
+        parts.append(branch.format(parent=spec.branch.parent, step=spec.branch.step))
     return " · ".join(parts)
 
 
 _SHORT = (("temperature", "T"), ("top_k", "top-k"), ("top_p", "top-p"), ("min_p", "min-p"), ("typical_p",
 "typical"))
+
+
+# What the spin boxes show for "unset" (decoding.parameters' unset_label), for the catalogue.
+UNSET_LABELS = (QT_TRANSLATE_NOOP("lane_fields", "run's"), QT_TRANSLATE_NOOP("lane_fields", "auto"))
+
+# The presets' titles (decoding.spec.PRESETS), for the catalogue; shown through preset_title.
+PRESET_TITLES = (QT_TRANSLATE_NOOP("presets", "Greedy"), QT_TRANSLATE_NOOP("presets", "Beam 4"),
+                 QT_TRANSLATE_NOOP("presets", "Top-k 50"), QT_TRANSLATE_NOOP("presets", "Top-p 0.9"),
+                 QT_TRANSLATE_NOOP("presets", "Temperature 1.3"), QT_TRANSLATE_NOOP("presets", "Min-p 0.05"),
+                 QT_TRANSLATE_NOOP("presets", "creative"), QT_TRANSLATE_NOOP("presets", "precise"))
+
+
+def preset_title(title: str) -> str:
+    """A preset's title (a key of PRESETS) as the interface language says it."""
+    return translate("presets", title)

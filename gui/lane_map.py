@@ -20,12 +20,13 @@ from gui.export import Figure
 from gui.redraw import RedrawScheduler
 from gui.render import MARK_COLOURS, mark_legend, probability_colour
 from gui.run_model import RunModel, Selection
+from gui.texts import QT_TRANSLATE_NOOP, translate
 
 # metric -> (label, fixed colour range or None for the data's own range)
 METRICS: dict[str, tuple[str, tuple[float, float] | None]] = {
-    "prob": ("p(chosen)", (0.0, 1.0)),
-    "entropy": ("entropy (nats)", None),
-    "margin": ("margin top1−top2", (0.0, 1.0)),
+    "prob": (QT_TRANSLATE_NOOP("chart_data", "p(chosen)"), (0.0, 1.0)),
+    "entropy": (QT_TRANSLATE_NOOP("chart_data", "entropy (nats)"), None),
+    "margin": (QT_TRANSLATE_NOOP("chart_data", "margin top1−top2"), (0.0, 1.0)),
 }
 _EMPTY = float("nan")  # a step a lane did not reach
 
@@ -103,7 +104,7 @@ class LaneStepMap(QWidget):
         return self._plot.vb.mapViewToScene(QPointF(step + 0.5, row + 0.5))
 
     def figure(self) -> Figure:
-        label = METRICS[self._metric][0]
+        label = translate("chart_data", METRICS[self._metric][0])
         return Figure(f"{label} of every lane at every step", self._legend.text(), self._view.scene(),
                       self._plot.sceneBoundingRect())
 
@@ -124,10 +125,10 @@ class LaneStepMap(QWidget):
     # ---- construction ------------------------------------------------------------------------------------
     def _build_ui(self) -> None:
         self._combo = QComboBox()
-        self._combo.addItems([label for label, _ in METRICS.values()])
-        self._combo.setToolTip("What a cell's colour shows")
+        self._combo.addItems([translate("chart_data", label) for label, _ in METRICS.values()])
+        self._combo.setToolTip(translate("lane_map", "What a cell's colour shows"))
         self._combo.currentIndexChanged.connect(self._on_metric_changed)
-        self._hover = QLabel("hover a cell for its token · click selects the step")
+        self._hover = QLabel(translate("lane_map", "hover a cell for its token · click selects the step"))
         self._hover.setStyleSheet("color:#555")
         header = QHBoxLayout()
         header.addWidget(self._combo)
@@ -138,7 +139,7 @@ class LaneStepMap(QWidget):
         self._plot = self._view.getPlotItem()
         self._plot.invertY(True)
         self._plot.setMouseEnabled(x=True, y=False)
-        self._plot.setLabel("bottom", "step")
+        self._plot.setLabel("bottom", translate("lane_map", "step"))
         self._image = pg.ImageItem(axisOrder="row-major")
         self._plot.addItem(self._image)
         self._bar = pg.ColorBarItem(interactive=False, width=12)
@@ -179,7 +180,7 @@ class LaneStepMap(QWidget):
             self._image.clear()
         self._bar.setColorMap(colour_map(self._metric))
         self._bar.setLevels(self._levels())
-        self._bar.axis.setLabel(METRICS[self._metric][0])
+        self._bar.axis.setLabel(translate("chart_data", METRICS[self._metric][0]))
         ticks = [(row + 0.5, self.model.lanes[index].name if member == 0 else f"#{member}")
                  for row, (index, member) in enumerate(self._rows)]
         self._plot.getAxis("left").setTicks([ticks])
@@ -244,5 +245,7 @@ class LaneStepMap(QWidget):
         index, member = self._rows[row]
         trace = self.model.lanes[index].member_trace(member)
         record = trace.steps[step]
-        self._hover.setText(f"{trace.name} · step {step} · “{display_token(record.token_text, 20)}” · "
-                            f"{METRICS[self._metric][0]} = {self._grid[row, step]:.4f}")
+        hover = translate("lane_map", "{name} · step {step} · “{token}” · {metric} = {value:.4f}")
+        metric = translate("chart_data", METRICS[self._metric][0])
+        self._hover.setText(hover.format(name=trace.name, step=step, token=display_token(record.token_text, 20),
+                                         metric=metric, value=self._grid[row, step]))

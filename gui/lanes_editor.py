@@ -36,9 +36,10 @@ from PySide6.QtWidgets import (
 from decoding.fanout import MAX_FANOUT, refusal
 from decoding.spec import PRESETS, PROCESSOR_ORDER, LaneSpec, unique_name
 from gui import colours
-from gui.lane_fields import FIELDS, Field, describe, display_value, field_applies, spec_from_values
+from gui.lane_fields import FIELDS, Field, describe, display_value, field_applies, preset_title, spec_from_values
 from gui.run_model import RunModel, Selection
 from gui.style import lane_color_hex
+from gui.texts import translate
 
 NAME_COLUMN, STRATEGY_COLUMN = 0, 1
 MESSAGE_LINES = 2  # the message area keeps room for this many lines, shown or not
@@ -96,11 +97,11 @@ def _make_widget(f: Field) -> QWidget:
         widget.addItems(list(f.choices))
     elif f.kind == "text":
         widget = QLineEdit()
-        widget.setPlaceholderText("none")
+        widget.setPlaceholderText(translate("lanes_editor", "none"))
     elif f.kind == "int":
         widget = QSpinBox()
         widget.setRange(int(f.minimum), int(f.maximum))
-        widget.setSpecialValueText(f.special_text)
+        widget.setSpecialValueText(translate("lane_fields", f.special_text) if f.special_text else "")
         widget.setKeyboardTracking(False)
     else:
         widget = QDoubleSpinBox()
@@ -153,8 +154,9 @@ class LaneForm(QWidget):
             self._connect(widget)
         self.processors = QLabel()
         self.processors.setWordWrap(True)
-        self.processors.setToolTip("The processors this lane applies, in order (transformers' order by default)")
-        layout.addRow("applies", self.processors)
+        self.processors.setToolTip(translate("lanes_editor", "The processors this lane applies, in order "
+                                                             "(transformers' order by default)"))
+        layout.addRow(translate("lanes_editor", "applies"), self.processors)
 
     def _connect(self, widget: QWidget) -> None:
         if isinstance(widget, QCheckBox):
@@ -189,8 +191,8 @@ class LaneForm(QWidget):
 
 def _selector_name(spec: LaneSpec) -> str:
     if spec.is_beam:
-        return f"beam search ({spec.num_beams})"
-    return "sample" if spec.do_sample else "argmax"
+        return translate("lanes_editor", "beam search ({beams})").format(beams=spec.num_beams)
+    return translate("lanes_editor", "sample") if spec.do_sample else translate("lanes_editor", "argmax")
 
 
 class LanesEditor(QWidget):
@@ -198,13 +200,14 @@ class LanesEditor(QWidget):
         super().__init__(parent)
         self.model = model
         self.table = QTableWidget(0, 2)
-        self.table.setHorizontalHeaderLabels(["Lane", "Strategy"])
+        self.table.setHorizontalHeaderLabels([translate("lanes_editor", "Lane"), translate("lanes_editor", "Strategy")])
         self.table.horizontalHeader().setSectionResizeMode(STRATEGY_COLUMN, QHeaderView.ResizeMode.Stretch)
         self.table.verticalHeader().setVisible(False)
         self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.table.setToolTip("Double-click a name to rename the lane; select a lane to edit its parameters")
+        self.table.setToolTip(translate("lanes_editor", "Double-click a name to rename the lane; select a lane to edit "
+                                                        "its parameters"))
         self.table.itemChanged.connect(self._on_item_changed)
         self.table.itemSelectionChanged.connect(self._show_selected)
         self.form = LaneForm(self._on_form_edited)
@@ -230,14 +233,15 @@ class LanesEditor(QWidget):
         self.fanout = QSpinBox()
         self.fanout.setObjectName("field_fanout")
         self.fanout.setRange(1, MAX_FANOUT)
-        self.fanout.setSpecialValueText("off")
+        self.fanout.setSpecialValueText(translate("lanes_editor", "off"))
         self.fanout.setKeyboardTracking(False)
-        self.fanout.setToolTip(f"Run this sampled lane as K members (seeds seed, seed+1, …, all in the same batched "
-                               f"steps) and see where they part in the Fan-out tab. off = the lane alone; up to "
-                               f"{MAX_FANOUT}.")
+        self.fanout.setToolTip(translate("lanes_editor", "Run this sampled lane as K members (seeds seed, seed+1, …, "
+                                                         "all in the same batched steps) and see where they part in "
+                                                         "the Fan-out tab. off = the lane alone; up to {MAX_FANOUT}.")
+                                                         .format(MAX_FANOUT=MAX_FANOUT))
         self.fanout.valueChanged.connect(self._on_fanout_edited)
         row = QHBoxLayout()
-        label = QLabel("fan-out (seeds)")
+        label = QLabel(translate("lanes_editor", "fan-out (seeds)"))
         label.setToolTip(self.fanout.toolTip())
         row.addWidget(label)
         row.addWidget(self.fanout, 1)
@@ -273,21 +277,25 @@ class LanesEditor(QWidget):
         button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         menu = QMenu(button)
         for title in PRESETS:
-            menu.addAction(title).setData(title)
+            menu.addAction(preset_title(title)).setData(title)
         menu.triggered.connect(on_pick)
         button.setMenu(menu)
         return button
 
     def _buttons(self) -> QHBoxLayout:
         row = QHBoxLayout()
-        self.add_button = self._preset_menu_button("Add lane", "Add a new lane from a preset (Ctrl+L: greedy)",
-                                                   self._on_add_preset)
+        self.add_button = self._preset_menu_button(
+            translate("lanes_editor", "Add lane"),
+            translate("lanes_editor", "Add a new lane from a preset (Ctrl+L: greedy)"), self._on_add_preset)
         self.preset_button = self._preset_menu_button(
-            "Replace with preset", "Replace the selected lane's parameters by a preset's", self._on_apply_preset)
-        self.duplicate_button = self._tool("Duplicate", "Copy the selected lane", self.duplicate_selected)
-        self.remove_button = self._tool("Remove", "Remove the selected lane", self.remove_selected)
-        self.up_button = self._tool("▲", "Move the selected lane left", self.move_up)
-        self.down_button = self._tool("▼", "Move the selected lane right", self.move_down)
+            translate("lanes_editor", "Replace with preset"),
+            translate("lanes_editor", "Replace the selected lane's parameters by a preset's"), self._on_apply_preset)
+        self.duplicate_button = self._tool(translate("lanes_editor", "Duplicate"),
+                                           translate("lanes_editor", "Copy the selected lane"), self.duplicate_selected)
+        self.remove_button = self._tool(translate("lanes_editor", "Remove"),
+                                        translate("lanes_editor", "Remove the selected lane"), self.remove_selected)
+        self.up_button = self._tool("▲", translate("lanes_editor", "Move the selected lane left"), self.move_up)
+        self.down_button = self._tool("▼", translate("lanes_editor", "Move the selected lane right"), self.move_down)
         for button in (self.add_button, self.preset_button, self.duplicate_button, self.remove_button,
                        self.up_button, self.down_button):
             row.addWidget(button)
@@ -314,7 +322,7 @@ class LanesEditor(QWidget):
     def add_spec(self, spec: LaneSpec, index: int | None = None) -> int:
         """Insert a lane (renamed if its name is taken) at `index` (end by default). Returns its index."""
         if self.model.running:
-            self.show_message("Stop the run before changing lanes.")
+            self.show_message(translate("lanes_editor", "Stop the run before changing lanes."))
             return -1
         spec = replace(spec, name=unique_name(spec.name, self.model.names()))
         index = len(self.model.lanes) if index is None else index
@@ -366,7 +374,7 @@ class LanesEditor(QWidget):
         if index < 0 or not self._editable():
             return
         if len(self.model.lanes) == 1:
-            self.show_message("A run needs at least one lane.")
+            self.show_message(translate("lanes_editor", "A run needs at least one lane."))
             return
         self.show_message("")
         self.model.remove_lane(index)
@@ -390,7 +398,7 @@ class LanesEditor(QWidget):
 
     def _editable(self) -> bool:
         if self.model.running:
-            self.show_message("Stop the run before changing lanes.")
+            self.show_message(translate("lanes_editor", "Stop the run before changing lanes."))
             return False
         return True
 
@@ -417,7 +425,7 @@ class LanesEditor(QWidget):
         for row, lane in enumerate(self.model.lanes):
             name = QTableWidgetItem(lane.name)
             name.setData(Qt.ItemDataRole.DecorationRole, _swatch(lane.colour))  # the lane's colour everywhere
-            name.setToolTip(f"{lane.name}: double-click to rename")
+            name.setToolTip(translate("lanes_editor", "{name}: double-click to rename").format(name=lane.name))
             strategy = QTableWidgetItem(describe(lane.spec) + ("  (edited: Run to update)" if lane.stale else ""))
             strategy.setFlags(strategy.flags() & ~Qt.ItemFlag.ItemIsEditable)
             strategy.setToolTip(", ".join(f"{k}={v}" for k, v in lane.spec.to_config().items()))
@@ -449,14 +457,15 @@ class LanesEditor(QWidget):
         try:
             spec = spec_from_values(lane.name, values, base=lane.spec)
         except ValueError as error:
-            self.show_message(f"Refused: {error}{_refusal_hint(values)}")
+            refused = translate("lanes_editor", "Refused: {error}{hint}")
+            self.show_message(refused.format(error=error, hint=_refusal_hint(values)))
             self.form.show_spec(lane.spec)
             return
         if not lane.named_by_user:
             spec = replace(spec, name=unique_name(auto_name(spec), self.model.names() - {lane.name}))
         self._replace(index, spec)
         note = edge_note(spec)
-        self.show_message(f"Note: {note}." if note else "", error=False)
+        self.show_message(translate("lanes_editor", "Note: {note}.").format(note=note) if note else "", error=False)
 
     @Slot(QTableWidgetItem)
     def _on_item_changed(self, item: QTableWidgetItem) -> None:
@@ -468,7 +477,7 @@ class LanesEditor(QWidget):
         if not name or name in others or not self._editable():
             if not self.model.running:
                 reason = "a lane name cannot be empty" if not name else f"another lane is already named {name!r}"
-                self.show_message(f"Refused: {reason}.")
+                self.show_message(translate("lanes_editor", "Refused: {reason}.").format(reason=reason))
             self._fill_table()
             return
         self.show_message("")

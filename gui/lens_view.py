@@ -31,6 +31,7 @@ from gui.inside_data import (
 from gui.inside_widgets import InsideHeader, lane_swatch
 from gui.render import piece_label
 from gui.run_model import RunModel
+from gui.texts import translate
 
 ROW_PX = 19  # a table row: one line of text
 CELL_CHARS = 9
@@ -128,17 +129,20 @@ class LensView(QWidget):
         self.header = InsideHeader()
         self._combo = QComboBox()
         self._combo.setMinimumContentsLength(16)
-        self._combo.setToolTip("The position whose next token the lens reads; selecting a step in the text picks "
-                               "the position before it (where that token was predicted)")
+        self._combo.setToolTip(translate("lens_view", "The position whose next token the lens reads; selecting a step "
+                                                      "in the text picks "
+                               "the position before it (where that token was predicted)"))
         self._combo.currentIndexChanged.connect(self._on_position)
         controls = QHBoxLayout()
-        controls.addWidget(QLabel("what follows"))
+        controls.addWidget(QLabel(translate("lens_view", "what follows")))
         controls.addWidget(self._combo)
         controls.addStretch(1)
         self._legend = QLabel(
-            "each row: the prediction from that layer's output (final norm and lm_head), best first; colour: "
-            f'probability · <span style="color:{FINAL_COLOUR}">□</span> the model\'s final choice · '
-            f'<span style="color:{ACTUAL_COLOUR}">□</span> the token that followed, when another')
+            translate("lens_view", "each row: the prediction from that layer's output (final norm and lm_head), best "
+                                   "first; colour: probability · <span style=\"color:{FINAL_COLOUR}\">□</span> the "
+                                   "model's final choice · <span style=\"color:{ACTUAL_COLOUR}\">□</span> the token "
+                                   "that followed, when another").format(FINAL_COLOUR=FINAL_COLOUR,
+                                                                         ACTUAL_COLOUR=ACTUAL_COLOUR))
         self._legend.setFont(style.ui_font(8.5))
         self._legend.setWordWrap(True)
         self._canvas = pg.GraphicsLayoutWidget()
@@ -161,12 +165,12 @@ class LensView(QWidget):
         self._track.setYLink(self._table)
         self._table.showAxis("top")
         self._table.hideAxis("bottom")
-        self._table.setLabel("top", "rank")
+        self._table.setLabel("top", translate("lens_view", "rank"))
         self._table.getAxis("left").setWidth(78)
         self._track.hideAxis("left")
         self._track.hideAxis("bottom")
         self._track.showAxis("top")  # as the table's: the rows of both stay level
-        self._track.setLabel("top", "p(final choice)")
+        self._track.setLabel("top", translate("lens_view", "p(final choice)"))
         self._track.setXRange(0, 1, padding=0.02)
         self._track.showGrid(x=True, alpha=0.25)
         self._image = pg.ImageItem(axisOrder="row-major")
@@ -226,9 +230,10 @@ class LensView(QWidget):
             self._actual.setOpts(x0=[], y0=[])
             self._curve.setData([], [])
             self._readout.setText("")
-            why = ("Run the lanes, then explain one: what every layer would predict next." if lane is None else
-                   f"{lane_swatch(self.model, lane)} is not explained yet: explaining runs its tokens through the "
-                   "model's inspection model once (prepared the first time).")
+            not_explained = translate("lens_view", "{lane} is not explained yet: explaining runs its tokens through "
+                                                   "the model's inspection model once (prepared the first time).")
+            no_lane = translate("lens_view", "Run the lanes, then explain one: what every layer would predict next.")
+            why = no_lane if lane is None else not_explained.format(lane=lane_swatch(self.model, lane))
             self.header.show_lane(self.model, lane, False, why)
             return
         rows = lens_rows(result, self._position)

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from decoding.spec import PRESETS, default_lanes
 from decoding.trace import RunTrace
+from gui import colours
 from gui.attention_view import AttentionView
 from gui.autosaver import Autosaver, restorable
 from gui.beam_tree import BeamTreeView
@@ -38,6 +39,7 @@ from gui.controller import RunController
 from gui.drop import RunFileDrop
 from gui.fanout_view import FanoutView
 from gui.inspector import StepInspector
+from gui.lane_fields import preset_title
 from gui.lane_map import LaneStepMap
 from gui.lanes_editor import LanesEditor, preset_for_window
 from gui.lens_view import LensView
@@ -53,6 +55,7 @@ from gui.settings import DEFAULT_SIZE, Settings, capture_layout
 from gui.status import StatusBar
 from gui.sweep_view import SweepView
 from gui.text_view import TextPanel
+from gui.texts import translate
 from gui.theme import app_theme
 from gui.timeline import Timeline
 from gui.token_view import TokenView
@@ -64,7 +67,7 @@ class MainWindow(QMainWindow):
     def __init__(self, model_dir: Path | None = None, settings: Settings | None = None) -> None:
         """`settings`: where the window remembers itself between starts (None: it remembers nothing)."""
         super().__init__()
-        self.setWindowTitle("Branchpoint")
+        self.setWindowTitle(translate("main_window", "Branchpoint"))
         self.model = RunModel(preset_for_window(spec) for spec in default_lanes())
         self.scheduler = RedrawScheduler(self)
         self.worker = Worker(self)
@@ -76,9 +79,10 @@ class MainWindow(QMainWindow):
         self._tour_stop = None  # a tour stop whose run is on its way (its after-action follows)
         self._inside_stop = None  # a tour stop whose explanation is on its way
         self._last_folder = Path.home()  # where the file dialogs open
-        self._build_views()
-        self._build_layout()
-        self._build_actions()
+        with colours.built_light():  # then the theme turns the drawing dark if it is (gui.theme)
+            self._build_views()
+            self._build_layout()
+            self._build_actions()
         self.autosaver = Autosaver(self.model, parent=self)
         self._build_desktop(settings)
         self.model.events.connect("run_started", self._on_run_started)
@@ -121,11 +125,12 @@ class MainWindow(QMainWindow):
         self.error_banner = NoticeBar(model)
         self.branch_strategy = QComboBox()
         self.branch_strategy.setObjectName("branchStrategy")
-        self.branch_strategy.addItem("parent's strategy", "")
+        self.branch_strategy.addItem(translate("main_window", "parent's strategy"), "")
         for title in PRESETS:
-            self.branch_strategy.addItem(title, title)
-        self.branch_strategy.setToolTip("The strategy a branched lane continues with after the picked token "
-                                        "(right-click a token, or double-click an alternative in the inspector)")
+            self.branch_strategy.addItem(preset_title(title), title)
+        self.branch_strategy.setToolTip(translate("main_window", "The strategy a branched lane continues with after "
+                                                                 "the picked token (right-click a token, or "
+                                                                 "double-click an alternative in the inspector)"))
         self.branch_strategy.currentIndexChanged.connect(self._on_branch_strategy)
         self.model_picker = ModelPicker()
         self.model_picker.modelChosen.connect(self.set_model)
@@ -140,17 +145,17 @@ class MainWindow(QMainWindow):
         left_layout.addWidget(self.lanes, 1)
         # Left: the selected step and token, seen from outside (inspector) and inside the model; right: the run.
         self.step_views = QTabWidget()
-        self.step_views.addTab(self.inspector, "Step")
-        self.step_views.addTab(self.attention, "Attention")
-        self.step_views.addTab(self.lens, "Logit lens")
-        self.step_views.addTab(self.tokens_view, "Tokens")
+        self.step_views.addTab(self.inspector, translate("main_window", "Step"))
+        self.step_views.addTab(self.attention, translate("main_window", "Attention"))
+        self.step_views.addTab(self.lens, translate("main_window", "Logit lens"))
+        self.step_views.addTab(self.tokens_view, translate("main_window", "Tokens"))
         self.charts = QTabWidget()
-        self.charts.addTab(self.timeline, "Timeline")
-        self.charts.addTab(self.lane_map, "Lane map")
-        self.charts.addTab(self.compare, "Side by side")
-        self.charts.addTab(self.fanout, "Fan-out")
-        self.charts.addTab(self.sweep, "Temperature")
-        self.charts.addTab(self.beam_tree, "Beam tree")
+        self.charts.addTab(self.timeline, translate("main_window", "Timeline"))
+        self.charts.addTab(self.lane_map, translate("main_window", "Lane map"))
+        self.charts.addTab(self.compare, translate("main_window", "Side by side"))
+        self.charts.addTab(self.fanout, translate("main_window", "Fan-out"))
+        self.charts.addTab(self.sweep, translate("main_window", "Temperature"))
+        self.charts.addTab(self.beam_tree, translate("main_window", "Beam tree"))
         self.charts.currentChanged.connect(self._on_chart_tab)
         for chart in (self.inspector, self.timeline, self.lane_map, self.compare, self.fanout, self.sweep,
                       self.beam_tree, self.tokens_view, self.attention, self.lens):
@@ -181,29 +186,37 @@ class MainWindow(QMainWindow):
         bar = self.addToolBar("Main")
         bar.setObjectName("mainToolBar")
         bar.setMovable(False)
-        bar.addWidget(QLabel(" Model "))
+        bar.addWidget(QLabel(translate("main_window", " Model ")))
         bar.addWidget(self.model_picker)
         bar.addSeparator()
-        self.open_action = self._action(bar, "Open…", QKeySequence.StandardKey.Open, self.open_dialog,
-                                        "Open a saved run (JSON); no model needed")
-        self.save_action = self._action(bar, "Save…", QKeySequence.StandardKey.Save, self.save_dialog,
-                                        "Save the run as JSON")
-        self.replay_action = self._action(bar, "Replay", None, self.replay,
-                                          "Re-run the shown run with the model and check every token")
+        self.open_action = self._action(bar, translate("main_window", "Open…"), QKeySequence.StandardKey.Open,
+                                        self.open_dialog,
+                                        translate("main_window", "Open a saved run (JSON); no model needed"))
+        self.save_action = self._action(bar, translate("main_window", "Save…"), QKeySequence.StandardKey.Save,
+                                        self.save_dialog,
+                                        translate("main_window", "Save the run as JSON"))
+        self.replay_action = self._action(bar, translate("main_window", "Replay"), None, self.replay,
+                                          translate("main_window", "Re-run the shown run with the model and check "
+                                                                   "every token"))
         bar.addSeparator()
-        bar.addWidget(QLabel(" Branch as "))
+        bar.addWidget(QLabel(translate("main_window", " Branch as ")))
         bar.addWidget(self.branch_strategy)
-        self.undo_action = self._action(bar, "Undo branch", QKeySequence.StandardKey.Undo, self.undo_branch,
-                                        "Remove the last branch lane (Ctrl+Z)")
-        self.explain_action = self._action(bar, "Explain lane", None, self.explain_selected_lane,
-                                           "Inside the model for the selected lane: every layer's attention per "
-                                           "head and the logit lens (Attention and Logit lens tabs)")
+        self.undo_action = self._action(bar, translate("main_window", "Undo branch"), QKeySequence.StandardKey.Undo,
+                                        self.undo_branch,
+                                        translate("main_window", "Remove the last branch lane (Ctrl+Z)"))
+        self.explain_action = self._action(bar, translate("main_window", "Explain lane"), None,
+                                           self.explain_selected_lane,
+                                           translate("main_window", "Inside the model for the selected lane: every "
+                                                                    "layer's attention per "
+                                           "head and the logit lens (Attention and Logit lens tabs)"))
         bar.addSeparator()
-        self.tour_action = self._action(bar, "Tour", None, self.show_tour,
-                                        "A guided tour: one preset per phenomenon, explained in English and Chinese")
-        self.export_action = self._action(bar, "Export images…", None, self.export_dialog,
-                                          "Export the prompt and texts, each chart (PNG and SVG) and a report "
-                                          "image of the whole run")
+        self.tour_action = self._action(bar, translate("main_window", "Tour"), None, self.show_tour,
+                                        translate("main_window", "A guided tour: one preset per phenomenon, explained "
+                                                                 "in English and Chinese"))
+        self.export_action = self._action(bar, translate("main_window", "Export images…"), None, self.export_dialog,
+                                          translate("main_window", "Export the prompt and texts, each chart (PNG and "
+                                                                   "SVG) and a report "
+                                          "image of the whole run"))
         self.run_action = self._hidden_action(["Ctrl+Return", "Ctrl+Enter"], self.run)
         self.stop_action = self._hidden_action(["Esc"], self.stop)
 
@@ -212,6 +225,7 @@ class MainWindow(QMainWindow):
         light and dark, and the settings it restores now and saves on close."""
         self.settings = settings
         self.theme = app_theme()
+        self.theme.watch(self)
         self.theme.changed.connect(self.text.refresh_look)
         self.recent = RecentFiles(settings)
         self.unsaved = UnsavedRun(self)
@@ -257,7 +271,9 @@ class MainWindow(QMainWindow):
 
     def _on_model_changed(self) -> None:
         name = self.controller.holder.name if self.controller.holder else self.model.model_name
-        self.setWindowTitle(f"Branchpoint — {name}" if name else "Branchpoint")
+        self.setWindowTitle(translate("main_window",
+                                      "Branchpoint — {name}").format(name=name) if name else translate("main_window",
+                                                                                                       "Branchpoint"))
 
     @Slot()
     def _on_prompt_edited(self) -> None:
@@ -367,7 +383,7 @@ class MainWindow(QMainWindow):
 
         stop = tour.stop(key)
         if self.worker.is_running():
-            self.model.show_notice("Stop the run before starting a tour stop.")
+            self.model.show_notice(translate("main_window", "Stop the run before starting a tour stop."))
             return False
         self.model.set_specs(lane.spec for lane in stop.lanes)
         for index, lane in enumerate(stop.lanes):
@@ -410,7 +426,8 @@ class MainWindow(QMainWindow):
     @Slot()
     def explain_selected_lane(self) -> None:
         if self.model.selection is None:
-            self.model.show_notice("Select a token of the lane to explain (click it in the text).", level="info")
+            self.model.show_notice(translate("main_window", "Select a token of the lane to explain (click it in the "
+                                                            "text)."), level="info")
             return
         self.explain_lane(self.model.selection.lane)
 
@@ -491,10 +508,11 @@ class MainWindow(QMainWindow):
     def save_dialog(self) -> bool:
         """Ask where and save; whether the run was saved."""
         if self.model.trace is None:
-            self.model.show_notice("Nothing to save yet: run or open a run first.")
+            self.model.show_notice(translate("main_window", "Nothing to save yet: run or open a run first."))
             return False
-        path, _ = QFileDialog.getSaveFileName(self, "Save run", str(self._last_folder / "run.json"),
-                                              "Branchpoint run (*.json)")
+        path, _ = QFileDialog.getSaveFileName(self, translate("main_window", "Save run"),
+                                              str(self._last_folder / "run.json"),
+                                              translate("main_window", "Branchpoint run (*.json)"))
         if not path:
             return False
         self._last_folder = Path(path).parent
@@ -509,8 +527,8 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def open_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open run", str(self._last_folder),
-                                              "Branchpoint run (*.json);;All files (*)")
+        path, _ = QFileDialog.getOpenFileName(self, translate("main_window", "Open run"), str(self._last_folder),
+                                              translate("main_window", "Branchpoint run (*.json);;All files (*)"))
         if path:
             self._last_folder = Path(path).parent
             self.open(Path(path))
@@ -532,7 +550,7 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def export_dialog(self) -> None:
-        dialog = QFileDialog(self, "Export images into folder", str(self._last_folder))
+        dialog = QFileDialog(self, translate("main_window", "Export images into folder"), str(self._last_folder))
         dialog.setFileMode(QFileDialog.FileMode.Directory)  # the dialog's own button creates a new folder
         dialog.setOption(QFileDialog.Option.ShowDirsOnly, True)
         if dialog.exec():
@@ -540,7 +558,9 @@ class MainWindow(QMainWindow):
             self._last_folder = folder
             paths = self.export_images(folder)
             if paths:
-                self.model.set_status(f"exported {len(paths)} images to {folder}")
+                self.model.set_status(translate("main_window",
+                                                "exported {len} images to {folder}").format(len=len(paths),
+                                                                                            folder=folder))
 
     def export_images(self, folder: Path) -> list[Path]:
         """text.png (prompt and every lane's whole text), report.png (everything), and each chart as PNG and
@@ -559,7 +579,8 @@ class MainWindow(QMainWindow):
                 paths.append(export.save_png(export.figure_image(figure), folder / f"{name}.png"))
                 paths.append(export.save_figure_svg(figure, folder / f"{name}.svg"))
         except OSError as error:
-            self.model.show_notice(f"Could not export images to {folder}: {error}. The run is still here.")
+            self.model.show_notice(translate("main_window", "Could not export images to {folder}: {error}. The run is "
+                                                            "still here.").format(folder=folder, error=error))
             return []
         finally:
             for view in views.values():
@@ -623,8 +644,9 @@ class MainWindow(QMainWindow):
         removed = remove_all_stale_builds()
         if removed:
             names = ", ".join(path.name for path in removed)
-            self.model.show_notice(f"Removed {len(removed)} unfinished preparation folder(s) that an interrupted "
-                                   f"preparation left in the cache: {names}.", level="info", cause="cleanup")
+            removed_text = translate("main_window", "Removed {count} unfinished preparation folder(s) that an "
+                                                    "interrupted preparation left in the cache: {names}.")
+            self.model.show_notice(removed_text.format(count=len(removed), names=names), level="info", cause="cleanup")
         return removed
 
     def offer_restore(self, ask=None) -> bool:
@@ -647,22 +669,25 @@ class MainWindow(QMainWindow):
             trace = autosave.restore(claimed)
             specs = specs_of(trace)
         except (OSError, ValueError) as error:
-            self.model.show_notice(f"Could not restore the autosaved run: {error}")
+            self.model.show_notice(translate("main_window",
+                                             "Could not restore the autosaved run: {error}").format(error=error))
             return False
         self.model.show_trace(trace, specs)
         self._show_request(request_of(trace))
         self.unsaved.unsaved = True  # no file of the user's holds it
-        self.model.show_notice(f"Restored the run Branchpoint was showing when it stopped ({len(trace.lanes)} lanes, "
-                               f"{sum(len(lane.steps) for lane in trace.lanes)} tokens).", level="info",
-                               cause="restore")
+        restored = translate("main_window", "Restored the run Branchpoint was showing when it stopped ({lanes} lanes, "
+                                            "{tokens} tokens).")
+        tokens = sum(len(lane.steps) for lane in trace.lanes)
+        self.model.show_notice(restored.format(lanes=len(trace.lanes), tokens=tokens), level="info", cause="restore")
         return True
 
     def _ask_restore(self, path: Path) -> bool:
         from PySide6.QtWidgets import QMessageBox
 
         answer = QMessageBox.question(
-            self, "Restore the last run?",
-            "Branchpoint stopped unexpectedly while it showed a run. Restore that run (the text generated so far)?",
+            self, translate("main_window", "Restore the last run?"),
+            translate("main_window", "Branchpoint stopped unexpectedly while it showed a run. Restore that run (the "
+                                     "text generated so far)?"),
             QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, QMessageBox.StandardButton.Yes)
         return answer == QMessageBox.StandardButton.Yes
 

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QApplication, QMenu
 
 from decoding.spec import PRESETS
 from gui import generation_configs
+from gui.lane_fields import preset_title
 from gui.recent_files import RecentMenu
 from gui.settings import DEVICES, LANGUAGES, apply_layout
 
@@ -99,8 +100,8 @@ class Menus(QObject):
         add_menu = menu.addMenu(self.tr("Add lane from &preset"))
         replace_menu = menu.addMenu(self.tr("&Replace selected lane with preset"))
         for title in PRESETS:
-            add_menu.addAction(title, lambda t=title: editor.add_preset(t))
-            replace_menu.addAction(title, lambda t=title: editor.apply_preset(t))
+            add_menu.addAction(preset_title(title), lambda t=title: editor.add_preset(t))
+            replace_menu.addAction(preset_title(title), lambda t=title: editor.apply_preset(t))
         self._add(menu, self.tr("&Duplicate selected lane"), editor.duplicate_selected)
         self._add(menu, self.tr("Re&move selected lane"), editor.remove_selected)
         self._add(menu, self.tr("Move selected lane &left"), editor.move_up)

@@ -9,6 +9,7 @@ from PySide6.QtCore import Signal, Slot
 from PySide6.QtWidgets import QComboBox, QFileDialog, QMessageBox, QWidget
 
 from gui.setup_dialog import SetupDialog
+from gui.texts import translate
 
 ADD_FOLDER = "add-folder"
 
@@ -28,7 +29,7 @@ class ModelPicker(QComboBox):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setMinimumContentsLength(22)
-        self.setToolTip("The model every lane runs on")
+        self.setToolTip(translate("model_picker", "The model every lane runs on"))
         self._extra: list[Path] = []
         self.refresh()
         self.activated.connect(self._on_activated)
@@ -45,7 +46,7 @@ class ModelPicker(QComboBox):
         for path in self._extra:
             if path not in known:
                 self.addItem(path.name, str(path))
-        self.addItem("Add local folder…", ADD_FOLDER)
+        self.addItem(translate("model_picker", "Add local folder…"), ADD_FOLDER)
         self.blockSignals(False)
         self.select(select)
 
@@ -71,7 +72,8 @@ class ModelPicker(QComboBox):
 
     @Slot()
     def add_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Model folder (ONNX export or Hugging Face model)")
+        folder = QFileDialog.getExistingDirectory(self, translate("model_picker", "Model folder (ONNX export or "
+                                                                                  "Hugging Face model)"))
         if not folder:
             self.setCurrentIndex(0)
             return
@@ -86,8 +88,9 @@ class ModelPicker(QComboBox):
 
         kind = folder_kind(folder)
         if kind is None:
-            QMessageBox.warning(self, "Add model",
-                                f"{folder} holds neither model.onnx nor a Hugging Face config.json.")
+            QMessageBox.warning(self, translate("model_picker", "Add model"),
+                                translate("model_picker", "{folder} holds neither model.onnx nor a Hugging Face "
+                                                          "config.json.").format(folder=folder))
             return None
         fn = prepare.register_onnx_folder if kind == "onnx" else prepare.prepare_hf_folder
 

@@ -8,6 +8,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QWidget
 
 from gui import colours
 from gui.run_model import Notice, RunModel
+from gui.texts import translate
 
 
 class NoticeBar(QWidget):
@@ -20,7 +21,7 @@ class NoticeBar(QWidget):
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         close = QToolButton()
         close.setText("✕")
-        close.setToolTip("Dismiss")
+        close.setToolTip(translate("notice_bar", "Dismiss"))
         close.setAutoRaise(True)
         close.clicked.connect(lambda: model.clear_notice())
         layout = QHBoxLayout(self)

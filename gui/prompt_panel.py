@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from decoding.parameters import parameter
+from gui.texts import translate
 
 DEFAULT_PROMPT = "Although I was tired, I still decided to"
 # One limit for the run's box and every lane's own field: the parameter table's.
@@ -41,32 +42,37 @@ class PromptPanel(QWidget):
         super().__init__(parent)
         self.editor = QPlainTextEdit(DEFAULT_PROMPT)
         self.editor.setObjectName("promptEditor")
-        self.editor.setPlaceholderText("Prompt — Ctrl+Enter runs all lanes")
-        self.editor.setToolTip("The prompt every lane continues (Ctrl+Enter: Run, Esc: Stop)")
+        self.editor.setPlaceholderText(translate("prompt_panel", "Prompt — Ctrl+Enter runs all lanes"))
+        self.editor.setToolTip(translate("prompt_panel",
+                                         "The prompt every lane continues (Ctrl+Enter: Run, Esc: Stop)"))
         self.editor.setMinimumHeight(60)
         self.editor.setMaximumHeight(130)
-        self.chat = QCheckBox("chat")
-        self.chat.setToolTip("Wrap the prompt in the model's chat template as a user message")
+        self.chat = QCheckBox(translate("prompt_panel", "chat"))
+        self.chat.setToolTip(translate("prompt_panel",
+                                       "Wrap the prompt in the model's chat template as a user message"))
         self.chat.toggled.connect(self._on_chat_toggled)
         self.system = QLineEdit()
-        self.system.setPlaceholderText("system prompt (optional; the template's default if empty)")
-        self.system.setToolTip("System message for the chat template")
+        self.system.setPlaceholderText(translate("prompt_panel", "system prompt (optional; the template's default if "
+                                                                 "empty)"))
+        self.system.setToolTip(translate("prompt_panel", "System message for the chat template"))
         self.system.setVisible(False)
         self.max_new_tokens = QSpinBox()
         self.max_new_tokens.setRange(1, MAX_NEW_TOKENS_LIMIT)
         self.max_new_tokens.setValue(64)
-        self.max_new_tokens.setToolTip("max_new_tokens: how many tokens each lane generates at most")
+        self.max_new_tokens.setToolTip(translate("prompt_panel", "max_new_tokens: how many tokens each lane generates "
+                                                                 "at most"))
         self.seed = QSpinBox()
         self.seed.setRange(-1, 2**31 - 1)
-        self.seed.setSpecialValueText("auto")
+        self.seed.setSpecialValueText(translate("prompt_panel", "auto"))
         self.seed.setValue(-1)
-        self.seed.setToolTip("Base seed of the run: sampled lanes whose seed is auto get one derived from it and "
-                             "their name, so the same seed repeats the run. auto = random each run.")
-        self.run_button = QPushButton("Run")
-        self.run_button.setToolTip("Run every lane on this prompt (Ctrl+Enter)")
+        self.seed.setToolTip(translate("prompt_panel", "Base seed of the run: sampled lanes whose seed is auto get one "
+                                                       "derived from it and "
+                             "their name, so the same seed repeats the run. auto = random each run."))
+        self.run_button = QPushButton(translate("prompt_panel", "Run"))
+        self.run_button.setToolTip(translate("prompt_panel", "Run every lane on this prompt (Ctrl+Enter)"))
         self.run_button.clicked.connect(self.runRequested)
-        self.stop_button = QPushButton("Stop")
-        self.stop_button.setToolTip("Stop at the next step, keeping the text so far (Esc)")
+        self.stop_button = QPushButton(translate("prompt_panel", "Stop"))
+        self.stop_button.setToolTip(translate("prompt_panel", "Stop at the next step, keeping the text so far (Esc)"))
         self.stop_button.clicked.connect(self.stopRequested)
         self.stop_button.setEnabled(False)
         self._layout()
@@ -74,9 +80,9 @@ class PromptPanel(QWidget):
     def _layout(self) -> None:
         controls = QHBoxLayout()
         controls.addWidget(self.chat)
-        controls.addWidget(QLabel("max new tokens"))
+        controls.addWidget(QLabel(translate("prompt_panel", "max new tokens")))
         controls.addWidget(self.max_new_tokens)
-        controls.addWidget(QLabel("seed"))
+        controls.addWidget(QLabel(translate("prompt_panel", "seed")))
         controls.addWidget(self.seed)
         controls.addStretch(1)
         buttons = QHBoxLayout()

@@ -18,6 +18,7 @@ from functools import lru_cache
 from decoding.trace import StepRecord, TokenProb
 from gui import colours
 from gui.colours import MARK_COLOURS  # the palette in effect's: one dict, updated in place
+from gui.texts import QT_TRANSLATE_NOOP, translate
 
 DIVERGENCE_GLYPH = "◆"
 CRITICAL_GLYPH = "▲"
@@ -66,14 +67,17 @@ def piece_label(text: str, character: CharacterShare | None = None, pending: byt
         if compact:
             return character.text
         first, last = character.start + 1, character.start + len(own)
-        span = f"byte {first}" if first == last else f"bytes {first}–{last}"
-        return f"{character.text} ({span} of {character.total})"
+        span = (translate("render", "byte {first} of {total}") if first == last else
+                translate("render", "bytes {first}–{last} of {total}"))
+        return f"{character.text} ({span.format(first=first, last=last, total=character.total)})"
     known = pending + own if pending and _decode(pending + own)[0] is not None else own
     shown = "‹" + " ".join(f"{b:02x}" for b in known) + "›"
     total = _utf8_length(known[0])
     if compact:
         return shown
-    return f"{shown} end of a character" if total is None else f"{shown} {len(known)} of {total} bytes"
+    if total is None:
+        return f"{shown} " + translate("render", "end of a character")
+    return f"{shown} " + translate("render", "{count} of {total} bytes").format(count=len(known), total=total)
 
 
 def _completed_by(pending: bytes, own: bytes) -> CharacterShare | None:
@@ -297,9 +301,11 @@ def alternatives_html(step: StepRecord, count: int = 5, character: CharacterShar
     rows = [_alternative_row(t, raw.get(t.id), t.id == step.token_id, character, pending) for t in step.top[:count]]
     if step.token_id not in {t.id for t in step.top[:count]}:
         rows.append(_alternative_row(_chosen_as_top(step), step.prob_raw, True, character, pending))
-    head = f"<b>step {step.step}</b> · p={format_prob(step.prob)} (raw {format_prob(step.prob_raw)})"
+    head = translate("render", "<b>step {step}</b> · p={p} (raw {raw})").format(
+        step=step.step, p=format_prob(step.prob), raw=format_prob(step.prob_raw))
     table = "".join(rows)
-    foot = f"entropy {step.entropy:.2f} nats · margin {step.margin:.3f} · kept {step.kept}"
+    foot = translate("render", "entropy {entropy} nats · margin {margin} · kept {kept}").format(
+        entropy=f"{step.entropy:.2f}", margin=f"{step.margin:.3f}", kept=step.kept)
     return f"{head}<table cellspacing=0 cellpadding=2>{table}</table>{foot}"
 
 
@@ -317,11 +323,12 @@ def _alternative_row(token: TokenProb, raw: float | None, chosen: bool,
             f"<td align=right style='color:#777'>{raw_text}</td></tr>")
 
 
-MARK_WORDS = {
-    "divergence": (DIVERGENCE_GLYPH, "first divergence from the reference lane"),
-    "critical": (CRITICAL_GLYPH, "critical point: a small change would pick another strong token"),
-    "branch": (BRANCH_GLYPH, "branch point"),
-    "forced": (FORCED_GLYPH, "forced token"),
+MARK_WORDS = {  # shown translated (mark_legend)
+    "divergence": (DIVERGENCE_GLYPH, QT_TRANSLATE_NOOP("render", "first divergence from the reference lane")),
+    "critical": (CRITICAL_GLYPH, QT_TRANSLATE_NOOP("render", "critical point: a small change would pick another "
+                                                             "strong token")),
+    "branch": (BRANCH_GLYPH, QT_TRANSLATE_NOOP("render", "branch point")),
+    "forced": (FORCED_GLYPH, QT_TRANSLATE_NOOP("render", "forced token")),
 }
 
 
@@ -330,7 +337,8 @@ def mark_legend(kinds=("divergence", "critical", "branch"), short: bool = False)
     keys = []
     for kind in kinds:
         glyph, words = MARK_WORDS[kind]
-        words = words.split(":")[0] if short else words
+        words = translate("render", words)
+        words = re.split("[:：]", words)[0] if short else words
         keys.append(f'<span style="color:{MARK_COLOURS[kind]};font-weight:bold">{glyph}</span>&nbsp;{words}')
     return keys
 
@@ -338,9 +346,10 @@ def mark_legend(kinds=("divergence", "critical", "branch"), short: bool = False)
 def replay_words(comparison) -> str:
     """A branch-not-taken replay against its original, in words (decoding.branch_not_taken's comparison)."""
     if comparison.first_difference is None:
-        return f"the same {comparison.shared_prefix} tokens after the swap"
-    return (f"{comparison.shared_prefix} same tokens after the swap, then apart; "
-            f"distance {comparison.distance:.2f} ({comparison.edit_distance} edits)")
+        return translate("render", "the same {count} tokens after the swap").format(count=comparison.shared_prefix)
+    apart = translate("render", "{count} same tokens after the swap, then apart; distance {distance} ({edits} edits)")
+    return apart.format(count=comparison.shared_prefix, distance=f"{comparison.distance:.2f}",
+                        edits=comparison.edit_distance)
 
 
 def lane_summary(lane, divergence: int | None, critical: int) -> tuple[str, str]:
@@ -353,8 +362,12 @@ def lane_summary(lane, divergence: int | None, critical: int) -> tuple[str, str]
     mean_h = sum(s.entropy for s in steps) / len(steps)
     ties = critical
     split = "—" if divergence is None else str(divergence)
-    text = f"{len(steps)} tok  p̄ {mean_p:.2f}  H̄ {mean_h:.2f}  {CRITICAL_GLYPH}{ties}  {DIVERGENCE_GLYPH}{split}"
-    tip = (f"{len(steps)} tokens ({lane.finish_reason or 'running'}); mean p(chosen) {mean_p:.3f}; mean entropy "
-           f"{mean_h:.3f} nats; {ties} critical points; first divergence from the reference "
-           f"lane: {'none' if divergence is None else f'step {divergence}'}")
+    tokens = translate("render", "{count} tok").format(count=len(steps))
+    text = f"{tokens}  p̄ {mean_p:.2f}  H̄ {mean_h:.2f}  {CRITICAL_GLYPH}{ties}  {DIVERGENCE_GLYPH}{split}"
+    where = (translate("render", "none") if divergence is None
+             else translate("render", "step {step}").format(step=divergence))
+    tip = translate("render", "{count} tokens ({reason}); mean p(chosen) {p}; mean entropy {entropy} nats; "
+                              "{critical} critical points; first divergence from the reference lane: {where}")
+    tip = tip.format(count=len(steps), reason=lane.finish_reason or translate("render", "running"), p=f"{mean_p:.3f}",
+                     entropy=f"{mean_h:.3f}", critical=ties, where=where)
     return text, tip

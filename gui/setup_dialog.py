@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gui.texts import translate
 from gui.worker import Worker
 
 # prepare_fn(progress=callback(stage, fraction, message), cancel=callable) -> model folder
@@ -48,7 +49,7 @@ class SetupDialog(QDialog):
         self._worker.failed.connect(self._on_failed)
         self.explanation = QLabel(explanation)
         self.explanation.setWordWrap(True)
-        self.stage = QLabel("starting…")
+        self.stage = QLabel(translate("setup_dialog", "starting…"))
         self.stage.setObjectName("setupStage")
         self.bar = QProgressBar()
         self.bar.setRange(0, 1000)
@@ -59,9 +60,9 @@ class SetupDialog(QDialog):
         self.failure.setStyleSheet("color:#c62828")
         self.failure.hide()
         self.buttons = QDialogButtonBox()
-        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button = QPushButton(translate("setup_dialog", "Cancel"))
         self.cancel_button.clicked.connect(self.cancel)
-        self.retry_button = QPushButton("Retry")
+        self.retry_button = QPushButton(translate("setup_dialog", "Retry"))
         self.retry_button.clicked.connect(self.start)
         self.retry_button.hide()
         self.buttons.addButton(self.retry_button, QDialogButtonBox.ButtonRole.ActionRole)
@@ -87,7 +88,7 @@ class SetupDialog(QDialog):
         self.error = None
         self.failure.hide()
         self.retry_button.hide()
-        self.cancel_button.setText("Cancel")
+        self.cancel_button.setText(translate("setup_dialog", "Cancel"))
         self.bar.setValue(0)
         prepare_fn = self._prepare_fn
 
@@ -100,7 +101,7 @@ class SetupDialog(QDialog):
     @Slot()
     def cancel(self) -> None:
         if self._worker.is_running():
-            self.stage.setText("cancelling…")
+            self.stage.setText(translate("setup_dialog", "cancelling…"))
             self.cancel_button.setEnabled(False)
             self._worker.cancel()
         else:
@@ -123,9 +124,11 @@ class SetupDialog(QDialog):
         self.error = message
         self.failure.setText(message)
         self.failure.show()
-        self.stage.setText("failed" if "cancelled" not in message else "cancelled")
+        self.stage.setText(translate("setup_dialog",
+                                     "failed") if "cancelled" not in message else translate("setup_dialog",
+                                                                                            "cancelled"))
         self.cancel_button.setEnabled(True)
-        self.cancel_button.setText("Close")
+        self.cancel_button.setText(translate("setup_dialog", "Close"))
         self.retry_button.show()
 
     def closeEvent(self, event: QCloseEvent) -> None:

@@ -9,6 +9,7 @@ from PySide6.QtWidgets import QLabel, QStatusBar
 
 from gui.redraw import RedrawScheduler
 from gui.run_model import JobKind, RunModel, Selection
+from gui.texts import translate
 
 MESSAGE_MS = 8000
 
@@ -30,17 +31,17 @@ class StatusBar(QStatusBar):
     def __init__(self, model: RunModel, scheduler: RedrawScheduler) -> None:
         super().__init__()
         self.model = model
-        self.model_label = QLabel("no model")
+        self.model_label = QLabel(translate("status", "no model"))
         self.model_label.setObjectName("statusModel")
         self.provider = QLabel("")
         self.provider.setObjectName("statusProvider")
-        self.provider.setToolTip("The ONNX Runtime execution provider really active for the model")
+        self.provider.setToolTip(translate("status", "The ONNX Runtime execution provider really active for the model"))
         self.step = QLabel("")
         self.step.setObjectName("statusStep")
-        self.step.setToolTip("Steps done of the longest lane's max_new_tokens")
+        self.step.setToolTip(translate("status", "Steps done of the longest lane's max_new_tokens"))
         self.speed = QLabel("")
         self.speed.setObjectName("statusSpeed")
-        self.speed.setToolTip("Generated tokens per second, all lanes and beams together")
+        self.speed.setToolTip(translate("status", "Generated tokens per second, all lanes and beams together"))
         self.selection = QLabel("")
         for label in (self.selection, self.step, self.speed, self.model_label, self.provider):
             self.addPermanentWidget(label)
@@ -55,7 +56,7 @@ class StatusBar(QStatusBar):
         scheduler.after_flush(self._show_progress)
 
     def _on_model_changed(self) -> None:
-        self.model_label.setText(f"model: {self.model.model_name}")
+        self.model_label.setText(translate("status", "model: {model_name}").format(model_name=self.model.model_name))
         label = provider_label(self.model.provider)
         self.provider.setText(label if label else self.model.provider)
 
@@ -65,9 +66,10 @@ class StatusBar(QStatusBar):
     def _on_run_started(self, job: JobKind) -> None:
         self._streaming_since = None  # set by the first streamed step: loading is not generating
         explaining = job is JobKind.EXPLAIN  # one call over a finished lane: no steps
-        self.step.setText("" if explaining else f"step 0/{self.model.run_limit}")
+        self.step.setText("" if explaining else translate("status",
+                                                          "step 0/{run_limit}").format(run_limit=self.model.run_limit))
         self.speed.setText("")
-        self.showMessage("explaining…" if explaining else "running…")
+        self.showMessage(translate("status", "explaining…") if explaining else translate("status", "running…"))
 
     def _on_step_added(self, _index: int, _record) -> None:
         if self._streaming_since is None:
@@ -86,9 +88,11 @@ class StatusBar(QStatusBar):
     def _on_run_finished(self) -> None:
         trace = self.model.trace
         limit = max(self.model.run_limit, self.model.max_steps())
-        self.step.setText(f"step {self.model.max_steps()}/{limit}")
+        self.step.setText(translate("status", "step {max_steps}/{limit}").format(max_steps=self.model.max_steps(),
+                                                                                 limit=limit))
         if trace is not None and trace.timing.tokens_per_s:
-            self.speed.setText(f"{trace.timing.tokens_per_s:.1f} tok/s")
+            self.speed.setText(translate("status",
+                                         "{tokens_per_s:.1f} tok/s").format(tokens_per_s=trace.timing.tokens_per_s))
         if trace is not None and trace.provider:
             self.provider.setText(provider_label(trace.provider))
 
@@ -99,4 +103,5 @@ class StatusBar(QStatusBar):
         lane = self.model.lanes[selection.lane]
         trace = lane.member_trace(selection.member)
         name = trace.name if selection.member else lane.name
-        self.selection.setText(f"{name} · step {selection.step} (of 0–{len(trace.steps) - 1})")
+        shown = translate("status", "{name} · step {step} (of 0–{last})")
+        self.selection.setText(shown.format(name=name, step=selection.step, last=len(trace.steps) - 1))

@@ -17,6 +17,7 @@ from gui import style
 from gui.chart_data import display_token
 from gui.export import Figure
 from gui.run_model import RunModel
+from gui.texts import translate
 
 TOKEN_LINES = 6  # tokens drawn in the distribution plot: the most likely ones over the sweep
 _TOKEN_COLOURS = ["#0072B2", "#009E73", "#CC79A7", "#56B4E9", "#8C564B", "#7F7F7F"]
@@ -70,17 +71,20 @@ class SweepView(QWidget):
     def _build_ui(self) -> None:
         self._title = QLabel()
         self._title.setWordWrap(True)
-        self._sweep_button = QPushButton("Sweep this step")
-        self._sweep_button.setToolTip("The model recomputes this step's logits once; the lane's own processors "
-                                      "then run at temperatures 0 to 2")
+        self._sweep_button = QPushButton(translate("sweep_view", "Sweep this step"))
+        self._sweep_button.setToolTip(translate("sweep_view", "The model recomputes this step's logits once; the "
+                                                              "lane's own processors "
+                                      "then run at temperatures 0 to 2"))
         self._sweep_button.clicked.connect(self._request_sweep)
-        self._fanout_button = QPushButton("Fan-outs over T")
-        self._fanout_button.setToolTip("Add lanes that run the selected sampled lane as 8 seeds at T 0.3, 0.7, 1.0 "
-                                       "and 1.5 (the same seeds): after the next run, diversity against temperature")
+        self._fanout_button = QPushButton(translate("sweep_view", "Fan-outs over T"))
+        self._fanout_button.setToolTip(translate("sweep_view", "Add lanes that run the selected sampled lane as 8 "
+                                                               "seeds at T 0.3, 0.7, 1.0 "
+                                       "and 1.5 (the same seeds): after the next run, diversity against temperature"))
         self._fanout_button.clicked.connect(self._request_fanouts)
         self._mode = QComboBox()
-        self._mode.addItems(["this step", "diversity"])
-        self._mode.setToolTip("The selected step's sweep, or the run's fan-outs at several temperatures")
+        self._mode.addItems([translate("sweep_view", "this step"), translate("sweep_view", "diversity")])
+        self._mode.setToolTip(translate("sweep_view", "The selected step's sweep, or the run's fan-outs at several "
+                                                      "temperatures"))
         self._mode.currentIndexChanged.connect(lambda _index: self.redraw())
         buttons = QHBoxLayout()
         buttons.addWidget(self._mode)
@@ -104,9 +108,9 @@ class SweepView(QWidget):
                 plot.getAxis(name).enableAutoSIPrefix(False)
                 plot.getAxis(name).setTickFont(style.ui_font(8.5))
         self._stats.setXLink(self._dist)
-        self._dist.setLabel("left", "p after processors")
-        self._stats.setLabel("bottom", "temperature")
-        self._stats.setLabel("left", "entropy (nats)")
+        self._dist.setLabel("left", translate("sweep_view", "p after processors"))
+        self._stats.setLabel("bottom", translate("sweep_view", "temperature"))
+        self._stats.setLabel("left", translate("sweep_view", "entropy (nats)"))
         self._kept = pg.ViewBox()  # kept-set size on its own axis, on the right
         self._stats.showAxis("right")
         self._stats.scene().addItem(self._kept)
@@ -114,8 +118,8 @@ class SweepView(QWidget):
         self._stats.getAxis("right").setLabel("kept set (tokens)", color="#D55E00")
         self._kept.setXLink(self._stats)
         self._stats.vb.sigResized.connect(lambda: self._kept.setGeometry(self._stats.vb.sceneBoundingRect()))
-        self._diversity.setLabel("bottom", "temperature")
-        self._diversity.setLabel("left", "distinct continuations · mean first split step")
+        self._diversity.setLabel("bottom", translate("sweep_view", "temperature"))
+        self._diversity.setLabel("left", translate("sweep_view", "distinct continuations · mean first split step"))
         self._diversity.addLegend(offset=(-4, -4), labelTextSize="8pt")  # bottom right: clear of the lines
         self._lines: list = []
         layout = QVBoxLayout(self)
@@ -148,10 +152,11 @@ class SweepView(QWidget):
         elif self._sweep is not None:
             self._draw_sweep(self._sweep, lane)
         elif selection is not None:
-            self._title.setText(f"{lane.name} · step {selection.step}: no sweep yet — “Sweep this step” computes "
-                                "it (the model recomputes this step once)")
+            self._title.setText(translate("sweep_view", "{name} · step {step}: no sweep yet — “Sweep this step” "
+                                                        "computes it (the model recomputes this step once)")
+                                                        .format(name=lane.name, step=selection.step))
         else:
-            self._title.setText("Select a step to see its distribution at other temperatures")
+            self._title.setText(translate("sweep_view", "Select a step to see its distribution at other temperatures"))
 
     def _add(self, plot, item) -> None:
         plot.addItem(item)
@@ -180,7 +185,8 @@ class SweepView(QWidget):
                                          pen=pg.mkPen(style.FOREGROUND, width=1, style=Qt.PenStyle.DotLine))
                 self._add(plot, marker)
         where = f" (the lane's own T {own:g}: dotted)" if own is not None else " (greedy / beam: T is not applied)"
-        self._title.setText(f"<b>{lane.name} · step {sweep.step}</b>: the distribution from T 0 (argmax) to 2{where}")
+        self._title.setText(translate("sweep_view", "<b>{name} · step {step}</b>: the distribution from T 0 (argmax) "
+                                                    "to 2{where}").format(name=lane.name, step=sweep.step, where=where))
         keys += ['<span style="color:#0072B2">━━</span>&nbsp;entropy',
                  '<span style="color:#D55E00">╍╍</span>&nbsp;kept set (right axis)']
         self._legend.setText("&nbsp;&nbsp; ".join(keys))
@@ -193,18 +199,23 @@ class SweepView(QWidget):
             size = Counter(p.members for p in points).most_common(1)[0][0]
             points = [p for p in points if p.members == size]
         if len({p.temperature for p in points}) < 2:
-            self._title.setText("Diversity against temperature: “Fan-outs over T” adds fan-outs of the selected "
-                                "sampled lane at T 0.3, 0.7, 1.0 and 1.5; run them, then look here")
+            self._title.setText(translate("sweep_view", "Diversity against temperature: “Fan-outs over T” adds "
+                                                        "fan-outs of the selected "
+                                "sampled lane at T 0.3, 0.7, 1.0 and 1.5; run them, then look here"))
             return False
-        self._title.setText(f"<b>{len(points)} fan-outs of {points[0].members} seeds</b>: how many distinct texts, and "
-                            "how soon the members part, at each temperature")
+        self._title.setText(translate("sweep_view", "<b>{len} fan-outs of {members} seeds</b>: how many distinct "
+                                                    "texts, and how soon the members part, at each temperature")
+                                                    .format(len=len(points), members=points[0].members))
         temperatures = [p.temperature for p in points]
         self._add(self._diversity, pg.PlotDataItem(temperatures, [p.distinct_continuations for p in points],
                                                    pen=pg.mkPen("#009E73", width=2), symbol="o",
-                                                   symbolBrush="#009E73", name="distinct continuations"))
+                                                   symbolBrush="#009E73", name=translate("sweep_view",
+                                                                                         "distinct continuations")))
         first = [p.mean_first_split_step if p.mean_first_split_step is not None else float("nan") for p in points]
         self._add(self._diversity, pg.PlotDataItem(temperatures, first, pen=pg.mkPen("#CC79A7", width=2),
-                                                   symbol="s", symbolBrush="#CC79A7", name="mean first split step",
+                                                   symbol="s", symbolBrush="#CC79A7", name=translate("sweep_view",
+                                                                                                     "mean first split "
+                                                                                                     "step"),
                                                    connect="finite"))
         return True
 

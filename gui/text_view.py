@@ -45,6 +45,7 @@ from gui.render import (
 )
 from gui.run_model import RunModel, Selection, running_beam_pieces
 from gui.style import lane_color_hex
+from gui.texts import translate
 
 MIN_COLUMN_WIDTH = 170
 
@@ -67,10 +68,13 @@ def legend_html(critical: CriticalSettings | None = None) -> str:
                     for p in (0.0, 0.25, 0.5, 0.75, 1.0))
     keys = mark_legend(("divergence", "critical", "branch", "forced"), short=True)
     if critical is not None:
-        keys[1] += (f" <span style='color:{colours.current().faint}'>(draw within {critical.draw_distance:g} of p ≥ "
-                    f"{critical.min_prob:g}; p₂/p₁ ≥ {critical.ratio:g})</span>")
-    return (f"p(token) {scale} &nbsp; " + " &nbsp; ".join(keys)
-            + " &nbsp; <b>·</b>&nbsp;space &nbsp; <b>↵</b>&nbsp;newline")
+        thresholds = translate("text_view", "(draw within {distance:g} of p ≥ {prob:g}; p₂/p₁ ≥ {ratio:g})")
+        keys[1] += (f" <span style='color:{colours.current().faint}'>"
+                    + thresholds.format(distance=critical.draw_distance, prob=critical.min_prob, ratio=critical.ratio)
+                    + "</span>")
+    space, newline = translate("text_view", "space"), translate("text_view", "newline")
+    return (translate("text_view", "p(token)") + f" {scale} &nbsp; " + " &nbsp; ".join(keys)
+            + f" &nbsp; <b>·</b>&nbsp;{space} &nbsp; <b>↵</b>&nbsp;{newline}")
 
 
 def legend_tip() -> str:
@@ -156,15 +160,15 @@ class TokenBrowser(QTextBrowser):
         record = self._panel.model.step_record(*target) if target else None
         menu = self.alternatives_menu(target[0], record) if record is not None else QMenu(self)
         menu.addSeparator()
-        _add(menu, "Copy", self, self.copy).setEnabled(self.textCursor().hasSelection())
-        _add(menu, "Select all", self, self.selectAll)
+        _add(menu, translate("text_view", "Copy"), self, self.copy).setEnabled(self.textCursor().hasSelection())
+        _add(menu, translate("text_view", "Select all"), self, self.selectAll)
         menu.exec(event.globalPos())
 
     def alternatives_menu(self, lane: int, record: StepRecord) -> QMenu:
         menu = QMenu(self)
         panel = self._panel
-        branch_menu = menu.addMenu("Branch from here with…")
-        force_menu = menu.addMenu("Force for all lanes…")
+        branch_menu = menu.addMenu(translate("text_view", "Branch from here with…"))
+        force_menu = menu.addMenu(translate("text_view", "Force for all lanes…"))
         for token in record.top[:10]:
             share = panel.character_of(lane, record.step) if token.id == record.token_id else None
             label = f"{piece_label(token.text, share, panel.pending_of(lane, record.step))}    " \
@@ -180,7 +184,8 @@ class TokenBrowser(QTextBrowser):
             label = ("▲ Replay the branch not taken" if critical else "Replay with the runner-up") + \
                 f": “{piece_label(token.text, None, panel.pending_of(lane, record.step))}” ({format_prob(token.prob)})"
             _add(menu, label, self, lambda _checked=False: panel.request_replay(lane, record.step))
-        _add(menu, "Explain this lane: attention, logit lens", self, lambda _checked=False: panel.request_explain(lane))
+        _add(menu, translate("text_view", "Explain this lane: attention, logit lens"), self,
+             lambda _checked=False: panel.request_explain(lane))
         return menu
 
 
@@ -208,9 +213,9 @@ class LaneColumn(QFrame):
         self.summary.setWordWrap(True)
         self.summary.setStyleSheet(f"color:{colours.current().muted};font-size:8pt")
         self.beams_button = QToolButton()
-        self.beams_button.setText("all beams")
+        self.beams_button.setText(translate("text_view", "all beams"))
         self.beams_button.setCheckable(True)
-        self.beams_button.setToolTip("Show every returned beam hypothesis under the best one")
+        self.beams_button.setToolTip(translate("text_view", "Show every returned beam hypothesis under the best one"))
         self.beams_button.toggled.connect(lambda _on: panel.refresh_lane(self.index))
         self.browser = TokenBrowser(panel, index)
         self._header: tuple | None = None
@@ -238,7 +243,8 @@ class LaneColumn(QFrame):
         lane = model.lanes[self.index]
         swatch = f'<span style="color:{lane_color_hex(lane.colour)}">■</span>'
         palette = colours.current()
-        role = f" <span style='color:{palette.faint}'>(reference)</span>" if self.index == model.reference else ""
+        reference = translate("text_view", "(reference)")
+        role = f" <span style='color:{palette.faint}'>{reference}</span>" if self.index == model.reference else ""
         stale = f" <span style='color:{palette.warning}'>· edited: Run to update</span>" if lane.stale else ""
         self.title.setToolTip(", ".join(f"{k}={v}" for k, v in lane.spec.to_config().items()))
         fanout = ""
@@ -249,9 +255,11 @@ class LaneColumn(QFrame):
                            f"<span style='color:{palette.muted}'>{describe(lane.spec, seed=False)}</span>"
                            f"{fanout}{stale}")
         several_beams = bool(lane.trace.sequences and len(lane.trace.sequences) > 1)
-        self.beams_button.setText("all members" if lane.members else "all beams")
-        self.beams_button.setToolTip("Show every member's text under member #0's" if lane.members else
-                                     "Show every returned beam hypothesis under the best one")
+        self.beams_button.setText(translate("text_view", "all members") if lane.members else translate("text_view",
+                                                                                                       "all beams"))
+        self.beams_button.setToolTip(translate("text_view",
+                                               "Show every member's text under member #0's") if lane.members else
+                                     translate("text_view", "Show every returned beam hypothesis under the best one"))
         self.beams_button.setVisible(several_beams or bool(lane.members))
 
     def show_summary(self, text: str, tip: str) -> None:
@@ -324,8 +332,8 @@ class TextPanel(QWidget):
         self.legend.setWordWrap(True)
         self.legend.setStyleSheet(f"color:{colours.current().muted}")
         self.thresholds = QToolButton()
-        self.thresholds.setText("▲ thresholds…")
-        self.thresholds.setToolTip("What makes a step a critical point")
+        self.thresholds.setText(translate("text_view", "▲ thresholds…"))
+        self.thresholds.setToolTip(translate("text_view", "What makes a step a critical point"))
         self.thresholds.clicked.connect(self._edit_thresholds)
         top = QHBoxLayout()
         top.addWidget(self.legend, 1)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 import pyqtgraph as pg
+import shiboken6
 from PySide6 import QtGui
 from PySide6.QtCore import QObject, Qt, Signal, Slot
 from PySide6.QtGui import QBrush, QColor, QGuiApplication, QPalette, QPen
@@ -70,10 +71,23 @@ class Theme(QObject):
         super().__init__(parent)
         app = QApplication.instance()
         self.mode = "system"
+        self._windows: list[QWidget] = []  # what follows the scheme at once (watch)
         self._system_style = app.style().name()
         self._system_palette = QPalette(app.palette())
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._on_system_scheme)
         self._publish()
+
+    def watch(self, window: QWidget) -> None:
+        """Recolour this window's drawing now (it was built light: gui.colours.built_light) and whenever the
+        scheme changes, until it is deleted."""
+        self._windows.append(window)
+        window.destroyed.connect(self._forget)
+        if colours.current().dark:
+            recolour(window)
+
+    @Slot(QObject)
+    def _forget(self, _window: QObject) -> None:
+        self._windows = [w for w in self._windows if shiboken6.isValid(w)]
 
     def is_dark(self) -> bool:
         return palette_is_dark(QApplication.instance().palette())
@@ -102,8 +116,9 @@ class Theme(QObject):
     def _publish(self) -> None:
         wanted = colours.DARK if self.is_dark() else colours.LIGHT
         if wanted is not colours.current():
-            for window in QApplication.topLevelWidgets():
-                recolour(window)
+            for window in self._windows:
+                if shiboken6.isValid(window):
+                    recolour(window)
             colours.set_current(wanted)
         self.changed.emit()
 

@@ -18,11 +18,12 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QToolButton, QVBox
 
 from decoding.trace import StepRecord
 from gui import colours, style
-from gui.chart_data import TIMELINE_METRICS, display_token, metric_values
+from gui.chart_data import TIMELINE_METRICS, display_token, metric_label, metric_values
 from gui.export import Figure
 from gui.redraw import RedrawScheduler
 from gui.render import MARK_COLOURS, mark_legend
 from gui.run_model import RunModel, Selection
+from gui.texts import translate
 
 _BOUNDED = {"prob", "prob_raw", "margin", "margin_raw"}  # metrics that live in [0, 1]
 
@@ -257,19 +258,20 @@ class Timeline(QWidget):
         keys = [f'<span style="color:{style.lane_color_hex(lane.colour)}">━━</span>&nbsp;{html.escape(lane.name)}'
                 for lane in self.model.lanes if lane.trace.steps and not lane.hidden]
         keys += mark_legend(short=True)
-        return Figure(f"{TIMELINE_METRICS[self._metric]} per step", "&nbsp;&nbsp; ".join(keys),
-                      self._view.scene(), self._plot.sceneBoundingRect())
+        title = translate("timeline", "{metric} per step").format(metric=metric_label(self._metric))
+        return Figure(title, "&nbsp;&nbsp; ".join(keys), self._view.scene(), self._plot.sceneBoundingRect())
 
     # ---- construction ------------------------------------------------------------------------------------
     def _build_ui(self) -> None:
         self._combo = QComboBox()
-        self._combo.addItems(list(TIMELINE_METRICS.values()))
+        self._combo.addItems([metric_label(metric) for metric in TIMELINE_METRICS])
         self._combo.currentIndexChanged.connect(self._on_metric_changed)
-        self._hover = QLabel("click a point to select its step · ←/→ move through steps")
+        self._hover = QLabel(translate("timeline", "click a point to select its step · ←/→ move through steps"))
         self._hover.setStyleSheet(f"color: {colours.current().muted}")
         self._zoom_reset = QToolButton()
-        self._zoom_reset.setText("all steps")
-        self._zoom_reset.setToolTip("Show every step (the mouse wheel zooms the step axis, dragging pans it)")
+        self._zoom_reset.setText(translate("timeline", "all steps"))
+        self._zoom_reset.setToolTip(translate("timeline", "Show every step (the mouse wheel zooms the step axis, "
+                                                          "dragging pans it)"))
         self._zoom_reset.clicked.connect(self.reset_zoom)
         header = QHBoxLayout()
         header.addWidget(self._combo)
@@ -278,7 +280,7 @@ class Timeline(QWidget):
         self._legend = QLabel()
         self._legend.setWordWrap(True)
         self._legend.setFont(style.ui_font(8.5))
-        self._legend.setToolTip("Click a lane to hide or show its line")
+        self._legend.setToolTip(translate("timeline", "Click a lane to hide or show its line"))
         self._legend.linkActivated.connect(self._on_legend_link)
 
         self._view = style.make_plot_widget()
@@ -286,7 +288,7 @@ class Timeline(QWidget):
         self._plot = self._view.getPlotItem()
         self._plot.setMouseEnabled(x=True, y=False)
         # No grid: pyqtgraph paints it into the axes at every repaint, most of the cost of a streamed step.
-        self._plot.setLabel("bottom", "step")
+        self._plot.setLabel("bottom", translate("timeline", "step"))
         self._create_items()
         self._apply_metric_axis()
         self._view.scene().sigMouseClicked.connect(self._on_click)
@@ -353,7 +355,7 @@ class Timeline(QWidget):
         self._show_hover()
 
     def _apply_metric_axis(self) -> None:
-        self._plot.setLabel("left", TIMELINE_METRICS[self._metric])
+        self._plot.setLabel("left", metric_label(self._metric))
         if self._metric in _BOUNDED:
             self._plot.setYRange(0, 1, padding=0.04)
         else:
@@ -408,15 +410,15 @@ class Timeline(QWidget):
         """The hovered point's readout, in the current metric."""
         hit = self._hovered
         if hit is None or not 0 <= hit[0] < len(self._series) or hit[1] >= len(self._series[hit[0]].records):
-            self._hover.setText("click a point to select its step · ←/→ move through steps")
+            self._hover.setText(translate("timeline", "click a point to select its step · ←/→ move through steps"))
             return
         lane, step = hit
         record = self._series[lane].records[step]
         value = self._series[lane].values[step]
-        self._hover.setText(
-            f"{self.model.lanes[lane].name} · step {step} · “{display_token(record.token_text, 20)}” · "
-            f"{TIMELINE_METRICS[self._metric]} = {value:.4f}"
-        )
+        hover = translate("timeline", "{name} · step {step} · “{token}” · {metric} = {value:.4f}")
+        self._hover.setText(hover.format(name=self.model.lanes[lane].name, step=step,
+                                         token=display_token(record.token_text, 20),
+                                         metric=metric_label(self._metric), value=value))
 
     def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 (Qt override)
         moves = {Qt.Key.Key_Left: -1, Qt.Key.Key_Right: 1}

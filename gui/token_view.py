@@ -27,6 +27,7 @@ from gui import style
 from gui.export import Figure
 from gui.inside_data import TokenChip, TokenLine, prompt_pieces, token_chips
 from gui.run_model import RunModel
+from gui.texts import translate
 
 MARGIN = 8
 GAP = 3
@@ -61,10 +62,13 @@ class TokenView(QWidget):
         self._view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self._view.mousePressEvent = self._on_press
         self._legend = QLabel(
-            f'<span style="background:{SPECIAL_BACKGROUND}">&nbsp;special&nbsp;</span> a special token (chat '
-            f'template, end of text) · <span style="background:{BYTE_BACKGROUND}">&nbsp;‹e8 99›&nbsp;</span> bytes '
-            "of a character spread over several tokens, the character under its tokens · the number under a token "
-            "is its id · “·” is a space, “↵” a newline · click a lane's token to select its step")
+            translate("token_view", "<span style=\"background:{SPECIAL_BACKGROUND}\">&nbsp;special&nbsp;</span> a "
+                                    "special token (chat template, end of text) · <span "
+                                    "style=\"background:{BYTE_BACKGROUND}\">&nbsp;‹e8 99›&nbsp;</span> bytes of a "
+                                    "character spread over several tokens, the character under its tokens · the number "
+                                    "under a token is its id · “·” is a space, “↵” a newline · click a lane's token to "
+                                    "select its step").format(SPECIAL_BACKGROUND=SPECIAL_BACKGROUND,
+                                                              BYTE_BACKGROUND=BYTE_BACKGROUND))
         self._legend.setFont(style.ui_font(8.5))
         self._legend.setWordWrap(True)
         layout = QVBoxLayout(self)
@@ -117,7 +121,7 @@ class TokenView(QWidget):
     def _collect(self) -> list[TokenLine]:
         trace = self.model.trace
         if trace is None:
-            self._summary.setText("Run or open a run to see its tokens.")
+            self._summary.setText(translate("token_view", "Run or open a run to see its tokens."))
             self._title = ""
             return []
         tokenizer, positions = self.model_files()
@@ -133,20 +137,27 @@ class TokenView(QWidget):
                 chips = token_chips([s.token_id for s in steps], [s.token_text for s in steps], special)
                 lines.append(TokenLine(f"{lane.name} · {len(steps)} tokens", chips, index))
         self._summary.setText(self._summary_text(lines, positions, pieces is None))
-        self._title = f"the prompt and every lane as tokens · {trace.model.name}"
+        self._title = translate("token_view", "the prompt and every lane as tokens · {model}").format(
+            model=trace.model.name)
         return lines
 
     def _summary_text(self, lines: list[TokenLine], positions: int | None, no_pieces: bool) -> str:
         prompt = len(lines[0].chips)
         special = sum(chip.special for chip in lines[0].chips)
         longest = prompt + max((len(line.chips) for line in lines[1:]), default=0)
-        limit = (f"the model's context limit: {positions} positions" if positions else
-                 "the model's context limit is unknown here (its model is not prepared here)")
-        parts = [f"<b>prompt {prompt} tokens</b> ({special} special)",
-                 f"longest sequence {longest} tokens" + (f" = {longest / positions:.1%} of the limit" if positions
-                                                         else ""), limit]
+        limit = (translate("token_view", "the model's context limit: {positions} positions").format(
+                     positions=positions) if positions else
+                 translate("token_view", "the model's context limit is unknown here (its model is not prepared "
+                                         "here)"))
+        longest_text = translate("token_view", "longest sequence {count} tokens").format(count=longest)
+        if positions:
+            share = f"{longest / positions:.1%}"
+            longest_text += translate("token_view", " = {share} of the limit").format(share=share)
+        parts = [translate("token_view", "<b>prompt {count} tokens</b> ({special} special)").format(
+                     count=prompt, special=special), longest_text, limit]
         if no_pieces:
-            parts.append("the prompt's pieces need its model or an explanation saved with the run: ids only")
+            parts.append(translate("token_view", "the prompt's pieces need its model or an explanation saved with "
+                                                 "the run: ids only"))
         return " · ".join(parts)
 
     # ---- drawing -----------------------------------------------------------------------------------------
@@ -221,7 +232,8 @@ class TokenView(QWidget):
             caption.setFont(style.ui_font(10))
             caption.setPos((left + right) / 2 - QFontMetricsF(caption.font()).horizontalAdvance(character.text) / 2,
                            y + 2)
-            caption.setToolTip(f"{character.text}: {character.total} bytes over {len(group)} tokens")
+            tip = translate("token_view", "{text}: {total} bytes over {count} tokens")
+            caption.setToolTip(tip.format(text=character.text, total=character.total, count=len(group)))
             self._scene.addItem(caption)
             self._caption_items.append(caption)
 

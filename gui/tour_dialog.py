@@ -16,13 +16,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gui.texts import translate
 from gui.tour import STOPS, TourStop
 
 
 class TourDialog(QDialog):
     def __init__(self, open_stop, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setWindowTitle("Tour — 导览")
+        self.setWindowTitle(translate("tour_dialog", "Tour — 导览"))
         self.resize(760, 420)
         self._open_stop = open_stop
         self.stops = QListWidget()
@@ -50,10 +51,12 @@ class TourDialog(QDialog):
     def _show(self, row: int) -> None:
         stop: TourStop = STOPS[row]
         lanes = ", ".join(f"{lane.spec.name}{f' ×{lane.fanout}' if lane.fanout > 1 else ''}" for lane in stop.lanes)
-        self.text.setText(
-            f"<h3>{html.escape(stop.title_en)}<br>{html.escape(stop.title_zh)}</h3>"
-            f"<p><b>Prompt</b> “{html.escape(stop.prompt)}”{' (chat)' if stop.chat else ''} · <b>lanes</b> "
-            f"{html.escape(lanes)}</p><p>{html.escape(stop.text_en)}</p><p>{html.escape(stop.text_zh)}</p>")
+        chat = translate("tour_dialog", " (chat)") if stop.chat else ""
+        text = translate("tour_dialog", "<h3>{title_en}<br>{title_zh}</h3><p><b>Prompt</b> “{prompt}”{chat} · "
+                                        "<b>lanes</b> {lanes}</p><p>{text_en}</p><p>{text_zh}</p>")
+        self.text.setText(text.format(title_en=html.escape(stop.title_en), title_zh=html.escape(stop.title_zh),
+                                      prompt=html.escape(stop.prompt), chat=chat, lanes=html.escape(lanes),
+                                      text_en=html.escape(stop.text_en), text_zh=html.escape(stop.text_zh)))
 
     def accept(self) -> None:
         row = self.stops.currentRow()

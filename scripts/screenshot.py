@@ -3,6 +3,8 @@
     python scripts/screenshot.py --out docs/screenshot.png
     python scripts/screenshot.py --prompt "我虽然很累，但还是决定" --out docs/screenshot-zh.png
     python scripts/screenshot.py --tour delayed_release --charts 950x560 --out docs/inside-attention.png
+    python scripts/screenshot.py --lang zh_CN --theme dark --prompt "我虽然很累，但还是决定" \
+        --out docs/screenshot-zh-dark.png
 
 Uses the prepared default model (or --model). Not a test: it only draws.
 """
@@ -32,6 +34,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--tab", help="then show this chart tab (its title, e.g. Tokens)")
     parser.add_argument("--charts", default="", help="WxH in px to give the charts, as a user drags the splitters "
                                                      "(the inspector and the text get the rest)")
+    parser.add_argument("--lang", default="en", choices=("en", "zh_CN"), help="interface language")
+    parser.add_argument("--theme", default="light", choices=("light", "dark"), help="palette")
     parser.add_argument("--out", type=Path, default=Path("docs/screenshot.png"))
     return parser.parse_args()
 
@@ -48,15 +52,26 @@ def main() -> int:
     args = parse_args()
     from gui.app import make_application
     from gui.main_window import MainWindow
+    from gui.texts import translate
     from models.catalog import resolve
 
     app = make_application([])
+    from gui import i18n
+
+    problem = i18n.install(app, args.lang)
+    if problem:
+        print(problem, file=sys.stderr)
+        return 1
+    from gui.theme import app_theme
+
+    app_theme().set_mode(args.theme)  # before the window, as a saved theme is at start
     window = MainWindow(resolve(args.model))
     width, height = (int(v) for v in args.size.split("x"))
     window.resize(width, height)
     window.show()
     groups = (window.step_views, window.charts)  # bottom row: the step's views | the run's charts
-    group = next((g for g in groups if args.tab in [g.tabText(i) for i in range(g.count())]), window.charts)
+    tab = translate("main_window", args.tab) if args.tab else None  # the title as the interface language says it
+    group = next((g for g in groups if tab in [g.tabText(i) for i in range(g.count())]), window.charts)
     if args.charts:  # the tab's group gets this size
         charts_width, charts_height = (int(v) for v in args.charts.split("x"))
         bottom = window.charts.parentWidget()
@@ -84,7 +99,7 @@ def main() -> int:
         print(f"run failed: {notice.text}", file=sys.stderr)
     if args.tab:
         titles = [group.tabText(i) for i in range(group.count())]
-        group.setCurrentIndex(titles.index(args.tab))
+        group.setCurrentIndex(titles.index(tab))
     for _ in range(10):
         app.processEvents()
         time.sleep(0.02)

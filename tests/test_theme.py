@@ -46,6 +46,8 @@ def window(qtbot, tmp_path):
     yield window
     window.theme.set_mode("system")
     window.shutdown()
+    window.deleteLater()
+    qtbot.wait(10)
     gc.collect()
 
 
@@ -100,6 +102,7 @@ def test_the_dark_palette_darkens_every_chart_and_light_brings_it_back(qtbot, wi
     later = make_plot_widget()  # a chart made now takes the palette in effect
     assert later.backgroundBrush().color().name() == colours.DARK.background
     later.deleteLater()
+    qtbot.wait(10)
     window.menus.theme_actions["light"].trigger()
     qtbot.wait(20)
     assert [drawn_background(view).name() for view in views] == before
