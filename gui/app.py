@@ -148,8 +148,8 @@ def run_app(argv: list[str]) -> int:
         window.model.show_notice(language_notice, level="info", cause="language")
     if model is None:
         window.model.show_notice(translate("app", "No model is prepared: pick “Add local folder…” in the Model list, "
-                                                  "or restart "
-                                 "to prepare the default model. Saved runs can still be opened (Ctrl+O)."))
+                                                  "or restart to prepare the default model. Saved runs can still be "
+                                                  "opened (Ctrl+O)."))
     if args.gui_open:
         window.open(Path(args.gui_open))
     window.show()

@@ -196,14 +196,13 @@ class AttentionView(QWidget):
         self._mode_combo = QComboBox()
         self._mode_combo.addItems([translate("attention_view", text) for text in MODES.values()])
         self._mode_combo.setToolTip(translate("attention_view", "Where the token looks (its attention over every "
-                                                                "earlier token), or who looks "
-                                    "at it (every later token's attention to it)"))
+                                                                "earlier token), or who looks at it (every later "
+                                                                "token's attention to it)"))
         self._mode_combo.currentIndexChanged.connect(self._on_mode)
         self._token_combo = QComboBox()
         self._token_combo.setMinimumContentsLength(16)
         self._token_combo.setToolTip(translate("attention_view", "The token the heatmap is about (prompt tokens too); "
-                                                                 "selecting a step in the "
-                                     "text picks its token"))
+                                                                 "selecting a step in the text picks its token"))
         self._token_combo.currentIndexChanged.connect(self._on_token)
         self._heads_combo = QComboBox()
         self._heads_combo.setToolTip(translate("attention_view", "Average the heads, show each layer's strongest head, "
@@ -211,8 +210,8 @@ class AttentionView(QWidget):
         self._heads_combo.currentIndexChanged.connect(self._on_heads)
         self._drop_box = QCheckBox(translate("attention_view", "leave out position 0"))
         self._drop_box.setToolTip(translate("attention_view", "Position 0 takes most of many heads' attention (an "
-                                                              "attention sink): blank it "
-                                  "and rescale the rest of each row to sum to 1"))
+                                                              "attention sink): blank it and rescale the rest of each "
+                                                              "row to sum to 1"))
         self._drop_box.toggled.connect(self._on_drop)
         controls = QHBoxLayout()
         for widget in (self._mode_combo, QLabel(translate("attention_view", "token")), self._token_combo,

@@ -92,8 +92,8 @@ class InsideHeader(QWidget):
         self.explain_button = QPushButton(translate("inside_widgets", "Explain this lane"))
         self.explain_button.setObjectName("explainLane")
         self.explain_button.setToolTip(translate("inside_widgets", "Run the lane's tokens through the model's "
-                                                                   "inspection model once: every "
-                                       "layer's attention per head and the logit lens (stored with the run)"))
+                                                                   "inspection model once: every layer's attention "
+                                                                   "per head and the logit lens (stored with the run)"))
         self.explain_button.clicked.connect(self._on_explain)
         self.on_explain: Callable[[int], None] | None = None  # the window's: explain lane i
         self._lane: int | None = None

@@ -191,8 +191,8 @@ class StepInspector(QWidget):
         self._replay = QToolButton()
         self._replay.setText(translate("inspector", "↺ runner-up"))
         self._replay.setToolTip(translate("inspector", "A new lane that takes this step's runner-up instead and "
-                                                       "continues with the same "
-                                "strategy and draws: how far does the other branch go?"))
+                                                       "continues with the same strategy and draws: how far does the "
+                                                       "other branch go?"))
         self._replay.clicked.connect(lambda: self.replayRequested.emit(self._lane_index, self._step.step))
         self._replay.setEnabled(False)
         self._controls = QHBoxLayout()  # on the picked row's line: the title and legend keep the whole width

@@ -130,8 +130,8 @@ class LensView(QWidget):
         self._combo = QComboBox()
         self._combo.setMinimumContentsLength(16)
         self._combo.setToolTip(translate("lens_view", "The position whose next token the lens reads; selecting a step "
-                                                      "in the text picks "
-                               "the position before it (where that token was predicted)"))
+                                                      "in the text picks the position before it (where that token was "
+                                                      "predicted)"))
         self._combo.currentIndexChanged.connect(self._on_position)
         controls = QHBoxLayout()
         controls.addWidget(QLabel(translate("lens_view", "what follows")))

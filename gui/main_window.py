@@ -207,16 +207,15 @@ class MainWindow(QMainWindow):
         self.explain_action = self._action(bar, translate("main_window", "Explain lane"), None,
                                            self.explain_selected_lane,
                                            translate("main_window", "Inside the model for the selected lane: every "
-                                                                    "layer's attention per "
-                                           "head and the logit lens (Attention and Logit lens tabs)"))
+                                                                    "layer's attention per head and the logit lens "
+                                                                    "(Attention and Logit lens tabs)"))
         bar.addSeparator()
         self.tour_action = self._action(bar, translate("main_window", "Tour"), None, self.show_tour,
                                         translate("main_window", "A guided tour: one preset per phenomenon, explained "
                                                                  "in English and Chinese"))
         self.export_action = self._action(bar, translate("main_window", "Export images…"), None, self.export_dialog,
                                           translate("main_window", "Export the prompt and texts, each chart (PNG and "
-                                                                   "SVG) and a report "
-                                          "image of the whole run"))
+                                                                   "SVG) and a report image of the whole run"))
         self.run_action = self._hidden_action(["Ctrl+Return", "Ctrl+Enter"], self.run)
         self.stop_action = self._hidden_action(["Esc"], self.stop)
 
@@ -271,9 +270,8 @@ class MainWindow(QMainWindow):
 
     def _on_model_changed(self) -> None:
         name = self.controller.holder.name if self.controller.holder else self.model.model_name
-        self.setWindowTitle(translate("main_window",
-                                      "Branchpoint — {name}").format(name=name) if name else translate("main_window",
-                                                                                                       "Branchpoint"))
+        self.setWindowTitle(translate("main_window", "Branchpoint — {name}").format(name=name) if name
+                            else translate("main_window", "Branchpoint"))
 
     @Slot()
     def _on_prompt_edited(self) -> None:

@@ -48,6 +48,7 @@ class Menus(QObject):
         super().__init__(window)
         self.window = window
         self.language = "system"  # the View → Language choice (applies at the next start)
+        self._choice_menus: dict[QMenu, tuple] = {}  # radio menus: (actions by value, get, choose)
         bar = window.menuBar()
         bar.setObjectName("menuBar")
         self.file = bar.addMenu(self.tr("&File"))
@@ -76,9 +77,9 @@ class Menus(QObject):
         self.ask_action = self._add(menu, self.tr("Ask to save before a new run"), self._on_ask_toggled,
                                     tip=self.tr("Before a new run replaces a run that has not been saved, ask "
                                                 "whether to save it"), checkable=True)
-        menu.aboutToShow.connect(lambda: self.ask_action.setChecked(window.unsaved.ask_before_run))
+        menu.aboutToShow.connect(self._sync_ask)
         menu.addSeparator()
-        self.quit_action = self._add(menu, self.tr("&Quit"), window.close, QKeySequence("Ctrl+Q"))
+        self.quit_action = self._add(menu, self.tr("&Quit"), self.quit, QKeySequence("Ctrl+Q"))
 
     def _run_menu(self) -> None:
         window, menu = self.window, self.run
@@ -123,8 +124,8 @@ class Menus(QObject):
         self.language_actions = self._choices(self.language_menu, language_names(), LANGUAGES,
                                               lambda: self.language, self._set_language)
         menu.addSeparator()
-        self.previous_lane_action = self._lane_key(menu, self.tr("&Previous lane"), "Up", -1)
-        self.next_lane_action = self._lane_key(menu, self.tr("&Next lane"), "Down", 1)
+        self.previous_lane_action = self._lane_key(menu, self.tr("&Previous lane"), "Up", self.select_previous_lane)
+        self.next_lane_action = self._lane_key(menu, self.tr("&Next lane"), "Down", self.select_next_lane)
         menu.addSeparator()
         self.full_screen_action = self._add(menu, self.tr("&Full screen"), self._toggle_full_screen,
                                             QKeySequence.StandardKey.FullScreen, checkable=True)
@@ -143,6 +144,9 @@ class Menus(QObject):
 
     # -------------------------------------------------------------------------------------------- helpers
 
+    # Slots connected here are bound methods of QObjects, or lambdas that hold no window: a lambda connected to a
+    # signal is held by Qt, and one holding the window would keep it (and its charts) alive after it closed.
+
     def _add(self, menu: QMenu, text: str, slot: Callable, shortcut=None, tip: str = "",
              checkable: bool = False) -> QAction:
         action = QAction(text, self.window)
@@ -152,7 +156,7 @@ class Menus(QObject):
             action.setToolTip(tip)
             action.setStatusTip(tip)
         action.setCheckable(checkable)
-        action.triggered.connect(lambda _checked=False: slot())
+        action.triggered.connect(slot)
         menu.addAction(action)
         return action
 
@@ -161,7 +165,7 @@ class Menus(QObject):
         method = getattr(self.window, command, None)
         action = QAction(text, self.window)
         if callable(method):
-            action.triggered.connect(lambda _checked=False: method())
+            action.triggered.connect(method)
         else:
             action.setEnabled(False)
             action.setToolTip(translate("Menus", "coming with the forks views"))
@@ -178,16 +182,31 @@ class Menus(QObject):
         for value in values:
             action = QAction(names[value], menu, checkable=True)
             action.setData(value)
-            action.triggered.connect(lambda _checked=False, v=value: choose(v))
             group.addAction(action)
             menu.addAction(action)
             actions[value] = action
-        menu.aboutToShow.connect(lambda: actions[get()].setChecked(True))
+        self._choice_menus[menu] = (actions, get, choose)
+        group.triggered.connect(self._on_choice)
+        menu.aboutToShow.connect(self._sync_choices)
         return actions
 
-    def _lane_key(self, menu: QMenu, text: str, key: str, delta: int) -> QAction:
+    @Slot(QAction)
+    def _on_choice(self, action: QAction) -> None:
+        _actions, _get, choose = self._choice_menus[action.parent()]
+        choose(action.data())
+
+    @Slot()
+    def _sync_choices(self) -> None:
+        for actions, get, _choose in self._choice_menus.values():
+            actions[get()].setChecked(True)
+
+    @Slot()
+    def _sync_ask(self) -> None:
+        self.ask_action.setChecked(self.window.unsaved.ask_before_run)
+
+    def _lane_key(self, menu: QMenu, text: str, key: str, slot: Callable) -> QAction:
         """Up / Down: only while the text columns or the timeline have the focus."""
-        action = self._add(menu, text, lambda: self.select_neighbour_lane(delta), QKeySequence(key))
+        action = self._add(menu, text, slot, QKeySequence(key))
         action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
         self.window.text.addAction(action)
         self.window.timeline.addAction(action)
@@ -207,6 +226,18 @@ class Menus(QObject):
             self.window.settings.set("view/language", language)
         self.window.model.show_notice(self.tr("The language changes the next time Branchpoint starts."),
                                       level="info", cause="language")
+
+    @Slot()
+    def quit(self) -> None:
+        self.window.close()
+
+    @Slot()
+    def select_previous_lane(self) -> None:
+        self.select_neighbour_lane(-1)
+
+    @Slot()
+    def select_next_lane(self) -> None:
+        self.select_neighbour_lane(1)
 
     def select_neighbour_lane(self, delta: int) -> None:
         """The lane above (-1) or below (+1) the selected one, at the same step (its last if it is shorter);

@@ -66,8 +66,8 @@ class PromptPanel(QWidget):
         self.seed.setSpecialValueText(translate("prompt_panel", "auto"))
         self.seed.setValue(-1)
         self.seed.setToolTip(translate("prompt_panel", "Base seed of the run: sampled lanes whose seed is auto get one "
-                                                       "derived from it and "
-                             "their name, so the same seed repeats the run. auto = random each run."))
+                                                       "derived from it and their name, so the same seed repeats the "
+                                                       "run. auto = random each run."))
         self.run_button = QPushButton(translate("prompt_panel", "Run"))
         self.run_button.setToolTip(translate("prompt_panel", "Run every lane on this prompt (Ctrl+Enter)"))
         self.run_button.clicked.connect(self.runRequested)

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, Slot
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu
 
 translate = QCoreApplication.translate
@@ -57,7 +58,13 @@ class RecentMenu(QMenu):
         self.recent = recent
         self._open_path = open_path
         self.aboutToShow.connect(self.fill)
+        self.triggered.connect(self._on_triggered)
         self.fill()
+
+    @Slot(QAction)
+    def _on_triggered(self, action: QAction) -> None:
+        if action.data():
+            self.pick(Path(action.data()))
 
     def pick(self, path: Path) -> None:
         """Open a recent run; one that is gone leaves the list (the window says it could not be opened)."""
@@ -73,7 +80,7 @@ class RecentMenu(QMenu):
             action.setToolTip(str(path))
             action.setStatusTip(str(path))
             action.setData(str(path))
-            action.triggered.connect(lambda _checked=False, p=path: self.pick(p))
+
         if not self.recent.paths:
             self.addAction(self.tr("No recent runs")).setEnabled(False)
         self.addSeparator()

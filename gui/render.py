@@ -326,7 +326,7 @@ def _alternative_row(token: TokenProb, raw: float | None, chosen: bool,
 MARK_WORDS = {  # shown translated (mark_legend)
     "divergence": (DIVERGENCE_GLYPH, QT_TRANSLATE_NOOP("render", "first divergence from the reference lane")),
     "critical": (CRITICAL_GLYPH, QT_TRANSLATE_NOOP("render", "critical point: a small change would pick another "
-                                                             "strong token")),
+    "strong token")),
     "branch": (BRANCH_GLYPH, QT_TRANSLATE_NOOP("render", "branch point")),
     "forced": (FORCED_GLYPH, QT_TRANSLATE_NOOP("render", "forced token")),
 }

@@ -73,13 +73,12 @@ class SweepView(QWidget):
         self._title.setWordWrap(True)
         self._sweep_button = QPushButton(translate("sweep_view", "Sweep this step"))
         self._sweep_button.setToolTip(translate("sweep_view", "The model recomputes this step's logits once; the "
-                                                              "lane's own processors "
-                                      "then run at temperatures 0 to 2"))
+                                                              "lane's own processors then run at temperatures 0 to 2"))
         self._sweep_button.clicked.connect(self._request_sweep)
         self._fanout_button = QPushButton(translate("sweep_view", "Fan-outs over T"))
         self._fanout_button.setToolTip(translate("sweep_view", "Add lanes that run the selected sampled lane as 8 "
-                                                               "seeds at T 0.3, 0.7, 1.0 "
-                                       "and 1.5 (the same seeds): after the next run, diversity against temperature"))
+                                                               "seeds at T 0.3, 0.7, 1.0 and 1.5 (the same seeds): "
+                                                               "after the next run, diversity against temperature"))
         self._fanout_button.clicked.connect(self._request_fanouts)
         self._mode = QComboBox()
         self._mode.addItems([translate("sweep_view", "this step"), translate("sweep_view", "diversity")])
@@ -200,8 +199,8 @@ class SweepView(QWidget):
             points = [p for p in points if p.members == size]
         if len({p.temperature for p in points}) < 2:
             self._title.setText(translate("sweep_view", "Diversity against temperature: “Fan-outs over T” adds "
-                                                        "fan-outs of the selected "
-                                "sampled lane at T 0.3, 0.7, 1.0 and 1.5; run them, then look here"))
+                                                        "fan-outs of the selected sampled lane at T 0.3, 0.7, 1.0 and "
+                                                        "1.5; run them, then look here"))
             return False
         self._title.setText(translate("sweep_view", "<b>{len} fan-outs of {members} seeds</b>: how many distinct "
                                                     "texts, and how soon the members part, at each temperature")

@@ -12,6 +12,7 @@ then `changed` lets views redraw what they render themselves (the lane texts).
 from __future__ import annotations
 
 import re
+import weakref
 
 import pyqtgraph as pg
 import shiboken6
@@ -71,7 +72,7 @@ class Theme(QObject):
         super().__init__(parent)
         app = QApplication.instance()
         self.mode = "system"
-        self._windows: list[QWidget] = []  # what follows the scheme at once (watch)
+        self._windows: list[weakref.ref] = []  # what follows the scheme at once (watch): never kept alive here
         self._system_style = app.style().name()
         self._system_palette = QPalette(app.palette())
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._on_system_scheme)
@@ -80,14 +81,9 @@ class Theme(QObject):
     def watch(self, window: QWidget) -> None:
         """Recolour this window's drawing now (it was built light: gui.colours.built_light) and whenever the
         scheme changes, until it is deleted."""
-        self._windows.append(window)
-        window.destroyed.connect(self._forget)
+        self._windows = [ref for ref in self._windows if _alive(ref)] + [weakref.ref(window)]
         if colours.current().dark:
             recolour(window)
-
-    @Slot(QObject)
-    def _forget(self, _window: QObject) -> None:
-        self._windows = [w for w in self._windows if shiboken6.isValid(w)]
 
     def is_dark(self) -> bool:
         return palette_is_dark(QApplication.instance().palette())
@@ -116,11 +112,16 @@ class Theme(QObject):
     def _publish(self) -> None:
         wanted = colours.DARK if self.is_dark() else colours.LIGHT
         if wanted is not colours.current():
-            for window in self._windows:
-                if shiboken6.isValid(window):
-                    recolour(window)
+            for ref in self._windows:
+                if _alive(ref):
+                    recolour(ref())
             colours.set_current(wanted)
         self.changed.emit()
+
+
+def _alive(ref: weakref.ref) -> bool:
+    window = ref()
+    return window is not None and shiboken6.isValid(window)
 
 
 # ---------------------------------------------------------------------------- what is drawn, in the other palette

@@ -44,7 +44,9 @@ def make_window(qtbot):
     for window in windows:
         window.theme.set_mode("system")
         window.shutdown()
+        window.deleteLater()  # Qt deletes it now: Python would keep it until exit, and pyqtgraph's items with it
     windows.clear()
+    qtbot.wait(10)
     gc.collect()  # their reference cycles go here, on the GUI thread, not in a later test's worker thread
 
 

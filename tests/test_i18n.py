@@ -122,8 +122,7 @@ def test_the_locale_chooses_the_language():
 
 
 def test_the_chinese_window_shows_no_english(qtbot, chinese, tmp_path, tiny_model_dir):
-    window = MainWindow(tiny_model_dir)
-    qtbot.addWidget(window)
+    window = MainWindow(tiny_model_dir)  # deleted below, not by qtbot
     window.show()
     window.open(jsonio.save(fake_trace(), tmp_path / "run.json"))
     window.select(0, 2)
@@ -141,6 +140,8 @@ def test_the_chinese_window_shows_no_english(qtbot, chinese, tmp_path, tiny_mode
         assert not sorted(set(left)), f"left in English: {sorted(set(left))}"
     finally:
         window.shutdown()
+        window.deleteLater()  # Qt deletes it now: Python would keep it until exit, and pyqtgraph's items with it
+        qtbot.wait(10)
         gc.collect()
 
 

@@ -46,7 +46,7 @@ def window(qtbot, tmp_path):
     yield window
     window.theme.set_mode("system")
     window.shutdown()
-    window.deleteLater()
+    window.deleteLater()  # Qt deletes it now: Python would keep it until exit, and pyqtgraph's items with it
     qtbot.wait(10)
     gc.collect()
 
