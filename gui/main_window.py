@@ -324,8 +324,20 @@ class MainWindow(QMainWindow):
     def preload_model(self) -> None:
         """Start loading the model now instead of at the first run (the app calls this once the window is
         shown; see ModelHolder.preload)."""
-        if self.controller.holder is not None:
-            self.controller.holder.preload()
+        holder = self.controller.holder
+        if holder is not None:
+            holder.preload()
+            self._watch_preload(holder)
+
+    def _watch_preload(self, holder) -> None:
+        """Once the model is loaded (on its own thread), the status bar names the provider really active."""
+        if holder is not self.controller.holder or self._closing:
+            return
+        if holder.loaded is not None:
+            if self.model.provider in ("", "not loaded"):
+                self.model.set_model_name(holder.name, holder.loaded.provider)
+        elif holder.preloading:
+            QTimer.singleShot(200, lambda: self._watch_preload(holder))
 
     def request(self) -> RunRequest:
         r = self.prompt.request()

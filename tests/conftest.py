@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -38,6 +39,38 @@ def no_modal_save_question(request, monkeypatch):
         from gui import unsaved
 
         monkeypatch.setattr(unsaved, "ask_to_save", lambda *_args, **_kwargs: (unsaved.Answer.DISCARD, False))
+
+
+@pytest.fixture(scope="session")
+def qapp():
+    """pytest-qt's application made as the app makes it: the same fonts and GUI-thread cycle collection."""
+    from gui.app import make_application
+
+    return make_application([])
+
+
+@pytest.fixture(autouse=True)
+def delete_what_the_test_left_on_screen():
+    """Top-level widgets a test made and did not delete are deleted at its teardown, while Python can still run
+    their overrides. Left until exit, PySide deletes them from a half-finalised interpreter, a pyqtgraph item's
+    Python boundingRect is called from there, and the test process ends in a segfault after every test passed."""
+    if "PySide6.QtWidgets" not in sys.modules:
+        yield
+        return
+    from PySide6.QtCore import QEvent
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance()
+    before = list(app.topLevelWidgets()) if app is not None else []  # held: their ids stay theirs
+    yield
+    app = QApplication.instance()
+    if app is None:
+        return
+    known = {id(widget) for widget in before}
+    for widget in app.topLevelWidgets():
+        if id(widget) not in known:
+            widget.deleteLater()
+    app.sendPostedEvents(None, QEvent.Type.DeferredDelete)
 
 
 @pytest.fixture(scope="session")

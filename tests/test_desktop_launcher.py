@@ -109,37 +109,16 @@ def test_exec_arguments_with_spaces_and_quotes_are_quoted(tmp_path):
     assert_validates(entry)
 
 
-def test_a_saved_run_as_the_only_argument_opens_in_the_window(qtbot, tmp_path, monkeypatch):
+def test_a_saved_run_as_the_only_argument_opens_in_the_window(tmp_path):
     """`branchpoint RUN.json` (a file manager's "Open with"): the window shows the run; with no model prepared
     it prepares none."""
-    from PySide6.QtCore import QTimer
-    from PySide6.QtWidgets import QApplication
-
-    import main
     from decoding import jsonio
-    from gui.app import make_application
+    from tests.app_process import open_and_look
     from tests.test_jsonio import fake_trace
 
-    monkeypatch.setenv("BRANCHPOINT_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("BRANCHPOINT_CONFIG_DIR", str(tmp_path / "config"))
     trace = fake_trace()
     path = jsonio.save(trace, tmp_path / "my run.json")
-    app = make_application([])
-    seen = {}
-
-    def look_and_quit():
-        windows = [w for w in QApplication.topLevelWidgets() if type(w).__name__ == "MainWindow" and w.isVisible()]
-        seen["lanes"] = [lane.name for lane in windows[0].model.lanes] if windows else None
-        seen["prompt"] = windows[0].prompt.editor.toPlainText() if windows else None
-        for window in windows:
-            window.close()
-        app.quit()
-
-    QTimer.singleShot(300, look_and_quit)
-    app.setQuitOnLastWindowClosed(False)
-    try:
-        assert main.main([str(path)]) == 0
-    finally:
-        app.setQuitOnLastWindowClosed(True)
+    seen = open_and_look([str(path)], env={"BRANCHPOINT_CACHE_DIR": str(tmp_path / "cache"),
+                                           "BRANCHPOINT_CONFIG_DIR": str(tmp_path / "config")})
+    assert seen["returned"] == 0
     assert seen["lanes"] == [lane.name for lane in trace.lanes] and seen["prompt"] == trace.prompt.text
-    assert not (tmp_path / "cache" / "models").exists()

@@ -133,3 +133,10 @@ def test_a_preparation_killed_half_way_is_cleaned_up_at_start_and_said(qtbot, ma
     assert sorted(removed) == sorted([stale, stale_inspection]) and alive.is_dir()
     assert not stale.exists() and window.model.notice.level == "info"
     assert "Removed 2 unfinished preparation folder(s)" in window.model.notice.text
+
+
+def test_the_preloaded_model_shows_its_provider_before_the_first_run(qtbot, window):
+    assert window.status.provider.text() in ("", "not loaded")
+    window.preload_model()
+    qtbot.waitUntil(lambda: window.status.provider.text() == "CPU", timeout=60_000)
+    assert window.controller.holder.loaded is not None and not window.worker.is_running()

@@ -8,13 +8,13 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from PySide6.QtCore import QPoint, Qt, QTimer
+from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QColor, QFont, QImage, QPainter
-from PySide6.QtWidgets import QApplication
 
-from gui.app import make_application, run_app
+from gui.app import make_application
 from gui.setup_dialog import SetupDialog
 from models.errors import PrepareCancelled, PrepareError
+from tests.app_process import open_and_look
 
 TIMEOUT_MS = 10_000
 
@@ -69,26 +69,11 @@ def test_success_accepts_with_the_prepared_folder(qtbot, tmp_path):
     assert dialog.result_path == Path(tmp_path) and dialog.bar.value() == 1000
 
 
-def test_app_entry_opens_the_window_on_a_model(qtbot, tiny_model_dir):
-    app = make_application([])
-    seen = {}
-
-    def look_and_quit():
-        windows = [w for w in QApplication.topLevelWidgets() if type(w).__name__ == "MainWindow" and w.isVisible()]
-        seen["title"] = windows[0].windowTitle() if windows else None
-        for window in windows:
-            window.close()
-        app.quit()
-
-    QTimer.singleShot(300, look_and_quit)
-    app.setQuitOnLastWindowClosed(False)  # else closing the window quits the next test's event loops too
-    try:
-        assert run_app(["--gui-model", str(tiny_model_dir)]) == 0
-    finally:
-        app.setQuitOnLastWindowClosed(True)
-    assert seen["title"] == "Branchpoint — tiny-random-llama"
-    assert app.desktopFileName() == "branchpoint" and not app.windowIcon().isNull()
-    assert "Noto Sans CJK SC" in app.font().families()
+def test_app_entry_opens_the_window_on_a_model(tiny_model_dir):
+    seen = open_and_look(["--gui-model", str(tiny_model_dir)])
+    assert seen["returned"] == 0 and seen["title"] == "Branchpoint — tiny-random-llama"
+    assert seen["desktop_file"] == "branchpoint" and seen["icon"]
+    assert "Noto Sans CJK SC" in seen["families"]
 
 
 def test_model_picker_adds_a_local_onnx_folder_through_the_setup_dialog(qtbot, tiny_model_dir, tmp_path,
