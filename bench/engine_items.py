@@ -265,11 +265,15 @@ def measure_sampler_overhead(ctx: BenchContext) -> list[Row]:
 
 def _timed_runs(ctx: BenchContext, specs: list) -> tuple[dict[str, float], float]:
     """Median milliseconds per step (as _timed_run) of run_reps runs of `specs`, and the median ratio of
-    decoding/ CPU time deciding lane by lane to deciding batched, each pair of runs back to back."""
+    decoding/ CPU time deciding lane by lane to deciding batched, each pair of runs back to back (which one
+    first alternates: the second of two runs measured faster)."""
     runs, ratios = [], []
-    for _ in range(max(1, ctx.sizes.run_reps)):
-        runs.append(_timed_run(ctx, specs))
-        ratios.append(_timed_run(ctx, specs, batched_rows=False)["decoding_cpu"] / runs[-1]["decoding_cpu"])
+    for rep in range(max(1, ctx.sizes.run_reps)):
+        pair = {}
+        for batched_rows in (True, False) if rep % 2 == 0 else (False, True):
+            pair[batched_rows] = _timed_run(ctx, specs, batched_rows)
+        runs.append(pair[True])
+        ratios.append(pair[False]["decoding_cpu"] / pair[True]["decoding_cpu"])
     return {key: statistics.median(run[key] for run in runs) for key in runs[0]}, statistics.median(ratios)
 
 

@@ -373,8 +373,9 @@ class Run:
                 position = lane.receive(batch, slots, position)
 
     def _decide_together(self, lanes: list[LaneState], step_ms: float) -> set[LaneState]:
-        """With batched rows, decide every running single-row lane that holds a usable row (not a beam, not a
-        branch lane still following its parent) in groups; returns them. The others decide one by one."""
+        """With batched rows, decide the running single-row lanes that hold a usable row (not a beam, not a
+        branch lane still following its parent) and share their processors with another in groups; returns
+        them. The others decide one by one."""
         if not self.engine.batched_rows:
             return set()
         ready = [
@@ -382,8 +383,7 @@ class Run:
             if lane.running and lane.following is None and not isinstance(lane, BeamLaneState)
             and lane.batch.problem(lane.rows[0]) is None
         ]
-        decide_together(ready, step_ms, self.engine.top_n, self.engine.tokenizer.piece)
-        return set(ready)
+        return set(decide_together(ready, step_ms, self.engine.top_n, self.engine.tokenizer.piece))
 
     def _decide(self, lane: LaneState, step_ms: float) -> Iterator[tuple[int, StepRecord]]:
         """One lane's step: choose and record (a follower copies its parent until the branch step)."""

@@ -16,7 +16,7 @@ top-N, and the -inf positions found once serve the softmax and the draw.
 
 Every record is identical to `LaneState.decide`'s, which stays the reference (Engine(batched_rows=False));
 tests run both on the same inputs. A lane alone in its group, and the lanes of a row the processors make
-unusual (no finite score, NaN, +inf), are decided by it.
+unusual (no finite score, NaN, +inf), are decided by it (the former in the engine's lane order, as before).
 """
 
 from __future__ import annotations
@@ -35,18 +35,21 @@ from decoding.stats import Softmax, chosen_logprob, spreads_of, stats_of, with_c
 from decoding.trace import StepRecord
 
 
-def decide_together(lanes: Sequence[LaneState], source_ms: float, top_n: int, text: Callable[[int], str]) -> None:
-    """Decide the step of every lane in `lanes` (running single-row lanes with usable logits rows), a record
-    appended to each; lanes with the same processors on the same batch are decided as one group, a lane
-    alone by the per-row path (nothing to share: measured as fast)."""
+def decide_together(
+    lanes: Sequence[LaneState], source_ms: float, top_n: int, text: Callable[[int], str]
+) -> list[LaneState]:
+    """Decide the step of the lanes in `lanes` (running single-row lanes with usable logits rows) that apply
+    the same processors on the same batch as another: each group together, a record appended to each lane.
+    Returns them; a lane alone in its group is left to the per-row path (nothing to share)."""
     groups: dict[tuple, list[LaneState]] = {}
     for lane in lanes:
         groups.setdefault(_group_key(lane), []).append(lane)
+    decided = []
     for group in groups.values():
-        if len(group) == 1:
-            group[0].decide(source_ms)
-        else:
+        if len(group) > 1:
             _RowGroup(group, top_n, text).decide(source_ms)
+            decided.extend(group)
+    return decided
 
 
 def _group_key(lane: LaneState) -> tuple:
