@@ -53,6 +53,7 @@ class RunController:
         self._targets: list[tuple[int, int]] = []  # (lane key, member) the job streams into, by its lane index
         self._branch_keys: list[int] = []  # branch lanes in the order they were made (Undo removes the last)
         self._replayed: RunTrace | None = None  # the run being replayed (its lanes are not touched by the replay)
+        self._compared: RunTrace | None = None  # the run a "Run again and compare" compares the new one with
 
     # ------------------------------------------------------------------------------------------------ model
 
@@ -83,9 +84,15 @@ class RunController:
 
     # -------------------------------------------------------------------------------------------------- runs
 
-    def run(self, request: RunRequest) -> bool:
-        """Run every lane on the request's prompt."""
+    def run(self, request: RunRequest, compare: bool = False) -> bool:
+        """Run every lane on the request's prompt. compare: "Run again and compare": when the run ends, say
+        where each lane first differs from the run shown now, and why (a lane whose seed is "auto" draws anew)."""
         if self.runner.is_running():
+            return False
+        previous = self.model.shown_trace() if compare else None
+        if compare and (previous is None or not previous.lanes):
+            self.model.show_notice(translate("controller", "Run again and compare needs a run to compare with (run "
+                                                           "or open one)."))
             return False
         if not self._check_can_run(request):
             return False
@@ -100,6 +107,7 @@ class RunController:
             self.model.show_notice(translate("controller", "Cannot run: {error}.").format(error=error))
             return False
         self._start(JobKind.RUN, targets, jobs.run_job(self.holder, request, specs), _run_limit(specs, request))
+        self._compared = replace(previous, lanes=list(previous.lanes)) if previous is not None else None
         return True
 
     @staticmethod
@@ -448,6 +456,20 @@ class RunController:
         self.model.show_notice(translate("controller", "Replay differs from the saved run: {differences}.").format(
             differences="; ".join(comparison.describe())))
 
+    def _report_run_again(self) -> None:
+        """The lanes' differences from the previous run (the setup's seeds are expected to differ: not listed)."""
+        from decoding.compare import compare_traces
+
+        before, self._compared = self._compared, None
+        comparison = compare_traces(before, self.model.shown_trace())
+        differences = [d.describe() for d in comparison.lanes if d.kind != "probabilities"]
+        if not differences:
+            self.model.set_status(translate("controller", "run again: every lane's tokens identical to the previous "
+                                                          "run"))
+            return
+        self.model.show_notice(translate("controller", "Run again, against the previous run: {differences}.").format(
+            differences="; ".join(differences)), level="info", cause="compare")
+
     # ------------------------------------------------------------------------------------------------- files
 
     def save(self, path: Path) -> bool:
@@ -546,6 +568,8 @@ class RunController:
         self.model.set_status(translate("controller", status))
         if kind is JobKind.REPLAY:
             self._report_replay()
+        elif kind is JobKind.RUN and self._compared is not None:
+            self._report_run_again()
 
     def _finish_explain(self, result: ExplainResult | None) -> None:
         if result is None:  # stopped before the model ran

@@ -349,6 +349,12 @@ class MainWindow(QMainWindow):
             self.controller.run(self.request())
 
     @Slot()
+    def run_again_and_compare(self) -> None:
+        """Run every lane again (fresh draws where the seed is auto) and say where each differs from this run."""
+        if self.unsaved.may_discard(self.tr("start a new run"), new_run=True):
+            self.controller.run(self.request(), compare=True)
+
+    @Slot()
     def stop(self) -> None:
         self.controller.stop()
 

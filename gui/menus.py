@@ -88,8 +88,12 @@ class Menus(QObject):
         menu.addAction(window.run_action)
         menu.addAction(window.stop_action)
         menu.addAction(window.replay_action)
-        self.compare_action = self._later(menu, self.tr("Run again and &compare"), "run_again_and_compare")
+        self.compare_action = self._add(menu, self.tr("Run again and &compare"), window.run_again_and_compare,
+                                        tip=self.tr("Run every lane again (fresh draws where the seed is auto) and "
+                                                    "say where each differs from this run"))
         menu.addSeparator()
+        self._add(menu, self.tr("Critical-point &thresholds…"), window.text.edit_thresholds,
+                  tip=self.tr("What makes a step a critical point (▲)"))
         self.device_menu = menu.addMenu(self.tr("&Device"))
         self.device_actions = self._choices(self.device_menu, device_names(), DEVICES,
                                             lambda: window.controller.device, window.controller.set_device)
@@ -157,20 +161,6 @@ class Menus(QObject):
             action.setStatusTip(tip)
         action.setCheckable(checkable)
         action.triggered.connect(slot)
-        menu.addAction(action)
-        return action
-
-    def _later(self, menu: QMenu, text: str, command: str) -> QAction:
-        """An entry for a window command that may not exist yet: disabled, saying so, until it does."""
-        method = getattr(self.window, command, None)
-        action = QAction(text, self.window)
-        if callable(method):
-            action.triggered.connect(method)
-        else:
-            action.setEnabled(False)
-            action.setToolTip(translate("Menus", "coming with the forks views"))
-            action.setStatusTip(action.toolTip())
-        menu.setToolTipsVisible(True)
         menu.addAction(action)
         return action
 

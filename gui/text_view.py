@@ -334,7 +334,7 @@ class TextPanel(QWidget):
         self.thresholds = QToolButton()
         self.thresholds.setText(translate("text_view", "▲ thresholds…"))
         self.thresholds.setToolTip(translate("text_view", "What makes a step a critical point"))
-        self.thresholds.clicked.connect(self._edit_thresholds)
+        self.thresholds.clicked.connect(self.edit_thresholds)
         top = QHBoxLayout()
         top.addWidget(self.legend, 1)
         top.addWidget(self.thresholds)
@@ -394,7 +394,7 @@ class TextPanel(QWidget):
         column = self.columns[index]
         QTimer.singleShot(0, lambda: self._scroll.ensureWidgetVisible(column, 20, 0))
 
-    def _edit_thresholds(self) -> None:
+    def edit_thresholds(self) -> None:
         from gui.critical_dialog import CriticalDialog
 
         CriticalDialog(self.model, self).exec()

@@ -270,3 +270,20 @@ def test_streamed_tokens_are_appended_and_the_text_equals_a_whole_rebuild(qtbot)
         assert _char_formats(got) == _char_formats(want)
     texts_shown = streamed.column_texts()
     assert "这" in texts_shown[0] and "\\xe8" not in texts_shown[0] and "◆" in texts_shown[1]
+
+
+def test_run_again_and_compare_says_which_lanes_drew_differently(qtbot, window):
+    window.menus.compare_action.trigger()  # nothing to compare with yet
+    assert "needs a run to compare with" in window.model.notice.text and not window.worker.is_running()
+    run_and_wait(qtbot, window, max_new_tokens=8)  # the run seed is pinned (1): the same draws again
+    window.menus.compare_action.trigger()
+    wait_idle(qtbot, window)
+    assert "identical to the previous run" in window.status.currentMessage()
+    sampled = [lane.name for lane in window.model.traces if lane.config.get("do_sample")]
+    window.prompt.seed.setValue(-1)  # auto: every run draws a fresh seed
+    window.menus.compare_action.trigger()
+    wait_idle(qtbot, window)
+    notice = window.model.notice
+    assert notice.level == "info" and notice.text.startswith("Run again, against the previous run:")
+    assert "the draws differ" in notice.text and any(repr(name) in notice.text for name in sampled)
+    assert "'greedy'" not in notice.text  # greedy cannot differ

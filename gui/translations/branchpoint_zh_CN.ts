@@ -184,6 +184,18 @@
         <translation>再次运行并比较(&amp;C)</translation>
     </message>
     <message>
+        <source>Run every lane again (fresh draws where the seed is auto) and say where each differs from this run</source>
+        <translation>再次运行每条泳道（种子为自动时重新抽样），并指出每条泳道与本次运行的不同之处</translation>
+    </message>
+    <message>
+        <source>Critical-point &amp;thresholds…</source>
+        <translation>临界点阈值(&amp;T)…</translation>
+    </message>
+    <message>
+        <source>What makes a step a critical point (▲)</source>
+        <translation>什么样的步骤算作临界点（▲）</translation>
+    </message>
+    <message>
         <source>&amp;Device</source>
         <translation>设备(&amp;D)</translation>
     </message>
@@ -258,10 +270,6 @@
     <message>
         <source>&amp;About Branchpoint</source>
         <translation>关于 Branchpoint(&amp;A)</translation>
-    </message>
-    <message>
-        <source>coming with the forks views</source>
-        <translation>将随分叉视图一同推出</translation>
     </message>
     <message>
         <source>The language changes the next time Branchpoint starts.</source>
@@ -850,6 +858,18 @@
     <message>
         <source>{message}. The text so far is kept.</source>
         <translation>{message}。已生成的文本会保留。</translation>
+    </message>
+    <message>
+        <source>Run again and compare needs a run to compare with (run or open one).</source>
+        <translation>“再次运行并比较”需要一次可比较的运行（先运行或打开一次）。</translation>
+    </message>
+    <message>
+        <source>run again: every lane's tokens identical to the previous run</source>
+        <translation>再次运行：每条泳道的词元都与上一次运行相同</translation>
+    </message>
+    <message>
+        <source>Run again, against the previous run: {differences}.</source>
+        <translation>再次运行，与上一次运行相比：{differences}。</translation>
     </message>
 </context>
 <context>
