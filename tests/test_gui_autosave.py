@@ -12,11 +12,20 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from decoding import autosave, jsonio
 from gui.autosaver import autosave_folder
 from tests.gui_helpers import run_and_wait
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def own_state_folder(monkeypatch, tmp_path):
+    """Each test's autosaves in a folder of its own: the session's shared one may hold what other tests' child
+    processes left, which a restore would rightly offer too."""
+    monkeypatch.setenv("BRANCHPOINT_STATE_DIR", str(tmp_path / "own-state"))
 
 
 def _orphan_of(path: Path) -> Path:
