@@ -96,8 +96,9 @@ def test_a_real_app_killed_mid_run_is_restored(qtbot, make_window, tiny_model_di
         while time.monotonic() < deadline and app.poll() is None:
             if path.is_file():
                 data = json.loads(path.read_text())
-                if data["lanes"] and all(lane["finish_reason"] is None for lane in data["lanes"]):
-                    streamed = data  # an autosave of the run while it streams
+                lanes = data["lanes"]
+                if lanes and all(lane["finish_reason"] is None and lane["steps"] for lane in lanes):
+                    streamed = data  # an autosave of the run while it streams, every lane under way
                     break
             time.sleep(0.05)
         assert streamed is not None, app.stderr.read().decode() if app.poll() is not None else "no autosave"
