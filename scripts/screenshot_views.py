@@ -2,6 +2,7 @@
 (offscreen), for docs/views/:
 
     python scripts/screenshot_views.py --out docs/views
+    python scripts/screenshot_views.py --out /tmp/views --theme dark   # files named …_dark.png
 
 Not a test: it only draws. Each shot is a tour stop (gui/tour.py) or a run with a fan-out, then a view.
 """
@@ -46,18 +47,26 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("docs/views"))
     parser.add_argument("--model", help="prepared model name or folder (default: the default model)")
+    parser.add_argument("--theme", default="light", choices=("light", "dark"), help="palette")
+    parser.add_argument("--only", help="comma-separated views to shoot (e.g. fanout,sweep)")
     args = parser.parse_args()
     from gui.app import make_application
     from gui.main_window import MainWindow
     from models.catalog import resolve
 
     app = make_application([])
+    from gui.theme import app_theme
+
+    app_theme().set_mode(args.theme)  # before the window, as a saved theme is at start
     window = MainWindow(resolve(args.model))
     window.resize(1280, 800)
     window.show()
     args.out.mkdir(parents=True, exist_ok=True)
     done_stop = None
-    for name, stop, view in SHOTS:
+    shots = [shot for shot in SHOTS if not args.only or shot[2] in args.only.split(",")]
+    for name, stop, view in shots:
+        if args.theme == "dark":
+            name = name.replace(".png", "_dark.png")
         if stop != done_stop:
             window.start_tour(stop)
             settle(app, window)
