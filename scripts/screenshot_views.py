@@ -59,6 +59,7 @@ def main() -> int:
 
     app_theme().set_mode(args.theme)  # before the window, as a saved theme is at start
     window = MainWindow(resolve(args.model))
+    window.unsaved.ask_before_run = False  # each tour stop replaces the last run: no "Save changes?" here
     window.resize(1280, 800)
     window.show()
     args.out.mkdir(parents=True, exist_ok=True)
