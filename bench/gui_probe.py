@@ -27,6 +27,7 @@ def open_window(model_dir: Path):
 
     app = make_application([])
     window = MainWindow(model_dir)
+    window.unsaved.ask_before_run = False  # as after "don't ask again": a modal "Save changes?" would wait forever
     window.resize(*DEFAULT_SIZE)
     window.show()
     return app, window
@@ -141,6 +142,7 @@ def stall(model_dir: Path, tokens: int) -> dict:
     slots.reset()
     second = stream_once(app, window, heartbeat, tokens)
     second["longest_slot_ms"] = {name: 1e3 * seconds for name, seconds in slots.longest.items()}
+    window.unsaved.mark_saved()  # closing asks about an unsaved run otherwise
     window.close()
     return {"first_run": first, "streaming": second}
 

@@ -77,3 +77,18 @@ def test_quick_startup_item_reports_times_and_ratios_to_the_goals(tiny_model_dir
     assert rows["command line start-up / its goal (1.5 s)"]["value"] == pytest.approx(cli["value"] / 1.5)
     assert rows["window start-up / its goal (2 s)"]["value"] == pytest.approx(window["value"] / 2)
     assert [row["goal"] for row in rows.values() if row["goal"]] == ["<= 1", "<= 1"]
+
+
+def test_quick_gui_item_streams_two_runs_and_reports_the_stall(tiny_model_dir: Path, tmp_path: Path):
+    """The GUI probe runs the window as a user would (a second run after the first, then close): nothing may
+    wait for a click (a modal "Save changes?" once hung it until the timeout)."""
+    out = tmp_path / "results.json"
+    command = [sys.executable, "-m", "bench", "--quick", "--model", str(tiny_model_dir), "--items", "gui",
+               "--out", str(out)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(out.read_text(encoding="utf-8"))
+    assert results["skipped"] == {}
+    rows = {row["metric"]: row for row in results["rows"]}
+    assert rows["largest event-loop stall while 5 lanes stream"]["value"] > 0
+    assert rows["tokens streamed per second (5 lanes)"]["value"] > 0
