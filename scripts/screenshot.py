@@ -72,6 +72,11 @@ def main() -> int:
     groups = (window.step_views, window.charts)  # bottom row: the step's views | the run's charts
     tab = translate("main_window", args.tab) if args.tab else None  # the title as the interface language says it
     group = next((g for g in groups if tab in [g.tabText(i) for i in range(g.count())]), window.charts)
+    if args.tour and not args.tab:  # the group holding the view the tour stop shows
+        from gui.tour import stop
+
+        shown = getattr(window, stop(args.tour).view, None)
+        group = next((g for g in groups if shown is not None and g.indexOf(shown) >= 0), window.charts)
     if args.charts:  # the tab's group gets this size
         charts_width, charts_height = (int(v) for v in args.charts.split("x"))
         bottom = window.charts.parentWidget()
