@@ -24,7 +24,7 @@ class LaneDifference:
 
     kind: "missing" (in one run only), "near_tie" (the runs' top candidates were closer than the rounding
     between them), "near_edge" (a sampled draw fell that close to the edge of its token's interval), "draw"
-    (the sampled draws differ: another seed or generator state), "forced" (a forced token differs),
+    (the sampled draws differ: other seeds, or another generator state), "forced" (a forced token differs),
     "distribution" (the runs computed different distributions: not rounding), "length" (the same tokens but
     one run stopped earlier), or "probabilities" (the same tokens; the probabilities differ by `rounding`)."""
 
@@ -99,11 +99,12 @@ def _lane_difference(a: LaneTrace, b: LaneTrace) -> LaneDifference | None:
                 f"the same tokens; probabilities differ by up to {rounding:.2g} (rounding)"))
         return None
     kind, detail = _why(a.steps[step], b.steps[step], max(rounding, _largest_difference(a.steps[step],
-                                                                                         b.steps[step])))
+                                                                                         b.steps[step])),
+                        (a.config.get("seed"), b.config.get("seed")))
     return LaneDifference(a.name, kind, step, a.token_ids[step], b.token_ids[step], rounding, detail)
 
 
-def _why(x: StepRecord, y: StepRecord, rounding: float) -> tuple[str, str]:
+def _why(x: StepRecord, y: StepRecord, rounding: float, seeds: tuple = (None, None)) -> tuple[str, str]:
     """Why two records of the same step chose different tokens. With the same inputs, a token can only change
     where the runs' probabilities (which differ by `rounding`) left it on the other side of a comparison: the
     top candidates' order, or the edge of a draw's interval."""
@@ -111,7 +112,8 @@ def _why(x: StepRecord, y: StepRecord, rounding: float) -> tuple[str, str]:
     if x.forced or y.forced:
         return "forced", f"{tokens}: a forced token differs"
     if x.draw is not None and y.draw is not None and x.draw != y.draw:
-        return "draw", f"{tokens}: the draws differ (u {x.draw:.6f} against {y.draw:.6f}: another seed?)"
+        why = f"seeds {seeds[0]} and {seeds[1]}" if seeds[0] != seeds[1] else "another generator state?"
+        return "draw", f"{tokens}: the draws differ (u {x.draw:.6f} against {y.draw:.6f}: {why})"
     if rounding > ROUNDING:
         return "distribution", (f"{tokens}: the runs computed different distributions (probabilities differ by up "
                                 f"to {rounding:.2g}, more than rounding)")

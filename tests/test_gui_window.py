@@ -285,5 +285,6 @@ def test_run_again_and_compare_says_which_lanes_drew_differently(qtbot, window):
     wait_idle(qtbot, window)
     notice = window.model.notice
     assert notice.level == "info" and notice.text.startswith("Run again, against the previous run:")
-    assert "the draws differ" in notice.text and any(repr(name) in notice.text for name in sampled)
+    assert "the draws differ" in notice.text and "seeds " in notice.text
+    assert any(repr(name) in notice.text for name in sampled)
     assert "'greedy'" not in notice.text  # greedy cannot differ

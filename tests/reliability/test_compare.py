@@ -66,8 +66,8 @@ def test_another_distribution_is_not_called_rounding():
 def test_other_seeds_and_edges_of_a_draw():
     a = run()
     b = run([SPECS[0], replace(SPECS[1], seed=6), SPECS[2]])
-    kinds = {d.lane: d.kind for d in compare_traces(a, b).lanes}
-    assert kinds["sample"] == "draw"
+    differences = {d.lane: d for d in compare_traces(a, b).lanes}
+    assert differences["sample"].kind == "draw" and "seeds 5 and 6" in differences["sample"].detail
     assert "lane settings differ (sample)" in compare_traces(a, b).setup
     c = copy.deepcopy(a)
     record = c.lanes[1].steps[2]
