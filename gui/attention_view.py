@@ -37,7 +37,7 @@ from gui.inside_data import (
     token_labels,
     top_attended,
 )
-from gui.inside_widgets import InsideHeader, TokenAxis, lane_swatch
+from gui.inside_widgets import InsideHeader, TokenAxis, lane_swatch, readout_label
 from gui.run_model import RunModel
 from gui.texts import QT_TRANSLATE_NOOP, translate
 
@@ -221,8 +221,7 @@ class AttentionView(QWidget):
         self._legend = QLabel()
         self._legend.setFont(style.ui_font(8.5))
         self._legend.setWordWrap(True)
-        self._canvas = pg.GraphicsLayoutWidget()
-        self._canvas.setBackground("w")
+        self._canvas = style.make_canvas()
         self._axis = TokenAxis()
         # the picked layer's row as bars above the heatmap, column for column (same left axis width)
         self._strip_plot = self._canvas.addPlot(row=0, col=0)
@@ -235,15 +234,7 @@ class AttentionView(QWidget):
         layout.setRowStretchFactor(0, 1)
         layout.setRowStretchFactor(1, 4)
         for plot in (self._strip_plot, self._plot, self._head_plot):
-            plot.setMenuEnabled(False)
-            plot.hideButtons()
-            plot.setMouseEnabled(x=False, y=False)
-            for name in ("left", "bottom"):
-                axis = plot.getAxis(name)
-                axis.enableAutoSIPrefix(False)
-                axis.setPen(pg.mkPen(style.FOREGROUND))
-                axis.setTextPen(pg.mkPen(style.FOREGROUND))
-                axis.setTickFont(style.ui_font(8.5))
+            style.style_plot(plot)
         for plot in (self._strip_plot, self._plot):
             plot.getAxis("left").setWidth(44)
         self._strip_plot.hideAxis("bottom")
@@ -272,11 +263,7 @@ class AttentionView(QWidget):
         self._bars = pg.BarGraphItem(x=[], height=[], width=0.7)
         self._head_plot.addItem(self._bars)
         self._canvas.scene().sigMouseClicked.connect(self._on_click)
-        self._readout = QLabel()
-        self._readout.setObjectName("attentionReadout")
-        self._readout.setWordWrap(True)
-        self._readout.setTextFormat(Qt.TextFormat.RichText)
-        self._readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._readout = readout_label("attentionReadout")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.header)

@@ -126,20 +126,13 @@ class CompareView(QWidget):
             .format(CHOSEN_COLOUR=style.CHOSEN_COLOUR, OTHER_COLOUR=OTHER_COLOUR,
                     PROCESSED_COLOUR=style.PROCESSED_COLOUR, DRAW_COLOUR=style.DRAW_COLOUR))
         self._legend.setFont(style.ui_font(8.5))
-        self._canvas = pg.GraphicsLayoutWidget()
-        self._canvas.setBackground("w")
+        self._canvas = style.make_canvas()
         self._plots = {"a": self._canvas.addPlot(row=0, col=0), "b": self._canvas.addPlot(row=0, col=1)}
         self._bars, self._draws = {}, {}
         for side, plot in self._plots.items():
-            plot.setMenuEnabled(False)
-            plot.hideButtons()
-            plot.setMouseEnabled(x=False, y=False)
+            style.style_plot(plot, ink=False)
             plot.invertY(True)
             plot.setLabel("bottom", translate("compare_view", "probability"))
-            for name in ("left", "bottom"):
-                axis = plot.getAxis(name)
-                axis.enableAutoSIPrefix(False)
-                axis.setTickFont(style.ui_font(8.5))
             self._bars[side] = pg.BarGraphItem(x0=[], y=[], width=[], height=0.7)
             plot.addItem(self._bars[side])
             self._draws[side] = pg.ScatterPlotItem(symbol="|", size=22, pen=pg.mkPen(style.DRAW_COLOUR, width=3))

@@ -117,6 +117,16 @@ class InsideHeader(QWidget):
             self.on_explain(self._lane)
 
 
+def readout_label(object_name: str) -> QLabel:
+    """The selectable rich-text lines under an inside view's chart (what the selection shows, in numbers)."""
+    label = QLabel()
+    label.setObjectName(object_name)
+    label.setWordWrap(True)
+    label.setTextFormat(Qt.TextFormat.RichText)
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    return label
+
+
 def lane_swatch(model: RunModel, lane: int) -> str:
     """The lane's colour square and name, as HTML."""
     import html

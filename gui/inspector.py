@@ -199,8 +199,7 @@ class StepInspector(QWidget):
         self._controls.addWidget(self._replay)
         self._controls.addWidget(self._mode)
 
-        self._canvas = pg.GraphicsLayoutWidget()
-        self._canvas.setBackground("w")
+        self._canvas = style.make_canvas()
         self._bars_plot = self._canvas.addPlot(row=0, col=0)
         self._cum_plot = self._canvas.addPlot(row=0, col=1)
         self._canvas.ci.layout.setColumnStretchFactor(0, 3)
@@ -246,17 +245,9 @@ class StepInspector(QWidget):
 
     def _setup_plots(self) -> None:
         for plot in (self._bars_plot, self._cum_plot):
-            plot.setMenuEnabled(False)
-            plot.hideButtons()
-            plot.setMouseEnabled(x=False, y=False)
+            style.style_plot(plot)
             plot.invertY(True)
             plot.showGrid(x=True, alpha=0.25)
-            for name in ("left", "bottom"):
-                axis = plot.getAxis(name)
-                axis.enableAutoSIPrefix(False)
-                axis.setPen(pg.mkPen(style.FOREGROUND))
-                axis.setTextPen(pg.mkPen(style.FOREGROUND))
-                axis.setTickFont(style.ui_font(8.5))
         self._cum_plot.setYLink(self._bars_plot)
         self._cum_plot.getAxis("left").setStyle(showValues=False)
         self._cum_plot.getAxis("left").setWidth(4)

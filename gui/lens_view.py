@@ -28,7 +28,7 @@ from gui.inside_data import (
     token_labels,
     token_probability,
 )
-from gui.inside_widgets import InsideHeader, lane_swatch
+from gui.inside_widgets import InsideHeader, lane_swatch, readout_label
 from gui.render import piece_label
 from gui.run_model import RunModel
 from gui.texts import translate
@@ -145,23 +145,14 @@ class LensView(QWidget):
                                                                          ACTUAL_COLOUR=ACTUAL_COLOUR))
         self._legend.setFont(style.ui_font(8.5))
         self._legend.setWordWrap(True)
-        self._canvas = pg.GraphicsLayoutWidget()
-        self._canvas.setBackground("w")
+        self._canvas = style.make_canvas()
         self._table = self._canvas.addPlot(row=0, col=0)
         self._track = self._canvas.addPlot(row=0, col=1)
         self._canvas.ci.layout.setColumnStretchFactor(0, 5)
         self._canvas.ci.layout.setColumnStretchFactor(1, 1)
         for plot in (self._table, self._track):
-            plot.setMenuEnabled(False)
-            plot.hideButtons()
-            plot.setMouseEnabled(x=False, y=False)
+            style.style_plot(plot, ("left", "bottom", "top"))
             plot.invertY(True)
-            for name in ("left", "bottom", "top"):
-                axis = plot.getAxis(name)
-                axis.enableAutoSIPrefix(False)
-                axis.setPen(pg.mkPen(style.FOREGROUND))
-                axis.setTextPen(pg.mkPen(style.FOREGROUND))
-                axis.setTickFont(style.ui_font(8.5))
         self._track.setYLink(self._table)
         self._table.showAxis("top")
         self._table.hideAxis("bottom")
@@ -190,11 +181,7 @@ class LensView(QWidget):
         self._scroll = QScrollArea()
         self._scroll.setWidgetResizable(True)
         self._scroll.setWidget(self._canvas)
-        self._readout = QLabel()
-        self._readout.setObjectName("lensReadout")
-        self._readout.setWordWrap(True)
-        self._readout.setTextFormat(Qt.TextFormat.RichText)
-        self._readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._readout = readout_label("lensReadout")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.header)

@@ -59,18 +59,41 @@ def make_plot_widget(parent: QWidget | None = None, step_axis: bool = True) -> p
     """A plot on the palette's background with its ink on the axes, explicit fonts, no SI-prefix rescaling and
     (by default) whole-step x ticks."""
     axes = {"bottom": StepAxis("bottom")} if step_axis else None
-    ink = colours.current().ink
     widget = pg.PlotWidget(parent=parent, background=colours.current().background, axisItems=axes)
     plot = widget.getPlotItem()
     plot.setMenuEnabled(False)
     plot.hideButtons()
-    for name in ("left", "bottom", "right", "top"):
+    style_axes(plot, ("left", "bottom", "right", "top"))
+    return widget
+
+
+def make_canvas() -> pg.GraphicsLayoutWidget:
+    """A chart of several plots, drawn light (gui.theme recolours it, and all it holds, in the dark scheme)."""
+    canvas = pg.GraphicsLayoutWidget()
+    canvas.setBackground("w")
+    return canvas
+
+
+def style_plot(plot: pg.PlotItem, axes: tuple[str, ...] = ("left", "bottom"), pan_x: bool = False,
+               ink: bool = True) -> None:
+    """A chart's plot: no context menu or auto-range button, no mouse panning or zooming (but along x if
+    `pan_x`), and `axes` styled as style_axes does."""
+    plot.setMenuEnabled(False)
+    plot.hideButtons()
+    plot.setMouseEnabled(x=pan_x, y=False)
+    style_axes(plot, axes, ink)
+
+
+def style_axes(plot: pg.PlotItem, names: tuple[str, ...], ink: bool = True) -> None:
+    """Explicit tick font (Chinese included), no SI-prefix rescaling; `ink`: the palette's ink on the axis line
+    and labels (else pyqtgraph's grey)."""
+    for name in names:
         axis = plot.getAxis(name)
         axis.enableAutoSIPrefix(False)
-        axis.setPen(pg.mkPen(ink))
-        axis.setTextPen(pg.mkPen(ink))
+        if ink:
+            axis.setPen(pg.mkPen(colours.current().ink))
+            axis.setTextPen(pg.mkPen(colours.current().ink))
         axis.setTickFont(ui_font(8.5))
-    return widget
 
 
 def export_widget_png(widget: QWidget, path: str | Path) -> Path:
