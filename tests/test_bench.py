@@ -15,30 +15,24 @@ ROOT = Path(__file__).resolve().parents[1]
 ITEMS = "side_by_side,batching,kv,prefill_edit,attention_edit,floor,sampler,ort_options"
 
 
-def test_quick_bench_reports_every_item(tiny_model_dir: Path, tmp_path: Path):
+def run_quick(model_dir: Path, tmp_path: Path, items: str, timeout: float = 400) -> tuple[str, dict]:
+    """`python -m bench --quick` on `items`: its printed table and its JSON results (it must exit 0)."""
     out = tmp_path / "results.json"
-    command = [
-        sys.executable,
-        "-m",
-        "bench",
-        "--quick",
-        "--model",
-        str(tiny_model_dir),
-        "--items",
-        ITEMS,
-        "--out",
-        str(out),
-    ]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=400)
+    command = [sys.executable, "-m", "bench", "--quick", "--model", str(model_dir), "--items", items, "--out", str(out)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stderr[-3000:]
-    results = json.loads(out.read_text(encoding="utf-8"))
+    return done.stdout, json.loads(out.read_text(encoding="utf-8"))
+
+
+def test_quick_bench_reports_every_item(tiny_model_dir: Path, tmp_path: Path):
+    printed, results = run_quick(tiny_model_dir, tmp_path, ITEMS)
     assert results["skipped"] == {}
     items = {row["item"].split()[0] for row in results["rows"]}
     assert items == {"1", "2", "3", "4", "5", "ORT"}
     assert all(math.isfinite(row["value"]) and row["value"] > 0 for row in results["rows"])
     goals = [row for row in results["rows"] if row["goal"]]
     assert all(row["passed"] in (True, False) for row in goals) and len(goals) >= 5
-    assert "| 1 side by side |" in done.stdout and results["machine"]["cpu_count"] >= 1
+    assert "| 1 side by side |" in printed and results["machine"]["cpu_count"] >= 1
 
 
 def test_unknown_item_is_refused(tmp_path: Path):
@@ -49,12 +43,8 @@ def test_unknown_item_is_refused(tmp_path: Path):
 
 
 def test_quick_fanout_item_reports_its_ratio(tiny_model_dir: Path, tmp_path: Path):
-    out = tmp_path / "results.json"
-    command = [sys.executable, "-m", "bench", "--quick", "--model", str(tiny_model_dir), "--items", "fanout",
-               "--out", str(out)]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=400)
-    assert done.returncode == 0, done.stderr[-3000:]
-    rows = json.loads(out.read_text(encoding="utf-8"))["rows"]
+    _, results = run_quick(tiny_model_dir, tmp_path, "fanout")
+    rows = results["rows"]
     assert {row["item"] for row in rows} == {"7 fan-out"} and len(rows) == 6
     assert all(math.isfinite(row["value"]) and row["value"] > 0 for row in rows)
     (goal,) = [row for row in rows if row["goal"]]
@@ -62,12 +52,7 @@ def test_quick_fanout_item_reports_its_ratio(tiny_model_dir: Path, tmp_path: Pat
 
 
 def test_quick_startup_item_reports_times_and_ratios_to_the_goals(tiny_model_dir: Path, tmp_path: Path):
-    out = tmp_path / "results.json"
-    command = [sys.executable, "-m", "bench", "--quick", "--model", str(tiny_model_dir), "--items", "startup",
-               "--out", str(out)]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=400)
-    assert done.returncode == 0, done.stderr[-3000:]
-    results = json.loads(out.read_text(encoding="utf-8"))
+    _, results = run_quick(tiny_model_dir, tmp_path, "startup")
     assert results["skipped"] == {}
     rows = {row["metric"]: row for row in results["rows"]}
     assert {row["item"] for row in rows.values()} == {"8 startup"} and len(rows) == 7
@@ -82,12 +67,7 @@ def test_quick_startup_item_reports_times_and_ratios_to_the_goals(tiny_model_dir
 def test_quick_gui_item_streams_two_runs_and_reports_the_stall(tiny_model_dir: Path, tmp_path: Path):
     """The GUI probe runs the window as a user would (a second run after the first, then close): nothing may
     wait for a click (a modal "Save changes?" once hung it until the timeout)."""
-    out = tmp_path / "results.json"
-    command = [sys.executable, "-m", "bench", "--quick", "--model", str(tiny_model_dir), "--items", "gui",
-               "--out", str(out)]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    results = json.loads(out.read_text(encoding="utf-8"))
+    _, results = run_quick(tiny_model_dir, tmp_path, "gui", timeout=300)
     assert results["skipped"] == {}
     rows = {row["metric"]: row for row in results["rows"]}
     assert rows["largest event-loop stall while 5 lanes stream"]["value"] > 0
