@@ -12,22 +12,13 @@ import pytest
 
 from decoding.processors import build_processors
 from decoding.spec import PRESETS, LaneSpec, generation_config_of, spec_from_generation_config
+from tests.test_processors import TRANSFORMERS_NAMES  # transformers' processor classes by the key that makes them
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 EOS = [2]
 PROMPT_LEN = 4
-THEIR_NAMES = {  # transformers' processor classes by the GenerationConfig key that makes them
-    "RepetitionPenaltyLogitsProcessor": "repetition_penalty",
-    "NoRepeatNGramLogitsProcessor": "no_repeat_ngram_size",
-    "MinNewTokensLengthLogitsProcessor": "min_new_tokens",
-    "TemperatureLogitsWarper": "temperature",
-    "TopKLogitsWarper": "top_k",
-    "TopPLogitsWarper": "top_p",
-    "MinPLogitsWarper": "min_p",
-    "TypicalLogitsWarper": "typical_p",
-}
 THEIR_VALUE = {"repetition_penalty": "penalty", "no_repeat_ngram_size": "ngram_size", "min_new_tokens":
                "min_new_tokens", "temperature": "temperature", "top_k": "top_k", "top_p": "top_p",
                "min_p": "min_p", "typical_p": "mass"}
@@ -47,7 +38,7 @@ def their_chain(config) -> list[tuple[str, float]]:
     from transformers.generation.utils import GenerationMixin
 
     chain = GenerationMixin._get_logits_processor(GenerationMixin(), config, PROMPT_LEN)
-    named = [(THEIR_NAMES[type(p).__name__], p) for p in chain]
+    named = [(TRANSFORMERS_NAMES[type(p).__name__], p) for p in chain]
     return [(name, pytest.approx(float(getattr(p, THEIR_VALUE[name])))) for name, p in named]
 
 
