@@ -35,6 +35,7 @@ from decoding.lane_state import BeamLaneState, LaneState, new_lane_state
 from decoding.parameters import Range, check_int, parameter
 from decoding.protocol import LogitsSource, TokenText
 from decoding.row_batch import decide_together
+from decoding.selectors import WIDER_PREFIX
 from decoding.spec import LaneSpec, assign_seeds
 from decoding.stats import MIN_TOP_N, LogitsRowCache
 from decoding.trace import (
@@ -332,7 +333,8 @@ class Run:
         """The new logits rows [rows, vocab] as float32, with the source's RowSummary of them when it makes one."""
         logits = np.asarray(logits, dtype=np.float32)
         summarize = getattr(self.engine.source, "summarize", None)
-        return LogitsRowCache(logits, None if summarize is None else summarize(logits, self.engine.top_n))
+        top_k = max(self.engine.top_n, WIDER_PREFIX)  # the statistics' top-N and a draw's wider prefix
+        return LogitsRowCache(logits, None if summarize is None else summarize(logits, top_k))
 
     def _advance(self, lanes: list[LaneState], state, step_ms: float) -> Iterator[tuple[int, StepRecord]]:
         timing = self.trace.timing

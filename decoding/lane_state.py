@@ -17,11 +17,11 @@ from functools import cached_property
 import numpy as np
 
 from decoding.beam import BeamSearch
-from decoding.processors import apply_processors, build_processors
+from decoding.processors import MaskProcessor, apply_processors, build_processors
 from decoding.protocol import TokenText
 from decoding.selectors import Draw, Sampler
 from decoding.spec import LaneSpec
-from decoding.stats import LogitsRowCache, Softmax, StepStats, step_stats
+from decoding.stats import LogitsRowCache, Softmax, StepStats, processed_softmax, step_stats
 from decoding.trace import LaneTrace, StepRecord
 
 
@@ -90,7 +90,7 @@ class LaneState:
         started = time.perf_counter()
         raw, raw_softmax = self.batch.row(self.rows[0]), self.batch.softmax(self.rows[0])
         processed = self._process(raw[None])[0] if self.processors else raw
-        softmax = raw_softmax if processed is raw else Softmax.of(processed)
+        softmax = raw_softmax if processed is raw else self._processed_softmax(processed, raw_softmax)
         record = self._choose(raw, processed, raw_softmax, softmax)
         record.time_ms = source_ms + (time.perf_counter() - started) * 1000.0
         self.append(record)
@@ -137,6 +137,20 @@ class LaneState:
 
     def _process(self, scores: np.ndarray) -> np.ndarray:
         return apply_processors(self.processors, np.array([self.history()], dtype=np.int64), scores)
+
+    def _processed_softmax(self, processed: np.ndarray, raw_softmax: Softmax) -> Softmax | None:
+        """As the batched rows compute it (processed_softmax), or Softmax.of's for a row that is not usual."""
+        return processed_softmax(processed, raw_softmax, self.filters_only)[1] or Softmax.of(processed)
+
+    @cached_property
+    def filters_only(self) -> bool:
+        """Every processor only sets scores to -inf."""
+        return all(processor.filters_only for processor in self.processors)
+
+    @cached_property
+    def masks_only(self) -> bool:
+        """Every processor sets ids it reads off the history to -inf (MaskProcessor)."""
+        return all(isinstance(processor, MaskProcessor) for processor in self.processors)
 
     @cached_property
     def processors_key(self) -> tuple:

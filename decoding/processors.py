@@ -152,6 +152,28 @@ class Processor:
         return f"{type(self).__name__}({self.describe()})"
 
 
+class MaskProcessor(Processor):
+    """A processor that sets to -inf ids it reads off a row's history alone, whatever the scores. `banned` gives
+    them for one row, so a lane can derive its processed distribution from the raw one without building the
+    processed row (decoding.stats.Softmax.masked); `process` applies the same ids to every row."""
+
+    filters_only = True
+
+    def banned(self, ids: np.ndarray, vocab_size: int) -> np.ndarray:
+        """The sorted distinct ids below `vocab_size` this processor sets to -inf after the history `ids`
+        (int64 [seq_len], prompt and generated)."""
+        raise NotImplementedError
+
+    def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        out = scores.copy()
+        for row, history in enumerate(ids):
+            out[row, self.banned(history, scores.shape[1])] = FILTER
+        return out
+
+
+NO_IDS = np.zeros(0, dtype=np.int64)
+
+
 def _keep_arg(min_tokens_to_keep: Any) -> int:
     return check_int("min_tokens_to_keep", min_tokens_to_keep, 1)
 
@@ -193,7 +215,7 @@ class RepetitionPenalty(Processor):
         return {"repetition_penalty": self.penalty}
 
 
-class NoRepeatNGram(Processor):
+class NoRepeatNGram(MaskProcessor):
     """Ban every token that would repeat an n-gram already in `ids` (prompt included): the tokens that once
     followed the row's last n-1 tokens get -inf. transformers' `NoRepeatNGramLogitsProcessor`.
 
@@ -210,29 +232,24 @@ class NoRepeatNGram(Processor):
     """
 
     name = "no_repeat_ngram_size"
-    filters_only = True
 
     def __init__(self, ngram_size: int):
         self.ngram_size = parameter(self.name).check_for_processor(ngram_size)
 
-    def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
-        out = scores.copy()
-        size = self.ngram_size
-        length = ids.shape[1]
+    def banned(self, ids: np.ndarray, vocab_size: int) -> np.ndarray:
+        size, length = self.ngram_size, ids.size
         if length < size:  # no complete n-gram yet (transformers: cur_len + 1 < n bans nothing either)
-            return out
-        windows = np.lib.stride_tricks.sliding_window_view(ids, size, axis=1)  # [rows, length-size+1, size]
-        prefix = ids[:, length - size + 1 :]  # the last size-1 tokens
-        match = (windows[:, :, : size - 1] == prefix[:, None, :]).all(axis=2)
-        rows, positions = np.nonzero(match)
-        out[rows, windows[rows, positions, size - 1]] = FILTER
-        return out
+            return NO_IDS
+        windows = np.lib.stride_tricks.sliding_window_view(ids, size)  # [length-size+1, size]
+        match = (windows[:, : size - 1] == ids[length - size + 1 :]).all(axis=1)  # the last size-1 tokens
+        followers = np.unique(windows[match, size - 1])
+        return followers[followers < vocab_size]
 
     def params(self) -> dict[str, Any]:
         return {"no_repeat_ngram_size": self.ngram_size}
 
 
-class MinNewTokens(Processor):
+class MinNewTokens(MaskProcessor):
     """Suppress the eos ids until `min_new_tokens` tokens were generated after the prompt. transformers'
     `MinNewTokensLengthLogitsProcessor`.
 
@@ -254,19 +271,17 @@ class MinNewTokens(Processor):
     """
 
     name = "min_new_tokens"
-    filters_only = True
 
     def __init__(self, min_new_tokens: int, prompt_len: int, eos_ids: Sequence[int]):
         self.min_new_tokens = parameter(self.name).check_for_processor(min_new_tokens)
         self.prompt_len = check_int("prompt_len", prompt_len, 0)
         self.eos_ids = tuple(check_int("eos_ids", token, 0) for token in eos_ids)
+        self._eos = np.unique(np.array(self.eos_ids, dtype=np.int64))
 
-    def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
-        out = scores.copy()
-        if ids.shape[1] - self.prompt_len < self.min_new_tokens:
-            eos = [token for token in self.eos_ids if token < scores.shape[1]]
-            out[:, eos] = FILTER
-        return out
+    def banned(self, ids: np.ndarray, vocab_size: int) -> np.ndarray:
+        if ids.size - self.prompt_len < self.min_new_tokens:
+            return self._eos[self._eos < vocab_size]
+        return NO_IDS
 
     def params(self) -> dict[str, Any]:
         return {"min_new_tokens": self.min_new_tokens, "eos_ids": list(self.eos_ids)}

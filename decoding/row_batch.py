@@ -24,14 +24,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 
 from decoding.lane_state import LaneState
 from decoding.processors import Processor
 from decoding.selectors import Draw, WalkedTokens, draw_among_best
-from decoding.stats import Softmax, chosen_logprob, spreads_of, stats_of, with_chosen
+from decoding.stats import Softmax, chosen_logprob, processed_softmax, spreads_of, stats_of, with_chosen
 from decoding.trace import StepRecord
 
 
@@ -72,27 +71,12 @@ class _Choice:
 class _Row:
     """One distinct row of a group after the processors: what its lanes chose from and are summarised by."""
 
-    processed: np.ndarray
+    processed: np.ndarray | None  # None for a masked row: raw with `softmax.holes` filtered, never built
     holes: np.ndarray | None  # positions of its -inf scores, when the processors ran and left them few
     softmax: Softmax
     best: np.ndarray  # softmax.best's positions: the top-N list
     unchanged: bool  # the processors left the raw row as it was: summarised as raw (as step_stats does)
     entropy: float | None  # of the processed distribution, unless unchanged
-
-
-NO_HOLES = np.zeros(0, dtype=np.intp)
-
-
-def _softmax_of(processed: np.ndarray) -> tuple[np.ndarray | None, Softmax | None]:
-    """(the -inf positions of a mostly kept row, else None; its Softmax.of, or None when the row is not usual:
-    no finite score, NaN or +inf), the -inf found by one comparison."""
-    if not processed.min() == -np.inf:  # nothing filtered (or a NaN, which of_dense refuses)
-        return NO_HOLES, Softmax.of_dense(processed, NO_HOLES)
-    filtered = processed == -np.inf
-    if np.count_nonzero(filtered) < processed.size - processed.size // 2:  # mostly kept: Softmax.of's dense case
-        holes = np.flatnonzero(filtered)
-        return holes, Softmax.of_dense(processed, holes)
-    return None, Softmax.of_sparse(processed, np.flatnonzero(~filtered))
 
 
 class _RowGroup:
@@ -104,6 +88,7 @@ class _RowGroup:
         self.text = text
         self.batch = lanes[0].batch
         self.chain: list[Processor] = lanes[0].processors
+        self.filters_only, self.masks_only = lanes[0].filters_only, lanes[0].masks_only
         lanes_of: dict[int, list[LaneState]] = {}  # distinct batch row -> the lanes reading it
         for lane in lanes:
             lanes_of.setdefault(lane.rows[0], []).append(lane)
@@ -129,18 +114,18 @@ class _RowGroup:
             record.time_ms = source_ms + share
             choice.lane.append(record)
 
-    @cached_property
-    def filters_only(self) -> bool:
-        return all(processor.filters_only for processor in self.chain)
-
     def _row(self, slot: int) -> _Row | None:
         """The row's processed Softmax and top-N (None if it is not usual), its vocabulary-wide passes back to
         back."""
         raw, raw_softmax = self.batch.row(self.rows[slot]), self.raw_softmaxes[slot]
         if not self.chain:
             return _Row(raw, None, raw_softmax, self.batch.best(self.rows[slot], self.top_n), True, None)
+        if self.masks_only:
+            row = self._masked_row(slot, raw_softmax)
+            if row is not None:
+                return row
         processed = self._processed(slot)
-        holes, softmax = _softmax_of(processed)
+        holes, softmax = processed_softmax(processed, raw_softmax, self.filters_only)
         if softmax is None:
             return None
         if self.filters_only:  # processed = raw with some -inf: unchanged when it keeps as many
@@ -150,6 +135,23 @@ class _RowGroup:
             unchanged, best = np.array_equal(processed, raw), None
         best = softmax.best(min(self.top_n, softmax.kept)) if best is None else best
         return _Row(processed, holes, softmax, best, unchanged, None if unchanged else softmax.entropy())
+
+    def _masked_row(self, slot: int, raw_softmax: Softmax) -> _Row | None:
+        """The row of a chain that only bans ids read off the history: raw's Softmax, or raw's less the banned
+        ids (Softmax.masked), what processed_softmax makes of the processed row, without building it. None
+        where processed_softmax would compute a new Softmax (raw filtered, masked not accurate enough)."""
+        if raw_softmax.filtered:
+            return None
+        ids = np.array(self.lanes_of[slot][0].history(), dtype=np.int64)  # every lane on a row has its history
+        vocab = raw_softmax.row.size
+        bans = [processor.banned(ids, vocab) for processor in self.chain]
+        holes = bans[0] if len(bans) == 1 else np.unique(np.concatenate(bans))
+        softmax = Softmax.masked(raw_softmax, holes) if holes.size else raw_softmax
+        if softmax is None:
+            return None
+        unchanged = softmax is raw_softmax
+        best = softmax.best(min(self.top_n, softmax.kept))
+        return _Row(None, softmax.holes, softmax, best, unchanged, None if unchanged else softmax.entropy())
 
     def _processed(self, slot: int) -> np.ndarray:
         ids = np.array([self.lanes_of[slot][0].history()], dtype=np.int64)  # every lane on a row has its history
@@ -174,8 +176,8 @@ class _RowGroup:
         for lane in self.lanes_of[slot]:
             token, draw = lane.forced_token(), None
             forced = token is not None
-            if not forced and lane.sampler is None:
-                token = int(np.argmax(row.processed))
+            if not forced and lane.sampler is None:  # a masked row's best token is its argmax
+                token = int(np.argmax(row.processed)) if row.processed is not None else int(row.best[0])
             elif not forced:
                 walked = walked or WalkedTokens(row.softmax, row.holes)
                 draw = draw_among_best(lane.sampler.next_u(), walked, row.best)

@@ -74,21 +74,24 @@ def draw_with(u: float, scores: np.ndarray, softmax: Softmax | None = None) -> D
 
 
 class WalkedTokens:
-    """The tokens a draw from `sm` walks: its finite scores (a mostly kept row without its few -inf, whose
-    positions `holes` are given or found), their weights and the weights' float64 sum."""
+    """The tokens a draw from `sm` walks: its finite scores (a mostly kept row without its few -inf or masked
+    positions, `holes`, given or found) and their weights, gathered only for a walk beyond the best tokens;
+    the probabilities are weights / sm.total."""
 
     def __init__(self, sm: Softmax, holes: np.ndarray | None = None) -> None:
         self.sm = sm
-        self.holes = None
-        self.weights, self.total = sm.weights, sm.total
-        if sm.ids is None and sm.filtered:  # mostly kept, a few -inf: walk the finite tokens only
+        self.total = sm.total
+        self.holes = sm.holes  # a masked row's: its holes still hold raw scores and weights
+        if self.holes is None and sm.ids is None and sm.filtered:  # walk the finite tokens only
             self.holes = np.flatnonzero(~(sm.row > -np.inf)) if holes is None else holes
-            self.weights = _without(sm.weights, self.holes)
-            self.total = float(self.weights.sum(dtype=np.float64))
 
     @cached_property
     def values(self) -> np.ndarray:
         return self.sm.values if self.holes is None else _without(self.sm.row, self.holes)
+
+    @cached_property
+    def weights(self) -> np.ndarray:
+        return self.sm.weights if self.holes is None else _without(self.sm.weights, self.holes)
 
     def token_at(self, position: int) -> int:
         if self.sm.ids is not None:

@@ -35,17 +35,18 @@ ENTROPY_FLOOR = np.float32(-1e30)  # stands in for -inf (0 * -inf is nan)
 class Softmax:
     """exp(values - peak) of one row's finite scores: what the statistics and a draw both need."""
 
-    row: np.ndarray  # the whole row (float32, -inf = filtered)
+    row: np.ndarray  # the whole row (float32, -inf = filtered, or listed in `holes`)
     ids: np.ndarray | None  # positions of the finite scores, or None: `values` is the whole row
     values: np.ndarray  # row, or row[ids]
     peak: np.float32  # values.max()
-    weights: np.ndarray  # exp(values - peak); 0 where filtered
+    weights: np.ndarray  # exp(values - peak); 0 where filtered (by -inf; `holes` keep raw's)
     total: float  # sum of weights, float64
     kept: int  # finite scores
     filtered: bool  # some score is -inf
     clamp_for_entropy: bool  # some shifted value is below ENTROPY_FLOOR (or a -inf sits in `shifted`)
     weighted_shift: float | None = None  # sum(weights * shifted), when a RowSummary brought it
     top_ids: np.ndarray | None = None  # the best positions into `values`, best first, when a RowSummary did
+    holes: np.ndarray | None = None  # a `masked` row's filtered positions: row, values and weights keep raw's there
 
     @classmethod
     def of(cls, scores: np.ndarray) -> Softmax | None:
@@ -121,6 +122,32 @@ class Softmax:
         softmax.__dict__["shifted"] = shifted
         return softmax
 
+    @classmethod
+    def masked(cls, raw: Softmax, holes: np.ndarray) -> Softmax | None:
+        """The Softmax of raw's (unfiltered) row with the positions `holes` (sorted, distinct, fewer than half
+        of it) filtered, derived from raw's sums without building that row or a new exp over the vocabulary:
+        its total and shift sum less the holes' terms, its best positions raw's without the holes. `row`,
+        `values` and `weights` stay raw's arrays (not copied): `holes` says which of their positions are
+        filtered, and every reader skips them. The same distribution as Softmax.of of the filtered row, to
+        float rounding (the normaliser is exact in float64, not bit for bit). None when it cannot be derived
+        as accurately: raw filtered itself, its peak among the holes (the weights would be relative to a
+        filtered score), or the holes holding a quarter of its mass or more (their difference would lose
+        digits)."""
+        size = raw.row.size
+        if raw.filtered or raw.ids is not None or not holes.size or holes.size >= size - size // 2:
+            return None
+        hole_values = raw.values[holes]
+        if not hole_values.max() < raw.peak:
+            return None
+        hole_weights = raw.weights[holes].astype(np.float64)
+        removed = float(hole_weights.sum())
+        if not removed < raw.total / 4:
+            return None
+        shift_sum = raw.shift_sum - float(np.dot(hole_weights, hole_values - raw.peak))
+        top_ids = None if raw.top_ids is None else _not_in(raw.top_ids, holes)
+        return cls(raw.row, None, raw.values, raw.peak, raw.weights, raw.total - removed, size - holes.size, True,
+                   True, weighted_shift=shift_sum, top_ids=top_ids, holes=holes)
+
     @cached_property
     def shifted(self) -> np.ndarray:
         """values - peak (float32)."""
@@ -130,32 +157,56 @@ class Softmax:
     def log_total(self) -> float:
         return float(np.log(self.total))
 
+    @cached_property
+    def shift_sum(self) -> float:
+        """sum(weights * shifted), the entropy's second term: the RowSummary's when it brought it."""
+        if self.weighted_shift is not None:
+            return self.weighted_shift
+        shifted = _at_least_floor(self.shifted) if self.clamp_for_entropy else self.shifted
+        return float(np.dot(self.weights, shifted))  # the clamp keeps 0 * -inf out
+
     def entropy(self) -> float:
         """Nats; -inf scores add nothing."""
-        weighted_shift = self.weighted_shift
-        if weighted_shift is None:
-            shifted = _at_least_floor(self.shifted) if self.clamp_for_entropy else self.shifted
-            weighted_shift = float(np.dot(self.weights, shifted))  # the clamp keeps 0 * -inf out
-        return max(self.log_total - weighted_shift / self.total, 0.0)
+        return max(self.log_total - self.shift_sum / self.total, 0.0)
 
     def log_probs_at(self, positions: np.ndarray) -> np.ndarray:
         """float32 log-probabilities of `positions` into `values`: log_softmax's values there, bit for bit."""
-        return (self.values[positions] - self.peak) - np.float32(self.log_total)
+        logprobs = (self.values[positions] - self.peak) - np.float32(self.log_total)
+        if self.holes is not None:
+            logprobs[np.isin(positions, self.holes)] = -np.inf
+        return logprobs
 
     def best(self, count: int) -> np.ndarray:
         """Positions into `values` of the `count` largest, largest first, equal values by lower position."""
         if self.top_ids is not None and self.top_ids.size >= count:
             return self.top_ids[:count]
-        return top_candidates(self.values, count)
+        return top_candidates(self.scores, count)
+
+    @cached_property
+    def scores(self) -> np.ndarray:
+        """`values` with the holes at -inf (`values` itself unless the row is masked)."""
+        if self.holes is None:
+            return self.values
+        scores = self.values.copy()
+        scores[self.holes] = -np.inf
+        return scores
 
     def log_softmax(self) -> np.ndarray:
         """float32 log-probabilities over the whole row (-inf where filtered)."""
         logprobs = self.shifted - np.float32(self.log_total)  # log_probs_at computes the same, position by position
+        if self.holes is not None:
+            logprobs[self.holes] = -np.inf
         if self.ids is None:
             return logprobs
         out = np.full_like(self.row, -np.inf)
         out[self.ids] = logprobs
         return out
+
+
+def _not_in(ids: np.ndarray, holes: np.ndarray) -> np.ndarray:
+    """`ids` without those in `holes` (sorted), in their order (np.isin costs several times more here)."""
+    at = np.minimum(np.searchsorted(holes, ids), holes.size - 1)
+    return ids[holes[at] != ids]
 
 
 def _at_least_floor(shifted: np.ndarray) -> np.ndarray:
@@ -165,6 +216,29 @@ def _at_least_floor(shifted: np.ndarray) -> np.ndarray:
     clamped = shifted.copy()
     clamped[below] = ENTROPY_FLOOR
     return clamped
+
+
+NO_HOLES = np.zeros(0, dtype=np.intp)
+
+
+def processed_softmax(
+    processed: np.ndarray, raw: Softmax | None, filters_only: bool
+) -> tuple[np.ndarray | None, Softmax | None]:
+    """(the -inf positions of a mostly kept row, else None; the row's Softmax, None when it is not usual: no
+    finite score, NaN or +inf) of a lane's processed row; `raw`: the Softmax of the raw row it came from.
+    A chain that only filters (`filters_only`) leaves the raw row with a few -inf: its Softmax is then derived
+    from raw's (Softmax.masked, or raw itself when nothing was filtered); otherwise it is Softmax.of's, bit for
+    bit. Both decision paths (lane by lane, batched rows) take their processed Softmax from here, so they agree
+    bit for bit. The -inf are found by one comparison."""
+    if not processed.min() == -np.inf:  # nothing filtered (or a NaN, which of_dense refuses)
+        unchanged = filters_only and raw is not None and not raw.filtered and bool(np.isfinite(raw.peak))
+        return NO_HOLES, raw if unchanged else Softmax.of_dense(processed, NO_HOLES)
+    filtered = processed == -np.inf
+    if np.count_nonzero(filtered) < processed.size - processed.size // 2:  # mostly kept: Softmax.of's dense case
+        holes = np.flatnonzero(filtered)
+        masked = Softmax.masked(raw, holes) if filters_only and raw is not None else None
+        return holes, masked or Softmax.of_dense(processed, holes)
+    return None, Softmax.of_sparse(processed, np.flatnonzero(~filtered))
 
 
 class LogitsRowCache:
@@ -338,6 +412,8 @@ def chosen_logprob(sm: Softmax, chosen: int) -> float:
     dense = sm.ids is None
     position = chosen if dense else int(np.searchsorted(sm.ids, chosen))
     found = dense or (position < sm.kept and sm.ids[position] == chosen)
+    if sm.holes is not None and chosen in sm.holes:
+        found = False
     return float(sm.values[position] - sm.peak) - sm.log_total if found else -np.inf
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from decoding.engine import Engine, Prefix, branch_prefix
+from decoding.selectors import WIDER_PREFIX
 from decoding.spec import Branch, LaneSpec, assign_seeds, default_lanes
 from decoding.trace import PromptInfo
 from tests.fake_source import FakeSource, FakeTokenizer, SummarizingSource
@@ -296,7 +297,8 @@ def test_a_source_row_summary_changes_no_token_and_no_statistic():
     )
     source = SummarizingSource(vocab_size=64)
     summarized = Engine(source, FakeTokenizer(), eos_token_ids=[], top_n=24).run(PROMPT, specs, max_new_tokens=10)
-    assert len(source.summaries) == 1 + source.step_calls and {k for _, k in source.summaries} == {24}
+    # the top-N ids and a draw's wider prefix
+    assert len(source.summaries) == 1 + source.step_calls and {k for _, k in source.summaries} == {WIDER_PREFIX}
     for want, got in zip(plain.lanes, summarized.lanes, strict=True):
         assert got.token_ids == want.token_ids, want.name
         for a, b in zip(want.steps, got.steps, strict=True):

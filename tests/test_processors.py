@@ -437,3 +437,16 @@ def test_apply_processors_never_returns_its_input():
     scores = make_logits("normal", 2, 50, 1)
     out = P.apply_processors([], np.zeros((2, 1), np.int64), scores)
     assert out is not scores and np.array_equal(out, scores)
+
+
+@pytest.mark.parametrize("processor", [P.NoRepeatNGram(1), P.NoRepeatNGram(2), P.NoRepeatNGram(3),
+                                       P.MinNewTokens(3, prompt_len=4, eos_ids=[9, 2, 2, 70])])
+def test_a_mask_processor_bans_what_it_says_it_bans(processor):
+    # row_batch derives a masked row from `banned` without calling the processor: both must agree
+    rng = np.random.default_rng(5)
+    for length in range(1, 12):
+        ids = rng.integers(0, 12, (3, length))
+        out = processor(ids, np.zeros((3, 64), np.float32))
+        for row, history in enumerate(ids):
+            banned = processor.banned(history, 64)
+            assert banned.tolist() == np.flatnonzero(out[row] == -np.inf).tolist()

@@ -228,3 +228,36 @@ def test_statistics_from_a_row_summary_equal_the_numpy_ones(row, data):
     got_draw, want_draw = draw_with(u, row, from_summary), draw_with(u, row)
     on_a_boundary = min(abs(want_draw.low - u), abs(want_draw.high - u)) < 1e-5  # totals differ in the last bits
     assert got_draw.token_id == want_draw.token_id or on_a_boundary
+
+
+@SETTINGS
+@given(row=rows(min_vocab=2), data=st.data())
+def test_a_masked_softmax_is_the_filtered_rows_distribution(row, data):
+    # Softmax.masked derives a row with a few ids banned (min_new_tokens, no_repeat_ngram_size) from the raw
+    # row's sums, from a RowSummary or from numpy, without building the filtered row or a new exp
+    assume(np.isfinite(row).all())
+    count = data.draw(st.integers(1, max(1, row.size // 2 - 1)))
+    holes = np.unique(data.draw(st.lists(st.integers(0, row.size - 1), min_size=1, max_size=count)))
+    raw = Softmax.of(row) if data.draw(st.booleans()) else Softmax.from_summary(row, numpy_summary(row[None], 20), 0)
+    filtered = row.copy()
+    filtered[holes] = -np.inf
+    got, want = Softmax.masked(raw, holes), Softmax.of(filtered)
+    weights = np.exp(row.astype(np.float64) - row.max())
+    too_many = holes.size >= row.size - row.size // 2
+    if too_many or row[holes].max() >= row.max() or weights[holes].sum() >= weights.sum() / 4:
+        assert got is None  # refused: the peak is banned or the difference would lose digits
+        return
+    assert got.kept == want.kept and np.shares_memory(got.row, row)  # raw's arrays, not copies
+    chosen = data.draw(st.sampled_from([int(holes[0]), data.draw(st.integers(0, row.size - 1))]))
+    got_dist, want_dist = distribution(filtered, chosen, 20, softmax=got), distribution(filtered, chosen, 20)
+    assert [t.id for t in got_dist.top] == [t.id for t in want_dist.top]
+    np.testing.assert_allclose([t.prob for t in got_dist.top], [t.prob for t in want_dist.top], rtol=1e-5, atol=1e-12)
+    assert got_dist.entropy == pytest.approx(want_dist.entropy, abs=1e-5)
+    assert got_dist.logprob == pytest.approx(want_dist.logprob, rel=1e-5, abs=1e-6)  # -inf for a banned id
+    np.testing.assert_allclose(got.log_softmax(), want.log_softmax(), rtol=1e-5, atol=1e-5)
+    assert not np.isin(got.best(min(got.kept, 64)), holes).any()
+    u = data.draw(st.floats(0.0, 1.0, exclude_max=True))
+    got_draw, want_draw = draw_with(u, filtered, got), draw_with(u, filtered, want)
+    assert got_draw.token_id not in holes
+    on_a_boundary = min(abs(want_draw.low - u), abs(want_draw.high - u)) < 1e-5
+    assert got_draw.token_id == want_draw.token_id or on_a_boundary
