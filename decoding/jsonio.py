@@ -121,6 +121,8 @@ def _sync_folder(folder: Path) -> None:
 def _finite(value: Any) -> Any:
     if isinstance(value, float):
         return value if math.isfinite(value) else None
+    if isinstance(value, TokenProb):  # a named tuple, written as an object
+        return {key: _finite(item) for key, item in value._asdict().items()}
     if isinstance(value, dict):
         return {key: _finite(item) for key, item in value.items()}
     if isinstance(value, list | tuple):

@@ -37,7 +37,8 @@ def check_trace(trace: RunTrace) -> None:
 
 
 def check_value(value: Any, hint: Any, path: str) -> None:
-    """`value` against a type hint of the trace's dataclasses (dataclasses, lists, dicts, unions, scalars)."""
+    """`value` against a type hint of the trace's dataclasses (dataclasses, named tuples, lists, dicts, unions,
+    scalars)."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if hint is Any:
         return
@@ -47,7 +48,7 @@ def check_value(value: Any, hint: Any, path: str) -> None:
         for arg in args:
             if _matches(value, arg):
                 return check_value(value, arg, path)
-    if dataclasses.is_dataclass(hint):
+    if dataclasses.is_dataclass(hint) or _is_named_tuple(hint):
         if not isinstance(value, hint):
             _refuse(path, "an object", value)
         for name, field_hint in _hints(hint).items():
@@ -68,6 +69,10 @@ def check_value(value: Any, hint: Any, path: str) -> None:
         return
     if not _matches(value, hint):
         _refuse(path, _describe(hint), value)
+
+
+def _is_named_tuple(hint: Any) -> bool:
+    return isinstance(hint, type) and issubclass(hint, tuple) and hasattr(hint, "_fields")
 
 
 def _check_lane(lane: LaneTrace, path: str) -> None:

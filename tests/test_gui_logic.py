@@ -27,8 +27,7 @@ from gui.text_view import parse_token_url
 
 def record(step: int = 0, token: int = 5, probs: tuple[float, ...] = (0.5, 0.3, 0.2),
            text: str = "a") -> StepRecord:
-    top = [TokenProb(token + i, f"t{i}", p, i) for i, p in enumerate(probs)]
-    top[0].text = text
+    top = [TokenProb(token + i, text if i == 0 else f"t{i}", p, i) for i, p in enumerate(probs)]
     margin = probs[0] - (probs[1] if len(probs) > 1 else 0.0)
     return StepRecord(step=step, token_id=token, token_text=text, prob=probs[0], prob_raw=probs[0] / 2,
                       logprob=-0.7, logprob_raw=-1.4, entropy=1.0, entropy_raw=1.2,

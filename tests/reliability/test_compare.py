@@ -28,7 +28,8 @@ def test_two_runs_of_the_same_lanes_are_the_same():
 
 def test_probabilities_that_differ_in_their_last_digits_are_said_but_the_tokens_are_the_same():
     a, b = run(), run()
-    b.lanes[0].steps[3].top_raw[1].prob += 2e-7
+    top = b.lanes[0].steps[3].top_raw
+    top[1] = top[1]._replace(prob=top[1].prob + 2e-7)
     comparison = compare_traces(a, b)
     assert comparison.same_tokens
     (difference,) = comparison.lanes
