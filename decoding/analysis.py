@@ -81,9 +81,11 @@ def _close_draw(record: StepRecord) -> CloseDraw:
     below = record.draw - record.draw_low
     above = record.draw_high - record.draw
     side = "low" if below <= above else "high"
-    rank = next((t.rank for t in record.top if t.id == record.token_id), None)
-    neighbour_rank = None if rank is None else rank - 1 if side == "low" else rank + 1
-    other = next((t.id for t in record.top if t.rank == neighbour_rank and t.prob > 0.0), None)
+    top = record.top
+    rank = top.rank_of(record.token_id)
+    neighbour = None if rank is None else rank - 1 if side == "low" else rank + 1
+    listed = neighbour is not None and 0 <= neighbour < len(top) and top.probs[neighbour] > 0.0
+    other = top.ids[neighbour] if listed else None
     at_edge = (side == "low" and record.draw_low <= 0.0) or (side == "high" and record.draw_high >= 1.0)
     return CloseDraw(record.step, record.draw, min(below, above), None if at_edge else other, side)
 

@@ -35,13 +35,13 @@ def critical_point(record: StepRecord, settings: CriticalSettings) -> CriticalPo
 
 def _close_draw(record: StepRecord, settings: CriticalSettings) -> CriticalPoint | None:
     """The nearer qualifying edge of the chosen interval: within draw_distance, a neighbour with real mass."""
-    rank = next((t.rank for t in record.top if t.id == record.token_id), None)
+    top = record.top
+    rank = top.rank_of(record.token_id)
     if rank is None:  # chosen beyond the recorded top-N: its neighbours are unknown (and it is no strong pick)
         return None
-    by_rank = {t.rank: t for t in record.top}
     edges = [
-        (record.draw - record.draw_low, by_rank.get(rank - 1)),  # the more likely neighbour
-        (record.draw_high - record.draw, by_rank.get(rank + 1)),  # the less likely one
+        (record.draw - record.draw_low, top[rank - 1] if rank > 0 else None),  # the more likely neighbour
+        (record.draw_high - record.draw, top[rank + 1] if rank + 1 < len(top) else None),  # the less likely one
     ]
     close = [
         (distance, neighbour)

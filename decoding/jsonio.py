@@ -48,6 +48,7 @@ from decoding.trace import (
     SweepPoint,
     TemperatureSweep,
     TokenProb,
+    TopList,
 )
 from decoding.trace_check import check_trace
 
@@ -123,6 +124,8 @@ def _finite(value: Any) -> Any:
         return value if math.isfinite(value) else None
     if isinstance(value, TokenProb):  # a named tuple, written as an object
         return {key: _finite(item) for key, item in value._asdict().items()}
+    if isinstance(value, TopList):
+        return [_finite(entry) for entry in value]
     if isinstance(value, dict):
         return {key: _finite(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
@@ -229,8 +232,8 @@ def _lane(data: dict[str, Any]) -> LaneTrace:
 
 def _step(data: dict[str, Any]) -> StepRecord:
     fields = dict(data)
-    fields["top"] = [TokenProb(**entry) for entry in data["top"]]
-    fields["top_raw"] = [TokenProb(**entry) for entry in data["top_raw"]]
+    fields["top"] = _top_list(data["top"])
+    fields["top_raw"] = _top_list(data["top_raw"])
     for key in ("logprob", "logprob_raw"):
         fields[key] = _neg_inf(data[key])
     if data.get("beams") is not None:
@@ -238,6 +241,10 @@ def _step(data: dict[str, Any]) -> StepRecord:
             BeamHypothesis(**{**hyp, "score": _neg_inf(hyp["score"])}) for hyp in data["beams"]
         ]
     return StepRecord(**fields)
+
+
+def _top_list(entries: list[dict[str, Any]]) -> TopList:
+    return TopList.of(TokenProb(**entry) for entry in entries)
 
 
 def _neg_inf(value: float | None) -> float:
@@ -270,7 +277,7 @@ def _fanout(data: dict[str, Any]) -> FanoutGroup:
 
 
 def _sweep(data: dict[str, Any]) -> TemperatureSweep:
-    points = [SweepPoint(**{**point, "top": [TokenProb(**t) for t in point["top"]]}) for point in data["points"]]
+    points = [SweepPoint(**{**point, "top": _top_list(point["top"])}) for point in data["points"]]
     return TemperatureSweep(**{**data, "points": points})
 
 

@@ -25,7 +25,7 @@ import numpy as np
 from decoding.parameters import check_int
 from decoding.processors import top_candidates
 from decoding.protocol import RowSummary
-from decoding.trace import TokenProb
+from decoding.trace import TopList
 
 MIN_TOP_N = 20
 ENTROPY_FLOOR = np.float32(-1e30)  # stands in for -inf (0 * -inf is nan)
@@ -315,7 +315,7 @@ class Distribution:
     margin: float  # top-1 minus top-2 probability
     kept: int  # tokens with a finite score
     tail_mass: float  # probability outside the top-N
-    top: list[TokenProb]
+    top: TopList
 
 
 @dataclass(frozen=True)
@@ -333,15 +333,15 @@ class StepStats:
     kept: int
     tail_mass: float
     tail_mass_raw: float
-    top: list[TokenProb]
-    top_raw: list[TokenProb]
+    top: TopList
+    top_raw: TopList
 
     def record_fields(self) -> dict[str, Any]:
-        """Keyword arguments for StepRecord (shallow: the TokenProb lists are shared)."""
+        """Keyword arguments for StepRecord (shallow: the top lists are shared)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-EMPTY = Distribution(0.0, -np.inf, 0.0, 0.0, 0, 0.0, [])
+EMPTY = Distribution(0.0, -np.inf, 0.0, 0.0, 0, 0.0, TopList((), (), ()))
 
 
 @dataclass(frozen=True)
@@ -353,7 +353,7 @@ class Spread:
     margin: float
     kept: int
     tail_mass: float
-    top: list[TokenProb]
+    top: TopList
 
 
 def spread_of(
@@ -365,8 +365,7 @@ def spread_of(
     top_probs = np.exp((sm.values[best] - sm.peak).astype(np.float64) - sm.log_total)
     token_ids = (best if sm.ids is None else sm.ids[best]).tolist()
     probs = top_probs.tolist()
-    # positional arguments: half the cost of keywords, and this runs for every top-N entry of every step
-    top = [TokenProb(t, text(t), p, r) for r, (t, p) in enumerate(zip(token_ids, probs, strict=True))]
+    top = TopList(token_ids, map(text, token_ids), probs)
     return Spread(
         entropy=sm.entropy() if entropy is None else entropy,
         margin=probs[0] - (probs[1] if len(probs) > 1 else 0.0),
@@ -401,7 +400,7 @@ def spreads_of(
     for i, probs, tail_mass in zip(full, top_probs.tolist(), tail_masses, strict=True):
         sm, best = softmaxes[i], bests[i]
         token_ids = (best if sm.ids is None else sm.ids[best]).tolist()
-        top = list(map(TokenProb, token_ids, map(text, token_ids), probs, range(width)))
+        top = TopList(token_ids, map(text, token_ids), probs)
         margin = probs[0] - (probs[1] if width > 1 else 0.0)
         out[i] = Spread(entropies[i], margin, sm.kept, max(0.0, tail_mass), top)
     return out

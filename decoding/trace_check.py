@@ -17,7 +17,7 @@ from typing import Any
 
 from decoding.explain import ExplainResult
 from decoding.replay import lane_spec
-from decoding.trace import LaneTrace, RunTrace
+from decoding.trace import LaneTrace, RunTrace, TokenProb, TopList
 
 _NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false", type(None): "null"}
 
@@ -48,6 +48,12 @@ def check_value(value: Any, hint: Any, path: str) -> None:
         for arg in args:
             if _matches(value, arg):
                 return check_value(value, arg, path)
+    if hint is TopList:
+        if not isinstance(value, TopList):
+            _refuse(path, "a list", value)
+        for index, entry in enumerate(value):
+            check_value(entry, TokenProb, f"{path}[{index}]")
+        return
     if dataclasses.is_dataclass(hint) or _is_named_tuple(hint):
         if not isinstance(value, hint):
             _refuse(path, "an object", value)

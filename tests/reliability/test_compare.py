@@ -11,7 +11,7 @@ import pytest
 from decoding.compare import compare_traces
 from decoding.engine import Engine
 from decoding.spec import LaneSpec
-from decoding.trace import PromptInfo, TokenProb
+from decoding.trace import PromptInfo, TokenProb, TopList
 from tests.fake_source import FakeSource, FakeTokenizer
 
 SPECS = [LaneSpec("greedy"), LaneSpec("sample", do_sample=True, seed=5), LaneSpec("beam", num_beams=2)]
@@ -28,8 +28,10 @@ def test_two_runs_of_the_same_lanes_are_the_same():
 
 def test_probabilities_that_differ_in_their_last_digits_are_said_but_the_tokens_are_the_same():
     a, b = run(), run()
-    top = b.lanes[0].steps[3].top_raw
-    top[1] = top[1]._replace(prob=top[1].prob + 2e-7)
+    step = b.lanes[0].steps[3]
+    entries = list(step.top_raw)
+    entries[1] = entries[1]._replace(prob=entries[1].prob + 2e-7)
+    step.top_raw = TopList.of(entries)
     comparison = compare_traces(a, b)
     assert comparison.same_tokens
     (difference,) = comparison.lanes
@@ -41,7 +43,8 @@ def flip(lane, step: int, probs_a: tuple[float, float], probs_b: tuple[float, fl
     """Make run a choose the top token and run b the runner-up at `step`, with these (top, runner-up) probs."""
     first, second = lane.steps[step].top_raw[:2]
     for record, (p1, p2), token in ((lane.steps[step], probs_a, first), (b_lane.steps[step], probs_b, second)):
-        record.top_raw[:2] = [TokenProb(first.id, first.text, p1, 0), TokenProb(second.id, second.text, p2, 1)]
+        pair = [TokenProb(first.id, first.text, p1, 0), TokenProb(second.id, second.text, p2, 1)]
+        record.top = record.top_raw = TopList.of(pair + list(record.top_raw)[2:])  # a greedy lane: one list
         record.token_id, record.token_text = token.id, token.text
     b_lane.token_ids[step] = second.id
     return first.id, second.id
