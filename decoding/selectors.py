@@ -197,7 +197,9 @@ def _draw_in_rest(
     scale = np.float32((TAIL_BUCKETS - 1) / (threshold - float(low)))
     bucket = np.minimum(((values - low) * scale).astype(np.int32), TAIL_BUCKETS - 1)
     bucket[best] = TAIL_BUCKETS  # outside the grid: their mass is already in `start`
-    masses = np.bincount(bucket, weights=weights, minlength=TAIL_BUCKETS + 1)[:TAIL_BUCKETS] / total
+    # float64 weights given: bincount's own conversion of float32 ones costs 5x the counting (same sums)
+    masses = np.bincount(bucket, weights=weights.astype(np.float64), minlength=TAIL_BUCKETS + 1)[:TAIL_BUCKETS]
+    masses /= total
     reached = start + np.cumsum(masses[::-1])  # descending buckets
     index = int(np.searchsorted(reached, u, side="right"))
     if index >= reached.size:  # u at or above the rounded total: the least likely token with probability > 0
