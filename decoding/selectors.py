@@ -18,7 +18,7 @@ import numpy as np
 
 from decoding.parameters import parameter
 from decoding.processors import PREFIX_TIERS, SAMPLE_STRIDE, sample_thresholds
-from decoding.stats import Softmax
+from decoding.stats import Softmax, not_in
 
 
 def greedy(scores: np.ndarray) -> np.ndarray:
@@ -74,15 +74,17 @@ def draw_with(u: float, scores: np.ndarray, softmax: Softmax | None = None) -> D
 
 
 class WalkedTokens:
-    """The tokens a draw from `sm` walks: its finite scores (a mostly kept row without its few -inf or masked
-    positions, `holes`, given or found) and their weights, gathered only for a walk beyond the best tokens;
-    the probabilities are weights / sm.total."""
+    """The tokens a draw from `sm` walks: its finite scores and their weights, the probabilities being
+    weights / sm.total. A mostly kept row with a few -inf (whose positions `holes` are given or found) is
+    walked without them, in copies gathered only for a walk beyond the best tokens; a masked row is walked
+    in place, its holes (sm.holes, which keep raw scores) skipped."""
 
     def __init__(self, sm: Softmax, holes: np.ndarray | None = None) -> None:
         self.sm = sm
         self.total = sm.total
-        self.holes = sm.holes  # a masked row's: its holes still hold raw scores and weights
-        if self.holes is None and sm.ids is None and sm.filtered:  # walk the finite tokens only
+        self.skip = NO_POSITIONS if sm.holes is None else sm.holes
+        self.holes = None
+        if sm.holes is None and sm.ids is None and sm.filtered:  # walk the finite tokens only
             self.holes = np.flatnonzero(~(sm.row > -np.inf)) if holes is None else holes
 
     @cached_property
@@ -113,16 +115,19 @@ def _without(array: np.ndarray, holes: np.ndarray) -> np.ndarray:
 
 
 def _walk(u: float, walked: WalkedTokens) -> Draw:
-    values, weights, total = walked.values, walked.weights, walked.total
-    best, threshold = _split_best(values)
-    found, start = _draw_among(u, values, weights, total, best, 0.0, last=best.size == values.size)
+    values, weights, total, skip = walked.values, walked.weights, walked.total, walked.skip
+    best, threshold = _split_best(values)  # every value left out is below threshold, or skipped
+    if skip.size:
+        best = not_in(best, skip)
+    found, start = _draw_among(u, values, weights, total, best, 0.0, last=best.size == values.size - skip.size)
     if found is None:
-        found = _draw_in_rest(u, values, weights, total, best, threshold, start)
+        found = _draw_in_rest(u, values, weights, total, np.concatenate([best, skip]), threshold, start)
     if found is None:  # u above the rounded total and the rest has no probability: the last of the best
         found, _ = _draw_among(u, values, weights, total, best, 0.0, last=True)
     return Draw(token_id=walked.token_at(found[0]), u=u, low=found[1], high=found[2])
 
 
+NO_POSITIONS = np.zeros(0, dtype=np.intp)
 WIDER_PREFIX = 64  # best tokens a draw tries next when u falls beyond the top-N, before the whole walk
 
 
@@ -190,9 +195,9 @@ def _draw_among(
 def _draw_in_rest(
     u: float, values: np.ndarray, weights: np.ndarray, total: float, best: np.ndarray, threshold: float, start: float
 ) -> Found | None:
-    """u fell below the `best` tokens (every other value is below `threshold`): bucket the others on a uniform
-    grid of their values (a larger value never lands in a lower bucket), find the bucket holding u from the
-    bucket masses, and sort only that bucket."""
+    """u fell below the `best` tokens (left out here with the skipped ones; every other value is below
+    `threshold`): bucket the others on a uniform grid of their values (a larger value never lands in a lower
+    bucket), find the bucket holding u from the bucket masses, and sort only that bucket."""
     low = values.min()
     scale = np.float32((TAIL_BUCKETS - 1) / (threshold - float(low)))
     bucket = np.minimum(((values - low) * scale).astype(np.int32), TAIL_BUCKETS - 1)

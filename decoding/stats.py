@@ -144,7 +144,7 @@ class Softmax:
         if not removed < raw.total / 4:
             return None
         shift_sum = raw.shift_sum - float(np.dot(hole_weights, hole_values - raw.peak))
-        top_ids = None if raw.top_ids is None else _not_in(raw.top_ids, holes)
+        top_ids = None if raw.top_ids is None else not_in(raw.top_ids, holes)
         return cls(raw.row, None, raw.values, raw.peak, raw.weights, raw.total - removed, size - holes.size, True,
                    True, weighted_shift=shift_sum, top_ids=top_ids, holes=holes)
 
@@ -203,7 +203,7 @@ class Softmax:
         return out
 
 
-def _not_in(ids: np.ndarray, holes: np.ndarray) -> np.ndarray:
+def not_in(ids: np.ndarray, holes: np.ndarray) -> np.ndarray:
     """`ids` without those in `holes` (sorted), in their order (np.isin costs several times more here)."""
     at = np.minimum(np.searchsorted(holes, ids), holes.size - 1)
     return ids[holes[at] != ids]
