@@ -3,6 +3,7 @@ JSON for the same seed across two processes."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -17,7 +18,7 @@ import pytest
 from decoding import jsonio
 from decoding.engine import Engine
 from decoding.spec import Branch, LaneSpec
-from decoding.trace import PromptInfo
+from decoding.trace import PromptInfo, TokenProb, TopList, as_top_list
 from tests.fake_source import FakeSource, FakeTokenizer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -270,3 +271,33 @@ def test_an_explanation_of_a_lanes_beginning_belongs_to_it():
     assert trace.explanation_of(longer) is trace.explanations[0]
     other = replace(lane, token_ids=[lane.token_ids[0], 555])
     assert trace.explanation_of(other) is None
+
+
+def test_top_lists_read_as_lists_of_entries_and_shuffled_ranks_are_refused():
+    # records keep their top lists as three tuples (TopList); readers see TokenProb entries
+    record = fake_trace().lanes[0].steps[0]
+    top = record.top
+    assert isinstance(top, TopList) and len(top) == 20
+    entries = list(top)
+    assert entries[0] == top[0] == TokenProb(top.ids[0], top.texts[0], top.probs[0], 0)
+    assert top[-1].rank == 19 and top[:3] == entries[:3] and top == entries and entries == top
+    assert top.rank_of(entries[5].id) == 5 and top.rank_of(10**6) is None
+    assert TopList.of(entries) == top and as_top_list(entries) == top
+    with pytest.raises(IndexError):
+        top[20]
+    data = jsonio.to_dict(fake_trace())
+    assert data["lanes"][0]["steps"][0]["top"][1] == entries[1]._asdict()  # written as objects
+    data["lanes"][0]["steps"][0]["top"][1]["rank"] = 7
+    with pytest.raises(jsonio.TraceFormatError, match=r"ranks must be 0, 1, 2"):
+        jsonio.loads(json.dumps(data))
+    data["lanes"][0]["steps"][0]["top"][1]["rank"] = 1
+    data["lanes"][0]["steps"][0]["top"][1]["prob"] = "high"
+    with pytest.raises(jsonio.TraceFormatError, match=r"top\[1\]\.prob"):
+        jsonio.loads(json.dumps(data))
+
+
+def test_the_collector_stops_tracking_a_top_lists_columns():
+    # the point of TopList: a long run's top lists cost Python's collector one object each, not N
+    top = fake_trace().lanes[0].steps[0].top
+    gc.collect()
+    assert not any(gc.is_tracked(column) for column in (top.ids, top.texts, top.probs))
