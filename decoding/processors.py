@@ -159,9 +159,9 @@ class MaskProcessor(Processor):
 
     filters_only = True
 
-    def banned(self, ids: np.ndarray, vocab_size: int) -> np.ndarray:
+    def banned(self, ids: Sequence[int], vocab_size: int) -> np.ndarray:
         """The sorted distinct ids below `vocab_size` this processor sets to -inf after the history `ids`
-        (int64 [seq_len], prompt and generated)."""
+        (one row's prompt and generated ids)."""
         raise NotImplementedError
 
     def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
@@ -236,7 +236,8 @@ class NoRepeatNGram(MaskProcessor):
     def __init__(self, ngram_size: int):
         self.ngram_size = parameter(self.name).check_for_processor(ngram_size)
 
-    def banned(self, ids: np.ndarray, vocab_size: int) -> np.ndarray:
+    def banned(self, ids: Sequence[int], vocab_size: int) -> np.ndarray:
+        ids = np.asarray(ids, dtype=np.int64)
         size, length = self.ngram_size, ids.size
         if length < size:  # no complete n-gram yet (transformers: cur_len + 1 < n bans nothing either)
             return NO_IDS
@@ -278,8 +279,8 @@ class MinNewTokens(MaskProcessor):
         self.eos_ids = tuple(check_int("eos_ids", token, 0) for token in eos_ids)
         self._eos = np.unique(np.array(self.eos_ids, dtype=np.int64))
 
-    def banned(self, ids: np.ndarray, vocab_size: int) -> np.ndarray:
-        if ids.size - self.prompt_len < self.min_new_tokens:
+    def banned(self, ids: Sequence[int], vocab_size: int) -> np.ndarray:
+        if len(ids) - self.prompt_len < self.min_new_tokens:
             return self._eos[self._eos < vocab_size]
         return NO_IDS
 

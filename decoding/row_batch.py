@@ -142,7 +142,7 @@ class _RowGroup:
         where processed_softmax would compute a new Softmax (raw filtered, masked not accurate enough)."""
         if raw_softmax.filtered:
             return None
-        ids = np.array(self.lanes_of[slot][0].history(), dtype=np.int64)  # every lane on a row has its history
+        ids = self.lanes_of[slot][0].history()  # every lane on a row has its history
         vocab = raw_softmax.row.size
         bans = [processor.banned(ids, vocab) for processor in self.chain]
         holes = bans[0] if len(bans) == 1 else np.unique(np.concatenate(bans))
