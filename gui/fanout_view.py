@@ -20,12 +20,13 @@ from decoding.trace import LaneTrace
 from gui import style
 from gui.chart_data import display_token
 from gui.export import Figure
-from gui.redraw import RedrawScheduler
+from gui.redraw import DrawnWhenShown, RedrawScheduler
 from gui.render import plain_fragments
 from gui.run_model import RunModel, Selection
 from gui.texts import translate
 
 _END = -1  # the "token" of a member that ended before a step
+_EDGE_WIDTH = 1.2  # pen of the edges from a branch to its children
 
 
 @dataclass
@@ -71,13 +72,19 @@ def place(branch: Branch, next_slot: list[int]) -> float:
     return branch.y
 
 
+def _show_first(items: list, count: int) -> None:
+    """Show the first `count` of reused items, hide the others."""
+    for index, item in enumerate(items):
+        item.setVisible(index < count)
+
+
 def walk(branch: Branch):
     yield branch
     for child in branch.children:
         yield from walk(child)
 
 
-class FanoutView(QWidget):
+class FanoutView(DrawnWhenShown, QWidget):
     def __init__(self, model: RunModel, scheduler: RedrawScheduler, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.model = model
@@ -93,17 +100,21 @@ class FanoutView(QWidget):
 
     # ---- public API --------------------------------------------------------------------------------------
     def tree(self) -> Branch | None:
+        self._draw_if_stale()
         return self._tree
 
     def summary(self) -> str:
+        self._draw_if_stale()
         return self._summary.text()
 
     def figure(self) -> Figure | None:
+        self._draw_if_stale()
         if self._tree is None:
             return None
         return Figure(self._title(), self._summary.text(), self._canvas.scene(), self._canvas.ci.sceneBoundingRect())
 
     def scene_pos_of(self, branch: Branch) -> QPointF:
+        self._draw_if_stale()
         middle = (branch.start + max(branch.end - 1, branch.start)) / 2
         return self._tree_plot.vb.mapViewToScene(QPointF(middle, branch.y))
 
@@ -173,8 +184,10 @@ class FanoutView(QWidget):
                                                                                                        "(nats)"))
         self._margin = self._stats_plot.plot([], [], pen=pg.mkPen("#D55E00", width=2, style=Qt.PenStyle.DashLine),
                                              name=translate("fanout_view", "mean margin top1−top2"))
-        self._split_lines: list[pg.InfiniteLine] = []
-        self._items: list = []
+        # drawn items, reused from one drawing to the next (making and adding new ones took most of a redraw)
+        self._lines: list[pg.PlotDataItem] = []  # the tree's segments, one item per pen width
+        self._labels: list[pg.TextItem] = []  # the split labels
+        self._split_lines: list[pg.InfiniteLine] = []  # the splits in the statistics
         self._cursor = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen(style.FOREGROUND, width=1,
                                                                               style=Qt.PenStyle.DotLine))
         self._cursor.setVisible(False)
@@ -197,18 +210,15 @@ class FanoutView(QWidget):
         return f"fan-out of {members[0].fanout['group'] if members and members[0].fanout else ''}: " \
                f"{len(members)} seeds"
 
-    def redraw(self) -> None:
-        for item in self._items:
-            self._tree_plot.removeItem(item)
-        for line in self._split_lines:
-            self._stats_plot.removeItem(line)
-        self._items, self._split_lines = [], []
+    def _draw(self) -> None:
         members = self._members()
         if not members:
             self._tree = None
             self._summary.setText("")
             self._entropy.setData([], [])
             self._margin.setData([], [])
+            for items in (self._lines, self._labels, self._split_lines):
+                _show_first(items, 0)
             return
         tokens = [list(member.token_ids) for member in members]
         self._tree = build_tree(tokens)
@@ -219,37 +229,62 @@ class FanoutView(QWidget):
         self._show_cursor(self.model.selection)
 
     def _draw_tree(self, members: list[LaneTrace]) -> None:
+        """The branches and the edges of their splits as a few line items (one per pen width), the split labels
+        and a dashed line at each split in the statistics below."""
         lane = next(lane for lane in self.model.lanes if lane.key == self._key)
         colour = style.lane_color(lane.colour)
         count = len(members)
+        segments: dict[float, list[tuple[float, float, float, float]]] = {}  # pen width -> (x0, y0, x1, y1)
+        labels: list[tuple[str, int, float]] = []
+        splits: list[int] = []
         for branch in walk(self._tree):
             width = 1.5 + 4.0 * math.log2(len(branch.members)) / max(math.log2(count), 1.0)
             if branch.end > branch.start:  # its shared tokens, one point per step (a root that splits at once has none)
-                line = pg.PlotDataItem([branch.start, branch.end - 1], [branch.y, branch.y],
-                                       pen=pg.mkPen(colour, width=width))
-                self._add(self._tree_plot, line)
+                segments.setdefault(width, []).append((branch.start, branch.y, branch.end - 1, branch.y))
             tail = branch.end - 1 if branch.end > branch.start else branch.start - 0.5
             for child in branch.children:  # the split: from the parent's last token to each child's first
-                edge = pg.PlotDataItem([tail, child.start], [branch.y, child.y], pen=pg.mkPen(colour, width=1.2))
-                self._add(self._tree_plot, edge)
+                segments.setdefault(_EDGE_WIDTH, []).append((tail, branch.y, child.start, child.y))
                 member = members[child.members[0]]
                 if child.start < len(member.steps):
                     text = display_token(member.steps[child.start].token_text, 10)
-                    label = pg.TextItem(f"{text} ×{len(child.members)}", color=style.FOREGROUND, anchor=(0, 1.05))
-                    label.setFont(style.ui_font(8))
-                    label.setPos(child.start, child.y)
-                    self._add(self._tree_plot, label)
+                    labels.append((f"{text} ×{len(child.members)}", child.start, child.y))
             if branch.children:
-                split = pg.InfiniteLine(branch.end, angle=90, movable=False,
-                                        pen=pg.mkPen("#bbbbbb", width=1, style=Qt.PenStyle.DashLine))
-                self._stats_plot.addItem(split, ignoreBounds=True)
-                self._split_lines.append(split)
+                splits.append(branch.end)
+        self._draw_segments(segments, colour)
+        self._draw_labels(labels)
+        self._draw_splits(splits)
         leaves = sum(1 for b in walk(self._tree) if not b.children)
         self._tree_plot.setYRange(-0.8, max(leaves - 1, 0) + 0.8, padding=0)
 
-    def _add(self, plot, item) -> None:
-        plot.addItem(item)
-        self._items.append(item)
+    def _draw_segments(self, segments: dict[float, list[tuple[float, float, float, float]]], colour) -> None:
+        while len(self._lines) < len(segments):
+            self._lines.append(self._tree_plot.plot([], []))
+        for line, (width, pairs) in zip(self._lines, segments.items(), strict=False):
+            xs = [x for x0, _, x1, _ in pairs for x in (x0, x1)]
+            ys = [y for _, y0, _, y1 in pairs for y in (y0, y1)]
+            line.setData(xs, ys, connect="pairs", pen=pg.mkPen(colour, width=width))
+        _show_first(self._lines, len(segments))
+
+    def _draw_labels(self, labels: list[tuple[str, int, float]]) -> None:
+        while len(self._labels) < len(labels):
+            label = pg.TextItem(color=style.FOREGROUND, anchor=(0, 1.05))
+            label.setFont(style.ui_font(8))
+            self._tree_plot.addItem(label)
+            self._labels.append(label)
+        for label, (text, x, y) in zip(self._labels, labels, strict=False):
+            label.setText(text)
+            label.setPos(x, y)
+        _show_first(self._labels, len(labels))
+
+    def _draw_splits(self, steps: list[int]) -> None:
+        while len(self._split_lines) < len(steps):
+            pen = pg.mkPen("#bbbbbb", width=1, style=Qt.PenStyle.DashLine)
+            split = pg.InfiniteLine(angle=90, movable=False, pen=pen)
+            self._stats_plot.addItem(split, ignoreBounds=True)
+            self._split_lines.append(split)
+        for split, step in zip(self._split_lines, steps, strict=False):
+            split.setValue(step)
+        _show_first(self._split_lines, len(steps))
 
     def _draw_stats(self, members: list[LaneTrace]) -> None:
         steps = max(len(member.steps) for member in members)

@@ -17,7 +17,7 @@ from decoding.trace import StepRecord
 from gui import style
 from gui.chart_data import display_token
 from gui.export import Figure
-from gui.redraw import RedrawScheduler
+from gui.redraw import DrawnWhenShown, RedrawScheduler
 from gui.render import MARK_COLOURS, mark_legend, probability_colour
 from gui.run_model import RunModel, Selection
 from gui.texts import QT_TRANSLATE_NOOP, translate
@@ -55,7 +55,7 @@ def colour_map(metric: str) -> pg.ColorMap:
     return pg.colormap.get("viridis")
 
 
-class LaneStepMap(QWidget):
+class LaneStepMap(DrawnWhenShown, QWidget):
     def __init__(self, model: RunModel, scheduler: RedrawScheduler, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.model = model
@@ -80,6 +80,7 @@ class LaneStepMap(QWidget):
 
     def cell_value(self, row: int, step: int) -> float:
         """The value drawn in a cell (NaN for an empty one)."""
+        self._draw_if_stale()
         return float(self._grid[row, step])
 
     def cell_colour(self, row: int, step: int) -> str:
@@ -93,17 +94,21 @@ class LaneStepMap(QWidget):
 
     def rows(self) -> list[tuple[int, int]]:
         """(lane index, member) shown in each row."""
+        self._draw_if_stale()
         return list(self._rows)
 
     def marks(self) -> dict[str, list[tuple[int, int]]]:
         """(row, step) of each mark drawn."""
+        self._draw_if_stale()
         return {kind: [(int(y), int(x)) for x, y in zip(*item.getData(), strict=True)]
                 for kind, item in self._marks.items()}
 
     def scene_pos_of(self, row: int, step: int) -> QPointF:
+        self._draw_if_stale()
         return self._plot.vb.mapViewToScene(QPointF(step + 0.5, row + 0.5))
 
     def figure(self) -> Figure:
+        self._draw_if_stale()
         label = translate("chart_data", METRICS[self._metric][0])
         return Figure(f"{label} of every lane at every step", self._legend.text(), self._view.scene(),
                       self._plot.sceneBoundingRect())
@@ -168,7 +173,7 @@ class LaneStepMap(QWidget):
         return item
 
     # ---- drawing -----------------------------------------------------------------------------------------
-    def redraw(self) -> None:
+    def _draw(self) -> None:
         self._rows = map_rows(self.model)
         self._grid = metric_grid(self.model, self._metric, self._rows)
         rows, steps = self._grid.shape

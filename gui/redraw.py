@@ -72,3 +72,28 @@ class RedrawScheduler(QObject):
 
 def _past(deadline: float | None) -> bool:
     return deadline is not None and time.perf_counter() > deadline
+
+
+class DrawnWhenShown:
+    """Mixed into a view (before QWidget) whose drawing is costly, e.g. a 32-member fan-out redrawn at every
+    tick while it streams: `redraw()` draws now when the view is on screen, else when it is next shown or read.
+    The view draws in `_draw()` and calls `_draw_if_stale()` first in the methods that read what it drew."""
+
+    _stale = True
+
+    def redraw(self) -> None:
+        self._stale = True
+        if self.isVisible():
+            self._draw_if_stale()
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().showEvent(event)
+        self._draw_if_stale()
+
+    def _draw_if_stale(self) -> None:
+        if self._stale:
+            self._stale = False
+            self._draw()
+
+    def _draw(self) -> None:
+        raise NotImplementedError

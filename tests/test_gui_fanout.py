@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QTabWidget, QWidget
 
 from decoding.trace import LaneTrace, ModelInfo, PromptInfo, RunTrace, StepRecord, TokenProb
 from gui.fanout_view import FanoutView, build_tree, place, walk
@@ -62,7 +63,7 @@ def test_the_view_draws_the_members_tree_and_its_numbers(view):
     assert [lane.name for lane in view.model.lanes] == ["T 1.0"] and view.model.lanes[0].fanout == 4
     summary = view.summary()
     assert "<b>4 members</b>" in summary and "<b>4</b> distinct" in summary and "seeds 10–13" in summary
-    labels = sorted(item.toPlainText() for item in view._items if hasattr(item, "toPlainText"))
+    labels = sorted(item.toPlainText() for item in view._labels if item.isVisible())
     assert labels == ["·b ×2", "·c ×1", "·d ×1", "·x ×1", "·z ×1"]
     entropy = view._entropy.getData()[1]
     assert list(entropy) == pytest.approx([1.0, 2.0, 3.0, 4.0])  # mean over the members still running
@@ -78,3 +79,31 @@ def test_hover_reads_a_branch_and_click_selects_its_first_member(qtbot, view):
     canvas = view._canvas
     qtbot.mouseClick(canvas.viewport(), Qt.MouseButton.LeftButton, pos=canvas.mapFromScene(view.scene_pos_of(target)))
     assert seen and seen[-1].lane == 0 and seen[-1].member == 2 and seen[-1] == Selection(0, seen[-1].step, 2)
+
+
+def test_a_view_in_a_hidden_tab_draws_once_it_is_shown(qtbot, monkeypatch):
+    # a streaming 32-member fan-out redrew its whole tree at every tick even in a hidden tab (0.6 s stalls)
+    tabs = QTabWidget()
+    model = RunModel()
+    view = FanoutView(model, RedrawScheduler())
+    tabs.addTab(QWidget(), "timeline")
+    tabs.addTab(view, "fan-out")
+    qtbot.addWidget(tabs)
+    tabs.show()
+    qtbot.waitExposed(tabs)
+    drawn = []
+    original = view._draw_tree
+    monkeypatch.setattr(view, "_draw_tree", lambda members: (drawn.append(len(members)), original(members)))
+    members = [member(k, tokens) for k, tokens in enumerate(TOKENS)]
+    trace = RunTrace(model=ModelInfo("m"), provider="", prompt=PromptInfo("p", [1]), lanes=members)
+    model.show_trace(trace, specs_of(trace))
+    view.redraw()
+    assert drawn == []  # hidden: only noted
+    tabs.setCurrentWidget(view)
+    assert drawn == [4] and "<b>4 members</b>" in view.summary()
+    view.summary()
+    assert drawn == [4]  # read again: nothing to redraw
+    tabs.setCurrentIndex(0)
+    model.select(0, 1, 0)
+    view.redraw()
+    assert drawn == [4] and view.tree() is not None and drawn == [4, 4]  # read while hidden: drawn for the reader
