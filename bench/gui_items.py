@@ -1,6 +1,6 @@
 """Item 6: GUI responsiveness, each measured in a fresh process (bench/gui_probe.py) on the offscreen
 platform unless a display is set: launch-to-visible-window time (as the app starts: the model then loads),
-and the largest event-loop stall while a 5-lane run streams into the window."""
+and the largest event-loop stall while a 5-lane run, or a seed fan-out, streams into the window."""
 
 from __future__ import annotations
 
@@ -71,4 +71,20 @@ def measure_gui(ctx: BenchContext) -> list[Row]:
             streaming["tokens"] / streaming["seconds"],
             unit="tok/s",
         ),
+        *_fanout_rows(ctx, model, item),
     ]
+
+
+def _fanout_rows(ctx: BenchContext, model: str, item: str) -> list[Row]:
+    """The largest stall while a seed fan-out streams, with the timeline shown and with its own tree shown."""
+    members, rows = ctx.sizes.fanout_members, []
+    for tab, shown in ((None, "timeline shown"), ("fanout", "its tree shown")):
+        args = ["stall", "--model", model, "--tokens", str(ctx.sizes.gui_tokens), "--fanout", str(members)]
+        result, _ = probe(args + (["--tab", tab] if tab else []), timeout=900)
+        streaming = result["streaming"]
+        rows.append(Row(item, f"largest stall while a {members}-member fan-out streams ({shown})",
+                        streaming["max_gap_ms"], unit="ms"))
+        if tab is None:
+            rows.append(Row(item, f"member tokens streamed per second ({members}-member fan-out)",
+                            streaming["tokens"] / streaming["seconds"], unit="tok/s"))
+    return rows

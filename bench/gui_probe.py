@@ -1,8 +1,8 @@
 """Items 6 and 8 in a fresh process (run by bench.gui_items and bench.startup_items): `launch` starts as the
 app does (the model loading once the window is on screen) and prints when the main window is visible and when
-the model is ready; `stall` streams 5-lane runs into the window while a 5 ms QTimer heartbeat records the event
-loop's gaps (the model loaded by the first run). Prints one JSON line. Qt is imported inside the functions
-(bench/ imports no Qt at module level)."""
+the model is ready; `stall` streams 5-lane runs (or a seed fan-out) into the window while a 5 ms QTimer
+heartbeat records the event loop's gaps (the model loaded by the first run). Prints one JSON line. Qt is imported
+inside the functions (bench/ imports no Qt at module level)."""
 
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def stream_once(app, window, heartbeat: Heartbeat, tokens: int) -> dict:
         "p99_gap_ms": 1e3 * gaps[int(0.99 * (len(gaps) - 1))],
         "ticks": len(gaps),
         "seconds": elapsed,
-        "tokens": window.model.total_tokens(),
+        "tokens": sum(len(trace.steps) for lane in window.model.lanes for trace in (lane.members or [lane.trace])),
     }
 
 
@@ -134,9 +134,18 @@ class SlotTimer:
         self.longest = dict.fromkeys(self.SLOTS, 0.0)
 
 
-def stall(model_dir: Path, tokens: int) -> dict:
+def stall(model_dir: Path, tokens: int, fanout: int = 0, tab: str | None = None) -> dict:
+    """The default lanes, or one sampled lane (T 1.0) run as a `fanout`-member seed fan-out; `tab`: the chart
+    shown while it streams (attribute name of the window's view, e.g. "fanout"), else the window's first."""
     slots = SlotTimer()  # before the window exists: its connections take the wrapped methods
     app, window = open_window(model_dir)
+    if fanout:
+        from decoding.spec import LaneSpec
+
+        window.model.set_specs([LaneSpec("T 1.0", do_sample=True, temperature=1.0, seed=11)])
+        window.model.set_fanout(0, fanout)
+    if tab:
+        window.charts.setCurrentWidget(getattr(window, tab))
     heartbeat = Heartbeat()
     first = stream_once(app, window, heartbeat, tokens)  # loads the model on the worker thread
     slots.reset()
@@ -152,8 +161,10 @@ def main() -> int:
     parser.add_argument("mode", choices=("launch", "stall"))
     parser.add_argument("--model", type=Path, required=True)
     parser.add_argument("--tokens", type=int, default=64)
+    parser.add_argument("--fanout", type=int, default=0, help="stall: members of a T 1.0 fan-out instead of 5 lanes")
+    parser.add_argument("--tab", help="stall: the chart shown while streaming (e.g. fanout)")
     args = parser.parse_args()
-    result = launch(args.model) if args.mode == "launch" else stall(args.model, args.tokens)
+    result = launch(args.model) if args.mode == "launch" else stall(args.model, args.tokens, args.fanout, args.tab)
     print(json.dumps(result), flush=True)
     return 0
 

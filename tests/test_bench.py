@@ -64,7 +64,7 @@ def test_quick_startup_item_reports_times_and_ratios_to_the_goals(tiny_model_dir
     assert [row["goal"] for row in rows.values() if row["goal"]] == ["<= 1", "<= 1"]
 
 
-def test_quick_gui_item_streams_two_runs_and_reports_the_stall(tiny_model_dir: Path, tmp_path: Path):
+def test_quick_gui_item_streams_runs_and_fanouts_and_reports_the_stalls(tiny_model_dir: Path, tmp_path: Path):
     """The GUI probe runs the window as a user would (a second run after the first, then close): nothing may
     wait for a click (a modal "Save changes?" once hung it until the timeout)."""
     _, results = run_quick(tiny_model_dir, tmp_path, "gui", timeout=300)
@@ -72,3 +72,6 @@ def test_quick_gui_item_streams_two_runs_and_reports_the_stall(tiny_model_dir: P
     rows = {row["metric"]: row for row in results["rows"]}
     assert rows["largest event-loop stall while 5 lanes stream"]["value"] > 0
     assert rows["tokens streamed per second (5 lanes)"]["value"] > 0
+    for shown in ("timeline shown", "its tree shown"):  # a seed fan-out streamed too (4 members at --quick)
+        assert rows[f"largest stall while a 4-member fan-out streams ({shown})"]["value"] > 0
+    assert rows["member tokens streamed per second (4-member fan-out)"]["value"] > 0
