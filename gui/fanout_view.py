@@ -157,8 +157,10 @@ class FanoutView(DrawnWhenShown, QWidget):
         self._combo.setToolTip(translate("fanout_view", "The fan-out lane shown (set a sampled lane's fan-out in the "
                                                         "lanes editor)"))
         self._combo.currentIndexChanged.connect(self._on_lane_chosen)
-        self._hover = QLabel(translate("fanout_view", "Set a sampled lane's fan-out (lanes editor) and run: its "
-                                                      "members' tree shows here"))
+        self._hints = (translate("fanout_view", "Set a sampled lane's fan-out (lanes editor) and run: its "
+                                                "members' tree shows here"),
+                       translate("fanout_view", "hover a branch for its text · click selects its first member's step"))
+        self._hover = QLabel(self._hints[0])
         self._hover.setWordWrap(True)
         self._hover.setStyleSheet("color:#555")
         header = QHBoxLayout()
@@ -212,6 +214,8 @@ class FanoutView(DrawnWhenShown, QWidget):
 
     def _draw(self) -> None:
         members = self._members()
+        if self._hover.text() in self._hints:  # not a hovered branch's text
+            self._hover.setText(self._hints[1] if members else self._hints[0])
         if not members:
             self._tree = None
             self._summary.setText("")

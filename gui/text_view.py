@@ -248,9 +248,9 @@ class LaneColumn(QFrame):
         stale = f" <span style='color:{palette.warning}'>· edited: Run to update</span>" if lane.stale else ""
         self.title.setToolTip(", ".join(f"{k}={v}" for k, v in lane.spec.to_config().items()))
         fanout = ""
-        if lane.members:
-            distinct = len({tuple(member.token_ids) for member in lane.members})
-            fanout = f" · <b>fan-out ×{len(lane.members)}</b>: {distinct} distinct"
+        if lane.members:  # how many continuations are distinct is known once the run ends (not redrawn meanwhile)
+            distinct = "" if model.running else f": {len({tuple(m.token_ids) for m in lane.members})} distinct"
+            fanout = f" · <b>fan-out ×{len(lane.members)}</b>{distinct}"
         self.title.setText(f"{swatch} <b>{lane.name}</b>{role}<br>"
                            f"<span style='color:{palette.muted}'>{describe(lane.spec, seed=False)}</span>"
                            f"{fanout}{stale}")

@@ -894,6 +894,10 @@
         <translation>为采样泳道设置扇出（泳道编辑器）并运行：各成员的树会显示在这里</translation>
     </message>
     <message>
+        <source>hover a branch for its text · click selects its first member&apos;s step</source>
+        <translation>悬停分支查看其文本 · 点击选中其第一个成员的该步</translation>
+    </message>
+    <message>
         <source>members</source>
         <translation>成员</translation>
     </message>
