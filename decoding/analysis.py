@@ -23,6 +23,7 @@ from decoding.trace import (
     NearTie,
     RunTrace,
     StepRecord,
+    TopList,
 )
 
 
@@ -58,17 +59,17 @@ def near_ties(lane: LaneTrace, threshold: float) -> list[NearTie]:
     of older files: it fires on most steps of a flat distribution; critical points are the marks to show)."""
     ties = []
     for record in lane.steps:
-        processed = _has_runner_up(record.top) and record.margin < threshold
-        raw = _has_runner_up(record.top_raw) and record.margin_raw < threshold
+        processed = record.margin < threshold and _has_runner_up(record.top)
+        raw = record.margin_raw < threshold and _has_runner_up(record.top_raw)
         if processed or raw:
             top = record.top if processed else record.top_raw
             ties.append(NearTie(record.step, record.margin, record.margin_raw, processed, raw,
-                                top[0].id, top[1].id))
+                                top.ids[0], top.ids[1]))
     return ties
 
 
-def _has_runner_up(top: list) -> bool:
-    return len(top) >= 2 and top[1].prob > 0.0
+def _has_runner_up(top: TopList) -> bool:
+    return len(top) >= 2 and top.probs[1] > 0.0
 
 
 def close_draws(lane: LaneTrace) -> list[CloseDraw]:

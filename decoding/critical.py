@@ -40,18 +40,19 @@ def _close_draw(record: StepRecord, settings: CriticalSettings) -> CriticalPoint
     if rank is None:  # chosen beyond the recorded top-N: its neighbours are unknown (and it is no strong pick)
         return None
     edges = [
-        (record.draw - record.draw_low, top[rank - 1] if rank > 0 else None),  # the more likely neighbour
-        (record.draw_high - record.draw, top[rank + 1] if rank + 1 < len(top) else None),  # the less likely one
+        (record.draw - record.draw_low, rank - 1),  # the more likely neighbour
+        (record.draw_high - record.draw, rank + 1),  # the less likely one
     ]
     close = [
         (distance, neighbour)
         for distance, neighbour in edges
-        if neighbour is not None and distance <= settings.draw_distance and neighbour.prob >= settings.min_prob
+        if 0 <= neighbour < len(top) and distance <= settings.draw_distance
+        and top.probs[neighbour] >= settings.min_prob
     ]
     if not close:
         return None
     distance, neighbour = min(close, key=lambda pair: pair[0])
-    return CriticalPoint(record.step, "draw", record.token_id, neighbour.id, record.prob, neighbour.prob,
+    return CriticalPoint(record.step, "draw", record.token_id, top.ids[neighbour], record.prob, top.probs[neighbour],
                          distance=distance)
 
 
