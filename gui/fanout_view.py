@@ -291,15 +291,15 @@ class FanoutView(DrawnWhenShown, QWidget):
         _show_first(self._split_lines, len(steps))
 
     def _draw_stats(self, members: list[LaneTrace]) -> None:
+        """Each step's mean entropy and margin over the members still running then."""
         steps = max(len(member.steps) for member in members)
-        entropy, margin = [], []
-        for step in range(steps):
-            records = [member.steps[step] for member in members if step < len(member.steps)]
-            entropy.append(float(np.mean([r.entropy for r in records])))
-            margin.append(float(np.mean([r.margin for r in records])))
+        entropy, margin = np.full((2, len(members), steps), np.nan)
+        for row, member in enumerate(members):
+            entropy[row, : len(member.steps)] = [record.entropy for record in member.steps]
+            margin[row, : len(member.steps)] = [record.margin for record in member.steps]
         xs = np.arange(steps, dtype=float)
-        self._entropy.setData(xs, entropy)
-        self._margin.setData(xs, margin)
+        self._entropy.setData(xs, np.nanmean(entropy, axis=0))
+        self._margin.setData(xs, np.nanmean(margin, axis=0))
 
     def _summary_text(self, members: list[LaneTrace]) -> str:
         group = fanout_group(members)
