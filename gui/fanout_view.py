@@ -72,6 +72,30 @@ def place(branch: Branch, next_slot: list[int]) -> float:
     return branch.y
 
 
+@dataclass(frozen=True)
+class _Label:
+    """A split's label: the token a child branch starts with and how many members took it."""
+
+    text: str
+    x: int  # the step it starts at
+    y: float  # its row
+    count: int
+
+
+LABEL_SIZE_PX = (70, 12)  # about what an 8 pt label covers (a short token and "×N")
+
+
+def readable(labels: list[_Label], px_per_step: float, px_per_row: float) -> list[_Label]:
+    """The labels that do not cover one another, the most-taken branches first (then top to bottom)."""
+    width, height = LABEL_SIZE_PX
+    placed: list[_Label] = []
+    for label in sorted(labels, key=lambda label: (-label.count, label.y)):
+        if all(abs(label.y - other.y) * px_per_row >= height or abs(label.x - other.x) * px_per_step >= width
+               for other in placed):
+            placed.append(label)
+    return placed
+
+
 def _show_first(items: list, count: int) -> None:
     """Show the first `count` of reused items, hide the others."""
     for index, item in enumerate(items):
@@ -147,6 +171,10 @@ class FanoutView(DrawnWhenShown, QWidget):
                 self._on_lanes_event()
         self._show_cursor(selection)
 
+    def _on_view_changed(self, *_args) -> None:
+        if self._tree is not None:
+            self._draw_labels()
+
     def _on_lane_chosen(self, index: int) -> None:
         self._key = self._combo.itemData(index)
         self.redraw()
@@ -177,6 +205,8 @@ class FanoutView(DrawnWhenShown, QWidget):
             style.style_plot(plot, pan_x=True, ink=False)
         self._stats_plot.setXLink(self._tree_plot)
         self._tree_plot.invertY(True)
+        self._tree_plot.vb.sigRangeChanged.connect(self._on_view_changed)  # zoom or pan: other labels fit
+        self._tree_plot.vb.sigResized.connect(self._on_view_changed)
         self._tree_plot.getAxis("left").setStyle(showValues=False, tickLength=0)
         self._tree_plot.setLabel("left", translate("fanout_view", "members"))
         self._stats_plot.setLabel("bottom", translate("fanout_view", "step"))
@@ -189,6 +219,7 @@ class FanoutView(DrawnWhenShown, QWidget):
         # drawn items, reused from one drawing to the next (making and adding new ones took most of a redraw)
         self._lines: list[pg.PlotDataItem] = []  # the tree's segments, one item per pen width
         self._labels: list[pg.TextItem] = []  # the split labels
+        self._split_labels: list[_Label] = []  # every split's label, of which those that fit are shown
         self._split_lines: list[pg.InfiniteLine] = []  # the splits in the statistics
         self._cursor = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen(style.FOREGROUND, width=1,
                                                                               style=Qt.PenStyle.DotLine))
@@ -239,7 +270,7 @@ class FanoutView(DrawnWhenShown, QWidget):
         colour = style.lane_color(lane.colour)
         count = len(members)
         segments: dict[float, list[tuple[float, float, float, float]]] = {}  # pen width -> (x0, y0, x1, y1)
-        labels: list[tuple[str, int, float]] = []
+        labels: list[_Label] = []
         splits: list[int] = []
         for branch in walk(self._tree):
             width = 1.5 + 4.0 * math.log2(len(branch.members)) / max(math.log2(count), 1.0)
@@ -251,14 +282,15 @@ class FanoutView(DrawnWhenShown, QWidget):
                 member = members[child.members[0]]
                 if child.start < len(member.steps):
                     text = display_token(member.steps[child.start].token_text, 10)
-                    labels.append((f"{text} ×{len(child.members)}", child.start, child.y))
+                    labels.append(_Label(f"{text} ×{len(child.members)}", child.start, child.y, len(child.members)))
             if branch.children:
                 splits.append(branch.end)
         self._draw_segments(segments, colour)
-        self._draw_labels(labels)
         self._draw_splits(splits)
         leaves = sum(1 for b in walk(self._tree) if not b.children)
         self._tree_plot.setYRange(-0.8, max(leaves - 1, 0) + 0.8, padding=0)
+        self._split_labels = labels
+        self._draw_labels()
 
     def _draw_segments(self, segments: dict[float, list[tuple[float, float, float, float]]], colour) -> None:
         while len(self._lines) < len(segments):
@@ -269,16 +301,25 @@ class FanoutView(DrawnWhenShown, QWidget):
             line.setData(xs, ys, connect="pairs", pen=pg.mkPen(colour, width=width))
         _show_first(self._lines, len(segments))
 
-    def _draw_labels(self, labels: list[tuple[str, int, float]]) -> None:
+    def _draw_labels(self) -> None:
+        """The split labels that fit: where members part into many rows a few pixels apart, the most-taken
+        branches keep theirs and the others are left to hover (redone when the view is resized or zoomed)."""
+        labels = readable(self._split_labels, *self._pixels_per_unit())
         while len(self._labels) < len(labels):
             label = pg.TextItem(color=style.FOREGROUND, anchor=(0, 1.05))
             label.setFont(style.ui_font(8))
             self._tree_plot.addItem(label)
             self._labels.append(label)
-        for label, (text, x, y) in zip(self._labels, labels, strict=False):
-            label.setText(text)
-            label.setPos(x, y)
+        for item, label in zip(self._labels, labels, strict=False):
+            item.setText(label.text)
+            item.setPos(label.x, label.y)
         _show_first(self._labels, len(labels))
+
+    def _pixels_per_unit(self) -> tuple[float, float]:
+        """(pixels per step, pixels per row) in the tree's view as it is now."""
+        (x0, x1), (y0, y1) = self._tree_plot.vb.viewRange()
+        box = self._tree_plot.vb.boundingRect()
+        return box.width() / max(x1 - x0, 1e-9), box.height() / max(y1 - y0, 1e-9)
 
     def _draw_splits(self, steps: list[int]) -> None:
         while len(self._split_lines) < len(steps):

@@ -107,3 +107,30 @@ def test_a_view_in_a_hidden_tab_draws_once_it_is_shown(qtbot, monkeypatch):
     model.select(0, 1, 0)
     view.redraw()
     assert drawn == [4] and view.tree() is not None and drawn == [4, 4]  # read while hidden: drawn for the reader
+
+
+def test_labels_that_would_cover_each_other_are_left_to_hover(qtbot):
+    # twelve members part at step 1 into twelve rows a few pixels apart: the labels kept never overlap, the
+    # most-taken branch keeps its own, and a taller view shows more of them
+    tokens = [[5, 6 if k < 3 else 7 + k, 8] for k in range(12)]
+    for k in range(12):
+        TEXT.setdefault(7 + k, f" t{k}")
+    model = RunModel()
+    members = [member(k, ids) for k, ids in enumerate(tokens)]
+    trace = RunTrace(model=ModelInfo("m"), provider="", prompt=PromptInfo("p", [1]), lanes=members)
+    model.show_trace(trace, specs_of(trace))
+    view = FanoutView(model, RedrawScheduler())
+    qtbot.addWidget(view)
+    view.resize(500, 260)
+    view.show()
+    qtbot.waitExposed(view)
+
+    def shown():
+        return [item for item in view._labels if item.isVisible()]
+
+    small = shown()
+    rects = [item.sceneBoundingRect() for item in small]
+    assert all(not a.intersects(b) for i, a in enumerate(rects) for b in rects[i + 1:])
+    assert "·b ×3" in [item.toPlainText() for item in small] and len(small) < 10
+    view.resize(500, 900)
+    qtbot.waitUntil(lambda: len(shown()) > len(small))
