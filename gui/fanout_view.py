@@ -27,6 +27,7 @@ from gui.texts import translate
 
 _END = -1  # the "token" of a member that ended before a step
 _EDGE_WIDTH = 1.2  # pen of the edges from a branch to its children
+_ENTROPY_COLOUR, _MARGIN_COLOUR = "#0072B2", "#D55E00"  # the lower chart's lines
 
 
 @dataclass
@@ -135,7 +136,8 @@ class FanoutView(DrawnWhenShown, QWidget):
         self._draw_if_stale()
         if self._tree is None:
             return None
-        return Figure(self._title(), self._summary.text(), self._canvas.scene(), self._canvas.ci.sceneBoundingRect())
+        return Figure(self._title(), f"{self._summary.text()}<br>{self._key_label.text()}", self._canvas.scene(),
+                      self._canvas.ci.sceneBoundingRect())
 
     def scene_pos_of(self, branch: Branch) -> QPointF:
         self._draw_if_stale()
@@ -210,12 +212,15 @@ class FanoutView(DrawnWhenShown, QWidget):
         self._tree_plot.getAxis("left").setStyle(showValues=False, tickLength=0)
         self._tree_plot.setLabel("left", translate("fanout_view", "members"))
         self._stats_plot.setLabel("bottom", translate("fanout_view", "step"))
-        self._stats_plot.addLegend(offset=(-4, 4), labelTextSize="8pt")
-        self._entropy = self._stats_plot.plot([], [], pen=pg.mkPen("#0072B2", width=2), name=translate("fanout_view",
-                                                                                                       "mean entropy "
-                                                                                                       "(nats)"))
-        self._margin = self._stats_plot.plot([], [], pen=pg.mkPen("#D55E00", width=2, style=Qt.PenStyle.DashLine),
-                                             name=translate("fanout_view", "mean margin top1−top2"))
+        entropy_name = translate("fanout_view", "mean entropy (nats)")
+        margin_name = translate("fanout_view", "mean margin top1−top2")
+        self._entropy = self._stats_plot.plot([], [], pen=pg.mkPen(_ENTROPY_COLOUR, width=2), name=entropy_name)
+        self._margin = self._stats_plot.plot([], [], pen=pg.mkPen(_MARGIN_COLOUR, width=2, style=Qt.PenStyle.DashLine),
+                                             name=margin_name)
+        # the lower chart's key, above the canvas: a legend inside it sat on the entropy curve
+        self._key_label = QLabel(f"<span style='color:{_ENTROPY_COLOUR}'>━━</span> {entropy_name} &nbsp; "
+                                 f"<span style='color:{_MARGIN_COLOUR}'>╍╍</span> {margin_name}")
+        self._key_label.setFont(style.ui_font(8))
         # drawn items, reused from one drawing to the next (making and adding new ones took most of a redraw)
         self._lines: list[pg.PlotDataItem] = []  # the tree's segments, one item per pen width
         self._labels: list[pg.TextItem] = []  # the split labels
@@ -231,6 +236,7 @@ class FanoutView(DrawnWhenShown, QWidget):
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(header)
         layout.addWidget(self._summary)
+        layout.addWidget(self._key_label)
         layout.addWidget(self._canvas, 1)
 
     # ---- drawing -----------------------------------------------------------------------------------------
