@@ -294,7 +294,11 @@ class FanoutView(DrawnWhenShown, QWidget):
         self._draw_segments(segments, colour)
         self._draw_splits(splits)
         leaves = sum(1 for b in walk(self._tree) if not b.children)
-        self._tree_plot.setYRange(-0.8, max(leaves - 1, 0) + 0.8, padding=0)
+        # room above the first row for its label (drawn above its line): the rows' pixels shrink as leaves grow
+        height = self._tree_plot.vb.boundingRect().height()
+        label_px = LABEL_SIZE_PX[1] + 6  # with the text item's margins
+        top = max(0.8, label_px * (leaves - 0.2) / max(height - label_px, 1.0)) if labels else 0.8
+        self._tree_plot.setYRange(-top, max(leaves - 1, 0) + 0.8, padding=0)
         self._split_labels = labels
         self._draw_labels()
 
