@@ -83,6 +83,7 @@ class _Label:
     count: int
 
 
+HOVER_CHARS = 110  # of a hovered branch's readout above the tree
 LABEL_SIZE_PX = (70, 12)  # about what an 8 pt label covers (a short token and "×N")
 
 
@@ -253,6 +254,7 @@ class FanoutView(DrawnWhenShown, QWidget):
         members = self._members()
         if self._hover.text() in self._hints:  # not a hovered branch's text
             self._hover.setText(self._hints[1] if members else self._hints[0])
+        self._key_label.setVisible(bool(members))
         if not members:
             self._tree = None
             self._summary.setText("")
@@ -389,11 +391,12 @@ class FanoutView(DrawnWhenShown, QWidget):
         if branch is None:
             return
         names = ", ".join(f"#{m}" for m in branch.members)
-        self._hover.setText(translate("fanout_view",
-                                      "steps {start}–{max} · members {names}: “{branch_text}”")
-                                      .format(start=branch.start, max=max(branch.end - 1, branch.start), names=names,
-                                              branch_text=self.branch_text(branch)))
-        self._hover.setToolTip(html.unescape(self._hover.text()))
+        readout = translate("fanout_view", "steps {start}–{max} · members {names}: “{branch_text}”")
+        whole = readout.format(start=branch.start, max=max(branch.end - 1, branch.start), names=names,
+                               branch_text=self.branch_text(branch))
+        # one or two lines: a long branch's text would push the tree down at every hover (the tip has it all)
+        self._hover.setText(whole if len(whole) <= HOVER_CHARS else whole[: HOVER_CHARS - 1] + "…")
+        self._hover.setToolTip(html.unescape(whole))
 
     def _on_click(self, event) -> None:
         if event.button() != Qt.MouseButton.LeftButton:
