@@ -30,7 +30,15 @@ import numpy as np
 from decoding.lane_state import LaneState
 from decoding.processors import Processor
 from decoding.selectors import Draw, WalkedTokens, draw_among_best
-from decoding.stats import Softmax, chosen_logprob, processed_softmax, spreads_of, stats_of, with_chosen
+from decoding.stats import (
+    Softmax,
+    chosen_logprob,
+    derived_softmax,
+    processed_softmax,
+    spreads_of,
+    stats_of,
+    with_chosen,
+)
 from decoding.trace import StepRecord
 
 
@@ -137,16 +145,14 @@ class _RowGroup:
         return _Row(processed, holes, softmax, best, unchanged, None if unchanged else softmax.entropy())
 
     def _masked_row(self, slot: int, raw_softmax: Softmax) -> _Row | None:
-        """The row of a chain that only bans ids read off the history: raw's Softmax, or raw's less the banned
-        ids (Softmax.masked), what processed_softmax makes of the processed row, without building it. None
-        where processed_softmax would compute a new Softmax (raw filtered, masked not accurate enough)."""
-        if raw_softmax.filtered:
-            return None
+        """The row of a chain that only bans ids read off the history, derived from raw's Softmax as
+        processed_softmax derives the processed row, without building it. None where processed_softmax would
+        compute a new Softmax (raw filtered, masked not accurate enough)."""
         ids = self.lanes_of[slot][0].history()  # every lane on a row has its history
         vocab = raw_softmax.row.size
         bans = [processor.banned(ids, vocab) for processor in self.chain]
         holes = bans[0] if len(bans) == 1 else np.unique(np.concatenate(bans))
-        softmax = Softmax.masked(raw_softmax, holes) if holes.size else raw_softmax
+        softmax = derived_softmax(raw_softmax, holes)
         if softmax is None:
             return None
         unchanged = softmax is raw_softmax

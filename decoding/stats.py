@@ -231,14 +231,23 @@ def processed_softmax(
     bit. Both decision paths (lane by lane, batched rows) take their processed Softmax from here, so they agree
     bit for bit. The -inf are found by one comparison."""
     if not processed.min() == -np.inf:  # nothing filtered (or a NaN, which of_dense refuses)
-        unchanged = filters_only and raw is not None and not raw.filtered and bool(np.isfinite(raw.peak))
-        return NO_HOLES, raw if unchanged else Softmax.of_dense(processed, NO_HOLES)
+        derived = derived_softmax(raw, NO_HOLES) if filters_only and raw is not None else None
+        return NO_HOLES, derived or Softmax.of_dense(processed, NO_HOLES)
     filtered = processed == -np.inf
     if np.count_nonzero(filtered) < processed.size - processed.size // 2:  # mostly kept: Softmax.of's dense case
         holes = np.flatnonzero(filtered)
-        masked = Softmax.masked(raw, holes) if filters_only and raw is not None else None
-        return holes, masked or Softmax.of_dense(processed, holes)
+        derived = derived_softmax(raw, holes) if filters_only and raw is not None else None
+        return holes, derived or Softmax.of_dense(processed, holes)
     return None, Softmax.of_sparse(processed, np.flatnonzero(~filtered))
+
+
+def derived_softmax(raw: Softmax, holes: np.ndarray) -> Softmax | None:
+    """The Softmax of raw's row with the positions `holes` filtered, derived from raw's: raw itself when there
+    are none, else Softmax.masked; None where it must be computed anew (raw filtered or not finite, or
+    Softmax.masked refusing). Batched rows that know their holes call it as processed_softmax does."""
+    if raw.filtered or not np.isfinite(raw.peak):
+        return None
+    return Softmax.masked(raw, holes) if holes.size else raw
 
 
 class LogitsRowCache:
