@@ -102,7 +102,7 @@ def stream_once(app, window, heartbeat: Heartbeat, tokens: int) -> dict:
         "p99_gap_ms": 1e3 * gaps[int(0.99 * (len(gaps) - 1))],
         "ticks": len(gaps),
         "seconds": elapsed,
-        "tokens": sum(len(trace.steps) for lane in window.model.lanes for trace in (lane.members or [lane.trace])),
+        "tokens": window.model.total_tokens(),
     }
 
 

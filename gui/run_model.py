@@ -108,6 +108,10 @@ class Lane:
     fanout: int = 1  # run as this many seed members (sampled lanes; 1: just the lane)
     members: list[LaneTrace] = field(default_factory=list)  # the last run's members (members[0] is `trace`)
 
+    def traces(self) -> list[LaneTrace]:
+        """What the lane ran: its fan-out's members, else its own trace."""
+        return self.members or [self.trace]
+
     def member_trace(self, member: int) -> LaneTrace | None:
         if member == 0:
             return self.trace
@@ -194,7 +198,8 @@ class RunModel:
         return max((len(lane.trace.steps) for lane in self.lanes), default=0)
 
     def total_tokens(self) -> int:
-        return sum(len(lane.trace.steps) for lane in self.lanes)
+        """Tokens generated in the shown run, a fan-out's by every member."""
+        return sum(len(trace.steps) for lane in self.lanes for trace in lane.traces())
 
     def shown_trace(self) -> RunTrace | None:
         """The shown run with the lanes that ran, in the window's order, every fan-out member an ordinary lane
@@ -202,7 +207,7 @@ class RunModel:
         if self.trace is None:
             return None
         ran = [lane for lane in self.lanes if lane.trace.steps or lane.trace.finish_reason]
-        self.trace.lanes = [trace for lane in ran for trace in (lane.members or [lane.trace])]
+        self.trace.lanes = [trace for lane in ran for trace in lane.traces()]
         explained = {id(self.trace.explanation_of(lane)) for lane in self.trace.lanes}
         self.trace.explanations = [e for e in self.trace.explanations if id(e) in explained]  # removed lanes' go
         return self.trace
@@ -229,7 +234,7 @@ class RunModel:
         trace = self.running_trace if self.job in (JobKind.RUN, JobKind.REPLAY) else self.shown_trace()
         if trace is None:
             return None
-        traces = [trace for lane in self.lanes for trace in (lane.members or [lane.trace]) if trace.steps]
+        traces = [trace for lane in self.lanes for trace in lane.traces() if trace.steps]
         lanes = [replace(trace, steps=list(trace.steps), token_ids=list(trace.token_ids)) for trace in traces]
         return replace(trace, lanes=lanes, sweeps=list(trace.sweeps), explanations=list(trace.explanations))
 
