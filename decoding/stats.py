@@ -10,6 +10,10 @@ the source makes a RowSummary of the raw rows (ONNX Runtime does: its exp is sev
 Softmax, entropy and best tokens are read from it instead. What a distribution's record holds apart from the
 chosen token (`Spread`: entropy, margin, kept, tail mass, top-N) is computed once per distribution: a raw row's
 once for every lane reading it (`LogitsRowCache.spreads`).
+
+The small value classes here are built several times per row and step (a 32-member fan-out: ~250 a step), so
+they are plain dataclasses, not frozen ones (whose __init__ costs 4x, a setattr call per field); nothing
+changes them after they are built.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ MIN_TOP_N = 20
 ENTROPY_FLOOR = np.float32(-1e30)  # stands in for -inf (0 * -inf is nan)
 
 
-@dataclass(frozen=True)
+@dataclass
 class Softmax:
     """exp(values - peak) of one row's finite scores: what the statistics and a draw both need."""
 
@@ -136,14 +140,17 @@ class Softmax:
         size = raw.row.size
         if raw.filtered or raw.ids is not None or not holes.size or holes.size >= size - size // 2:
             return None
-        hole_values = raw.values[holes]
-        if not hole_values.max() < raw.peak:
+        if holes.size == 1:  # the usual case (one eos id), in scalars: the same numbers, a third of the time
+            removed, shift = _hole_terms(raw, int(holes[0]))
+        else:
+            hole_values = raw.values[holes]
+            if not hole_values.max() < raw.peak:
+                return None
+            hole_weights = raw.weights[holes].astype(np.float64)
+            removed, shift = float(hole_weights.sum()), float(np.dot(hole_weights, hole_values - raw.peak))
+        if not removed < raw.total / 4:  # also refuses a banned peak (nan from _hole_terms)
             return None
-        hole_weights = raw.weights[holes].astype(np.float64)
-        removed = float(hole_weights.sum())
-        if not removed < raw.total / 4:
-            return None
-        shift_sum = raw.shift_sum - float(np.dot(hole_weights, hole_values - raw.peak))
+        shift_sum = raw.shift_sum - shift
         top_ids = None if raw.top_ids is None else not_in(raw.top_ids, holes)
         return cls(raw.row, None, raw.values, raw.peak, raw.weights, raw.total - removed, size - holes.size, True,
                    True, weighted_shift=shift_sum, top_ids=top_ids, holes=holes)
@@ -203,8 +210,20 @@ class Softmax:
         return out
 
 
+def _hole_terms(raw: Softmax, hole: int) -> tuple[float, float]:
+    """(weight, weight * shifted value) of one filtered position, as Softmax.masked's float64 sums of many;
+    (nan, nan) when it holds the peak."""
+    value = raw.values[hole]
+    if not value < raw.peak:
+        return math.nan, math.nan
+    weight = float(raw.weights[hole])
+    return weight, weight * float(value - raw.peak)
+
+
 def not_in(ids: np.ndarray, holes: np.ndarray) -> np.ndarray:
     """`ids` without those in `holes` (sorted), in their order (np.isin costs several times more here)."""
+    if holes.size == 1:
+        return ids[ids != holes[0]]
     at = np.minimum(np.searchsorted(holes, ids), holes.size - 1)
     return ids[holes[at] != ids]
 
@@ -314,7 +333,7 @@ class LogitsRowCache:
         return self._best[index]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Distribution:
     """One distribution's summary, as StepRecord needs it."""
 
@@ -327,7 +346,7 @@ class Distribution:
     top: TopList
 
 
-@dataclass(frozen=True)
+@dataclass
 class StepStats:
     """Every distribution field of a StepRecord, named as there."""
 
@@ -353,7 +372,7 @@ class StepStats:
 EMPTY = Distribution(0.0, -np.inf, 0.0, 0.0, 0, 0.0, TopList((), (), ()))
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Spread:
     """The part of a Distribution that does not depend on the chosen token: computed once per distribution
     and shared by every lane that chose from it."""

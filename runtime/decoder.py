@@ -19,7 +19,7 @@ import onnxruntime as ort
 from onnx import TensorProto
 
 from decoding.protocol import RowSummary
-from runtime.helper_graphs import ONNX_TYPES, last_logits_model, row_summary_model
+from runtime.helper_graphs import ONNX_TYPES, last_logits_model, row_summary_model, summary_parts
 from runtime.kv_cache import KVCache, RowGather
 from runtime.model_files import eos_ids_from, max_positions_from, read_json
 from runtime.session import ModelError, create_helper_session, create_session, ort_errors, ort_message
@@ -168,19 +168,22 @@ class OnnxDecoder:
 
     def summarize(self, logits: np.ndarray, top_k: int) -> RowSummary:
         """The RowSummary of float32 logits [rows, vocab] (their softmax pieces and top_k best ids per row),
-        by a helper graph on the session's provider; only the total is summed here, in float64."""
+        by a helper graph on the session's provider; only its chunk sums are added up here, in float64."""
         logits = np.ascontiguousarray(logits, dtype=np.float32)
         rows, vocab = logits.shape
         k = min(int(top_k), vocab)
+        parts = summary_parts(vocab)
         out = {
             "peak": np.empty((rows, 1), np.float32),
             "weights": np.empty((rows, vocab), np.float32),
-            "weighted_shift": np.empty((rows, 1), np.float32),
+            "total_parts": np.empty((rows, parts), np.float32),
+            "shift_parts": np.empty((rows, parts), np.float32),
             "top_ids": np.empty((rows, k), np.int64),
         }
         binding = self._summary_binding
         binding.bind_cpu_input("logits", logits)
         binding.bind_cpu_input("k", np.array([k], dtype=np.int64))
+        binding.bind_cpu_input("chunks", np.array([rows, parts, vocab // parts], dtype=np.int64))
         for name, array in out.items():
             binding.bind_output(name, "cpu", 0, array.dtype, list(array.shape), array.ctypes.data)
         self._summary.run_with_iobinding(binding)
@@ -189,8 +192,8 @@ class OnnxDecoder:
         return RowSummary(
             peak=out["peak"][:, 0],
             weights=out["weights"],
-            total=out["weights"].sum(axis=1, dtype=np.float64),
-            weighted_shift=out["weighted_shift"][:, 0],
+            total=out["total_parts"].sum(axis=1, dtype=np.float64),
+            weighted_shift=out["shift_parts"].sum(axis=1, dtype=np.float64),
             top_ids=out["top_ids"],
         )
 

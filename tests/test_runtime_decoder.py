@@ -241,8 +241,31 @@ def test_summarize_agrees_with_the_numpy_softmax(decoder):
         reference = Softmax.of(logits_row)
         assert summary.peak[row] == reference.peak
         np.testing.assert_allclose(summary.weights[row], reference.weights, rtol=1e-6)
+        # summed in float32 chunks, then in float64: as close as a float32 softmax (a whole-row float32 sum: 2e-5)
         assert summary.total[row] == pytest.approx(reference.total, rel=1e-6)
-        expected_shift = float(np.dot(reference.weights, reference.shifted))
-        assert summary.weighted_shift[row] == pytest.approx(expected_shift, rel=1e-5)
+        expected_shift = np.dot(reference.weights.astype(np.float64), reference.shifted.astype(np.float64))
+        assert summary.weighted_shift[row] == pytest.approx(expected_shift, rel=1e-6)
         np.testing.assert_array_equal(summary.top_ids[row], reference.best(25))
     assert decoder.summarize(logits[:1], 10**6).top_ids.shape == (1, decoder.vocab_size)  # k capped at vocab
+
+
+@pytest.mark.parametrize("vocab", [49152, 50257, 32000, 151936, 97, 1, 256, 257])
+def test_summary_chunks_divide_the_vocabulary(vocab):
+    from runtime.helper_graphs import SUMMARY_CHUNK, summary_parts
+
+    parts = summary_parts(vocab)
+    assert vocab % parts == 0 and vocab // parts <= SUMMARY_CHUNK
+    assert all(vocab % fewer for fewer in range(-(-vocab // SUMMARY_CHUNK), parts))  # the fewest such
+
+
+def test_summarize_a_vocabulary_no_chunk_divides(decoder):
+    """A prime vocabulary is summed one value per chunk: the same numbers as any other."""
+    from decoding.stats import Softmax
+
+    logits = np.random.default_rng(3).normal(size=(2, 997)).astype(np.float32) * 4
+    summary = decoder.summarize(logits, 10)
+    for row, logits_row in enumerate(logits):
+        reference = Softmax.of(logits_row)
+        assert summary.total[row] == pytest.approx(reference.total, rel=1e-6)
+        assert summary.weighted_shift[row] == pytest.approx(reference.shift_sum, rel=1e-5)
+        np.testing.assert_array_equal(summary.top_ids[row], reference.best(10))

@@ -261,3 +261,19 @@ def test_a_masked_softmax_is_the_filtered_rows_distribution(row, data):
     assert got_draw.token_id not in holes
     on_a_boundary = min(abs(want_draw.low - u), abs(want_draw.high - u)) < 1e-5
     assert got_draw.token_id == want_draw.token_id or on_a_boundary
+
+
+@SETTINGS
+@given(row=rows(min_vocab=3), data=st.data())
+def test_one_banned_id_is_derived_as_several_are(row, data):
+    # Softmax.masked takes one hole (the usual eos ban) in scalars: the same numbers as its float64 array sums
+    assume(np.isfinite(row).all())
+    raw = Softmax.of(row)
+    hole = data.draw(st.integers(0, row.size - 1))
+    got = Softmax.masked(raw, np.array([hole]))
+    weights = raw.weights[[hole]].astype(np.float64)
+    if not row[hole] < row.max() or not float(weights.sum()) < raw.total / 4:
+        assert got is None
+        return
+    assert got.total == raw.total - float(weights.sum())
+    assert got.shift_sum == raw.shift_sum - float(np.dot(weights, raw.values[[hole]] - raw.peak))
