@@ -393,7 +393,7 @@ def spread_of(
     top_probs = np.exp((sm.values[best] - sm.peak).astype(np.float64) - sm.log_total)
     token_ids = (best if sm.ids is None else sm.ids[best]).tolist()
     probs = top_probs.tolist()
-    top = TopList(token_ids, map(text, token_ids), probs)
+    top = TopList(token_ids, text, probs)
     return Spread(
         entropy=sm.entropy() if entropy is None else entropy,
         margin=probs[0] - (probs[1] if len(probs) > 1 else 0.0),
@@ -428,7 +428,7 @@ def spreads_of(
     for i, probs, tail_mass in zip(full, top_probs.tolist(), tail_masses, strict=True):
         sm, best = softmaxes[i], bests[i]
         token_ids = (best if sm.ids is None else sm.ids[best]).tolist()
-        top = TopList(token_ids, map(text, token_ids), probs)
+        top = TopList(token_ids, text, probs)
         margin = probs[0] - (probs[1] if width > 1 else 0.0)
         out[i] = Spread(entropies[i], margin, sm.kept, max(0.0, tail_mass), top)
     return out

@@ -3,9 +3,11 @@ JSON for the same seed across two processes."""
 
 from __future__ import annotations
 
+import copy
 import gc
 import json
 import os
+import pickle
 import subprocess
 import sys
 from dataclasses import replace
@@ -301,3 +303,21 @@ def test_the_collector_stops_tracking_a_top_lists_columns():
     top = fake_trace().lanes[0].steps[0].top
     gc.collect()
     assert not any(gc.is_tracked(column) for column in (top.ids, top.texts, top.probs))
+
+
+def test_a_top_lists_texts_are_looked_up_when_first_read():
+    # the engine passes the tokenizer's piece function: most lists are never read, and a lookup is not free
+    calls = []
+
+    def piece(token_id):
+        calls.append(token_id)
+        return f"<{token_id}>"
+
+    top = TopList([5, 3], piece, [0.6, 0.3])
+    assert calls == [] and len(top) == 2 and top.rank_of(3) == 1
+    assert top[1].text == "<3>" and top.texts == ("<5>", "<3>") and calls == [5, 3]  # once
+    assert top == TopList([5, 3], ["<5>", "<3>"], [0.6, 0.3])
+    copied = copy.deepcopy(TopList([7], piece, [1.0]))  # copies hold texts, not the function
+    assert copied._text_of is None and copied.texts == ("<7>",) and pickle.loads(pickle.dumps(top)) == top
+    with pytest.raises(ValueError, match="as many texts"):
+        TopList([1, 2], ["a"], [0.5, 0.5])

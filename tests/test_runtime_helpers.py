@@ -7,7 +7,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto
 
-from runtime.helper_graphs import last_logits_model, row_gather_model, row_summary_model
+from runtime.helper_graphs import last_logits_model, row_gather_model, row_summary_model, summary_parts
 
 CPU = ["CPUExecutionProvider"]
 
@@ -37,10 +37,15 @@ def test_row_summary_matches_numpy_and_orders_ties_by_lower_id():
     rng = np.random.default_rng(2)
     logits = (rng.standard_normal((3, 500)) * 3).astype(np.float32)
     logits[1, [40, 7, 300]] = 20.0  # a three-way tie at the top: lower ids first
-    peak, weights, weighted_shift, top_ids = session.run(None, {"logits": logits, "k": np.array([6], np.int64)})
-    shifted = logits - logits.max(axis=1, keepdims=True)
+    parts = summary_parts(500)
+    feed = {"logits": logits, "k": np.array([6], np.int64), "chunks": np.array([3, parts, 500 // parts], np.int64)}
+    peak, weights, total_parts, shift_parts, top_ids = session.run(None, feed)
+    shifted = (logits - logits.max(axis=1, keepdims=True)).astype(np.float64)
     np.testing.assert_array_equal(peak[:, 0], logits.max(axis=1))
     np.testing.assert_allclose(weights, np.exp(shifted), rtol=1e-6)
-    np.testing.assert_allclose(weighted_shift[:, 0], (np.exp(shifted) * shifted).sum(axis=1), rtol=1e-5)
+    assert total_parts.shape == shift_parts.shape == (3, parts)  # chunk sums, added up by the caller
+    np.testing.assert_allclose(total_parts.sum(axis=1, dtype=np.float64), np.exp(shifted).sum(axis=1), rtol=1e-6)
+    np.testing.assert_allclose(shift_parts.sum(axis=1, dtype=np.float64), (np.exp(shifted) * shifted).sum(axis=1),
+                               rtol=1e-6)
     np.testing.assert_array_equal(top_ids, np.argsort(-logits, axis=1, kind="stable")[:, :6])
     assert top_ids[1, :3].tolist() == [7, 40, 300]
