@@ -19,6 +19,7 @@ from decoding.spec import LaneSpec
 from decoding.sweep import sweep_inputs, temperature_sweep
 from decoding.trace import LaneTrace, RunTrace, StepRecord, TemperatureSweep
 from gui.session import ModelHolder, RunRequest, prompt_info
+from gui.texts import translate
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,8 @@ def run_job(holder: ModelHolder, request: RunRequest, specs: list[LaneSpec]) -> 
     main, later = plan(specs)
 
     def job(emit: Emit, cancelled: Callable[[], bool]) -> RunTrace:
-        emit(StatusMessage(f"loading {holder.name}…" if holder.loaded is None else "running"))
+        if holder.loaded is None:  # the status bar says "running…" already, and again at the first step
+            emit(StatusMessage(translate("jobs", "loading {model}…").format(model=holder.name)))
         model, engine = holder.get(), holder.engine()
         emit(ProviderMessage(model.provider))
         prompt = prompt_info(model, request)
@@ -148,11 +150,13 @@ def explain_job(holder: ModelHolder, token_ids: list[int], prompt_length: int) -
 
     def job(emit: Emit, cancelled: Callable[[], bool]) -> ExplainResult | None:
         if not holder.explainer_open:
-            emit(StatusMessage(f"opening the inspection model of {holder.name} (once per model)…"))
+            text = translate("jobs", "opening the inspection model of {model} (once per model)…")
+            emit(StatusMessage(text.format(model=holder.name)))
         explainer = holder.explainer()
         if cancelled():
             return None
-        emit(StatusMessage(f"explaining {len(token_ids)} tokens: attention of every layer and head, logit lens…"))
+        text = translate("jobs", "explaining {count} tokens: attention of every layer and head, logit lens…")
+        emit(StatusMessage(text.format(count=len(token_ids))))
         return explainer.explain(token_ids, prompt_length)
 
     return job

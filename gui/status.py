@@ -74,6 +74,7 @@ class StatusBar(QStatusBar):
     def _on_step_added(self, _index: int, _record) -> None:
         if self._streaming_since is None:
             self._streaming_since = time.perf_counter()
+            self.showMessage(translate("status", "running…"))  # in place of "loading the model…"
 
     def _show_progress(self) -> None:
         if not self.model.running or self.model.job is JobKind.EXPLAIN:

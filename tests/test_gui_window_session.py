@@ -263,3 +263,22 @@ def test_a_fan_out_from_the_lanes_editor_shows_its_members_everywhere(qtbot, win
     assert window.status.selection.text().startswith("T 1.3 #3 · step 1")
     qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton, pos=table.visualItemRect(table.item(0, 0)).center())
     assert not window.lanes.fanout.isEnabled()  # greedy draws nothing: no fan-out there
+
+
+def test_the_status_bar_stops_saying_loading_once_tokens_stream(qtbot, window):
+    # a first run loads the model: "loading …" must give way to "running…" at the first streamed token, not
+    # stay up for seconds while the text fills in
+    from gui.run_model import JobKind
+
+    run_and_wait(qtbot, window, max_new_tokens=3)
+    record = window.model.traces[0].steps[0]
+    events = window.model.events
+    events.emit("run_started", JobKind.RUN)
+    window.model.set_status("loading tiny…")
+    assert window.status.currentMessage() == "loading tiny…"
+    events.emit("step_added", 0, record)
+    assert window.status.currentMessage() == "running…"
+    events.emit("step_added", 0, record)  # later steps leave the message alone
+    window.model.set_status("stopped")
+    events.emit("step_added", 0, record)
+    assert window.status.currentMessage() == "stopped"

@@ -864,7 +864,7 @@
         <translation>“再次运行并比较”需要一次可比较的运行（先运行或打开一次）。</translation>
     </message>
     <message>
-        <source>run again: every lane's tokens identical to the previous run</source>
+        <source>run again: every lane&apos;s tokens identical to the previous run</source>
         <translation>再次运行：每条泳道的词元都与上一次运行相同</translation>
     </message>
     <message>
@@ -1034,6 +1034,21 @@
     <message>
         <source>Force “{token}” for all lanes at step {step}</source>
         <translation>在第 {step} 步对全部泳道强制“{token}”</translation>
+    </message>
+</context>
+<context>
+    <name>jobs</name>
+    <message>
+        <source>loading {model}…</source>
+        <translation>正在加载 {model}…</translation>
+    </message>
+    <message>
+        <source>opening the inspection model of {model} (once per model)…</source>
+        <translation>正在打开 {model} 的检查模型（每个模型一次）…</translation>
+    </message>
+    <message>
+        <source>explaining {count} tokens: attention of every layer and head, logit lens…</source>
+        <translation>正在解释 {count} 个词元：每层每个头的注意力、Logit 透镜…</translation>
     </message>
 </context>
 <context>
