@@ -19,7 +19,7 @@ import numpy as np
 from decoding.beam import BeamSearch
 from decoding.processors import MaskProcessor, apply_processors, build_processors
 from decoding.protocol import TokenText
-from decoding.selectors import Draw, Sampler
+from decoding.selectors import Draw, Sampler, WalkedTokens, draw_among_best
 from decoding.spec import LaneSpec
 from decoding.stats import LogitsRowCache, Softmax, StepStats, processed_softmax, step_stats
 from decoding.trace import LaneTrace, StepRecord
@@ -195,9 +195,15 @@ class LaneState:
         if forced is not None:
             return self._record(raw, processed, forced, forced=True, **shared)
         if self.sampler is not None:
-            draw = self.sampler.draw(processed, softmax)
+            if softmax is None:  # every token filtered: draw_with says so
+                draw = self.sampler.draw(processed, softmax)
+            else:  # the walk starts among the statistics' top-N, as batched rows draw
+                best = softmax.best(min(self.top_n, softmax.kept))
+                draw = draw_among_best(self.sampler.next_u(), WalkedTokens(softmax), best)
             return self._record(raw, processed, draw.token_id, draw=draw, **shared)
-        return self._record(raw, processed, int(np.argmax(processed)), **shared)
+        dense_best = softmax is not None and softmax.ids is None and softmax.top_ids is not None
+        token = int(softmax.top_ids[0]) if dense_best else int(np.argmax(processed))  # the source's TopK: argmax
+        return self._record(raw, processed, token, **shared)
 
     def _record(
         self,

@@ -184,10 +184,12 @@ class Softmax:
         return logprobs
 
     def best(self, count: int) -> np.ndarray:
-        """Positions into `values` of the `count` largest, largest first, equal values by lower position."""
-        if self.top_ids is not None and self.top_ids.size >= count:
-            return self.top_ids[:count]
-        return top_candidates(self.scores, count)
+        """Positions into `values` of the `count` largest, largest first, equal values by lower position
+        (found once: a draw and the statistics both ask; a prefix of a longer list found before)."""
+        found = self.top_ids if self.top_ids is not None else self.__dict__.get("_best")
+        if found is None or found.size < count:
+            found = self.__dict__["_best"] = top_candidates(self.scores, count)
+        return found[:count]
 
     @cached_property
     def scores(self) -> np.ndarray:
@@ -479,7 +481,11 @@ def step_stats(
     when already computed."""
     check_int("top_n", top_n, MIN_TOP_N)
     raw_dist = distribution(raw, chosen, top_n, text, raw_softmax)
-    done = _same_array(processed, raw) or np.array_equal(processed, raw)
+    both = softmax is not None and raw_softmax is not None
+    if both and (softmax is raw_softmax or softmax.kept != raw_softmax.kept):  # known without a pass over the rows
+        done = softmax is raw_softmax
+    else:
+        done = _same_array(processed, raw) or np.array_equal(processed, raw)
     proc = raw_dist if done else distribution(processed, chosen, top_n, text, softmax)
     return stats_of(raw_dist, proc)
 
