@@ -21,7 +21,7 @@ from gui import style
 from gui.chart_data import display_token
 from gui.export import Figure
 from gui.redraw import DrawnWhenShown, RedrawScheduler
-from gui.render import plain_fragments
+from gui.render import lane_characters, pending_bytes, plain_fragments
 from gui.run_model import RunModel, Selection
 from gui.texts import translate
 
@@ -102,6 +102,27 @@ def _show_first(items: list, count: int) -> None:
     """Show the first `count` of reused items, hide the others."""
     for index, item in enumerate(items):
         item.setVisible(index < count)
+
+
+def split_token(members: list[LaneTrace], step: int, shares: dict[int, dict] | None = None) -> str:
+    """A split label's token, short, from the members that took it: a byte-level piece of a Chinese character
+    (or an emoji) as the character their pieces around it spell, not as bytes (as each spells: a first piece
+    that members finish differently reads "虽/虾"). `shares`: each member's lane_characters, filled as
+    needed (one tree's labels share it)."""
+    piece = members[0].steps[step].token_text
+    if "\\x" not in piece:
+        return display_token(piece, 10)
+    shares = {} if shares is None else shares
+    spelled = dict.fromkeys(_character_at(member, step, shares) for member in members)
+    return "/".join(spelled) if len(spelled) <= 3 else display_token(piece, 10)
+
+
+def _character_at(member: LaneTrace, step: int, shares: dict[int, dict]) -> str:
+    pieces = [record.token_text for record in member.steps]
+    if id(member) not in shares:
+        shares[id(member)] = lane_characters(pieces)
+    character = shares[id(member)].get(step)
+    return display_token(pieces[step], 10, character, b"" if character else pending_bytes(pieces[:step]))
 
 
 def walk(branch: Branch):
@@ -280,6 +301,7 @@ class FanoutView(DrawnWhenShown, QWidget):
         segments: dict[float, list[tuple[float, float, float, float]]] = {}  # pen width -> (x0, y0, x1, y1)
         labels: list[_Label] = []
         splits: list[int] = []
+        shares: dict[int, dict] = {}  # lane_characters of the members whose split pieces are bytes
         for branch in walk(self._tree):
             width = 1.5 + 4.0 * math.log2(len(branch.members)) / max(math.log2(count), 1.0)
             if branch.end > branch.start:  # its shared tokens, one point per step (a root that splits at once has none)
@@ -289,7 +311,7 @@ class FanoutView(DrawnWhenShown, QWidget):
                 segments.setdefault(_EDGE_WIDTH, []).append((tail, branch.y, child.start, child.y))
                 member = members[child.members[0]]
                 if child.start < len(member.steps):
-                    text = display_token(member.steps[child.start].token_text, 10)
+                    text = split_token([members[k] for k in child.members], child.start, shares)
                     labels.append(_Label(f"{text} ×{len(child.members)}", child.start, child.y, len(child.members)))
             if branch.children:
                 splits.append(branch.end)

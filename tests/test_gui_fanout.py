@@ -134,3 +134,25 @@ def test_labels_that_would_cover_each_other_are_left_to_hover(qtbot):
     assert "·b ×3" in [item.toPlainText() for item in small] and len(small) < 10
     view.resize(500, 900)
     qtbot.waitUntil(lambda: len(shown()) > len(small))
+
+
+def test_a_split_inside_a_chinese_character_is_labelled_with_the_characters(qtbot):
+    # byte-level BPE spells 虽 (e8 99 bd) and 虾 (e8 99 be) with a shared first piece: members that part at
+    # the last byte read as the characters they spell, and one that parts at the first piece as its character
+    text = {1: " a", 2: "\\xe8\\x99", 3: "\\xbd", 4: "\\xbe", 5: " b"}
+    TEXT.update(text)
+    try:
+        model = RunModel()
+        members = [member(k, tokens) for k, tokens in enumerate([[1, 2, 3], [1, 2, 4], [1, 5, 5]])]
+        trace = RunTrace(model=ModelInfo("m"), provider="", prompt=PromptInfo("p", [1]), lanes=members)
+        model.show_trace(trace, specs_of(trace))
+        widget = FanoutView(model, RedrawScheduler())
+        qtbot.addWidget(widget)
+        widget.resize(800, 500)
+        widget.show()
+        qtbot.waitExposed(widget)
+        labels = sorted(item.toPlainText() for item in widget._labels if item.isVisible())
+        assert labels == ["·b ×1", "虽 ×1", "虽/虾 ×2", "虾 ×1"]  # the shared first piece: what its members spell
+    finally:
+        for key in text:
+            TEXT.pop(key, None)
