@@ -19,6 +19,7 @@ from gui.export import Figure
 from gui.run_model import RunModel
 from gui.texts import translate
 
+RIGHT_AXIS_PX = 64  # the kept-set axis (values up to 49,152 and its label); the other plots keep it empty
 TOKEN_LINES = 6  # tokens drawn in the distribution plot: the most likely ones over the sweep
 _TOKEN_COLOURS = ["#0072B2", "#009E73", "#CC79A7", "#56B4E9", "#8C564B", "#7F7F7F"]
 
@@ -110,6 +111,14 @@ class SweepView(QWidget):
         self._stats.getAxis("right").linkToView(self._kept)
         self._stats.getAxis("right").setLabel("kept set (tokens)", color="#D55E00")
         self._kept.setXLink(self._stats)
+        # linked x axes line up only where the plots are equally wide: the kept set's axis takes room on the
+        # right, so the other two keep the same room empty (else they showed more of the temperature axis)
+        self._stats.getAxis("right").setWidth(RIGHT_AXIS_PX)
+        for plot in (self._dist, self._diversity):
+            plot.showAxis("right")
+            plot.getAxis("right").setStyle(showValues=False, tickLength=0)
+            plot.getAxis("right").setPen(pg.mkPen(None))
+            plot.getAxis("right").setWidth(RIGHT_AXIS_PX)
         self._stats.vb.sigResized.connect(lambda: self._kept.setGeometry(self._stats.vb.sceneBoundingRect()))
         self._diversity.setLabel("bottom", translate("sweep_view", "temperature"))
         self._diversity.setLabel("left", translate("sweep_view", "distinct continuations · mean first split step"))
