@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt
-from PySide6.QtGui import QKeyEvent
+from PySide6.QtGui import QColor, QKeyEvent
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
 from decoding.trace import StepRecord
@@ -25,6 +25,7 @@ from gui.render import MARK_COLOURS, mark_legend
 from gui.run_model import RunModel, Selection
 from gui.texts import translate
 
+FADED_ALPHA = 0.3  # the other lanes' curves while one is selected
 _BOUNDED = {"prob", "prob_raw", "margin", "margin_raw"}  # metrics that live in [0, 1]
 
 
@@ -55,6 +56,15 @@ class _LaneSeries:
     def refresh_curve(self) -> None:
         n = len(self.records)
         self.curve.setData(np.arange(n, dtype=float), self.values[:n])
+
+
+def _style_curve(curve: pg.PlotDataItem, lane, emphasised: bool, faded: bool) -> None:
+    colour = QColor(style.lane_color(lane.colour))
+    if faded:
+        colour.setAlphaF(FADED_ALPHA)
+    curve.setPen(pg.mkPen(colour, width=3.5 if emphasised else 2))
+    curve.setSymbolBrush(colour)
+    curve.setZValue(2 if emphasised else 0)
 
 
 class Timeline(QWidget):
@@ -137,9 +147,8 @@ class Timeline(QWidget):
             series = _LaneSeries(lane.key, curve)
             series.append(lane.trace.steps, self._metric)
             series.refresh_curve()
-        series.curve.setPen(pg.mkPen(style.lane_color(lane.colour), width=2))
-        series.curve.setSymbolBrush(style.lane_color(lane.colour))
         series.curve.setVisible(not lane.hidden)
+        _style_curve(series.curve, lane, emphasised=False, faded=False)  # set_lanes selects again after
         return series
 
     def _new_curve(self) -> pg.PlotDataItem:
@@ -220,27 +229,23 @@ class Timeline(QWidget):
         previous = self._selected[0] if self._selected else None
         self._selected = (lane_index, step)
         if previous != lane_index:
-            self._emphasise(previous, False)
-            self._emphasise(lane_index, True)
+            self._emphasise(lane_index)
         self._cursor.setValue(step)
         self._cursor.setVisible(True)
         self._update_selected_point()
 
     def _clear_selected(self) -> None:
         if self._selected:
-            self._emphasise(self._selected[0], False)
+            self._emphasise(None)
         self._selected = None
         self._cursor.setVisible(False)
         self._update_selected_point()
 
-    def _emphasise(self, lane_index: int | None, selected: bool) -> None:
-        """The selected lane's curve is drawn thicker and on top."""
-        if lane_index is None or not 0 <= lane_index < len(self._series) or lane_index >= len(self.model.lanes):
-            return
-        curve = self._series[lane_index].curve
-        colour = style.lane_color(self.model.lanes[lane_index].colour)
-        curve.setPen(pg.mkPen(colour, width=3.5 if selected else 2))
-        curve.setZValue(2 if selected else 0)
+    def _emphasise(self, lane_index: int | None) -> None:
+        """The selected lane's curve is drawn thicker and on top, the others faded behind it: five lanes of
+        p(chosen) zig-zag across one another, and the selected one must read through them."""
+        for index, (series, lane) in enumerate(zip(self._series, self.model.lanes, strict=False)):
+            _style_curve(series.curve, lane, emphasised=index == lane_index, faded=lane_index not in (None, index))
 
     def curve_data(self, lane_index: int) -> tuple[np.ndarray, np.ndarray]:
         return self._series[lane_index].curve.getData()

@@ -128,10 +128,15 @@ def test_timeline_click_selects_the_step_of_the_clicked_lane(qtbot, timeline):
     _click(qtbot, timeline._view, timeline.scene_pos_of(2, 5))
     assert seen[-1] == Selection(2, 5)
     assert timeline.selected() == (2, 5)
-    widths = [timeline._series[i].curve.opts["pen"].widthF() for i in range(3)]
-    assert widths[2] > widths[0] == widths[1]  # the selected lane's curve stands out
+    pens = [timeline._series[i].curve.opts["pen"] for i in range(3)]
+    assert pens[2].widthF() > pens[0].widthF() == pens[1].widthF()  # the selected lane's curve stands out ...
+    assert pens[2].color().alphaF() == 1.0 and pens[0].color().alphaF() < 0.5  # ... the others faded behind it
     _click(qtbot, timeline._view, timeline.scene_pos_of(0, 8))
     assert seen[-1] == Selection(0, 8)
+    assert timeline._series[0].curve.opts["pen"].color().alphaF() == 1.0
+    assert timeline._series[2].curve.opts["pen"].color().alphaF() < 0.5
+    timeline.model._set_selection(None)  # as a new run does
+    assert all(timeline._series[i].curve.opts["pen"].color().alphaF() == 1.0 for i in range(3))  # none selected
 
 
 def test_left_right_keys_scrub_through_steps(qtbot, timeline):

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import QEvent, QPoint, Qt, QThread
-from PySide6.QtGui import QHelpEvent, QImage, QTextCursor
+from PySide6.QtGui import QColor, QHelpEvent, QImage, QTextCursor
 from PySide6.QtWidgets import QApplication, QToolTip
 
 from gui.app import make_application
 from gui.beam_tree import _BEST as BEST_PATH_COLOUR
 from gui.session import specs_of
 from gui.style import CHOSEN_COLOUR, PROCESSED_COLOUR, RAW_COLOUR, lane_color_hex
+from gui.timeline import FADED_ALPHA
 from tests.gui_helpers import RUN_TIMEOUT_MS, anchors, colour_counts, run_and_wait, token_point, wait_idle
 
 
@@ -140,10 +141,21 @@ def test_save_then_open_restores_an_identical_view(qtbot, window, make_window, t
     def drawn(image: str, colour: str) -> int:
         return counts[image].get(colour.lower(), 0)
 
-    # not just bytes (an empty plot has axes, grid and title): each lane's swatch and curve, the bars, the beams
-    for lane in reopened.model.lanes:
-        assert drawn("text.png", lane_color_hex(lane.colour)) >= 40 and drawn("timeline.png", lane_color_hex(
-            lane.colour)) >= 400, lane.name
+    def rgb(colour: QColor) -> tuple[int, int, int]:
+        return colour.red(), colour.green(), colour.blue()
+
+    def drawn_near(image: str, colour: QColor, tolerance: int = 6) -> int:
+        return sum(count for name, count in counts[image].items()
+                   if max(abs(a - b) for a, b in zip(rgb(QColor(name)), rgb(colour), strict=True)) <= tolerance)
+
+    # not just bytes (an empty plot has axes, grid and title): each lane's swatch and curve, the bars, the beams;
+    # on the timeline the selected lane in full, the others faded behind it (its colour over the background)
+    background = QImage(str(tmp_path / "png" / "timeline.png")).pixelColor(2, 2)
+    for index, lane in enumerate(reopened.model.lanes):
+        full = QColor(lane_color_hex(lane.colour))
+        faded = QColor(*(round(b + FADED_ALPHA * (c - b)) for c, b in zip(rgb(full), rgb(background), strict=True)))
+        assert drawn("text.png", full.name()) >= 40, lane.name
+        assert drawn_near("timeline.png", full if index == 1 else faded) >= 400, lane.name
     for colour, at_least in ((PROCESSED_COLOUR, 1000), (CHOSEN_COLOUR, 500), (RAW_COLOUR, 1000)):
         assert drawn("inspector.png", colour) >= at_least, colour
     assert drawn("beam_tree.png", BEST_PATH_COLOUR) >= 1000
