@@ -14,6 +14,7 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt, QTimer
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from decoding.explain import ExplainResult
@@ -162,7 +163,9 @@ class LensView(QWidget):
         self._track.hideAxis("bottom")
         self._track.showAxis("top")  # as the table's: the rows of both stay level
         self._track.setLabel("top", translate("lens_view", "p(final choice)"))
-        self._track.setXRange(0, 1, padding=0.02)
+        self._track.setXRange(0, 1, padding=0.1)  # room for the end ticks' labels
+        self._track.getAxis("top").setTicks([[(0.0, "0"), (0.5, "0.5"), (1.0, "1")]])  # a narrow column: 3 fit
+        self._table.vb.sigResized.connect(self._fit_cells)
         self._track.showGrid(x=True, alpha=0.25)
         self._image = pg.ImageItem(axisOrder="row-major")
         self._image.setColorMap(COLOUR_MAP)
@@ -249,11 +252,24 @@ class LensView(QWidget):
         for row, entries in enumerate(self._texts):
             for rank, text in enumerate(entries):
                 item = next(items)
-                item.setText(text)
+                item.full_text = text
                 item.setPos(rank + 0.5, row + 0.5)
                 item.show()
         for item in items:
             item.hide()
+        self._fit_cells()
+
+    def _fit_cells(self) -> None:
+        """Each cell's text cut to its cell's width in pixels (the table narrows with its panel: long pieces
+        of the embeddings' row ran into their neighbours)."""
+        ranks = max((len(entries) for entries in self._texts), default=0)
+        if not ranks:
+            return
+        width = max(int(self._table.vb.width() / ranks) - 2, 8)
+        metrics = QFontMetrics(style.ui_font(8))
+        for item in self._cell_items:
+            if item.isVisible():
+                item.setText(metrics.elidedText(getattr(item, "full_text", ""), Qt.TextElideMode.ElideRight, width))
 
     def _draw_journey(self, rows) -> None:
         result, position = self._result, self._position

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QImage, QPainter
+from PySide6.QtGui import QColor, QFontMetrics, QImage, QPainter
 
 from gui import export, style
 from gui.attention_view import COLOUR_MAP, AttentionView
@@ -282,3 +282,19 @@ def test_each_inside_view_exports_a_figure(qtbot, english, tmp_path):
         png = export.save_png(image, tmp_path / f"{name}.png")
         svg = export.save_figure_svg(figure, tmp_path / f"{name}.svg")
         assert png.stat().st_size > 2000 and svg.stat().st_size > 2000
+
+
+def test_lens_cell_texts_fit_their_cells_when_the_panel_narrows(qtbot, english):
+    # a narrow panel (the step views beside the run views): long pieces (the embeddings' row) ran into their
+    # neighbours' cells; each is cut to its cell, and hovering a cell reads it whole (cell())
+    view = shown(qtbot, LensView(english), width=1000, height=700)
+    view.set_position(samples.ENGLISH["contrast"])
+    first = next(item for item in view._cell_items if item.isVisible())
+    first.full_text = "·unbelievably_long_piece"
+    view._fit_cells()
+    metrics = QFontMetrics(style.ui_font(8))
+    assert view.drawn_texts()[0] == "·unbelievably_long_piece"  # wide enough
+    view.resize(170, 700)
+    qtbot.waitUntil(lambda: view.drawn_texts()[0].endswith("…"), timeout=2000)
+    cell_px = view._table.vb.width() / samples.TOP_K
+    assert all(metrics.horizontalAdvance(text) <= cell_px for text in view.drawn_texts())
