@@ -34,9 +34,11 @@ def probability_colour(p: float) -> str:
 
 def visible_piece(text: str) -> str:
     """A token's text as shown inside running text: newlines keep breaking lines but get a ↵, tabs a →,
-    other control characters an escape (\\x1e), an empty piece (e.g. a special token) ∅."""
+    other control characters an escape (\\x1e), an empty piece (e.g. a special token) ∅, bytes of a character
+    no neighbour completes (a lane that stopped inside one) as ‹e8 af›, as the token view shows them."""
     if text == "":
         return "∅"
+    text = _PARTIAL_BYTES.sub(lambda m: "‹" + " ".join(_PARTIAL_BYTE.findall(m.group())) + "›", text)
     text = text.replace("\t", "→\t").replace("\r\n", "↵\n").replace("\n", "↵\n")
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
@@ -220,6 +222,7 @@ def _merge_marks(marks: Sequence[TokenMarks]) -> TokenMarks:
 # ------------------------------------------------------------------------------- characters split over tokens
 
 _PARTIAL_BYTE = re.compile(r"\\x([89a-f][0-9a-f])")  # how runtime pieces show bytes of incomplete characters
+_PARTIAL_BYTES = re.compile(r"(?:\\x[89a-f][0-9a-f])+")
 MAX_GROUP = 4  # a UTF-8 character has at most 4 bytes
 
 

@@ -46,6 +46,8 @@ def test_token_text_keeps_whitespace_visible():
     assert visible_piece("a\nb") == "a↵\nb"
     assert visible_piece("") == "∅"
     assert visible_piece("a\x1eb\rc") == "a\\x1eb\\x0dc"
+    # a lane stopped inside a character: its last bytes as the token view shows them, not as escapes
+    assert visible_piece("100\\xe5\\xa4") == "100‹e5 a4›" and visible_piece("\\xe8") == "‹e8›"
     assert label_piece(" x\t\n") == "·x→↵"
 
 
