@@ -460,19 +460,25 @@ class AttentionView(QWidget):
 
     def _top_line(self) -> str:
         found = top_attended(self._result, self._grid, self._token, self._mode)
-        entries = [f"{self._short(a.position)} {a.weight:.3f} (strongest: layer {a.strongest.layer} head "
-                   f"{a.strongest.head} {a.strongest.weight:.2f})" for a in found]
-        what = "top tokens attended" if self._mode == LOOKS_AT else "attending to it most"
-        return f"<b>{what}</b> (colours' mean over layers): " + " · ".join(entries)
+        entry = translate("attention_view", "{token} {weight} (strongest: layer {layer} head {head} {head_weight})")
+        entries = [entry.format(token=self._short(a.position), weight=f"{a.weight:.3f}", layer=a.strongest.layer,
+                                head=a.strongest.head, head_weight=f"{a.strongest.weight:.2f}") for a in found]
+        what = (translate("attention_view", "top tokens attended") if self._mode == LOOKS_AT else
+                translate("attention_view", "attending to it most"))
+        line = translate("attention_view", "<b>{what}</b> (colours' mean over layers): {entries}")
+        return line.format(what=what, entries=" · ".join(entries))
 
     def _pair_line(self, query: int, key: int, layer: int) -> str:
         value = self._grid[layer, self._picked[1]]
         heads = strongest_heads(self._result, query, key, 2)
-        strongest = "; ".join(f"layer {h.layer} head {h.head} {h.weight:.2f}" for h in heads)
-        shown = "blank" if math.isnan(value) else f"{value:.3f}"
-        return (f"<b>{self._short(query)} → {self._short(key)}</b>: layer {layer} shows {shown}; strongest heads "
-                f"{strongest} (the first gives each other earlier token but position 0 {heads[0].others:.3f} on "
-                "average)")
+        head = translate("attention_view", "layer {layer} head {head} {weight}")
+        strongest = "; ".join(head.format(layer=h.layer, head=h.head, weight=f"{h.weight:.2f}") for h in heads)
+        shown = translate("attention_view", "blank") if math.isnan(value) else f"{value:.3f}"
+        line = translate("attention_view", "<b>{query} → {key}</b>: layer {layer} shows {shown}; strongest heads "
+                                           "{strongest} (the first gives each other earlier token but position 0 "
+                                           "{others} on average)")
+        return line.format(query=self._short(query), key=self._short(key), layer=layer, shown=shown,
+                           strongest=strongest, others=f"{heads[0].others:.3f}")
 
     def _short(self, position: int) -> str:
         return html.escape(f"“{self._labels[position]}”@{position}")

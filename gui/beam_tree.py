@@ -17,13 +17,15 @@ from gui.chart_data import BeamNode, best_path, display_token, step_nodes
 from gui.export import Figure
 from gui.redraw import RedrawScheduler
 from gui.run_model import RunModel, Selection
-from gui.texts import translate
+from gui.texts import QT_TRANSLATE_NOOP, translate
 
 _KIND_STYLE = {  # symbol, size, brush, pen
     "kept": ("o", 11, "#0072B2", "#FFFFFF"),
     "pruned": ("o", 7, "#FFFFFF", "#9A9A9A"),
     "finished": ("star", 15, "#009E73", "#FFFFFF"),
 }
+_KIND_NAMES = (QT_TRANSLATE_NOOP("beam_tree", "kept"), QT_TRANSLATE_NOOP("beam_tree", "pruned"),
+               QT_TRANSLATE_NOOP("beam_tree", "finished"))  # a node's kind, as its tooltip names it
 _BEST = "#E69F00"
 _VISIBLE_STEPS = 12  # steps shown at once; wheel zooms and drag pans along the steps
 _LABEL_MIN_PX_PER_STEP = 46  # below this the token labels would overlap: hide them
@@ -281,11 +283,11 @@ class BeamTreeView(QWidget):
     # ---- interaction -------------------------------------------------------------------------------------
     def _tip(self, x: float, y: float, data: int) -> str:
         node = self._nodes[data]
-        return (
-            f"step {node.step} · slot {node.slot} · {node.kind}\n"
-            f"token “{display_token(node.text, 30)}” (id {node.token_id})\n"
-            f"score {node.score:.4f} · parent slot {node.parent_slot}"
-        )
+        tip = translate("beam_tree", "step {step} · slot {slot} · {kind}\ntoken “{token}” (id {token_id})\n"
+                                     "score {score} · parent slot {parent}")
+        return tip.format(step=node.step, slot=node.slot, kind=translate("beam_tree", node.kind),
+                          token=display_token(node.text, 30), token_id=node.token_id, score=f"{node.score:.4f}",
+                          parent=node.parent_slot)
 
     def _on_points_clicked(self, _item, points, _event=None) -> None:
         if len(points):

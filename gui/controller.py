@@ -160,9 +160,11 @@ class RunController:
             if branch is not None:
                 reason = _broken_branch_reason(lane, by_name.get(branch.parent), key)
                 if not reason and by_name[branch.parent].fanout > 1:
-                    reason = f"its parent “{branch.parent}” fans out now"
+                    reason = translate("controller", "its parent “{parent}” fans out now").format(
+                        parent=branch.parent)
             elif lane.spec.replay_of is not None:  # a replay reproduces its own prefix: only the prompt matters
-                reason = "the prompt changed" if lane.branch_prompt not in (None, key) else ""
+                changed = lane.branch_prompt not in (None, key)
+                reason = translate("controller", "the prompt changed") if changed else ""
             else:
                 continue
             if reason:
@@ -170,9 +172,9 @@ class RunController:
                 lane.branch_prompt = None
                 turned.append(f"“{lane.name}” ({reason})")
         if turned:
-            self.model.show_notice(
-                "These branch lanes now run as ordinary lanes of their own strategy: " + "; ".join(turned) + ".",
-                level="info", cause="branches")
+            notice = translate("controller", "These branch lanes now run as ordinary lanes of their own strategy: "
+                                             "{lanes}.")
+            self.model.show_notice(notice.format(lanes="; ".join(turned)), level="info", cause="branches")
 
     def stop(self) -> None:
         if self.runner.is_running():
@@ -599,11 +601,12 @@ def _branches_from(lane: Lane, parent: str) -> bool:
 def _broken_branch_reason(lane: Lane, parent: Lane | None, prompt: tuple) -> str:
     """Why a branch lane's branch point no longer holds ("" if it does)."""
     if parent is None:
-        return f"its parent “{lane.spec.branch.parent}” is gone"
+        return translate("controller", "its parent “{parent}” is gone").format(parent=lane.spec.branch.parent)
     if lane.branch_prompt is not None and lane.branch_prompt != prompt:
-        return "the prompt changed"
+        return translate("controller", "the prompt changed")
     if parent.spec.do_sample and parent.spec.seed is None:
-        return f"its parent “{parent.name}” draws with a fresh seed each run"
+        return translate("controller", "its parent “{parent}” draws with a fresh seed each run").format(
+            parent=parent.name)
     return ""
 
 

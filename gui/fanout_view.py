@@ -268,8 +268,8 @@ class FanoutView(DrawnWhenShown, QWidget):
 
     def _title(self) -> str:
         members = self._members()
-        return f"fan-out of {members[0].fanout['group'] if members and members[0].fanout else ''}: " \
-               f"{len(members)} seeds"
+        group = members[0].fanout["group"] if members and members[0].fanout else ""
+        return translate("fanout_view", "fan-out of {lane}: {count} seeds").format(lane=group, count=len(members))
 
     def _draw(self) -> None:
         members = self._members()
@@ -378,13 +378,17 @@ class FanoutView(DrawnWhenShown, QWidget):
 
     def _summary_text(self, members: list[LaneTrace]) -> str:
         group = fanout_group(members)
-        first = "none" if group.mean_first_split_step is None else f"{group.mean_first_split_step:.1f}"
-        pairwise = "none" if group.mean_pairwise_divergence_step is None else \
+        none = translate("fanout_view", "none")
+        first = none if group.mean_first_split_step is None else f"{group.mean_first_split_step:.1f}"
+        pairwise = none if group.mean_pairwise_divergence_step is None else \
             f"{group.mean_pairwise_divergence_step:.1f}"
-        seeds = f"seeds {group.seed}–{group.seed + len(members) - 1}" if group.seed is not None else ""
-        return (f"<b>{len(members)} members</b> ({seeds}) · <b>{group.distinct_continuations}</b> distinct "
-                f"continuations · mean first split at step <b>{first}</b> · mean pairwise divergence step "
-                f"<b>{pairwise}</b> · {len(group.splits)} splits")
+        seeds = "" if group.seed is None else translate("fanout_view", "seeds {first}–{last}").format(
+            first=group.seed, last=group.seed + len(members) - 1)
+        text = translate("fanout_view", "<b>{count} members</b> ({seeds}) · <b>{distinct}</b> distinct continuations · "
+                                        "mean first split at step <b>{first}</b> · mean pairwise divergence step "
+                                        "<b>{pairwise}</b> · {splits} splits")
+        return text.format(count=len(members), seeds=seeds, distinct=group.distinct_continuations, first=first,
+                           pairwise=pairwise, splits=len(group.splits))
 
     def _show_cursor(self, selection: Selection | None) -> None:
         lane = self.model.lanes[selection.lane] if selection is not None else None

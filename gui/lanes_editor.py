@@ -476,7 +476,8 @@ class LanesEditor(QWidget):
         others = self.model.names() - {self.model.lanes[index].name}
         if not name or name in others or not self._editable():
             if not self.model.running:
-                reason = "a lane name cannot be empty" if not name else f"another lane is already named {name!r}"
+                reason = (translate("lanes_editor", "a lane name cannot be empty") if not name else
+                          translate("lanes_editor", "another lane is already named “{name}”").format(name=name))
                 self.show_message(translate("lanes_editor", "Refused: {reason}.").format(reason=reason))
             self._fill_table()
             return

@@ -287,11 +287,13 @@ class LensView(QWidget):
         for line in (self._settled, self._track_settled):
             line.setValue(path.settled)
         after = self._labels[position]
-        self._title = (f"the token's journey after “{after}”@{position}: what each layer would predict · lane "
-                       f"{self.model.lanes[self._lane].name}")
+        title = translate("lens_view", "the token's journey after “{token}”@{position}: what each layer would "
+                                       "predict · lane {lane}")
+        self._title = title.format(token=after, position=position, lane=self.model.lanes[self._lane].name)
+        header = translate("lens_view", "{lane}: what each layer would predict after {token}")
+        token = html.escape(position_label(result, position, self._labels))
         self.header.show_lane(self.model, self._lane, True,
-                              f"{lane_swatch(self.model, self._lane)}: what each layer would predict after "
-                              f"{html.escape(position_label(result, position, self._labels))}")
+                              header.format(lane=lane_swatch(self.model, self._lane), token=token))
         self._readout.setText(self._journey_words(path, probs))
         entered = next(row for row, p in enumerate(probs) if p is not None)
         QTimer.singleShot(0, lambda: self._reveal(entered, len(probs) - 1))
@@ -308,19 +310,24 @@ class LensView(QWidget):
         last = self._result.layers
         final = html.escape(piece_label(path.final.text))
         if path.settled == last:
-            top1 = f"top-1 only at the last layer ({last - 1}: the model's own output)"
+            top1 = translate("lens_view", "top-1 only at the last layer ({layer}: the model's own output)").format(
+                layer=last - 1)
             if path.first_top1 < last:
-                top1 += f", after being top-1 {_after(path.first_top1)} for a while"
+                top1 += translate("lens_view", ", after being top-1 {where} for a while").format(
+                    where=_after(path.first_top1))
         elif path.first_top1 == path.settled:
-            top1 = f"top-1 {_after(path.settled)} and from there on"
+            top1 = translate("lens_view", "top-1 {where} and from there on").format(where=_after(path.settled))
         else:
-            top1 = f"top-1 first {_after(path.first_top1)}, for good {_after(path.settled)}"
+            top1 = translate("lens_view", "top-1 first {first}, for good {settled}").format(
+                first=_after(path.first_top1), settled=_after(path.settled))
         entered = next(row for row, p in enumerate(probs) if p is not None)
-        words = [f"<b>“{final}”</b> is the model's choice (p {path.final.prob:.2f}): {top1}; first among the 10 "
-                 f"best {_after(entered)}."]
+        choice = translate("lens_view", "<b>“{token}”</b> is the model's choice (p {prob}): {top1}; first among the "
+                                        "10 best {where}.")
+        words = [choice.format(token=final, prob=f"{path.final.prob:.2f}", top1=top1, where=_after(entered))]
         if path.actual is not None and path.actual != path.final.id:
             actual = html.escape(piece_label(self._result.tokens[self._position + 1].text))
-            words.append(f"The lane took “{actual}” here instead (it samples or was steered).")
+            words.append(translate("lens_view", "The lane took “{token}” here instead (it samples or was "
+                                                "steered).").format(token=actual))
         return " ".join(words)
 
 
@@ -339,5 +346,7 @@ def _cell_text(text: str) -> str:
 
 def _after(row: int) -> str:
     """Where in the lens a row is, in words."""
-    return "at the embeddings already" if row == 0 else f"after layer {row - 1}"
+    if row == 0:
+        return translate("lens_view", "at the embeddings already")
+    return translate("lens_view", "after layer {layer}").format(layer=row - 1)
 

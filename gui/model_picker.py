@@ -97,6 +97,7 @@ class ModelPicker(QComboBox):
         def prepare_fn(progress, cancel):
             return fn(folder, progress=progress, cancel=cancel)
 
-        text = (f"Registering the ONNX export in {folder}" if kind == "onnx"
-                else f"Exporting the Hugging Face model in {folder} to ONNX (this can take a minute)")
-        return SetupDialog("Add model", text, prepare_fn, self).run()
+        text = (translate("model_picker", "Registering the ONNX export in {folder}") if kind == "onnx" else
+                translate("model_picker", "Exporting the Hugging Face model in {folder} to ONNX (this can take a "
+                                          "minute)")).format(folder=folder)
+        return SetupDialog(translate("model_picker", "Add model"), text, prepare_fn, self).run()

@@ -186,11 +186,12 @@ class SweepView(QWidget):
                 marker = pg.InfiniteLine(own, angle=90, movable=False,
                                          pen=pg.mkPen(style.FOREGROUND, width=1, style=Qt.PenStyle.DotLine))
                 self._add(plot, marker)
-        where = f" (the lane's own T {own:g}: dotted)" if own is not None else " (greedy / beam: T is not applied)"
+        where = (translate("sweep_view", " (the lane's own T {temperature}: dotted)").format(temperature=f"{own:g}")
+                 if own is not None else translate("sweep_view", " (greedy / beam: T is not applied)"))
         self._title.setText(translate("sweep_view", "<b>{name} · step {step}</b>: the distribution from T 0 (argmax) "
                                                     "to 2{where}").format(name=lane.name, step=sweep.step, where=where))
-        keys += ['<span style="color:#0072B2">━━</span>&nbsp;entropy',
-                 '<span style="color:#D55E00">╍╍</span>&nbsp;kept set (right axis)']
+        keys += ['<span style="color:#0072B2">━━</span>&nbsp;' + translate("sweep_view", "entropy"),
+                 '<span style="color:#D55E00">╍╍</span>&nbsp;' + translate("sweep_view", "kept set (right axis)")]
         self._legend.setText("&nbsp;&nbsp; ".join(keys))
 
     def _draw_diversity(self) -> bool:

@@ -245,12 +245,15 @@ class LaneColumn(QFrame):
         palette = colours.current()
         reference = translate("text_view", "(reference)")
         role = f" <span style='color:{palette.faint}'>{reference}</span>" if self.index == model.reference else ""
-        stale = f" <span style='color:{palette.warning}'>· edited: Run to update</span>" if lane.stale else ""
+        edited = translate("text_view", "· edited: Run to update")
+        stale = f" <span style='color:{palette.warning}'>{edited}</span>" if lane.stale else ""
         self.title.setToolTip(", ".join(f"{k}={v}" for k, v in lane.spec.to_config().items()))
         fanout = ""
         if lane.members:  # how many continuations are distinct is known once the run ends (not redrawn meanwhile)
-            distinct = "" if model.running else f": {len({tuple(m.token_ids) for m in lane.members})} distinct"
-            fanout = f" · <b>fan-out ×{len(lane.members)}</b>{distinct}"
+            count = len({tuple(m.token_ids) for m in lane.members})
+            distinct = "" if model.running else translate("text_view", ": {count} distinct").format(count=count)
+            shown = translate("text_view", "fan-out ×{members}").format(members=len(lane.members))
+            fanout = f" · <b>{shown}</b>{distinct}"
         self.title.setText(f"{swatch} <b>{lane.name}</b>{role}<br>"
                            f"<span style='color:{palette.muted}'>{describe(lane.spec, seed=False)}</span>"
                            f"{fanout}{stale}")
@@ -456,7 +459,8 @@ class TextPanel(QWidget):
         lane = self.model.lanes[index].trace
         running = running_beam_pieces(lane.steps) if lane.finish_reason is None else None
         if running is not None:  # a streaming beam lane: its best running hypothesis, plain
-            header = f"<i style='color:{colours.current().faint}'>best running beam…</i><br>"
+            best = translate("text_view", "best running beam…")
+            header = f"<i style='color:{colours.current().faint}'>{best}</i><br>"
             fragments = [header, *plain_fragments(running)]
         else:
             fragments = lane_fragments(index, lane.steps, self.model.marks(index))
@@ -468,7 +472,8 @@ class TextPanel(QWidget):
             text, tip = lane_summary(lane, self.model.divergence_step(index), self.model.critical_count(index))
             comparison = self.model.replay_comparison(index)
             if comparison is not None:
-                text += f"\nvs {lane.replay_of['lane']}: {replay_words(comparison)}"
+                text += "\n" + translate("text_view", "vs {lane}: {comparison}").format(
+                    lane=lane.replay_of["lane"], comparison=replay_words(comparison))
             column.show_summary(text, tip)
 
     def _other_beams_html(self, lane: LaneTrace) -> str:
@@ -479,8 +484,10 @@ class TextPanel(QWidget):
         parts = []
         scores = lane.sequence_scores or []
         for rank, ids in enumerate(lane.sequences[1:], start=1):
-            score = f" · score {scores[rank]:.3f}" if rank < len(scores) else ""
-            parts.append(f"<br><br><span style='color:{colours.current().faint}'>beam #{rank + 1}{score}</span><br>")
+            title = translate("text_view", "beam #{rank}").format(rank=rank + 1)
+            if rank < len(scores):
+                title += " · " + translate("text_view", "score {score}").format(score=f"{scores[rank]:.3f}")
+            parts.append(f"<br><br><span style='color:{colours.current().faint}'>{title}</span><br>")
             text = "".join(plain_fragments([pieces.get(i, f"<{i}>") for i in ids]))
             parts.append(f"<span style='color:{colours.current().ink}'>{text}</span>")
         return "".join(parts)
@@ -490,9 +497,11 @@ class TextPanel(QWidget):
         parts = []
         for member in members[1:]:
             split = first_difference(member.token_ids, members[0].token_ids)
-            where = "same as #0" if split is None else f"parts from #0 at step {split}"
-            parts.append(f"<br><br><span style='color:{colours.current().faint}'>{member.name} · seed "
-                         f"{member.config.get('seed')} · {where}</span><br>")
+            where = (translate("text_view", "same as #0") if split is None else
+                     translate("text_view", "parts from #0 at step {step}").format(step=split))
+            seed = translate("text_view", "seed {seed}").format(seed=member.config.get("seed"))
+            parts.append(f"<br><br><span style='color:{colours.current().faint}'>{member.name} · {seed} · {where}"
+                         "</span><br>")
             text = "".join(plain_fragments([step.token_text for step in member.steps]))
             parts.append(f"<span style='color:{colours.current().ink}'>{text}</span>")
         return "".join(parts)

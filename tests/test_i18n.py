@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 
 import decoding.parameters
 from decoding import jsonio
+from decoding.trace import ModelInfo, PromptInfo, RunTrace
 from gui import i18n
 from gui.app import make_application
 from gui.main_window import MainWindow
@@ -121,10 +122,19 @@ def test_the_locale_chooses_the_language():
     assert i18n.chosen_language("en", {"LANG": "zh_CN.UTF-8"}) == "en"
 
 
-def test_the_chinese_window_shows_no_english(qtbot, chinese, tmp_path, tiny_model_dir):
+def fanout_trace() -> RunTrace:
+    """A run of one lane fanned out to four seeds (the fan-out view's summary, the text column's fan-out title)."""
+    from tests.test_gui_fanout import TOKENS, member
+
+    members = [member(k, tokens) for k, tokens in enumerate(TOKENS)]
+    return RunTrace(model=ModelInfo("m"), provider="", prompt=PromptInfo("p", [1]), lanes=members)
+
+
+@pytest.mark.parametrize("trace", [fake_trace, fanout_trace])
+def test_the_chinese_window_shows_no_english(qtbot, chinese, tmp_path, tiny_model_dir, trace):
     window = MainWindow(tiny_model_dir)  # deleted below, not by qtbot
     window.show()
-    window.open(jsonio.save(fake_trace(), tmp_path / "run.json"))
+    window.open(jsonio.save(trace(), tmp_path / "run.json"))
     window.select(0, 2)
     qtbot.wait(50)
     try:

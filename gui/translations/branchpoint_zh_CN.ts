@@ -480,6 +480,34 @@
         <source>layer {layer}, {heads}: the heatmap&apos;s row</source>
         <translation>第 {layer} 层，{heads}：热力图中的这一行</translation>
     </message>
+    <message>
+        <source>{token} {weight} (strongest: layer {layer} head {head} {head_weight})</source>
+        <translation>{token} {weight}（最强：第 {layer} 层第 {head} 个头 {head_weight}）</translation>
+    </message>
+    <message>
+        <source>top tokens attended</source>
+        <translation>最受关注的词元</translation>
+    </message>
+    <message>
+        <source>attending to it most</source>
+        <translation>最关注它的词元</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;{what}&lt;/b&gt; (colours&apos; mean over layers): {entries}</source>
+        <translation>&lt;b&gt;{what}&lt;/b&gt;（颜色为各层平均）：{entries}</translation>
+    </message>
+    <message>
+        <source>layer {layer} head {head} {weight}</source>
+        <translation>第 {layer} 层第 {head} 个头 {weight}</translation>
+    </message>
+    <message>
+        <source>blank</source>
+        <translation>留空</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;{query} → {key}&lt;/b&gt;: layer {layer} shows {shown}; strongest heads {strongest} (the first gives each other earlier token but position 0 {others} on average)</source>
+        <translation>&lt;b&gt;{query} → {key}&lt;/b&gt;：第 {layer} 层显示 {shown}；最强的头 {strongest}（第一个头给位置 0 以外每个更早词元的平均权重为 {others}）</translation>
+    </message>
 </context>
 <context>
     <name>autosaver</name>
@@ -490,6 +518,18 @@
 </context>
 <context>
     <name>beam_tree</name>
+    <message>
+        <source>kept</source>
+        <translation>保留</translation>
+    </message>
+    <message>
+        <source>pruned</source>
+        <translation>剪除</translation>
+    </message>
+    <message>
+        <source>finished</source>
+        <translation>已完成</translation>
+    </message>
     <message>
         <source>{name} — beam hypotheses over steps</source>
         <translation>{name} — 各步的束搜索候选</translation>
@@ -513,6 +553,14 @@
     <message>
         <source>prompt</source>
         <translation>提示词</translation>
+    </message>
+    <message>
+        <source>step {step} · slot {slot} · {kind}
+token “{token}” (id {token_id})
+score {score} · parent slot {parent}</source>
+        <translation>第 {step} 步 · 槽位 {slot} · {kind}
+词元“{token}”（id {token_id}）
+得分 {score} · 父槽位 {parent}</translation>
     </message>
 </context>
 <context>
@@ -674,6 +722,18 @@
     <message>
         <source>The prompt is empty: type something for the lanes to continue.</source>
         <translation>提示词为空：请输入一些内容供各泳道续写。</translation>
+    </message>
+    <message>
+        <source>its parent “{parent}” fans out now</source>
+        <translation>它的父泳道“{parent}”现在扇出</translation>
+    </message>
+    <message>
+        <source>the prompt changed</source>
+        <translation>提示词已更改</translation>
+    </message>
+    <message>
+        <source>These branch lanes now run as ordinary lanes of their own strategy: {lanes}.</source>
+        <translation>这些分支泳道现在按各自的策略作为普通泳道运行：{lanes}。</translation>
     </message>
     <message>
         <source>stopping at the next step…</source>
@@ -860,6 +920,14 @@
         <translation>{message}。已生成的文本会保留。</translation>
     </message>
     <message>
+        <source>its parent “{parent}” is gone</source>
+        <translation>它的父泳道“{parent}”已不存在</translation>
+    </message>
+    <message>
+        <source>its parent “{parent}” draws with a fresh seed each run</source>
+        <translation>它的父泳道“{parent}”每次运行都用新的种子抽样</translation>
+    </message>
+    <message>
         <source>Run again and compare needs a run to compare with (run or open one).</source>
         <translation>“再次运行并比较”需要一次可比较的运行（先运行或打开一次）。</translation>
     </message>
@@ -912,6 +980,22 @@
     <message>
         <source>mean margin top1−top2</source>
         <translation>首位与次位之差的平均值</translation>
+    </message>
+    <message>
+        <source>fan-out of {lane}: {count} seeds</source>
+        <translation>{lane} 的扇出：{count} 个种子</translation>
+    </message>
+    <message>
+        <source>none</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <source>seeds {first}–{last}</source>
+        <translation>种子 {first}–{last}</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;{count} members&lt;/b&gt; ({seeds}) · &lt;b&gt;{distinct}&lt;/b&gt; distinct continuations · mean first split at step &lt;b&gt;{first}&lt;/b&gt; · mean pairwise divergence step &lt;b&gt;{pairwise}&lt;/b&gt; · {splits} splits</source>
+        <translation>&lt;b&gt;{count} 个成员&lt;/b&gt;（{seeds}）· &lt;b&gt;{distinct}&lt;/b&gt; 种不同续写 · 平均在第 &lt;b&gt;{first}&lt;/b&gt; 步首次分开 · 两两平均分歧步 &lt;b&gt;{pairwise}&lt;/b&gt; · {splits} 个分叉</translation>
     </message>
     <message>
         <source>steps {start}–{max} · members {names}: “{branch_text}”</source>
@@ -1224,6 +1308,14 @@
         <translation>注意：{note}。</translation>
     </message>
     <message>
+        <source>a lane name cannot be empty</source>
+        <translation>泳道名称不能为空</translation>
+    </message>
+    <message>
+        <source>another lane is already named “{name}”</source>
+        <translation>已有另一条泳道名为“{name}”</translation>
+    </message>
+    <message>
         <source>Refused: {reason}.</source>
         <translation>已拒绝：{reason}。</translation>
     </message>
@@ -1257,6 +1349,46 @@
     <message>
         <source>Run the lanes, then explain one: what every layer would predict next.</source>
         <translation>先运行各泳道，再解释其中一条：查看每一层会预测的下一个词元。</translation>
+    </message>
+    <message>
+        <source>the token&apos;s journey after “{token}”@{position}: what each layer would predict · lane {lane}</source>
+        <translation>“{token}”@{position} 之后的词元历程：每层会预测什么 · 泳道 {lane}</translation>
+    </message>
+    <message>
+        <source>{lane}: what each layer would predict after {token}</source>
+        <translation>{lane}：每层在 {token} 之后会预测什么</translation>
+    </message>
+    <message>
+        <source>top-1 only at the last layer ({layer}: the model&apos;s own output)</source>
+        <translation>仅在最后一层（{layer}：模型自身的输出）排第一</translation>
+    </message>
+    <message>
+        <source>, after being top-1 {where} for a while</source>
+        <translation>，此前曾在{where}短暂排第一</translation>
+    </message>
+    <message>
+        <source>top-1 {where} and from there on</source>
+        <translation>{where}起排第一并保持</translation>
+    </message>
+    <message>
+        <source>top-1 first {first}, for good {settled}</source>
+        <translation>{first}首次排第一，{settled}起稳定排第一</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;“{token}”&lt;/b&gt; is the model&apos;s choice (p {prob}): {top1}; first among the 10 best {where}.</source>
+        <translation>&lt;b&gt;“{token}”&lt;/b&gt;是模型的选择（p {prob}）：{top1}；{where}首次进入前 10。</translation>
+    </message>
+    <message>
+        <source>The lane took “{token}” here instead (it samples or was steered).</source>
+        <translation>该泳道在此处实际取了“{token}”（它在采样或被引导）。</translation>
+    </message>
+    <message>
+        <source>at the embeddings already</source>
+        <translation>在嵌入层就已经</translation>
+    </message>
+    <message>
+        <source>after layer {layer}</source>
+        <translation>在第 {layer} 层之后</translation>
     </message>
 </context>
 <context>
@@ -1463,6 +1595,14 @@
     <message>
         <source>{folder} holds neither model.onnx nor a Hugging Face config.json.</source>
         <translation>{folder} 中既没有 model.onnx，也没有 Hugging Face 的 config.json。</translation>
+    </message>
+    <message>
+        <source>Registering the ONNX export in {folder}</source>
+        <translation>正在登记 {folder} 中的 ONNX 导出</translation>
+    </message>
+    <message>
+        <source>Exporting the Hugging Face model in {folder} to ONNX (this can take a minute)</source>
+        <translation>正在把 {folder} 中的 Hugging Face 模型导出为 ONNX（可能需要一分钟）</translation>
     </message>
 </context>
 <context>
@@ -1774,8 +1914,24 @@
         <translation>选择一步，查看它在其他温度下的分布</translation>
     </message>
     <message>
+        <source> (the lane&apos;s own T {temperature}: dotted)</source>
+        <translation>（该泳道自身的 T {temperature}：点线）</translation>
+    </message>
+    <message>
+        <source> (greedy / beam: T is not applied)</source>
+        <translation>（贪心 / 束搜索：不应用 T）</translation>
+    </message>
+    <message>
         <source>&lt;b&gt;{name} · step {step}&lt;/b&gt;: the distribution from T 0 (argmax) to 2{where}</source>
         <translation>&lt;b&gt;{name} · 第 {step} 步&lt;/b&gt;：从 T 0（取最大值）到 2 的分布{where}</translation>
+    </message>
+    <message>
+        <source>entropy</source>
+        <translation>熵</translation>
+    </message>
+    <message>
+        <source>kept set (right axis)</source>
+        <translation>保留集（右轴）</translation>
     </message>
     <message>
         <source>Diversity against temperature: “Fan-outs over T” adds fan-outs of the selected sampled lane at T 0.3, 0.7, 1.0 and 1.5; run them, then look here</source>
@@ -1845,6 +2001,18 @@
         <translation>（参照）</translation>
     </message>
     <message>
+        <source>· edited: Run to update</source>
+        <translation>· 已编辑：运行后更新</translation>
+    </message>
+    <message>
+        <source>: {count} distinct</source>
+        <translation>：{count} 种不同</translation>
+    </message>
+    <message>
+        <source>fan-out ×{members}</source>
+        <translation>扇出 ×{members}</translation>
+    </message>
+    <message>
         <source>all members</source>
         <translation>全部成员</translation>
     </message>
@@ -1859,6 +2027,34 @@
     <message>
         <source>What makes a step a critical point</source>
         <translation>什么样的步骤算作临界点</translation>
+    </message>
+    <message>
+        <source>best running beam…</source>
+        <translation>当前最佳束…</translation>
+    </message>
+    <message>
+        <source>vs {lane}: {comparison}</source>
+        <translation>对比 {lane}：{comparison}</translation>
+    </message>
+    <message>
+        <source>beam #{rank}</source>
+        <translation>第 {rank} 束</translation>
+    </message>
+    <message>
+        <source>score {score}</source>
+        <translation>得分 {score}</translation>
+    </message>
+    <message>
+        <source>same as #0</source>
+        <translation>与 0 号相同</translation>
+    </message>
+    <message>
+        <source>parts from #0 at step {step}</source>
+        <translation>在第 {step} 步与 0 号分开</translation>
+    </message>
+    <message>
+        <source>seed {seed}</source>
+        <translation>种子 {seed}</translation>
     </message>
 </context>
 <context>
