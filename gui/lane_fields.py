@@ -22,7 +22,6 @@ from gui.texts import QT_TRANSLATE_NOOP, translate
 class Field:
     name: str  # Hugging Face GenerationConfig name (= LaneSpec attribute)
     kind: str  # "bool" | "int" | "float" | "choice" | "text"
-    tooltip: str
     minimum: float = 0
     maximum: float = 0
     step: float = 1
@@ -31,6 +30,12 @@ class Field:
     choices: tuple[str, ...] = ()
     special_text: str = ""  # what a spin box shows at its minimum, when that minimum means "unset"
     applies_to: Strategies = Strategies.ALL
+
+    @property
+    def tooltip(self) -> str:
+        """What the parameter does and allows, in the interface's language (read when shown: the translation
+        is loaded after this module)."""
+        return _tooltip(parameter(self.name))
 
     @property
     def needs_sampling(self) -> bool:
@@ -57,7 +62,6 @@ def _field(p: Parameter) -> Field:
     return Field(
         name=p.name,
         kind=p.kind,
-        tooltip=_tooltip(p),
         minimum=minimum,
         maximum=maximum,
         step=p.step,
@@ -70,15 +74,50 @@ def _field(p: Parameter) -> Field:
 
 
 def _tooltip(p: Parameter) -> str:
-    parts = [p.meaning]
+    parts = [translate("parameters", p.meaning)]
     if p.is_processor:
-        parts.append(f"{json.dumps(p.off)} = off.")
+        parts.append(translate("lane_fields", "{off} = off.").format(off=json.dumps(p.off)))
     if p.unset_label:
-        parts.append(f"{p.unset_label} = unset.")
+        parts.append(translate("lane_fields", "{unset} = unset.").format(unset=translate("lane_fields", p.unset_label)))
     if p.kind == "text":
-        parts.append("Separate several with |; write a newline as \\n. Empty = none.")
-    parts.append(f"Allowed: {p.allowed()}. Follows transformers' {p.hf_name}.")
+        parts.append(translate("lane_fields", "Separate several with |; write a newline as \\n. Empty = none."))
+    parts.append(translate("lane_fields", "Allowed: {allowed}. Follows transformers' {name}.").format(
+        allowed=p.allowed(), name=p.hf_name))
     return " ".join(parts)
+
+
+# The parameters' meanings (decoding.parameters) for the catalogue, as the lane editor's tooltips show them
+# (tests/test_i18n.py checks every meaning is here, so an edited meaning is not left untranslated).
+MEANINGS = (
+    QT_TRANSLATE_NOOP("parameters", "Draw the next token at random from the processed distribution (seeded, so runs "
+                      "repeat) instead of taking the most likely one; the sampling parameters apply "
+                      "only when it is on."),
+    QT_TRANSLATE_NOOP("parameters", "Beam search: keep this many partial sequences and extend the best-scoring ones "
+                      "(1 = no beam search; not with do_sample)."),
+    QT_TRANSLATE_NOOP("parameters", "Divide the logits by this before the softmax: below 1 sharpens the distribution,"
+                      " above 1 flattens it."),
+    QT_TRANSLATE_NOOP("parameters", "Keep only the k most likely tokens (all tokens tied with the k-th too)."),
+    QT_TRANSLATE_NOOP("parameters", "Nucleus sampling: keep the smallest set of most likely tokens whose "
+                      "probabilities add up to at least top_p."),
+    QT_TRANSLATE_NOOP("parameters", "Drop the tokens whose probability is below min_p times the top token's "
+                      "probability."),
+    QT_TRANSLATE_NOOP("parameters", "Locally typical sampling: keep the tokens whose surprisal is closest to the "
+                      "entropy until their probabilities add up to typical_p."),
+    QT_TRANSLATE_NOOP("parameters", "Make the tokens already in the prompt or the output less likely: positive logits"
+                      " are divided by it, negative ones multiplied."),
+    QT_TRANSLATE_NOOP("parameters", "Forbid any n-gram of this size from appearing twice (prompt included)."),
+    QT_TRANSLATE_NOOP("parameters", "Suppress the end-of-sequence tokens until this many tokens are generated."),
+    QT_TRANSLATE_NOOP("parameters", "This lane's own limit on new tokens (unset: the run's max_new_tokens)."),
+    QT_TRANSLATE_NOOP("parameters", "Stop the lane as soon as its text contains one of these strings."),
+    QT_TRANSLATE_NOOP("parameters", "Beam search: a finished hypothesis scores sum(logprobs) / length^length_penalty;"
+                      " above 0 favours longer sequences, below 0 shorter ones."),
+    QT_TRANSLATE_NOOP("parameters", "Beam search: true stops when num_beams hypotheses are finished, false when no "
+                      "better one is likely, \"never\" when no better one can exist."),
+    QT_TRANSLATE_NOOP("parameters", "Beam search: how many finished hypotheses the lane returns (at most num_beams)."),
+    QT_TRANSLATE_NOOP("parameters", "Seed of this lane's own random generator: the same seed gives the same draws, "
+                      "whatever the other lanes do (unset: derived from the lane name and the run's "
+                      "seed)."),
+)
 
 
 FIELDS: tuple[Field, ...] = tuple(_field(p) for p in PARAMETERS)

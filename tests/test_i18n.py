@@ -187,3 +187,13 @@ def test_the_translation_compiles_into_the_cache_once(tmp_path):
     first = i18n.compiled("zh_CN", tmp_path)
     assert first.is_file() and first.parent == tmp_path and first.stat().st_size > 1000
     assert i18n.compiled("zh_CN", tmp_path) == first  # named by the .ts's hash: compiled once
+
+
+def test_the_lane_editors_tooltips_are_chinese(chinese):
+    # the parameters' meanings live in decoding.parameters; gui.lane_fields lists them for the catalogue, and an
+    # edited meaning must not silently fall back to English
+    from gui.lane_fields import FIELDS, MEANINGS
+
+    assert set(MEANINGS) == {p.meaning for p in decoding.parameters.PARAMETERS}
+    for field in FIELDS:
+        assert CJK.search(field.tooltip) and "Allowed" not in field.tooltip, field.name

@@ -1138,6 +1138,22 @@ score {score} · parent slot {parent}</source>
 <context>
     <name>lane_fields</name>
     <message>
+        <source>{off} = off.</source>
+        <translation>{off} = 关闭。</translation>
+    </message>
+    <message>
+        <source>{unset} = unset.</source>
+        <translation>{unset} = 未设置。</translation>
+    </message>
+    <message>
+        <source>Separate several with |; write a newline as \n. Empty = none.</source>
+        <translation>多个之间用 | 分隔；换行写作 \n。留空 = 无。</translation>
+    </message>
+    <message>
+        <source>Allowed: {allowed}. Follows transformers&apos; {name}.</source>
+        <translation>允许值：{allowed}。与 transformers 的 {name} 一致。</translation>
+    </message>
+    <message>
         <source>beam {beams}</source>
         <translation>束搜索 {beams}</translation>
     </message>
@@ -1610,6 +1626,73 @@ score {score} · parent slot {parent}</source>
     <message>
         <source>Dismiss</source>
         <translation>关闭</translation>
+    </message>
+</context>
+<context>
+    <name>parameters</name>
+    <message>
+        <source>Draw the next token at random from the processed distribution (seeded, so runs repeat) instead of taking the most likely one; the sampling parameters apply only when it is on.</source>
+        <translation>从处理后的分布中随机抽取下一个词元（有种子，因此运行可重现），而不是取最可能的那个；只有开启时采样参数才生效。</translation>
+    </message>
+    <message>
+        <source>Beam search: keep this many partial sequences and extend the best-scoring ones (1 = no beam search; not with do_sample).</source>
+        <translation>束搜索：保留这么多条部分序列，并扩展得分最高的那些（1 = 不用束搜索；不能与 do_sample 同用）。</translation>
+    </message>
+    <message>
+        <source>Divide the logits by this before the softmax: below 1 sharpens the distribution, above 1 flattens it.</source>
+        <translation>在 softmax 之前把 logits 除以该值：小于 1 使分布更尖锐，大于 1 使分布更平坦。</translation>
+    </message>
+    <message>
+        <source>Keep only the k most likely tokens (all tokens tied with the k-th too).</source>
+        <translation>只保留最可能的 k 个词元（与第 k 个并列的词元也保留）。</translation>
+    </message>
+    <message>
+        <source>Nucleus sampling: keep the smallest set of most likely tokens whose probabilities add up to at least top_p.</source>
+        <translation>核采样：保留概率之和至少为 top_p 的最小一组最可能词元。</translation>
+    </message>
+    <message>
+        <source>Drop the tokens whose probability is below min_p times the top token&apos;s probability.</source>
+        <translation>去掉概率低于 min_p 乘以最高词元概率的词元。</translation>
+    </message>
+    <message>
+        <source>Locally typical sampling: keep the tokens whose surprisal is closest to the entropy until their probabilities add up to typical_p.</source>
+        <translation>局部典型采样：按惊奇度与熵的接近程度保留词元，直到它们的概率之和达到 typical_p。</translation>
+    </message>
+    <message>
+        <source>Make the tokens already in the prompt or the output less likely: positive logits are divided by it, negative ones multiplied.</source>
+        <translation>降低提示词或输出中已出现词元的可能性：正的 logits 除以该值，负的乘以该值。</translation>
+    </message>
+    <message>
+        <source>Forbid any n-gram of this size from appearing twice (prompt included).</source>
+        <translation>禁止任何这一长度的 n-gram 出现两次（包括提示词）。</translation>
+    </message>
+    <message>
+        <source>Suppress the end-of-sequence tokens until this many tokens are generated.</source>
+        <translation>在生成这么多词元之前屏蔽序列结束词元。</translation>
+    </message>
+    <message>
+        <source>This lane&apos;s own limit on new tokens (unset: the run&apos;s max_new_tokens).</source>
+        <translation>这条泳道自己的新词元上限（未设置：使用本次运行的 max_new_tokens）。</translation>
+    </message>
+    <message>
+        <source>Stop the lane as soon as its text contains one of these strings.</source>
+        <translation>泳道文本一旦包含其中任一字符串就停止。</translation>
+    </message>
+    <message>
+        <source>Beam search: a finished hypothesis scores sum(logprobs) / length^length_penalty; above 0 favours longer sequences, below 0 shorter ones.</source>
+        <translation>束搜索：完成的候选得分为 sum(logprobs) / length^length_penalty；大于 0 偏向更长的序列，小于 0 偏向更短的。</translation>
+    </message>
+    <message>
+        <source>Beam search: true stops when num_beams hypotheses are finished, false when no better one is likely, &quot;never&quot; when no better one can exist.</source>
+        <translation>束搜索：true 在完成 num_beams 个候选时停止，false 在不太可能出现更好的候选时停止，&quot;never&quot; 在不可能出现更好的候选时停止。</translation>
+    </message>
+    <message>
+        <source>Beam search: how many finished hypotheses the lane returns (at most num_beams).</source>
+        <translation>束搜索：泳道返回多少个完成的候选（最多 num_beams 个）。</translation>
+    </message>
+    <message>
+        <source>Seed of this lane&apos;s own random generator: the same seed gives the same draws, whatever the other lanes do (unset: derived from the lane name and the run&apos;s seed).</source>
+        <translation>这条泳道自己的随机数生成器的种子：相同的种子给出相同的抽样，与其他泳道无关（未设置：由泳道名和本次运行的种子推导）。</translation>
     </message>
 </context>
 <context>
