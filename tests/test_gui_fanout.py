@@ -139,11 +139,12 @@ def test_labels_that_would_cover_each_other_are_left_to_hover(qtbot):
 def test_a_split_inside_a_chinese_character_is_labelled_with_the_characters(qtbot):
     # byte-level BPE spells 虽 (e8 99 bd) and 虾 (e8 99 be) with a shared first piece: members that part at
     # the last byte read as the characters they spell, and one that parts at the first piece as its character
-    text = {1: " a", 2: "\\xe8\\x99", 3: "\\xbd", 4: "\\xbe", 5: " b"}
+    text = {101: " a", 102: "\\xe8\\x99", 103: "\\xbd", 104: "\\xbe", 105: " b"}  # ids TOKENS does not use
     TEXT.update(text)
     try:
         model = RunModel()
-        members = [member(k, tokens) for k, tokens in enumerate([[1, 2, 3], [1, 2, 4], [1, 5, 5]])]
+        tokens = [[101, 102, 103], [101, 102, 104], [101, 105, 105]]
+        members = [member(k, ids) for k, ids in enumerate(tokens)]
         trace = RunTrace(model=ModelInfo("m"), provider="", prompt=PromptInfo("p", [1]), lanes=members)
         model.show_trace(trace, specs_of(trace))
         widget = FanoutView(model, RedrawScheduler())
