@@ -238,7 +238,7 @@ class ProgressBar:
         rate = self.records / max(now - self.started, 1e-9)
         sys.stderr.write(
             f"\r[{'#' * filled}{'.' * (self.width - filled)}] step {self.step}/{self.total} "
-            f"· {self.lanes} lanes · {rate:.1f} tok/s "
+            f"· {self.lanes} lane{'s' if self.lanes != 1 else ''} · {rate:.1f} tok/s "
         )
         sys.stderr.flush()
 
