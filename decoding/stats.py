@@ -186,10 +186,11 @@ class Softmax:
     def best(self, count: int) -> np.ndarray:
         """Positions into `values` of the `count` largest, largest first, equal values by lower position
         (found once: a draw and the statistics both ask; a prefix of a longer list found before)."""
-        found = self.top_ids if self.top_ids is not None else self.__dict__.get("_best")
-        if found is None or found.size < count:
-            found = self.__dict__["_best"] = top_candidates(self.scores, count)
-        return found[:count]
+        for found in (self.top_ids, self.__dict__.get("_best")):
+            if found is not None and found.size >= count:
+                return found[:count]
+        found = self.__dict__["_best"] = top_candidates(self.scores, count)
+        return found
 
     @cached_property
     def scores(self) -> np.ndarray:
