@@ -448,9 +448,8 @@ class StepInspector(QWidget):
             return
         if label is not None:
             line.label.setFormat(label)
-        if line.angle == 90:  # vertical: keep the label inside the plot, left of lines near the right edge
-            x_max = line.getViewBox().viewRange()[0][1] if line.getViewBox() else 1.0
-            side = 1 if value > 0.7 * x_max else 0
+        if line.angle == 90:  # vertical: keep the label inside the plot, left of a line it would overrun
+            side = 1 if _room_right_px(line, value) < line.label.boundingRect().width() + 4 else 0
             vertical = line.label.anchors[0][1]
             line.label.anchors = [(side, vertical), (side, vertical)]
             line.label.updatePosition()
@@ -527,3 +526,13 @@ class StepInspector(QWidget):
             lambda: self.forceRequested.emit(step, row.token_id),
         )
         return menu
+
+
+def _room_right_px(line: pg.InfiniteLine, value: float) -> float:
+    """Pixels between a vertical line at `value` and its plot's right edge (the plot narrows with its panel:
+    a fraction of the axis said too little about whether "u=0.693" fits)."""
+    view = line.getViewBox()
+    if view is None or view.width() <= 0:
+        return 0.0
+    low, high = view.viewRange()[0]
+    return (high - value) / max(high - low, 1e-12) * view.width()

@@ -313,3 +313,18 @@ def test_inspector_shows_fewer_rows_when_short_but_keeps_the_chosen_token(qtbot,
     inspector.resize(700, 620)
     qtbot.wait(20)
     assert len(inspector.rows()) == 20
+
+
+@pytest.mark.parametrize("width", [380, 700])
+def test_the_draw_label_stays_inside_the_cumulative_plot(qtbot, width):
+    # "u=0.660" right of its line ran out of a narrow plot (the side was chosen from a fraction of the axis)
+    others = samples.timeline_lanes(samples.EN_CANDIDATES, steps=2)
+    sampled = samples.sampled_lane(samples.EN_CANDIDATES)
+    sampled.steps[0].draw = 0.66
+    widget = _shown(qtbot, StepInspector(samples.model_of([*others, sampled])), width=width)
+    widget.set_step(3, 0)
+    qtbot.wait(20)
+    label = widget._draw_line.label
+    view = widget._cum_plot.vb.sceneBoundingRect()
+    drawn = label.sceneBoundingRect()
+    assert label.isVisible() and view.left() - 1 <= drawn.left() and drawn.right() <= view.right() + 1
