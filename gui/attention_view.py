@@ -37,7 +37,7 @@ from gui.inside_data import (
     token_labels,
     top_attended,
 )
-from gui.inside_widgets import InsideHeader, TokenAxis, lane_swatch, readout_label
+from gui.inside_widgets import InsideHeader, TokenAxis, capped_scroll, lane_swatch, readout_label
 from gui.run_model import RunModel
 from gui.texts import QT_TRANSLATE_NOOP, translate
 
@@ -48,6 +48,7 @@ _COLOURS = ["#ffffff", "#deebf7", "#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#
 COLOUR_MAP = pg.ColorMap(np.linspace(0.0, 1.0, len(_COLOURS)), [pg.mkColor(c) for c in _COLOURS])
 PICKED_COLOUR = "#E69F00"
 COLOUR_BAR_PX = 64
+READOUT_LINES = 5  # the readout scrolls past this: in a short panel the heatmap keeps its height
 
 
 class AttentionView(QWidget):
@@ -213,11 +214,14 @@ class AttentionView(QWidget):
                                                               "attention sink): blank it and rescale the rest of each "
                                                               "row to sum to 1"))
         self._drop_box.toggled.connect(self._on_drop)
-        controls = QHBoxLayout()
-        for widget in (self._mode_combo, QLabel(translate("attention_view", "token")), self._token_combo,
-                       self._heads_combo, self._drop_box):
-            controls.addWidget(widget)
-        controls.addStretch(1)
+        controls = QVBoxLayout()  # two rows: in one, the step panel's default width cut every control short
+        for row in ((self._mode_combo, QLabel(translate("attention_view", "token")), self._token_combo),
+                    (self._heads_combo, self._drop_box)):
+            line = QHBoxLayout()
+            for widget in row:
+                line.addWidget(widget)
+            line.addStretch(1)
+            controls.addLayout(line)
         self._legend = QLabel()
         self._legend.setFont(style.ui_font(8.5))
         self._legend.setWordWrap(True)
@@ -270,7 +274,7 @@ class AttentionView(QWidget):
         layout.addLayout(controls)
         layout.addWidget(self._legend)
         layout.addWidget(self._canvas, 1)
-        layout.addWidget(self._readout)
+        layout.addWidget(capped_scroll(self._readout, READOUT_LINES))
 
     def _fill_token_combo(self) -> None:
         self._token_combo.blockSignals(True)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QFontMetricsF
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QWidget
 
 from gui import style
 from gui.run_model import RunModel
@@ -125,6 +125,18 @@ def readout_label(object_name: str) -> QLabel:
     label.setTextFormat(Qt.TextFormat.RichText)
     label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
     return label
+
+
+def capped_scroll(widget: QWidget, lines: int) -> QScrollArea:
+    """`widget` in a frameless scroll area at most `lines` lines of text high: a long readout scrolls instead of
+    taking the chart's height in a short panel."""
+    area = QScrollArea()
+    area.setWidget(widget)
+    area.setWidgetResizable(True)
+    area.setFrameShape(QFrame.Shape.NoFrame)
+    area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    area.setMaximumHeight(widget.fontMetrics().lineSpacing() * lines + 6)
+    return area
 
 
 def lane_swatch(model: RunModel, lane: int) -> str:

@@ -298,3 +298,10 @@ def test_lens_cell_texts_fit_their_cells_when_the_panel_narrows(qtbot, english):
     qtbot.waitUntil(lambda: view.drawn_texts()[0].endswith("…"), timeout=2000)
     cell_px = view._table.vb.width() / samples.TOP_K
     assert all(metrics.horizontalAdvance(text) <= cell_px for text in view.drawn_texts())
+
+
+def test_the_attention_controls_fit_the_step_panels_default_width(qtbot, english):
+    # in one row at the step panel's default width (≈ 380 px) every combo box and the check box were cut short
+    view = shown(qtbot, AttentionView(english), width=380, height=600)
+    for widget in (view._mode_combo, view._token_combo, view._heads_combo, view._drop_box):
+        assert widget.width() >= widget.sizeHint().width(), widget
