@@ -24,6 +24,7 @@ from decoding.spec import Branch, LaneSpec, assign_seeds, unique_name
 from decoding.trace import LaneTrace, RunTrace
 from gui import jobs
 from gui.jobs import Job, Message, ProviderMessage, RunStartedMessage, StatusMessage, StepMessage
+from gui.lane_fields import error_text
 from gui.run_model import JobKind, Lane, RunModel, prompt_key
 from gui.session import ModelHolder, RunRequest, request_of, specs_of
 from gui.texts import QT_TRANSLATE_NOOP, translate
@@ -104,7 +105,7 @@ class RunController:
             specs = list(targets.values())
             jobs.plan(specs)
         except ValueError as error:
-            self.model.show_notice(translate("controller", "Cannot run: {error}.").format(error=error))
+            self.model.show_notice(translate("controller", "Cannot run: {error}.").format(error=error_text(error)))
             return False
         self._start(JobKind.RUN, targets, jobs.run_job(self.holder, request, specs), _run_limit(specs, request))
         self._compared = replace(previous, lanes=list(previous.lanes)) if previous is not None else None

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QFileDialog, QMenu
 
 from decoding.jsonio import write_text_atomic
 from decoding.spec import generation_config_of, spec_from_generation_config
+from gui.lane_fields import error_text
 from gui.lanes_editor import LanesEditor, preset_for_window
 
 translate = QCoreApplication.translate
@@ -26,7 +27,7 @@ def import_generation_config(editor: LanesEditor, path: Path) -> int:
     try:
         spec = spec_from_generation_config(Path(path))
     except ValueError as error:
-        editor.show_message(translate("GenerationConfigs", "Refused: {error}").format(error=error))
+        editor.show_message(translate("GenerationConfigs", "Refused: {error}").format(error=error_text(error)))
         return -1
     index = editor.add_spec(preset_for_window(spec))
     if index >= 0:

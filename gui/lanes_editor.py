@@ -36,7 +36,16 @@ from PySide6.QtWidgets import (
 from decoding.fanout import MAX_FANOUT, refusal
 from decoding.spec import PRESETS, PROCESSOR_ORDER, LaneSpec, unique_name
 from gui import colours
-from gui.lane_fields import FIELDS, Field, describe, display_value, field_applies, preset_title, spec_from_values
+from gui.lane_fields import (
+    FIELDS,
+    Field,
+    describe,
+    display_value,
+    error_text,
+    field_applies,
+    preset_title,
+    spec_from_values,
+)
 from gui.run_model import RunModel, Selection
 from gui.style import lane_color_hex
 from gui.texts import translate
@@ -458,7 +467,7 @@ class LanesEditor(QWidget):
             spec = spec_from_values(lane.name, values, base=lane.spec)
         except ValueError as error:
             refused = translate("lanes_editor", "Refused: {error}{hint}")
-            self.show_message(refused.format(error=error, hint=_refusal_hint(values)))
+            self.show_message(refused.format(error=error_text(error), hint=_refusal_hint(values)))
             self.form.show_spec(lane.spec)
             return
         if not lane.named_by_user:

@@ -197,3 +197,21 @@ def test_the_lane_editors_tooltips_are_chinese(chinese):
     assert set(MEANINGS) == {p.meaning for p in decoding.parameters.PARAMETERS}
     for field in FIELDS:
         assert CJK.search(field.tooltip) and "Allowed" not in field.tooltip, field.name
+
+
+def test_refusals_from_decoding_read_in_chinese(chinese):
+    # decoding/ words an invalid value in English (the command line, run files); the window rewords its one shape
+    from decoding.spec import LaneSpec
+    from gui.lane_fields import FIELDS, error_text
+
+    refusals = []
+    for settings in (dict(top_p=1.5, do_sample=True), dict(num_beams=4, do_sample=True), dict(top_k=5),
+                     dict(early_stopping="x", num_beams=2), dict(num_return_sequences=3, num_beams=2)):
+        with pytest.raises(ValueError) as refused:
+            LaneSpec("x", **settings)
+        refusals.append(error_text(refused.value))
+    assert refusals[0] == "无效的 top_p=1.5：允许值为 [0, 1] 范围内的浮点数"
+    assert refusals[1] == "无效的 do_sample=True：允许值为 num_beams > 1 时须为 false（不支持束采样）"
+    assert all(text.startswith("无效的") and CJK.search(text.split("：", 1)[1]) for text in refusals), refusals
+    assert error_text(ValueError("something else")) == "something else"  # other shapes as they are
+    assert not any(phrase in field.tooltip for field in FIELDS for phrase in ("a float", "an integer", " or "))

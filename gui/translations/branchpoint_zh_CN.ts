@@ -376,6 +376,57 @@
     </message>
 </context>
 <context>
+    <name>allowed</name>
+    <message>
+        <source>an integer &gt;= {low}</source>
+        <translation>≥ {low} 的整数</translation>
+    </message>
+    <message>
+        <source>an integer in [{low}, {high}]</source>
+        <translation>[{low}, {high}] 范围内的整数</translation>
+    </message>
+    <message>
+        <source>a finite float</source>
+        <translation>有限的浮点数</translation>
+    </message>
+    <message>
+        <source>a float in {left}{low}, {high}{right}</source>
+        <translation>{left}{low}, {high}{right} 范围内的浮点数</translation>
+    </message>
+    <message>
+        <source>true or false</source>
+        <translation>true 或 false</translation>
+    </message>
+    <message>
+        <source>{first} or {last}</source>
+        <translation>{first} 或 {last}</translation>
+    </message>
+    <message>
+        <source>a list of non-empty strings</source>
+        <translation>非空字符串的列表</translation>
+    </message>
+    <message>
+        <source>unset unless do_sample=true (it applies to sample: lanes only)</source>
+        <translation>除非 do_sample=true，否则不设置（只用于采样泳道）</translation>
+    </message>
+    <message>
+        <source>none on a beam lane (beams stop on eos and length)</source>
+        <translation>束搜索泳道上不设置（束搜索在遇到 eos 或达到长度时停止）</translation>
+    </message>
+    <message>
+        <source>false when num_beams &gt; 1 (beam sampling is not supported)</source>
+        <translation>num_beams &gt; 1 时须为 false（不支持束采样）</translation>
+    </message>
+    <message>
+        <source>a non-empty string</source>
+        <translation>非空字符串</translation>
+    </message>
+    <message>
+        <source>invalid {name}={value}: allowed {allowed}</source>
+        <translation>无效的 {name}={value}：允许值为 {allowed}</translation>
+    </message>
+</context>
+<context>
     <name>app</name>
     <message>
         <source>Branchpoint</source>
