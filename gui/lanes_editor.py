@@ -94,7 +94,7 @@ def edge_note(spec: LaneSpec) -> str:
 def _refusal_hint(values: dict[str, Any]) -> str:
     """What the user probably meant by a refused value."""
     if values.get("do_sample") and values.get("temperature") == 0:
-        return " (for greedy decoding, turn do_sample off)"
+        return translate("lanes_editor", " (for greedy decoding, turn do_sample off)")
     return ""
 
 

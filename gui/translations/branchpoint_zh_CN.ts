@@ -1267,6 +1267,10 @@ score {score} · parent slot {parent}</source>
 <context>
     <name>lanes_editor</name>
     <message>
+        <source> (for greedy decoding, turn do_sample off)</source>
+        <translation>（若要贪心解码，请关闭 do_sample）</translation>
+    </message>
+    <message>
         <source>none</source>
         <translation>无</translation>
     </message>
