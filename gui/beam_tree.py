@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from decoding.trace import LaneTrace, StepRecord
 from gui import style
-from gui.chart_data import BeamNode, best_path, display_token, step_nodes
+from gui.chart_data import BeamNode, beam_node_token, best_path, step_nodes
 from gui.export import Figure
 from gui.redraw import RedrawScheduler
 from gui.run_model import RunModel, Selection
@@ -44,6 +44,7 @@ class BeamTreeView(QWidget):
         self._lane_index = -1
         self._lane: LaneTrace | None = None
         self._nodes: list[BeamNode] = []
+        self._kept_at: dict[tuple[int, int], BeamNode] = {}  # the kept nodes by (step, slot): a node's beam
         self._labelled: dict[BeamNode, pg.TextItem] = {}  # nodes in view and their labels
         self._free_labels: list[pg.TextItem] = []  # hidden labels, reused before new ones are made
         self._drawn_steps = 0
@@ -112,13 +113,13 @@ class BeamTreeView(QWidget):
         if lane is not self._lane or lane_index != self._lane_index or len(lane.steps) < self._drawn_steps:
             # Not clear(): nodes equal to ones shown before (the finished lane repeats the streamed one's
             # candidates) keep their labels when _append redraws.
-            self._nodes, self._drawn_steps = [], 0
+            self._nodes, self._kept_at, self._drawn_steps = [], {}, 0
             self._lane_index, self._lane = lane_index, lane
             self._title.setText(translate("beam_tree", "{name} — beam hypotheses over steps").format(name=lane.name))
         self._append(lane.steps[self._drawn_steps :])
 
     def clear(self) -> None:
-        self._nodes, self._drawn_steps = [], 0
+        self._nodes, self._kept_at, self._drawn_steps = [], {}, 0
         self._lane = None
         self._title.setText(translate("beam_tree", "No beam lane selected"))
         self._redraw()
@@ -210,7 +211,9 @@ class BeamTreeView(QWidget):
         if not records:
             return
         for record in records:
-            self._nodes.extend(step_nodes(record))
+            nodes = step_nodes(record)
+            self._nodes.extend(nodes)
+            self._kept_at.update({(node.step, node.slot): node for node in nodes if node.kind == "kept"})
         self._drawn_steps += len(records)
         last = self._drawn_steps - 1
         self._plot.setXRange(max(-1.6, last - _VISIBLE_STEPS + 0.5), last + 0.6, padding=0)
@@ -263,7 +266,7 @@ class BeamTreeView(QWidget):
             label = pg.TextItem(anchor=(0.5, 1.15))
             self._plot.addItem(label)
         pruned = node.kind == "pruned"
-        look = (display_token(node.text, 9), pruned)
+        look = (beam_node_token(node, self._kept_at, 9), pruned)
         if getattr(label, "look", None) != look:  # setting a text item's text and font is the slow part
             label.setText(look[0], color="#8A8A8A" if pruned else style.FOREGROUND)
             label.setFont(style.ui_font(8 if pruned else 9))
@@ -286,7 +289,8 @@ class BeamTreeView(QWidget):
         tip = translate("beam_tree", "step {step} · slot {slot} · {kind}\ntoken “{token}” (id {token_id})\n"
                                      "score {score} · parent slot {parent}")
         return tip.format(step=node.step, slot=node.slot, kind=translate("beam_tree", node.kind),
-                          token=display_token(node.text, 30), token_id=node.token_id, score=f"{node.score:.4f}",
+                          token=beam_node_token(node, self._kept_at, 30), token_id=node.token_id,
+                          score=f"{node.score:.4f}",
                           parent=node.parent_slot)
 
     def _on_points_clicked(self, _item, points, _event=None) -> None:

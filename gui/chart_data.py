@@ -10,7 +10,7 @@ from typing import Any
 
 from decoding.parameters import parameter
 from decoding.trace import LaneTrace, StepRecord, TokenProb
-from gui.render import CharacterShare, piece_label
+from gui.render import CharacterShare, pending_bytes, piece_label
 from gui.texts import QT_TRANSLATE_NOOP, translate
 
 
@@ -231,6 +231,21 @@ def step_nodes(record: StepRecord) -> list[BeamNode]:
         parent = hyp.parent if record.step > 0 else 0
         nodes.append(BeamNode(record.step, slot, parent, hyp.token_id, hyp.token_text, hyp.score, kind))
     return nodes
+
+
+def beam_node_token(node: BeamNode, kept_at: dict[tuple[int, int], BeamNode], max_chars: int) -> str:
+    """A beam node's token, short (display_token); a byte-level piece that completes a character its beam's
+    earlier pieces started reads as that character (`kept_at`: the kept nodes by (step, slot), the beams a
+    node's parent slot names)."""
+    if "\\x" not in node.text:
+        return display_token(node.text, max_chars)
+    pieces: list[str] = []
+    step, slot = node.step - 1, node.parent_slot
+    while step >= 0 and len(pieces) < 3 and (step, slot) in kept_at:  # a character has at most 4 bytes
+        parent = kept_at[(step, slot)]
+        pieces.insert(0, parent.text)
+        step, slot = step - 1, parent.parent_slot
+    return display_token(node.text, max_chars, pending=pending_bytes(pieces))
 
 
 def best_path(lane: LaneTrace, nodes: list[BeamNode]) -> list[BeamNode]:

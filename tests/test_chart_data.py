@@ -6,6 +6,8 @@ import pytest
 
 from decoding.trace import TokenProb
 from gui.chart_data import (
+    BeamNode,
+    beam_node_token,
     beam_nodes,
     best_path,
     display_token,
@@ -138,3 +140,14 @@ def test_only_the_processors_a_lane_applies_get_cutoffs():
     assert (greedy.top_k, greedy.top_p, greedy.min_p) == (None, None, None)
     only_p = step_cutoffs(step, rows, lane.config, processors=["top_p"])
     assert only_p.top_k is None and only_p.top_p == 0.8 and len(only_p.cumulative_raw) == 20
+
+
+def test_a_beam_node_completing_a_character_reads_as_it():
+    # 虽 is e8 99 bd: a node whose beam spelled e8 99 the step before reads 虽, not ‹bd›; a node after another
+    # beam's plain piece keeps its bytes
+    nodes = [BeamNode(0, 0, 0, 11, "\\xe8\\x99", -0.1, "kept"), BeamNode(0, 1, 0, 12, " a", -0.2, "kept"),
+             BeamNode(1, 0, 0, 13, "\\xbd", -0.3, "kept"), BeamNode(1, 1, 1, 13, "\\xbd", -0.4, "pruned")]
+    kept_at = {(n.step, n.slot): n for n in nodes if n.kind == "kept"}
+    assert beam_node_token(nodes[2], kept_at, 9) == "虽"
+    assert beam_node_token(nodes[3], kept_at, 9) == display_token("\\xbd", 9) != "虽"
+    assert beam_node_token(nodes[1], kept_at, 9) == "·a"
