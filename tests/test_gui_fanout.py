@@ -45,18 +45,28 @@ def test_the_tree_merges_shared_prefixes_and_splits_where_members_part():
     assert by_members[(0, 1)].y == pytest.approx((by_members[(0,)].y + by_members[(1,)].y) / 2)
 
 
+def fanout_run(tokens: list[list[int]]) -> RunTrace:
+    """A saved run of one lane fanned out to members taking `tokens` (TEXT spells them)."""
+    members = [member(k, ids) for k, ids in enumerate(tokens)]
+    return RunTrace(model=ModelInfo("m"), provider="", prompt=PromptInfo("p", [1]), lanes=members)
+
+
+def shown_view(qtbot, tokens: list[list[int]], width: int = 800, height: int = 500) -> FanoutView:
+    """The fan-out view of fanout_run(tokens) opened as a saved run opens (the members regroup into their lane)."""
+    model = RunModel()
+    trace = fanout_run(tokens)
+    model.show_trace(trace, specs_of(trace))
+    view = FanoutView(model, RedrawScheduler())
+    qtbot.addWidget(view)
+    view.resize(width, height)
+    view.show()
+    qtbot.waitExposed(view)
+    return view
+
+
 @pytest.fixture
 def view(qtbot):
-    model = RunModel()
-    members = [member(k, tokens) for k, tokens in enumerate(TOKENS)]
-    trace = RunTrace(model=ModelInfo("m"), provider="", prompt=PromptInfo("p", [1]), lanes=members)
-    model.show_trace(trace, specs_of(trace))  # as a saved run opens: the members regroup into their lane
-    widget = FanoutView(model, RedrawScheduler())
-    qtbot.addWidget(widget)
-    widget.resize(800, 500)
-    widget.show()
-    qtbot.waitExposed(widget)
-    return widget
+    return shown_view(qtbot, TOKENS)
 
 
 def test_the_view_draws_the_members_tree_and_its_numbers(view):
@@ -94,8 +104,7 @@ def test_a_view_in_a_hidden_tab_draws_once_it_is_shown(qtbot, monkeypatch):
     drawn = []
     original = view._draw_tree
     monkeypatch.setattr(view, "_draw_tree", lambda members: (drawn.append(len(members)), original(members)))
-    members = [member(k, tokens) for k, tokens in enumerate(TOKENS)]
-    trace = RunTrace(model=ModelInfo("m"), provider="", prompt=PromptInfo("p", [1]), lanes=members)
+    trace = fanout_run(TOKENS)
     model.show_trace(trace, specs_of(trace))
     view.redraw()
     assert drawn == []  # hidden: only noted
@@ -115,15 +124,7 @@ def test_labels_that_would_cover_each_other_are_left_to_hover(qtbot):
     tokens = [[5, 6 if k < 3 else 7 + k, 8] for k in range(12)]
     for k in range(12):
         TEXT.setdefault(7 + k, f" t{k}")
-    model = RunModel()
-    members = [member(k, ids) for k, ids in enumerate(tokens)]
-    trace = RunTrace(model=ModelInfo("m"), provider="", prompt=PromptInfo("p", [1]), lanes=members)
-    model.show_trace(trace, specs_of(trace))
-    view = FanoutView(model, RedrawScheduler())
-    qtbot.addWidget(view)
-    view.resize(500, 260)
-    view.show()
-    qtbot.waitExposed(view)
+    view = shown_view(qtbot, tokens, 500, 260)
 
     def shown():
         return [item for item in view._labels if item.isVisible()]
@@ -142,16 +143,7 @@ def test_a_split_inside_a_chinese_character_is_labelled_with_the_characters(qtbo
     text = {101: " a", 102: "\\xe8\\x99", 103: "\\xbd", 104: "\\xbe", 105: " b"}  # ids TOKENS does not use
     TEXT.update(text)
     try:
-        model = RunModel()
-        tokens = [[101, 102, 103], [101, 102, 104], [101, 105, 105]]
-        members = [member(k, ids) for k, ids in enumerate(tokens)]
-        trace = RunTrace(model=ModelInfo("m"), provider="", prompt=PromptInfo("p", [1]), lanes=members)
-        model.show_trace(trace, specs_of(trace))
-        widget = FanoutView(model, RedrawScheduler())
-        qtbot.addWidget(widget)
-        widget.resize(800, 500)
-        widget.show()
-        qtbot.waitExposed(widget)
+        widget = shown_view(qtbot, [[101, 102, 103], [101, 102, 104], [101, 105, 105]])
         labels = sorted(item.toPlainText() for item in widget._labels if item.isVisible())
         assert labels == ["·b ×1", "虽 ×1", "虽/虾 ×2", "虾 ×1"]  # the shared first piece: what its members spell
     finally:

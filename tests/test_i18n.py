@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 
 import decoding.parameters
 from decoding import jsonio
-from decoding.trace import ModelInfo, PromptInfo, RunTrace
+from decoding.trace import RunTrace
 from gui import i18n
 from gui.app import make_application
 from gui.main_window import MainWindow
@@ -124,10 +124,9 @@ def test_the_locale_chooses_the_language():
 
 def fanout_trace() -> RunTrace:
     """A run of one lane fanned out to four seeds (the fan-out view's summary, the text column's fan-out title)."""
-    from tests.test_gui_fanout import TOKENS, member
+    from tests.test_gui_fanout import TOKENS, fanout_run
 
-    members = [member(k, tokens) for k, tokens in enumerate(TOKENS)]
-    return RunTrace(model=ModelInfo("m"), provider="", prompt=PromptInfo("p", [1]), lanes=members)
+    return fanout_run(TOKENS)
 
 
 @pytest.mark.parametrize("trace", [fake_trace, fanout_trace])
