@@ -201,8 +201,7 @@ class LaneState:
                 best = softmax.best(min(self.top_n, softmax.kept))
                 draw = draw_among_best(self.sampler.next_u(), WalkedTokens(softmax), best)
             return self._record(raw, processed, draw.token_id, draw=draw, **shared)
-        dense_best = softmax is not None and softmax.ids is None and softmax.top_ids is not None
-        token = int(softmax.top_ids[0]) if dense_best else int(np.argmax(processed))  # the source's TopK: argmax
+        token = softmax.best_token() if softmax is not None else int(np.argmax(processed))
         return self._record(raw, processed, token, **shared)
 
     def _record(

@@ -182,8 +182,8 @@ class _RowGroup:
         for lane in self.lanes_of[slot]:
             token, draw = lane.forced_token(), None
             forced = token is not None
-            if not forced and lane.sampler is None:  # a masked row's best token is its argmax
-                token = int(np.argmax(row.processed)) if row.processed is not None else int(row.best[0])
+            if not forced and lane.sampler is None:
+                token = row.softmax.best_token()
             elif not forced:
                 walked = walked or WalkedTokens(row.softmax, row.holes)
                 draw = draw_among_best(lane.sampler.next_u(), walked, row.best)

@@ -192,6 +192,11 @@ class Softmax:
         found = self.__dict__["_best"] = top_candidates(self.scores, count)
         return found
 
+    def best_token(self) -> int:
+        """The token id of the largest score, the lowest id on ties (argmax; the source's TopK when it made one)."""
+        position = int(self.best(1)[0])
+        return position if self.ids is None else int(self.ids[position])
+
     @cached_property
     def scores(self) -> np.ndarray:
         """`values` with the holes at -inf (`values` itself unless the row is masked)."""
