@@ -3,6 +3,8 @@ on the device (CUDA or CPU) by the same code path instead of round-tripping thro
 
 from __future__ import annotations
 
+import functools
+
 from onnx import TensorProto, helper
 
 OPSET = 17
@@ -88,6 +90,7 @@ def row_summary_model() -> bytes:
 SUMMARY_CHUNK = 256  # longest chunk a row summary sums in float32
 
 
+@functools.cache  # asked at every step: a prime vocabulary's search runs once
 def summary_parts(vocab: int) -> int:
     """How many chunks row_summary_model sums a row of `vocab` in: the fewest of at most SUMMARY_CHUNK
     values that divide it evenly (a prime vocabulary: one value per chunk, summed by the caller alone)."""
