@@ -38,7 +38,7 @@ def visible_piece(text: str) -> str:
     no neighbour completes (a lane that stopped inside one) as ‹e8 af›, as the token view shows them."""
     if text == "":
         return "∅"
-    text = _PARTIAL_BYTES.sub(lambda m: "‹" + " ".join(_PARTIAL_BYTE.findall(m.group())) + "›", text)
+    text = _PARTIAL_BYTES.sub(lambda m: bytes_label(piece_bytes(m.group())), text)
     text = text.replace("\t", "→\t").replace("\r\n", "↵\n").replace("\n", "↵\n")
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
@@ -73,13 +73,18 @@ def piece_label(text: str, character: CharacterShare | None = None, pending: byt
                 translate("render", "bytes {first}–{last} of {total}"))
         return f"{character.text} ({span.format(first=first, last=last, total=character.total)})"
     known = pending + own if pending and _decode(pending + own)[0] is not None else own
-    shown = "‹" + " ".join(f"{b:02x}" for b in known) + "›"
+    shown = bytes_label(known)
     total = _utf8_length(known[0])
     if compact:
         return shown
     if total is None:
         return f"{shown} " + translate("render", "end of a character")
     return f"{shown} " + translate("render", "{count} of {total} bytes").format(count=len(known), total=total)
+
+
+def bytes_label(data: bytes) -> str:
+    """Bytes no character is spelled from, as the views show them: ‹e8 af›."""
+    return "‹" + " ".join(f"{b:02x}" for b in data) + "›"
 
 
 def _completed_by(pending: bytes, own: bytes) -> CharacterShare | None:
