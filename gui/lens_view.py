@@ -250,9 +250,8 @@ class LensView(QWidget):
             self._cell_items.append(item)
         items = iter(self._cell_items)
         for row, entries in enumerate(self._texts):
-            for rank, text in enumerate(entries):
+            for rank in range(len(entries)):
                 item = next(items)
-                item.full_text = text
                 item.setPos(rank + 0.5, row + 0.5)
                 item.show()
         for item in items:
@@ -267,9 +266,9 @@ class LensView(QWidget):
             return
         width = max(int(self._table.vb.width() / ranks) - 2, 8)
         metrics = QFontMetrics(style.ui_font(8))
-        for item in self._cell_items:
-            if item.isVisible():
-                item.setText(metrics.elidedText(getattr(item, "full_text", ""), Qt.TextElideMode.ElideRight, width))
+        texts = (text for entries in self._texts for text in entries)  # the cells' items, in _draw_cells' order
+        for item, text in zip(self._cell_items, texts, strict=False):
+            item.setText(metrics.elidedText(text, Qt.TextElideMode.ElideRight, width))
 
     def _draw_journey(self, rows) -> None:
         result, position = self._result, self._position

@@ -250,8 +250,8 @@ class LaneColumn(QFrame):
         self.title.setToolTip(", ".join(f"{k}={v}" for k, v in lane.spec.to_config().items()))
         fanout = ""
         if lane.members:  # how many continuations are distinct is known once the run ends (not redrawn meanwhile)
-            count = len({tuple(m.token_ids) for m in lane.members})
-            distinct = "" if model.running else translate("text_view", ": {count} distinct").format(count=count)
+            distinct = "" if model.running else translate("text_view", ": {count} distinct").format(
+                count=len({tuple(m.token_ids) for m in lane.members}))
             shown = translate("text_view", "fan-out ×{members}").format(members=len(lane.members))
             fanout = f" · <b>{shown}</b>{distinct}"
         self.title.setText(f"{swatch} <b>{lane.name}</b>{role}<br>"

@@ -289,8 +289,7 @@ def test_lens_cell_texts_fit_their_cells_when_the_panel_narrows(qtbot, english):
     # neighbours' cells; each is cut to its cell, and hovering a cell reads it whole (cell())
     view = shown(qtbot, LensView(english), width=1000, height=700)
     view.set_position(samples.ENGLISH["contrast"])
-    first = next(item for item in view._cell_items if item.isVisible())
-    first.full_text = "·unbelievably_long_piece"
+    view._texts[0][0] = "·unbelievably_long_piece"
     view._fit_cells()
     metrics = QFontMetrics(style.ui_font(8))
     assert view.drawn_texts()[0] == "·unbelievably_long_piece"  # wide enough
