@@ -23,7 +23,7 @@ def open_window(model_dir: Path):
     """What gui.app.run_app does before the event loop: application, main window on the model, shown."""
     from gui.app import make_application
     from gui.main_window import MainWindow
-    from gui.settings import DEFAULT_SIZE
+    from gui.shell.settings import DEFAULT_SIZE
 
     app = make_application([])
     window = MainWindow(model_dir)
@@ -84,7 +84,7 @@ class Heartbeat:
 def stream_once(app, window, heartbeat: Heartbeat, tokens: int) -> dict:
     from PySide6.QtCore import QEventLoop, QTimer
 
-    from gui.prompt_panel import DEFAULT_PROMPT, PromptRequest
+    from gui.views.prompt_panel import DEFAULT_PROMPT, PromptRequest
 
     window.prompt.set_request(PromptRequest(DEFAULT_PROMPT, False, None, tokens))
     loop = QEventLoop()
@@ -110,8 +110,8 @@ class SlotTimer:
     """Wraps what runs on the GUI thread during a run to record each one's longest call (a stall is either one
     of these or the worker holding the GIL): the redraw tick, a streamed message, the end of the run."""
 
-    SLOTS = {"redraw_tick": ("gui.redraw", "RedrawScheduler", "tick"),
-             "on_message": ("gui.controller", "RunController", "on_message"),
+    SLOTS = {"redraw_tick": ("gui.shell.redraw", "RedrawScheduler", "tick"),
+             "on_message": ("gui.state.controller", "RunController", "on_message"),
              "on_finished": ("gui.main_window", "MainWindow", "_on_job_finished")}
 
     def __init__(self):

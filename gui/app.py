@@ -11,9 +11,8 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QGuiApplication, QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from gui import i18n
-from gui.settings import LANGUAGES, Settings
-from gui.texts import translate
+from gui.i18n import language, translate
+from gui.shell.settings import LANGUAGES, Settings
 
 ICON_PATH = Path(__file__).with_name("icon.svg")
 # The worker thread's Python (sampling, traces) holds the GIL; the GUI thread waits up to this long for it
@@ -31,7 +30,7 @@ def make_application(argv: list[str]) -> QApplication:
     if app is None:
         QGuiApplication.setHighDpiScaleFactorRoundingPolicy(Qt.HighDpiScaleFactorRoundingPolicy.PassThrough)
         app = QApplication(["branchpoint", *argv])
-    from gui.style import configure_fonts
+    from gui.views.style import configure_fonts
 
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     if not hasattr(app, "garbage_collector"):
@@ -67,7 +66,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def desktop_command(args: argparse.Namespace) -> int | None:
     """--gui-install-desktop / --gui-uninstall-desktop: done without a display or a model (exit code), else
     None."""
-    from gui import desktop
+    from gui.shell import desktop
 
     if (args.gui_install_desktop or args.gui_uninstall_desktop) and sys.platform in ("win32", "darwin"):
         print("--gui-install-desktop writes a freedesktop.org launcher (Linux and BSD desktops); on Windows pin "
@@ -97,7 +96,7 @@ def ensure_default_model(parent=None) -> Path | None:
     path = default_model_dir()
     if (path / "model.onnx").is_file() and not needs_migration(path):
         return path
-    from gui.setup_dialog import SetupDialog
+    from gui.dialogs.setup_dialog import SetupDialog
     from models.prepare import prepare_default
 
     if (path / "model.onnx").is_file():  # prepared by an older Branchpoint: still usable if the update fails
@@ -135,7 +134,7 @@ def run_app(argv: list[str]) -> int:
         return done
     settings = Settings()
     app = make_application(argv)
-    language_notice = i18n.install(app, i18n.chosen_language(settings.choice("view/language", LANGUAGES)))
+    language_notice = language.install(app, language.chosen_language(settings.choice("view/language", LANGUAGES)))
     from gui.main_window import MainWindow
 
     try:

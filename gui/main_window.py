@@ -2,11 +2,11 @@
 side by side on the right, step inspector and timeline / beam tree below, model and files in the tool bar,
 progress in the status bar.
 
-    model (gui.run_model)  ←  controller (gui.controller: run, branch, replay, files)  ←  actions, worker
+    model (gui.state.run_state)  ←  controller (gui.state.controller: run, branch, replay, files)  ←  actions, worker
       └─ events → every view (text, lanes editor, inspector, timeline, beam tree, status, notice)
 
 The engine runs on a worker thread and streams typed messages; the controller puts each step into the model at
-once and the views redraw what became stale at most ~30 times a second (gui.redraw), so a fast model never
+once and the views redraw what became stale at most ~30 times a second (gui.shell.redraw), so a fast model never
 floods the event loop. Adding a view is writing it over the model and one line below.
 """
 
@@ -30,37 +30,37 @@ from PySide6.QtWidgets import (
 
 from decoding.spec import PRESETS, default_lanes
 from decoding.trace import RunTrace
-from gui import colours
-from gui.attention_view import AttentionView
-from gui.autosaver import Autosaver, restorable
-from gui.beam_tree import BeamTreeView
-from gui.compare_view import CompareView
-from gui.controller import RunController
-from gui.drop import RunFileDrop
-from gui.fanout_view import FanoutView
-from gui.inspector import StepInspector
-from gui.lane_fields import preset_title
-from gui.lane_map import LaneStepMap
-from gui.lanes_editor import LanesEditor, preset_for_window
-from gui.lens_view import LensView
-from gui.menus import Menus
-from gui.model_picker import ModelPicker
-from gui.notice_bar import NoticeBar
-from gui.prompt_panel import PromptPanel, PromptRequest
-from gui.recent_files import RecentFiles
-from gui.redraw import RedrawScheduler
-from gui.run_model import JobKind, RunModel
-from gui.session import RunRequest
-from gui.settings import DEFAULT_SIZE, Settings, capture_layout
-from gui.status import StatusBar
-from gui.sweep_view import SweepView
-from gui.text_view import TextPanel
-from gui.texts import translate
-from gui.theme import app_theme
-from gui.timeline import Timeline
-from gui.token_view import TokenView
-from gui.unsaved import UnsavedRun
-from gui.worker import Worker
+from gui.i18n import translate
+from gui.present import colours
+from gui.present.lane_fields import preset_title
+from gui.shell.autosaver import Autosaver, restorable
+from gui.shell.drop import RunFileDrop
+from gui.shell.menus import Menus
+from gui.shell.recent_files import RecentFiles
+from gui.shell.redraw import RedrawScheduler
+from gui.shell.settings import DEFAULT_SIZE, Settings, capture_layout
+from gui.shell.theme import app_theme
+from gui.shell.unsaved import UnsavedRun
+from gui.shell.worker import Worker
+from gui.state.controller import RunController
+from gui.state.model_holder import RunRequest
+from gui.state.run_state import JobKind, RunModel
+from gui.views.beam_tree import BeamTreeView
+from gui.views.compare_view import CompareView
+from gui.views.fanout_view import FanoutView
+from gui.views.inside.attention_view import AttentionView
+from gui.views.inside.lens_view import LensView
+from gui.views.inside.token_view import TokenView
+from gui.views.inspector import StepInspector
+from gui.views.lane_map import LaneStepMap
+from gui.views.lanes_editor import LanesEditor, preset_for_window
+from gui.views.model_picker import ModelPicker
+from gui.views.notice_bar import NoticeBar
+from gui.views.prompt_panel import PromptPanel, PromptRequest
+from gui.views.status import StatusBar
+from gui.views.sweep_view import SweepView
+from gui.views.text_view import TextPanel
+from gui.views.timeline import Timeline
 
 
 class MainWindow(QMainWindow):
@@ -79,7 +79,7 @@ class MainWindow(QMainWindow):
         self._tour_stop = None  # a tour stop whose run is on its way (its after-action follows)
         self._inside_stop = None  # a tour stop whose explanation is on its way
         self._last_folder = Path.home()  # where the file dialogs open
-        with colours.built_light():  # then the theme turns the drawing dark if it is (gui.theme)
+        with colours.built_light():  # then the theme turns the drawing dark if it is (gui.shell.theme)
             self._build_views()
             self._build_layout()
             self._build_actions()
@@ -175,7 +175,7 @@ class MainWindow(QMainWindow):
         right.setSizes([360, 420])  # the charts need the height more than short texts do
         main = QSplitter(Qt.Orientation.Horizontal)
         for splitter, name in ((bottom, "bottomSplitter"), (right, "rightSplitter"), (main, "mainSplitter")):
-            splitter.setObjectName(name)  # gui.settings keeps named splitters' sizes
+            splitter.setObjectName(name)  # gui.shell.settings keeps named splitters' sizes
         main.addWidget(left)
         main.addWidget(right)
         main.setStretchFactor(1, 1)
@@ -389,13 +389,13 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def show_tour(self) -> None:
-        from gui.tour_dialog import TourDialog
+        from gui.dialogs.tour_dialog import TourDialog
 
         TourDialog(self.start_tour, self).exec()
 
     def start_tour(self, key: str) -> bool:
         """Set up a tour stop (prompt, lanes, settings, view) and run it; its after-action follows the run."""
-        from gui import tour
+        from gui.state import tour
 
         stop = tour.stop(key)
         if self.worker.is_running():
@@ -456,7 +456,7 @@ class MainWindow(QMainWindow):
         drawing); None when prepared, else why not."""
         from functools import partial
 
-        from gui.setup_dialog import SetupDialog
+        from gui.dialogs.setup_dialog import SetupDialog
         from models.inspection import prepare_inspection
 
         dialog = SetupDialog(
@@ -490,7 +490,7 @@ class MainWindow(QMainWindow):
     def _show_inside_stop(self, stop) -> None:
         """A tour stop's view of lane 0's explanation: where its contrast word looks back at the concessive one,
         or the logit lens where the lane's choice settles latest (that step selected)."""
-        from gui.inside_data import latest_settling, word_span
+        from gui.present.inside_data import latest_settling, word_span
 
         result = self.model.explanation(0)
         if stop.after == "explain_contrast":
@@ -581,7 +581,7 @@ class MainWindow(QMainWindow):
     def export_images(self, folder: Path) -> list[Path]:
         """text.png (prompt and every lane's whole text), report.png (everything), and each chart as PNG and
         SVG with its title, legend and axes. A failure says why; the run stays as it is."""
-        from gui import export
+        from gui.shell import image_export as export
 
         document = export.text_document(self.model, self.text.legend.text())
         views = self._export_views()
@@ -669,7 +669,7 @@ class MainWindow(QMainWindow):
         """After a crash or kill -9: offer the newest run an instance left behind (`ask(path) -> bool`, a
         question to the user by default); "no" discards it."""
         from decoding import autosave
-        from gui.session import request_of, specs_of
+        from gui.state.model_holder import request_of, specs_of
 
         found = restorable()
         if not found:

@@ -30,7 +30,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=1, help="run seed for the sampled lanes (-1: random)")
     parser.add_argument("--select", default="2:6", help="lane:step to select in the inspector")
     parser.add_argument("--size", default="1280x800", help="window size WxH")
-    parser.add_argument("--tour", help="run this tour stop (gui.tour) instead, with what it does after the run")
+    parser.add_argument("--tour", help="run this tour stop (gui.state.tour) instead, with what it does after the run")
     parser.add_argument("--tab", help="then show this chart tab (its title, e.g. Tokens)")
     parser.add_argument("--charts", default="", help="WxH in px to give the charts, as a user drags the splitters "
                                                      "(the inspector and the text get the rest)")
@@ -51,18 +51,18 @@ def wait_for_run(app, window, timeout_s: float = 600.0) -> None:
 def main() -> int:
     args = parse_args()
     from gui.app import make_application
+    from gui.i18n import translate
     from gui.main_window import MainWindow
-    from gui.texts import translate
     from models.catalog import resolve
 
     app = make_application([])
-    from gui import i18n
+    from gui.i18n import language
 
-    problem = i18n.install(app, args.lang)
+    problem = language.install(app, args.lang)
     if problem:
         print(problem, file=sys.stderr)
         return 1
-    from gui.theme import app_theme
+    from gui.shell.theme import app_theme
 
     app_theme().set_mode(args.theme)  # before the window, as a saved theme is at start
     window = MainWindow(resolve(args.model))
@@ -73,7 +73,7 @@ def main() -> int:
     tab = translate("main_window", args.tab) if args.tab else None  # the title as the interface language says it
     group = next((g for g in groups if tab in [g.tabText(i) for i in range(g.count())]), window.charts)
     if args.tour and not args.tab:  # the group holding the view the tour stop shows
-        from gui.tour import stop
+        from gui.state.tour import stop
 
         shown = getattr(window, stop(args.tour).view, None)
         group = next((g for g in groups if shown is not None and g.indexOf(shown) >= 0), window.charts)

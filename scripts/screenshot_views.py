@@ -4,7 +4,7 @@
     python scripts/screenshot_views.py --out docs/views
     python scripts/screenshot_views.py --out /tmp/views --theme dark   # files named …_dark.png
 
-Not a test: it only draws. Each shot is a tour stop (gui/tour.py) or a run with a fan-out, then a view.
+Not a test: it only draws. Each shot is a tour stop (gui/state/tour.py) or a run with a fan-out, then a view.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def main() -> int:
     from models.catalog import resolve
 
     app = make_application([])
-    from gui.theme import app_theme
+    from gui.shell.theme import app_theme
 
     app_theme().set_mode(args.theme)  # before the window, as a saved theme is at start
     window = MainWindow(resolve(args.model))

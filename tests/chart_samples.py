@@ -243,7 +243,7 @@ def model_of(lanes: list[LaneTrace]):
     """A RunModel showing these lanes (as an opened run would), each with the spec its config describes."""
     from decoding.spec import LaneSpec
     from decoding.trace import ModelInfo, PromptInfo, RunTrace
-    from gui.run_model import RunModel
+    from gui.state.run_state import RunModel
 
     def spec_of(lane: LaneTrace) -> LaneSpec:
         try:

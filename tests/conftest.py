@@ -34,9 +34,9 @@ def scratch_settings(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def no_modal_save_question(request, monkeypatch):
     """A modal "Save changes?" would wait for a click forever: in Qt tests it answers "don't save" unless
-    the test answers it itself (gui.unsaved.ask_to_save)."""
+    the test answers it itself (gui.shell.unsaved.ask_to_save)."""
     if "qtbot" in request.fixturenames:
-        from gui import unsaved
+        from gui.shell import unsaved
 
         monkeypatch.setattr(unsaved, "ask_to_save", lambda *_args, **_kwargs: (unsaved.Answer.DISCARD, False))
 

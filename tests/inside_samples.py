@@ -119,15 +119,15 @@ def explained_trace(sample: dict) -> RunTrace:
 
 
 def _bytes(piece: str) -> bytes:
-    from gui.render import piece_bytes
+    from gui.present.lane_html import piece_bytes
 
     return piece_bytes(piece)
 
 
 def explained_model(sample: dict):
     """A RunModel showing the sample's explained run."""
-    from gui.run_model import RunModel
-    from gui.session import specs_of
+    from gui.state.model_holder import specs_of
+    from gui.state.run_state import RunModel
 
     model = RunModel()
     trace = explained_trace(sample)

@@ -18,11 +18,11 @@ SAMPLES = {
 def render_all(out_dir: Path) -> list[Path]:
     from PySide6.QtWidgets import QApplication
 
-    from gui.beam_tree import BeamTreeView
-    from gui.inspector import StepInspector
-    from gui.redraw import RedrawScheduler
-    from gui.style import configure_fonts
-    from gui.timeline import Timeline
+    from gui.shell.redraw import RedrawScheduler
+    from gui.views.beam_tree import BeamTreeView
+    from gui.views.inspector import StepInspector
+    from gui.views.style import configure_fonts
+    from gui.views.timeline import Timeline
 
     app = QApplication.instance() or QApplication([])
     configure_fonts(app)

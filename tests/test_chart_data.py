@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from decoding.trace import TokenProb
-from gui.chart_data import (
+from gui.present.chart_rows import (
     BeamNode,
     beam_node_token,
     beam_nodes,
@@ -16,7 +16,7 @@ from gui.chart_data import (
     step_cutoffs,
     step_summary,
 )
-from gui.render import TokenMarks
+from gui.present.lane_html import TokenMarks
 from tests import chart_samples as samples
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gui.desktop import MAIN, PNG_SIZES, desktop_entry, exec_argument
+from gui.shell.desktop import MAIN, PNG_SIZES, desktop_entry, exec_argument
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from decoding import autosave, jsonio
-from gui.autosaver import autosave_folder
+from gui.shell.autosaver import autosave_folder
 from tests.gui_helpers import run_and_wait
 
 ROOT = Path(__file__).resolve().parents[1]

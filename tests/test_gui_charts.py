@@ -8,12 +8,12 @@ from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QMenu
 
 from decoding.critical import critical_point
-from gui import style
-from gui.beam_tree import BeamTreeView
-from gui.inspector import StepInspector
-from gui.redraw import RedrawScheduler
-from gui.run_model import JobKind, Selection
-from gui.timeline import Timeline
+from gui.shell.redraw import RedrawScheduler
+from gui.state.run_state import JobKind, Selection
+from gui.views import style
+from gui.views.beam_tree import BeamTreeView
+from gui.views.inspector import StepInspector
+from gui.views.timeline import Timeline
 from tests import chart_samples as samples
 from tests.gui_helpers import colour_counts
 
@@ -277,7 +277,7 @@ def test_beam_tree_streams_and_clicking_a_node_selects_its_step(qtbot):
 def test_every_chart_exports_a_non_empty_png(qtbot, tmp_path, inspector, timeline, beam_tree):
     """Not just any pixels (an empty plot has axes, grid and title): the bars and curves in their own colours,
     with about a third of the pixels they cover in these samples (bars: thousands; 2-px curves: 1500 each)."""
-    from gui.beam_tree import _BEST
+    from gui.views.beam_tree import _BEST
 
     drawn = {
         "inspector": {style.PROCESSED_COLOUR: 1000, style.CHOSEN_COLOUR: 300, style.RAW_COLOUR: 800},

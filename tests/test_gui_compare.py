@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gui.compare_view import CompareView, compare_rows, describe_other
+from gui.views.compare_view import CompareView, compare_rows, describe_other
 from tests import chart_samples as samples
 
 

@@ -10,9 +10,9 @@ import pytest
 from decoding.engine import Engine
 from decoding.spec import LaneSpec
 from decoding.trace import ModelInfo, PromptInfo
-from gui.controller import RunController
-from gui.run_model import EVENTS, JobKind, RunModel, Selection
-from gui.session import RunRequest
+from gui.state.controller import RunController
+from gui.state.model_holder import RunRequest
+from gui.state.run_state import EVENTS, JobKind, RunModel, Selection
 from tests.fake_source import FakeSource, FakeTokenizer
 
 

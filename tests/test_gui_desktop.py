@@ -15,10 +15,10 @@ from PySide6.QtWidgets import QApplication, QFileDialog, QSplitter
 
 from decoding import jsonio
 from decoding.spec import LaneSpec
-from gui import unsaved
 from gui.app import make_application
 from gui.main_window import MainWindow
-from gui.settings import DEFAULT_SIZE, Settings, named_splitters
+from gui.shell import unsaved
+from gui.shell.settings import DEFAULT_SIZE, Settings, named_splitters
 from tests.test_jsonio import fake_trace
 
 RUN_TIMEOUT_MS = 60_000
@@ -377,7 +377,7 @@ def test_save_changes_is_asked_before_an_unsaved_run_is_replaced(qtbot, make_win
 
 
 def test_generation_configs_in_the_lane_editor(qtbot, make_window, tmp_path):
-    from gui import generation_configs
+    from gui.views import generation_configs
 
     window = make_window()
     source = tmp_path / "SmolLM2" / "generation_config.json"

@@ -14,7 +14,7 @@ import numpy as np
 from decoding.explain import MAX_EXPLAIN_TOKENS, build_explain
 from decoding.spec import LaneSpec
 from decoding.trace import ModelInfo
-from gui.run_model import JobKind
+from gui.state.run_state import JobKind
 from tests.test_gui_controller import FakeHolder, make, request
 
 

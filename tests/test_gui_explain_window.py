@@ -12,7 +12,7 @@ import pytest
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
-from gui.setup_dialog import SetupDialog
+from gui.dialogs.setup_dialog import SetupDialog
 from models import prepare
 from models.inspection import inspection_is_prepared
 from tests.gui_helpers import run_and_wait, wait_idle
@@ -102,7 +102,7 @@ def test_explain_a_lane_prepares_shows_saves_and_reopens_without_the_model(qtbot
                                                        ("delayed_release_zh", "但", "虽然")])
 def test_the_delayed_release_tour_stop_opens_the_attention_of_its_contrast_word(qtbot, window, key, contrast,
                                                                                  concessive):
-    from gui.inside_data import word_span
+    from gui.present.inside_data import word_span
 
     assert window.start_tour(key)
     for _ in range(2):  # the run, then the explanation
@@ -122,7 +122,7 @@ def test_the_delayed_release_tour_stop_opens_the_attention_of_its_contrast_word(
 
 
 def test_the_token_journey_tour_stop_selects_the_step_that_settles_latest(qtbot, window):
-    from gui.inside_data import latest_settling
+    from gui.present.inside_data import latest_settling
 
     assert window.start_tour("token_journey")
     for _ in range(2):

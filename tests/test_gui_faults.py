@@ -15,8 +15,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QComboBox, QLineEdit, QSpinBox
 
 from decoding.spec import LaneSpec, default_lanes
-from gui.lane_fields import FIELDS
-from gui.lanes_editor import preset_for_window
+from gui.present.lane_fields import FIELDS
+from gui.views.lanes_editor import preset_for_window
 from tests.gui_helpers import wait_idle
 
 

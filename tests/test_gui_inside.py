@@ -10,11 +10,12 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFontMetrics, QImage, QPainter
 
-from gui import export, style
-from gui.attention_view import COLOUR_MAP, AttentionView
-from gui.inside_data import LOOKED_AT, LOOKS_AT, SINK_LIMIT, STRONGEST, latest_settling
-from gui.lens_view import LensView
-from gui.token_view import SPECIAL_BACKGROUND, TokenView
+from gui.present.inside_data import LOOKED_AT, LOOKS_AT, SINK_LIMIT, STRONGEST, latest_settling
+from gui.shell import image_export as export
+from gui.views import style
+from gui.views.inside.attention_view import COLOUR_MAP, AttentionView
+from gui.views.inside.lens_view import LensView
+from gui.views.inside.token_view import SPECIAL_BACKGROUND, TokenView
 from tests import inside_samples as samples
 
 
@@ -163,7 +164,7 @@ def test_lens_cells_are_the_explanations_top_tokens(qtbot, english):
 
 
 def view_colour(prob: float) -> str:
-    from gui.lens_view import COLOUR_MAP as LENS_MAP
+    from gui.views.inside.lens_view import COLOUR_MAP as LENS_MAP
 
     return LENS_MAP.map(prob, mode="qcolor").name()
 

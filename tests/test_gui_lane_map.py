@@ -8,10 +8,10 @@ import math
 import pytest
 from PySide6.QtCore import Qt
 
-from gui.lane_map import METRICS, LaneStepMap, colour_map
-from gui.redraw import RedrawScheduler
-from gui.render import probability_colour
-from gui.run_model import Selection
+from gui.present.lane_html import probability_colour
+from gui.shell.redraw import RedrawScheduler
+from gui.state.run_state import Selection
+from gui.views.lane_map import METRICS, LaneStepMap, colour_map
 from tests import chart_samples as samples
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from decoding.spec import PRESETS, default_lanes
-from gui.lanes_editor import LanesEditor, preset_for_window
-from gui.run_model import RunModel
+from gui.state.run_state import RunModel
+from gui.views.lanes_editor import LanesEditor, preset_for_window
 
 
 def _pick(button, title: str) -> None:

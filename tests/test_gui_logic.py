@@ -6,8 +6,9 @@ import pytest
 
 from decoding.spec import LaneSpec, unique_name
 from decoding.trace import BeamHypothesis, StepRecord, TokenProb
-from gui.lane_fields import FIELDS_BY_NAME, describe, display_value, spec_from_values
-from gui.render import (
+from gui.dialogs.setup_dialog import stage_label
+from gui.present.lane_fields import FIELDS_BY_NAME, describe, display_value, spec_from_values
+from gui.present.lane_html import (
     TokenMarks,
     alternatives_html,
     first_difference,
@@ -19,10 +20,9 @@ from gui.render import (
     token_html,
     visible_piece,
 )
-from gui.run_model import running_beam_pieces
-from gui.setup_dialog import stage_label
-from gui.status import progress_text, provider_label
-from gui.text_view import parse_token_url
+from gui.state.run_state import running_beam_pieces
+from gui.views.status import progress_text, provider_label
+from gui.views.text_view import parse_token_url
 
 
 def record(step: int = 0, token: int = 5, probs: tuple[float, ...] = (0.5, 0.3, 0.2),
@@ -147,8 +147,8 @@ def test_small_labels():
 
 
 def test_byte_pieces_read_as_their_character_and_share_of_bytes():
-    from gui.chart_data import display_token
-    from gui.render import lane_characters, piece_label
+    from gui.present.chart_rows import display_token
+    from gui.present.lane_html import lane_characters, piece_label
 
     pieces = ["a", "\\xe8\\xbf", "\\x99", " b", "\\xf0\\x9f"]  # 这 split in two; an emoji never completed
     shares = lane_characters(pieces)

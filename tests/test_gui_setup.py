@@ -12,7 +12,7 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QColor, QFont, QImage, QPainter
 
 from gui.app import make_application
-from gui.setup_dialog import SetupDialog
+from gui.dialogs.setup_dialog import SetupDialog
 from models.errors import PrepareCancelled, PrepareError
 from tests.app_process import open_and_look
 
@@ -78,7 +78,7 @@ def test_app_entry_opens_the_window_on_a_model(tiny_model_dir):
 
 def test_model_picker_adds_a_local_onnx_folder_through_the_setup_dialog(qtbot, tiny_model_dir, tmp_path,
                                                                          monkeypatch):
-    from gui.model_picker import ModelPicker
+    from gui.views.model_picker import ModelPicker
 
     monkeypatch.setenv("BRANCHPOINT_CACHE_DIR", str(tmp_path / "cache"))
     make_application([])

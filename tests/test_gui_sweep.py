@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from decoding.trace import SweepPoint, TemperatureSweep, TokenProb
-from gui.sweep_view import SweepView, sweep_lines
+from gui.views.sweep_view import SweepView, sweep_lines
 from tests import chart_samples as samples
 
 

@@ -9,10 +9,10 @@ from PySide6.QtGui import QColor, QHelpEvent, QImage, QTextCursor
 from PySide6.QtWidgets import QApplication, QToolTip
 
 from gui.app import make_application
-from gui.beam_tree import _BEST as BEST_PATH_COLOUR
-from gui.session import specs_of
-from gui.style import CHOSEN_COLOUR, PROCESSED_COLOUR, RAW_COLOUR, lane_color_hex
-from gui.timeline import FADED_ALPHA
+from gui.state.model_holder import specs_of
+from gui.views.beam_tree import _BEST as BEST_PATH_COLOUR
+from gui.views.style import CHOSEN_COLOUR, PROCESSED_COLOUR, RAW_COLOUR, lane_color_hex
+from gui.views.timeline import FADED_ALPHA
 from tests.gui_helpers import RUN_TIMEOUT_MS, anchors, colour_counts, run_and_wait, token_point, wait_idle
 
 
@@ -244,9 +244,9 @@ def test_streamed_tokens_are_appended_and_the_text_equals_a_whole_rebuild(qtbot)
     completes at the end, a divergence appears late and the selection moves."""
     from decoding.spec import LaneSpec
     from decoding.trace import StepRecord, TokenProb
-    from gui.redraw import RedrawScheduler
-    from gui.run_model import RunModel
-    from gui.text_view import TextPanel
+    from gui.shell.redraw import RedrawScheduler
+    from gui.state.run_state import RunModel
+    from gui.views.text_view import TextPanel
 
     make_application([])
     split = ["\\xe8\\xbf", "\\x99"]  # 这 in two byte-level pieces

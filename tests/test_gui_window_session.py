@@ -169,7 +169,7 @@ def test_export_images_show_the_prompt_and_every_lane(qtbot, window, tmp_path):
     window.prompt.editor.setPlainText("Although I was tired, I still went out")
     run_and_wait(qtbot, window, max_new_tokens=8)
     window.select(2, 3)
-    from gui import export
+    from gui.shell import image_export as export
 
     document = export.text_document(window.model)
     text = document.toPlainText()
@@ -179,7 +179,7 @@ def test_export_images_show_the_prompt_and_every_lane(qtbot, window, tmp_path):
     paths = window.export_images(tmp_path / "images")
     image = QImage(str(tmp_path / "images" / "text.png"))
     colours = {image.pixelColor(x, y).name() for x in range(0, image.width(), 2) for y in range(0, image.height(), 2)}
-    from gui.style import lane_color_hex
+    from gui.views.style import lane_color_hex
 
     assert all(lane_color_hex(lane.colour).lower() in colours for lane in window.model.lanes)  # each swatch drawn
     timeline = QImage(str(tmp_path / "images" / "timeline.png"))
@@ -209,7 +209,7 @@ def test_right_click_on_a_mark_opens_the_lanes_menu_not_the_link_menu(qtbot, win
 
 
 def test_critical_thresholds_are_settings_shown_in_the_legend(qtbot, window):
-    from gui.critical_dialog import CriticalDialog
+    from gui.dialogs.critical_dialog import CriticalDialog
 
     run_and_wait(qtbot, window, max_new_tokens=10)
     before = sum(window.model.critical_count(i) for i in range(len(window.model.lanes)))
@@ -230,7 +230,7 @@ def test_critical_thresholds_are_settings_shown_in_the_legend(qtbot, window):
 
 
 def test_every_tour_stop_opens_and_runs(qtbot, window):
-    from gui import tour
+    from gui.state import tour
 
     for stop in tour.STOPS:
         assert window.start_tour(stop.key)
@@ -268,7 +268,7 @@ def test_a_fan_out_from_the_lanes_editor_shows_its_members_everywhere(qtbot, win
 def test_the_status_bar_stops_saying_loading_once_tokens_stream(qtbot, window):
     # a first run loads the model: "loading …" must give way to "running…" at the first streamed token, not
     # stay up for seconds while the text fills in
-    from gui.run_model import JobKind
+    from gui.state.run_state import JobKind
 
     run_and_wait(qtbot, window, max_new_tokens=3)
     record = window.model.traces[0].steps[0]

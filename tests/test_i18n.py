@@ -27,13 +27,13 @@ from PySide6.QtWidgets import (
 import decoding.parameters
 from decoding import jsonio
 from decoding.trace import RunTrace
-from gui import i18n
 from gui.app import make_application
+from gui.i18n import language
 from gui.main_window import MainWindow
 from tests.test_jsonio import fake_trace
 
 REPO = Path(__file__).resolve().parents[1]
-TS = REPO / "gui" / "translations" / "branchpoint_zh_CN.ts"
+TS = REPO / "gui" / "i18n" / "translations" / "branchpoint_zh_CN.ts"
 CJK = re.compile(r"[\u3400-\u9fff]")
 
 # Words that stay as they are in Chinese: Hugging Face parameter names and their abbreviations, units and symbols,
@@ -107,19 +107,19 @@ def chinese(qtbot, monkeypatch, tmp_path):
     monkeypatch.setenv("LANG", "zh_CN.UTF-8")
     monkeypatch.setenv("BRANCHPOINT_CACHE_DIR", str(tmp_path / "cache"))
     app = make_application([])
-    assert i18n.install(app, i18n.chosen_language("system")) == ""
+    assert language.install(app, language.chosen_language("system")) == ""
     yield app
-    i18n.uninstall(app)
+    language.uninstall(app)
 
 
 def test_the_locale_chooses_the_language():
-    assert i18n.system_language({"LANG": "zh_CN.UTF-8"}) == "zh_CN"
-    assert i18n.system_language({"LANG": "en_US.UTF-8"}) == "en"
-    assert i18n.system_language({"LANGUAGE": "zh_CN:en", "LANG": "en_US.UTF-8"}) == "zh_CN"
-    assert i18n.system_language({"LC_ALL": "zh_TW.UTF-8", "LANG": "en_US.UTF-8"}) == "zh_CN"
-    assert i18n.system_language({"LANGUAGE": "zh_CN", "LC_ALL": "C"}) == "en"  # gettext: C ignores LANGUAGE
-    assert i18n.system_language({}) == "en"
-    assert i18n.chosen_language("en", {"LANG": "zh_CN.UTF-8"}) == "en"
+    assert language.system_language({"LANG": "zh_CN.UTF-8"}) == "zh_CN"
+    assert language.system_language({"LANG": "en_US.UTF-8"}) == "en"
+    assert language.system_language({"LANGUAGE": "zh_CN:en", "LANG": "en_US.UTF-8"}) == "zh_CN"
+    assert language.system_language({"LC_ALL": "zh_TW.UTF-8", "LANG": "en_US.UTF-8"}) == "zh_CN"
+    assert language.system_language({"LANGUAGE": "zh_CN", "LC_ALL": "C"}) == "en"  # gettext: C ignores LANGUAGE
+    assert language.system_language({}) == "en"
+    assert language.chosen_language("en", {"LANG": "zh_CN.UTF-8"}) == "en"
 
 
 def fanout_trace() -> RunTrace:
@@ -159,7 +159,7 @@ def test_the_catalogue_is_complete():
     same {fields} as its source."""
     collected = TS.with_name("collected.ts")
     lupdate = Path(sys.executable).parent / "pyside6-lupdate"
-    sources = sorted(str(p) for p in (REPO / "gui").glob("*.py"))
+    sources = sorted(str(p) for p in (REPO / "gui").rglob("*.py"))
     done = subprocess.run([str(lupdate), "-silent", "-locations", "none", *sources, "-ts", str(collected)],
                           capture_output=True, text=True, timeout=300)
     try:
@@ -183,15 +183,15 @@ def test_the_catalogue_is_complete():
 
 
 def test_the_translation_compiles_into_the_cache_once(tmp_path):
-    first = i18n.compiled("zh_CN", tmp_path)
+    first = language.compiled("zh_CN", tmp_path)
     assert first.is_file() and first.parent == tmp_path and first.stat().st_size > 1000
-    assert i18n.compiled("zh_CN", tmp_path) == first  # named by the .ts's hash: compiled once
+    assert language.compiled("zh_CN", tmp_path) == first  # named by the .ts's hash: compiled once
 
 
 def test_the_lane_editors_tooltips_are_chinese(chinese):
-    # the parameters' meanings live in decoding.parameters; gui.lane_fields lists them for the catalogue, and an
+    # the parameters' meanings live in decoding.parameters; gui.present.lane_fields lists them for the catalogue, and an
     # edited meaning must not silently fall back to English
-    from gui.lane_fields import FIELDS, MEANINGS
+    from gui.present.lane_fields import FIELDS, MEANINGS
 
     assert set(MEANINGS) == {p.meaning for p in decoding.parameters.PARAMETERS}
     for field in FIELDS:
@@ -201,7 +201,7 @@ def test_the_lane_editors_tooltips_are_chinese(chinese):
 def test_refusals_from_decoding_read_in_chinese(chinese):
     # decoding/ words an invalid value in English (the command line, run files); the window rewords its one shape
     from decoding.spec import LaneSpec
-    from gui.lane_fields import FIELDS, error_text
+    from gui.present.lane_fields import FIELDS, error_text
 
     refusals = []
     for settings in (dict(top_p=1.5, do_sample=True), dict(num_beams=4, do_sample=True), dict(top_k=5),

@@ -8,7 +8,7 @@ import pytest
 
 from cli.common import UsageError, load_model
 from decoding.trace import ModelInfo
-from gui import session
+from gui.state import model_holder as session
 from models.catalog import read_manifest
 from models.open_model import model_identity, open_model
 

@@ -16,7 +16,7 @@ import pytest
 from decoding import processors as P
 from decoding.parameters import PARAMETERS, PROCESSOR_ORDER, Parameter, Range, Strategies, parameter
 from decoding.spec import LaneSpec, parse_lane, unique_name, unique_names
-from gui.lane_fields import FIELDS_BY_NAME
+from gui.present.lane_fields import FIELDS_BY_NAME
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "json-format.md"
 

@@ -14,10 +14,10 @@ from PySide6.QtGui import QColor, QPalette, QTextCursor
 from PySide6.QtWidgets import QApplication
 
 from decoding import jsonio
-from gui import colours
 from gui.app import make_application
 from gui.main_window import MainWindow
-from gui.style import make_plot_widget
+from gui.present import colours
+from gui.views.style import make_plot_widget
 from tests.test_jsonio import fake_trace
 
 

@@ -249,10 +249,10 @@ def read_as_the_window_does(trace) -> None:
     tree views, for every lane and step."""
     import tempfile
 
-    from gui import chart_data
-    from gui.controller import RunController
-    from gui.render import lane_fragments
-    from gui.run_model import RunModel
+    from gui.present import chart_rows as chart_data
+    from gui.present.lane_html import lane_fragments
+    from gui.state.controller import RunController
+    from gui.state.run_state import RunModel
     from tests.test_gui_controller import SyncRunner
 
     controller = RunController(RunModel(), SyncRunner())

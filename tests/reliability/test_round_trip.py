@@ -1,6 +1,6 @@
 """Real-model runs saved as the window saves them and opened again: export → import → export is byte-identical,
 the file passes the JSON Schema, and replay (the command line's, over decoding.replay) gives every token again.
-The runs are made through the window's Qt-free controller (gui.controller.RunController with a synchronous
+The runs are made through the window's Qt-free controller (gui.state.controller.RunController with a synchronous
 runner) so they hold what a user makes: every lane kind, a seed fan-out, stop strings, branches in the run and
 after it, a branch of a branch, a branch of a beam lane, a branch-not-taken replay, and a Chinese run whose
 tokens are byte-level pieces of characters. The first also runs on the tiny model in the quick loop."""
@@ -16,9 +16,9 @@ import main
 from decoding import jsonio
 from decoding.replay import compare, replay
 from decoding.spec import LaneSpec
-from gui.controller import RunController
-from gui.run_model import RunModel
-from gui.session import RunRequest
+from gui.state.controller import RunController
+from gui.state.model_holder import RunRequest
+from gui.state.run_state import RunModel
 from tests.test_gui_controller import SyncRunner
 
 EVERY_KIND = [
@@ -44,14 +44,14 @@ def model_dir(request) -> Path:
 
 @pytest.fixture(scope="module")
 def holder(model_dir):
-    from gui.session import ModelHolder
+    from gui.state.model_holder import ModelHolder
 
     return ModelHolder(model_dir)
 
 
 @pytest.fixture(scope="module")
 def default_holder(default_model_dir):
-    from gui.session import ModelHolder
+    from gui.state.model_holder import ModelHolder
 
     return ModelHolder(default_model_dir)
 

@@ -12,7 +12,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from gui.app import make_application
-from gui.setup_dialog import SetupDialog
+from gui.dialogs.setup_dialog import SetupDialog
 from models import catalog, prepare
 from models.sources import GGUF_NAME
 from tests.processes import HAS_PROC, child_pids, process_gone

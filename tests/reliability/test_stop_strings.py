@@ -16,7 +16,7 @@ from tests.reliability.scripted import ScriptedSource
 
 
 def test_the_command_line_and_the_lane_editor_read_stop_strings_alike():
-    from gui.lane_fields import FIELDS_BY_NAME, spec_from_values
+    from gui.present.lane_fields import FIELDS_BY_NAME, spec_from_values
 
     typed = r"\n\n|END|a\|b"
     cli = parse_lane(f"sample:stop_strings={typed}").stop_strings

@@ -1,0 +1,1 @@
+"""Dialogs: setup, about, tour, critical-point thresholds."""

@@ -1,0 +1,140 @@
+"""Model preparation in a dialog: runs a `models.prepare` function on a worker thread with a progress bar, the
+current stage's name, Cancel, and the failure's cause if it fails."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import Slot
+from PySide6.QtGui import QCloseEvent
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gui.i18n import translate
+from gui.shell.worker import Worker
+
+# prepare_fn(progress=callback(stage, fraction, message), cancel=callable) -> model folder
+PrepareFn = Callable[..., Path]
+
+
+def stage_label(stage: str, message: str) -> str:
+    """'export — exporting to ONNX' (the message alone when it only repeats the stage name)."""
+    if not message or message == stage:
+        return stage
+    return f"{stage} — {message}"
+
+
+class SetupDialog(QDialog):
+    """Runs `prepare_fn` once when shown. `result_path` is the prepared folder after it accepted."""
+
+    def __init__(self, title: str, explanation: str, prepare_fn: PrepareFn,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(title)
+        self.setMinimumWidth(520)
+        self.result_path: Path | None = None
+        self.error: str | None = None
+        self._prepare_fn = prepare_fn
+        self._worker = Worker(self)
+        self._worker.progress.connect(self._on_progress)
+        self._worker.finished.connect(self._on_finished)
+        self._worker.failed.connect(self._on_failed)
+        self.explanation = QLabel(explanation)
+        self.explanation.setWordWrap(True)
+        self.stage = QLabel(translate("setup_dialog", "starting…"))
+        self.stage.setObjectName("setupStage")
+        self.bar = QProgressBar()
+        self.bar.setRange(0, 1000)
+        self.bar.setTextVisible(True)
+        self.failure = QLabel()
+        self.failure.setObjectName("setupFailure")
+        self.failure.setWordWrap(True)
+        self.failure.setStyleSheet("color:#c62828")
+        self.failure.hide()
+        self.buttons = QDialogButtonBox()
+        self.cancel_button = QPushButton(translate("setup_dialog", "Cancel"))
+        self.cancel_button.clicked.connect(self.cancel)
+        self.retry_button = QPushButton(translate("setup_dialog", "Retry"))
+        self.retry_button.clicked.connect(self.start)
+        self.retry_button.hide()
+        self.buttons.addButton(self.retry_button, QDialogButtonBox.ButtonRole.ActionRole)
+        self.buttons.addButton(self.cancel_button, QDialogButtonBox.ButtonRole.RejectRole)
+        layout = QVBoxLayout(self)
+        for widget in (self.explanation, self.stage, self.bar, self.failure, self.buttons):
+            layout.addWidget(widget)
+
+    def run(self) -> Path | None:
+        """Show modally until the preparation ends or is cancelled; the worker thread has ended on return.
+        The prepared folder, or None."""
+        self.exec()
+        self._worker.stop_and_wait()
+        return self.result_path
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if not self._worker.is_running() and self.result_path is None and self.error is None:
+            self.start()
+
+    @Slot()
+    def start(self) -> None:
+        self.error = None
+        self.failure.hide()
+        self.retry_button.hide()
+        self.cancel_button.setText(translate("setup_dialog", "Cancel"))
+        self.bar.setValue(0)
+        prepare_fn = self._prepare_fn
+
+        def job(emit, cancelled):
+            return prepare_fn(progress=lambda stage, fraction, message: emit((stage, fraction, message)),
+                              cancel=cancelled)
+
+        self._worker.start(job)
+
+    @Slot()
+    def cancel(self) -> None:
+        if self._worker.is_running():
+            self.stage.setText(translate("setup_dialog", "cancelling…"))
+            self.cancel_button.setEnabled(False)
+            self._worker.cancel()
+        else:
+            self.reject()
+
+    @Slot(object)
+    def _on_progress(self, payload: object) -> None:
+        stage, fraction, message = payload
+        self.stage.setText(stage_label(stage, message))
+        self.bar.setValue(round(1000 * min(max(fraction, 0.0), 1.0)))
+
+    @Slot(object)
+    def _on_finished(self, result: object) -> None:
+        self.result_path = Path(result)
+        self.bar.setValue(1000)
+        self.accept()
+
+    @Slot(str, str)
+    def _on_failed(self, message: str, _details: str) -> None:
+        self.error = message
+        self.failure.setText(message)
+        self.failure.show()
+        self.stage.setText(translate("setup_dialog",
+                                     "failed") if "cancelled" not in message else translate("setup_dialog",
+                                                                                            "cancelled"))
+        self.cancel_button.setEnabled(True)
+        self.cancel_button.setText(translate("setup_dialog", "Close"))
+        self.retry_button.show()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self._worker.stop_and_wait()
+        super().closeEvent(event)
+
+    def reject(self) -> None:
+        self._worker.stop_and_wait()
+        super().reject()

@@ -1,0 +1,65 @@
+"""Help → Tour: the tour's stops (gui.state.tour) with their explanations in English and Chinese; Open runs one."""
+
+from __future__ import annotations
+
+import html
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gui.i18n import translate
+from gui.state.tour import STOPS, TourStop
+
+
+class TourDialog(QDialog):
+    def __init__(self, open_stop, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(translate("tour_dialog", "Tour — 导览"))
+        self.resize(760, 420)
+        self._open_stop = open_stop
+        self.stops = QListWidget()
+        for stop in STOPS:
+            item = QListWidgetItem(f"{stop.title_en}\n{stop.title_zh}")
+            item.setData(Qt.ItemDataRole.UserRole, stop.key)
+            self.stops.addItem(item)
+        self.stops.currentRowChanged.connect(self._show)
+        self.stops.itemDoubleClicked.connect(lambda _item: self.accept())
+        self.text = QLabel()
+        self.text.setWordWrap(True)
+        self.text.setTextFormat(Qt.TextFormat.RichText)
+        self.text.setAlignment(Qt.AlignmentFlag.AlignTop)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Open | QDialogButtonBox.StandardButton.Close)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        body = QHBoxLayout()
+        body.addWidget(self.stops, 2)
+        body.addWidget(self.text, 3)
+        layout = QVBoxLayout(self)
+        layout.addLayout(body, 1)
+        layout.addWidget(buttons)
+        self.stops.setCurrentRow(0)
+
+    def _show(self, row: int) -> None:
+        stop: TourStop = STOPS[row]
+        lanes = ", ".join(f"{lane.spec.name}{f' ×{lane.fanout}' if lane.fanout > 1 else ''}" for lane in stop.lanes)
+        chat = translate("tour_dialog", " (chat)") if stop.chat else ""
+        text = translate("tour_dialog", "<h3>{title_en}<br>{title_zh}</h3><p><b>Prompt</b> “{prompt}”{chat} · "
+                                        "<b>lanes</b> {lanes}</p><p>{text_en}</p><p>{text_zh}</p>")
+        self.text.setText(text.format(title_en=html.escape(stop.title_en), title_zh=html.escape(stop.title_zh),
+                                      prompt=html.escape(stop.prompt), chat=chat, lanes=html.escape(lanes),
+                                      text_en=html.escape(stop.text_en), text_zh=html.escape(stop.text_zh)))
+
+    def accept(self) -> None:
+        row = self.stops.currentRow()
+        super().accept()
+        if row >= 0:
+            self._open_stop(STOPS[row].key)

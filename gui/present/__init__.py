@@ -1,0 +1,1 @@
+"""Qt-free presentation: lane HTML, chart rows, inside data, lane fields, colours."""

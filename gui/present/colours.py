@@ -1,0 +1,190 @@
+"""The colours the views draw with, for a light and a dark palette (Qt-free: gui.present.lane_html reads them too).
+gui.shell.theme sets the current set when the palette changes; views read `current()` when they draw.
+
+Light lanes are Okabe–Ito (distinguishable with colour-vision deficiencies); the dark set keeps each lane's
+hue, lighter, so every lane line, mark and token text stays at WCAG contrast on its background (text ≥ 4.5:1,
+lines and marks ≥ 3:1; tests/test_theme.py measures what is drawn).
+"""
+
+from __future__ import annotations
+
+import colorsys
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Colours:
+    dark: bool
+    background: str  # charts and text columns
+    ink: str  # axes, chart text, the default mark outline
+    muted: str  # secondary text (strategy lines, hints)
+    faint: str  # tertiary text (roles, running-beam header)
+    label_fill: tuple[int, int, int, int]  # behind labels on chart lines (RGBA)
+    lanes: tuple[str, ...]
+    hidden_lane: str  # a hidden lane's key in a legend
+    marks: dict[str, str]  # divergence, critical, branch, forced
+    token_lightness: float  # HLS lightness of the probability backgrounds (red unlikely → green likely)
+    token_saturation: float
+    token_text: str
+    selected_background: str
+    selected_text: str
+    raw: str  # raw-distribution bars and lines
+    processed: str
+    chosen: str
+    cutoff: str
+    top_k: str
+    draw: str
+    beam_kept: str
+    beam_kept_edge: str
+    beam_pruned: str  # pruned nodes' outline and label
+    beam_pruned_fill: str
+    beam_pruned_edge: str
+    beam_finished: str
+    beam_best: str
+    error: str  # message text
+    warning: str  # "edited: Run to update"
+    notice_error: str  # the notice bar's CSS
+    notice_info: str
+
+    def lane(self, index: int) -> str:
+        return self.lanes[index % len(self.lanes)]
+
+    def probability(self, p: float) -> str:
+        """Background of a token of probability p: red (unlikely) through yellow to green (near certain)."""
+        p = min(max(float(p), 0.0), 1.0)
+        r, g, b = colorsys.hls_to_rgb(p / 3.0, self.token_lightness, self.token_saturation)
+        return f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
+
+
+LIGHT = Colours(
+    dark=False,
+    background="#ffffff",
+    ink="#202020",
+    muted="#555555",
+    faint="#888888",
+    label_fill=(255, 255, 255, 200),
+    lanes=("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#8C564B"),
+    hidden_lane="#bbbbbb",
+    marks={"divergence": "#c2185b", "critical": "#e65100", "branch": "#1565c0", "forced": "#6a1b9a"},
+    token_lightness=0.80,
+    token_saturation=0.75,
+    token_text="#000000",
+    selected_background="#1565c0",
+    selected_text="#ffffff",
+    raw="#A8A8A8",
+    processed="#0072B2",
+    chosen="#E69F00",
+    cutoff="#C0392B",
+    top_k="#7B3294",
+    draw="#009E73",
+    beam_kept="#0072B2",
+    beam_kept_edge="#7FA7C9",
+    beam_pruned="#9A9A9A",
+    beam_pruned_fill="#FFFFFF",
+    beam_pruned_edge="#B8B8B8",
+    beam_finished="#009E73",
+    beam_best="#E69F00",
+    error="#c62828",
+    warning="#b26a00",
+    notice_error="background:#ffebee;color:#b71c1c;border:1px solid #e57373",
+    notice_info="background:#e3f2fd;color:#0d47a1;border:1px solid #90caf9",
+)
+
+DARK = Colours(
+    dark=True,
+    background="#1f1f1f",
+    ink="#e0e0e0",
+    muted="#b0b0b0",
+    faint="#a6a6a6",
+    label_fill=(31, 31, 31, 210),
+    lanes=("#5AA9E6", "#F07A2E", "#2BC49A", "#E08FC0", "#F2B233", "#9ED8FF", "#E6E6E6", "#C4907F"),
+    hidden_lane="#5a5a5a",
+    marks={"divergence": "#f06292", "critical": "#ffb74d", "branch": "#64b5f6", "forced": "#ce93d8"},
+    token_lightness=0.25,
+    token_saturation=0.50,
+    token_text="#f0f0f0",
+    selected_background="#1565c0",
+    selected_text="#ffffff",
+    raw="#8a8a8a",
+    processed="#5AA9E6",
+    chosen="#F2B233",
+    cutoff="#ff6f61",
+    top_k="#c39bd3",
+    draw="#2BC49A",
+    beam_kept="#5AA9E6",
+    beam_kept_edge="#4f7da3",
+    beam_pruned="#9a9a9a",
+    beam_pruned_fill="#1f1f1f",
+    beam_pruned_edge="#5c5c5c",
+    beam_finished="#2BC49A",
+    beam_best="#F2B233",
+    error="#ff8a80",
+    warning="#ffc670",
+    notice_error="background:#4a1f1f;color:#ffcdd2;border:1px solid #c62828",
+    notice_info="background:#1a2f45;color:#bbdefb;border:1px solid #1e88e5",
+)
+
+_current = LIGHT
+# The marks' colours in effect, one dict for the whole program (gui.present.lane_html and the charts hold it).
+MARK_COLOURS: dict[str, str] = dict(LIGHT.marks)
+
+
+def current() -> Colours:
+    return _current
+
+
+@contextmanager
+def built_light():
+    """Widgets made inside are drawn with the light palette (some views write colours into their widgets once);
+    gui.shell.theme then turns what they drew into the scheme in effect."""
+    previous = _current
+    set_current(LIGHT)
+    try:
+        yield
+    finally:
+        set_current(previous)
+
+
+def set_current(colours: Colours) -> None:
+    global _current
+    _current = colours
+    MARK_COLOURS.clear()
+    MARK_COLOURS.update(colours.marks)
+
+
+# ------------------------------------------------------------------------- one palette's colours as the other's
+
+def _pairs() -> dict[str, str]:
+    """Each designed light colour and its dark counterpart, both ways."""
+    pairs: dict[str, str] = {}
+    for name in ("background", "ink", "muted", "faint", "hidden_lane", "token_text", "raw", "processed", "chosen",
+                 "cutoff", "top_k", "draw", "beam_kept", "beam_kept_edge", "beam_pruned", "beam_pruned_fill",
+                 "beam_pruned_edge", "beam_finished", "beam_best", "error", "warning"):
+        pairs[getattr(LIGHT, name).lower()] = getattr(DARK, name).lower()
+    for light, dark in zip(LIGHT.lanes, DARK.lanes, strict=True):
+        pairs[light.lower()] = dark.lower()
+    for kind, light in LIGHT.marks.items():
+        pairs[light.lower()] = DARK.marks[kind].lower()
+    return pairs | {dark: light for light, dark in pairs.items()}
+
+
+PAIRS = _pairs()
+
+
+def swap_lightness(rgb: tuple[int, int, int]) -> tuple[int, int, int]:
+    """The colour with its HSL lightness mirrored (L → 1 − L), hue and saturation kept: dark ink becomes light
+    ink, a white background black, a saturated colour a lighter or darker shade of itself. Applied twice it gives
+    the colour back."""
+    shift = 255 - max(rgb) - min(rgb)
+    return tuple(channel + shift for channel in rgb)
+
+
+def counterpart(hex_colour: str) -> str:
+    """A colour of one palette as the other palette has it: the designed pair, else its lightness mirrored
+    (with `swap_lightness`, so going back and forth returns the colour)."""
+    key = hex_colour.lower()
+    if key in PAIRS:
+        return PAIRS[key]
+    r, g, b = (int(key[i:i + 2], 16) for i in (1, 3, 5))
+    return "#{:02x}{:02x}{:02x}".format(*swap_lightness((r, g, b)))

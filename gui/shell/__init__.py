@@ -1,0 +1,1 @@
+"""The desktop shell: actions, menus, settings, files, autosave, export, theme, worker thread."""

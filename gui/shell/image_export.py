@@ -1,0 +1,183 @@
+"""Images of a run made for reading, not screenshots of widgets: the prompt and every lane's whole text with its
+colours and marks; each chart with its title, legend and axes and no controls (PNG and SVG); and one report
+image of the whole run. Charts hand over a `Figure` (what to draw); this module lays it out."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QImage, QPainter, QTextDocument
+from PySide6.QtSvg import QSvgGenerator
+from PySide6.QtWidgets import QGraphicsScene
+
+from gui.present.lane_fields import describe
+from gui.present.lane_html import lane_fragments, lane_summary
+from gui.state.run_state import RunModel
+from gui.views.style import lane_color_hex, ui_font
+
+COLUMN_PX = 380  # width of one lane's column in the text image
+COLUMNS_PER_ROW = 4
+MARGIN = 16
+BACKGROUND = QColor("#ffffff")
+
+
+@dataclass
+class Figure:
+    """A chart to draw: a title and legend (HTML) above a region of a graphics scene (its plot and axes)."""
+
+    title: str
+    legend_html: str
+    scene: QGraphicsScene
+    source: QRectF  # the scene region: the plot with its axes, without the widget's controls
+    footer_html: str = ""
+
+
+def text_document(model: RunModel, legend: str = "") -> QTextDocument:
+    """The prompt, then every lane that ran as a column (header, summary, whole text in its colours and marks),
+    at most COLUMNS_PER_ROW columns a row."""
+    lanes = [(index, lane) for index, lane in enumerate(model.lanes) if lane.trace.steps]
+    trace = model.trace
+    prompt = trace.prompt if trace is not None else None
+    parts = [f"<h3 style='margin:0'>{html.escape(prompt.text if prompt else '')}</h3>"]
+    if prompt is not None and (prompt.chat or trace.model.name):
+        chat = " · chat template" + (f" · system: {html.escape(prompt.system)}" if prompt.system else "") \
+            if prompt.chat else ""
+        parts.append(f"<p style='color:#555;margin:2px 0 8px 0'>{html.escape(trace.model.name)}{chat}</p>")
+    parts.append("<table cellspacing=6 cellpadding=4 width=100%>")
+    for row_start in range(0, len(lanes), COLUMNS_PER_ROW):
+        parts.append("<tr>")
+        for index, lane in lanes[row_start:row_start + COLUMNS_PER_ROW]:
+            summary, _ = lane_summary(lane.trace, model.divergence_step(index), model.critical_count(index))
+            marks = [replace(mark, selected=False) for mark in model.marks(index)]  # no selection in a shared image
+            text = "".join(lane_fragments(index, lane.trace.steps, marks))
+            parts.append(
+                f"<td valign=top width={COLUMN_PX} style='border:1px solid #cccccc'>"
+                f"<span style='color:{lane_color_hex(lane.colour)}'>■</span> <b>{html.escape(lane.name)}</b><br>"
+                f"<span style='color:#555'>{html.escape(describe(lane.spec, seed=True))}</span><br>"
+                f"<span style='color:#555'>{html.escape(summary)}</span><br>"
+                f"<span style='white-space:pre-wrap'>{text}</span></td>")
+        parts.append("</tr>")
+    parts.append("</table>")
+    if legend:
+        parts.append(f"<p style='color:#444'>{legend}</p>")
+    document = QTextDocument()
+    document.setDefaultFont(ui_font(9.5))
+    document.setHtml("".join(parts))
+    document.setTextWidth(min(len(lanes), COLUMNS_PER_ROW) * (COLUMN_PX + 12) + 2 * MARGIN or 600)
+    return document
+
+
+def document_image(document: QTextDocument) -> QImage:
+    size = document.size().toSize() + QSize(2 * MARGIN, 2 * MARGIN)
+    image = _blank(size)
+    painter = QPainter(image)
+    painter.translate(MARGIN, MARGIN)
+    document.drawContents(painter)
+    painter.end()
+    return image
+
+
+def _html_block(text: str, width: float, point_size: float = 9.0) -> QTextDocument:
+    document = QTextDocument()
+    document.setDefaultFont(ui_font(point_size))
+    document.setHtml(text)
+    document.setTextWidth(width)
+    return document
+
+
+def figure_width(figure: Figure) -> int:
+    """A figure is drawn at its plot's own size (scaling would blow up the axis fonts)."""
+    return int(figure.source.width()) + 2 * MARGIN
+
+
+def _figure_layout(figure: Figure) -> tuple[list[QTextDocument], QRectF, list[QTextDocument], int]:
+    inner = figure.source.width()
+    above = [_html_block(f"<b>{html.escape(figure.title)}</b>", inner, 10.5)]
+    if figure.legend_html:
+        above.append(_html_block(figure.legend_html, inner, 8.5))
+    below = [_html_block(figure.footer_html, inner, 8.5)] if figure.footer_html else []
+    top = MARGIN + sum(d.size().height() for d in above)
+    plot = QRectF(MARGIN, top, inner, figure.source.height())
+    height = int(plot.bottom() + sum(d.size().height() for d in below) + MARGIN)
+    return above, plot, below, height
+
+
+def paint_figure(painter: QPainter, figure: Figure) -> int:
+    """Draw the figure at the painter's origin; returns its height."""
+    above, plot, below, height = _figure_layout(figure)
+    y = MARGIN
+    for document in above:
+        painter.save()
+        painter.translate(MARGIN, y)
+        document.drawContents(painter)
+        painter.restore()
+        y += document.size().height()
+    figure.scene.render(painter, plot, figure.source, Qt.AspectRatioMode.KeepAspectRatio)
+    y = plot.bottom()
+    for document in below:
+        painter.save()
+        painter.translate(MARGIN, y)
+        document.drawContents(painter)
+        painter.restore()
+        y += document.size().height()
+    return height
+
+
+def figure_image(figure: Figure) -> QImage:
+    image = _blank(QSize(figure_width(figure), _figure_layout(figure)[3]))
+    painter = QPainter(image)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    paint_figure(painter, figure)
+    painter.end()
+    return image
+
+
+def save_figure_svg(figure: Figure, path: Path) -> Path:
+    width, height = figure_width(figure), _figure_layout(figure)[3]
+    generator = QSvgGenerator()
+    generator.setFileName(str(path))
+    generator.setSize(QSize(width, height))
+    generator.setViewBox(QRectF(0, 0, width, height))
+    generator.setTitle(figure.title)
+    painter = QPainter(generator)
+    painter.fillRect(QRectF(0, 0, width, height), BACKGROUND)
+    paint_figure(painter, figure)
+    painter.end()
+    if not path.is_file():
+        raise OSError(f"could not write SVG to {path}")
+    return path
+
+
+def report_image(document: QTextDocument, figures: list[Figure]) -> QImage:
+    """The text image, then every figure, stacked."""
+    text = document_image(document)
+    width = max([text.width(), *(figure_width(figure) for figure in figures)])
+    heights = [_figure_layout(figure)[3] for figure in figures]
+    image = _blank(QSize(width, text.height() + sum(heights)))
+    painter = QPainter(image)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    painter.drawImage(0, 0, text)
+    y = text.height()
+    for figure, height in zip(figures, heights, strict=True):
+        painter.save()
+        painter.translate(0, y)
+        paint_figure(painter, figure)
+        painter.restore()
+        y += height
+    painter.end()
+    return image
+
+
+def save_png(image: QImage, path: Path) -> Path:
+    if not image.save(str(path), "PNG"):
+        raise OSError(f"could not write PNG to {path}")
+    return path
+
+
+def _blank(size: QSize) -> QImage:
+    image = QImage(size, QImage.Format.Format_ARGB32)
+    image.fill(BACKGROUND)
+    return image

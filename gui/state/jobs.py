@@ -1,0 +1,184 @@
+"""The jobs the window's worker thread runs, Qt-free: a run of every lane, a branch from a finished run, a
+temperature sweep, a lane's explanation (attention, logit lens). A job is `job(emit, cancelled) -> RunTrace` (a
+sweep's: TemperatureSweep, an explanation's: ExplainResult); it reports through typed messages passed to `emit`.
+
+A run also carries branch lanes that the engine cannot follow inside the run (a branch of a beam lane or of
+another branch): they run right after it, each from its parent's first tokens (prompt and prefix prefilled
+once), in the order their parents need.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from decoding.engine import branch_prefix, replay_prefix
+from decoding.explain import ExplainResult
+from decoding.lane_state import empty_trace
+from decoding.spec import LaneSpec
+from decoding.sweep import sweep_inputs, temperature_sweep
+from decoding.trace import LaneTrace, RunTrace, StepRecord, TemperatureSweep
+from gui.i18n import translate
+from gui.state.model_holder import ModelHolder, RunRequest, prompt_info
+
+
+@dataclass(frozen=True)
+class StatusMessage:
+    text: str
+
+
+@dataclass(frozen=True)
+class ProviderMessage:
+    provider: str  # the execution provider really active
+
+
+@dataclass(frozen=True)
+class RunStartedMessage:
+    trace: RunTrace  # the run's prompt, settings and model identity, no lanes yet (an autosave needs them)
+
+
+@dataclass(frozen=True)
+class StepMessage:
+    lane: int  # index in the job's lanes
+    record: StepRecord
+
+
+Message = StatusMessage | ProviderMessage | RunStartedMessage | StepMessage
+Emit = Callable[[Message], None]
+Job = Callable[[Emit, Callable[[], bool]], RunTrace]
+
+
+def in_run_branch(spec: LaneSpec, specs: list[LaneSpec]) -> bool:
+    """Whether the engine follows this branch lane inside the run: its parent is a single-row lane of the run
+    that is not itself a branch (it then forks the parent's KV row at the branch step)."""
+    parent = next((s for s in specs if s.name == spec.branch.parent), None)
+    return parent is not None and not parent.is_beam and parent.branch is None
+
+
+def plan(specs: list[LaneSpec]) -> tuple[list[int], list[int]]:
+    """(lanes of the batched run, branch lanes run after it in an order where every parent comes first)."""
+    main = [i for i, s in enumerate(specs) if s.branch is None or in_run_branch(s, specs)]
+    later = [i for i in range(len(specs)) if i not in main]
+    done = {specs[i].name for i in main}
+    ordered: list[int] = []
+    while later:
+        ready = [i for i in later if specs[i].branch.parent in done]
+        if not ready:
+            names = ", ".join(repr(specs[i].name) for i in later)
+            raise ValueError(f"branch lanes {names} have no parent lane in this run")
+        ordered += ready
+        done |= {specs[i].name for i in ready}
+        later = [i for i in later if i not in ready]
+    return main, ordered
+
+
+def run_job(holder: ModelHolder, request: RunRequest, specs: list[LaneSpec]) -> Job:
+    """Load the model if needed, run every lane (one batched run, then the branches it cannot follow), stream
+    StepMessages with the lane's index in `specs`. The result's lanes are in `specs`' order."""
+    main, later = plan(specs)
+
+    def job(emit: Emit, cancelled: Callable[[], bool]) -> RunTrace:
+        if holder.loaded is None:  # the status bar says "running…" already, and again at the first step
+            emit(StatusMessage(translate("jobs", "loading {model}…").format(model=holder.name)))
+        model, engine = holder.get(), holder.engine()
+        emit(ProviderMessage(model.provider))
+        prompt = prompt_info(model, request)
+        run = engine.start(prompt, [specs[i] for i in main], max_new_tokens=request.max_new_tokens,
+                           model=model.info, provider=model.provider, base_seed=request.seed, cancel=cancelled)
+        emit(RunStartedMessage(replace(run.trace, lanes=[])))
+        for lane, record in run:
+            emit(StepMessage(main[lane], record))
+        trace = run.trace
+        lanes: dict[int, LaneTrace] = dict(zip(main, trace.lanes, strict=True))
+        for index in later:
+            if cancelled():
+                break
+            shown = replace(trace, lanes=[lanes[i] for i in sorted(lanes)])
+            lanes[index] = _branch_lane(model, engine, shown, specs[index], cancelled,
+                                        lambda record, i=index: emit(StepMessage(i, record)))
+        trace.lanes = [lanes[i] for i in sorted(lanes)]
+        return trace
+
+    return job
+
+
+def branch_job(holder: ModelHolder, trace: RunTrace, spec: LaneSpec) -> Job:
+    """Continue `spec.branch.parent` of a finished run from the branch step with the picked token, under
+    spec's strategy. Streams StepMessages for lane 0; the result has that one lane."""
+
+    def job(emit: Emit, cancelled: Callable[[], bool]) -> RunTrace:
+        model = holder.get()
+        emit(ProviderMessage(model.provider))
+        lane = _branch_lane(model, holder.engine(), trace, spec, cancelled,
+                            lambda record: emit(StepMessage(0, record)))
+        return replace(trace, lanes=[lane])
+
+    return job
+
+
+def replay_not_taken_job(holder: ModelHolder, trace: RunTrace, spec: LaneSpec) -> Job:
+    """Run replay lane `spec` (spec.replay_of set) of a finished run from its replay step: the replayed lane's
+    tokens before it prefilled once, its draws there skipped. Streams StepMessages for lane 0."""
+
+    def job(emit: Emit, cancelled: Callable[[], bool]) -> RunTrace:
+        model = holder.get()
+        emit(ProviderMessage(model.provider))
+        return holder.engine().run(trace.prompt, [spec], max_new_tokens=trace.settings.max_new_tokens,
+                                   model=model.info, provider=model.provider, prefix=replay_prefix(trace, spec),
+                                   cancel=cancelled, on_step=lambda _lane, record: emit(StepMessage(0, record)))
+
+    return job
+
+
+def sweep_job(holder: ModelHolder, trace: RunTrace, lane: str, step: int) -> Callable:
+    """A temperature sweep of lane `lane`'s `step`: one prefill of the prompt and the lane's tokens before the
+    step gives its raw logits (exactly the run's), which go through the lane's processors at each temperature."""
+
+    def job(emit: Emit, _cancelled: Callable[[], bool]) -> TemperatureSweep:
+        model = holder.get()
+        emit(ProviderMessage(model.provider))
+        inputs = sweep_inputs(trace, lane, step)
+        _state, logits = model.decoder.prefill(inputs.ids)
+        return temperature_sweep(logits, inputs, text=model.tokenizer.piece)
+
+    return job
+
+
+def explain_job(holder: ModelHolder, token_ids: list[int], prompt_length: int) -> Callable:
+    """A lane's sequence (the prompt's `prompt_length` tokens first) through the model's inspection model,
+    opened once per model: an ExplainResult (None when stopped before the model ran)."""
+
+    def job(emit: Emit, cancelled: Callable[[], bool]) -> ExplainResult | None:
+        if not holder.explainer_open:
+            text = translate("jobs", "opening the inspection model of {model} (once per model)…")
+            emit(StatusMessage(text.format(model=holder.name)))
+        explainer = holder.explainer()
+        if cancelled():
+            return None
+        text = translate("jobs", "explaining {count} tokens: attention of every layer and head, logit lens…")
+        emit(StatusMessage(text.format(count=len(token_ids))))
+        return explainer.explain(token_ids, prompt_length)
+
+    return job
+
+
+def _branch_lane(model, engine, trace: RunTrace, spec: LaneSpec, cancelled, on_record) -> LaneTrace:
+    """One branch lane as a one-lane run restarting from its parent's tokens in `trace` (the prompt and that
+    prefix prefilled once), the picked token forced at the branch step."""
+    step, token = spec.branch.step, spec.branch.token_id
+    try:
+        prefix = branch_prefix(trace, spec.branch.parent, step)
+    except (KeyError, ValueError) as error:  # the parent ended before the branch step, or is gone
+        lane = empty_trace(spec)
+        lane.error, lane.finish_reason = f"cannot branch: {error}", "error"
+        return lane
+    run_spec = replace(spec, branch=None, forced={step: token})
+    result = engine.run(trace.prompt, [run_spec], on_step=lambda _lane, record: on_record(record),
+                              max_new_tokens=trace.settings.max_new_tokens, model=model.info,
+                              provider=model.provider, prefix=prefix, cancel=cancelled)
+    lane = result.lanes[0]
+    lane.branch = spec.branch.to_dict()
+    lane.config = spec.to_config()
+    if result.error and not lane.error:
+        lane.error = result.error
+    return lane

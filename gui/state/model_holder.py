@@ -1,0 +1,140 @@
+"""Glue between the window and the engine, Qt-free: a lazily loaded model, prompt encoding, and the specs and
+request a saved run was made with. The jobs themselves are in gui.state.jobs."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from decoding.engine import Engine
+from decoding.spec import LaneSpec
+from decoding.trace import LaneTrace, PromptInfo, RunTrace
+
+if TYPE_CHECKING:
+    from models.inspection import Explainer
+    from models.open_model import OpenModel
+    from runtime.tokenizer import Tokenizer
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    text: str
+    chat: bool
+    system: str | None
+    max_new_tokens: int
+    seed: int | None = None  # run-level base seed for sampled lanes left at seed 'auto'
+
+
+class ModelHolder:
+    """Loads the model on first use (on the worker thread), or ahead of it (`preload`), and keeps it, and one
+    Engine over it, for later runs; likewise its inspection model for explaining lanes."""
+
+    def __init__(self, path: Path, device: str = "auto") -> None:
+        self.path = Path(path)
+        self.device = device  # "auto", "cpu" or "cuda" (models.open_model)
+        self._loaded: OpenModel | None = None
+        self._engine: Engine | None = None
+        self._explainer: Explainer | None = None
+        self._tokenizer: Tokenizer | None = None
+        self._lock = threading.Lock()
+        self._preload: threading.Thread | None = None
+
+    def preload(self) -> None:
+        """Start loading the model now, on a thread of its own (ONNX Runtime releases the GIL while it builds the
+        session, the longest part); the first run's get() waits for what is left. A failure is left to that
+        get(), which tries again and reports it. Not a daemon thread, and `wait_preloaded` when the window
+        closes: nothing is left half set up."""
+        if self._loaded is None and self._preload is None:
+            self._preload = threading.Thread(target=self._load_ahead, name="model-preload")
+            self._preload.start()
+
+    @property
+    def preloading(self) -> bool:
+        return self._preload is not None and self._preload.is_alive()
+
+    def wait_preloaded(self) -> None:
+        if self._preload is not None:
+            self._preload.join()
+
+    def _load_ahead(self) -> None:
+        try:
+            self.get()
+        except Exception:  # reported by the run that needs the model (see preload)
+            return
+
+    @property
+    def name(self) -> str:
+        from models.catalog import read_manifest
+
+        return read_manifest(self.path).get("name", self.path.name)
+
+    @property
+    def loaded(self) -> OpenModel | None:
+        return self._loaded
+
+    def get(self) -> OpenModel:
+        from models.open_model import open_model
+
+        with self._lock:
+            if self._loaded is None:
+                self._loaded = open_model(self.path, device=self.device, tokenizer=self._tokenizer)
+                self._engine = self._loaded.engine()
+            return self._loaded
+
+    def engine(self) -> Engine:
+        self.get()
+        return self._engine
+
+    def tokenizer(self) -> Tokenizer:
+        """The model's tokenizer: the loaded model's, else read once from its folder (milliseconds, no model)."""
+        if self._loaded is not None:
+            return self._loaded.tokenizer
+        if self._tokenizer is None:
+            from runtime.tokenizer import Tokenizer
+
+            self._tokenizer = Tokenizer.from_model_dir(self.path)
+        return self._tokenizer
+
+    def max_positions(self) -> int | None:
+        """The positions the model takes (its config's), None when it does not say."""
+        from runtime.model_files import max_positions_from, read_json
+
+        return max_positions_from(read_json(self.path / "config.json"))
+
+    @property
+    def explainer_open(self) -> bool:
+        return self._explainer is not None
+
+    def explainer(self) -> Explainer:
+        """The model's inspection model (prepared beforehand), opened on first use and kept: creating its
+        session takes 5-13 s for the default model."""
+        from models.inspection import Explainer
+
+        with self._lock:
+            if self._explainer is None:
+                self._explainer = Explainer(self.path)
+            return self._explainer
+
+
+def prompt_info(model: OpenModel, request: RunRequest) -> PromptInfo:
+    return model.encode_prompt(request.text, chat=request.chat, system=request.system)
+
+
+def specs_of(trace: RunTrace) -> list[LaneSpec]:
+    """The lane specs a saved run was made with (JSON import, replay)."""
+    return [LaneSpec.from_config(lane.name, _config_without_forced(lane), lane.branch, lane.fanout, lane.replay_of)
+            for lane in trace.lanes]
+
+
+def _config_without_forced(lane: LaneTrace) -> dict[str, Any]:
+    config = dict(lane.config)
+    if lane.branch:
+        config.pop("forced", None)
+    return config
+
+
+def request_of(trace: RunTrace) -> RunRequest:
+    prompt = trace.prompt
+    return RunRequest(prompt.text, prompt.chat, prompt.system, trace.settings.max_new_tokens, trace.settings.seed)

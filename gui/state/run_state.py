@@ -1,0 +1,534 @@
+"""The window's Qt-free model: the lanes (each the spec the user edits plus what the shown run recorded for it),
+the shown run, the selection and the notice. Views subscribe to its events and draw what they show; the
+controller (runs, branches, files) and the lanes editor change it through its methods, never behind its back.
+
+    model.events.connect("step_added", timeline.on_step_added)   # (index, record)
+    model.insert_lane(2, LaneSpec("greedy"))                     # → "lane_inserted" (2)
+
+The shape follows napari's Qt-free models (a widget is built from a model and connects to its events), so a
+new view is one class plus one line of wiring, and no view can miss a change another view made.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from enum import Enum
+
+from decoding.critical import critical_point
+from decoding.explain import ExplainResult
+from decoding.lane_state import empty_trace
+from decoding.spec import LaneSpec
+from decoding.trace import CriticalSettings, LaneTrace, RunTrace, StepRecord
+from gui.present.lane_html import TokenMarks, first_difference
+
+# Every event the model emits, with the arguments its listeners get.
+EVENTS: dict[str, str] = {
+    "lanes_reset": "()  the whole lane list was replaced (a run started, a file was opened)",
+    "lane_inserted": "(index)",
+    "lane_removed": "(index, lane)",
+    "lane_moved": "(old_index, new_index)",
+    "lane_changed": "(index)  its spec, name, visibility or staleness changed",
+    "step_added": "(index, record)  a streamed step; one with a step the lane already has replaces its tail",
+    "member_step_added": "(index, member, record)  a streamed step of member >= 1 of a fan-out lane",
+    "run_started": "(job)  a JobKind",
+    "run_finished": "()  every lane's final steps, the analysis and the marks are in",
+    "selection_changed": "(selection)  a Selection or None",
+    "notice_changed": "(notice)  a Notice or None",
+    "status": "(text)  a passing status message",
+    "model_changed": "()  the model's name or its execution provider changed",
+    "marks_changed": "()  what makes a critical point changed: every lane's marks may differ",
+    "sweeps_changed": "()  a temperature sweep was added to the shown run",
+    "explanations_changed": "()  a lane's explanation (attention, logit lens) was added to the shown run",
+}
+
+
+class Events:
+    """Synchronous named events: `connect(name, callback)`, `emit(name, *args)` calls the callbacks in order."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self._listeners: dict[str, list[Callable]] = {name: [] for name in names}
+
+    def connect(self, name: str, callback: Callable) -> None:
+        if name not in self._listeners:
+            raise KeyError(f"no event {name!r}: allowed {', '.join(self._listeners)}")
+        self._listeners[name].append(callback)
+
+    def disconnect(self, name: str, callback: Callable) -> None:
+        self._listeners[name].remove(callback)
+
+    def emit(self, name: str, *args) -> None:
+        for callback in list(self._listeners[name]):
+            callback(*args)
+
+
+class JobKind(Enum):
+    """What the worker is doing for the window."""
+
+    RUN = "run"
+    BRANCH = "branch"  # streams into a new lane beside the shown ones (a branch, a replay of a branch not taken)
+    REPLAY = "replay"
+    SWEEP = "sweep"  # computes a temperature sweep of one step: no lane changes
+    EXPLAIN = "explain"  # a lane's attention and logit lens (the shown run stays)
+
+
+@dataclass(frozen=True)
+class Selection:
+    lane: int
+    step: int
+    member: int = 0  # of a fan-out lane: which member's step (0: the lane itself)
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A message above the text. `cause` names what clears it (e.g. "prompt": editing the prompt)."""
+
+    text: str
+    level: str = "error"  # "error" or "info"
+    cause: str = ""
+
+
+_lane_keys = itertools.count()
+
+
+@dataclass(eq=False)
+class Lane:
+    """One lane of the window: the spec as the user set it (seed None = a fresh seed each run), and the trace
+    of the shown run for it (no steps until it runs). `colour` stays the lane's for its whole life."""
+
+    spec: LaneSpec
+    trace: LaneTrace
+    colour: int = 0
+    key: int = field(default_factory=lambda: next(_lane_keys))
+    stale: bool = False  # the spec changed since the trace was recorded: Run to update
+    hidden: bool = False  # its line is hidden in the charts
+    named_by_user: bool = False  # else the name follows the strategy
+    branch_prompt: tuple | None = None  # the prompt (text, chat, system) its branch point belongs to
+    fanout: int = 1  # run as this many seed members (sampled lanes; 1: just the lane)
+    members: list[LaneTrace] = field(default_factory=list)  # the last run's members (members[0] is `trace`)
+
+    def traces(self) -> list[LaneTrace]:
+        """What the lane ran: its fan-out's members, else its own trace."""
+        return self.members or [self.trace]
+
+    def member_trace(self, member: int) -> LaneTrace | None:
+        if member == 0:
+            return self.trace
+        return self.members[member] if member < len(self.members) else None
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+class RunModel:
+    def __init__(self, specs: Iterable[LaneSpec] = ()) -> None:
+        self.events = Events(EVENTS)
+        self.lanes: list[Lane] = []
+        self.trace: RunTrace | None = None  # the shown run: prompt, settings, timing, analysis (lanes: below)
+        self.running_trace: RunTrace | None = None  # while a run streams: its prompt, settings, model (no lanes)
+        self.selection: Selection | None = None
+        self.notice: Notice | None = None
+        self.job: JobKind | None = None  # what runs now
+        self.run_limit = 0  # steps of the running (or last) job's longest lane
+        self.model_name = ""
+        self.provider = ""  # the execution provider really active ("" before the model is loaded)
+        self.critical = CriticalSettings()  # what the ▲ marks (decoding.critical)
+        self.reference = 0  # the lane whose tokens the others' divergence is measured against
+        for spec in specs:
+            self.lanes.append(self._new_lane(spec))
+
+    # ------------------------------------------------------------------------------------------------ reading
+
+    @property
+    def specs(self) -> list[LaneSpec]:
+        return [lane.spec for lane in self.lanes]
+
+    @property
+    def traces(self) -> list[LaneTrace]:
+        return [lane.trace for lane in self.lanes]
+
+    @property
+    def running(self) -> bool:
+        return self.job is not None
+
+    def index_of(self, key: int) -> int:
+        for index, lane in enumerate(self.lanes):
+            if lane.key == key:
+                return index
+        raise KeyError(f"no lane with key {key}")
+
+    def names(self) -> set[str]:
+        return {lane.name for lane in self.lanes}
+
+    def step_record(self, lane: int, step: int, member: int = 0) -> StepRecord | None:
+        if not 0 <= lane < len(self.lanes):
+            return None
+        trace = self.lanes[lane].member_trace(member)
+        steps = trace.steps if trace is not None else []
+        return steps[step] if 0 <= step < len(steps) else None
+
+    def divergence_step(self, lane: int) -> int | None:
+        """First step where `lane` departs from the reference lane (None for the reference itself or no split)."""
+        if lane == self.reference or not 0 <= self.reference < len(self.lanes):
+            return None
+        return first_difference(self.lanes[lane].trace.token_ids, self.lanes[self.reference].trace.token_ids)
+
+    def branch_step(self, lane: int) -> int | None:
+        branch = self.lanes[lane].trace.branch
+        return None if not branch else int(branch["step"])
+
+    def marks(self, lane: int) -> list[TokenMarks]:
+        divergence = self.divergence_step(lane)
+        branch = self.branch_step(lane)
+        selection = self.selection
+        selected = selection.step if selection and selection.lane == lane and selection.member == 0 else None
+        return [
+            TokenMarks(
+                divergence=index == divergence,
+                critical=critical_point(record, self.critical) is not None,
+                branch=index == branch,
+                selected=index == selected,
+            )
+            for index, record in enumerate(self.lanes[lane].trace.steps)
+        ]
+
+    def max_steps(self) -> int:
+        return max((len(lane.trace.steps) for lane in self.lanes), default=0)
+
+    def total_tokens(self) -> int:
+        """Tokens generated in the shown run, a fan-out's by every member."""
+        return sum(len(trace.steps) for lane in self.lanes for trace in lane.traces())
+
+    def shown_trace(self) -> RunTrace | None:
+        """The shown run with the lanes that ran, in the window's order, every fan-out member an ordinary lane
+        (what Save writes)."""
+        if self.trace is None:
+            return None
+        ran = [lane for lane in self.lanes if lane.trace.steps or lane.trace.finish_reason]
+        self.trace.lanes = [trace for lane in ran for trace in lane.traces()]
+        explained = {id(self.trace.explanation_of(lane)) for lane in self.trace.lanes}
+        self.trace.explanations = [e for e in self.trace.explanations if id(e) in explained]  # removed lanes' go
+        return self.trace
+
+    def explanation(self, lane: int) -> ExplainResult | None:
+        """The shown run's explanation of lane `lane` (its attention and logit lens), or None."""
+        if self.trace is None or not 0 <= lane < len(self.lanes):
+            return None
+        return self.trace.explanation_of(self.lanes[lane].trace)
+
+    def snapshot(self) -> RunModel:
+        """A model showing the same run (same lanes, selection and settings) with no listeners: views made
+        over it (e.g. to draw an export at another size) go away with it."""
+        copy = RunModel()
+        copy.lanes = list(self.lanes)
+        for name in ("trace", "selection", "critical", "reference", "run_limit", "model_name", "provider"):
+            setattr(copy, name, getattr(self, name))
+        return copy
+
+    def autosave_trace(self) -> RunTrace | None:
+        """What an autosave writes now: the shown run, or the run streaming (with what it has so far), as a
+        copy another thread may serialise while steps keep arriving here (records are never changed once
+        recorded; only the lists grow)."""
+        trace = self.running_trace if self.job in (JobKind.RUN, JobKind.REPLAY) else self.shown_trace()
+        if trace is None:
+            return None
+        traces = [trace for lane in self.lanes for trace in lane.traces() if trace.steps]
+        lanes = [replace(trace, steps=list(trace.steps), token_ids=list(trace.token_ids)) for trace in traces]
+        return replace(trace, lanes=lanes, sweeps=list(trace.sweeps), explanations=list(trace.explanations))
+
+    # ---------------------------------------------------------------------------------------- editing lanes
+
+    def set_specs(self, specs: Iterable[LaneSpec]) -> None:
+        """Replace every lane (no run shown for them)."""
+        self._set_selection(None)  # while its lane still exists: views redraw it unselected
+        self.trace = None
+        self.lanes = []
+        for spec in specs:
+            self.lanes.append(self._new_lane(spec))
+        self.events.emit("lanes_reset")
+
+    def insert_lane(self, index: int, spec: LaneSpec, **attributes) -> Lane:
+        lane = self._new_lane(spec, **attributes)
+        self.lanes.insert(index, lane)
+        if self.selection is not None and self.selection.lane >= index:
+            self._set_selection(replace(self.selection, lane=self.selection.lane + 1))
+        self._refresh_analysis()
+        self.events.emit("lane_inserted", index)
+        return lane
+
+    def remove_lane(self, index: int) -> Lane:
+        lane = self.lanes.pop(index)
+        if self.selection is not None:
+            if self.selection.lane == index:
+                self._set_selection(None)
+            elif self.selection.lane > index:
+                self._set_selection(replace(self.selection, lane=self.selection.lane - 1))
+        if index < self.reference or self.reference >= len(self.lanes):
+            self.reference = max(0, min(self.reference - 1, len(self.lanes) - 1))
+        self._refresh_analysis()
+        self.events.emit("lane_removed", index, lane)
+        return lane
+
+    def move_lane(self, index: int, target: int) -> None:
+        lane = self.lanes.pop(index)
+        self.lanes.insert(target, lane)
+        if self.selection is not None and self.selection.lane == index:
+            self._set_selection(replace(self.selection, lane=target))
+        self._refresh_analysis()
+        self.events.emit("lane_moved", index, target)
+
+    def replace_spec(self, index: int, spec: LaneSpec, *, named_by_user: bool | None = None) -> None:
+        """The user edited a lane: its shown text becomes stale (it was made with the old spec)."""
+        lane = self.lanes[index]
+        old_name = lane.spec.name
+        renamed_only = replace(lane.spec, name=spec.name) == spec
+        lane.spec = spec
+        if spec.name != old_name:
+            self._rename_parent(old_name, spec.name)
+        if named_by_user is not None:
+            lane.named_by_user = named_by_user
+        if renamed_only:
+            lane.trace.name = spec.name
+        elif lane.trace.steps:
+            lane.stale = True
+        self.events.emit("lane_changed", index)
+
+    def _rename_parent(self, old: str, new: str) -> None:
+        """Branch lanes name their parent: follow a rename."""
+        for index, lane in enumerate(self.lanes):
+            branch = lane.spec.branch
+            if branch is not None and branch.parent == old:
+                lane.spec = replace(lane.spec, branch=replace(branch, parent=new))
+                if lane.trace.branch:
+                    lane.trace.branch = {**lane.trace.branch, "parent": new}
+                self.events.emit("lane_changed", index)
+
+    def pin_seed(self, index: int, seed: int) -> None:
+        """Keep the seed a lane ran with (its shown text stays current)."""
+        lane = self.lanes[index]
+        lane.spec = replace(lane.spec, seed=seed)
+        self.events.emit("lane_changed", index)
+
+    def replay_comparison(self, lane: int):
+        """How far a replay lane's continuation is from the lane it replays (None for other lanes, or when that
+        lane is gone or has not run)."""
+        from decoding.branch_not_taken import compare_continuations
+
+        marker = self.lanes[lane].trace.replay_of
+        original = next((other.trace for other in self.lanes if marker and other.name == marker["lane"]), None)
+        if original is None or not original.token_ids:
+            return None
+        return compare_continuations(original.token_ids, self.lanes[lane].trace.token_ids, marker["step"] + 1)
+
+    def critical_count(self, lane: int) -> int:
+        return sum(mark.critical for mark in self.marks(lane))
+
+    def set_critical(self, settings: CriticalSettings) -> None:
+        """New thresholds for critical points: every view re-marks; the shown run records them."""
+        self.critical = settings
+        self._refresh_analysis()
+        self.events.emit("marks_changed")
+
+    def set_fanout(self, index: int, count: int) -> None:
+        """Run a sampled lane as `count` seed members from the next run on (1: just the lane)."""
+        from decoding.fanout import check_fanout
+
+        lane = self.lanes[index]
+        lane.fanout = check_fanout(count)
+        lane.stale = bool(lane.trace.steps) and count != max(len(lane.members), 1)
+        self.events.emit("lane_changed", index)
+
+    def set_hidden(self, index: int, hidden: bool) -> None:
+        self.lanes[index].hidden = hidden
+        self.events.emit("lane_changed", index)
+
+    # -------------------------------------------------------------------------------------------- a run
+
+    def start_job(self, job: JobKind, targets: dict[tuple[int, int], LaneSpec], limit: int) -> None:
+        """A job starts streaming into `targets`: (lane key, member) -> the spec it runs (their traces start
+        empty; a lane with members >= 1 is a fan-out). A run or replay replaces the shown run; a branch adds to
+        it; a sweep or an explanation keeps it. `limit`: the steps of the job's longest lane."""
+        self.job = job
+        replaces_run = job in (JobKind.RUN, JobKind.REPLAY)
+        if targets:
+            self.run_limit = limit
+        if replaces_run:
+            self.trace = self.running_trace = None
+            self._set_selection(None)
+        for lane in self.lanes:
+            mine = sorted((member, spec) for (key, member), spec in targets.items() if key == lane.key)
+            if mine:
+                traces = [empty_trace(spec) for _member, spec in mine]
+                lane.members = traces if len(traces) > 1 else []
+                lane.trace, lane.stale = traces[0], False
+        if replaces_run:
+            self.events.emit("lanes_reset")
+        self.events.emit("run_started", job)
+
+    def add_step(self, index: int, record: StepRecord, member: int = 0) -> None:
+        trace = self.lanes[index].member_trace(member)
+        if record.step < len(trace.steps):  # a re-sent step (a beam lane's best path changed)
+            del trace.steps[record.step:]
+            del trace.token_ids[record.step:]
+        trace.steps.append(record)
+        trace.token_ids.append(record.token_id)
+        if member == 0:
+            self.events.emit("step_added", index, record)
+        else:
+            self.events.emit("member_step_added", index, member, record)
+
+    def finish_job(self, trace: RunTrace | None, finished: dict[tuple[int, int], LaneTrace]) -> None:
+        """The job ended: `finished` maps (lane key, member) to the engine's final traces (beam lanes' best
+        paths, finish reasons); `trace` (None for a branch) is the run's timing, settings and error."""
+        for lane in self.lanes:
+            if lane.members:
+                lane.members = [finished.get((lane.key, k), old) for k, old in enumerate(lane.members)]
+                lane.trace = lane.members[0]
+            elif (lane.key, 0) in finished:
+                lane.trace = finished[(lane.key, 0)]
+                lane.trace.name = lane.name
+        if trace is not None:
+            self.trace = trace
+        self.job = None
+        self._refresh_analysis()
+        self.events.emit("run_finished")
+
+    def add_sweep(self, sweep) -> None:
+        """A temperature sweep of one step of the shown run (it replaces an older one of the same step)."""
+        self.job = None
+        if self.trace is not None:
+            self.trace.sweeps = [s for s in self.trace.sweeps if (s.lane, s.step) != (sweep.lane, sweep.step)]
+            self.trace.sweeps.append(sweep)
+        self.events.emit("sweeps_changed")
+        self.events.emit("run_finished")
+
+    def sweep_at(self, lane: int, step: int):
+        """The stored temperature sweep of lane `lane`'s step, or None."""
+        if self.trace is None:
+            return None
+        name = self.lanes[lane].name
+        return next((s for s in self.trace.sweeps if s.lane == name and s.step == step), None)
+
+    def add_explanation(self, result: ExplainResult) -> None:
+        """Store a lane's explanation with the shown run (Save writes it); it replaces one of the same tokens."""
+        self.job = None
+        kept = [e for e in self.trace.explanations if e.token_ids != result.token_ids]
+        self.trace.explanations = [*kept, result]
+        self.events.emit("explanations_changed")
+        self.events.emit("run_finished")
+
+    def fail_job(self) -> None:
+        """The job failed: what streamed so far stays."""
+        self.job = None
+        self.events.emit("run_finished")
+
+    def show_trace(self, trace: RunTrace, specs: list[LaneSpec]) -> None:
+        """Show a saved run: one lane per trace lane, with the spec it was made with; a fan-out's members
+        become one lane again (its spec is member 0's, named as the group)."""
+        self._set_selection(None)  # while its lane still exists: views redraw it unselected
+        self.trace = trace
+        self.lanes = []
+        groups: dict[str, Lane] = {}
+        for spec, lane_trace in zip(specs, trace.lanes, strict=True):
+            if spec.fanout is not None and spec.fanout.group in groups:
+                group = groups[spec.fanout.group]
+                group.members.append(lane_trace)
+                group.fanout = len(group.members)
+                continue
+            if spec.fanout is not None:
+                spec = replace(spec, name=spec.fanout.group, fanout=None)
+            lane = self._new_lane(spec)
+            lane.trace = lane_trace
+            lane.branch_prompt = prompt_key(trace) if spec.branch or spec.replay_of else None
+            if lane_trace.fanout:
+                lane.members, groups[spec.name] = [lane_trace], lane
+            self.lanes.append(lane)
+        self.critical = trace.settings.critical
+        self.reference = 0
+        self.run_limit = max((len(lane.steps) for lane in trace.lanes), default=0)
+        self._set_selection(None)
+        self.events.emit("lanes_reset")
+        self.events.emit("run_finished")
+
+    # ------------------------------------------------------------------------------------------ selection
+
+    def select(self, lane: int, step: int, member: int = 0) -> bool:
+        """Select a recorded step (of a fan-out member); False (nothing changes) if there is none there."""
+        if self.step_record(lane, step, member) is None:
+            return False
+        self._set_selection(Selection(lane, step, member))
+        return True
+
+    def _set_selection(self, selection: Selection | None) -> None:
+        if selection != self.selection:
+            self.selection = selection
+            self.events.emit("selection_changed", selection)
+
+    # --------------------------------------------------------------------------------------------- notice
+
+    def show_notice(self, text: str, level: str = "error", cause: str = "") -> None:
+        self.notice = Notice(text, level, cause)
+        self.events.emit("notice_changed", self.notice)
+
+    def clear_notice(self, cause: str | None = None) -> None:
+        """Clear the notice (only if it has this cause, when one is given)."""
+        if self.notice is None or (cause is not None and self.notice.cause != cause):
+            return
+        self.notice = None
+        self.events.emit("notice_changed", None)
+
+    # --------------------------------------------------------------------------------------- status, model
+
+    def set_status(self, text: str) -> None:
+        self.events.emit("status", text)
+
+    def set_model_name(self, name: str, provider: str) -> None:
+        self.model_name, self.provider = name, provider
+        self.events.emit("model_changed")
+
+    # ---------------------------------------------------------------------------------------- internals
+
+    def _new_lane(self, spec: LaneSpec, **attributes) -> Lane:
+        return Lane(spec=spec, trace=empty_trace(spec), colour=self._free_colour(), **attributes)
+
+    def _free_colour(self) -> int:
+        used = {lane.colour for lane in self.lanes}
+        return next(colour for colour in itertools.count() if colour not in used)
+
+    def _refresh_analysis(self) -> None:
+        """The shown run's analysis, over its lanes in the window's order, by the window's critical thresholds."""
+        if self.trace is None:
+            return
+        from dataclasses import replace as replaced
+
+        from decoding import analysis
+
+        self.shown_trace()
+        self.trace.settings = replaced(self.trace.settings, critical=self.critical)
+        self.trace.analysis = analysis.analyze(self.trace)
+
+
+def prompt_key(trace: RunTrace) -> tuple:
+    """What a branch point depends on besides its parent: the prompt text, chat flag and system prompt."""
+    return (trace.prompt.text, trace.prompt.chat, trace.prompt.system)
+
+
+def running_beam_pieces(steps: list[StepRecord]) -> list[str] | None:
+    """While a beam lane streams, its records are each step's best candidate, which need not form one
+    sequence. The best running hypothesis (beam 0 at the last step) is followed back through the parent
+    pointers of every step's kept beams instead. None if the records carry no beams."""
+    if not steps or not steps[-1].beams:
+        return None
+    pieces, beam = [], 0
+    for step in reversed(steps):
+        if step.beams is None:  # copied prefix (branch) steps: one sequence already
+            pieces.append(step.token_text)
+            continue
+        kept = next((h for h in step.beams if h.kept and h.beam == beam), None)
+        if kept is None:
+            return None
+        pieces.append(kept.token_text)
+        beam = kept.parent
+    return pieces[::-1]

@@ -1,0 +1,1 @@
+"""The inside views: tokens, attention, logit lens."""

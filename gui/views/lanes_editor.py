@@ -1,0 +1,507 @@
+"""The lanes editor, a view of the RunModel's lanes: a table (add from presets, duplicate, remove, reorder,
+rename) and a form that edits every strategy parameter of the selected lane. Every change goes through the
+model, so the text columns and charts follow it. Widgets enforce ranges; what `LaneSpec` refuses (e.g.
+`do_sample` with `num_beams > 1`, temperature 0) is reverted with the reason shown in red under the form, in
+space kept for it so nothing moves."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from PySide6.QtCore import Qt, Slot
+from PySide6.QtGui import QColor, QPixmap
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QFrame,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QMenu,
+    QScrollArea,
+    QSpinBox,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from decoding.fanout import MAX_FANOUT, refusal
+from decoding.spec import PRESETS, PROCESSOR_ORDER, LaneSpec, unique_name
+from gui.i18n import translate
+from gui.present import colours
+from gui.present.lane_fields import (
+    FIELDS,
+    Field,
+    describe,
+    display_value,
+    error_text,
+    field_applies,
+    preset_title,
+    spec_from_values,
+)
+from gui.state.run_state import RunModel, Selection
+from gui.views.style import lane_color_hex
+
+NAME_COLUMN, STRATEGY_COLUMN = 0, 1
+MESSAGE_LINES = 2  # the message area keeps room for this many lines, shown or not
+
+
+def auto_name(spec: LaneSpec) -> str:
+    """The name a lane gets from its strategy ("greedy", "beam-4", "top-k 50", "T 0.7 top-k 20"), as the
+    command line names its lanes."""
+    if spec.is_beam:
+        return f"beam-{spec.num_beams}"
+    active = spec.processors()
+    parts = [f"{name.replace('_', '-')} {getattr(spec, name):g}" for name in PROCESSOR_ORDER
+             if name in active and name != "temperature"]
+    if "temperature" in active:
+        parts.insert(0, f"T {spec.temperature:g}")
+    return " ".join(parts) or ("sample" if spec.do_sample else "greedy")
+
+
+def follows_strategy(spec: LaneSpec) -> bool:
+    """Whether a lane's name is its strategy's (possibly numbered): it then follows parameter edits."""
+    base = spec.name.rsplit(" #", 1)[0] if " #" in spec.name else spec.name
+    return base == auto_name(spec)
+
+
+def preset_for_window(spec: LaneSpec) -> LaneSpec:
+    """Presets as the window adds them: beam lanes return every beam, so the text column can expand the
+    other hypotheses (the best one is the same whatever num_return_sequences is, as in transformers)."""
+    return replace(spec, num_return_sequences=spec.num_beams) if spec.is_beam else spec
+
+
+def edge_note(spec: LaneSpec) -> str:
+    """A word on parameter values that are valid but do something a user may not expect."""
+    notes = []
+    if spec.do_sample and spec.top_p == 0.0:
+        notes.append("top_p 0 keeps only the most likely token (the lane then draws like greedy)")
+    if spec.do_sample and spec.top_k == 1:
+        notes.append("top_k 1 keeps only the most likely token")
+    if spec.do_sample and spec.min_p == 1.0:
+        notes.append("min_p 1 keeps only the tokens as likely as the top one")
+    return "; ".join(notes)
+
+
+def _refusal_hint(values: dict[str, Any]) -> str:
+    """What the user probably meant by a refused value."""
+    if values.get("do_sample") and values.get("temperature") == 0:
+        return translate("lanes_editor", " (for greedy decoding, turn do_sample off)")
+    return ""
+
+
+def _make_widget(f: Field) -> QWidget:
+    if f.kind == "bool":
+        widget: QWidget = QCheckBox()
+    elif f.kind == "choice":
+        widget = QComboBox()
+        widget.addItems(list(f.choices))
+    elif f.kind == "text":
+        widget = QLineEdit()
+        widget.setPlaceholderText(translate("lanes_editor", "none"))
+    elif f.kind == "int":
+        widget = QSpinBox()
+        widget.setRange(int(f.minimum), int(f.maximum))
+        widget.setSpecialValueText(translate("lane_fields", f.special_text) if f.special_text else "")
+        widget.setKeyboardTracking(False)
+    else:
+        widget = QDoubleSpinBox()
+        widget.setDecimals(f.decimals)
+        widget.setRange(f.minimum, f.maximum)
+        widget.setSingleStep(f.step)
+        widget.setKeyboardTracking(False)
+    widget.setToolTip(f"<b>{f.name}</b><br>{f.tooltip}")
+    widget.setObjectName(f"field_{f.name}")
+    return widget
+
+
+def _widget_value(widget: QWidget) -> Any:
+    if isinstance(widget, QCheckBox):
+        return widget.isChecked()
+    if isinstance(widget, QComboBox):
+        return widget.currentText()
+    if isinstance(widget, QLineEdit):
+        return widget.text()
+    return widget.value()
+
+
+def _set_widget_value(widget: QWidget, value: Any) -> None:
+    if isinstance(widget, QCheckBox):
+        widget.setChecked(bool(value))
+    elif isinstance(widget, QComboBox):
+        widget.setCurrentText(str(value))
+    elif isinstance(widget, QLineEdit):
+        widget.setText(str(value))
+    else:
+        widget.setValue(value)
+
+
+class LaneForm(QWidget):
+    """Every parameter of one lane; calls `on_edit(values)` when the user changes one."""
+
+    def __init__(self, on_edit, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._on_edit = on_edit
+        self.widgets: dict[str, QWidget] = {}
+        layout = QFormLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setVerticalSpacing(2)
+        for f in FIELDS:
+            widget = _make_widget(f)
+            self.widgets[f.name] = widget
+            label = QLabel(f.name)
+            label.setToolTip(widget.toolTip())
+            layout.addRow(label, widget)
+            self._connect(widget)
+        self.processors = QLabel()
+        self.processors.setWordWrap(True)
+        self.processors.setToolTip(translate("lanes_editor", "The processors this lane applies, in order "
+                                                             "(transformers' order by default)"))
+        layout.addRow(translate("lanes_editor", "applies"), self.processors)
+
+    def _connect(self, widget: QWidget) -> None:
+        if isinstance(widget, QCheckBox):
+            widget.toggled.connect(self._changed)
+        elif isinstance(widget, QComboBox):
+            widget.currentTextChanged.connect(self._changed)
+        elif isinstance(widget, QLineEdit):
+            widget.editingFinished.connect(self._changed)
+        else:
+            widget.valueChanged.connect(self._changed)
+
+    @Slot()
+    def _changed(self, *_: object) -> None:
+        self._on_edit(self.values())
+
+    def values(self) -> dict[str, Any]:
+        return {name: _widget_value(widget) for name, widget in self.widgets.items()}
+
+    def show_spec(self, spec: LaneSpec | None) -> None:
+        self.setEnabled(spec is not None)
+        if spec is None:
+            return
+        for f in FIELDS:
+            widget = self.widgets[f.name]
+            widget.blockSignals(True)
+            _set_widget_value(widget, display_value(spec, f))
+            widget.blockSignals(False)
+            widget.setEnabled(field_applies(f, spec.do_sample, spec.num_beams))
+        processors = spec.processors()
+        self.processors.setText(" → ".join(processors) + (" → " if processors else "") + _selector_name(spec))
+
+
+def _selector_name(spec: LaneSpec) -> str:
+    if spec.is_beam:
+        return translate("lanes_editor", "beam search ({beams})").format(beams=spec.num_beams)
+    return translate("lanes_editor", "sample") if spec.do_sample else translate("lanes_editor", "argmax")
+
+
+class LanesEditor(QWidget):
+    def __init__(self, model: RunModel, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.model = model
+        self.table = QTableWidget(0, 2)
+        self.table.setHorizontalHeaderLabels([translate("lanes_editor", "Lane"), translate("lanes_editor", "Strategy")])
+        self.table.horizontalHeader().setSectionResizeMode(STRATEGY_COLUMN, QHeaderView.ResizeMode.Stretch)
+        self.table.verticalHeader().setVisible(False)
+        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setToolTip(translate("lanes_editor", "Double-click a name to rename the lane; select a lane to edit "
+                                                        "its parameters"))
+        self.table.itemChanged.connect(self._on_item_changed)
+        self.table.itemSelectionChanged.connect(self._show_selected)
+        self.form = LaneForm(self._on_form_edited)
+        self.message = QLabel()
+        self.message.setObjectName("laneMessage")
+        self.message.setWordWrap(True)
+        self.message.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.message.setFixedHeight(self.fontMetrics().lineSpacing() * MESSAGE_LINES + 4)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(self._buttons())
+        layout.addWidget(self._table_and_form(), 1)
+        layout.addLayout(self._fanout_row())
+        layout.addWidget(self.message)
+        for name in ("lanes_reset", "lane_inserted", "lane_removed", "lane_moved", "lane_changed"):
+            model.events.connect(name, self._on_lanes_event)
+        model.events.connect("selection_changed", self._on_selection_changed)
+        self._fill_table()
+        self._select_row(0)
+
+    def _fanout_row(self) -> QHBoxLayout:
+        """How many seed members a sampled lane runs as (thermal noise made visible: the Fan-out tab)."""
+        self.fanout = QSpinBox()
+        self.fanout.setObjectName("field_fanout")
+        self.fanout.setRange(1, MAX_FANOUT)
+        self.fanout.setSpecialValueText(translate("lanes_editor", "off"))
+        self.fanout.setKeyboardTracking(False)
+        self.fanout.setToolTip(translate("lanes_editor", "Run this sampled lane as K members (seeds seed, seed+1, …, "
+                                                         "all in the same batched steps) and see where they part in "
+                                                         "the Fan-out tab. off = the lane alone; up to {MAX_FANOUT}.")
+                                                         .format(MAX_FANOUT=MAX_FANOUT))
+        self.fanout.valueChanged.connect(self._on_fanout_edited)
+        row = QHBoxLayout()
+        label = QLabel(translate("lanes_editor", "fan-out (seeds)"))
+        label.setToolTip(self.fanout.toolTip())
+        row.addWidget(label)
+        row.addWidget(self.fanout, 1)
+        return row
+
+    def _on_fanout_edited(self, count: int) -> None:
+        index = self.selected_index()
+        if index < 0 or count == self.model.lanes[index].fanout or not self._editable():
+            self._show_selected()
+            return
+        self.model.set_fanout(index, count)
+
+    def _table_and_form(self) -> QSplitter:
+        """Table above the form, resizable; the form scrolls when the window is short."""
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setWidget(self.form)
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.setObjectName("laneSplitter")  # gui.shell.settings keeps its sizes
+        splitter.addWidget(self.table)
+        splitter.addWidget(scroll)
+        splitter.setChildrenCollapsible(False)
+        splitter.setSizes([190, 420])
+        return splitter
+
+    # ------------------------------------------------------------------------------------------- buttons
+
+    def _preset_menu_button(self, text: str, tip: str, on_pick) -> QToolButton:
+        """A tool button whose menu lists the presets; picking one calls `on_pick(action)`."""
+        button = self._tool(text, tip, None)
+        button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        menu = QMenu(button)
+        for title in PRESETS:
+            menu.addAction(preset_title(title)).setData(title)
+        menu.triggered.connect(on_pick)
+        button.setMenu(menu)
+        return button
+
+    def _buttons(self) -> QHBoxLayout:
+        row = QHBoxLayout()
+        self.add_button = self._preset_menu_button(
+            translate("lanes_editor", "Add lane"),
+            translate("lanes_editor", "Add a new lane from a preset (Ctrl+L: greedy)"), self._on_add_preset)
+        self.preset_button = self._preset_menu_button(
+            translate("lanes_editor", "Replace with preset"),
+            translate("lanes_editor", "Replace the selected lane's parameters by a preset's"), self._on_apply_preset)
+        self.duplicate_button = self._tool(translate("lanes_editor", "Duplicate"),
+                                           translate("lanes_editor", "Copy the selected lane"), self.duplicate_selected)
+        self.remove_button = self._tool(translate("lanes_editor", "Remove"),
+                                        translate("lanes_editor", "Remove the selected lane"), self.remove_selected)
+        self.up_button = self._tool("▲", translate("lanes_editor", "Move the selected lane left"), self.move_up)
+        self.down_button = self._tool("▼", translate("lanes_editor", "Move the selected lane right"), self.move_down)
+        for button in (self.add_button, self.preset_button, self.duplicate_button, self.remove_button,
+                       self.up_button, self.down_button):
+            row.addWidget(button)
+        row.addStretch(1)
+        return row
+
+    def _tool(self, text: str, tip: str, slot) -> QToolButton:
+        button = QToolButton()
+        button.setText(text)
+        button.setToolTip(tip)
+        if slot is not None:
+            button.clicked.connect(slot)
+        return button
+
+    # ----------------------------------------------------------------------------------------- public API
+
+    def specs(self) -> list[LaneSpec]:
+        return self.model.specs
+
+    def selected_index(self) -> int:
+        rows = self.table.selectionModel().selectedRows()
+        return rows[0].row() if rows else -1
+
+    def add_spec(self, spec: LaneSpec, index: int | None = None) -> int:
+        """Insert a lane (renamed if its name is taken) at `index` (end by default). Returns its index."""
+        if self.model.running:
+            self.show_message(translate("lanes_editor", "Stop the run before changing lanes."))
+            return -1
+        spec = replace(spec, name=unique_name(spec.name, self.model.names()))
+        index = len(self.model.lanes) if index is None else index
+        self.model.insert_lane(index, spec, named_by_user=not follows_strategy(spec))
+        self._select_row(index)
+        return index
+
+    def show_message(self, text: str, error: bool = True) -> None:
+        colour = colours.current().error if error else colours.current().muted
+        self.message.setStyleSheet(f"color:{colour};{'font-weight:bold' if error else ''}")
+        self.message.setText(text)
+
+    # ------------------------------------------------------------------------------------------- actions
+
+    @Slot(object)
+    def _on_add_preset(self, action) -> None:
+        if action.data() in PRESETS:  # the menu may hold other entries (gui.views.generation_configs)
+            self.add_preset(action.data())
+
+    @Slot(object)
+    def _on_apply_preset(self, action) -> None:
+        if action.data() in PRESETS:
+            self.apply_preset(action.data())
+
+    def add_preset(self, title: str) -> int:
+        """A new lane from the preset `title` (a key of PRESETS), at the end. Returns its index."""
+        self.show_message("")
+        return self.add_spec(preset_for_window(PRESETS[title]))
+
+    def apply_preset(self, title: str) -> None:
+        """The selected lane takes the preset `title`'s parameters (its name too, unless the user named it)."""
+        index = self.selected_index()
+        if index < 0 or not self._editable():
+            return
+        lane = self.model.lanes[index]
+        preset = preset_for_window(PRESETS[title])
+        name = lane.name if lane.named_by_user else unique_name(preset.name, self.model.names() - {lane.name})
+        self._replace(index, replace(preset, name=name, branch=lane.spec.branch))
+
+    @Slot()
+    def duplicate_selected(self) -> None:
+        index = self.selected_index()
+        if index >= 0:
+            self.add_spec(replace(self.model.lanes[index].spec, branch=None, forced={}), index + 1)
+
+    @Slot()
+    def remove_selected(self) -> None:
+        index = self.selected_index()
+        if index < 0 or not self._editable():
+            return
+        if len(self.model.lanes) == 1:
+            self.show_message(translate("lanes_editor", "A run needs at least one lane."))
+            return
+        self.show_message("")
+        self.model.remove_lane(index)
+        self._select_row(min(index, len(self.model.lanes) - 1))
+
+    @Slot()
+    def move_up(self) -> None:
+        self._move(-1)
+
+    @Slot()
+    def move_down(self) -> None:
+        self._move(1)
+
+    def _move(self, delta: int) -> None:
+        index = self.selected_index()
+        target = index + delta
+        if index < 0 or not 0 <= target < len(self.model.lanes) or not self._editable():
+            return
+        self.model.move_lane(index, target)
+        self._select_row(target)
+
+    def _editable(self) -> bool:
+        if self.model.running:
+            self.show_message(translate("lanes_editor", "Stop the run before changing lanes."))
+            return False
+        return True
+
+    # ------------------------------------------------------------------------------------------- editing
+
+    def _on_lanes_event(self, *_args) -> None:
+        index = self.selected_index()
+        self._fill_table()
+        self._select_row(index if 0 <= index < len(self.model.lanes) else 0)
+
+    def _on_selection_changed(self, selection: Selection | None) -> None:
+        """A step selected in a lane's text selects that lane here too."""
+        if selection is not None and selection.lane != self.selected_index():
+            self._select_row(selection.lane)
+
+    def _select_row(self, index: int) -> None:
+        if 0 <= index < self.table.rowCount():
+            self.table.selectRow(index)
+        self._show_selected()
+
+    def _fill_table(self) -> None:
+        self.table.blockSignals(True)
+        self.table.setRowCount(len(self.model.lanes))
+        for row, lane in enumerate(self.model.lanes):
+            name = QTableWidgetItem(lane.name)
+            name.setData(Qt.ItemDataRole.DecorationRole, _swatch(lane.colour))  # the lane's colour everywhere
+            name.setToolTip(translate("lanes_editor", "{name}: double-click to rename").format(name=lane.name))
+            strategy = QTableWidgetItem(describe(lane.spec) + ("  (edited: Run to update)" if lane.stale else ""))
+            strategy.setFlags(strategy.flags() & ~Qt.ItemFlag.ItemIsEditable)
+            strategy.setToolTip(", ".join(f"{k}={v}" for k, v in lane.spec.to_config().items()))
+            self.table.setItem(row, NAME_COLUMN, name)
+            self.table.setItem(row, STRATEGY_COLUMN, strategy)
+        self.table.resizeColumnToContents(NAME_COLUMN)
+        self.table.blockSignals(False)
+
+    @Slot()
+    def _show_selected(self) -> None:
+        index = self.selected_index()
+        lane = self.model.lanes[index] if 0 <= index < len(self.model.lanes) else None
+        self.form.show_spec(lane.spec if lane else None)
+        self.fanout.blockSignals(True)
+        self.fanout.setValue(lane.fanout if lane else 1)
+        self.fanout.blockSignals(False)
+        reason = refusal(lane.spec) if lane else "no lane"
+        self.fanout.setEnabled(reason is None)
+        self.fanout.setToolTip(self.fanout.toolTip().split("\n")[0] + (f"\nNot here: {reason}." if reason else ""))
+
+    def _on_form_edited(self, values: dict) -> None:
+        index = self.selected_index()
+        if index < 0:
+            return
+        if not self._editable():
+            self._show_selected()
+            return
+        lane = self.model.lanes[index]
+        try:
+            spec = spec_from_values(lane.name, values, base=lane.spec)
+        except ValueError as error:
+            refused = translate("lanes_editor", "Refused: {error}{hint}")
+            self.show_message(refused.format(error=error_text(error), hint=_refusal_hint(values)))
+            self.form.show_spec(lane.spec)
+            return
+        if not lane.named_by_user:
+            spec = replace(spec, name=unique_name(auto_name(spec), self.model.names() - {lane.name}))
+        self._replace(index, spec)
+        note = edge_note(spec)
+        self.show_message(translate("lanes_editor", "Note: {note}.").format(note=note) if note else "", error=False)
+
+    @Slot(QTableWidgetItem)
+    def _on_item_changed(self, item: QTableWidgetItem) -> None:
+        if item.column() != NAME_COLUMN:
+            return
+        index = item.row()
+        name = item.text().strip()
+        others = self.model.names() - {self.model.lanes[index].name}
+        if not name or name in others or not self._editable():
+            if not self.model.running:
+                reason = (translate("lanes_editor", "a lane name cannot be empty") if not name else
+                          translate("lanes_editor", "another lane is already named “{name}”").format(name=name))
+                self.show_message(translate("lanes_editor", "Refused: {reason}.").format(reason=reason))
+            self._fill_table()
+            return
+        self.show_message("")
+        self.model.replace_spec(index, replace(self.model.lanes[index].spec, name=name), named_by_user=True)
+
+    def _replace(self, index: int, spec: LaneSpec) -> None:
+        self.show_message("")
+        self.model.replace_spec(index, spec)
+        if self.model.lanes[index].fanout > 1 and refusal(spec):  # e.g. turned greedy: nothing to fan out
+            self.model.set_fanout(index, 1)
+        self._select_row(index)
+
+
+def _swatch(colour: int) -> QPixmap:
+    pixmap = QPixmap(10, 10)
+    pixmap.fill(QColor(lane_color_hex(colour)))
+    return pixmap

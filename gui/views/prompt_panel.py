@@ -1,0 +1,123 @@
+"""Prompt area: multi-line prompt, chat toggle with optional system prompt, max new tokens, Run and Stop."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import Signal, Slot
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from decoding.parameters import parameter
+from gui.i18n import translate
+
+DEFAULT_PROMPT = "Although I was tired, I still decided to"
+# One limit for the run's box and every lane's own field: the parameter table's.
+MAX_NEW_TOKENS_LIMIT = int(parameter("max_new_tokens").editor_max)
+
+
+@dataclass(frozen=True)
+class PromptRequest:
+    text: str
+    chat: bool
+    system: str | None
+    max_new_tokens: int
+    seed: int | None = None
+
+
+class PromptPanel(QWidget):
+    runRequested = Signal()
+    stopRequested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.editor = QPlainTextEdit(DEFAULT_PROMPT)
+        self.editor.setObjectName("promptEditor")
+        self.editor.setPlaceholderText(translate("prompt_panel", "Prompt — Ctrl+Enter runs all lanes"))
+        self.editor.setToolTip(translate("prompt_panel",
+                                         "The prompt every lane continues (Ctrl+Enter: Run, Esc: Stop)"))
+        self.editor.setMinimumHeight(60)
+        self.editor.setMaximumHeight(130)
+        self.chat = QCheckBox(translate("prompt_panel", "chat"))
+        self.chat.setToolTip(translate("prompt_panel",
+                                       "Wrap the prompt in the model's chat template as a user message"))
+        self.chat.toggled.connect(self._on_chat_toggled)
+        self.system = QLineEdit()
+        self.system.setPlaceholderText(translate("prompt_panel", "system prompt (optional; the template's default if "
+                                                                 "empty)"))
+        self.system.setToolTip(translate("prompt_panel", "System message for the chat template"))
+        self.system.setVisible(False)
+        self.max_new_tokens = QSpinBox()
+        self.max_new_tokens.setRange(1, MAX_NEW_TOKENS_LIMIT)
+        self.max_new_tokens.setValue(64)
+        self.max_new_tokens.setToolTip(translate("prompt_panel", "max_new_tokens: how many tokens each lane generates "
+                                                                 "at most"))
+        self.seed = QSpinBox()
+        self.seed.setRange(-1, 2**31 - 1)
+        self.seed.setSpecialValueText(translate("prompt_panel", "auto"))
+        self.seed.setValue(-1)
+        self.seed.setToolTip(translate("prompt_panel", "Base seed of the run: sampled lanes whose seed is auto get one "
+                                                       "derived from it and their name, so the same seed repeats the "
+                                                       "run. auto = random each run."))
+        self.run_button = QPushButton(translate("prompt_panel", "Run"))
+        self.run_button.setToolTip(translate("prompt_panel", "Run every lane on this prompt (Ctrl+Enter)"))
+        self.run_button.clicked.connect(self.runRequested)
+        self.stop_button = QPushButton(translate("prompt_panel", "Stop"))
+        self.stop_button.setToolTip(translate("prompt_panel", "Stop at the next step, keeping the text so far (Esc)"))
+        self.stop_button.clicked.connect(self.stopRequested)
+        self.stop_button.setEnabled(False)
+        self._layout()
+
+    def _layout(self) -> None:
+        controls = QHBoxLayout()
+        controls.addWidget(self.chat)
+        controls.addWidget(QLabel(translate("prompt_panel", "max new tokens")))
+        controls.addWidget(self.max_new_tokens)
+        controls.addWidget(QLabel(translate("prompt_panel", "seed")))
+        controls.addWidget(self.seed)
+        controls.addStretch(1)
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        buttons.addWidget(self.run_button)
+        buttons.addWidget(self.stop_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(3)
+        layout.addWidget(self.editor, 1)
+        layout.addWidget(self.system)
+        layout.addLayout(controls)
+        layout.addLayout(buttons)
+
+    @Slot(bool)
+    def _on_chat_toggled(self, on: bool) -> None:
+        self.system.setVisible(on)  # only the chat template uses it
+
+    def request(self) -> PromptRequest:
+        system = self.system.text().strip() if self.chat.isChecked() else ""
+        return PromptRequest(
+            text=self.editor.toPlainText(),
+            chat=self.chat.isChecked(),
+            system=system or None,
+            max_new_tokens=self.max_new_tokens.value(),
+            seed=None if self.seed.value() < 0 else self.seed.value(),
+        )
+
+    def set_request(self, request: PromptRequest) -> None:
+        self.editor.setPlainText(request.text)
+        self.chat.setChecked(request.chat)
+        self.system.setText(request.system or "")
+        self.max_new_tokens.setValue(request.max_new_tokens)
+        self.seed.setValue(-1 if request.seed is None else request.seed)
+
+    def set_running(self, running: bool) -> None:
+        self.run_button.setEnabled(not running)
+        self.stop_button.setEnabled(running)

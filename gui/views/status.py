@@ -1,0 +1,108 @@
+"""Status bar, a view of the RunModel: passing messages, the selection, progress (step x/N of the longest
+lane, tokens per second), model and the execution provider really active (CUDA or CPU)."""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtWidgets import QLabel, QStatusBar
+
+from gui.i18n import translate
+from gui.shell.redraw import RedrawScheduler
+from gui.state.run_state import JobKind, RunModel, Selection
+
+MESSAGE_MS = 8000
+
+
+def provider_label(provider: str) -> str:
+    """'CUDAExecutionProvider' → 'CUDA', 'CPUExecutionProvider' → 'CPU' (others shown as they are)."""
+    if not provider:
+        return ""
+    return provider.removesuffix("ExecutionProvider") or provider
+
+
+def progress_text(step: int, max_steps: int, tokens: int, seconds: float) -> tuple[str, str]:
+    """('step 12/64', '23.5 tok/s') while a run streams."""
+    rate = tokens / seconds if seconds > 0 else 0.0
+    return f"step {step}/{max_steps}", f"{rate:.1f} tok/s"
+
+
+class StatusBar(QStatusBar):
+    def __init__(self, model: RunModel, scheduler: RedrawScheduler) -> None:
+        super().__init__()
+        self.model = model
+        self.model_label = QLabel(translate("status", "no model"))
+        self.model_label.setObjectName("statusModel")
+        self.provider = QLabel("")
+        self.provider.setObjectName("statusProvider")
+        self.provider.setToolTip(translate("status", "The ONNX Runtime execution provider really active for the model"))
+        self.step = QLabel("")
+        self.step.setObjectName("statusStep")
+        self.step.setToolTip(translate("status", "Steps done of the longest lane's max_new_tokens"))
+        self.speed = QLabel("")
+        self.speed.setObjectName("statusSpeed")
+        self.speed.setToolTip(translate("status", "Generated tokens per second, all lanes and beams together"))
+        self.selection = QLabel("")
+        for label in (self.selection, self.step, self.speed, self.model_label, self.provider):
+            self.addPermanentWidget(label)
+        self._streaming_since: float | None = None
+        events = model.events
+        events.connect("model_changed", self._on_model_changed)
+        events.connect("status", self._on_status)
+        events.connect("run_started", self._on_run_started)
+        events.connect("run_finished", self._on_run_finished)
+        events.connect("selection_changed", self._on_selection_changed)
+        events.connect("step_added", self._on_step_added)
+        scheduler.after_flush(self._show_progress)
+
+    def _on_model_changed(self) -> None:
+        self.model_label.setText(translate("status", "model: {model_name}").format(model_name=self.model.model_name))
+        label = provider_label(self.model.provider)
+        self.provider.setText(label if label else self.model.provider)
+
+    def _on_status(self, text: str) -> None:
+        self.showMessage(text, MESSAGE_MS)
+
+    def _on_run_started(self, job: JobKind) -> None:
+        self._streaming_since = None  # set by the first streamed step: loading is not generating
+        explaining = job is JobKind.EXPLAIN  # one call over a finished lane: no steps
+        self.step.setText("" if explaining else translate("status",
+                                                          "step 0/{run_limit}").format(run_limit=self.model.run_limit))
+        self.speed.setText("")
+        self.showMessage(translate("status", "explaining…") if explaining else translate("status", "running…"))
+
+    def _on_step_added(self, _index: int, _record) -> None:
+        if self._streaming_since is None:
+            self._streaming_since = time.perf_counter()
+            self.showMessage(translate("status", "running…"))  # in place of "loading the model…"
+
+    def _show_progress(self) -> None:
+        if not self.model.running or self.model.job is JobKind.EXPLAIN:
+            return
+        seconds = time.perf_counter() - self._streaming_since if self._streaming_since is not None else 0.0
+        tokens = self.model.total_tokens()
+        step_text, speed_text = progress_text(self.model.max_steps(), self.model.run_limit, tokens, seconds)
+        self.step.setText(step_text)
+        if tokens:
+            self.speed.setText(speed_text)
+
+    def _on_run_finished(self) -> None:
+        trace = self.model.trace
+        limit = max(self.model.run_limit, self.model.max_steps())
+        self.step.setText(translate("status", "step {max_steps}/{limit}").format(max_steps=self.model.max_steps(),
+                                                                                 limit=limit))
+        if trace is not None and trace.timing.tokens_per_s:
+            self.speed.setText(translate("status",
+                                         "{tokens_per_s:.1f} tok/s").format(tokens_per_s=trace.timing.tokens_per_s))
+        if trace is not None and trace.provider:
+            self.provider.setText(provider_label(trace.provider))
+
+    def _on_selection_changed(self, selection: Selection | None) -> None:
+        if selection is None:
+            self.selection.setText("")
+            return
+        lane = self.model.lanes[selection.lane]
+        trace = lane.member_trace(selection.member)
+        name = trace.name if selection.member else lane.name
+        shown = translate("status", "{name} · step {step} (of 0–{last})")
+        self.selection.setText(shown.format(name=name, step=selection.step, last=len(trace.steps) - 1))

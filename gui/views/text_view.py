@@ -1,0 +1,511 @@
+"""Side-by-side text, a view of the RunModel: one column per lane (its colour swatch, name, strategy and summary
+numbers on top), tokens shaded by probability, hover = top-5 alternatives, click = select (lane, step),
+Left/Right = move through the steps, right-click a token or its mark = branch from an alternative or force it
+for all lanes. A legend above the columns explains the colours and marks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from PySide6.QtCore import QEvent, QPoint, Qt, QTimer, QUrl, Slot
+from PySide6.QtGui import QAction, QContextMenuEvent, QKeyEvent, QTextCursor
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QMenu,
+    QScrollArea,
+    QSplitter,
+    QTextBrowser,
+    QToolButton,
+    QToolTip,
+    QVBoxLayout,
+    QWidget,
+)
+
+from decoding.critical import critical_point, runner_up
+from decoding.trace import CriticalSettings, LaneTrace, StepRecord
+from gui.i18n import translate
+from gui.present import colours
+from gui.present.lane_fields import describe
+from gui.present.lane_html import (
+    alternatives_html,
+    first_difference,
+    format_prob,
+    known_pieces,
+    lane_characters,
+    lane_fragments,
+    lane_summary,
+    mark_legend,
+    pending_bytes,
+    piece_label,
+    plain_fragments,
+    probability_colour,
+    replay_words,
+)
+from gui.shell.redraw import RedrawScheduler
+from gui.state.run_state import RunModel, Selection, running_beam_pieces
+from gui.views.style import lane_color_hex
+
+MIN_COLUMN_WIDTH = 170
+
+
+def parse_token_url(url: str) -> tuple[int, int] | None:
+    """'tok:<lane>:<step>' → (lane, step)."""
+    parts = url.split(":")
+    if len(parts) != 3 or parts[0] != "tok":
+        return None
+    try:
+        return int(parts[1]), int(parts[2])
+    except ValueError:
+        return None
+
+
+def legend_html(critical: CriticalSettings | None = None) -> str:
+    """What the colours and marks in the text mean (the same words as the tooltips, inspector and charts), with
+    the thresholds that make a critical point."""
+    scale = "".join(f'<span style="background:{probability_colour(p)}">&nbsp;{p:g}&nbsp;</span>'
+                    for p in (0.0, 0.25, 0.5, 0.75, 1.0))
+    keys = mark_legend(("divergence", "critical", "branch", "forced"), short=True)
+    if critical is not None:
+        thresholds = translate("text_view", "(draw within {distance:g} of p ≥ {prob:g}; p₂/p₁ ≥ {ratio:g})")
+        keys[1] += (f" <span style='color:{colours.current().faint}'>"
+                    + thresholds.format(distance=critical.draw_distance, prob=critical.min_prob, ratio=critical.ratio)
+                    + "</span>")
+    space, newline = translate("text_view", "space"), translate("text_view", "newline")
+    return (translate("text_view", "p(token)") + f" {scale} &nbsp; " + " &nbsp; ".join(keys)
+            + f" &nbsp; <b>·</b>&nbsp;{space} &nbsp; <b>↵</b>&nbsp;{newline}")
+
+
+def legend_tip() -> str:
+    """The legend's words in full (its tooltip)."""
+    return "<br>".join(mark_legend(("divergence", "critical", "branch", "forced")))
+
+
+class TokenBrowser(QTextBrowser):
+    """A read-only rich text view whose anchors are tokens."""
+
+    def __init__(self, panel: TextPanel, lane: int, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._panel = panel
+        self.lane = lane
+        self.setOpenLinks(False)
+        self.setOpenExternalLinks(False)
+        self.setMouseTracking(True)
+        self.anchorClicked.connect(self._on_anchor)
+        self._document = FragmentDocument(self)
+
+    def show_fragments(self, fragments: list[str]) -> None:
+        self._document.show(fragments)
+
+    @Slot(QUrl)
+    def _on_anchor(self, url: QUrl) -> None:
+        target = parse_token_url(url.toString())
+        if target is not None:
+            self._panel.model.select(*target)
+
+    def token_at(self, pos: QPoint) -> tuple[int, int] | None:
+        """The token under a viewport position, or whose mark (◆ ↳ ★ before it, ▲ after it) is there."""
+        found = parse_token_url(self.anchorAt(pos))
+        if found is not None:
+            return found
+        position = self.cursorForPosition(pos).position()
+        document = self.document()
+        for offset in (1, 2, 0, -1):  # a leading mark sits right before its anchor, a trailing one after
+            cursor = QTextCursor(document)
+            target = position + offset
+            if not 0 < target < document.characterCount():
+                continue
+            cursor.setPosition(target)
+            found = parse_token_url(cursor.charFormat().anchorHref())
+            if found is not None and abs(self.cursorRect(cursor).center().x() - pos.x()) < 40:
+                return found
+        return None
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 (Qt override)
+        """Left / Right move the selection through the lane's steps."""
+        selection = self._panel.model.selection
+        delta = {Qt.Key.Key_Left: -1, Qt.Key.Key_Right: 1}.get(event.key())
+        if delta is None or selection is None or selection.lane != self.lane:
+            super().keyPressEvent(event)
+            return
+        self._panel.model.select(self.lane, selection.step + delta)
+
+    def viewportEvent(self, event: QEvent) -> bool:  # noqa: N802 (Qt override): tooltips arrive at the viewport
+        if event.type() == QEvent.Type.ToolTip:
+            self._show_tooltip(event)
+            return True
+        return super().viewportEvent(event)
+
+    def tooltip_at(self, pos: QPoint) -> str:
+        """The hover text at a viewport position: the token's top-5 alternatives ('' off tokens)."""
+        target = self.token_at(pos)
+        record = self._panel.model.step_record(*target) if target else None
+        if record is None:
+            return ""
+        return alternatives_html(record, character=self._panel.character_of(*target),
+                                 pending=self._panel.pending_of(*target))
+
+    def _show_tooltip(self, event: QEvent) -> None:
+        text = self.tooltip_at(event.pos())
+        if text:
+            QToolTip.showText(event.globalPos(), text, self.viewport())
+        else:
+            QToolTip.hideText()
+
+    def contextMenuEvent(self, event: QContextMenuEvent) -> None:  # noqa: N802 (Qt override)
+        """Right-click on a token or its mark: the lane's actions for that step (never the text widget's own
+        link menu); elsewhere: copy."""
+        target = self.token_at(event.pos())
+        record = self._panel.model.step_record(*target) if target else None
+        menu = self.alternatives_menu(target[0], record) if record is not None else QMenu(self)
+        menu.addSeparator()
+        _add(menu, translate("text_view", "Copy"), self, self.copy).setEnabled(self.textCursor().hasSelection())
+        _add(menu, translate("text_view", "Select all"), self, self.selectAll)
+        menu.exec(event.globalPos())
+
+    def alternatives_menu(self, lane: int, record: StepRecord) -> QMenu:
+        menu = QMenu(self)
+        panel = self._panel
+        branch_menu = menu.addMenu(translate("text_view", "Branch from here with…"))
+        force_menu = menu.addMenu(translate("text_view", "Force for all lanes…"))
+        for token in record.top[:10]:
+            share = panel.character_of(lane, record.step) if token.id == record.token_id else None
+            label = f"{piece_label(token.text, share, panel.pending_of(lane, record.step))}    " \
+                    f"{format_prob(token.prob)}"
+            # triggered(bool checked) comes first: the token id must be a keyword default, not positional.
+            _add(branch_menu, label, self,
+                 lambda _checked=False, t=token.id: panel.request_branch(lane, record.step, t))
+            _add(force_menu, label, self, lambda _checked=False, t=token.id: panel.request_force(record.step, t))
+        other = runner_up(record, panel.model.critical)
+        if other is not None:
+            token = next(t for t in record.top if t.id == other)
+            critical = critical_point(record, panel.model.critical) is not None
+            label = ("▲ Replay the branch not taken" if critical else "Replay with the runner-up") + \
+                f": “{piece_label(token.text, None, panel.pending_of(lane, record.step))}” ({format_prob(token.prob)})"
+            _add(menu, label, self, lambda _checked=False: panel.request_replay(lane, record.step))
+        _add(menu, translate("text_view", "Explain this lane: attention, logit lens"), self,
+             lambda _checked=False: panel.request_explain(lane))
+        return menu
+
+
+def _add(menu: QMenu, label: str, parent: QWidget, slot) -> QAction:
+    # Menu actions fire on the GUI thread (triggered by a user click), so a small closure is safe here.
+    action = QAction(label, parent)
+    action.triggered.connect(slot)
+    menu.addAction(action)
+    return action
+
+
+class LaneColumn(QFrame):
+    """Header (colour swatch, lane name, strategy, summary numbers, beam toggle) above the lane's token text."""
+
+    def __init__(self, panel: TextPanel, index: int) -> None:
+        super().__init__()
+        self.index = index
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setMinimumWidth(MIN_COLUMN_WIDTH)
+        self.title = QLabel()
+        self.title.setWordWrap(True)
+        self.title.setTextFormat(Qt.TextFormat.RichText)
+        self.summary = QLabel()
+        self.summary.setObjectName("laneSummary")
+        self.summary.setWordWrap(True)
+        self.summary.setStyleSheet(f"color:{colours.current().muted};font-size:8pt")
+        self.beams_button = QToolButton()
+        self.beams_button.setText(translate("text_view", "all beams"))
+        self.beams_button.setCheckable(True)
+        self.beams_button.setToolTip(translate("text_view", "Show every returned beam hypothesis under the best one"))
+        self.beams_button.toggled.connect(lambda _on: panel.refresh_lane(self.index))
+        self.browser = TokenBrowser(panel, index)
+        self._header: tuple | None = None
+        header = QHBoxLayout()
+        header.addWidget(self.title, 1)
+        header.addWidget(self.beams_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(3, 3, 3, 3)
+        layout.setSpacing(2)
+        layout.addLayout(header)
+        layout.addWidget(self.summary)
+        layout.addWidget(self.browser, 1)
+
+    def show_lane(self, model: RunModel, fragments: list[str]) -> None:
+        lane = model.lanes[self.index]
+        header = (lane.name, lane.spec, lane.colour, lane.stale, self.index == model.reference,
+                  bool(lane.trace.sequences and len(lane.trace.sequences) > 1), len(lane.members),
+                  len({tuple(member.token_ids) for member in lane.members}) if not model.running else None)
+        if header != self._header:  # a streamed redraw changes only the text: no other widget call
+            self._header = header
+            self._show_header(model)
+        self.browser.show_fragments(fragments)
+
+    def _show_header(self, model: RunModel) -> None:
+        lane = model.lanes[self.index]
+        swatch = f'<span style="color:{lane_color_hex(lane.colour)}">■</span>'
+        palette = colours.current()
+        reference = translate("text_view", "(reference)")
+        role = f" <span style='color:{palette.faint}'>{reference}</span>" if self.index == model.reference else ""
+        edited = translate("text_view", "· edited: Run to update")
+        stale = f" <span style='color:{palette.warning}'>{edited}</span>" if lane.stale else ""
+        self.title.setToolTip(", ".join(f"{k}={v}" for k, v in lane.spec.to_config().items()))
+        fanout = ""
+        if lane.members:  # how many continuations are distinct is known once the run ends (not redrawn meanwhile)
+            distinct = "" if model.running else translate("text_view", ": {count} distinct").format(
+                count=len({tuple(m.token_ids) for m in lane.members}))
+            shown = translate("text_view", "fan-out ×{members}").format(members=len(lane.members))
+            fanout = f" · <b>{shown}</b>{distinct}"
+        self.title.setText(f"{swatch} <b>{lane.name}</b>{role}<br>"
+                           f"<span style='color:{palette.muted}'>{describe(lane.spec, seed=False)}</span>"
+                           f"{fanout}{stale}")
+        several_beams = bool(lane.trace.sequences and len(lane.trace.sequences) > 1)
+        self.beams_button.setText(translate("text_view", "all members") if lane.members else translate("text_view",
+                                                                                                       "all beams"))
+        self.beams_button.setToolTip(translate("text_view",
+                                               "Show every member's text under member #0's") if lane.members else
+                                     translate("text_view", "Show every returned beam hypothesis under the best one"))
+        self.beams_button.setVisible(several_beams or bool(lane.members))
+
+    def show_summary(self, text: str, tip: str) -> None:
+        self.summary.setText(text)
+        self.summary.setToolTip(tip)
+
+
+class FragmentDocument:
+    """Keeps a text browser's document equal to a list of HTML fragments by editing only the end: what follows
+    the longest common prefix with what is shown is replaced, from the last insertion point before it. While
+    a lane streams only its new tokens are inserted (a whole rebuild re-lays out every token at every redraw).
+    """
+
+    def __init__(self, browser: QTextBrowser) -> None:
+        self._browser = browser
+        browser.document().setUndoRedoEnabled(False)
+        self._shown: list[str] = []
+        # (fragment index, document position where it starts) for each insertion, ascending
+        self._checkpoints: list[tuple[int, int]] = [(0, 0)]
+
+    def show(self, fragments: list[str]) -> None:
+        common = _common_prefix(self._shown, fragments)
+        if common == len(self._shown) == len(fragments):
+            return
+        while self._checkpoints[-1][0] > common:
+            self._checkpoints.pop()
+        index, position = self._checkpoints[-1]
+        bar = self._browser.verticalScrollBar()
+        at_end, keep = bar.value() >= bar.maximum() - 4, bar.value()
+        cursor = QTextCursor(self._browser.document())
+        cursor.setPosition(position)
+        cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
+        cursor.removeSelectedText()
+        if index < len(fragments):
+            cursor.insertHtml(f'<span style="white-space:pre-wrap">{"".join(fragments[index:])}</span>')
+        if len(fragments) > index:
+            self._checkpoints.append((len(fragments), cursor.position()))
+        self._shown = list(fragments)
+        bar.setValue(bar.maximum() if at_end else keep)
+
+
+def _common_prefix(a: list[str], b: list[str]) -> int:
+    for index, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return index
+    return min(len(a), len(b))
+
+
+class TextPanel(QWidget):
+    """All lane columns side by side (resizable, scrolled horizontally when many), with the legend above."""
+
+    def __init__(self, model: RunModel, scheduler: RedrawScheduler, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.model = model
+        self._scheduler = scheduler
+        self.columns: list[LaneColumn] = []
+        self.on_branch = None  # callbacks the window sets: on_branch(lane, step, token), on_force(step, token)
+        self.on_force = None
+        self.on_replay = None
+        self.on_explain = None
+        self._splitter = QSplitter(Qt.Orientation.Horizontal)
+        self._splitter.setChildrenCollapsible(False)
+        self._scroll = QScrollArea()
+        self._scroll.setWidgetResizable(True)
+        self._scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        self._scroll.setWidget(self._splitter)
+        self.legend = QLabel(legend_html(model.critical))
+        self.legend.setToolTip(legend_tip())
+        self.legend.setObjectName("textLegend")
+        self.legend.setWordWrap(True)
+        self.legend.setStyleSheet(f"color:{colours.current().muted}")
+        self.thresholds = QToolButton()
+        self.thresholds.setText(translate("text_view", "▲ thresholds…"))
+        self.thresholds.setToolTip(translate("text_view", "What makes a step a critical point"))
+        self.thresholds.clicked.connect(self.edit_thresholds)
+        top = QHBoxLayout()
+        top.addWidget(self.legend, 1)
+        top.addWidget(self.thresholds)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        layout.addLayout(top)
+        layout.addWidget(self._scroll, 1)
+        events = model.events
+        for name in ("lanes_reset", "lane_inserted", "lane_removed", "lane_moved"):
+            events.connect(name, self._on_lanes_event)
+        events.connect("lane_inserted", self._reveal)
+        events.connect("lane_changed", self._on_lane_changed)
+        events.connect("step_added", self._on_step_added)
+        events.connect("member_step_added", lambda index, _member, record: self._on_step_added(index, record))
+        events.connect("run_finished", self.refresh_all)
+        events.connect("marks_changed", self._on_marks_changed)
+        events.connect("selection_changed", self._on_selection_changed)
+        self._selected_lane: int | None = None
+        self._rebuild_columns()
+        self.refresh_all()
+
+    def character_of(self, lane: int, step: int):
+        """The character a lane's byte-level piece at `step` is part of (None for whole tokens)."""
+        return lane_characters([s.token_text for s in self.model.lanes[lane].trace.steps]).get(step)
+
+    def pending_of(self, lane: int, step: int) -> bytes:
+        """The bytes of a character the lane started before `step` and had not finished."""
+        return pending_bytes([s.token_text for s in self.model.lanes[lane].trace.steps[:step]])
+
+    # ---- commands (wired by the window) --------------------------------------------------------------
+
+    def request_branch(self, lane: int, step: int, token_id: int) -> None:
+        if self.on_branch is not None:
+            self.on_branch(lane, step, token_id)
+
+    def request_replay(self, lane: int, step: int) -> None:
+        if self.on_replay is not None:
+            self.on_replay(lane, step)
+
+    def request_explain(self, lane: int) -> None:
+        if self.on_explain is not None:
+            self.on_explain(lane)
+
+    def request_force(self, step: int, token_id: int) -> None:
+        if self.on_force is not None:
+            self.on_force(step, token_id)
+
+    # ---- model events --------------------------------------------------------------------------------
+
+    def _on_lanes_event(self, *_args) -> None:
+        self._rebuild_columns()
+        self.refresh_all()
+
+    def _reveal(self, index: int) -> None:
+        """A new lane scrolls into view."""
+        column = self.columns[index]
+        QTimer.singleShot(0, lambda: self._scroll.ensureWidgetVisible(column, 20, 0))
+
+    def edit_thresholds(self) -> None:
+        from gui.dialogs.critical_dialog import CriticalDialog
+
+        CriticalDialog(self.model, self).exec()
+
+    def _on_marks_changed(self) -> None:
+        self.refresh_look()
+
+    def refresh_look(self) -> None:
+        """The legend and every column drawn again (the marks' thresholds or the palette changed)."""
+        self.legend.setText(legend_html(self.model.critical))
+        self.refresh_all()
+
+    def _on_lane_changed(self, index: int) -> None:
+        self.refresh_lane(index)
+
+    def _on_step_added(self, index: int, _record: StepRecord) -> None:
+        key = self.model.lanes[index].key
+        self._scheduler.mark("text", ("text", key), lambda: self._refresh_key(key))
+
+    def _refresh_key(self, key: int) -> None:
+        try:
+            index = self.model.index_of(key)
+        except KeyError:
+            return
+        self.refresh_lane(index)
+
+    def _on_selection_changed(self, selection: Selection | None) -> None:
+        lanes = {self._selected_lane, None if selection is None else selection.lane} - {None}
+        self._selected_lane = None if selection is None else selection.lane
+        for index in lanes:
+            if index < min(len(self.columns), len(self.model.lanes)):
+                self.refresh_lane(index)
+
+    # ---- drawing -------------------------------------------------------------------------------------
+
+    def _rebuild_columns(self) -> None:
+        if len(self.columns) == len(self.model.lanes):
+            for column in self.columns:
+                column._header = None  # same widgets (no flicker, no relayout), headers redrawn
+            return
+        sizes = self._splitter.sizes()
+        for column in self.columns:
+            column.setParent(None)
+            column.deleteLater()
+        self.columns = [LaneColumn(self, index) for index in range(len(self.model.lanes))]
+        for column in self.columns:
+            self._splitter.addWidget(column)
+        if len(sizes) == len(self.columns):
+            self._splitter.setSizes(sizes)
+        self._selected_lane = self.model.selection.lane if self.model.selection else None
+
+    @Slot()
+    def refresh_all(self) -> None:
+        for index in range(len(self.columns)):
+            self.refresh_lane(index)
+
+    def refresh_lane(self, index: int) -> None:
+        column = self.columns[index]
+        lane = self.model.lanes[index].trace
+        running = running_beam_pieces(lane.steps) if lane.finish_reason is None else None
+        if running is not None:  # a streaming beam lane: its best running hypothesis, plain
+            best = translate("text_view", "best running beam…")
+            header = f"<i style='color:{colours.current().faint}'>{best}</i><br>"
+            fragments = [header, *plain_fragments(running)]
+        else:
+            fragments = lane_fragments(index, lane.steps, self.model.marks(index))
+        if column.beams_button.isChecked():
+            members = self.model.lanes[index].members
+            fragments.append(self._other_members_html(members) if members else self._other_beams_html(lane))
+        column.show_lane(self.model, fragments)
+        if not self.model.running or lane.finish_reason is not None:
+            text, tip = lane_summary(lane, self.model.divergence_step(index), self.model.critical_count(index))
+            comparison = self.model.replay_comparison(index)
+            if comparison is not None:
+                text += "\n" + translate("text_view", "vs {lane}: {comparison}").format(
+                    lane=lane.replay_of["lane"], comparison=replay_words(comparison))
+            column.show_summary(text, tip)
+
+    def _other_beams_html(self, lane: LaneTrace) -> str:
+        """The other returned hypotheses, spelled with the token texts the trace recorded (no model)."""
+        if not lane.sequences:
+            return ""
+        pieces = known_pieces(lane.steps)
+        parts = []
+        scores = lane.sequence_scores or []
+        for rank, ids in enumerate(lane.sequences[1:], start=1):
+            title = translate("text_view", "beam #{rank}").format(rank=rank + 1)
+            if rank < len(scores):
+                title += " · " + translate("text_view", "score {score}").format(score=f"{scores[rank]:.3f}")
+            parts.append(f"<br><br><span style='color:{colours.current().faint}'>{title}</span><br>")
+            text = "".join(plain_fragments([pieces.get(i, f"<{i}>") for i in ids]))
+            parts.append(f"<span style='color:{colours.current().ink}'>{text}</span>")
+        return "".join(parts)
+
+    def _other_members_html(self, members: list[LaneTrace]) -> str:
+        """Members #1… of a fan-out under member #0's text, each with where it parts from #0."""
+        parts = []
+        for member in members[1:]:
+            split = first_difference(member.token_ids, members[0].token_ids)
+            where = (translate("text_view", "same as #0") if split is None else
+                     translate("text_view", "parts from #0 at step {step}").format(step=split))
+            seed = translate("text_view", "seed {seed}").format(seed=member.config.get("seed"))
+            parts.append(f"<br><br><span style='color:{colours.current().faint}'>{member.name} · {seed} · {where}"
+                         "</span><br>")
+            text = "".join(plain_fragments([step.token_text for step in member.steps]))
+            parts.append(f"<span style='color:{colours.current().ink}'>{text}</span>")
+        return "".join(parts)
+
+    def column_texts(self) -> Sequence[str]:
+        """Plain text of each column (tests, export)."""
+        return [column.browser.toPlainText() for column in self.columns]
