@@ -102,7 +102,7 @@ def stream_once(app, window, heartbeat: Heartbeat, tokens: int) -> dict:
         "p99_gap_ms": 1e3 * gaps[int(0.99 * (len(gaps) - 1))],
         "ticks": len(gaps),
         "seconds": elapsed,
-        "tokens": window.model.total_tokens(),
+        "tokens": window.state.total_tokens(),
     }
 
 
@@ -142,8 +142,8 @@ def stall(model_dir: Path, tokens: int, fanout: int = 0, tab: str | None = None)
     if fanout:
         from decoding.spec import LaneSpec
 
-        window.model.set_specs([LaneSpec("T 1.0", do_sample=True, temperature=1.0, seed=11)])
-        window.model.set_fanout(0, fanout)
+        window.state.set_specs([LaneSpec("T 1.0", do_sample=True, temperature=1.0, seed=11)])
+        window.state.set_fanout(0, fanout)
     if tab:
         window.charts.setCurrentWidget(getattr(window, tab))
     heartbeat = Heartbeat()

@@ -144,9 +144,9 @@ def run_app(argv: list[str]) -> int:
         return 2
     window = MainWindow(model, settings)
     if language_notice:
-        window.model.show_notice(language_notice, level="info", cause="language")
+        window.state.show_notice(language_notice, level="info", cause="language")
     if model is None:
-        window.model.show_notice(translate("app", "No model is prepared: pick “Add local folder…” in the Model list, "
+        window.state.show_notice(translate("app", "No model is prepared: pick “Add local folder…” in the Model list, "
                                                   "or restart to prepare the default model. Saved runs can still be "
                                                   "opened (Ctrl+O)."))
     if args.gui_open:

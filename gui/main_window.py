@@ -1,4 +1,4 @@
-"""The main window composes views of one RunModel and owns the actions: prompt and lanes on the left, lane texts
+"""The main window composes views of one RunState and owns the actions: prompt and lanes on the left, lane texts
 side by side on the right, step inspector and timeline / beam tree below, model and files in the tool bar,
 progress in the status bar.
 
@@ -44,7 +44,7 @@ from gui.shell.unsaved import UnsavedRun
 from gui.shell.worker import Worker
 from gui.state.controller import RunController
 from gui.state.model_holder import RunRequest
-from gui.state.run_state import JobKind, RunModel
+from gui.state.run_state import JobKind, RunState
 from gui.views.beam_tree import BeamTreeView
 from gui.views.compare_view import CompareView
 from gui.views.fanout_view import FanoutView
@@ -68,10 +68,10 @@ class MainWindow(QMainWindow):
         """`settings`: where the window remembers itself between starts (None: it remembers nothing)."""
         super().__init__()
         self.setWindowTitle(translate("main_window", "Branchpoint"))
-        self.model = RunModel(preset_for_window(spec) for spec in default_lanes())
+        self.state = RunState(preset_for_window(spec) for spec in default_lanes())
         self.scheduler = RedrawScheduler(self)
         self.worker = Worker(self)
-        self.controller = RunController(self.model, self.worker)
+        self.controller = RunController(self.state, self.worker)
         self.worker.progress.connect(self.controller.on_message)
         self.worker.finished.connect(self._on_job_finished)
         self.worker.failed.connect(self._on_job_failed)
@@ -83,19 +83,19 @@ class MainWindow(QMainWindow):
             self._build_views()
             self._build_layout()
             self._build_actions()
-        self.autosaver = Autosaver(self.model, parent=self)
+        self.autosaver = Autosaver(self.state, parent=self)
         self._build_desktop(settings)
-        self.model.events.connect("run_started", self._on_run_started)
-        self.model.events.connect("run_finished", self._on_run_finished)
-        self.model.events.connect("model_changed", self._on_model_changed)
-        self.model.events.connect("explanations_changed", self._on_explained)
+        self.state.events.connect("run_started", self._on_run_started)
+        self.state.events.connect("run_finished", self._on_run_finished)
+        self.state.events.connect("model_changed", self._on_model_changed)
+        self.state.events.connect("explanations_changed", self._on_explained)
         if model_dir is not None:
             self.set_model(model_dir)
 
     # ------------------------------------------------------------------------------------------ construction
 
     def _build_views(self) -> None:
-        model, scheduler = self.model, self.scheduler
+        model, scheduler = self.state, self.scheduler
         self.prompt = PromptPanel()
         self.prompt.runRequested.connect(self.run)
         self.prompt.stopRequested.connect(self.stop)
@@ -264,19 +264,19 @@ class MainWindow(QMainWindow):
     def _on_run_finished(self) -> None:
         self.prompt.set_running(False)
         self._set_file_actions_enabled(True)
-        if self._tour_stop is not None and self.model.job is None:
+        if self._tour_stop is not None and self.state.job is None:
             stop, self._tour_stop = self._tour_stop, None
             QTimer.singleShot(0, lambda: self._after_tour_run(stop))
 
     def _on_model_changed(self) -> None:
-        name = self.controller.holder.name if self.controller.holder else self.model.model_name
+        name = self.controller.holder.name if self.controller.holder else self.state.model_name
         self.setWindowTitle(translate("main_window", "Branchpoint — {name}").format(name=name) if name
                             else translate("main_window", "Branchpoint"))
 
     @Slot()
     def _on_prompt_edited(self) -> None:
         if self.prompt.editor.toPlainText().strip():
-            self.model.clear_notice("prompt")
+            self.state.clear_notice("prompt")
 
     @Slot(int)
     def _on_chart_tab(self, _index: int) -> None:
@@ -334,8 +334,8 @@ class MainWindow(QMainWindow):
         if holder is not self.controller.holder or self._closing:
             return
         if holder.loaded is not None:
-            if self.model.provider in ("", "not loaded"):
-                self.model.set_model_name(holder.name, holder.loaded.provider)
+            if self.state.provider in ("", "not loaded"):
+                self.state.set_model_name(holder.name, holder.loaded.provider)
         elif holder.preloading:
             QTimer.singleShot(200, lambda: self._watch_preload(holder))
 
@@ -360,7 +360,7 @@ class MainWindow(QMainWindow):
 
     @Slot(int, int)
     def select(self, lane: int, step: int) -> None:
-        self.model.select(lane, step)
+        self.state.select(lane, step)
 
     @Slot(int, int, int)
     def branch(self, lane: int, step: int, token_id: int) -> None:
@@ -399,15 +399,15 @@ class MainWindow(QMainWindow):
 
         stop = tour.stop(key)
         if self.worker.is_running():
-            self.model.show_notice(translate("main_window", "Stop the run before starting a tour stop."))
+            self.state.show_notice(translate("main_window", "Stop the run before starting a tour stop."))
             return False
-        self.model.set_specs(lane.spec for lane in stop.lanes)
+        self.state.set_specs(lane.spec for lane in stop.lanes)
         for index, lane in enumerate(stop.lanes):
             if lane.fanout > 1:
-                self.model.set_fanout(index, lane.fanout)
+                self.state.set_fanout(index, lane.fanout)
         self._show_request(RunRequest(stop.prompt, stop.chat, None, stop.max_new_tokens, stop.seed))
         self.show_view(getattr(self, stop.view))
-        self.model.show_notice(f"{stop.title_en} — {stop.text_en}<br>{stop.title_zh} — {stop.text_zh}",
+        self.state.show_notice(f"{stop.title_en} — {stop.text_en}<br>{stop.title_zh} — {stop.text_zh}",
                                level="info", cause="tour")
         self._tour_stop = stop
         self.run()
@@ -416,17 +416,17 @@ class MainWindow(QMainWindow):
     def _after_tour_run(self, stop) -> None:
         from decoding.critical import critical_point
 
-        firsts = [(index, next((r.step for r in lane.trace.steps if critical_point(r, self.model.critical)), None))
-                  for index, lane in enumerate(self.model.lanes)]
+        firsts = [(index, next((r.step for r in lane.trace.steps if critical_point(r, self.state.critical)), None))
+                  for index, lane in enumerate(self.state.lanes)]
         first = next(((index, step) for index, step in firsts if step is not None), None)
         if stop.after == "replay_first_critical":
             lane = 1 if firsts[1][1] is not None else (first[0] if first else None)
             if lane is not None:
                 step = dict(firsts)[lane]
                 self.controller.replay_not_taken(lane, step)
-                self.model.select(lane, step)
+                self.state.select(lane, step)
         elif stop.after == "select_first_critical" and first is not None:
-            self.model.select(*first)
+            self.state.select(*first)
         elif stop.after == "temperature_fanouts":
             self.controller.add_temperature_fanouts(0)
             self.sweep.show_diversity()
@@ -441,11 +441,11 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def explain_selected_lane(self) -> None:
-        if self.model.selection is None:
-            self.model.show_notice(translate("main_window", "Select a token of the lane to explain (click it in the "
+        if self.state.selection is None:
+            self.state.show_notice(translate("main_window", "Select a token of the lane to explain (click it in the "
                                                             "text)."), level="info")
             return
-        self.explain_lane(self.model.selection.lane)
+        self.explain_lane(self.state.selection.lane)
 
     def explain_lane(self, lane: int) -> None:
         """Lane `lane` inside the model (its inspection model prepared on first use, off the GUI thread)."""
@@ -472,7 +472,7 @@ class MainWindow(QMainWindow):
 
     def _run_model_files(self) -> tuple[object | None, int | None]:
         """The shown run's model's tokenizer and positions, when that model is the one chosen here."""
-        holder, trace = self.controller.holder, self.model.trace
+        holder, trace = self.controller.holder, self.state.trace
         if holder is None or trace is None or trace.model.name != holder.name:
             return None, None
         try:
@@ -492,7 +492,7 @@ class MainWindow(QMainWindow):
         or the logit lens where the lane's choice settles latest (that step selected)."""
         from gui.present.inside_data import latest_settling, word_span
 
-        result = self.model.explanation(0)
+        result = self.state.explanation(0)
         if stop.after == "explain_contrast":
             prompt = result.prompt_length
             query = word_span(result, stop.extra["contrast"], last=True, within=prompt)[-1]
@@ -501,7 +501,7 @@ class MainWindow(QMainWindow):
         else:
             position = latest_settling(result)
             if position is not None:
-                self.model.select(0, position + 1 - result.prompt_length)
+                self.state.select(0, position + 1 - result.prompt_length)
             self.show_view(self.lens)
 
     def show_view(self, view: QWidget) -> None:
@@ -516,15 +516,15 @@ class MainWindow(QMainWindow):
     @property
     def trace(self) -> RunTrace | None:
         """The shown run (what Save writes)."""
-        return self.model.shown_trace()
+        return self.state.shown_trace()
 
     # ------------------------------------------------------------------------------------------------ files
 
     @Slot()
     def save_dialog(self) -> bool:
         """Ask where and save; whether the run was saved."""
-        if self.model.trace is None:
-            self.model.show_notice(translate("main_window", "Nothing to save yet: run or open a run first."))
+        if self.state.trace is None:
+            self.state.show_notice(translate("main_window", "Nothing to save yet: run or open a run first."))
             return False
         path, _ = QFileDialog.getSaveFileName(self, translate("main_window", "Save run"),
                                               str(self._last_folder / "run.json"),
@@ -574,7 +574,7 @@ class MainWindow(QMainWindow):
             self._last_folder = folder
             paths = self.export_images(folder)
             if paths:
-                self.model.set_status(translate("main_window",
+                self.state.set_status(translate("main_window",
                                                 "exported {len} images to {folder}").format(len=len(paths),
                                                                                             folder=folder))
 
@@ -583,7 +583,7 @@ class MainWindow(QMainWindow):
         SVG with its title, legend and axes. A failure says why; the run stays as it is."""
         from gui.shell import image_export as export
 
-        document = export.text_document(self.model, self.text.legend.text())
+        document = export.text_document(self.state, self.text.legend.text())
         views = self._export_views()
         figures = {name: view.figure() for name, view in views.items()}
         figures = {name: figure for name, figure in figures.items() if figure is not None}
@@ -595,7 +595,7 @@ class MainWindow(QMainWindow):
                 paths.append(export.save_png(export.figure_image(figure), folder / f"{name}.png"))
                 paths.append(export.save_figure_svg(figure, folder / f"{name}.svg"))
         except OSError as error:
-            self.model.show_notice(translate("main_window", "Could not export images to {folder}: {error}. The run is "
+            self.state.show_notice(translate("main_window", "Could not export images to {folder}: {error}. The run is "
                                                             "still here.").format(folder=folder, error=error))
             return []
         finally:
@@ -605,7 +605,7 @@ class MainWindow(QMainWindow):
 
     def _export_views(self) -> dict[str, QWidget]:
         """The charts drawn afresh at a size made for reading (not the window's layout), off screen."""
-        snapshot = self.model.snapshot()
+        snapshot = self.state.snapshot()
         timeline = Timeline(snapshot, RedrawScheduler(self))
         timeline.set_metric(self.timeline.current_metric())
         inspector = StepInspector(snapshot)
@@ -662,7 +662,7 @@ class MainWindow(QMainWindow):
             names = ", ".join(path.name for path in removed)
             removed_text = translate("main_window", "Removed {count} unfinished preparation folder(s) that an "
                                                     "interrupted preparation left in the cache: {names}.")
-            self.model.show_notice(removed_text.format(count=len(removed), names=names), level="info", cause="cleanup")
+            self.state.show_notice(removed_text.format(count=len(removed), names=names), level="info", cause="cleanup")
         return removed
 
     def offer_restore(self, ask=None) -> bool:
@@ -685,16 +685,16 @@ class MainWindow(QMainWindow):
             trace = autosave.restore(claimed)
             specs = specs_of(trace)
         except (OSError, ValueError) as error:
-            self.model.show_notice(translate("main_window",
+            self.state.show_notice(translate("main_window",
                                              "Could not restore the autosaved run: {error}").format(error=error))
             return False
-        self.model.show_trace(trace, specs)
+        self.state.show_trace(trace, specs)
         self._show_request(request_of(trace))
         self.unsaved.unsaved = True  # no file of the user's holds it
         restored = translate("main_window", "Restored the run Branchpoint was showing when it stopped ({lanes} lanes, "
                                             "{tokens} tokens).")
         tokens = sum(len(lane.steps) for lane in trace.lanes)
-        self.model.show_notice(restored.format(lanes=len(trace.lanes), tokens=tokens), level="info", cause="restore")
+        self.state.show_notice(restored.format(lanes=len(trace.lanes), tokens=tokens), level="info", cause="restore")
         return True
 
     def _ask_restore(self, path: Path) -> bool:

@@ -98,8 +98,8 @@ def main() -> int:
         window.run()
         wait_for_run(app, window)
         lane, step = (int(v) for v in args.select.split(":"))
-        window.select(lane, min(step, len(window.model.traces[lane].steps) - 1))
-    notice = window.model.notice
+        window.select(lane, min(step, len(window.state.traces[lane].steps) - 1))
+    notice = window.state.notice
     if notice is not None and notice.level == "error":
         print(f"run failed: {notice.text}", file=sys.stderr)
     if args.tab:

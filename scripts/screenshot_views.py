@@ -73,8 +73,8 @@ def main() -> int:
             settle(app, window)
             done_stop = stop
         window.show_view(getattr(window, view))
-        if window.model.selection is None:
-            window.select(len(window.model.lanes) - 1, 2)
+        if window.state.selection is None:
+            window.select(len(window.state.lanes) - 1, 2)
         settle(app, window)
         window.grab().save(str(args.out / name))
         print(f"wrote {args.out / name}")

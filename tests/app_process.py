@@ -27,7 +27,7 @@ seen = {}
 def look_and_quit():
     windows = [w for w in QApplication.topLevelWidgets() if type(w).__name__ == "MainWindow" and w.isVisible()]
     if windows:
-        seen.update(title=windows[0].windowTitle(), lanes=[lane.name for lane in windows[0].model.lanes],
+        seen.update(title=windows[0].windowTitle(), lanes=[lane.name for lane in windows[0].state.lanes],
                     prompt=windows[0].prompt.editor.toPlainText())
     seen.update(families=app.font().families(), desktop_file=app.desktopFileName(), icon=not app.windowIcon().isNull())
     for window in windows:

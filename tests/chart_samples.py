@@ -240,10 +240,10 @@ ZH_BEAM_WORDS = [
 
 
 def model_of(lanes: list[LaneTrace]):
-    """A RunModel showing these lanes (as an opened run would), each with the spec its config describes."""
+    """A RunState showing these lanes (as an opened run would), each with the spec its config describes."""
     from decoding.spec import LaneSpec
     from decoding.trace import ModelInfo, PromptInfo, RunTrace
-    from gui.state.run_state import RunModel
+    from gui.state.run_state import RunState
 
     def spec_of(lane: LaneTrace) -> LaneSpec:
         try:
@@ -251,7 +251,7 @@ def model_of(lanes: list[LaneTrace]):
         except ValueError:
             return LaneSpec(lane.name, num_beams=lane.config.get("num_beams", 1))
 
-    model = RunModel()
+    model = RunState()
     trace = RunTrace(model=ModelInfo("samples"), provider="", prompt=PromptInfo("prompt", [1]), lanes=list(lanes))
     model.show_trace(trace, [spec_of(lane) for lane in lanes])
     return model

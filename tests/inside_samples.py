@@ -125,11 +125,11 @@ def _bytes(piece: str) -> bytes:
 
 
 def explained_model(sample: dict):
-    """A RunModel showing the sample's explained run."""
+    """A RunState showing the sample's explained run."""
     from gui.state.model_holder import specs_of
-    from gui.state.run_state import RunModel
+    from gui.state.run_state import RunState
 
-    model = RunModel()
+    model = RunState()
     trace = explained_trace(sample)
     model.show_trace(trace, specs_of(trace))
     return model

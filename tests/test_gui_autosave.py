@@ -75,9 +75,9 @@ def test_an_unwritable_autosave_folder_is_said_and_the_run_stays(qtbot, make_win
     blocker.write_text("a file where the folder should be")
     window.autosaver.store = autosave.Autosave(blocker / "autosave")
     run_and_wait(qtbot, window, max_new_tokens=6)
-    qtbot.waitUntil(lambda: window.model.notice is not None and window.model.notice.cause == "autosave",
+    qtbot.waitUntil(lambda: window.state.notice is not None and window.state.notice.cause == "autosave",
                     timeout=5000)
-    assert "Autosave failed" in window.model.notice.text and all(lane.steps for lane in window.trace.lanes)
+    assert "Autosave failed" in window.state.notice.text and all(lane.steps for lane in window.trace.lanes)
 
 
 def test_a_real_app_killed_mid_run_is_restored(qtbot, make_window, tiny_model_dir, tmp_path):

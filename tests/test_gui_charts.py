@@ -124,7 +124,7 @@ def timeline(qtbot):
 
 
 def test_timeline_click_selects_the_step_of_the_clicked_lane(qtbot, timeline):
-    seen = _selections(timeline.model)
+    seen = _selections(timeline.state)
     _click(qtbot, timeline._view, timeline.scene_pos_of(2, 5))
     assert seen[-1] == Selection(2, 5)
     assert timeline.selected() == (2, 5)
@@ -135,7 +135,7 @@ def test_timeline_click_selects_the_step_of_the_clicked_lane(qtbot, timeline):
     assert seen[-1] == Selection(0, 8)
     assert timeline._series[0].curve.opts["pen"].color().alphaF() == 1.0
     assert timeline._series[2].curve.opts["pen"].color().alphaF() < 0.5
-    timeline.model._set_selection(None)  # as a new run does
+    timeline.state._set_selection(None)  # as a new run does
     assert all(timeline._series[i].curve.opts["pen"].color().alphaF() == 1.0 for i in range(3))  # none selected
 
 
@@ -143,7 +143,7 @@ def test_left_right_keys_scrub_through_steps(qtbot, timeline):
     _click(qtbot, timeline._view, timeline.scene_pos_of(1, 5))
     assert timeline.hasFocus()
     seen = []
-    timeline.model.events.connect("selection_changed", lambda s: seen.append((s.lane, s.step)))
+    timeline.state.events.connect("selection_changed", lambda s: seen.append((s.lane, s.step)))
     for key in (
         Qt.Key.Key_Right,
         Qt.Key.Key_Right,
@@ -161,7 +161,7 @@ def test_timeline_appends_incrementally_and_switches_metric(qtbot):
     lanes = samples.timeline_lanes(samples.ZH_CANDIDATES, steps=6)
     streaming = type(lanes[1])(lanes[1].name, lanes[1].config, [], steps=[])
     timeline = _timeline_on(qtbot, [lanes[0], streaming])
-    model, scheduler = timeline.model, timeline._scheduler
+    model, scheduler = timeline.state, timeline._scheduler
     for record in lanes[1].steps[:2]:
         model.add_step(1, record)
     scheduler.flush()
@@ -196,9 +196,9 @@ def test_timeline_marks_the_branch_point_of_a_branched_lane(qtbot):
 
 
 def test_clicking_a_lane_in_the_legend_hides_and_shows_its_line(qtbot, timeline):
-    key = timeline.model.lanes[1].key
+    key = timeline.state.lanes[1].key
     timeline._on_legend_link(f"lane:{key}")  # what clicking the lane's legend entry does
-    assert timeline.model.lanes[1].hidden and not timeline._series[1].curve.isVisible()
+    assert timeline.state.lanes[1].hidden and not timeline._series[1].curve.isVisible()
     assert "<s>" in timeline._legend.text()
     timeline._on_legend_link(f"lane:{key}")
     assert timeline._series[1].curve.isVisible()
@@ -216,7 +216,7 @@ def test_timeline_streams_on_a_fixed_axis_and_reuses_its_curves(qtbot):
     autoscaling are back, and a new run of the same lanes reuses their curves."""
     lanes = samples.timeline_lanes(samples.ZH_CANDIDATES, steps=5)
     timeline = _timeline_on(qtbot, lanes)
-    model, scheduler = timeline.model, timeline._scheduler
+    model, scheduler = timeline.state, timeline._scheduler
     curves = [series.curve for series in timeline._series]
     model.start_job(JobKind.RUN, {(lane.key, 0): lane.spec for lane in model.lanes}, 40)
     assert [series.curve for series in timeline._series] == curves
@@ -281,7 +281,7 @@ def test_every_chart_exports_a_non_empty_png(qtbot, tmp_path, inspector, timelin
 
     drawn = {
         "inspector": {style.PROCESSED_COLOUR: 1000, style.CHOSEN_COLOUR: 300, style.RAW_COLOUR: 800},
-        "timeline": {style.lane_color_hex(lane.colour): 500 for lane in timeline.model.lanes},
+        "timeline": {style.lane_color_hex(lane.colour): 500 for lane in timeline.state.lanes},
         "beam_tree": {_BEST: 700, "#7FA7C9": 300},  # the best path and the kept beams' edges
     }
     for name, widget in (("inspector", inspector), ("timeline", timeline), ("beam_tree", beam_tree)):

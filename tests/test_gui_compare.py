@@ -20,7 +20,7 @@ def compare(qtbot):
 
 
 def test_both_distributions_at_the_selected_step_mark_both_choices(compare):
-    model = compare.model
+    model = compare.state
     step = next(s for s in range(6) if model.traces[1].token_ids[s] != model.traces[0].token_ids[s])
     model.select(1, step)  # the selected lane against the reference lane (greedy)
     a, b = model.traces[1].steps[step], model.traces[0].steps[step]

@@ -1,4 +1,4 @@
-"""The window's Qt-free core: the RunModel's events as a view sees them and the RunController's commands, on a
+"""The window's Qt-free core: the RunState's events as a view sees them and the RunController's commands, on a
 pure-numpy source with a runner that runs jobs synchronously (no Qt, no threads)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from decoding.spec import LaneSpec
 from decoding.trace import ModelInfo, PromptInfo
 from gui.state.controller import RunController
 from gui.state.model_holder import RunRequest
-from gui.state.run_state import EVENTS, JobKind, RunModel, Selection
+from gui.state.run_state import EVENTS, JobKind, RunState, Selection
 from tests.fake_source import FakeSource, FakeTokenizer
 
 
@@ -91,10 +91,10 @@ class SyncRunner:
 class RecordingView:
     """A view that subscribes to every event and records them in order."""
 
-    def __init__(self, model: RunModel) -> None:
+    def __init__(self, state: RunState) -> None:
         self.events: list[tuple] = []
         for name in EVENTS:
-            model.events.connect(name, lambda *args, name=name: self.events.append((name, *args)))
+            state.events.connect(name, lambda *args, name=name: self.events.append((name, *args)))
 
     def names(self) -> list[str]:
         return [event[0] for event in self.events]
@@ -103,8 +103,8 @@ class RecordingView:
 LANES = [LaneSpec("greedy"), LaneSpec("top-k 5", do_sample=True, top_k=5), LaneSpec("beam-2", num_beams=2)]
 
 
-def make(specs=LANES) -> tuple[RunModel, RunController, RecordingView]:
-    model = RunModel(specs)
+def make(specs=LANES) -> tuple[RunState, RunController, RecordingView]:
+    model = RunState(specs)
     runner = SyncRunner()
     controller = RunController(model, runner)
     runner.controller = controller
@@ -240,7 +240,7 @@ def test_save_and_open_round_trip(tmp_path):
 
 @pytest.mark.parametrize("event", sorted(EVENTS))
 def test_unknown_event_names_are_refused(event):
-    model = RunModel()
+    model = RunState()
     model.events.connect(event, lambda *args: None)
     with pytest.raises(KeyError, match="no event"):
         model.events.connect(event + "_typo", lambda *args: None)

@@ -83,7 +83,7 @@ def test_every_setting_survives_a_restart(qtbot, make_window, tiny_model_dir, tm
     named_splitters(first)["mainSplitter"].setSizes([420, 680])
     named_splitters(first)["rightSplitter"].setSizes([300, 400])
     first.lanes.add_spec(LaneSpec("my lane", do_sample=True, top_p=0.8, temperature=0.6))
-    first.model.set_fanout(len(first.model.lanes) - 1, 4)
+    first.state.set_fanout(len(first.state.lanes) - 1, 4)
     first.prompt.editor.setPlainText("我虽然很累，但还是决定")
     first.prompt.chat.setChecked(True)
     first.prompt.system.setText("You are terse.")
@@ -97,7 +97,7 @@ def test_every_setting_survives_a_restart(qtbot, make_window, tiny_model_dir, tm
     first.menus.language_actions["zh_CN"].trigger()
     first.recent.add(tmp_path / "a.json")
     first.unsaved.ask_before_run = False
-    lanes = [(lane.name, lane.spec, lane.named_by_user, lane.fanout) for lane in first.model.lanes]
+    lanes = [(lane.name, lane.spec, lane.named_by_user, lane.fanout) for lane in first.state.lanes]
     qtbot.wait(20)
     moved = {name: s.sizes() for name, s in named_splitters(first).items()}
     first.close()
@@ -107,9 +107,9 @@ def test_every_setting_survives_a_restart(qtbot, make_window, tiny_model_dir, tm
     second = make_window(Settings(path).model_path(), Settings(path))
     assert (second.width(), second.height()) == (1100, 700)
     assert {name: s.sizes() for name, s in named_splitters(second).items()} == moved
-    assert [(lane.name, lane.spec, lane.named_by_user, lane.fanout) for lane in second.model.lanes] == lanes
-    assert second.model.lanes[-1].fanout == 4
-    assert second.model.lanes[-1].named_by_user  # "my lane" keeps its name when its parameters change
+    assert [(lane.name, lane.spec, lane.named_by_user, lane.fanout) for lane in second.state.lanes] == lanes
+    assert second.state.lanes[-1].fanout == 4
+    assert second.state.lanes[-1].named_by_user  # "my lane" keeps its name when its parameters change
     assert second.prompt.request().text == "我虽然很累，但还是决定"
     assert second.prompt.chat.isChecked() and second.prompt.system.text() == "You are terse."
     assert second.prompt.max_new_tokens.value() == 77
@@ -129,10 +129,10 @@ def test_branch_lanes_and_forced_tokens_are_not_kept(qtbot, make_window, tmp_pat
 
     path = tmp_path / "branchpoint.ini"
     first = make_window(None, Settings(path))
-    first.model.set_specs([LaneSpec("greedy", forced={2: 5}), LaneSpec("b", branch=Branch("greedy", 1, 3))])
+    first.state.set_specs([LaneSpec("greedy", forced={2: 5}), LaneSpec("b", branch=Branch("greedy", 1, 3))])
     first.close()
     second = make_window(None, Settings(path))
-    assert [lane.spec for lane in second.model.lanes] == [LaneSpec("greedy")]
+    assert [lane.spec for lane in second.state.lanes] == [LaneSpec("greedy")]
 
 
 def test_reset_layout_brings_back_the_first_start_layout(qtbot, make_window, tmp_path):
@@ -159,7 +159,7 @@ def test_a_corrupt_settings_file_is_set_aside_with_one_line_notice(qtbot, make_w
     assert window.error_banner.isVisible() and "could not be read" in window.error_banner.text()
     assert "\n" not in window.error_banner.text()
     assert (tmp_path / "branchpoint.ini.unreadable").read_bytes() == content
-    assert [lane.name for lane in window.model.lanes] == ["greedy", "beam-4", "top-k 50", "top-p 0.9", "T 1.3"]
+    assert [lane.name for lane in window.state.lanes] == ["greedy", "beam-4", "top-k 50", "top-p 0.9", "T 1.3"]
     window.close()
     assert Settings(path).notice == ""  # the new file is fine
 
@@ -171,7 +171,7 @@ def test_an_unreadable_value_leaves_that_item_at_its_default(qtbot, make_window,
     window = make_window(None, Settings(path))
     assert window.prompt.editor.toPlainText() == "kept" and window.prompt.max_new_tokens.value() == 64
     notice = window.error_banner.text()
-    assert "prompt/max_new_tokens" in notice and "lanes" in notice and len(window.model.lanes) == 5
+    assert "prompt/max_new_tokens" in notice and "lanes" in notice and len(window.state.lanes) == 5
 
 
 # --------------------------------------------------------------------------------------------- menus, keys
@@ -212,7 +212,7 @@ def test_shortcuts_trigger_their_actions(qtbot, make_window, saved_run, no_file_
         action.triggered.connect(lambda _checked=False, n=name: fired.append(n))
     ctrl, shift = Qt.KeyboardModifier.ControlModifier, Qt.KeyboardModifier.ShiftModifier
     editor = window.prompt.editor
-    lanes = len(window.model.lanes)
+    lanes = len(window.state.lanes)
     table = window.lanes.table
     press(qtbot, editor, Qt.Key.Key_O, ctrl)
     press(qtbot, editor, Qt.Key.Key_S, ctrl)
@@ -223,7 +223,7 @@ def test_shortcuts_trigger_their_actions(qtbot, make_window, saved_run, no_file_
     press(qtbot, editor, Qt.Key.Key_Escape)
     press(qtbot, table, Qt.Key.Key_F1)
     assert fired == ["open", "save", "export", "undo", "add lane", "run", "stop", "shortcuts"]
-    assert len(window.model.lanes) == lanes + 1 and window.model.lanes[-1].spec.name.startswith("greedy")
+    assert len(window.state.lanes) == lanes + 1 and window.state.lanes[-1].spec.name.startswith("greedy")
     dialog = window.menus._dialogs[-1]
     assert dialog.isVisible() and ("Ctrl+L", "Add lane (greedy)") in dialog.rows()
     assert ("Up", "Previous lane") in dialog.rows() and ("F1", "Keyboard shortcuts") in dialog.rows()
@@ -235,17 +235,17 @@ def test_shortcuts_trigger_their_actions(qtbot, make_window, saved_run, no_file_
     browser = window.text.columns[0].browser
     window.select(0, 3)
     press(qtbot, browser, Qt.Key.Key_Down)
-    assert (window.model.selection.lane, window.model.selection.step) == (1, 3)
+    assert (window.state.selection.lane, window.state.selection.step) == (1, 3)
     assert QApplication.focusWidget() is window.text.columns[1].browser  # Left/Right go on in the new lane
     qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Right)
-    assert (window.model.selection.lane, window.model.selection.step) == (1, 4)
+    assert (window.state.selection.lane, window.state.selection.step) == (1, 4)
     press(qtbot, window.timeline, Qt.Key.Key_Up)
-    assert (window.model.selection.lane, window.model.selection.step) == (0, 4)
+    assert (window.state.selection.lane, window.state.selection.step) == (0, 4)
     spin = window.prompt.max_new_tokens
     before = spin.value()
     spin.setFocus()  # elsewhere the arrow keys are the widget's own
     qtbot.keyClick(spin, Qt.Key.Key_Up)
-    assert spin.value() == before + 1 and window.model.selection.lane == 0
+    assert spin.value() == before + 1 and window.state.selection.lane == 0
     press(qtbot, editor, Qt.Key.Key_Q, ctrl)
     assert fired[-1] == "quit" and not window.isVisible()
 
@@ -257,7 +257,7 @@ def test_right_click_on_a_mark_shows_the_lanes_actions(qtbot, make_window, saved
 
     window = make_window()
     window.open(saved_run)
-    lane = next(i for i in range(len(window.model.lanes)) if window.model.divergence_step(i) is not None)
+    lane = next(i for i in range(len(window.state.lanes)) if window.state.divergence_step(i) is not None)
     browser = window.text.columns[lane].browser
     cursor = QTextCursor(browser.document())
     cursor.setPosition(browser.toPlainText().index("◆"))
@@ -319,9 +319,9 @@ def test_a_run_file_dropped_anywhere_opens(qtbot, make_window, saved_run, tmp_pa
     trace = jsonio.load(saved_run)
     targets = [window, window.prompt.editor.viewport()]
     for target in targets:
-        window.model.set_specs([LaneSpec("greedy")])
+        window.state.set_specs([LaneSpec("greedy")])
         assert drop(target, saved_run)
-        assert [lane.name for lane in window.model.lanes] == [lane.name for lane in trace.lanes]
+        assert [lane.name for lane in window.state.lanes] == [lane.name for lane in trace.lanes]
     assert window.prompt.editor.toPlainText() == trace.prompt.text  # the file's prompt, no path typed in
     views = [window.text.columns[0].browser.viewport(), window.timeline, window.inspector, window.beam_tree]
     assert not any(view.acceptDrops() for view in views)  # they let the drag through to the window
@@ -355,7 +355,7 @@ def test_save_changes_is_asked_before_an_unsaved_run_is_replaced(qtbot, make_win
     assert window.unsaved.unsaved
     answers = iter([(unsaved.Answer.CANCEL, False)])
     assert not window.open(saved_run) and asked == ["open another run"]  # cancelled: the run stays
-    assert window.model.trace.prompt.text == window.prompt.editor.toPlainText()
+    assert window.state.trace.prompt.text == window.prompt.editor.toPlainText()
     answers = iter([(unsaved.Answer.CANCEL, False)])
     window.close()
     assert window.isVisible() and asked[-1] == "quit"
@@ -384,7 +384,7 @@ def test_generation_configs_in_the_lane_editor(qtbot, make_window, tmp_path):
     source.parent.mkdir()
     source.write_text(json.dumps({"do_sample": True, "temperature": 0.6, "top_p": 0.9}), encoding="utf-8")
     index = generation_configs.import_generation_config(window.lanes, source)
-    lane = window.model.lanes[index]
+    lane = window.state.lanes[index]
     assert lane.name == "config SmolLM2" and lane.spec.processors() == ["temperature", "top_k", "top_p"]
     assert "decodes as transformers does" in window.lanes.message.text()
     target = tmp_path / "out" / "generation_config.json"

@@ -65,10 +65,10 @@ def test_explain_a_lane_prepares_shows_saves_and_reopens_without_the_model(qtbot
     assert {"load", "export", "check"} <= set(seen), seen
     assert watch.values == sorted(watch.values) and watch.values[-1] > 500
     assert watch.ticks > 20  # the window's event loop ran all along (a frozen window would not tick)
-    assert window.model.notice is None, window.model.notice
+    assert window.state.notice is None, window.state.notice
 
-    trace = window.model.trace
-    result = window.model.explanation(0)
+    trace = window.state.trace
+    result = window.state.explanation(0)
     assert result is not None and result.token_ids == trace.prompt.ids + trace.lanes[0].token_ids
     assert window.view_shown(window.attention)
     query = result.prompt_length + 2  # the selected step's token
@@ -84,7 +84,7 @@ def test_explain_a_lane_prepares_shows_saves_and_reopens_without_the_model(qtbot
     explainer = window.controller.holder.explainer()
     window.explain_lane(1)  # another lane: the opened inspection model is used again
     wait_idle(qtbot, window, PREPARE_TIMEOUT_MS)
-    assert window.controller.holder.explainer() is explainer and window.model.explanation(1) is not None
+    assert window.controller.holder.explainer() is explainer and window.state.explanation(1) is not None
 
     path = tmp_path / "explained.json"
     assert window.save(path)
@@ -108,7 +108,7 @@ def test_the_delayed_release_tour_stop_opens_the_attention_of_its_contrast_word(
     for _ in range(2):  # the run, then the explanation
         wait_idle(qtbot, window, PREPARE_TIMEOUT_MS)
         qtbot.wait(100)
-    result = window.model.explanation(0)
+    result = window.state.explanation(0)
     assert result is not None and window.view_shown(window.attention)
     prompt = result.prompt_length
     query = word_span(result, contrast, last=True, within=prompt)[-1]
@@ -128,8 +128,8 @@ def test_the_token_journey_tour_stop_selects_the_step_that_settles_latest(qtbot,
     for _ in range(2):
         wait_idle(qtbot, window, PREPARE_TIMEOUT_MS)
         qtbot.wait(100)
-    result = window.model.explanation(0)
+    result = window.state.explanation(0)
     position = latest_settling(result)
     assert window.view_shown(window.lens) and window.lens.position == position
-    assert window.model.selection.step == position + 1 - result.prompt_length
+    assert window.state.selection.step == position + 1 - result.prompt_length
     assert "is the model's choice" in window.lens.readout()

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QTabWidget, QWidget
 from decoding.trace import LaneTrace, ModelInfo, PromptInfo, RunTrace, StepRecord, TokenProb
 from gui.shell.redraw import RedrawScheduler
 from gui.state.model_holder import specs_of
-from gui.state.run_state import RunModel, Selection
+from gui.state.run_state import RunState, Selection
 from gui.views.fanout_view import FanoutView, build_tree, place, walk
 
 TOKENS = [  # four members: #0 and #1 part at step 2; #2 and #3 at step 1; #3 ends early
@@ -53,7 +53,7 @@ def fanout_run(tokens: list[list[int]]) -> RunTrace:
 
 def shown_view(qtbot, tokens: list[list[int]], width: int = 800, height: int = 500) -> FanoutView:
     """The fan-out view of fanout_run(tokens) opened as a saved run opens (the members regroup into their lane)."""
-    model = RunModel()
+    model = RunState()
     trace = fanout_run(tokens)
     model.show_trace(trace, specs_of(trace))
     view = FanoutView(model, RedrawScheduler())
@@ -70,7 +70,7 @@ def view(qtbot):
 
 
 def test_the_view_draws_the_members_tree_and_its_numbers(view):
-    assert [lane.name for lane in view.model.lanes] == ["T 1.0"] and view.model.lanes[0].fanout == 4
+    assert [lane.name for lane in view.state.lanes] == ["T 1.0"] and view.state.lanes[0].fanout == 4
     summary = view.summary()
     assert "<b>4 members</b>" in summary and "<b>4</b> distinct" in summary and "seeds 10–13" in summary
     labels = sorted(item.toPlainText() for item in view._labels if item.isVisible())
@@ -84,7 +84,7 @@ def test_hover_reads_a_branch_and_click_selects_its_first_member(qtbot, view):
     view._on_hover(view.scene_pos_of(branch))
     assert "members #0, #1" in view._hover.text() and "·b" in view.branch_text(branch).replace(" ", "·")
     seen = []
-    view.model.events.connect("selection_changed", seen.append)
+    view.state.events.connect("selection_changed", seen.append)
     target = next(b for b in walk(view.tree()) if b.members == [2])
     canvas = view._canvas
     qtbot.mouseClick(canvas.viewport(), Qt.MouseButton.LeftButton, pos=canvas.mapFromScene(view.scene_pos_of(target)))
@@ -94,7 +94,7 @@ def test_hover_reads_a_branch_and_click_selects_its_first_member(qtbot, view):
 def test_a_view_in_a_hidden_tab_draws_once_it_is_shown(qtbot, monkeypatch):
     # a streaming 32-member fan-out redrew its whole tree at every tick even in a hidden tab (0.6 s stalls)
     tabs = QTabWidget()
-    model = RunModel()
+    model = RunState()
     view = FanoutView(model, RedrawScheduler())
     tabs.addTab(QWidget(), "timeline")
     tabs.addTab(view, "fan-out")

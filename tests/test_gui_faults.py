@@ -39,9 +39,9 @@ def test_stop_during_prefill_stops_cleanly(qtbot, window):
     assert window.worker.is_running()
     qtbot.keyClick(window.prompt.editor, Qt.Key.Key_Escape)
     wait_idle(qtbot, window)
-    assert window.status.currentMessage() == "stopped" and window.model.notice is None
-    assert all(len(lane.trace.steps) <= 1 for lane in window.model.lanes)
-    assert {lane.trace.finish_reason for lane in window.model.lanes} == {"cancelled"}
+    assert window.status.currentMessage() == "stopped" and window.state.notice is None
+    assert all(len(lane.trace.steps) <= 1 for lane in window.state.lanes)
+    assert {lane.trace.finish_reason for lane in window.state.lanes} == {"cancelled"}
 
 
 def test_closing_during_prefill_leaves_no_thread(qtbot, window):
@@ -66,13 +66,13 @@ def editor_window(make_window):
 @given(edits=st.lists(st.tuples(st.sampled_from([f.name for f in FIELDS]), _VALUES), min_size=1, max_size=6))
 def test_typed_lane_values_never_break_the_editor(editor_window, edits):
     window = editor_window
-    window.model.set_specs(preset_for_window(spec) for spec in default_lanes())
+    window.state.set_specs(preset_for_window(spec) for spec in default_lanes())
     editor = window.lanes
     for row in (2, 1):  # a sampled lane, then the beam lane
         editor.table.selectRow(row)
         for name, value in edits:
             _type_into(editor.form.widgets[name], value)
-            lane = window.model.lanes[row]
+            lane = window.state.lanes[row]
             assert isinstance(lane.spec, LaneSpec)  # never an invalid spec: refused edits are reverted
             LaneSpec.from_config(lane.name, lane.spec.to_config())
             message = editor.message.text()
@@ -108,7 +108,7 @@ def test_two_instances_restoring_the_same_autosave_one_wins(qtbot, make_window, 
     results = [first.offer_restore(ask=lambda path: found.append(path) or True),
                second.offer_restore(ask=lambda path: True)]
     assert results == [True, False] and len(found) == 1
-    assert second.trace is None and not second.model.notice  # nothing half-restored, nothing said
+    assert second.trace is None and not second.state.notice  # nothing half-restored, nothing said
 
 
 def test_a_preparation_killed_half_way_is_cleaned_up_at_start_and_said(qtbot, make_window, tmp_path, monkeypatch):
@@ -131,8 +131,8 @@ def test_a_preparation_killed_half_way_is_cleaned_up_at_start_and_said(qtbot, ma
     window = make_window(None)
     removed = window.report_stale_builds()
     assert sorted(removed) == sorted([stale, stale_inspection]) and alive.is_dir()
-    assert not stale.exists() and window.model.notice.level == "info"
-    assert "Removed 2 unfinished preparation folder(s)" in window.model.notice.text
+    assert not stale.exists() and window.state.notice.level == "info"
+    assert "Removed 2 unfinished preparation folder(s)" in window.state.notice.text
 
 
 def test_the_preloaded_model_shows_its_provider_before_the_first_run(qtbot, window):

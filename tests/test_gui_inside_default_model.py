@@ -25,7 +25,7 @@ def test_the_contrast_word_opens_on_the_head_that_looks_back(qtbot, make_window,
     picked_layer, column = view.picked()
     assert (picked_layer, view._heads) == (layer, head)
     assert view.column_labels()[column] == concessive
-    result = window.model.explanation(0)
+    result = window.state.explanation(0)
     weight = float(result.attention[layer, head, view.token, column])
     others = [float(w) for p, w in enumerate(result.attention[layer, head, view.token, : view.token + 1])
               if p not in (0, column)]

@@ -29,7 +29,7 @@ def lane_map(qtbot):
 
 
 def test_cells_are_the_records_values_in_the_metrics_colours(lane_map):
-    model = lane_map.model
+    model = lane_map.state
     for row, lane in enumerate(model.lanes):
         for step in range(9):
             if step < len(lane.trace.steps):
@@ -48,7 +48,7 @@ def test_cells_are_the_records_values_in_the_metrics_colours(lane_map):
 
 
 def test_marks_follow_the_model(lane_map):
-    model = lane_map.model
+    model = lane_map.state
     marks = lane_map.marks()
     divergences = [(row, model.divergence_step(row)) for row in range(len(model.lanes))
                    if model.divergence_step(row) is not None]
@@ -59,13 +59,13 @@ def test_marks_follow_the_model(lane_map):
 
 def test_click_selects_the_cells_step_and_hover_names_its_token(qtbot, lane_map):
     seen = []
-    lane_map.model.events.connect("selection_changed", seen.append)
+    lane_map.state.events.connect("selection_changed", seen.append)
     view = lane_map._view
     qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=view.mapFromScene(lane_map.scene_pos_of(1, 6)))
     assert seen == [Selection(1, 6)]
     lane_map._on_hover(lane_map.scene_pos_of(0, 2))
-    record = lane_map.model.lanes[0].trace.steps[2]
-    assert lane_map._hover.text().startswith(f"{lane_map.model.lanes[0].name} · step 2 · “")
+    record = lane_map.state.lanes[0].trace.steps[2]
+    assert lane_map._hover.text().startswith(f"{lane_map.state.lanes[0].name} · step 2 · “")
     assert f"{METRICS['prob'][0]} = {record.prob:.4f}" in lane_map._hover.text()
     qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=view.mapFromScene(lane_map.scene_pos_of(2, 7)))
     assert seen == [Selection(1, 6)]  # an empty cell selects nothing

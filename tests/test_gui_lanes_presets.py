@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from decoding.spec import PRESETS, default_lanes
-from gui.state.run_state import RunModel
+from gui.state.run_state import RunState
 from gui.views.lanes_editor import LanesEditor, preset_for_window
 
 
@@ -16,7 +16,7 @@ def _pick(button, title: str) -> None:
 
 
 def _editor(qtbot) -> LanesEditor:
-    editor = LanesEditor(RunModel(default_lanes()))
+    editor = LanesEditor(RunState(default_lanes()))
     qtbot.addWidget(editor)
     return editor
 
@@ -36,10 +36,10 @@ def test_add_menu_lists_every_preset_and_adds_the_picked_one(qtbot):
 def test_preset_menu_replaces_the_selected_lanes_parameters(qtbot):
     editor = _editor(qtbot)
     _pick(editor.add_button, "Min-p 0.05")  # min_p set: the preset below leaves it unset
-    keys = [lane.key for lane in editor.model.lanes]
+    keys = [lane.key for lane in editor.state.lanes]
     _pick(editor.preset_button, "Top-p 0.9")
     assert editor.specs()[-1].top_p == 0.9
-    assert [lane.key for lane in editor.model.lanes] == keys  # replaced in place: no lane added or removed
+    assert [lane.key for lane in editor.state.lanes] == keys  # replaced in place: no lane added or removed
     assert editor.specs()[-1].name == "top-p 0.9 #2"  # its name followed the strategy (top-p 0.9 is taken)
     # every parameter is the preset's: none of the old lane's is kept
     assert editor.specs()[-1] == replace(preset_for_window(PRESETS["Top-p 0.9"]), name="top-p 0.9 #2")

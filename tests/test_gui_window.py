@@ -20,7 +20,7 @@ def test_run_fills_every_lane(qtbot, window):
     run_and_wait(qtbot, window, max_new_tokens=12)
     assert not window.error_banner.isVisible()
     assert len(window.text.columns) == 5
-    for lane, text in zip(window.model.traces, window.text.column_texts(), strict=True):
+    for lane, text in zip(window.state.traces, window.text.column_texts(), strict=True):
         assert 1 <= len(lane.steps) <= 12
         assert text.strip()
     assert "step" in window.status.step.text()
@@ -37,26 +37,26 @@ def test_run_fills_every_lane(qtbot, window):
 def test_ctrl_enter_runs_and_escape_stops_mid_run(qtbot, window):
     window.prompt.max_new_tokens.setValue(400)
     qtbot.keyClick(window.prompt.editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
-    qtbot.waitUntil(lambda: window.model.total_tokens() > 0, timeout=RUN_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.state.total_tokens() > 0, timeout=RUN_TIMEOUT_MS)
     qtbot.keyClick(window.prompt.editor, Qt.Key.Key_Escape)
     wait_idle(qtbot, window)
-    reasons = {lane.finish_reason for lane in window.model.traces}
+    reasons = {lane.finish_reason for lane in window.state.traces}
     assert "cancelled" in reasons
-    assert max(len(lane.steps) for lane in window.model.traces) < 400
+    assert max(len(lane.steps) for lane in window.state.traces) < 400
     assert all(text.strip() for text in window.text.column_texts())  # the text so far stays
 
 
 def test_clicking_a_token_selects_it_in_inspector_and_timeline(qtbot, window):
     run_and_wait(qtbot, window)
     browser = window.text.columns[2].browser
-    texts = window.model.traces[2].steps
+    texts = window.state.traces[2].steps
     step = min(s for s in range(2, 12)  # a token with letters, not inside a multi-token character
                if f"tok:2:{s}" in anchors(window, 2) and any(c.isalnum() for c in texts[s].token_text))
     qtbot.mouseClick(browser.viewport(), Qt.MouseButton.LeftButton, pos=token_point(qtbot, window, 2, step))
-    assert (window.model.selection.lane, window.model.selection.step) == (2, step)
+    assert (window.state.selection.lane, window.state.selection.step) == (2, step)
     assert window.timeline.selected() == (2, step)
     chosen = [row.token_id for row in window.inspector.rows() if row.chosen]
-    assert chosen == [window.model.traces[2].token_ids[step]]
+    assert chosen == [window.state.traces[2].token_ids[step]]
     assert f"step {step} (of" in window.status.selection.text()  # the step as the inspector and timeline number it
     qtbot.keyClick(browser, Qt.Key.Key_Right)  # keyboard scrubbing from the text
     assert window.timeline.selected() == (2, step + 1)
@@ -68,14 +68,14 @@ def test_hovering_a_token_shows_its_top_five_alternatives(qtbot, window):
     point = token_point(qtbot, window, 0, 0)
     event = QHelpEvent(QEvent.Type.ToolTip, point, browser.viewport().mapToGlobal(point))
     QApplication.sendEvent(browser.viewport(), event)
-    record = window.model.traces[0].steps[0]
+    record = window.state.traces[0].steps[0]
     text = QToolTip.text()
     assert QToolTip.isVisible() and "step 0" in text and text.count("<tr>") == min(5, len(record.top))
 
 
 def test_branching_from_an_alternative_adds_a_lane_next_to_its_parent(qtbot, window):
     run_and_wait(qtbot, window, max_new_tokens=12)
-    parent = window.model.traces[0]
+    parent = window.state.traces[0]
     step = 4
     record = parent.steps[step]
     rank = next(i for i, t in enumerate(record.top) if t.id != record.token_id)
@@ -83,8 +83,8 @@ def test_branching_from_an_alternative_adds_a_lane_next_to_its_parent(qtbot, win
     branch_menu = menu.actions()[0].menu()
     branch_menu.actions()[rank].trigger()  # "Branch from here with…" → the alternative
     wait_idle(qtbot, window)
-    assert len(window.model.traces) == 6 and not window.error_banner.isVisible()
-    child = window.model.traces[1]
+    assert len(window.state.traces) == 6 and not window.error_banner.isVisible()
+    child = window.state.traces[1]
     picked_id = record.top[rank].id
     assert child.token_ids[:step] == parent.token_ids[:step]
     assert child.token_ids[step] == picked_id
@@ -97,21 +97,21 @@ def test_branching_from_an_alternative_adds_a_lane_next_to_its_parent(qtbot, win
 def test_the_same_run_seed_repeats_sampled_lanes(qtbot, window):
     window.prompt.seed.setValue(7)
     run_and_wait(qtbot, window, max_new_tokens=8)
-    first = [lane.token_ids for lane in window.model.traces]
+    first = [lane.token_ids for lane in window.state.traces]
     assert window.trace.settings.seed == 7
     run_and_wait(qtbot, window, max_new_tokens=8)
-    assert [lane.token_ids for lane in window.model.traces] == first
+    assert [lane.token_ids for lane in window.state.traces] == first
 
 
 def test_force_a_token_for_all_lanes(qtbot, window):
     run_and_wait(qtbot, window, max_new_tokens=8)
-    record = window.model.traces[0].steps[2]
+    record = window.state.traces[0].steps[2]
     token = record.top[1].id
     menu = window.text.columns[0].browser.alternatives_menu(0, record)
     menu.actions()[1].menu().actions()[1].trigger()  # "Force for all lanes…" → the runner-up
     wait_idle(qtbot, window)
     assert not window.error_banner.isVisible()
-    for lane in window.model.traces:
+    for lane in window.state.traces:
         assert lane.token_ids[2] == token and lane.steps[2].forced
     assert all(spec.forced == {2: token} for spec in window.lanes.specs())
 
@@ -129,7 +129,7 @@ def test_save_then_open_restores_an_identical_view(qtbot, window, make_window, t
     assert [s.name for s in reopened.lanes.specs()] == [s.name for s in window.lanes.specs()]
     assert reopened.lanes.specs() == specs_of(window.trace)  # the specs the run was made with, seeds included
     assert reopened.prompt.request() == window.prompt.request()
-    for a, b in zip(reopened.model.traces, window.model.traces, strict=True):
+    for a, b in zip(reopened.state.traces, window.state.traces, strict=True):
         assert a.token_ids == b.token_ids and len(a.steps) == len(b.steps)
     reopened.select(1, 2)
     images = reopened.export_images(tmp_path / "png")
@@ -151,7 +151,7 @@ def test_save_then_open_restores_an_identical_view(qtbot, window, make_window, t
     # not just bytes (an empty plot has axes, grid and title): each lane's swatch and curve, the bars, the beams;
     # on the timeline the selected lane in full, the others faded behind it (its colour over the background)
     background = QImage(str(tmp_path / "png" / "timeline.png")).pixelColor(2, 2)
-    for index, lane in enumerate(reopened.model.lanes):
+    for index, lane in enumerate(reopened.state.lanes):
         full = QColor(lane_color_hex(lane.colour))
         faded = QColor(*(round(b + FADED_ALPHA * (c - b)) for c, b in zip(rgb(full), rgb(background), strict=True)))
         assert drawn("text.png", full.name()) >= 40, lane.name
@@ -179,7 +179,7 @@ def test_invalid_parameter_is_refused_with_a_visible_message(qtbot, window):
 def test_closing_mid_run_leaves_no_thread_running(qtbot, window):
     window.prompt.max_new_tokens.setValue(400)
     qtbot.mouseClick(window.prompt.run_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: window.model.total_tokens() > 0, timeout=RUN_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.state.total_tokens() > 0, timeout=RUN_TIMEOUT_MS)
     thread: QThread = window.worker._thread
     window.close()
     assert not thread.isRunning()
@@ -192,20 +192,20 @@ def test_five_default_lanes_end_to_end_on_the_default_model(qtbot, make_window, 
     window.prompt.editor.setPlainText("The capital of France is")
     run_and_wait(qtbot, window, max_new_tokens=16, timeout_ms=600_000)  # model load + 16 steps of 8 rows
     assert not window.error_banner.isVisible()
-    names = [lane.name for lane in window.model.traces]
+    names = [lane.name for lane in window.state.traces]
     assert names == ["greedy", "beam-4", "top-k 50", "top-p 0.9", "T 1.3"]
     assert "Paris" in window.text.column_texts()[0]
-    assert all(lane.steps for lane in window.model.traces)
-    assert window.model.traces[1].sequences
+    assert all(lane.steps for lane in window.state.traces)
+    assert window.state.traces[1].sequences
 
 
 def test_replay_reruns_with_the_model_and_finds_every_token_identical(qtbot, window):
     run_and_wait(qtbot, window, max_new_tokens=8)
-    before = [lane.token_ids for lane in window.model.traces]
+    before = [lane.token_ids for lane in window.state.traces]
     window.replay_action.trigger()
     wait_idle(qtbot, window)
     assert not window.error_banner.isVisible()
-    assert [lane.token_ids for lane in window.model.traces] == before
+    assert [lane.token_ids for lane in window.state.traces] == before
     assert "identical" in window.status.currentMessage()
 
 
@@ -222,7 +222,7 @@ def test_an_engine_error_is_shown_and_the_text_so_far_kept(qtbot, window):
     decoder.step = failing_step
     run_and_wait(qtbot, window, max_new_tokens=12)
     assert window.error_banner.isVisible() and "device lost" in window.error_banner.text()
-    assert all(3 <= len(lane.steps) < 12 for lane in window.model.traces)
+    assert all(3 <= len(lane.steps) < 12 for lane in window.state.traces)
     assert all(text.strip() for text in window.text.column_texts())
 
 
@@ -245,7 +245,7 @@ def test_streamed_tokens_are_appended_and_the_text_equals_a_whole_rebuild(qtbot)
     from decoding.spec import LaneSpec
     from decoding.trace import StepRecord, TokenProb
     from gui.shell.redraw import RedrawScheduler
-    from gui.state.run_state import RunModel
+    from gui.state.run_state import RunState
     from gui.views.text_view import TextPanel
 
     make_application([])
@@ -260,7 +260,7 @@ def test_streamed_tokens_are_appended_and_the_text_equals_a_whole_rebuild(qtbot)
                           tail_mass_raw=0.1, top=top, top_raw=top)
 
     specs = [LaneSpec("greedy"), LaneSpec("other")]
-    state = RunModel(specs)
+    state = RunState(specs)
     streamed = TextPanel(state, RedrawScheduler())
     qtbot.addWidget(streamed)
     changes: list[int] = []  # document positions the reference lane's column was edited at
@@ -286,16 +286,16 @@ def test_streamed_tokens_are_appended_and_the_text_equals_a_whole_rebuild(qtbot)
 
 def test_run_again_and_compare_says_which_lanes_drew_differently(qtbot, window):
     window.menus.compare_action.trigger()  # nothing to compare with yet
-    assert "needs a run to compare with" in window.model.notice.text and not window.worker.is_running()
+    assert "needs a run to compare with" in window.state.notice.text and not window.worker.is_running()
     run_and_wait(qtbot, window, max_new_tokens=8)  # the run seed is pinned (1): the same draws again
     window.menus.compare_action.trigger()
     wait_idle(qtbot, window)
     assert "identical to the previous run" in window.status.currentMessage()
-    sampled = [lane.name for lane in window.model.traces if lane.config.get("do_sample")]
+    sampled = [lane.name for lane in window.state.traces if lane.config.get("do_sample")]
     window.prompt.seed.setValue(-1)  # auto: every run draws a fresh seed
     window.menus.compare_action.trigger()
     wait_idle(qtbot, window)
-    notice = window.model.notice
+    notice = window.state.notice
     assert notice.level == "info" and notice.text.startswith("Run again, against the previous run:")
     assert "the draws differ" in notice.text and "seeds " in notice.text
     assert any(repr(name) in notice.text for name in sampled)

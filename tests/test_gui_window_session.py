@@ -12,7 +12,7 @@ from tests.gui_helpers import run_and_wait, wait_idle
 
 def _views_agree(window) -> None:
     """What every view shows matches the model: columns, timeline series, editor rows, selection readouts."""
-    model = window.model
+    model = window.state
     assert len(window.text.columns) == len(model.lanes) == window.lanes.table.rowCount()
     assert len(window.timeline._series) == len(model.lanes)
     for index, lane in enumerate(model.lanes):
@@ -36,7 +36,7 @@ def _views_agree(window) -> None:
 
 def _branch_from_text(window, lane: int, step: int) -> int:
     """Right-click → Branch from here with… → the first alternative that is not the chosen token."""
-    record = window.model.traces[lane].steps[step]
+    record = window.state.traces[lane].steps[step]
     rank = next(i for i, t in enumerate(record.top) if t.id != record.token_id)
     menu = window.text.columns[lane].browser.alternatives_menu(lane, record)
     menu.actions()[0].menu().actions()[rank].trigger()
@@ -47,7 +47,7 @@ def test_branch_then_a_new_prompt_runs_cleanly_and_says_which_lanes_changed(qtbo
     run_and_wait(qtbot, window, max_new_tokens=10)
     _branch_from_text(window, 0, 4)
     wait_idle(qtbot, window)
-    assert window.model.lanes[1].name == "greedy ↳4"
+    assert window.state.lanes[1].name == "greedy ↳4"
     _views_agree(window)
     window.prompt.editor.setPlainText("我虽然很累，但还是决定")
     run_and_wait(qtbot, window, max_new_tokens=10)
@@ -55,7 +55,7 @@ def test_branch_then_a_new_prompt_runs_cleanly_and_says_which_lanes_changed(qtbo
     assert banner.isVisible() and "ValueError" not in banner.text()
     assert "“greedy ↳4” (the prompt changed)" in banner.text()
     assert all(text.strip() for text in window.text.column_texts())  # no blank column
-    assert window.model.lanes[1].spec.branch is None and not any(s.forced for s in window.model.traces[1].steps)
+    assert window.state.lanes[1].spec.branch is None and not any(s.forced for s in window.state.traces[1].steps)
     _views_agree(window)
 
 
@@ -65,12 +65,12 @@ def test_a_branch_of_a_branch_and_of_a_beam_lane_works_on_the_next_run(qtbot, wi
     wait_idle(qtbot, window)
     _branch_from_text(window, 2, 4)  # from that branch
     wait_idle(qtbot, window)
-    names = [lane.name for lane in window.model.lanes]
+    names = [lane.name for lane in window.state.lanes]
     assert names[1:4] == ["beam-4", "beam-4 ↳2", "beam-4 ↳2 ↳4"]
-    before = [lane.token_ids for lane in window.model.traces]
+    before = [lane.token_ids for lane in window.state.traces]
     run_and_wait(qtbot, window, max_new_tokens=8)
     assert not window.error_banner.isVisible()
-    assert [lane.token_ids for lane in window.model.traces] == before
+    assert [lane.token_ids for lane in window.state.traces] == before
     _views_agree(window)
 
 
@@ -84,13 +84,13 @@ def test_one_left_click_on_an_inspector_bar_does_not_branch_and_ctrl_z_undoes_a_
     pos = view.mapFromScene(inspector.scene_pos_of_row(row) + QPointF(4, 0))
     qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=pos)
     qtbot.wait(50)
-    assert len(window.model.lanes) == 5 and not window.worker.is_running()
+    assert len(window.state.lanes) == 5 and not window.worker.is_running()
     qtbot.mouseDClick(view.viewport(), Qt.MouseButton.LeftButton, pos=pos)
     qtbot.mouseRelease(view.viewport(), Qt.MouseButton.LeftButton, pos=pos)
     wait_idle(qtbot, window)
-    assert [lane.name for lane in window.model.lanes][1] == "greedy ↳3"
+    assert [lane.name for lane in window.state.lanes][1] == "greedy ↳3"
     qtbot.keyClick(window, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
-    assert len(window.model.lanes) == 5 and "greedy ↳3" not in window.model.names()
+    assert len(window.state.lanes) == 5 and "greedy ↳3" not in window.state.names()
     _views_agree(window)
 
 
@@ -99,7 +99,7 @@ def test_remove_a_lane_keeps_the_editor_and_status_in_sync(qtbot, window):
     window.select(0, 2)  # greedy's step: the editor and status name greedy
     assert window.lanes.selected_index() == 0 and "greedy" in window.status.selection.text()
     qtbot.mouseClick(window.lanes.remove_button, Qt.MouseButton.LeftButton)
-    assert window.model.lanes[0].name == "beam-4" and window.lanes.selected_index() == 0
+    assert window.state.lanes[0].name == "beam-4" and window.lanes.selected_index() == 0
     assert window.lanes.form.widgets["num_beams"].value() == 4  # not the removed greedy's 1
     assert not window.lanes.form.widgets["do_sample"].isChecked()
     assert "greedy" not in window.status.selection.text()
@@ -109,25 +109,25 @@ def test_remove_a_lane_keeps_the_editor_and_status_in_sync(qtbot, window):
 def test_a_lane_longer_than_the_run_counts_progress_in_its_steps(qtbot, window):
     from dataclasses import replace
 
-    index = len(window.model.lanes)
-    window.lanes.add_spec(replace(window.model.lanes[0].spec, name="long", max_new_tokens=20))
+    index = len(window.state.lanes)
+    window.lanes.add_spec(replace(window.state.lanes[0].spec, name="long", max_new_tokens=20))
     assert window.lanes.form.widgets["max_new_tokens"].maximum() == window.prompt.max_new_tokens.maximum()
     run_and_wait(qtbot, window, max_new_tokens=6)
     done, limit = (int(v) for v in window.status.step.text().removeprefix("step ").split("/"))
-    assert limit == 20 and done == len(window.model.traces[index].steps) <= 20
-    assert all(len(lane.steps) <= 6 for lane in window.model.traces[:index])
+    assert limit == 20 and done == len(window.state.traces[index].steps) <= 20
+    assert all(len(lane.steps) <= 6 for lane in window.state.traces[:index])
     _views_agree(window)
 
 
 def test_seed_auto_gives_fresh_samples_after_a_branch(qtbot, window):
     window.prompt.seed.setValue(-1)  # auto
     run_and_wait(qtbot, window, max_new_tokens=6)
-    first = {lane.name: lane.config.get("seed") for lane in window.model.traces}
+    first = {lane.name: lane.config.get("seed") for lane in window.state.traces}
     _branch_from_text(window, 0, 2)  # from greedy: nothing to pin
     wait_idle(qtbot, window)
     assert all(spec.seed is None for spec in window.lanes.specs() if spec.do_sample)
     run_and_wait(qtbot, window, max_new_tokens=6)
-    second = {lane.name: lane.config.get("seed") for lane in window.model.traces}
+    second = {lane.name: lane.config.get("seed") for lane in window.state.traces}
     assert all(second[name] != seed for name, seed in first.items() if seed is not None)
     assert window.trace.settings.seed is None  # the run records auto; each lane records its own seed
 
@@ -140,7 +140,7 @@ def test_stale_banners_and_the_stop_message_follow_their_causes(qtbot, window):
     assert not window.error_banner.isVisible()  # the cause is gone, so is the banner
     window.prompt.max_new_tokens.setValue(400)
     qtbot.mouseClick(window.prompt.run_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: window.model.total_tokens() > 0, timeout=60_000)
+    qtbot.waitUntil(lambda: window.state.total_tokens() > 0, timeout=60_000)
     qtbot.keyClick(window.prompt.editor, Qt.Key.Key_Escape)
     wait_idle(qtbot, window)
     assert window.status.currentMessage() == "stopped"
@@ -151,18 +151,18 @@ def test_lane_edits_are_never_silent_and_names_follow_the_strategy(qtbot, window
     qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton, pos=table.visualItemRect(table.item(3, 0)).center())
     top_p = window.lanes.form.widgets["top_p"]
     top_p.setValue(0.5)
-    assert window.model.lanes[3].name == "top-p 0.5"  # it was "top-p 0.9": the name follows the value
+    assert window.state.lanes[3].name == "top-p 0.5"  # it was "top-p 0.9": the name follows the value
     top_p.setValue(0.0)
     message = window.lanes.message
-    assert window.model.lanes[3].spec.top_p == 0.0 and "keeps only the most likely token" in message.text()
+    assert window.state.lanes[3].spec.top_p == 0.0 and "keeps only the most likely token" in message.text()
     height = message.height()
     temperature = window.lanes.form.widgets["temperature"]
     temperature.setValue(0.0)
     assert "temperature" in message.text() and "do_sample off" in message.text()  # said, not silently reverted
-    assert window.model.lanes[3].spec.temperature is None and message.height() == height  # nothing moved
+    assert window.state.lanes[3].spec.temperature is None and message.height() == height  # nothing moved
     table.item(3, 0).setText("my lane")  # renamed by the user: edits no longer rename it
     top_p.setValue(0.7)
-    assert window.model.lanes[3].name == "my lane"
+    assert window.state.lanes[3].name == "my lane"
 
 
 def test_export_images_show_the_prompt_and_every_lane(qtbot, window, tmp_path):
@@ -171,17 +171,17 @@ def test_export_images_show_the_prompt_and_every_lane(qtbot, window, tmp_path):
     window.select(2, 3)
     from gui.shell import image_export as export
 
-    document = export.text_document(window.model)
+    document = export.text_document(window.state)
     text = document.toPlainText()
     assert "Although I was tired, I still went out" in text
-    for lane, column in zip(window.model.lanes, window.text.column_texts(), strict=True):
+    for lane, column in zip(window.state.lanes, window.text.column_texts(), strict=True):
         assert lane.name in text and column.strip() in text  # the lane's whole text, as its column shows it
     paths = window.export_images(tmp_path / "images")
     image = QImage(str(tmp_path / "images" / "text.png"))
     colours = {image.pixelColor(x, y).name() for x in range(0, image.width(), 2) for y in range(0, image.height(), 2)}
     from gui.views.style import lane_color_hex
 
-    assert all(lane_color_hex(lane.colour).lower() in colours for lane in window.model.lanes)  # each swatch drawn
+    assert all(lane_color_hex(lane.colour).lower() in colours for lane in window.state.lanes)  # each swatch drawn
     timeline = QImage(str(tmp_path / "images" / "timeline.png"))
     assert timeline.width() >= 1000  # drawn at a size for reading, not the window's panel
     svg = (tmp_path / "images" / "timeline.svg").read_text()
@@ -191,8 +191,8 @@ def test_export_images_show_the_prompt_and_every_lane(qtbot, window, tmp_path):
 
 def test_right_click_on_a_mark_opens_the_lanes_menu_not_the_link_menu(qtbot, window):
     run_and_wait(qtbot, window, max_new_tokens=10)
-    lane = next(i for i in range(1, 5) if window.model.divergence_step(i) is not None)
-    step = window.model.divergence_step(lane)
+    lane = next(i for i in range(1, 5) if window.state.divergence_step(i) is not None)
+    step = window.state.divergence_step(lane)
     browser = window.text.columns[lane].browser
     from tests.gui_helpers import anchors
 
@@ -212,20 +212,20 @@ def test_critical_thresholds_are_settings_shown_in_the_legend(qtbot, window):
     from gui.dialogs.critical_dialog import CriticalDialog
 
     run_and_wait(qtbot, window, max_new_tokens=10)
-    before = sum(window.model.critical_count(i) for i in range(len(window.model.lanes)))
-    dialog = CriticalDialog(window.model, window)
+    before = sum(window.state.critical_count(i) for i in range(len(window.state.lanes)))
+    dialog = CriticalDialog(window.state, window)
     dialog.boxes["ratio"].setValue(0.0)
     dialog.accept()
-    assert "ratio" in dialog.message.text() and window.model.critical.ratio == 0.8  # refused in words
+    assert "ratio" in dialog.message.text() and window.state.critical.ratio == 0.8  # refused in words
     dialog.boxes["ratio"].setValue(0.05)
     dialog.boxes["min_prob"].setValue(0.0)
     dialog.boxes["draw_distance"].setValue(0.5)
     dialog.accept()
-    assert window.model.critical.ratio == 0.05 and "p₂/p₁ ≥ 0.05" in window.text.legend.text()
-    after = sum(window.model.critical_count(i) for i in range(len(window.model.lanes)))
+    assert window.state.critical.ratio == 0.05 and "p₂/p₁ ≥ 0.05" in window.text.legend.text()
+    after = sum(window.state.critical_count(i) for i in range(len(window.state.lanes)))
     assert after > before  # looser thresholds mark more steps, in every view
     assert sorted(window.timeline.markers()["critical"]) == sorted(
-        (i, s) for i in range(len(window.model.lanes)) for s, m in enumerate(window.model.marks(i)) if m.critical)
+        (i, s) for i in range(len(window.state.lanes)) for s, m in enumerate(window.state.marks(i)) if m.critical)
     assert window.trace.settings.critical.ratio == 0.05  # saved with the run
 
 
@@ -237,28 +237,28 @@ def test_every_tour_stop_opens_and_runs(qtbot, window):
         for _ in range(3):  # the run, then what the stop does after it (a replay, another run)
             wait_idle(qtbot, window, 120_000)
             qtbot.wait(100)
-        assert window.model.notice is None or window.model.notice.level == "info", window.model.notice
+        assert window.state.notice is None or window.state.notice.level == "info", window.state.notice
         assert window.view_shown(getattr(window, stop.view))
         wanted = [lane.spec.name for lane in stop.lanes]
-        assert [lane.name for lane in window.model.lanes if lane.name in wanted] == wanted  # added lanes come beside
-        assert all(lane.trace.steps for lane in window.model.lanes)
+        assert [lane.name for lane in window.state.lanes if lane.name in wanted] == wanted  # added lanes come beside
+        assert all(lane.trace.steps for lane in window.state.lanes)
         assert window.prompt.request().text == stop.prompt
         if stop.after == "temperature_fanouts":
-            assert sum(1 for lane in window.model.lanes if lane.members) == 5  # the lane and 4 temperatures
+            assert sum(1 for lane in window.state.lanes if lane.members) == 5  # the lane and 4 temperatures
 
 
 def test_a_fan_out_from_the_lanes_editor_shows_its_members_everywhere(qtbot, window):
     table = window.lanes.table
     qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton, pos=table.visualItemRect(table.item(4, 0)).center())
     window.lanes.fanout.setValue(4)  # T 1.3 as 4 seeds
-    assert window.model.lanes[4].fanout == 4
+    assert window.state.lanes[4].fanout == 4
     run_and_wait(qtbot, window, max_new_tokens=6)
-    lane = window.model.lanes[4]
+    lane = window.state.lanes[4]
     distinct = len({tuple(member.token_ids) for member in lane.members})
     assert len(lane.members) == 4 and f"fan-out ×4</b>: {distinct} distinct" in window.text.columns[4].title.text()
     assert window.lane_map.rows()[4:8] == [(4, 0), (4, 1), (4, 2), (4, 3)]
     assert window.fanout.tree() is not None and "<b>4 members</b>" in window.fanout.summary()
-    window.model.select(4, 1, 3)
+    window.state.select(4, 1, 3)
     assert window.inspector._title.text().count("T 1.3 #3 · step 1") == 1
     assert window.status.selection.text().startswith("T 1.3 #3 · step 1")
     qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton, pos=table.visualItemRect(table.item(0, 0)).center())
@@ -271,14 +271,14 @@ def test_the_status_bar_stops_saying_loading_once_tokens_stream(qtbot, window):
     from gui.state.run_state import JobKind
 
     run_and_wait(qtbot, window, max_new_tokens=3)
-    record = window.model.traces[0].steps[0]
-    events = window.model.events
+    record = window.state.traces[0].steps[0]
+    events = window.state.events
     events.emit("run_started", JobKind.RUN)
-    window.model.set_status("loading tiny…")
+    window.state.set_status("loading tiny…")
     assert window.status.currentMessage() == "loading tiny…"
     events.emit("step_added", 0, record)
     assert window.status.currentMessage() == "running…"
     events.emit("step_added", 0, record)  # later steps leave the message alone
-    window.model.set_status("stopped")
+    window.state.set_status("stopped")
     events.emit("step_added", 0, record)
     assert window.status.currentMessage() == "stopped"

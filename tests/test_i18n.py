@@ -48,7 +48,7 @@ KEPT_WORDS = {p.name for p in decoding.parameters.PARAMETERS} | {
 
 
 def lane_and_model_names(window: MainWindow) -> set[str]:
-    names = {lane.name for lane in window.model.lanes} | {window.model.model_name}
+    names = {lane.name for lane in window.state.lanes} | {window.state.model_name}
     return names | {window.model_picker.itemText(i) for i in range(window.model_picker.count() - 1)}
 
 

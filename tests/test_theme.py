@@ -128,7 +128,7 @@ def test_what_is_drawn_stays_readable(qtbot, window, mode):
     background = drawn_background(window.timeline._view)
     window.charts.setCurrentWidget(window.timeline)
     qtbot.wait(20)
-    lines = [window.timeline._series[i].curve.opts["pen"].color() for i in range(len(window.model.lanes))]
+    lines = [window.timeline._series[i].curve.opts["pen"].color() for i in range(len(window.state.lanes))]
     floor = 3.0 if mode == "dark" else 2.0  # Okabe–Ito orange and sky blue are 2.3:1 on white
     assert min(contrast(line, background) for line in lines) >= floor
     for scatter in (window.timeline._divergence_marks, window.timeline._critical_marks):

@@ -1,4 +1,4 @@
-"""The thresholds that make a step a critical point (▲): a small dialog over the RunModel's settings."""
+"""The thresholds that make a step a critical point (▲): a small dialog over the RunState's settings."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLa
 
 from decoding.trace import CriticalSettings
 from gui.i18n import translate
-from gui.state.run_state import RunModel
+from gui.state.run_state import RunState
 
 FIELDS = (  # name, label, tooltip, maximum
     ("draw_distance", "draw within", "A sampled step is critical when its draw u fell this close to the edge of "
@@ -18,10 +18,10 @@ FIELDS = (  # name, label, tooltip, maximum
 
 
 class CriticalDialog(QDialog):
-    def __init__(self, model: RunModel, parent: QWidget | None = None) -> None:
+    def __init__(self, state: RunState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle(translate("critical_dialog", "Critical points"))
-        self.model = model
+        self.state = state
         self.boxes: dict[str, QDoubleSpinBox] = {}
         form = QFormLayout()
         for name, label, tip, maximum in FIELDS:
@@ -29,7 +29,7 @@ class CriticalDialog(QDialog):
             box.setDecimals(3)
             box.setSingleStep(0.01)
             box.setRange(0.0, maximum)
-            box.setValue(getattr(model.critical, name))
+            box.setValue(getattr(state.critical, name))
             box.setToolTip(tip)
             self.boxes[name] = box
             form.addRow(label, box)
@@ -59,5 +59,5 @@ class CriticalDialog(QDialog):
         except ValueError as error:  # e.g. ratio 0: said, and the dialog stays open
             self.message.setText(str(error))
             return
-        self.model.set_critical(settings)
+        self.state.set_critical(settings)
         super().accept()

@@ -15,18 +15,18 @@ import numpy as np
 
 from decoding.explain import ExplainResult, LensEntry, first_top1_row
 from gui.present.lane_html import CharacterShare, lane_characters, piece_label
-from gui.state.run_state import RunModel
+from gui.state.run_state import RunState
 
 # What the heatmaps can show for one token: where it looks (its row of every layer's attention), or who looks at
 # it (every later token's weight on it).
 LOOKS_AT, LOOKED_AT = "looks_at", "looked_at"
 
 
-def inside_lane(model: RunModel) -> int | None:
+def inside_lane(state: RunState) -> int | None:
     """The lane the inside views show: the selected one, else the first one explained, else None."""
-    if model.selection is not None:
-        return model.selection.lane
-    return next((i for i in range(len(model.lanes)) if model.explanation(i) is not None), None)
+    if state.selection is not None:
+        return state.selection.lane
+    return next((i for i in range(len(state.lanes)) if state.explanation(i) is not None), None)
 
 
 def token_labels(result: ExplainResult) -> list[str]:
@@ -230,13 +230,13 @@ def token_chips(ids: list[int], pieces: list[str], special_ids: frozenset[int] |
     return chips
 
 
-def prompt_pieces(model: RunModel, tokenizer=None) -> list[str] | None:
+def prompt_pieces(state: RunState, tokenizer=None) -> list[str] | None:
     """The prompt's token pieces: from the tokenizer when at hand, else from a stored explanation (which holds
     them), else None (a saved run opened without its model: its prompt ids only)."""
-    ids = model.trace.prompt.ids
+    ids = state.trace.prompt.ids
     if tokenizer is not None:
         return [tokenizer.piece(i) for i in ids]
-    for result in model.trace.explanations:
+    for result in state.trace.explanations:
         if result.token_ids[: len(ids)] == ids:
             return [token.text for token in result.tokens[: len(ids)]]
     return None

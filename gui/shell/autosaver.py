@@ -15,7 +15,7 @@ from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from decoding import autosave
 from gui.i18n import translate
-from gui.state.run_state import RunModel
+from gui.state.run_state import RunState
 
 STREAMING_INTERVAL_MS = int(os.environ.get("BRANCHPOINT_AUTOSAVE_MS", "5000"))  # while a run streams, this often
 QUIET_DELAY_MS = 300  # after a change, this long (changes come in bursts)
@@ -33,9 +33,9 @@ def autosave_folder() -> Path:
 class Autosaver(QObject):
     failed = Signal(str)  # from the writing thread to the window's (queued)
 
-    def __init__(self, model: RunModel, folder: Path | None = None, parent: QObject | None = None) -> None:
+    def __init__(self, state: RunState, folder: Path | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self.model = model
+        self.state = state
         self.store = autosave.Autosave(folder or autosave_folder())
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="autosave")
         self._pending: Future | None = None
@@ -49,7 +49,7 @@ class Autosaver(QObject):
         self._soon.setInterval(QUIET_DELAY_MS)
         self._soon.timeout.connect(self.save_if_dirty)
         self.failed.connect(self._on_failed)
-        events = model.events
+        events = state.events
         for name in ("lanes_reset", "lane_inserted", "lane_removed", "lane_moved", "lane_changed",
                      "sweeps_changed", "explanations_changed"):
             events.connect(name, self._changed_now)
@@ -77,7 +77,7 @@ class Autosaver(QObject):
     def save_if_dirty(self) -> None:
         if not self._dirty or (self._pending is not None and not self._pending.done()):
             return  # a write is on its way: the next tick takes the newer state
-        trace = self.model.autosave_trace()
+        trace = self.state.autosave_trace()
         if trace is None:
             return
         self._dirty = False
@@ -95,7 +95,7 @@ class Autosaver(QObject):
     def _on_failed(self, message: str) -> None:
         if not self._failing:  # once until a write succeeds again
             self._failing = True
-            self.model.show_notice(translate("autosaver", "Autosave failed ({message}). The run is still here: save it "
+            self.state.show_notice(translate("autosaver", "Autosave failed ({message}). The run is still here: save it "
                                                           "with Save…").format(message=message),
                                    cause="autosave")
 

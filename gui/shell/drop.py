@@ -39,7 +39,7 @@ class RunFileDrop(QObject):
         editor.viewport().installEventFilter(self)  # a text edit takes drops on its viewport
         self.pass_drops_through(window)
         for name in ("lanes_reset", "lane_inserted", "lane_removed"):  # new text columns
-            window.model.events.connect(name, lambda *_: self.pass_drops_through(window.text))
+            window.state.events.connect(name, lambda *_: self.pass_drops_through(window.text))
 
     @staticmethod
     def pass_drops_through(root: QWidget) -> None:

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QGraphicsScene
 
 from gui.present.lane_fields import describe
 from gui.present.lane_html import lane_fragments, lane_summary
-from gui.state.run_state import RunModel
+from gui.state.run_state import RunState
 from gui.views.style import lane_color_hex, ui_font
 
 COLUMN_PX = 380  # width of one lane's column in the text image
@@ -35,11 +35,11 @@ class Figure:
     footer_html: str = ""
 
 
-def text_document(model: RunModel, legend: str = "") -> QTextDocument:
+def text_document(state: RunState, legend: str = "") -> QTextDocument:
     """The prompt, then every lane that ran as a column (header, summary, whole text in its colours and marks),
     at most COLUMNS_PER_ROW columns a row."""
-    lanes = [(index, lane) for index, lane in enumerate(model.lanes) if lane.trace.steps]
-    trace = model.trace
+    lanes = [(index, lane) for index, lane in enumerate(state.lanes) if lane.trace.steps]
+    trace = state.trace
     prompt = trace.prompt if trace is not None else None
     parts = [f"<h3 style='margin:0'>{html.escape(prompt.text if prompt else '')}</h3>"]
     if prompt is not None and (prompt.chat or trace.model.name):
@@ -50,8 +50,8 @@ def text_document(model: RunModel, legend: str = "") -> QTextDocument:
     for row_start in range(0, len(lanes), COLUMNS_PER_ROW):
         parts.append("<tr>")
         for index, lane in lanes[row_start:row_start + COLUMNS_PER_ROW]:
-            summary, _ = lane_summary(lane.trace, model.divergence_step(index), model.critical_count(index))
-            marks = [replace(mark, selected=False) for mark in model.marks(index)]  # no selection in a shared image
+            summary, _ = lane_summary(lane.trace, state.divergence_step(index), state.critical_count(index))
+            marks = [replace(mark, selected=False) for mark in state.marks(index)]  # no selection in a shared image
             text = "".join(lane_fragments(index, lane.trace.steps, marks))
             parts.append(
                 f"<td valign=top width={COLUMN_PX} style='border:1px solid #cccccc'>"

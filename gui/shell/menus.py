@@ -214,7 +214,7 @@ class Menus(QObject):
         self.language = language
         if self.window.settings is not None:
             self.window.settings.set("view/language", language)
-        self.window.model.show_notice(self.tr("The language changes the next time Branchpoint starts."),
+        self.window.state.show_notice(self.tr("The language changes the next time Branchpoint starts."),
                                       level="info", cause="language")
 
     @Slot()
@@ -232,18 +232,18 @@ class Menus(QObject):
     def select_neighbour_lane(self, delta: int) -> None:
         """The lane above (-1) or below (+1) the selected one, at the same step (its last if it is shorter);
         lanes that have not run are skipped. The text keeps the focus on the selected lane's column."""
-        model, text = self.window.model, self.window.text
-        selection = model.selection
+        state, text = self.window.state, self.window.text
+        selection = state.selection
         if selection is None:
-            lane, step = (-1 if delta > 0 else len(model.lanes)), 0
+            lane, step = (-1 if delta > 0 else len(state.lanes)), 0
         else:
             lane, step = selection.lane, selection.step
         lane += delta
-        while 0 <= lane < len(model.lanes) and not model.lanes[lane].trace.steps:
+        while 0 <= lane < len(state.lanes) and not state.lanes[lane].trace.steps:
             lane += delta
-        if not 0 <= lane < len(model.lanes):
+        if not 0 <= lane < len(state.lanes):
             return
-        model.select(lane, min(step, len(model.lanes[lane].trace.steps) - 1))
+        state.select(lane, min(step, len(state.lanes[lane].trace.steps) - 1))
         focus = QApplication.focusWidget()
         if focus is not None and text.isAncestorOf(focus) and lane < len(text.columns):
             text.columns[lane].browser.setFocus(Qt.FocusReason.OtherFocusReason)

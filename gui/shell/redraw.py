@@ -1,4 +1,4 @@
-"""Throttled redraws while a run streams. Steps land in the RunModel at once (hundreds a second on a fast
+"""Throttled redraws while a run streams. Steps land in the RunState at once (hundreds a second on a fast
 model); views only note what became stale here, and a ~30 Hz timer redraws it within a time budget per tick,
 oldest first, so the event loop never stalls. Text and charts take turns: a tick's redraw and the repaint it
 causes stay short. What does not fit a tick waits for the next one.

@@ -147,7 +147,7 @@ class Settings:
             self.notice = translate("Settings", "Some settings could not be read and are back to their defaults: "
                                     "{keys}.").format(keys=", ".join(failed))
         if self.notice:
-            window.model.show_notice(self.notice, level="info", cause="settings")
+            window.state.show_notice(self.notice, level="info", cause="settings")
 
     def reset_layout(self, window: MainWindow, layout: Layout) -> None:
         apply_layout(window, layout)
@@ -201,7 +201,7 @@ def lanes_to_text(window: MainWindow) -> str:
     tokens dropped."""
     lanes = [{"name": lane.name, "config": replace(lane.spec, forced={}).to_config(), "fanout": lane.fanout,
               "named_by_user": lane.named_by_user}
-             for lane in window.model.lanes
+             for lane in window.state.lanes
              if lane.spec.branch is None and lane.spec.replay_of is None and lane.spec.fanout is None]
     return json.dumps(lanes, ensure_ascii=False)
 
@@ -211,11 +211,11 @@ def lanes_from_text(window: MainWindow, text: Any) -> None:
     specs = [LaneSpec.from_config(str(lane["name"]), dict(lane["config"])) for lane in lanes]
     if not specs:
         raise ValueError("no lanes")
-    window.model.set_specs(specs)
-    for index, (lane, saved) in enumerate(zip(window.model.lanes, lanes, strict=True)):
+    window.state.set_specs(specs)
+    for index, (lane, saved) in enumerate(zip(window.state.lanes, lanes, strict=True)):
         lane.named_by_user = bool(saved.get("named_by_user", False))
         if saved.get("fanout", 1) != 1:
-            window.model.set_fanout(index, int(saved["fanout"]))
+            window.state.set_fanout(index, int(saved["fanout"]))
 
 
 # ---- reading QSettings values: an INI file gives back strings (and lists of them), whatever was written

@@ -53,7 +53,7 @@ class UnsavedRun:
         self.unsaved = False
         self.ask_before_run = True
         self._job_ran = False
-        events = window.model.events
+        events = window.state.events
         events.connect("run_started", self._on_run_started)
         events.connect("run_finished", self._on_run_finished)
         events.connect("lane_removed", self._on_lane_removed)

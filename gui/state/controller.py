@@ -1,6 +1,6 @@
 """What the window's commands do, Qt-free: run, branch (and undo it), force a token for all lanes, replay, stop,
 open and save. The controller starts jobs on a runner (the window's worker thread, or a synchronous one in
-tests), turns the jobs' typed messages into RunModel changes, and reports problems as the model's notice.
+tests), turns the jobs' typed messages into RunState changes, and reports problems as the model's notice.
 
 Branch points stay valid while the tokens before them can be reproduced: the same prompt and a deterministic
 parent (greedy, beam, or a sampled lane with a pinned seed). Branching from a sampled lane whose seed is
@@ -27,7 +27,7 @@ from gui.present.lane_fields import error_text
 from gui.state import jobs
 from gui.state.jobs import Job, Message, ProviderMessage, RunStartedMessage, StatusMessage, StepMessage
 from gui.state.model_holder import ModelHolder, RunRequest, request_of, specs_of
-from gui.state.run_state import JobKind, Lane, RunModel, prompt_key
+from gui.state.run_state import JobKind, Lane, RunState, prompt_key
 
 
 class JobRunner(Protocol):
@@ -42,8 +42,8 @@ class JobRunner(Protocol):
 
 
 class RunController:
-    def __init__(self, model: RunModel, runner: JobRunner) -> None:
-        self.model = model
+    def __init__(self, state: RunState, runner: JobRunner) -> None:
+        self.state = state
         self.runner = runner
         self.holder: ModelHolder | None = None
         # prepares a model's inspection model (the window: the setup dialog); returns None when it is prepared,
@@ -64,10 +64,10 @@ class RunController:
         if self.holder is not None and self.holder.path == path:
             return True
         if self.runner.is_running():
-            self.model.show_notice(translate("controller", "Stop the run before switching models."))
+            self.state.show_notice(translate("controller", "Stop the run before switching models."))
             return False
         self.holder = ModelHolder(path, self.device)
-        self.model.set_model_name(self.holder.name, "not loaded")
+        self.state.set_model_name(self.holder.name, "not loaded")
         return True
 
     def set_device(self, device: str) -> bool:
@@ -75,12 +75,12 @@ class RunController:
         if device == self.device:
             return True
         if self.runner.is_running():
-            self.model.show_notice(translate("controller", "Stop the run before switching devices."))
+            self.state.show_notice(translate("controller", "Stop the run before switching devices."))
             return False
         self.device = device
         if self.holder is not None:
             self.holder = ModelHolder(self.holder.path, device)
-            self.model.set_model_name(self.holder.name, "not loaded")
+            self.state.set_model_name(self.holder.name, "not loaded")
         return True
 
     # -------------------------------------------------------------------------------------------------- runs
@@ -90,9 +90,9 @@ class RunController:
         where each lane first differs from the run shown now, and why (a lane whose seed is "auto" draws anew)."""
         if self.runner.is_running():
             return False
-        previous = self.model.shown_trace() if compare else None
+        previous = self.state.shown_trace() if compare else None
         if compare and (previous is None or not previous.lanes):
-            self.model.show_notice(translate("controller", "Run again and compare needs a run to compare with (run "
+            self.state.show_notice(translate("controller", "Run again and compare needs a run to compare with (run "
                                                            "or open one)."))
             return False
         if not self._check_can_run(request):
@@ -101,11 +101,11 @@ class RunController:
             return False
         self._settle_branches(request)
         try:
-            targets = self._expand(self.model.lanes, request.seed)
+            targets = self._expand(self.state.lanes, request.seed)
             specs = list(targets.values())
             jobs.plan(specs)
         except ValueError as error:
-            self.model.show_notice(translate("controller", "Cannot run: {error}.").format(error=error_text(error)))
+            self.state.show_notice(translate("controller", "Cannot run: {error}.").format(error=error_text(error)))
             return False
         self._start(JobKind.RUN, targets, jobs.run_job(self.holder, request, specs), _run_limit(specs, request))
         self._compared = replace(previous, lanes=list(previous.lanes)) if previous is not None else None
@@ -123,10 +123,10 @@ class RunController:
 
     def _check_can_run(self, request: RunRequest) -> bool:
         if self.holder is None:
-            self.model.show_notice(translate("controller", "No model: choose or prepare one in the Model list first."))
+            self.state.show_notice(translate("controller", "No model: choose or prepare one in the Model list first."))
             return False
         if not request.text.strip():
-            self.model.show_notice(translate("controller", "The prompt is empty: type something for the lanes to "
+            self.state.show_notice(translate("controller", "The prompt is empty: type something for the lanes to "
                                                            "continue."),
                                    cause="prompt")
             return False
@@ -141,11 +141,11 @@ class RunController:
             tokenizer = self.holder.tokenizer()
             ids = (tokenizer.encode_chat(request.text, system=request.system) if request.chat
                    else tokenizer.encode(request.text))
-            limit = max((lane.spec.max_new_tokens or request.max_new_tokens for lane in self.model.lanes),
+            limit = max((lane.spec.max_new_tokens or request.max_new_tokens for lane in self.state.lanes),
                         default=request.max_new_tokens)
             check_positions(len(ids), limit, self.holder.max_positions())
         except ValueError as error:
-            self.model.show_notice(translate("controller", "Cannot run: {error}.").format(error=error), cause="prompt")
+            self.state.show_notice(translate("controller", "Cannot run: {error}.").format(error=error), cause="prompt")
             return False
         except OSError:  # no tokenizer to read: the run's own load reports what is wrong
             return True
@@ -154,9 +154,9 @@ class RunController:
     def _settle_branches(self, request: RunRequest) -> None:
         """Turn branch lanes whose branch point no longer holds into ordinary lanes, and say which."""
         key = (request.text, request.chat, request.system)
-        by_name = {lane.name: lane for lane in self.model.lanes}
+        by_name = {lane.name: lane for lane in self.state.lanes}
         turned = []
-        for index, lane in enumerate(self.model.lanes):
+        for index, lane in enumerate(self.state.lanes):
             branch = lane.spec.branch
             if branch is not None:
                 reason = _broken_branch_reason(lane, by_name.get(branch.parent), key)
@@ -169,17 +169,17 @@ class RunController:
             else:
                 continue
             if reason:
-                self.model.replace_spec(index, replace(lane.spec, branch=None, replay_of=None))
+                self.state.replace_spec(index, replace(lane.spec, branch=None, replay_of=None))
                 lane.branch_prompt = None
                 turned.append(f"“{lane.name}” ({reason})")
         if turned:
             notice = translate("controller", "These branch lanes now run as ordinary lanes of their own strategy: "
                                              "{lanes}.")
-            self.model.show_notice(notice.format(lanes="; ".join(turned)), level="info", cause="branches")
+            self.state.show_notice(notice.format(lanes="; ".join(turned)), level="info", cause="branches")
 
     def stop(self) -> None:
         if self.runner.is_running():
-            self.model.set_status(translate("controller", "stopping at the next step…"))
+            self.state.set_status(translate("controller", "stopping at the next step…"))
             self.runner.cancel()
 
     # --------------------------------------------------------------------------------------------- branching
@@ -187,41 +187,41 @@ class RunController:
     def branch(self, index: int, step: int, token_id: int) -> bool:
         """A new lane after lane `index` that takes `token_id` at `step` and continues from there (with the
         branch strategy, or the parent's); it runs at once from the parent's first `step` tokens."""
-        model = self.model
-        if self.runner.is_running() or model.trace is None or self.holder is None:
-            model.show_notice(translate("controller", "Branching needs a finished run and a model."))
+        state = self.state
+        if self.runner.is_running() or state.trace is None or self.holder is None:
+            state.show_notice(translate("controller", "Branching needs a finished run and a model."))
             return False
-        if model.step_record(index, step) is None:
+        if state.step_record(index, step) is None:
             return False
-        parent = model.lanes[index]
+        parent = state.lanes[index]
         if parent.fanout > 1:
-            model.show_notice(translate("controller", "“{name}” runs as a fan-out: set its fan-out to 1 to branch from "
+            state.show_notice(translate("controller", "“{name}” runs as a fan-out: set its fan-out to 1 to branch from "
                                                       "it.").format(name=parent.name),
                               level="info")
             return False
         self._pin_parent_seed(index)
         spec = self._branch_spec(parent, step, token_id)
         position = index + 1
-        while position < len(model.lanes) and _branches_from(model.lanes[position], parent.name):
+        while position < len(state.lanes) and _branches_from(state.lanes[position], parent.name):
             position += 1
-        lane = model.insert_lane(position, spec, branch_prompt=prompt_key(model.trace))
+        lane = state.insert_lane(position, spec, branch_prompt=prompt_key(state.trace))
         self._branch_keys.append(lane.key)
-        job = jobs.branch_job(self.holder, model.shown_trace(), spec)
-        self._start(JobKind.BRANCH, {(lane.key, 0): spec}, job, model.trace.settings.max_new_tokens)
+        job = jobs.branch_job(self.holder, state.shown_trace(), spec)
+        self._start(JobKind.BRANCH, {(lane.key, 0): spec}, job, state.trace.settings.max_new_tokens)
         return True
 
     def _branch_spec(self, parent: Lane, step: int, token_id: int) -> LaneSpec:
         base = self.branch_base if self.branch_base is not None else parent.spec
-        name = unique_name(f"{parent.name} ↳{step}", self.model.names())
+        name = unique_name(f"{parent.name} ↳{step}", self.state.names())
         return replace(base, name=name, branch=Branch(parent.name, step, token_id), forced={})
 
     def _pin_parent_seed(self, index: int) -> None:
         """A sampled parent with seed auto gets the seed it ran with, so its branch can be re-run."""
-        lane = self.model.lanes[index]
+        lane = self.state.lanes[index]
         seed = lane.trace.config.get("seed")
         if lane.spec.do_sample and lane.spec.seed is None and seed is not None:
-            self.model.pin_seed(index, int(seed))
-            self.model.show_notice(
+            self.state.pin_seed(index, int(seed))
+            self.state.show_notice(
                 translate("controller", "“{name}” now keeps seed {seed} so its branch can be re-run; set its seed back "
                                         "to auto for fresh samples (its branch lanes then run as ordinary lanes).")
                                         .format(name=lane.name, seed=seed), level="info", cause="seed")
@@ -230,35 +230,35 @@ class RunController:
         """From a step of lane `index` (a critical point, typically): a new lane after it that takes the
         runner-up there and continues with the same spec and the same draws, run at once; its column then says
         how far the two continuations end up apart."""
-        model = self.model
-        record = model.step_record(index, step)
-        if self.runner.is_running() or model.trace is None or self.holder is None or record is None:
-            model.show_notice(translate("controller",
+        state = self.state
+        record = state.step_record(index, step)
+        if self.runner.is_running() or state.trace is None or self.holder is None or record is None:
+            state.show_notice(translate("controller",
                                         "Replaying the branch not taken needs a finished run and a model."))
             return False
-        runner_up_token = runner_up(record, model.critical)
+        runner_up_token = runner_up(record, state.critical)
         if runner_up_token is None:
-            model.show_notice(translate("controller", "This step has no runner-up to replay (a single candidate)."),
+            state.show_notice(translate("controller", "This step has no runner-up to replay (a single candidate)."),
                               level="info")
             return False
-        lane = model.lanes[index]
+        lane = state.lanes[index]
         if lane.fanout > 1:
-            model.show_notice(translate("controller", "“{name}” runs as a fan-out: set its fan-out to 1 to replay a "
+            state.show_notice(translate("controller", "“{name}” runs as a fan-out: set its fan-out to 1 to replay a "
                                                       "step of it.").format(name=lane.name),
                               level="info")
             return False
         try:
             self._pin_parent_seed(index)
             spec = not_taken_spec(self._ran_spec(lane), step, runner_up_token,
-                                  unique_name(f"{lane.name} ↳{step} runner-up", model.names()))
+                                  unique_name(f"{lane.name} ↳{step} runner-up", state.names()))
         except ValueError as error:
-            model.show_notice(translate("controller",
+            state.show_notice(translate("controller",
                                         "Cannot replay the branch not taken: {error}.").format(error=error))
             return False
-        new = model.insert_lane(index + 1, spec, branch_prompt=prompt_key(model.trace), named_by_user=True)
+        new = state.insert_lane(index + 1, spec, branch_prompt=prompt_key(state.trace), named_by_user=True)
         self._branch_keys.append(new.key)
-        job = jobs.replay_not_taken_job(self.holder, model.shown_trace(), spec)
-        self._start(JobKind.BRANCH, {(new.key, 0): spec}, job, model.trace.settings.max_new_tokens)
+        job = jobs.replay_not_taken_job(self.holder, state.shown_trace(), spec)
+        self._start(JobKind.BRANCH, {(new.key, 0): spec}, job, state.trace.settings.max_new_tokens)
         return True
 
     def _ran_spec(self, lane: Lane) -> LaneSpec:
@@ -269,41 +269,41 @@ class RunController:
     def sweep(self, index: int, step: int) -> bool:
         """How lane `index`'s distribution at `step` changes with temperature (0 to 2), through its own
         processors: the model recomputes that step's logits once; the sweep is stored with the run."""
-        model = self.model
-        if self.runner.is_running() or model.trace is None or self.holder is None:
-            model.show_notice(translate("controller", "A temperature sweep needs a finished run and a model."))
+        state = self.state
+        if self.runner.is_running() or state.trace is None or self.holder is None:
+            state.show_notice(translate("controller", "A temperature sweep needs a finished run and a model."))
             return False
-        lane = model.lanes[index]
+        lane = state.lanes[index]
         if lane.members:
-            model.show_notice(translate("controller",
+            state.show_notice(translate("controller",
                                         "“{name}” runs as a fan-out: sweep a step of a lane without one.")
                                         .format(name=lane.name), level="info")
             return False
         try:
-            job = jobs.sweep_job(self.holder, model.shown_trace(), lane.name, step)
+            job = jobs.sweep_job(self.holder, state.shown_trace(), lane.name, step)
         except ValueError as error:
-            model.show_notice(translate("controller", "Cannot sweep: {error}.").format(error=error))
+            state.show_notice(translate("controller", "Cannot sweep: {error}.").format(error=error))
             return False
-        self._start(JobKind.SWEEP, {}, job, model.run_limit)
+        self._start(JobKind.SWEEP, {}, job, state.run_limit)
         return True
 
     def add_temperature_fanouts(self, index: int, temperatures=(0.3, 0.7, 1.0, 1.5), count: int = 8) -> bool:
         """Lanes that run lane `index` as fan-outs of `count` seeds at each temperature (the same seeds at every
         temperature): after the next run, how diversity grows with temperature."""
-        model = self.model
-        lane = model.lanes[index]
+        state = self.state
+        lane = state.lanes[index]
         if self.runner.is_running() or fanout.refusal(lane.spec):
-            model.show_notice(translate("controller",
+            state.show_notice(translate("controller",
                                         "Temperature fan-outs need a sampled lane: {refusal}.")
                                         .format(refusal=fanout.refusal(lane.spec)), level="info")
             return False
         seed = lane.trace.config.get("seed") if lane.spec.seed is None else lane.spec.seed
         (base,) = assign_seeds([replace(lane.spec, seed=seed, fanout=None)], None)  # one seed for every temperature
         for offset, temperature in enumerate(temperatures, start=1):
-            name = unique_name(f"T {temperature:g} ×{count}", model.names())
-            model.insert_lane(index + offset, replace(base, name=name, temperature=temperature), fanout=count,
+            name = unique_name(f"T {temperature:g} ×{count}", state.names())
+            state.insert_lane(index + offset, replace(base, name=name, temperature=temperature), fanout=count,
                               named_by_user=True)
-        model.set_status(translate("controller",
+        state.set_status(translate("controller",
                                    "added {len} temperature fan-outs of “{name}”: Run to compare them")
                                    .format(len=len(temperatures), name=lane.name))
         return True
@@ -315,21 +315,21 @@ class RunController:
         while self._branch_keys:
             key = self._branch_keys.pop()
             try:
-                index = self.model.index_of(key)
+                index = self.state.index_of(key)
             except KeyError:
                 continue
-            removed = self.model.remove_lane(index)
-            self.model.set_status(translate("controller", "removed branch lane “{name}”").format(name=removed.name))
+            removed = self.state.remove_lane(index)
+            self.state.set_status(translate("controller", "removed branch lane “{name}”").format(name=removed.name))
             return True
-        self.model.set_status(translate("controller", "no branch lane to undo"))
+        self.state.set_status(translate("controller", "no branch lane to undo"))
         return False
 
     def force_for_all(self, step: int, token_id: int, request: RunRequest) -> bool:
         """Re-run every lane with `token_id` forced at `step` (each keeps its own tokens before it)."""
         if self.runner.is_running() or self.holder is None:
             return False
-        for index, lane in enumerate(self.model.lanes):
-            self.model.replace_spec(index, replace(lane.spec, forced={**lane.spec.forced, step: token_id}))
+        for index, lane in enumerate(self.state.lanes):
+            self.state.replace_spec(index, replace(lane.spec, forced={**lane.spec.forced, step: token_id}))
         return self.run(request)
 
     # --------------------------------------------------------------------------------------------- explain
@@ -337,50 +337,50 @@ class RunController:
     def explain_lane(self, index: int) -> bool:
         """What lane `index` does inside the model: its sequence (the prompt, then its tokens; the first
         MAX_EXPLAIN_TOKENS when longer, said in a notice) through the model's inspection model, prepared first
-        when needed. The result is stored with the run; one already stored is shown without the model."""
-        model = self.model
-        lane = model.lanes[index] if 0 <= index < len(model.lanes) and model.trace is not None else None
+        when needed. The result is stored with the run; one already stored is shown without the state."""
+        state = self.state
+        lane = state.lanes[index] if 0 <= index < len(state.lanes) and state.trace is not None else None
         if self.runner.is_running() or lane is None or not lane.trace.token_ids:
-            model.show_notice(translate("controller", "Explaining needs a lane of a finished run: run or open one, "
+            state.show_notice(translate("controller", "Explaining needs a lane of a finished run: run or open one, "
                                                       "then pick a lane."),
                               level="info")
             return False
-        stored = model.explanation(index)
-        sequence = len(model.trace.prompt.ids) + len(lane.trace.token_ids)
+        stored = state.explanation(index)
+        sequence = len(state.trace.prompt.ids) + len(lane.trace.token_ids)
         if stored is not None and len(stored.tokens) == min(sequence, MAX_EXPLAIN_TOKENS):
-            model.set_status(translate("controller",
+            state.set_status(translate("controller",
                                        "“{name}” is explained: see the Attention and Logit lens tabs")
                                        .format(name=lane.name))
             return True  # no model needed
         if self.holder is None:
-            model.show_notice(translate("controller", "Explaining “{name}” needs the model it was made with: choose it "
+            state.show_notice(translate("controller", "Explaining “{name}” needs the model it was made with: choose it "
                                                       "in the Model list.").format(name=lane.name))
             return False
-        if not self._use_model_of(model.trace):
+        if not self._use_model_of(state.trace):
             return False
         try:
-            ids = explain_span(model.trace.prompt.ids, lane.trace.token_ids, self.holder.max_positions())
+            ids = explain_span(state.trace.prompt.ids, lane.trace.token_ids, self.holder.max_positions())
         except ValueError as error:
-            model.show_notice(translate("controller",
+            state.show_notice(translate("controller",
                                         "Cannot explain “{name}”: the prompt: {error}.").format(name=lane.name,
                                                                                                 error=error))
             return False
         if stored is not None and stored.token_ids == ids:  # as far as this model's positions go
-            model.set_status(translate("controller",
+            state.set_status(translate("controller",
                                        "“{name}” is explained: see the Attention and Logit lens tabs")
                                        .format(name=lane.name))
             return True
         if not self._inspection_ready(lane.name):
             return False
         if len(ids) < sequence:
-            model.show_notice(
+            state.show_notice(
                 translate("controller", "Explaining the first {len} of “{name}”'s {sequence} tokens (prompt included): "
                                         "explain takes at most {len2}, as attention weights grow as tokens squared.")
                                         .format(len=len(ids), name=lane.name, sequence=sequence,
                                                 len2=len(ids)), level="info",
                 cause="explain")
-        prompt_length = len(model.trace.prompt.ids)
-        self._start(JobKind.EXPLAIN, {}, jobs.explain_job(self.holder, ids, prompt_length), model.run_limit)
+        prompt_length = len(state.trace.prompt.ids)
+        self._start(JobKind.EXPLAIN, {}, jobs.explain_job(self.holder, ids, prompt_length), state.run_limit)
         return True
 
     def _inspection_ready(self, lane: str) -> bool:
@@ -392,7 +392,7 @@ class RunController:
         try:
             source_weights(Path(self.holder.path).resolve())
         except FileNotFoundError as error:
-            self.model.show_notice(translate("controller", "“{lane}” cannot be explained: its inspection model is "
+            self.state.show_notice(translate("controller", "“{lane}” cannot be explained: its inspection model is "
                                                            "built from the float32 weights the model was exported "
                                                            "from, and {error}. Prepare the model from its GGUF (the "
                                                            "default model) or from a local Hugging Face folder.")
@@ -404,7 +404,7 @@ class RunController:
             why = self.prepare_inspection(self.holder.path)
         if why is None:
             return True
-        self.model.show_notice(translate("controller", "“{lane}” was not explained: {why}.").format(lane=lane, why=why))
+        self.state.show_notice(translate("controller", "“{lane}” was not explained: {why}.").format(lane=lane, why=why))
         return False
 
     # ------------------------------------------------------------------------------------------------ replay
@@ -412,19 +412,19 @@ class RunController:
     def replay(self) -> RunRequest | None:
         """Re-run the shown run with the model (its lanes take the specs it was made with, seeds included);
         afterwards report whether every token matched. Returns the run's request (for the prompt panel)."""
-        trace = self.model.shown_trace()
+        trace = self.state.shown_trace()
         if trace is None or self.holder is None or self.runner.is_running() or not trace.lanes:
-            self.model.show_notice(translate("controller", "Replay needs a run (run or open one) and a model."))
+            self.state.show_notice(translate("controller", "Replay needs a run (run or open one) and a model."))
             return None
         if not self._use_model_of(trace):
             return None
         self._replayed = replace(trace, lanes=list(trace.lanes))
         request = request_of(trace)
-        self.model.show_trace(trace, specs_of(trace))  # the lanes as the run made them, seeds included
+        self.state.show_trace(trace, specs_of(trace))  # the lanes as the run made them, seeds included
         try:
-            targets = self._expand(self.model.lanes, request.seed)
+            targets = self._expand(self.state.lanes, request.seed)
         except ValueError as error:
-            self.model.show_notice(translate("controller", "Cannot replay: {error}.").format(error=error))
+            self.state.show_notice(translate("controller", "Cannot replay: {error}.").format(error=error))
             return None
         specs = list(targets.values())
         self._start(JobKind.REPLAY, targets, jobs.run_job(self.holder, request, specs), _run_limit(specs, request))
@@ -442,7 +442,7 @@ class RunController:
                 return self.set_model(resolve(key))
             except FileNotFoundError:
                 continue
-        self.model.show_notice(translate("controller", "The run was made with model {name!r}, which is not prepared "
+        self.state.show_notice(translate("controller", "The run was made with model {name!r}, which is not prepared "
                                                        "here.").format(name=trace.model.name))
         return False
 
@@ -452,11 +452,11 @@ class RunController:
         from decoding.compare import compare_traces
 
         before, self._replayed = self._replayed, None
-        comparison = compare_traces(before, self.model.shown_trace())
+        comparison = compare_traces(before, self.state.shown_trace())
         if comparison.same_tokens:
-            self.model.set_status(translate("controller", "replay: every token identical to the saved run"))
+            self.state.set_status(translate("controller", "replay: every token identical to the saved run"))
             return
-        self.model.show_notice(translate("controller", "Replay differs from the saved run: {differences}.").format(
+        self.state.show_notice(translate("controller", "Replay differs from the saved run: {differences}.").format(
             differences="; ".join(comparison.describe())))
 
     def _report_run_again(self) -> None:
@@ -464,13 +464,13 @@ class RunController:
         from decoding.compare import compare_traces
 
         before, self._compared = self._compared, None
-        comparison = compare_traces(before, self.model.shown_trace())
+        comparison = compare_traces(before, self.state.shown_trace())
         differences = [d.describe() for d in comparison.lanes if d.kind != "probabilities"]
         if not differences:
-            self.model.set_status(translate("controller", "run again: every lane's tokens identical to the previous "
+            self.state.set_status(translate("controller", "run again: every lane's tokens identical to the previous "
                                                           "run"))
             return
-        self.model.show_notice(translate("controller", "Run again, against the previous run: {differences}.").format(
+        self.state.show_notice(translate("controller", "Run again, against the previous run: {differences}.").format(
             differences="; ".join(differences)), level="info", cause="compare")
 
     # ------------------------------------------------------------------------------------------------- files
@@ -478,18 +478,18 @@ class RunController:
     def save(self, path: Path) -> bool:
         from decoding import jsonio
 
-        trace = self.model.shown_trace()
+        trace = self.state.shown_trace()
         if trace is None or self.runner.is_running():
-            self.model.show_notice(translate("controller", "Nothing to save yet: run or open a run first."))
+            self.state.show_notice(translate("controller", "Nothing to save yet: run or open a run first."))
             return False
         try:
             jsonio.save(trace, path)
         except (OSError, ValueError) as error:
-            self.model.show_notice(translate("controller",
+            self.state.show_notice(translate("controller",
                                              "Could not save {path}: {error}. The run is still here.")
                                              .format(path=path, error=error))
             return False
-        self.model.set_status(translate("controller", "saved {path}").format(path=path))
+        self.state.set_status(translate("controller", "saved {path}").format(path=path))
         return True
 
     def open(self, path: Path) -> RunRequest | None:
@@ -497,49 +497,49 @@ class RunController:
         from decoding import jsonio
 
         if self.runner.is_running():
-            self.model.show_notice(translate("controller", "Stop the run before opening another."))
+            self.state.show_notice(translate("controller", "Stop the run before opening another."))
             return None
         try:
             trace = jsonio.load(path)
             specs = specs_of(trace)
         except (OSError, ValueError, KeyError, TypeError) as error:
-            self.model.show_notice(translate("controller", "Could not open {path}: {error}").format(path=path,
+            self.state.show_notice(translate("controller", "Could not open {path}: {error}").format(path=path,
                                                                                                     error=error))
             return None
-        self.model.clear_notice()
-        self.model.show_trace(trace, specs)
+        self.state.clear_notice()
+        self.state.show_trace(trace, specs)
         self._branch_keys = []
-        self.model.set_model_name(f"{trace.model.name} (opened run)", trace.provider)
-        self.model.set_status(translate("controller", "opened {path}").format(path=path))
+        self.state.set_model_name(f"{trace.model.name} (opened run)", trace.provider)
+        self.state.set_status(translate("controller", "opened {path}").format(path=path))
         return request_of(trace)
 
     # ------------------------------------------------------------------------------------- job callbacks
 
     def _start(self, kind: JobKind, targets: dict[tuple[int, int], LaneSpec], job: Job, limit: int) -> None:
         """Start `job`, whose lanes stream into `targets` ((lane key, member) -> spec, in the job's lane order)."""
-        self.model.clear_notice("prompt")
-        if self.model.notice is not None and self.model.notice.level == "error":
-            self.model.clear_notice()
+        self.state.clear_notice("prompt")
+        if self.state.notice is not None and self.state.notice.level == "error":
+            self.state.clear_notice()
         self._targets = list(targets)
-        self.model.start_job(kind, targets, limit)
+        self.state.start_job(kind, targets, limit)
         self.runner.start(job)
 
     def on_message(self, message: Message) -> None:
         if isinstance(message, StepMessage):
             key, member = self._targets[message.lane]
-            self.model.add_step(self.model.index_of(key), message.record, member)
+            self.state.add_step(self.state.index_of(key), message.record, member)
         elif isinstance(message, RunStartedMessage):
-            self.model.running_trace = message.trace
+            self.state.running_trace = message.trace
         elif isinstance(message, StatusMessage):
-            self.model.set_status(message.text)
+            self.state.set_status(message.text)
         elif isinstance(message, ProviderMessage):
-            self.model.set_model_name(self.holder.name if self.holder else "", message.provider)
+            self.state.set_model_name(self.holder.name if self.holder else "", message.provider)
 
     def on_finished(self, result) -> None:
-        kind = self.model.job
+        kind = self.state.job
         if kind is JobKind.SWEEP:
-            self.model.add_sweep(result)
-            self.model.set_status(translate("controller",
+            self.state.add_sweep(result)
+            self.state.set_status(translate("controller",
                                             "temperature sweep of {lane} step {step}").format(lane=result.lane,
                                                                                               step=result.step))
             return
@@ -548,13 +548,13 @@ class RunController:
             return
         finished: dict[tuple[int, int], LaneTrace] = dict(zip(self._targets, result.lanes, strict=True))
         if kind is JobKind.BRANCH:
-            self.model.finish_job(None, finished)
+            self.state.finish_job(None, finished)
         else:
-            self.model.finish_job(result, finished)
+            self.state.finish_job(result, finished)
         failed = [lane for lane in result.lanes if lane.error]
         error = result.error
         if error:
-            self.model.show_notice(translate("controller",
+            self.state.show_notice(translate("controller",
                                              "The run stopped early: {error}. The text so far is kept.")
                                    .format(error=error))
         elif failed:
@@ -563,12 +563,12 @@ class RunController:
                               for lane in failed)
             others = (translate("controller", "the other lanes went on") if len(failed) < len(result.lanes)
                       else translate("controller", "its text so far is kept"))
-            self.model.show_notice(translate("controller", "{words} ({others}).").format(words=words, others=others))
+            self.state.show_notice(translate("controller", "{words} ({others}).").format(words=words, others=others))
         cancelled = any(lane.finish_reason == "cancelled" for lane in result.lanes)
         status = (QT_TRANSLATE_NOOP("controller", "stopped") if cancelled else
                   QT_TRANSLATE_NOOP("controller", "stopped early") if error or failed else
                   QT_TRANSLATE_NOOP("controller", "done"))
-        self.model.set_status(translate("controller", status))
+        self.state.set_status(translate("controller", status))
         if kind is JobKind.REPLAY:
             self._report_replay()
         elif kind is JobKind.RUN and self._compared is not None:
@@ -576,20 +576,20 @@ class RunController:
 
     def _finish_explain(self, result: ExplainResult | None) -> None:
         if result is None:  # stopped before the model ran
-            self.model.fail_job()
-            self.model.set_status(translate("controller", "stopped"))
+            self.state.fail_job()
+            self.state.set_status(translate("controller", "stopped"))
             return
-        self.model.add_explanation(result)
-        self.model.set_status(translate("controller", "explained {len} tokens ({layers} layers × {heads} heads): see "
+        self.state.add_explanation(result)
+        self.state.set_status(translate("controller", "explained {len} tokens ({layers} layers × {heads} heads): see "
                                                       "the Attention and Logit lens tabs")
                                                       .format(len=len(result.tokens), layers=result.layers,
                                                               heads=result.heads))
 
     def on_failed(self, message: str, _details: str = "") -> None:
-        explaining = self.model.job is JobKind.EXPLAIN
-        self.model.fail_job()
-        self.model.set_status(translate("controller", "failed"))
-        self.model.show_notice(translate("controller",
+        explaining = self.state.job is JobKind.EXPLAIN
+        self.state.fail_job()
+        self.state.set_status(translate("controller", "failed"))
+        self.state.show_notice(translate("controller",
                                          "Could not explain the lane: {message}.")
                                          .format(message=message) if explaining else
                                translate("controller", "{message}. The text so far is kept.").format(message=message))

@@ -2,7 +2,7 @@
 the shown run, the selection and the notice. Views subscribe to its events and draw what they show; the
 controller (runs, branches, files) and the lanes editor change it through its methods, never behind its back.
 
-    model.events.connect("step_added", timeline.on_step_added)   # (index, record)
+    state.events.connect("step_added", timeline.on_step_added)   # (index, record)
     model.insert_lane(2, LaneSpec("greedy"))                     # → "lane_inserted" (2)
 
 The shape follows napari's Qt-free models (a widget is built from a model and connects to its events), so a
@@ -122,7 +122,7 @@ class Lane:
         return self.spec.name
 
 
-class RunModel:
+class RunState:
     def __init__(self, specs: Iterable[LaneSpec] = ()) -> None:
         self.events = Events(EVENTS)
         self.lanes: list[Lane] = []
@@ -218,10 +218,10 @@ class RunModel:
             return None
         return self.trace.explanation_of(self.lanes[lane].trace)
 
-    def snapshot(self) -> RunModel:
+    def snapshot(self) -> RunState:
         """A model showing the same run (same lanes, selection and settings) with no listeners: views made
         over it (e.g. to draw an export at another size) go away with it."""
-        copy = RunModel()
+        copy = RunState()
         copy.lanes = list(self.lanes)
         for name in ("trace", "selection", "critical", "reference", "run_limit", "model_name", "provider"):
             setattr(copy, name, getattr(self, name))

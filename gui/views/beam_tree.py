@@ -16,7 +16,7 @@ from gui.i18n import QT_TRANSLATE_NOOP, translate
 from gui.present.chart_rows import BeamNode, beam_node_token, best_path, step_nodes
 from gui.shell.image_export import Figure
 from gui.shell.redraw import RedrawScheduler
-from gui.state.run_state import RunModel, Selection
+from gui.state.run_state import RunState, Selection
 from gui.views import style
 
 _KIND_STYLE = {  # symbol, size, brush, pen
@@ -32,13 +32,13 @@ _LABEL_MIN_PX_PER_STEP = 46  # below this the token labels would overlap: hide t
 
 
 class BeamTreeView(QWidget):
-    """Draws one beam lane (`set_lane`). Given a RunModel it follows one by itself: the selected lane when
+    """Draws one beam lane (`set_lane`). Given a RunState it follows one by itself: the selected lane when
     that is a beam lane, else the first beam lane; drawing a long tree is slow, so only while `set_shown(True)`
     (its tab is open) or when exported."""
 
     stepSelected = Signal(int, int)  # lane index, step
 
-    def __init__(self, model: RunModel | None = None, scheduler: RedrawScheduler | None = None,
+    def __init__(self, state: RunState | None = None, scheduler: RedrawScheduler | None = None,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._lane_index = -1
@@ -49,19 +49,19 @@ class BeamTreeView(QWidget):
         self._free_labels: list[pg.TextItem] = []  # hidden labels, reused before new ones are made
         self._drawn_steps = 0
         self._build_ui()
-        self.model = model
+        self.state = state
         self._scheduler = scheduler
         self._follow: int | None = None  # key of the beam lane followed
         self._shown = False
-        self._stale = model is not None  # nothing drawn yet
-        if model is not None:
+        self._stale = state is not None  # nothing drawn yet
+        if state is not None:
             for name in ("lanes_reset", "lane_inserted", "lane_removed", "lane_moved", "run_finished"):
-                model.events.connect(name, self._on_lanes_event)
-            model.events.connect("step_added", self._on_step_added)
-            model.events.connect("selection_changed", self._on_selection_changed)
-            self.stepSelected.connect(model.select)
+                state.events.connect(name, self._on_lanes_event)
+            state.events.connect("step_added", self._on_step_added)
+            state.events.connect("selection_changed", self._on_selection_changed)
+            self.stepSelected.connect(state.select)
 
-    # ---- following a RunModel ---------------------------------------------------------------------------
+    # ---- following a RunState ---------------------------------------------------------------------------
     def show_all_steps(self) -> None:
         if self._drawn_steps:
             self._plot.setXRange(-1.6, self._drawn_steps - 0.4, padding=0)
@@ -72,17 +72,17 @@ class BeamTreeView(QWidget):
 
     def refresh(self, force: bool = False) -> None:
         """Draw the followed lane if it changed since last drawn (and the tree is shown, or `force`)."""
-        if self.model is None or not (self._shown or force) or not self._stale:
+        if self.state is None or not (self._shown or force) or not self._stale:
             return
         self._stale = False
         index = self._followed_index()
-        if index is not None and self.model.lanes[index].trace.steps:
-            self.set_lane(index, self.model.lanes[index].trace)
+        if index is not None and self.state.lanes[index].trace.steps:
+            self.set_lane(index, self.state.lanes[index].trace)
         else:
             self.clear()
 
     def _followed_index(self) -> int | None:
-        lanes = self.model.lanes
+        lanes = self.state.lanes
         keys = [lane.key for lane in lanes]
         if self._follow not in keys or not lanes[keys.index(self._follow)].spec.is_beam:
             self._follow = next((lane.key for lane in lanes if lane.spec.is_beam), None)
@@ -93,7 +93,7 @@ class BeamTreeView(QWidget):
         self.refresh()
 
     def _on_step_added(self, index: int, _record: StepRecord) -> None:
-        if self.model.lanes[index].key == self._follow or self._follow is None:
+        if self.state.lanes[index].key == self._follow or self._follow is None:
             self._stale = True
             if self._scheduler is not None and self._shown:
                 self._scheduler.mark("charts", ("beam_tree",), self.refresh)
@@ -101,7 +101,7 @@ class BeamTreeView(QWidget):
     def _on_selection_changed(self, selection: Selection | None) -> None:
         if selection is None:
             return
-        lane = self.model.lanes[selection.lane]
+        lane = self.state.lanes[selection.lane]
         if lane.spec.is_beam and lane.key != self._follow:
             self._follow = lane.key
             self._stale = True

@@ -1,4 +1,4 @@
-"""Divergence side by side, a view of the RunModel: at the selected step, the selected lane's processed
+"""Divergence side by side, a view of the RunState: at the selected step, the selected lane's processed
 distribution beside another lane's (the reference lane by default, e.g. at a ◆ divergence): each lane's chosen
 token, where the other lane's token stands in it, and for sampled lanes where the draw fell."""
 
@@ -16,7 +16,7 @@ from gui.i18n import translate
 from gui.present.chart_rows import display_token
 from gui.present.lane_html import format_prob
 from gui.shell.image_export import Figure
-from gui.state.run_state import RunModel, Selection
+from gui.state.run_state import RunState, Selection
 from gui.views import style
 
 ROWS = 10
@@ -59,15 +59,15 @@ def describe_other(record: StepRecord, other_token: int, other_text: str) -> str
 
 
 class CompareView(QWidget):
-    def __init__(self, model: RunModel, parent: QWidget | None = None) -> None:
+    def __init__(self, state: RunState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.model = model
+        self.state = state
         self._other_key: int | None = None  # the lane compared with (None: the reference lane)
         self._rows: dict[str, list[CompareRow]] = {"a": [], "b": []}
         self._build_ui()
         for name in ("lanes_reset", "lane_inserted", "lane_removed", "lane_moved", "lane_changed", "run_finished"):
-            model.events.connect(name, self._on_lanes_event)
-        model.events.connect("selection_changed", lambda _selection: self.redraw())
+            state.events.connect(name, self._on_lanes_event)
+        state.events.connect("selection_changed", lambda _selection: self.redraw())
         self._on_lanes_event()
 
     # ---- public API --------------------------------------------------------------------------------------
@@ -87,17 +87,17 @@ class CompareView(QWidget):
         return Figure(self._title.text(), self._legend.text(), self._canvas.scene(),
                       self._canvas.ci.sceneBoundingRect(), "<br>".join(self.texts()))
 
-    # ---- model events ------------------------------------------------------------------------------------
+    # ---- state events ------------------------------------------------------------------------------------
     def _on_lanes_event(self, *_args) -> None:
         self._combo.blockSignals(True)
         self._combo.clear()
-        for lane in self.model.lanes:
+        for lane in self.state.lanes:
             self._combo.addItem(lane.name, lane.key)
-        keys = [lane.key for lane in self.model.lanes]
+        keys = [lane.key for lane in self.state.lanes]
         if self._other_key not in keys:
             self._other_key = None
         self._combo.setCurrentIndex(keys.index(self._other_key) if self._other_key in keys else
-                                    min(self.model.reference, len(keys) - 1))
+                                    min(self.state.reference, len(keys) - 1))
         self._combo.blockSignals(False)
         self.redraw()
 
@@ -153,27 +153,27 @@ class CompareView(QWidget):
 
     # ---- drawing -----------------------------------------------------------------------------------------
     def _other_index(self, selected: int) -> int | None:
-        keys = [lane.key for lane in self.model.lanes]
+        keys = [lane.key for lane in self.state.lanes]
         if self._other_key in keys:
             other = keys.index(self._other_key)
         else:
-            other = self.model.reference
+            other = self.state.reference
         if other == selected:  # compare with something else than itself
             other = next((i for i in range(len(keys)) if i != selected), None)
         return other
 
     def redraw(self) -> None:
-        selection: Selection | None = self.model.selection
+        selection: Selection | None = self.state.selection
         other = None if selection is None else self._other_index(selection.lane)
         records = None
         if selection is not None and other is not None:
-            records = (self.model.step_record(selection.lane, selection.step),
-                       self.model.step_record(other, selection.step))
+            records = (self.state.step_record(selection.lane, selection.step),
+                       self.state.step_record(other, selection.step))
         if records is None or None in records:
             self._clear(selection is not None and other is not None)
             return
         a, b = records
-        lanes = (self.model.lanes[selection.lane], self.model.lanes[other])
+        lanes = (self.state.lanes[selection.lane], self.state.lanes[other])
         title = translate("compare_view", "step {step}: {lane} chose “{token}”, {other} chose “{other_token}”")
         self._title.setText(title.format(step=selection.step, lane=lanes[0].name,
                                          token=display_token(a.token_text, 20), other=lanes[1].name,

@@ -1,4 +1,4 @@
-"""Fan-out tree, a view of the RunModel: a sampled lane run as K seed members, drawn as a tree of trajectories —
+"""Fan-out tree, a view of the RunState: a sampled lane run as K seed members, drawn as a tree of trajectories —
 shared prefixes merge, each split is a node at its step with the tokens that parted (line width: how many
 members took that way). Below it, on the same step axis, the members' mean entropy and margin, so
 splits can be seen to happen where the distribution is wide or tied. Hover a branch for its text; click it
@@ -22,7 +22,7 @@ from gui.present.chart_rows import display_token
 from gui.present.lane_html import lane_characters, pending_bytes, plain_fragments
 from gui.shell.image_export import Figure
 from gui.shell.redraw import DrawnWhenShown, RedrawScheduler
-from gui.state.run_state import RunModel, Selection
+from gui.state.run_state import RunState, Selection
 from gui.views import style
 
 _END = -1  # the "token" of a member that ended before a step
@@ -132,17 +132,17 @@ def walk(branch: Branch):
 
 
 class FanoutView(DrawnWhenShown, QWidget):
-    def __init__(self, model: RunModel, scheduler: RedrawScheduler, parent: QWidget | None = None) -> None:
+    def __init__(self, state: RunState, scheduler: RedrawScheduler, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.model = model
+        self.state = state
         self._scheduler = scheduler
         self._key: int | None = None  # the fan-out lane shown
         self._tree: Branch | None = None
         self._build_ui()
         for name in ("lanes_reset", "lane_inserted", "lane_removed", "lane_moved", "lane_changed", "run_finished"):
-            model.events.connect(name, self._on_lanes_event)
-        model.events.connect("member_step_added", self._on_member_step)
-        model.events.connect("selection_changed", self._on_selection_changed)
+            state.events.connect(name, self._on_lanes_event)
+        state.events.connect("member_step_added", self._on_member_step)
+        state.events.connect("selection_changed", self._on_selection_changed)
         self._on_lanes_event()
 
     # ---- public API --------------------------------------------------------------------------------------
@@ -166,32 +166,32 @@ class FanoutView(DrawnWhenShown, QWidget):
         middle = (branch.start + max(branch.end - 1, branch.start)) / 2
         return self._tree_plot.vb.mapViewToScene(QPointF(middle, branch.y))
 
-    # ---- model events ------------------------------------------------------------------------------------
+    # ---- state events ------------------------------------------------------------------------------------
     def _fanout_lanes(self) -> list[int]:
-        return [index for index, lane in enumerate(self.model.lanes) if lane.members]
+        return [index for index, lane in enumerate(self.state.lanes) if lane.members]
 
     def _on_lanes_event(self, *_args) -> None:
         indices = self._fanout_lanes()
-        keys = [self.model.lanes[i].key for i in indices]
+        keys = [self.state.lanes[i].key for i in indices]
         if self._key not in keys:
             self._key = keys[0] if keys else None
         self._combo.blockSignals(True)
         self._combo.clear()
         for index in indices:
-            self._combo.addItem(self.model.lanes[index].name, self.model.lanes[index].key)
+            self._combo.addItem(self.state.lanes[index].name, self.state.lanes[index].key)
         if self._key is not None:
             self._combo.setCurrentIndex(keys.index(self._key))
         self._combo.blockSignals(False)
         self.redraw()
 
     def _on_member_step(self, index: int, _member: int, _record) -> None:
-        if self.model.lanes[index].key == self._key:
+        if self.state.lanes[index].key == self._key:
             self._scheduler.mark("charts", ("fanout",), self.redraw)
 
     def _on_selection_changed(self, selection: Selection | None) -> None:
-        if selection is not None and self.model.lanes[selection.lane].members:
-            if self.model.lanes[selection.lane].key != self._key:
-                self._key = self.model.lanes[selection.lane].key
+        if selection is not None and self.state.lanes[selection.lane].members:
+            if self.state.lanes[selection.lane].key != self._key:
+                self._key = self.state.lanes[selection.lane].key
                 self._on_lanes_event()
         self._show_cursor(selection)
 
@@ -263,7 +263,7 @@ class FanoutView(DrawnWhenShown, QWidget):
 
     # ---- drawing -----------------------------------------------------------------------------------------
     def _members(self) -> list[LaneTrace]:
-        lane = next((lane for lane in self.model.lanes if lane.key == self._key), None)
+        lane = next((lane for lane in self.state.lanes if lane.key == self._key), None)
         return lane.members if lane is not None else []
 
     def _title(self) -> str:
@@ -290,12 +290,12 @@ class FanoutView(DrawnWhenShown, QWidget):
         self._draw_tree(members)
         self._draw_stats(members)
         self._summary.setText(self._summary_text(members))
-        self._show_cursor(self.model.selection)
+        self._show_cursor(self.state.selection)
 
     def _draw_tree(self, members: list[LaneTrace]) -> None:
         """The branches and the edges of their splits as a few line items (one per pen width), the split labels
         and a dashed line at each split in the statistics below."""
-        lane = next(lane for lane in self.model.lanes if lane.key == self._key)
+        lane = next(lane for lane in self.state.lanes if lane.key == self._key)
         colour = style.lane_color(lane.colour)
         count = len(members)
         segments: dict[float, list[tuple[float, float, float, float]]] = {}  # pen width -> (x0, y0, x1, y1)
@@ -391,7 +391,7 @@ class FanoutView(DrawnWhenShown, QWidget):
                            pairwise=pairwise, splits=len(group.splits))
 
     def _show_cursor(self, selection: Selection | None) -> None:
-        lane = self.model.lanes[selection.lane] if selection is not None else None
+        lane = self.state.lanes[selection.lane] if selection is not None else None
         visible = lane is not None and lane.key == self._key
         self._cursor.setVisible(visible)
         if visible:
@@ -430,6 +430,6 @@ class FanoutView(DrawnWhenShown, QWidget):
         branch = self._branch_at(event.scenePos())
         if branch is None:
             return
-        index = next(i for i, lane in enumerate(self.model.lanes) if lane.key == self._key)
+        index = next(i for i, lane in enumerate(self.state.lanes) if lane.key == self._key)
         step = min(round(self._tree_plot.vb.mapSceneToView(event.scenePos()).x()), max(branch.end - 1, branch.start))
-        self.model.select(index, step, branch.members[0])
+        self.state.select(index, step, branch.members[0])

@@ -39,7 +39,7 @@ def import_generation_config(editor: LanesEditor, path: Path) -> int:
 
 def export_generation_config(editor: LanesEditor, index: int, path: Path) -> bool:
     """Write lane `index` as a generation_config.json; False with the reason shown if it cannot be."""
-    spec = editor.model.lanes[index].spec
+    spec = editor.state.lanes[index].spec
     try:
         text = json.dumps(generation_config_of(spec), indent=2, ensure_ascii=False) + "\n"
         write_text_atomic(Path(path), text)

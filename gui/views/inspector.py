@@ -33,7 +33,7 @@ from gui.present import colours
 from gui.present.chart_rows import Cutoffs, TokenRow, display_token, inspector_rows, step_cutoffs, step_summary
 from gui.present.lane_html import lane_characters, pending_bytes
 from gui.shell.image_export import Figure
-from gui.state.run_state import RunModel, Selection
+from gui.state.run_state import RunState, Selection
 from gui.views import style
 
 _BAR = 0.38  # bar thickness in row units; two of them side by side fill most of a row
@@ -48,16 +48,16 @@ def _unbreakable(text: str) -> str:
 
 
 class StepInspector(QWidget):
-    """A view of the RunModel's selected step. Click a row to read its numbers; double-click or right-click
+    """A view of the RunState's selected step. Click a row to read its numbers; double-click or right-click
     it to branch from it (branching is deliberate: never a single left click)."""
 
     branchRequested = Signal(int, int, int)  # lane index, step, token id
     forceRequested = Signal(int, int)  # step, token id
     replayRequested = Signal(int, int)  # lane index, step: replay the branch not taken
 
-    def __init__(self, model: RunModel, parent: QWidget | None = None) -> None:
+    def __init__(self, state: RunState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.model = model
+        self.state = state
         self._lane_index = -1
         self._member = 0
         self._step: StepRecord | None = None
@@ -66,12 +66,12 @@ class StepInspector(QWidget):
         self._max_rows = 20
         self._overlay = False
         self._build_ui()
-        model.events.connect("selection_changed", self._on_selection_changed)
-        model.events.connect("run_finished", self._on_run_finished)
-        model.events.connect("lane_changed", self._on_lane_changed)
-        model.events.connect("marks_changed", self._on_run_finished)
+        state.events.connect("selection_changed", self._on_selection_changed)
+        state.events.connect("run_finished", self._on_run_finished)
+        state.events.connect("lane_changed", self._on_lane_changed)
+        state.events.connect("marks_changed", self._on_run_finished)
 
-    # ---- model events ------------------------------------------------------------------------------------
+    # ---- state events ------------------------------------------------------------------------------------
     def _on_selection_changed(self, selection: Selection | None) -> None:
         if selection is None:
             self.clear()
@@ -80,7 +80,7 @@ class StepInspector(QWidget):
 
     def _on_run_finished(self) -> None:
         """A finished lane's records may be new objects (a beam lane's best path): show the selected one."""
-        self._on_selection_changed(self.model.selection)
+        self._on_selection_changed(self.state.selection)
 
     def _on_lane_changed(self, index: int) -> None:
         if index == self._lane_index and self._step is not None:
@@ -89,13 +89,13 @@ class StepInspector(QWidget):
     # ---- public API --------------------------------------------------------------------------------------
     def set_step(self, lane_index: int, step: int, member: int = 0) -> None:
         """Show step `step` of the model's lane `lane_index` (of its fan-out member `member`)."""
-        record = self.model.step_record(lane_index, step, member)
+        record = self.state.step_record(lane_index, step, member)
         if record is None:
             self.clear()
             return
         self._lane_index, self._member, self._step, self._picked = lane_index, member, record, None
-        critical = critical_point(record, self.model.critical) is not None
-        self._replay.setEnabled(runner_up(record, self.model.critical) is not None)
+        critical = critical_point(record, self.state.critical) is not None
+        self._replay.setEnabled(runner_up(record, self.state.critical) is not None)
         self._replay.setText(translate("inspector", "▲ branch not taken") if critical else translate("inspector",
                                                                                                      "↺ runner-up"))
         self._redraw()
@@ -341,7 +341,7 @@ class StepInspector(QWidget):
         step = self._step
         self._rows = inspector_rows(step, self._fitting_rows())
         self._cutoffs = step_cutoffs(step, self._rows, self._lane.config, self._lane.processors)
-        lane = self.model.lanes[self._lane_index]
+        lane = self.state.lanes[self._lane_index]
         swatch = f'<span style="color:{style.lane_color_hex(lane.colour)}">■</span> '
         self._title.setText(swatch + html.escape(self._title_text()))
         self._title.setToolTip(self._title_text())
@@ -353,14 +353,14 @@ class StepInspector(QWidget):
 
     @property
     def _lane(self):
-        return self.model.lanes[self._lane_index].member_trace(self._member)
+        return self.state.lanes[self._lane_index].member_trace(self._member)
 
     def _title_text(self) -> str:
         step = self._step
         share = lane_characters([s.token_text for s in self._lane.steps]).get(step.step)
         token = display_token(step.token_text, 32, share)
         forced = translate("inspector", " · forced") if step.forced else ""
-        name = self._lane.name if self._member else self.model.lanes[self._lane_index].name
+        name = self._lane.name if self._member else self.state.lanes[self._lane_index].name
         title = translate("inspector", "{name} · step {step} · chose “{token}” (id {token_id}){forced}")
         return title.format(name=name, step=step.step, token=token, token_id=step.token_id, forced=forced)
 
@@ -471,7 +471,7 @@ class StepInspector(QWidget):
         self._cum_raw.setData(c.cumulative_raw, list(range(len(c.cumulative_raw))))
 
     def _fill_numbers(self) -> None:
-        marks = self.model.marks(self._lane_index)[self._step.step] if self._member == 0 else None
+        marks = self.state.marks(self._lane_index)[self._step.step] if self._member == 0 else None
         items = [
             f'<span style="color:{colours.current().muted}">{_unbreakable(name)}</span>&nbsp;{_unbreakable(value)}'
             for name, value in step_summary(self._lane, self._step, marks)

@@ -1,4 +1,4 @@
-"""Lane × step map, a view of the RunModel that stays readable with 10+ lanes and fan-outs: one row per lane, one
+"""Lane × step map, a view of the RunState that stays readable with 10+ lanes and fan-outs: one row per lane, one
 cell per step, coloured by the chosen token's probability (or entropy, or margin — a selector), with the
 divergence (◆), critical point (▲) and branch (★) marks on top. Hover a cell for its token; click it to select the
 step everywhere. The line chart stays for a few chosen lanes."""
@@ -19,7 +19,7 @@ from gui.present.chart_rows import display_token
 from gui.present.lane_html import MARK_COLOURS, mark_legend, probability_colour
 from gui.shell.image_export import Figure
 from gui.shell.redraw import DrawnWhenShown, RedrawScheduler
-from gui.state.run_state import RunModel, Selection
+from gui.state.run_state import RunState, Selection
 from gui.views import style
 
 # metric -> (label, fixed colour range or None for the data's own range)
@@ -31,14 +31,14 @@ METRICS: dict[str, tuple[str, tuple[float, float] | None]] = {
 _EMPTY = float("nan")  # a step a lane did not reach
 
 
-def map_rows(model: RunModel) -> list[tuple[int, int]]:
+def map_rows(state: RunState) -> list[tuple[int, int]]:
     """(lane index, member) of every row: each lane, then the other members of a fan-out lane under it."""
-    return [(index, member) for index, lane in enumerate(model.lanes) for member in range(max(len(lane.members), 1))]
+    return [(index, member) for index, lane in enumerate(state.lanes) for member in range(max(len(lane.members), 1))]
 
 
-def metric_grid(model: RunModel, metric: str, rows: list[tuple[int, int]]) -> np.ndarray:
+def metric_grid(state: RunState, metric: str, rows: list[tuple[int, int]]) -> np.ndarray:
     """[rows, steps] values of the metric (NaN where a row has no step)."""
-    traces = [model.lanes[index].member_trace(member) for index, member in rows]
+    traces = [state.lanes[index].member_trace(member) for index, member in rows]
     width = max((len(trace.steps) for trace in traces), default=0)
     grid = np.full((len(rows), width), _EMPTY)
     for row, trace in enumerate(traces):
@@ -56,9 +56,9 @@ def colour_map(metric: str) -> pg.ColorMap:
 
 
 class LaneStepMap(DrawnWhenShown, QWidget):
-    def __init__(self, model: RunModel, scheduler: RedrawScheduler, parent: QWidget | None = None) -> None:
+    def __init__(self, state: RunState, scheduler: RedrawScheduler, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.model = model
+        self.state = state
         self._scheduler = scheduler
         self._metric = "prob"
         self._grid = np.zeros((0, 0))
@@ -66,10 +66,10 @@ class LaneStepMap(DrawnWhenShown, QWidget):
         self._build_ui()
         for name in ("lanes_reset", "lane_inserted", "lane_removed", "lane_moved", "lane_changed", "run_finished",
                      "marks_changed"):
-            model.events.connect(name, self._on_change)
-        model.events.connect("step_added", self._on_step_added)
-        model.events.connect("member_step_added", lambda index, _member, record: self._on_step_added(index, record))
-        model.events.connect("selection_changed", self._on_selection_changed)
+            state.events.connect(name, self._on_change)
+        state.events.connect("step_added", self._on_step_added)
+        state.events.connect("member_step_added", lambda index, _member, record: self._on_step_added(index, record))
+        state.events.connect("selection_changed", self._on_selection_changed)
         self.redraw()
 
     # ---- public API --------------------------------------------------------------------------------------
@@ -113,7 +113,7 @@ class LaneStepMap(DrawnWhenShown, QWidget):
         return Figure(f"{label} of every lane at every step", self._legend.text(), self._view.scene(),
                       self._plot.sceneBoundingRect())
 
-    # ---- model events ------------------------------------------------------------------------------------
+    # ---- state events ------------------------------------------------------------------------------------
     def _on_change(self, *_args) -> None:
         self.redraw()
 
@@ -174,8 +174,8 @@ class LaneStepMap(DrawnWhenShown, QWidget):
 
     # ---- drawing -----------------------------------------------------------------------------------------
     def _draw(self) -> None:
-        self._rows = map_rows(self.model)
-        self._grid = metric_grid(self.model, self._metric, self._rows)
+        self._rows = map_rows(self.state)
+        self._grid = metric_grid(self.state, self._metric, self._rows)
         rows, steps = self._grid.shape
         self._image.setColorMap(colour_map(self._metric))
         if rows and steps:
@@ -186,13 +186,13 @@ class LaneStepMap(DrawnWhenShown, QWidget):
         self._bar.setColorMap(colour_map(self._metric))
         self._bar.setLevels(self._levels())
         self._bar.axis.setLabel(translate("chart_data", METRICS[self._metric][0]))
-        ticks = [(row + 0.5, self.model.lanes[index].name if member == 0 else f"#{member}")
+        ticks = [(row + 0.5, self.state.lanes[index].name if member == 0 else f"#{member}")
                  for row, (index, member) in enumerate(self._rows)]
         self._plot.getAxis("left").setTicks([ticks])
         self._plot.setYRange(0, max(rows, 1), padding=0.02)
         self._plot.setXRange(0, max(steps, 1), padding=0.02)
         self._draw_marks()
-        self._on_selection_changed(self.model.selection)
+        self._on_selection_changed(self.state.selection)
 
     def _levels(self) -> tuple[float, float]:
         fixed = METRICS[self._metric][1]
@@ -202,20 +202,20 @@ class LaneStepMap(DrawnWhenShown, QWidget):
         return (0.0, float(finite.max()) if finite.size and finite.max() > 0 else 1.0)
 
     def _draw_marks(self) -> None:
-        model = self.model
+        state = self.state
         found: dict[str, list[tuple[int, int]]] = {kind: [] for kind in self._marks}
         for row, (index, member) in enumerate(self._rows):
             if member:  # a fan-out member: its critical points (where it parts is the Fan-out tab's job)
-                trace = model.lanes[index].member_trace(member)
-                found["critical"] += [(row, r.step) for r in trace.steps if critical_point(r, model.critical)]
+                trace = state.lanes[index].member_trace(member)
+                found["critical"] += [(row, r.step) for r in trace.steps if critical_point(r, state.critical)]
                 continue
-            branch = model.branch_step(index)
-            divergence = model.divergence_step(index)
+            branch = state.branch_step(index)
+            divergence = state.divergence_step(index)
             if branch is not None:
                 found["branch"].append((row, branch))
             elif divergence is not None:
                 found["divergence"].append((row, divergence))
-            found["critical"] += [(row, step) for step, mark in enumerate(model.marks(index)) if mark.critical]
+            found["critical"] += [(row, step) for step, mark in enumerate(state.marks(index)) if mark.critical]
         for kind, cells in found.items():
             offset = {"critical": (0.78, 0.25)}.get(kind, (0.5, 0.5))  # ▲ in a corner: the others stay readable
             self._marks[kind].setData([s + offset[0] for _, s in cells], [r + offset[1] for r, _ in cells])
@@ -240,7 +240,7 @@ class LaneStepMap(DrawnWhenShown, QWidget):
         cell = self._cell_at(event.scenePos())
         if cell is not None:
             index, member = self._rows[cell[0]]
-            self.model.select(index, cell[1], member)
+            self.state.select(index, cell[1], member)
 
     def _on_hover(self, scene_pos: QPointF) -> None:
         cell = self._cell_at(scene_pos)
@@ -248,7 +248,7 @@ class LaneStepMap(DrawnWhenShown, QWidget):
             return
         row, step = cell
         index, member = self._rows[row]
-        trace = self.model.lanes[index].member_trace(member)
+        trace = self.state.lanes[index].member_trace(member)
         record = trace.steps[step]
         hover = translate("lane_map", "{name} · step {step} · “{token}” · {metric} = {value:.4f}")
         metric = translate("chart_data", METRICS[self._metric][0])

@@ -1,4 +1,4 @@
-"""The lanes editor, a view of the RunModel's lanes: a table (add from presets, duplicate, remove, reorder,
+"""The lanes editor, a view of the RunState's lanes: a table (add from presets, duplicate, remove, reorder,
 rename) and a form that edits every strategy parameter of the selected lane. Every change goes through the
 model, so the text columns and charts follow it. Widgets enforce ranges; what `LaneSpec` refuses (e.g.
 `do_sample` with `num_beams > 1`, temperature 0) is reverted with the reason shown in red under the form, in
@@ -47,7 +47,7 @@ from gui.present.lane_fields import (
     preset_title,
     spec_from_values,
 )
-from gui.state.run_state import RunModel, Selection
+from gui.state.run_state import RunState, Selection
 from gui.views.style import lane_color_hex
 
 NAME_COLUMN, STRATEGY_COLUMN = 0, 1
@@ -205,9 +205,9 @@ def _selector_name(spec: LaneSpec) -> str:
 
 
 class LanesEditor(QWidget):
-    def __init__(self, model: RunModel, parent: QWidget | None = None) -> None:
+    def __init__(self, state: RunState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.model = model
+        self.state = state
         self.table = QTableWidget(0, 2)
         self.table.setHorizontalHeaderLabels([translate("lanes_editor", "Lane"), translate("lanes_editor", "Strategy")])
         self.table.horizontalHeader().setSectionResizeMode(STRATEGY_COLUMN, QHeaderView.ResizeMode.Stretch)
@@ -232,8 +232,8 @@ class LanesEditor(QWidget):
         layout.addLayout(self._fanout_row())
         layout.addWidget(self.message)
         for name in ("lanes_reset", "lane_inserted", "lane_removed", "lane_moved", "lane_changed"):
-            model.events.connect(name, self._on_lanes_event)
-        model.events.connect("selection_changed", self._on_selection_changed)
+            state.events.connect(name, self._on_lanes_event)
+        state.events.connect("selection_changed", self._on_selection_changed)
         self._fill_table()
         self._select_row(0)
 
@@ -258,10 +258,10 @@ class LanesEditor(QWidget):
 
     def _on_fanout_edited(self, count: int) -> None:
         index = self.selected_index()
-        if index < 0 or count == self.model.lanes[index].fanout or not self._editable():
+        if index < 0 or count == self.state.lanes[index].fanout or not self._editable():
             self._show_selected()
             return
-        self.model.set_fanout(index, count)
+        self.state.set_fanout(index, count)
 
     def _table_and_form(self) -> QSplitter:
         """Table above the form, resizable; the form scrolls when the window is short."""
@@ -322,7 +322,7 @@ class LanesEditor(QWidget):
     # ----------------------------------------------------------------------------------------- public API
 
     def specs(self) -> list[LaneSpec]:
-        return self.model.specs
+        return self.state.specs
 
     def selected_index(self) -> int:
         rows = self.table.selectionModel().selectedRows()
@@ -330,12 +330,12 @@ class LanesEditor(QWidget):
 
     def add_spec(self, spec: LaneSpec, index: int | None = None) -> int:
         """Insert a lane (renamed if its name is taken) at `index` (end by default). Returns its index."""
-        if self.model.running:
+        if self.state.running:
             self.show_message(translate("lanes_editor", "Stop the run before changing lanes."))
             return -1
-        spec = replace(spec, name=unique_name(spec.name, self.model.names()))
-        index = len(self.model.lanes) if index is None else index
-        self.model.insert_lane(index, spec, named_by_user=not follows_strategy(spec))
+        spec = replace(spec, name=unique_name(spec.name, self.state.names()))
+        index = len(self.state.lanes) if index is None else index
+        self.state.insert_lane(index, spec, named_by_user=not follows_strategy(spec))
         self._select_row(index)
         return index
 
@@ -366,28 +366,28 @@ class LanesEditor(QWidget):
         index = self.selected_index()
         if index < 0 or not self._editable():
             return
-        lane = self.model.lanes[index]
+        lane = self.state.lanes[index]
         preset = preset_for_window(PRESETS[title])
-        name = lane.name if lane.named_by_user else unique_name(preset.name, self.model.names() - {lane.name})
+        name = lane.name if lane.named_by_user else unique_name(preset.name, self.state.names() - {lane.name})
         self._replace(index, replace(preset, name=name, branch=lane.spec.branch))
 
     @Slot()
     def duplicate_selected(self) -> None:
         index = self.selected_index()
         if index >= 0:
-            self.add_spec(replace(self.model.lanes[index].spec, branch=None, forced={}), index + 1)
+            self.add_spec(replace(self.state.lanes[index].spec, branch=None, forced={}), index + 1)
 
     @Slot()
     def remove_selected(self) -> None:
         index = self.selected_index()
         if index < 0 or not self._editable():
             return
-        if len(self.model.lanes) == 1:
+        if len(self.state.lanes) == 1:
             self.show_message(translate("lanes_editor", "A run needs at least one lane."))
             return
         self.show_message("")
-        self.model.remove_lane(index)
-        self._select_row(min(index, len(self.model.lanes) - 1))
+        self.state.remove_lane(index)
+        self._select_row(min(index, len(self.state.lanes) - 1))
 
     @Slot()
     def move_up(self) -> None:
@@ -400,13 +400,13 @@ class LanesEditor(QWidget):
     def _move(self, delta: int) -> None:
         index = self.selected_index()
         target = index + delta
-        if index < 0 or not 0 <= target < len(self.model.lanes) or not self._editable():
+        if index < 0 or not 0 <= target < len(self.state.lanes) or not self._editable():
             return
-        self.model.move_lane(index, target)
+        self.state.move_lane(index, target)
         self._select_row(target)
 
     def _editable(self) -> bool:
-        if self.model.running:
+        if self.state.running:
             self.show_message(translate("lanes_editor", "Stop the run before changing lanes."))
             return False
         return True
@@ -416,7 +416,7 @@ class LanesEditor(QWidget):
     def _on_lanes_event(self, *_args) -> None:
         index = self.selected_index()
         self._fill_table()
-        self._select_row(index if 0 <= index < len(self.model.lanes) else 0)
+        self._select_row(index if 0 <= index < len(self.state.lanes) else 0)
 
     def _on_selection_changed(self, selection: Selection | None) -> None:
         """A step selected in a lane's text selects that lane here too."""
@@ -430,8 +430,8 @@ class LanesEditor(QWidget):
 
     def _fill_table(self) -> None:
         self.table.blockSignals(True)
-        self.table.setRowCount(len(self.model.lanes))
-        for row, lane in enumerate(self.model.lanes):
+        self.table.setRowCount(len(self.state.lanes))
+        for row, lane in enumerate(self.state.lanes):
             name = QTableWidgetItem(lane.name)
             name.setData(Qt.ItemDataRole.DecorationRole, _swatch(lane.colour))  # the lane's colour everywhere
             name.setToolTip(translate("lanes_editor", "{name}: double-click to rename").format(name=lane.name))
@@ -446,7 +446,7 @@ class LanesEditor(QWidget):
     @Slot()
     def _show_selected(self) -> None:
         index = self.selected_index()
-        lane = self.model.lanes[index] if 0 <= index < len(self.model.lanes) else None
+        lane = self.state.lanes[index] if 0 <= index < len(self.state.lanes) else None
         self.form.show_spec(lane.spec if lane else None)
         self.fanout.blockSignals(True)
         self.fanout.setValue(lane.fanout if lane else 1)
@@ -462,7 +462,7 @@ class LanesEditor(QWidget):
         if not self._editable():
             self._show_selected()
             return
-        lane = self.model.lanes[index]
+        lane = self.state.lanes[index]
         try:
             spec = spec_from_values(lane.name, values, base=lane.spec)
         except ValueError as error:
@@ -471,7 +471,7 @@ class LanesEditor(QWidget):
             self.form.show_spec(lane.spec)
             return
         if not lane.named_by_user:
-            spec = replace(spec, name=unique_name(auto_name(spec), self.model.names() - {lane.name}))
+            spec = replace(spec, name=unique_name(auto_name(spec), self.state.names() - {lane.name}))
         self._replace(index, spec)
         note = edge_note(spec)
         self.show_message(translate("lanes_editor", "Note: {note}.").format(note=note) if note else "", error=False)
@@ -482,22 +482,22 @@ class LanesEditor(QWidget):
             return
         index = item.row()
         name = item.text().strip()
-        others = self.model.names() - {self.model.lanes[index].name}
+        others = self.state.names() - {self.state.lanes[index].name}
         if not name or name in others or not self._editable():
-            if not self.model.running:
+            if not self.state.running:
                 reason = (translate("lanes_editor", "a lane name cannot be empty") if not name else
                           translate("lanes_editor", "another lane is already named “{name}”").format(name=name))
                 self.show_message(translate("lanes_editor", "Refused: {reason}.").format(reason=reason))
             self._fill_table()
             return
         self.show_message("")
-        self.model.replace_spec(index, replace(self.model.lanes[index].spec, name=name), named_by_user=True)
+        self.state.replace_spec(index, replace(self.state.lanes[index].spec, name=name), named_by_user=True)
 
     def _replace(self, index: int, spec: LaneSpec) -> None:
         self.show_message("")
-        self.model.replace_spec(index, spec)
-        if self.model.lanes[index].fanout > 1 and refusal(spec):  # e.g. turned greedy: nothing to fan out
-            self.model.set_fanout(index, 1)
+        self.state.replace_spec(index, spec)
+        if self.state.lanes[index].fanout > 1 and refusal(spec):  # e.g. turned greedy: nothing to fan out
+            self.state.set_fanout(index, 1)
         self._select_row(index)
 
 

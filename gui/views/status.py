@@ -1,4 +1,4 @@
-"""Status bar, a view of the RunModel: passing messages, the selection, progress (step x/N of the longest
+"""Status bar, a view of the RunState: passing messages, the selection, progress (step x/N of the longest
 lane, tokens per second), model and the execution provider really active (CUDA or CPU)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QLabel, QStatusBar
 
 from gui.i18n import translate
 from gui.shell.redraw import RedrawScheduler
-from gui.state.run_state import JobKind, RunModel, Selection
+from gui.state.run_state import JobKind, RunState, Selection
 
 MESSAGE_MS = 8000
 
@@ -28,9 +28,9 @@ def progress_text(step: int, max_steps: int, tokens: int, seconds: float) -> tup
 
 
 class StatusBar(QStatusBar):
-    def __init__(self, model: RunModel, scheduler: RedrawScheduler) -> None:
+    def __init__(self, state: RunState, scheduler: RedrawScheduler) -> None:
         super().__init__()
-        self.model = model
+        self.state = state
         self.model_label = QLabel(translate("status", "no model"))
         self.model_label.setObjectName("statusModel")
         self.provider = QLabel("")
@@ -46,7 +46,7 @@ class StatusBar(QStatusBar):
         for label in (self.selection, self.step, self.speed, self.model_label, self.provider):
             self.addPermanentWidget(label)
         self._streaming_since: float | None = None
-        events = model.events
+        events = state.events
         events.connect("model_changed", self._on_model_changed)
         events.connect("status", self._on_status)
         events.connect("run_started", self._on_run_started)
@@ -56,9 +56,9 @@ class StatusBar(QStatusBar):
         scheduler.after_flush(self._show_progress)
 
     def _on_model_changed(self) -> None:
-        self.model_label.setText(translate("status", "model: {model_name}").format(model_name=self.model.model_name))
-        label = provider_label(self.model.provider)
-        self.provider.setText(label if label else self.model.provider)
+        self.model_label.setText(translate("status", "model: {model_name}").format(model_name=self.state.model_name))
+        label = provider_label(self.state.provider)
+        self.provider.setText(label if label else self.state.provider)
 
     def _on_status(self, text: str) -> None:
         self.showMessage(text, MESSAGE_MS)
@@ -67,7 +67,7 @@ class StatusBar(QStatusBar):
         self._streaming_since = None  # set by the first streamed step: loading is not generating
         explaining = job is JobKind.EXPLAIN  # one call over a finished lane: no steps
         self.step.setText("" if explaining else translate("status",
-                                                          "step 0/{run_limit}").format(run_limit=self.model.run_limit))
+                                                          "step 0/{run_limit}").format(run_limit=self.state.run_limit))
         self.speed.setText("")
         self.showMessage(translate("status", "explaining…") if explaining else translate("status", "running…"))
 
@@ -77,19 +77,19 @@ class StatusBar(QStatusBar):
             self.showMessage(translate("status", "running…"))  # in place of "loading the model…"
 
     def _show_progress(self) -> None:
-        if not self.model.running or self.model.job is JobKind.EXPLAIN:
+        if not self.state.running or self.state.job is JobKind.EXPLAIN:
             return
         seconds = time.perf_counter() - self._streaming_since if self._streaming_since is not None else 0.0
-        tokens = self.model.total_tokens()
-        step_text, speed_text = progress_text(self.model.max_steps(), self.model.run_limit, tokens, seconds)
+        tokens = self.state.total_tokens()
+        step_text, speed_text = progress_text(self.state.max_steps(), self.state.run_limit, tokens, seconds)
         self.step.setText(step_text)
         if tokens:
             self.speed.setText(speed_text)
 
     def _on_run_finished(self) -> None:
-        trace = self.model.trace
-        limit = max(self.model.run_limit, self.model.max_steps())
-        self.step.setText(translate("status", "step {max_steps}/{limit}").format(max_steps=self.model.max_steps(),
+        trace = self.state.trace
+        limit = max(self.state.run_limit, self.state.max_steps())
+        self.step.setText(translate("status", "step {max_steps}/{limit}").format(max_steps=self.state.max_steps(),
                                                                                  limit=limit))
         if trace is not None and trace.timing.tokens_per_s:
             self.speed.setText(translate("status",
@@ -101,7 +101,7 @@ class StatusBar(QStatusBar):
         if selection is None:
             self.selection.setText("")
             return
-        lane = self.model.lanes[selection.lane]
+        lane = self.state.lanes[selection.lane]
         trace = lane.member_trace(selection.member)
         name = trace.name if selection.member else lane.name
         shown = translate("status", "{name} · step {step} (of 0–{last})")

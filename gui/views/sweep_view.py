@@ -1,4 +1,4 @@
-"""Temperature, a view of the RunModel: for the selected step, how the lane's processed distribution, entropy,
+"""Temperature, a view of the RunState: for the selected step, how the lane's processed distribution, entropy,
 kept-set size and the chosen token's probability change with temperature from 0 to 2 (a sweep the model
 computes once per step, stored with the run); and for a run with fan-outs of one lane at several temperatures,
 their diversity against temperature."""
@@ -16,7 +16,7 @@ from decoding.trace import TemperatureSweep
 from gui.i18n import translate
 from gui.present.chart_rows import display_token
 from gui.shell.image_export import Figure
-from gui.state.run_state import RunModel
+from gui.state.run_state import RunState
 from gui.views import style
 
 RIGHT_AXIS_PX = 64  # the kept-set axis (values up to 49,152 and its label); the other plots keep it empty
@@ -47,12 +47,12 @@ class SweepView(QWidget):
     sweepRequested = Signal(int, int)  # lane index, step
     fanoutsRequested = Signal(int)  # lane index: add fan-outs of it at several temperatures
 
-    def __init__(self, model: RunModel, parent: QWidget | None = None) -> None:
+    def __init__(self, state: RunState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.model = model
+        self.state = state
         self._build_ui()
         for name in ("selection_changed", "sweeps_changed", "run_finished", "lanes_reset"):
-            model.events.connect(name, lambda *_args: self.redraw())
+            state.events.connect(name, lambda *_args: self.redraw())
         self.redraw()
 
     # ---- public API --------------------------------------------------------------------------------------
@@ -137,12 +137,12 @@ class SweepView(QWidget):
             plot.removeItem(item)
         self._lines = []
         self._kept.clear()
-        selection = self.model.selection
-        self._sweep = None if selection is None or selection.member else self.model.sweep_at(selection.lane,
+        selection = self.state.selection
+        self._sweep = None if selection is None or selection.member else self.state.sweep_at(selection.lane,
                                                                                              selection.step)
-        lane = self.model.lanes[selection.lane] if selection is not None else None
-        self._sweep_button.setEnabled(selection is not None and not selection.member and not self.model.running)
-        self._fanout_button.setEnabled(lane is not None and lane.spec.do_sample and not self.model.running)
+        lane = self.state.lanes[selection.lane] if selection is not None else None
+        self._sweep_button.setEnabled(selection is not None and not selection.member and not self.state.running)
+        self._fanout_button.setEnabled(lane is not None and lane.spec.do_sample and not self.state.running)
         step_mode = self._mode.currentIndex() == 0
         for plot in (self._dist, self._stats):
             plot.setVisible(step_mode)
@@ -196,7 +196,7 @@ class SweepView(QWidget):
 
     def _draw_diversity(self) -> bool:
         """The run's fan-outs of one size (those a temperature series made) against their temperature."""
-        trace = self.model.shown_trace()
+        trace = self.state.shown_trace()
         points = diversity_by_temperature(trace) if trace is not None else []
         if points:
             size = Counter(p.members for p in points).most_common(1)[0][0]
@@ -224,11 +224,11 @@ class SweepView(QWidget):
 
     # ---- commands ----------------------------------------------------------------------------------------
     def _request_sweep(self) -> None:
-        selection = self.model.selection
+        selection = self.state.selection
         if selection is not None:
             self.sweepRequested.emit(selection.lane, selection.step)
 
     def _request_fanouts(self) -> None:
-        selection = self.model.selection
+        selection = self.state.selection
         if selection is not None:
             self.fanoutsRequested.emit(selection.lane)

@@ -1,4 +1,4 @@
-"""Side-by-side text, a view of the RunModel: one column per lane (its colour swatch, name, strategy and summary
+"""Side-by-side text, a view of the RunState: one column per lane (its colour swatch, name, strategy and summary
 numbers on top), tokens shaded by probability, hover = top-5 alternatives, click = select (lane, step),
 Left/Right = move through the steps, right-click a token or its mark = branch from an alternative or force it
 for all lanes. A legend above the columns explains the colours and marks."""
@@ -44,7 +44,7 @@ from gui.present.lane_html import (
     replay_words,
 )
 from gui.shell.redraw import RedrawScheduler
-from gui.state.run_state import RunModel, Selection, running_beam_pieces
+from gui.state.run_state import RunState, Selection, running_beam_pieces
 from gui.views.style import lane_color_hex
 
 MIN_COLUMN_WIDTH = 170
@@ -102,7 +102,7 @@ class TokenBrowser(QTextBrowser):
     def _on_anchor(self, url: QUrl) -> None:
         target = parse_token_url(url.toString())
         if target is not None:
-            self._panel.model.select(*target)
+            self._panel.state.select(*target)
 
     def token_at(self, pos: QPoint) -> tuple[int, int] | None:
         """The token under a viewport position, or whose mark (◆ ↳ ★ before it, ▲ after it) is there."""
@@ -124,12 +124,12 @@ class TokenBrowser(QTextBrowser):
 
     def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 (Qt override)
         """Left / Right move the selection through the lane's steps."""
-        selection = self._panel.model.selection
+        selection = self._panel.state.selection
         delta = {Qt.Key.Key_Left: -1, Qt.Key.Key_Right: 1}.get(event.key())
         if delta is None or selection is None or selection.lane != self.lane:
             super().keyPressEvent(event)
             return
-        self._panel.model.select(self.lane, selection.step + delta)
+        self._panel.state.select(self.lane, selection.step + delta)
 
     def viewportEvent(self, event: QEvent) -> bool:  # noqa: N802 (Qt override): tooltips arrive at the viewport
         if event.type() == QEvent.Type.ToolTip:
@@ -140,7 +140,7 @@ class TokenBrowser(QTextBrowser):
     def tooltip_at(self, pos: QPoint) -> str:
         """The hover text at a viewport position: the token's top-5 alternatives ('' off tokens)."""
         target = self.token_at(pos)
-        record = self._panel.model.step_record(*target) if target else None
+        record = self._panel.state.step_record(*target) if target else None
         if record is None:
             return ""
         return alternatives_html(record, character=self._panel.character_of(*target),
@@ -157,7 +157,7 @@ class TokenBrowser(QTextBrowser):
         """Right-click on a token or its mark: the lane's actions for that step (never the text widget's own
         link menu); elsewhere: copy."""
         target = self.token_at(event.pos())
-        record = self._panel.model.step_record(*target) if target else None
+        record = self._panel.state.step_record(*target) if target else None
         menu = self.alternatives_menu(target[0], record) if record is not None else QMenu(self)
         menu.addSeparator()
         _add(menu, translate("text_view", "Copy"), self, self.copy).setEnabled(self.textCursor().hasSelection())
@@ -177,10 +177,10 @@ class TokenBrowser(QTextBrowser):
             _add(branch_menu, label, self,
                  lambda _checked=False, t=token.id: panel.request_branch(lane, record.step, t))
             _add(force_menu, label, self, lambda _checked=False, t=token.id: panel.request_force(record.step, t))
-        other = runner_up(record, panel.model.critical)
+        other = runner_up(record, panel.state.critical)
         if other is not None:
             token = next(t for t in record.top if t.id == other)
-            critical = critical_point(record, panel.model.critical) is not None
+            critical = critical_point(record, panel.state.critical) is not None
             label = ("▲ Replay the branch not taken" if critical else "Replay with the runner-up") + \
                 f": “{piece_label(token.text, None, panel.pending_of(lane, record.step))}” ({format_prob(token.prob)})"
             _add(menu, label, self, lambda _checked=False: panel.request_replay(lane, record.step))
@@ -229,28 +229,28 @@ class LaneColumn(QFrame):
         layout.addWidget(self.summary)
         layout.addWidget(self.browser, 1)
 
-    def show_lane(self, model: RunModel, fragments: list[str]) -> None:
-        lane = model.lanes[self.index]
-        header = (lane.name, lane.spec, lane.colour, lane.stale, self.index == model.reference,
+    def show_lane(self, state: RunState, fragments: list[str]) -> None:
+        lane = state.lanes[self.index]
+        header = (lane.name, lane.spec, lane.colour, lane.stale, self.index == state.reference,
                   bool(lane.trace.sequences and len(lane.trace.sequences) > 1), len(lane.members),
-                  len({tuple(member.token_ids) for member in lane.members}) if not model.running else None)
+                  len({tuple(member.token_ids) for member in lane.members}) if not state.running else None)
         if header != self._header:  # a streamed redraw changes only the text: no other widget call
             self._header = header
-            self._show_header(model)
+            self._show_header(state)
         self.browser.show_fragments(fragments)
 
-    def _show_header(self, model: RunModel) -> None:
-        lane = model.lanes[self.index]
+    def _show_header(self, state: RunState) -> None:
+        lane = state.lanes[self.index]
         swatch = f'<span style="color:{lane_color_hex(lane.colour)}">■</span>'
         palette = colours.current()
         reference = translate("text_view", "(reference)")
-        role = f" <span style='color:{palette.faint}'>{reference}</span>" if self.index == model.reference else ""
+        role = f" <span style='color:{palette.faint}'>{reference}</span>" if self.index == state.reference else ""
         edited = translate("text_view", "· edited: Run to update")
         stale = f" <span style='color:{palette.warning}'>{edited}</span>" if lane.stale else ""
         self.title.setToolTip(", ".join(f"{k}={v}" for k, v in lane.spec.to_config().items()))
         fanout = ""
         if lane.members:  # how many continuations are distinct is known once the run ends (not redrawn meanwhile)
-            distinct = "" if model.running else translate("text_view", ": {count} distinct").format(
+            distinct = "" if state.running else translate("text_view", ": {count} distinct").format(
                 count=len({tuple(m.token_ids) for m in lane.members}))
             shown = translate("text_view", "fan-out ×{members}").format(members=len(lane.members))
             fanout = f" · <b>{shown}</b>{distinct}"
@@ -314,9 +314,9 @@ def _common_prefix(a: list[str], b: list[str]) -> int:
 class TextPanel(QWidget):
     """All lane columns side by side (resizable, scrolled horizontally when many), with the legend above."""
 
-    def __init__(self, model: RunModel, scheduler: RedrawScheduler, parent: QWidget | None = None) -> None:
+    def __init__(self, state: RunState, scheduler: RedrawScheduler, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.model = model
+        self.state = state
         self._scheduler = scheduler
         self.columns: list[LaneColumn] = []
         self.on_branch = None  # callbacks the window sets: on_branch(lane, step, token), on_force(step, token)
@@ -329,7 +329,7 @@ class TextPanel(QWidget):
         self._scroll.setWidgetResizable(True)
         self._scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         self._scroll.setWidget(self._splitter)
-        self.legend = QLabel(legend_html(model.critical))
+        self.legend = QLabel(legend_html(state.critical))
         self.legend.setToolTip(legend_tip())
         self.legend.setObjectName("textLegend")
         self.legend.setWordWrap(True)
@@ -346,7 +346,7 @@ class TextPanel(QWidget):
         layout.setSpacing(2)
         layout.addLayout(top)
         layout.addWidget(self._scroll, 1)
-        events = model.events
+        events = state.events
         for name in ("lanes_reset", "lane_inserted", "lane_removed", "lane_moved"):
             events.connect(name, self._on_lanes_event)
         events.connect("lane_inserted", self._reveal)
@@ -362,11 +362,11 @@ class TextPanel(QWidget):
 
     def character_of(self, lane: int, step: int):
         """The character a lane's byte-level piece at `step` is part of (None for whole tokens)."""
-        return lane_characters([s.token_text for s in self.model.lanes[lane].trace.steps]).get(step)
+        return lane_characters([s.token_text for s in self.state.lanes[lane].trace.steps]).get(step)
 
     def pending_of(self, lane: int, step: int) -> bytes:
         """The bytes of a character the lane started before `step` and had not finished."""
-        return pending_bytes([s.token_text for s in self.model.lanes[lane].trace.steps[:step]])
+        return pending_bytes([s.token_text for s in self.state.lanes[lane].trace.steps[:step]])
 
     # ---- commands (wired by the window) --------------------------------------------------------------
 
@@ -386,7 +386,7 @@ class TextPanel(QWidget):
         if self.on_force is not None:
             self.on_force(step, token_id)
 
-    # ---- model events --------------------------------------------------------------------------------
+    # ---- state events --------------------------------------------------------------------------------
 
     def _on_lanes_event(self, *_args) -> None:
         self._rebuild_columns()
@@ -400,26 +400,26 @@ class TextPanel(QWidget):
     def edit_thresholds(self) -> None:
         from gui.dialogs.critical_dialog import CriticalDialog
 
-        CriticalDialog(self.model, self).exec()
+        CriticalDialog(self.state, self).exec()
 
     def _on_marks_changed(self) -> None:
         self.refresh_look()
 
     def refresh_look(self) -> None:
         """The legend and every column drawn again (the marks' thresholds or the palette changed)."""
-        self.legend.setText(legend_html(self.model.critical))
+        self.legend.setText(legend_html(self.state.critical))
         self.refresh_all()
 
     def _on_lane_changed(self, index: int) -> None:
         self.refresh_lane(index)
 
     def _on_step_added(self, index: int, _record: StepRecord) -> None:
-        key = self.model.lanes[index].key
+        key = self.state.lanes[index].key
         self._scheduler.mark("text", ("text", key), lambda: self._refresh_key(key))
 
     def _refresh_key(self, key: int) -> None:
         try:
-            index = self.model.index_of(key)
+            index = self.state.index_of(key)
         except KeyError:
             return
         self.refresh_lane(index)
@@ -428,13 +428,13 @@ class TextPanel(QWidget):
         lanes = {self._selected_lane, None if selection is None else selection.lane} - {None}
         self._selected_lane = None if selection is None else selection.lane
         for index in lanes:
-            if index < min(len(self.columns), len(self.model.lanes)):
+            if index < min(len(self.columns), len(self.state.lanes)):
                 self.refresh_lane(index)
 
     # ---- drawing -------------------------------------------------------------------------------------
 
     def _rebuild_columns(self) -> None:
-        if len(self.columns) == len(self.model.lanes):
+        if len(self.columns) == len(self.state.lanes):
             for column in self.columns:
                 column._header = None  # same widgets (no flicker, no relayout), headers redrawn
             return
@@ -442,12 +442,12 @@ class TextPanel(QWidget):
         for column in self.columns:
             column.setParent(None)
             column.deleteLater()
-        self.columns = [LaneColumn(self, index) for index in range(len(self.model.lanes))]
+        self.columns = [LaneColumn(self, index) for index in range(len(self.state.lanes))]
         for column in self.columns:
             self._splitter.addWidget(column)
         if len(sizes) == len(self.columns):
             self._splitter.setSizes(sizes)
-        self._selected_lane = self.model.selection.lane if self.model.selection else None
+        self._selected_lane = self.state.selection.lane if self.state.selection else None
 
     @Slot()
     def refresh_all(self) -> None:
@@ -456,21 +456,21 @@ class TextPanel(QWidget):
 
     def refresh_lane(self, index: int) -> None:
         column = self.columns[index]
-        lane = self.model.lanes[index].trace
+        lane = self.state.lanes[index].trace
         running = running_beam_pieces(lane.steps) if lane.finish_reason is None else None
         if running is not None:  # a streaming beam lane: its best running hypothesis, plain
             best = translate("text_view", "best running beam…")
             header = f"<i style='color:{colours.current().faint}'>{best}</i><br>"
             fragments = [header, *plain_fragments(running)]
         else:
-            fragments = lane_fragments(index, lane.steps, self.model.marks(index))
+            fragments = lane_fragments(index, lane.steps, self.state.marks(index))
         if column.beams_button.isChecked():
-            members = self.model.lanes[index].members
+            members = self.state.lanes[index].members
             fragments.append(self._other_members_html(members) if members else self._other_beams_html(lane))
-        column.show_lane(self.model, fragments)
-        if not self.model.running or lane.finish_reason is not None:
-            text, tip = lane_summary(lane, self.model.divergence_step(index), self.model.critical_count(index))
-            comparison = self.model.replay_comparison(index)
+        column.show_lane(self.state, fragments)
+        if not self.state.running or lane.finish_reason is not None:
+            text, tip = lane_summary(lane, self.state.divergence_step(index), self.state.critical_count(index))
+            comparison = self.state.replay_comparison(index)
             if comparison is not None:
                 text += "\n" + translate("text_view", "vs {lane}: {comparison}").format(
                     lane=lane.replay_of["lane"], comparison=replay_words(comparison))

@@ -1,4 +1,4 @@
-"""Timeline, a view of the RunModel: one curve per lane over the steps (chosen-token probability, entropy or
+"""Timeline, a view of the RunState: one curve per lane over the steps (chosen-token probability, entropy or
 top-1/top-2 margin) in the lane's own colour, with divergence points (◆), critical points (▲) and branch points (★)
 marked, a cursor on the selected step, click-to-select and Left/Right scrubbing. Clicking a lane in the
 legend hides or shows its line; the wheel zooms the step axis. Items are created once; streaming steps only
@@ -23,7 +23,7 @@ from gui.present.chart_rows import TIMELINE_METRICS, display_token, metric_label
 from gui.present.lane_html import MARK_COLOURS, mark_legend
 from gui.shell.image_export import Figure
 from gui.shell.redraw import RedrawScheduler
-from gui.state.run_state import RunModel, Selection
+from gui.state.run_state import RunState, Selection
 from gui.views import style
 
 FADED_ALPHA = 0.3  # the other lanes' curves while one is selected
@@ -69,9 +69,9 @@ def _style_curve(curve: pg.PlotDataItem, lane, emphasised: bool, faded: bool) ->
 
 
 class Timeline(QWidget):
-    def __init__(self, model: RunModel, scheduler: RedrawScheduler, parent: QWidget | None = None) -> None:
+    def __init__(self, state: RunState, scheduler: RedrawScheduler, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.model = model
+        self.state = state
         self._scheduler = scheduler
         self._metric = "prob"
         self._series: list[_LaneSeries] = []
@@ -83,7 +83,7 @@ class Timeline(QWidget):
         self._streaming = False  # see begin_stream
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self._build_ui()
-        events = model.events
+        events = state.events
         for name in ("lanes_reset", "lane_inserted", "lane_removed", "lane_moved"):
             events.connect(name, self._on_lanes_event)
         events.connect("lane_changed", self._on_lane_changed)
@@ -94,20 +94,20 @@ class Timeline(QWidget):
         events.connect("marks_changed", self._set_markers)
         self.set_lanes()
 
-    # ---- model events ------------------------------------------------------------------------------------
+    # ---- state events ------------------------------------------------------------------------------------
     def _on_lanes_event(self, *_args) -> None:
         self.set_lanes()
 
     def _on_lane_changed(self, index: int) -> None:
-        self._series[index].curve.setVisible(not self.model.lanes[index].hidden)
+        self._series[index].curve.setVisible(not self.state.lanes[index].hidden)
         self._update_legend()
 
     def _on_step_added(self, index: int, _record: StepRecord) -> None:
-        key = self.model.lanes[index].key
+        key = self.state.lanes[index].key
         self._scheduler.mark("charts", ("timeline", key), lambda: self._sync_key(key))
 
     def _on_run_started(self, _job) -> None:
-        self.begin_stream(self.model.run_limit)
+        self.begin_stream(self.state.run_limit)
 
     def _on_run_finished(self) -> None:
         self.end_stream()
@@ -127,7 +127,7 @@ class Timeline(QWidget):
         curves are reused (making plot items is most of the cost) and one already showing exactly a lane's
         records (a finished run's streamed lanes) is left as it is."""
         self._clear_selected()
-        lanes = self.model.lanes
+        lanes = self.state.lanes
         previous = {series.key: series for series in self._series}
         for series in self._series:
             if series.key not in {lane.key for lane in lanes}:
@@ -137,8 +137,8 @@ class Timeline(QWidget):
             self._series.append(self._series_for(lane, previous.get(lane.key)))
         self._update_legend()
         self._set_markers()
-        if self.model.selection is not None:
-            self.set_selected(self.model.selection.lane, self.model.selection.step)
+        if self.state.selection is not None:
+            self.set_selected(self.state.selection.lane, self.state.selection.step)
 
     def _series_for(self, lane, previous: _LaneSeries | None) -> _LaneSeries:
         if previous is not None and previous.shows(lane.trace.steps):
@@ -160,14 +160,14 @@ class Timeline(QWidget):
 
     def _sync_key(self, key: int) -> None:
         try:
-            self._sync(self.model.index_of(key))
+            self._sync(self.state.index_of(key))
         except KeyError:
             return
 
     def _sync(self, index: int) -> None:
         """Bring a lane's curve up to its recorded steps: append what is new, or redo it if earlier steps were
         replaced (a streaming beam lane's best path changed)."""
-        series, steps = self._series[index], self.model.lanes[index].trace.steps
+        series, steps = self._series[index], self.state.lanes[index].trace.steps
         done = len(series.records)
         if done <= len(steps) and all(a is b for a, b in zip(series.records, steps[:done], strict=True)):
             if done == len(steps):
@@ -198,16 +198,16 @@ class Timeline(QWidget):
 
     def _set_markers(self) -> None:
         """◆ where a lane first departs from the reference (or its branch point ★), ▲ critical points."""
-        model = self.model
+        state = self.state
         self._divergences, self._criticals, self._branches = [], [], []
-        for index in range(len(model.lanes)):
-            branch = model.branch_step(index)
-            divergence = model.divergence_step(index)
+        for index in range(len(state.lanes)):
+            branch = state.branch_step(index)
+            divergence = state.divergence_step(index)
             if branch is not None:
                 self._branches.append((index, branch))
             elif divergence is not None:
                 self._divergences.append((index, divergence))
-            self._criticals += [(index, i) for i, m in enumerate(model.marks(index)) if m.critical]
+            self._criticals += [(index, i) for i, m in enumerate(state.marks(index)) if m.critical]
         self._update_markers()
 
     def markers(self) -> dict[str, list[tuple[int, int]]]:
@@ -245,7 +245,7 @@ class Timeline(QWidget):
     def _emphasise(self, lane_index: int | None) -> None:
         """The selected lane's curve is drawn thicker and on top, the others faded behind it: five lanes of
         p(chosen) zig-zag across one another, and the selected one must read through them."""
-        for index, (series, lane) in enumerate(zip(self._series, self.model.lanes, strict=False)):
+        for index, (series, lane) in enumerate(zip(self._series, self.state.lanes, strict=False)):
             _style_curve(series.curve, lane, emphasised=index == lane_index, faded=lane_index not in (None, index))
 
     def curve_data(self, lane_index: int) -> tuple[np.ndarray, np.ndarray]:
@@ -262,7 +262,7 @@ class Timeline(QWidget):
     def figure(self) -> Figure:
         """The plot with its axes, a title and the lanes' legend, for export (no controls)."""
         keys = [f'<span style="color:{style.lane_color_hex(lane.colour)}">━━</span>&nbsp;{html.escape(lane.name)}'
-                for lane in self.model.lanes if lane.trace.steps and not lane.hidden]
+                for lane in self.state.lanes if lane.trace.steps and not lane.hidden]
         keys += mark_legend(short=True)
         title = translate("timeline", "{metric} per step").format(metric=metric_label(self._metric))
         return Figure(title, "&nbsp;&nbsp; ".join(keys), self._view.scene(), self._plot.sceneBoundingRect())
@@ -332,7 +332,7 @@ class Timeline(QWidget):
     def _update_legend(self) -> None:
         """Lanes (click one to hide or show its line) and the marks."""
         keys = []
-        for lane in self.model.lanes:
+        for lane in self.state.lanes:
             colour = colours.current().hidden_lane if lane.hidden else style.lane_color_hex(lane.colour)
             name = f"<s>{lane.name}</s>" if lane.hidden else lane.name
             keys.append(f'<a href="lane:{lane.key}" style="text-decoration:none;color:{style.FOREGROUND}">'
@@ -343,10 +343,10 @@ class Timeline(QWidget):
     def _on_legend_link(self, link: str) -> None:
         key = int(link.split(":", 1)[1])
         try:
-            index = self.model.index_of(key)
+            index = self.state.index_of(key)
         except KeyError:
             return
-        self.model.set_hidden(index, not self.model.lanes[index].hidden)
+        self.state.set_hidden(index, not self.state.lanes[index].hidden)
 
     def reset_zoom(self) -> None:
         self._plot.enableAutoRange(axis="x")
@@ -422,7 +422,7 @@ class Timeline(QWidget):
         record = self._series[lane].records[step]
         value = self._series[lane].values[step]
         hover = translate("timeline", "{name} · step {step} · “{token}” · {metric} = {value:.4f}")
-        self._hover.setText(hover.format(name=self.model.lanes[lane].name, step=step,
+        self._hover.setText(hover.format(name=self.state.lanes[lane].name, step=step,
                                          token=display_token(record.token_text, 20),
                                          metric=metric_label(self._metric), value=value))
 
@@ -440,4 +440,4 @@ class Timeline(QWidget):
         event.accept()
 
     def _select(self, lane: int, step: int) -> None:
-        self.model.select(lane, step)
+        self.state.select(lane, step)

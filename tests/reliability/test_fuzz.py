@@ -252,15 +252,15 @@ def read_as_the_window_does(trace) -> None:
     from gui.present import chart_rows as chart_data
     from gui.present.lane_html import lane_fragments
     from gui.state.controller import RunController
-    from gui.state.run_state import RunModel
+    from gui.state.run_state import RunState
     from tests.test_gui_controller import SyncRunner
 
-    controller = RunController(RunModel(), SyncRunner())
+    controller = RunController(RunState(), SyncRunner())
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "run.json"
         path.write_text(jsonio.dumps(trace), encoding="utf-8")
-        assert controller.open(path) is not None, controller.model.notice
-    model = controller.model
+        assert controller.open(path) is not None, controller.state.notice
+    model = controller.state
     for index, lane in enumerate(model.lanes):
         marks = model.marks(index)
         model.divergence_step(index)

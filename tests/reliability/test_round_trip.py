@@ -18,7 +18,7 @@ from decoding.replay import compare, replay
 from decoding.spec import LaneSpec
 from gui.state.controller import RunController
 from gui.state.model_holder import RunRequest
-from gui.state.run_state import RunModel
+from gui.state.run_state import RunState
 from tests.test_gui_controller import SyncRunner
 
 EVERY_KIND = [
@@ -58,19 +58,19 @@ def default_holder(default_model_dir):
 
 def controller_for(holder, specs) -> RunController:
     runner = SyncRunner()
-    controller = RunController(RunModel(specs), runner)
+    controller = RunController(RunState(specs), runner)
     runner.controller = controller
     controller.holder = holder
     return controller
 
 
-def runner_up(model: RunModel, lane: int, step: int) -> int:
-    record = model.step_record(lane, step)
+def runner_up(state: RunState, lane: int, step: int) -> int:
+    record = state.step_record(lane, step)
     return next(entry.id for entry in record.top_raw if entry.id != record.token_id)
 
 
-def index(model: RunModel, name: str) -> int:
-    return next(i for i, lane in enumerate(model.lanes) if lane.name == name)
+def index(state: RunState, name: str) -> int:
+    return next(i for i, lane in enumerate(state.lanes) if lane.name == name)
 
 
 def assert_round_trip_and_replay(path: Path, model_dir: Path, capsys) -> jsonio.RunTrace:
@@ -89,7 +89,7 @@ def assert_round_trip_and_replay(path: Path, model_dir: Path, capsys) -> jsonio.
 
 def test_every_lane_kind_fanout_and_every_kind_of_branch(holder, model_dir, tmp_path, capsys):
     controller = controller_for(holder, EVERY_KIND)
-    model = controller.model
+    model = controller.state
     model.set_fanout(index(model, "T 1.3"), 3)
     request = RunRequest("Once upon a time, in a small village by the sea,", False, None, 14, seed=11)
     assert controller.run(request) and model.notice is None
@@ -109,7 +109,7 @@ def test_every_lane_kind_fanout_and_every_kind_of_branch(holder, model_dir, tmp_
     assert any(lane.replay_of for lane in trace.lanes) and any(lane.fanout for lane in trace.lanes)
     assert all(lane.finish_reason in ("length", "eos", "stop_string") for lane in trace.lanes)
     reopened = controller_for(holder, [])
-    assert reopened.open(path) is not None and reopened.model.notice is None
+    assert reopened.open(path) is not None and reopened.state.notice is None
     again = tmp_path / "again.json"
     assert reopened.save(again)
     assert jsonio.dumps(jsonio.load(again)) == jsonio.dumps(jsonio.load(again))
@@ -135,7 +135,7 @@ def test_chinese_with_byte_level_pieces_and_stop_strings(default_holder, default
 def test_a_replay_of_a_changed_file_says_where(holder, tmp_path):
     controller = controller_for(holder, [LaneSpec("beam", num_beams=2), LaneSpec("greedy")])
     assert controller.run(RunRequest("The capital of France is", False, None, 8))
-    assert controller.branch(0, 2, runner_up(controller.model, 0, 2))
+    assert controller.branch(0, 2, runner_up(controller.state, 0, 2))
     path = tmp_path / "run.json"
     assert controller.save(path)
     trace = jsonio.load(path)

@@ -1,4 +1,4 @@
-"""Attention, a view of the RunModel over an explained lane (decoding.explain): for one token, a layer × position
+"""Attention, a view of the RunState over an explained lane (decoding.explain): for one token, a layer × position
 heatmap of how much it attends to every earlier token (prompt and generated), or of how much every later token
 attends to it, so that a word whose pull is released many tokens later (“Although” … “ but”) shows as a peak.
 The heads are averaged, one head is shown, or each cell's strongest head; a click on a cell shows every head of
@@ -37,7 +37,7 @@ from gui.present.inside_data import (
     top_attended,
 )
 from gui.shell.image_export import Figure
-from gui.state.run_state import RunModel
+from gui.state.run_state import RunState
 from gui.views import style
 from gui.views.inside.inside_widgets import InsideHeader, TokenAxis, capped_scroll, lane_swatch, readout_label
 
@@ -52,9 +52,9 @@ READOUT_LINES = 5  # the readout scrolls past this: in a short panel the heatmap
 
 
 class AttentionView(QWidget):
-    def __init__(self, model: RunModel, parent: QWidget | None = None) -> None:
+    def __init__(self, state: RunState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.model = model
+        self.state = state
         self._lane: int | None = None
         self._result: ExplainResult | None = None
         self._labels: list[str] = []
@@ -68,8 +68,8 @@ class AttentionView(QWidget):
         self._user_picked = False  # the pick is a click's (switching the mode then follows it)
         self._build_ui()
         for name in ("lanes_reset", "lane_removed", "lane_moved", "run_finished", "explanations_changed"):
-            model.events.connect(name, self._on_change)
-        model.events.connect("selection_changed", self._on_change)
+            state.events.connect(name, self._on_change)
+        state.events.connect("selection_changed", self._on_change)
         self._on_change()
 
     # ---- public API --------------------------------------------------------------------------------------
@@ -170,18 +170,18 @@ class AttentionView(QWidget):
         return Figure(self._title, self._legend.text(), self._canvas.scene(), self._canvas.ci.sceneBoundingRect(),
                       self._readout.text())
 
-    # ---- model events ------------------------------------------------------------------------------------
+    # ---- state events ------------------------------------------------------------------------------------
     def _on_change(self, *_args) -> None:
         """Any change of the lanes, their explanations or the selection: show the inside lane's explanation,
         on the selected step's token when there is one."""
-        self._lane = inside_lane(self.model)
-        result = self.model.explanation(self._lane) if self._lane is not None else None
+        self._lane = inside_lane(self.state)
+        result = self.state.explanation(self._lane) if self._lane is not None else None
         if result is not self._result:
             self._result = result
             self._labels = token_labels(result) if result is not None else []
             self._fill_token_combo()
             self._fill_heads_combo()
-        selection = self.model.selection
+        selection = self.state.selection
         if result is not None and selection is not None:
             position = result.prompt_length + selection.step
             if position < len(result.tokens) and position != self._token:
@@ -345,8 +345,8 @@ class AttentionView(QWidget):
                                                         "first time).")
             no_lane = translate("attention_view", "Run the lanes, then explain one: its attention of every layer and "
                                                   "head over the tokens before each token.")
-            why = no_lane if lane is None else not_explained.format(lane=lane_swatch(self.model, lane))
-            self.header.show_lane(self.model, lane, False, why)
+            why = no_lane if lane is None else not_explained.format(lane=lane_swatch(self.state, lane))
+            self.header.show_lane(self.state, lane, False, why)
             return
         self._grid = self._compute_grid()
         layers, columns = self._grid.shape
@@ -397,9 +397,9 @@ class AttentionView(QWidget):
         token = position_label(self._result, self._token, self._labels)
         heads = self._heads_words()
         verb = "where " + token + " looks" if self._mode == LOOKS_AT else "who looks at " + token
-        self._title = f"{verb} · {heads} · lane {self.model.lanes[self._lane].name}"
-        self.header.show_lane(self.model, self._lane, True,
-                              f"{lane_swatch(self.model, self._lane)}: {html.escape(verb)} · {heads}")
+        self._title = f"{verb} · {heads} · lane {self.state.lanes[self._lane].name}"
+        self.header.show_lane(self.state, self._lane, True,
+                              f"{lane_swatch(self.state, self._lane)}: {html.escape(verb)} · {heads}")
 
     def _heads_words(self) -> str:
         if self._heads == MEAN:

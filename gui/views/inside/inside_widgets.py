@@ -13,7 +13,7 @@ from PySide6.QtGui import QFontMetricsF
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QWidget
 
 from gui.i18n import translate
-from gui.state.run_state import RunModel
+from gui.state.run_state import RunState
 from gui.views import style
 
 LABEL_CHARS = 12  # longer token labels are cut (their whole text is in the readouts)
@@ -102,15 +102,15 @@ class InsideHeader(QWidget):
         layout.addWidget(self.title, 1)
         layout.addWidget(self.explain_button)
 
-    def show_lane(self, model: RunModel, lane: int | None, explained: bool, text: str) -> None:
+    def show_lane(self, state: RunState, lane: int | None, explained: bool, text: str) -> None:
         """`text` (HTML) as the title; the button when `lane` ran and is not explained."""
         self._lane = lane
         self.title.setText(text)
-        ran = lane is not None and bool(model.lanes[lane].trace.token_ids) and model.trace is not None
-        self.explain_button.setVisible(ran and not explained and not model.running)
+        ran = lane is not None and bool(state.lanes[lane].trace.token_ids) and state.trace is not None
+        self.explain_button.setVisible(ran and not explained and not state.running)
         if lane is not None:
             self.explain_button.setText(translate("inside_widgets",
-                                                  "Explain “{name}”").format(name=model.lanes[lane].name))
+                                                  "Explain “{name}”").format(name=state.lanes[lane].name))
 
     def _on_explain(self) -> None:
         if self.on_explain is not None and self._lane is not None:
@@ -139,9 +139,9 @@ def capped_scroll(widget: QWidget, lines: int) -> QScrollArea:
     return area
 
 
-def lane_swatch(model: RunModel, lane: int) -> str:
+def lane_swatch(state: RunState, lane: int) -> str:
     """The lane's colour square and name, as HTML."""
     import html
 
-    entry = model.lanes[lane]
+    entry = state.lanes[lane]
     return f'<span style="color:{style.lane_color_hex(entry.colour)}">■</span> {html.escape(entry.name)}'

@@ -1,4 +1,4 @@
-"""Logit lens, a view of the RunModel over an explained lane ("the token's journey"): for one position, what the
+"""Logit lens, a view of the RunState over an explained lane ("the token's journey"): for one position, what the
 model would predict next if it stopped after each layer (that layer's output through the final norm and
 lm_head), as a table of rows (embeddings, then layer 0 … the last layer, which is the model's own distribution)
 × the 10 most likely tokens, coloured by probability. The model's final choice is framed wherever it appears,
@@ -30,7 +30,7 @@ from gui.present.inside_data import (
 )
 from gui.present.lane_html import piece_label
 from gui.shell.image_export import Figure
-from gui.state.run_state import RunModel
+from gui.state.run_state import RunState
 from gui.views import style
 from gui.views.inside.inside_widgets import InsideHeader, lane_swatch, readout_label
 
@@ -44,9 +44,9 @@ COLOUR_MAP = pg.ColorMap(np.linspace(0.0, 1.0, len(_COLOURS)), [pg.mkColor(c) fo
 
 
 class LensView(QWidget):
-    def __init__(self, model: RunModel, parent: QWidget | None = None) -> None:
+    def __init__(self, state: RunState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.model = model
+        self.state = state
         self._lane: int | None = None
         self._result: ExplainResult | None = None
         self._labels: list[str] = []
@@ -57,8 +57,8 @@ class LensView(QWidget):
         self._title = ""
         self._build_ui()
         for name in ("lanes_reset", "lane_removed", "lane_moved", "run_finished", "explanations_changed"):
-            model.events.connect(name, self._on_change)
-        model.events.connect("selection_changed", self._on_change)
+            state.events.connect(name, self._on_change)
+        state.events.connect("selection_changed", self._on_change)
         self._on_change()
 
     # ---- public API --------------------------------------------------------------------------------------
@@ -105,17 +105,17 @@ class LensView(QWidget):
         if self._result is not None and other._result is not None:
             self.set_position(other._position)
 
-    # ---- model events ------------------------------------------------------------------------------------
+    # ---- state events ------------------------------------------------------------------------------------
     def _on_change(self, *_args) -> None:
         """Any change of the lanes, their explanations or the selection: show the inside lane's explanation, at
         the position where the selected step's token was predicted when there is one."""
-        self._lane = inside_lane(self.model)
-        result = self.model.explanation(self._lane) if self._lane is not None else None
+        self._lane = inside_lane(self.state)
+        result = self.state.explanation(self._lane) if self._lane is not None else None
         if result is not self._result:
             self._result = result
             self._labels = token_labels(result) if result is not None else []
             self._fill_combo()
-        selection = self.model.selection
+        selection = self.state.selection
         if result is not None and selection is not None:
             position = result.prompt_length + selection.step - 1
             if 0 <= position < len(result.tokens) - 1 and position != self._position:
@@ -223,8 +223,8 @@ class LensView(QWidget):
             not_explained = translate("lens_view", "{lane} is not explained yet: explaining runs its tokens through "
                                                    "the model's inspection model once (prepared the first time).")
             no_lane = translate("lens_view", "Run the lanes, then explain one: what every layer would predict next.")
-            why = no_lane if lane is None else not_explained.format(lane=lane_swatch(self.model, lane))
-            self.header.show_lane(self.model, lane, False, why)
+            why = no_lane if lane is None else not_explained.format(lane=lane_swatch(self.state, lane))
+            self.header.show_lane(self.state, lane, False, why)
             return
         rows = lens_rows(result, self._position)
         self._probs = np.array([[entry.prob for entry in row.entries] for row in rows], dtype=np.float64)
@@ -288,11 +288,11 @@ class LensView(QWidget):
         after = self._labels[position]
         title = translate("lens_view", "the token's journey after “{token}”@{position}: what each layer would "
                                        "predict · lane {lane}")
-        self._title = title.format(token=after, position=position, lane=self.model.lanes[self._lane].name)
+        self._title = title.format(token=after, position=position, lane=self.state.lanes[self._lane].name)
         header = translate("lens_view", "{lane}: what each layer would predict after {token}")
         token = html.escape(position_label(result, position, self._labels))
-        self.header.show_lane(self.model, self._lane, True,
-                              header.format(lane=lane_swatch(self.model, self._lane), token=token))
+        self.header.show_lane(self.state, self._lane, True,
+                              header.format(lane=lane_swatch(self.state, self._lane), token=token))
         self._readout.setText(self._journey_words(path, probs))
         entered = next(row for row, p in enumerate(probs) if p is not None)
         QTimer.singleShot(0, lambda: self._reveal(entered, len(probs) - 1))

@@ -1,4 +1,4 @@
-"""Tokens, a view of the RunModel: the prompt and every lane's text as the tokens the model saw and wrote, each a
+"""Tokens, a view of the RunState: the prompt and every lane's text as the tokens the model saw and wrote, each a
 box with its piece and id, one after the other as in the text. Special tokens (a chat template's markers, end of
 text) are shaded; a character spread over several byte-level tokens (most Chinese characters here) is bracketed
 under its tokens, which show their bytes. Counts and the model's context limit head the view.
@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 from gui.i18n import translate
 from gui.present.inside_data import TokenChip, TokenLine, prompt_pieces, token_chips
 from gui.shell.image_export import Figure
-from gui.state.run_state import RunModel
+from gui.state.run_state import RunState
 from gui.views import style
 
 MARGIN = 8
@@ -42,9 +42,9 @@ ModelFiles = Callable[[], tuple[object | None, int | None]]
 
 
 class TokenView(QWidget):
-    def __init__(self, model: RunModel, parent: QWidget | None = None) -> None:
+    def __init__(self, state: RunState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.model = model
+        self.state = state
         self.model_files: ModelFiles = lambda: (None, None)  # the window's: the run's model files, if here
         self._lines: list[TokenLine] = []
         # per line, per chip: its box, its label, its id
@@ -78,7 +78,7 @@ class TokenView(QWidget):
         layout.addWidget(self._view, 1)
         for name in ("lanes_reset", "lane_inserted", "lane_removed", "lane_moved", "lane_changed", "run_finished",
                      "explanations_changed", "model_changed", "selection_changed"):
-            model.events.connect(name, self._on_change)
+            state.events.connect(name, self._on_change)
         self._on_change()
 
     # ---- public API --------------------------------------------------------------------------------------
@@ -112,14 +112,14 @@ class TokenView(QWidget):
         return Figure(self._title, self._summary.text() + "<br>" + self._legend.text(), self._scene,
                       self._scene.itemsBoundingRect().adjusted(-MARGIN, -MARGIN, MARGIN, MARGIN))
 
-    # ---- model events ------------------------------------------------------------------------------------
+    # ---- state events ------------------------------------------------------------------------------------
     def _on_change(self, *_args) -> None:
         self._lines = self._collect()
         self._draw()
 
     # ---- data --------------------------------------------------------------------------------------------
     def _collect(self) -> list[TokenLine]:
-        trace = self.model.trace
+        trace = self.state.trace
         if trace is None:
             self._summary.setText(translate("token_view", "Run or open a run to see its tokens."))
             self._title = ""
@@ -127,11 +127,11 @@ class TokenView(QWidget):
         tokenizer, positions = self.model_files()
         special = getattr(tokenizer, "special_ids", None)
         ids = trace.prompt.ids
-        pieces = prompt_pieces(self.model, tokenizer)
+        pieces = prompt_pieces(self.state, tokenizer)
         kind = "chat template" if trace.prompt.chat else "plain text"
         lines = [TokenLine(f"prompt ({kind}) · {len(ids)} tokens",
                            token_chips(ids, pieces if pieces is not None else ["?"] * len(ids), special))]
-        for index, lane in enumerate(self.model.lanes):
+        for index, lane in enumerate(self.state.lanes):
             steps = lane.trace.steps
             if steps:
                 chips = token_chips([s.token_id for s in steps], [s.token_text for s in steps], special)
@@ -166,7 +166,7 @@ class TokenView(QWidget):
         self._chip_items, self._caption_items = [], []
         width = max(self._view.viewport().width() - 2 * MARGIN, 320)
         y = MARGIN
-        selection = self.model.selection
+        selection = self.state.selection
         for line in self._lines:
             selected = (selection.step if selection is not None and line.lane is not None
                         and selection.lane == line.lane else None)
@@ -177,7 +177,7 @@ class TokenView(QWidget):
         title = QGraphicsSimpleTextItem(line.title)
         title.setFont(_bold(style.ui_font(9)))
         if line.lane is not None:
-            title.setBrush(QColor(style.lane_color_hex(self.model.lanes[line.lane].colour)))
+            title.setBrush(QColor(style.lane_color_hex(self.state.lanes[line.lane].colour)))
         title.setPos(MARGIN, y)
         self._scene.addItem(title)
         y += QFontMetricsF(title.font()).height() + 3
@@ -242,7 +242,7 @@ class TokenView(QWidget):
         for item in self._view.items(event.position().toPoint()):
             target = item.data(0)
             if isinstance(target, tuple) and target[0] is not None:
-                self.model.select(*target)
+                self.state.select(*target)
                 return
         QGraphicsView.mousePressEvent(self._view, event)
 
