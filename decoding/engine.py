@@ -36,7 +36,7 @@ from decoding.parameters import Range, check_int, parameter
 from decoding.protocol import LogitsSource, TokenText
 from decoding.row_batch import decide_together
 from decoding.selectors import WIDER_PREFIX
-from decoding.spec import LaneSpec, assign_seeds
+from decoding.spec import LaneSpec, assign_seeds, follows_in_run
 from decoding.stats import MIN_TOP_N, LogitsRowCache
 from decoding.trace import (
     CriticalSettings,
@@ -238,10 +238,9 @@ def _check_branch(spec: LaneSpec, specs: Sequence[LaneSpec], limit: int, prefix_
                 "this run, or a run started with the parent's tokens as prefix (branch_prefix)"
             )
         return
-    parent = parents[0]
-    if parent.is_beam or parent.branch is not None:
+    if not follows_in_run(spec, specs):
         raise ValueError(
-            f"invalid branch parent {parent.name!r}: allowed a single-row lane that is not itself "
+            f"invalid branch parent {parents[0].name!r}: allowed a single-row lane that is not itself "
             "a branch (branch from beams or branches after the run, with branch_prefix)"
         )
 

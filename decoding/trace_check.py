@@ -15,7 +15,7 @@ import typing
 from functools import cache
 from typing import Any
 
-from decoding.replay import lane_spec
+from decoding.spec import lane_spec
 from decoding.trace import LaneTrace, RunTrace, TokenProb, TopList
 
 _NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false", type(None): "null"}

@@ -669,7 +669,8 @@ class MainWindow(QMainWindow):
         """After a crash or kill -9: offer the newest run an instance left behind (`ask(path) -> bool`, a
         question to the user by default); "no" discards it."""
         from decoding import autosave
-        from gui.session import request_of, specs_of
+        from decoding.spec import specs_of
+        from gui.session import request_of
 
         found = restorable()
         if not found:

@@ -155,15 +155,6 @@ class TokenMarks:
     selected: bool = False
 
 
-def first_difference(ids: Sequence[int], reference: Sequence[int]) -> int | None:
-    """Index of the first token where `ids` departs from `reference` (None if one is a prefix of the
-    other)."""
-    for index, (a, b) in enumerate(zip(ids, reference, strict=False)):
-        if a != b:
-            return index
-    return None
-
-
 def token_html(lane: int, step: StepRecord, marks: TokenMarks, text: str | None = None,
                prob: float | None = None) -> str:
     """One token (or a group of tokens spelling one character: `text`, `prob`) as an anchor

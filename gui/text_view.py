@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from decoding.compare import first_difference
 from decoding.critical import critical_point, runner_up
 from decoding.trace import CriticalSettings, LaneTrace, StepRecord
 from gui import colours
@@ -30,7 +31,6 @@ from gui.lane_fields import describe
 from gui.redraw import RedrawScheduler
 from gui.render import (
     alternatives_html,
-    first_difference,
     format_prob,
     known_pieces,
     lane_characters,

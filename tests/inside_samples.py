@@ -126,8 +126,8 @@ def _bytes(piece: str) -> bytes:
 
 def explained_model(sample: dict):
     """A RunModel showing the sample's explained run."""
+    from decoding.spec import specs_of
     from gui.run_model import RunModel
-    from gui.session import specs_of
 
     model = RunModel()
     trace = explained_trace(sample)

@@ -7,11 +7,11 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QTabWidget, QWidget
 
+from decoding.spec import specs_of
 from decoding.trace import LaneTrace, ModelInfo, PromptInfo, RunTrace, StepRecord, TokenProb
 from gui.fanout_view import FanoutView, build_tree, place, walk
 from gui.redraw import RedrawScheduler
 from gui.run_model import RunModel, Selection
-from gui.session import specs_of
 
 TOKENS = [  # four members: #0 and #1 part at step 2; #2 and #3 at step 1; #3 ends early
     [5, 6, 7, 8],

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from decoding.compare import first_difference
 from decoding.spec import LaneSpec, unique_name
 from decoding.trace import BeamHypothesis, StepRecord, TokenProb
 from gui.lane_fields import FIELDS_BY_NAME, describe, display_value, spec_from_values
 from gui.render import (
     TokenMarks,
     alternatives_html,
-    first_difference,
     group_tokens,
     label_piece,
     lane_fragments,

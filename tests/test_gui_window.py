@@ -8,9 +8,9 @@ from PySide6.QtCore import QEvent, QPoint, Qt, QThread
 from PySide6.QtGui import QColor, QHelpEvent, QImage, QTextCursor
 from PySide6.QtWidgets import QApplication, QToolTip
 
+from decoding.spec import specs_of
 from gui.app import make_application
 from gui.beam_tree import _BEST as BEST_PATH_COLOUR
-from gui.session import specs_of
 from gui.style import CHOSEN_COLOUR, PROCESSED_COLOUR, RAW_COLOUR, lane_color_hex
 from gui.timeline import FADED_ALPHA
 from tests.gui_helpers import RUN_TIMEOUT_MS, anchors, colour_counts, run_and_wait, token_point, wait_idle
