@@ -17,6 +17,7 @@ from dataclasses import replace
 from itertools import combinations
 
 from decoding.compare import first_difference
+from decoding.parameters import check_int
 from decoding.spec import FanoutMember, LaneSpec, assign_seeds
 from decoding.trace import FanoutGroup, LaneTrace, Split, SplitBranch
 
@@ -24,9 +25,7 @@ MAX_FANOUT = 64
 
 
 def check_fanout(count: object) -> int:
-    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_FANOUT:
-        raise ValueError(f"invalid fanout={count!r}: allowed an integer in [1, {MAX_FANOUT}]")
-    return count
+    return check_int("fanout", count, 1, MAX_FANOUT)
 
 
 def refusal(spec: LaneSpec) -> str | None:

@@ -332,12 +332,12 @@ def _parse_value(key: str, raw: str) -> Any:
         words = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
         words.update({choice: choice for choice in p.choices if isinstance(choice, str)})
         if raw.lower() not in words:
-            fail(key, raw, p.allowed())
+            fail(key, raw, p.allowed_values())
         return words[raw.lower()]
     try:
         return int(raw) if p.kind == "int" else float(raw)
     except ValueError:
-        fail(key, raw, p.allowed())
+        fail(key, raw, p.allowed_values())
 
 
 _ESCAPES = {"n": "\n", "t": "\t", "|": "|", "\\": "\\"}
