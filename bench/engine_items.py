@@ -12,6 +12,7 @@ import numpy as np
 from bench.context import PROMPT, BenchContext, load_decoder
 from bench.report import Row
 from bench.timing import SESSION_SETTLE, interleaved, medians, paired_ratio
+from decoding.protocol import RowSummarizer
 
 
 def five_lanes(new_tokens: int | None = None) -> list:
@@ -188,7 +189,7 @@ class TimedSource:
         self.prefill_clock = Clock()
         self.step_clock = Clock()
         self.summary_clock = Clock()
-        if hasattr(source, "summarize"):
+        if isinstance(source, RowSummarizer):
             self.summarize = self._summarize
 
     def _summarize(self, logits, top_k):

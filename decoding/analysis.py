@@ -12,6 +12,7 @@ from __future__ import annotations
 from itertools import combinations
 
 from decoding.branch_not_taken import replay_comparisons
+from decoding.compare import first_difference
 from decoding.critical import critical_points
 from decoding.fanout import fanout_groups
 from decoding.trace import (
@@ -48,10 +49,10 @@ def analyze(trace: RunTrace, near_tie_threshold: float | None = None) -> Analysi
 
 def first_divergence(a: LaneTrace, b: LaneTrace) -> Divergence:
     """The first step where two lanes chose different tokens (None: identical over their common length)."""
-    for step, (token_a, token_b) in enumerate(zip(a.token_ids, b.token_ids, strict=False)):
-        if token_a != token_b:
-            return Divergence(a.name, b.name, step, token_a, token_b)
-    return Divergence(a.name, b.name, None)
+    step = first_difference(a.token_ids, b.token_ids)
+    if step is None:
+        return Divergence(a.name, b.name, None)
+    return Divergence(a.name, b.name, step, a.token_ids[step], b.token_ids[step])
 
 
 def near_ties(lane: LaneTrace, threshold: float) -> list[NearTie]:

@@ -1,7 +1,7 @@
 """Autosave of the run a window shows, so that nothing generated is lost to a crash, a kill -9 or a power loss.
 
 Each process writes its own file, `autosave-<pid>.json` in a folder the caller chooses (the window: a folder of
-the platform's user state directory, never the install directory), atomically (decoding.jsonio: temp file,
+the platform's user state directory, never the install directory), atomically (decoding.atomic_write: temp file,
 flush, rename, flush of the folder): whenever it is read it is a complete run, the previous one or the new one.
 A clean exit discards it. At start, `orphans` lists the autosaves whose process is gone: what a crash left, to
 offer for restoring. Another running instance's autosave is never listed, and `claim` makes restoring safe when
@@ -15,10 +15,11 @@ import re
 from pathlib import Path
 
 from decoding import jsonio
+from decoding.atomic_write import write_text_atomic
 from decoding.trace import RunTrace
 
 NAME = re.compile(r"^autosave-(\d+)\.json$")
-TEMP = re.compile(r"^\.autosave-(\d+)\.json\..*\.tmp$")  # jsonio.write_text_atomic's temp file of one
+TEMP = re.compile(r"^\.autosave-(\d+)\.json\..*\.tmp$")  # write_text_atomic's temp file of one
 
 
 class Autosave:
@@ -33,7 +34,7 @@ class Autosave:
         """Replace the autosave by `trace`. OSError (disk full, folder not writable) leaves the previous
         autosave as it was; the caller says so and keeps the run in memory."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        return jsonio.write_text_atomic(self.path, jsonio.dumps(trace))
+        return write_text_atomic(self.path, jsonio.dumps(trace))
 
     def discard(self) -> None:
         """Remove the autosave (a clean exit, a restore declined, or the run saved and closed)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from decoding.compare import first_difference
 from decoding.spec import LaneSpec, ReplayOf
 from decoding.trace import CriticalPoint, LaneTrace, ReplayComparison
 
@@ -54,13 +55,12 @@ class ContinuationComparison:
 def compare_continuations(a: list[int], b: list[int], start: int = 0) -> ContinuationComparison:
     """How far `a[start:]` and `b[start:]` are apart."""
     tail_a, tail_b = list(a[start:]), list(b[start:])
-    shared = 0
-    while shared < min(len(tail_a), len(tail_b)) and tail_a[shared] == tail_b[shared]:
-        shared += 1
-    differs = shared < min(len(tail_a), len(tail_b))
+    differs = first_difference(tail_a, tail_b)
+    shared = min(len(tail_a), len(tail_b)) if differs is None else differs
     edits = levenshtein(tail_a, tail_b)
     longer = max(len(tail_a), len(tail_b))
-    return ContinuationComparison(start + shared if differs else None, shared, edits, edits / longer if longer else 0.0)
+    first = None if differs is None else start + differs
+    return ContinuationComparison(first, shared, edits, edits / longer if longer else 0.0)
 
 
 def levenshtein(a: list[int], b: list[int]) -> int:

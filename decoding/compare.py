@@ -9,6 +9,7 @@ Works on traces only (no model), so two saved files compare like two live runs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from decoding.trace import LaneTrace, RunTrace, StepRecord
@@ -54,6 +55,15 @@ class TraceComparison:
         return self.setup + [difference.describe() for difference in self.lanes]
 
 
+def first_difference(a: Sequence[int], b: Sequence[int]) -> int | None:
+    """The first index where two token sequences differ (None: the same over their common length, one a prefix
+    of the other or both equal)."""
+    for index, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return index
+    return None
+
+
 def compare_traces(a: RunTrace, b: RunTrace) -> TraceComparison:
     """Run a against run b: what makes them different runs, then every lane that differs, with why."""
     comparison = TraceComparison(setup=_setup_differences(a, b))
@@ -85,7 +95,7 @@ def _setup_differences(a: RunTrace, b: RunTrace) -> list[str]:
 
 
 def _lane_difference(a: LaneTrace, b: LaneTrace) -> LaneDifference | None:
-    step = next((i for i, (x, y) in enumerate(zip(a.token_ids, b.token_ids, strict=False)) if x != y), None)
+    step = first_difference(a.token_ids, b.token_ids)
     common = len(a.steps) if step is None else step
     rounding = max((_largest_difference(x, y) for x, y in zip(a.steps[:common], b.steps[:common], strict=False)),
                    default=0.0)

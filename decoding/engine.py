@@ -31,12 +31,12 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from decoding import analysis
-from decoding.lane_state import BeamLaneState, LaneState, new_lane_state
+from decoding.lane_state import LaneState, SingleRowLaneState, new_lane_state
 from decoding.parameters import Range, check_int, parameter
-from decoding.protocol import LogitsSource, TokenText
+from decoding.protocol import LogitsSource, PositionLimit, RowSummarizer, TokenText
 from decoding.row_batch import decide_together
 from decoding.selectors import WIDER_PREFIX
-from decoding.spec import LaneSpec, assign_seeds
+from decoding.spec import LaneSpec, assign_seeds, follows_in_run
 from decoding.stats import MIN_TOP_N, LogitsRowCache
 from decoding.trace import (
     CriticalSettings,
@@ -152,11 +152,12 @@ class Engine:
         cancel: Cancel = None,
     ) -> Run:
         """Prepare a run (nothing is computed until it is iterated). ValueError for bad input, a run longer than
-        the source's `max_positions` (when it has that attribute) included."""
+        the source's `max_positions` (a PositionLimit) included."""
         prefix = prefix or Prefix([])
         _check_run_inputs(prompt, specs, max_new_tokens, prefix)
         longest = max(spec.max_new_tokens or max_new_tokens for spec in specs)
-        check_positions(len(prompt.ids), longest, getattr(self.source, "max_positions", None))
+        limit = self.source.max_positions if isinstance(self.source, PositionLimit) else None
+        check_positions(len(prompt.ids), longest, limit)
         specs = assign_seeds(list(specs), base_seed)  # every sampled lane records a seed: replayable
         settings = RunSettings(self.top_n, self.near_tie_threshold, max_new_tokens, base_seed,
                                list(self.eos_token_ids), self.critical)
@@ -238,10 +239,9 @@ def _check_branch(spec: LaneSpec, specs: Sequence[LaneSpec], limit: int, prefix_
                 "this run, or a run started with the parent's tokens as prefix (branch_prefix)"
             )
         return
-    parent = parents[0]
-    if parent.is_beam or parent.branch is not None:
+    if not follows_in_run(spec, specs):
         raise ValueError(
-            f"invalid branch parent {parent.name!r}: allowed a single-row lane that is not itself "
+            f"invalid branch parent {parents[0].name!r}: allowed a single-row lane that is not itself "
             "a branch (branch from beams or branches after the run, with branch_prefix)"
         )
 
@@ -258,6 +258,8 @@ class Run:
         self._external_cancel = cancel
         self.error: str | None = None
         self._started = False
+        source = engine.source
+        self._summarize = source.summarize if isinstance(source, RowSummarizer) else None
 
     def cancel(self) -> None:
         self._cancel_event.set()
@@ -332,9 +334,8 @@ class Run:
     def _batch(self, logits: np.ndarray) -> LogitsRowCache:
         """The new logits rows [rows, vocab] as float32, with the source's RowSummary of them when it makes one."""
         logits = np.asarray(logits, dtype=np.float32)
-        summarize = getattr(self.engine.source, "summarize", None)
         top_k = max(self.engine.top_n, WIDER_PREFIX)  # the statistics' top-N and a draw's wider prefix
-        return LogitsRowCache(logits, None if summarize is None else summarize(logits, top_k))
+        return LogitsRowCache(logits, None if self._summarize is None else self._summarize(logits, top_k))
 
     def _advance(self, lanes: list[LaneState], state, step_ms: float) -> Iterator[tuple[int, StepRecord]]:
         timing = self.trace.timing
@@ -382,7 +383,7 @@ class Run:
             return set()
         ready = [
             lane for lane in lanes
-            if lane.running and lane.following is None and not isinstance(lane, BeamLaneState)
+            if lane.running and lane.following is None and isinstance(lane, SingleRowLaneState)
             and lane.batch.problem(lane.rows[0]) is None
         ]
         return set(decide_together(ready, step_ms, self.engine.top_n, self.engine.tokenizer.piece))

@@ -16,7 +16,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from decoding.trace import ModelInfo
+from decoding.atomic_write import write_text_atomic
+from decoding.model_info import ModelInfo
 
 EXPLAIN_SCHEMA_VERSION = 1
 # Attention weights and lens probabilities are written rounded to 7 decimals: float32 carries about 7
@@ -130,8 +131,6 @@ class ExplainResult:
         return cls.from_dict(data)
 
     def save(self, path: str | os.PathLike) -> Path:
-        from decoding.jsonio import write_text_atomic
-
         return write_text_atomic(Path(path), self.to_json())
 
     @classmethod

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from itertools import combinations
 
+from decoding.compare import first_difference
+from decoding.parameters import check_int
 from decoding.spec import FanoutMember, LaneSpec, assign_seeds
 from decoding.trace import FanoutGroup, LaneTrace, Split, SplitBranch
 
@@ -23,9 +25,7 @@ MAX_FANOUT = 64
 
 
 def check_fanout(count: object) -> int:
-    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_FANOUT:
-        raise ValueError(f"invalid fanout={count!r}: allowed an integer in [1, {MAX_FANOUT}]")
-    return count
+    return check_int("fanout", count, 1, MAX_FANOUT)
 
 
 def refusal(spec: LaneSpec) -> str | None:
@@ -126,7 +126,7 @@ def first_split_steps(tokens: dict[str, list[int]]) -> dict[str, int]:
     are left out."""
     found = {}
     for name, ids in tokens.items():
-        others = [_first_difference(ids, other) for key, other in tokens.items() if key != name]
+        others = [first_difference(ids, other) for key, other in tokens.items() if key != name]
         if others and None not in others:
             found[name] = max(others)
     return found
@@ -134,15 +134,8 @@ def first_split_steps(tokens: dict[str, list[int]]) -> dict[str, int]:
 
 def pairwise_divergence_steps(tokens: dict[str, list[int]]) -> list[int]:
     """The first differing step of every pair of members that differ over their common length."""
-    steps = (_first_difference(tokens[a], tokens[b]) for a, b in combinations(tokens, 2))
+    steps = (first_difference(tokens[a], tokens[b]) for a, b in combinations(tokens, 2))
     return [step for step in steps if step is not None]
-
-
-def _first_difference(a: Sequence[int], b: Sequence[int]) -> int | None:
-    for step, (x, y) in enumerate(zip(a, b, strict=False)):
-        if x != y:
-            return step
-    return None
 
 
 def _mean(values) -> float | None:

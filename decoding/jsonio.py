@@ -16,13 +16,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from dataclasses import asdict, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from decoding.analysis import analyze
+from decoding.atomic_write import write_text_atomic
 from decoding.explain import ExplainResult
 from decoding.trace import (
     READABLE_VERSIONS,
@@ -86,37 +86,6 @@ def dumps(trace: RunTrace) -> str:
 def save(trace: RunTrace, path: str | os.PathLike) -> Path:
     """Write atomically: a temp file in the same folder, then os.replace (never a truncated file)."""
     return write_text_atomic(Path(path), dumps(trace))
-
-
-def write_text_atomic(path: Path, text: str) -> Path:
-    """`text` into `path` or nothing: a temp file `.NAME.*.tmp` beside it, flushed to disk, renamed over it, and
-    the rename itself flushed (POSIX). A failure (disk full, no permission) removes the temp file and leaves the
-    previous `path` as it was; a crash or power loss leaves the old file or the new one, and at most the temp
-    file."""
-    folder = path.resolve().parent
-    handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as temp:
-            temp.write(text)
-            temp.flush()
-            os.fsync(temp.fileno())
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
-    _sync_folder(folder)
-    return path
-
-
-def _sync_folder(folder: Path) -> None:
-    """Make a rename in `folder` durable (POSIX; Windows has no folder handles to flush)."""
-    if os.name == "nt":
-        return
-    descriptor = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
 
 
 def _finite(value: Any) -> Any:

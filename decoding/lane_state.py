@@ -2,14 +2,17 @@
 
 The engine drives every lane with the same calls per step: `decide` (choose tokens from the logits the
 lane holds, build and return StepRecords), `queue` (add (old row, token) pairs to the next batched call),
-`receive` (take its new logits rows from that call's output) and at the end `close`. Single-row lanes
-(greedy, sampling) and beam lanes differ only inside.
+`receive` (take its new logits rows from that call's output) and at the end `close`. `LaneState` holds what
+every lane has (its spec, trace, tokens, processors, forced tokens, rows); its two kinds are siblings that
+differ in how they hold rows and choose: `SingleRowLaneState` (greedy, sampling: one row) and `BeamLaneState`
+(num_beams rows reordered by BeamSearch), as onnxruntime-genai's greedy and beam searches over one `Search`.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import cached_property
@@ -37,8 +40,8 @@ def empty_trace(spec: LaneSpec) -> LaneTrace:
     )
 
 
-class LaneState:
-    """A greedy or sampling lane: one row."""
+class LaneState(ABC):
+    """What the engine drives for every lane (the module docstring's verbs); a lane is one of its two kinds."""
 
     def __init__(
         self,
@@ -65,7 +68,7 @@ class LaneState:
         )
         self.sampler = Sampler(spec.seed) if spec.do_sample else None
         self.forced = dict(spec.forced)
-        self.following: LaneState | None = None  # a branch lane copies this parent until its branch step
+        self.following: SingleRowLaneState | None = None  # a branch lane copies this parent until its branch step
         if spec.branch is not None:
             self.forced[spec.branch.step] = spec.branch.token_id
         if spec.replay_of is not None:
@@ -81,24 +84,17 @@ class LaneState:
     def step(self) -> int:
         return len(self.trace.steps)
 
+    @abstractmethod
     def attach(self, batch: LogitsRowCache, row: int) -> None:
-        """Own one row of the batch (prefill row or a parent's row to fork) with the logits it produced."""
-        self.rows = [row]
-        self.batch = batch
+        """Start from one row of the batch (the prefill row, or a parent's row to fork) and its logits."""
 
+    @abstractmethod
     def decide(self, source_ms: float) -> list[StepRecord]:
-        started = time.perf_counter()
-        raw, raw_softmax = self.batch.row(self.rows[0]), self.batch.softmax(self.rows[0])
-        processed = self._process(raw[None])[0] if self.processors else raw
-        softmax = raw_softmax if processed is raw else self._processed_softmax(processed, raw_softmax)
-        record = self._choose(raw, processed, raw_softmax, softmax)
-        record.time_ms = source_ms + (time.perf_counter() - started) * 1000.0
-        self.append(record)
-        return [record]
+        """Choose this step's token(s) from the rows the lane holds; returns the records it streams."""
 
+    @abstractmethod
     def queue(self, feed: list[tuple[int, int]]) -> None:
-        if self.running and self.rows:  # a branch lane still copying its parent owns no row yet
-            feed.append((self.rows[0], self.tokens[-1]))
+        """Add the (old row, token) pairs of its next rows to the next batched call."""
 
     def receive(self, batch: LogitsRowCache, slots: list[int], position: int) -> int:
         """Take this lane's rows from a batched call's output: `slots[position:]` are the new batch rows of
@@ -132,8 +128,87 @@ class LaneState:
 
     # ------------------------------------------------------------------------------------------ internals
 
-    def _ids(self, rows_tokens: Sequence[Sequence[int]]) -> np.ndarray:
-        return np.array([self.prompt_ids + list(tokens) for tokens in rows_tokens], dtype=np.int64)
+    def record(self, token: int, stats: StepStats, draw: Draw | None = None, forced: bool = False) -> StepRecord:
+        record = StepRecord(step=self.step, token_id=token, token_text=self.tokenizer.piece(token), forced=forced,
+                            **stats.record_fields())
+        if draw is not None:
+            record.draw, record.draw_low, record.draw_high = draw.u, draw.low, draw.high
+        return record
+
+    def _record(
+        self,
+        raw: np.ndarray,
+        processed: np.ndarray,
+        token: int,
+        draw: Draw | None = None,
+        forced: bool = False,
+        raw_softmax: Softmax | None = None,
+        softmax: Softmax | None = None,
+    ) -> StepRecord:
+        """`raw_softmax` / `softmax`: the rows' Softmax when already computed."""
+        piece = self.tokenizer.piece
+        stats = step_stats(raw, processed, token, self.top_n, piece, raw_softmax=raw_softmax, softmax=softmax)
+        return self.record(token, stats, draw, forced)
+
+
+class SingleRowLaneState(LaneState):
+    """A greedy or sampling lane: one row, one token a step (several such lanes may decide together:
+    decoding.row_batch, whose records equal `decide`'s)."""
+
+    def attach(self, batch: LogitsRowCache, row: int) -> None:
+        self.rows = [row]
+        self.batch = batch
+
+    def decide(self, source_ms: float) -> list[StepRecord]:
+        started = time.perf_counter()
+        raw, raw_softmax = self.batch.row(self.rows[0]), self.batch.softmax(self.rows[0])
+        processed = self._process(raw[None])[0] if self.processors else raw
+        softmax = raw_softmax if processed is raw else self._processed_softmax(processed, raw_softmax)
+        record = self._choose(raw, processed, raw_softmax, softmax)
+        record.time_ms = source_ms + (time.perf_counter() - started) * 1000.0
+        self.append(record)
+        return [record]
+
+    def queue(self, feed: list[tuple[int, int]]) -> None:
+        if self.running and self.rows:  # a branch lane still copying its parent owns no row yet
+            feed.append((self.rows[0], self.tokens[-1]))
+
+    def append(self, record: StepRecord) -> None:
+        """Take the step: record it, extend the tokens, stop on eos, a stop string or the length."""
+        self.trace.steps.append(record)
+        self.tokens.append(record.token_id)
+        if record.token_id in self.eos:
+            self.stop("eos")
+        elif self._hit_stop_string():
+            self.stop("stop_string")
+        elif len(self.tokens) >= self.limit:
+            self.stop("length")
+
+    # ------------------------------------------------------------------------------------------ internals
+
+    def _choose(self, raw: np.ndarray, processed: np.ndarray, raw_softmax: Softmax, softmax: Softmax) -> StepRecord:
+        shared = {"raw_softmax": raw_softmax, "softmax": softmax}
+        forced = self.forced_token()
+        if forced is not None:
+            return self._record(raw, processed, forced, forced=True, **shared)
+        if self.sampler is not None:
+            if softmax is None:  # every token filtered: draw_with says so
+                draw = self.sampler.draw(processed, softmax)
+            else:  # the walk starts among the statistics' top-N, as batched rows draw
+                best = softmax.best(min(self.top_n, softmax.kept))
+                draw = draw_among_best(self.sampler.next_u(), WalkedTokens(softmax), best)
+            return self._record(raw, processed, draw.token_id, draw=draw, **shared)
+        token = softmax.best_token() if softmax is not None else int(np.argmax(processed))
+        return self._record(raw, processed, token, **shared)
+
+    def _hit_stop_string(self) -> bool:
+        """Whether the lane's text contains a stop string. The whole text is decoded: a stop string may span
+        any number of tokens, and a multi-byte character's bytes may span several (0.4 ms for 2000 tokens of
+        the default model, beside a model step of 30 ms or more)."""
+        if not self.spec.stop_strings:
+            return False
+        text = self.tokenizer.decode(self.tokens)
+        return any(stop in text for stop in self.spec.stop_strings)
 
     def _process(self, scores: np.ndarray) -> np.ndarray:
         return apply_processors(self.processors, np.array([self.history()], dtype=np.int64), scores)
@@ -170,63 +245,6 @@ class LaneState:
         if self.sampler is not None and self.spec.replay_of is not None and step == self.spec.replay_of.step:
             self.sampler.skip()
         return self.forced[step]
-
-    def record(self, token: int, stats: StepStats, draw: Draw | None = None, forced: bool = False) -> StepRecord:
-        record = StepRecord(step=self.step, token_id=token, token_text=self.tokenizer.piece(token), forced=forced,
-                            **stats.record_fields())
-        if draw is not None:
-            record.draw, record.draw_low, record.draw_high = draw.u, draw.low, draw.high
-        return record
-
-    def append(self, record: StepRecord) -> None:
-        """Take the step: record it, extend the tokens, stop on eos, a stop string or the length."""
-        self.trace.steps.append(record)
-        self.tokens.append(record.token_id)
-        if record.token_id in self.eos:
-            self.stop("eos")
-        elif self._hit_stop_string():
-            self.stop("stop_string")
-        elif len(self.tokens) >= self.limit:
-            self.stop("length")
-
-    def _choose(self, raw: np.ndarray, processed: np.ndarray, raw_softmax: Softmax, softmax: Softmax) -> StepRecord:
-        shared = {"raw_softmax": raw_softmax, "softmax": softmax}
-        forced = self.forced_token()
-        if forced is not None:
-            return self._record(raw, processed, forced, forced=True, **shared)
-        if self.sampler is not None:
-            if softmax is None:  # every token filtered: draw_with says so
-                draw = self.sampler.draw(processed, softmax)
-            else:  # the walk starts among the statistics' top-N, as batched rows draw
-                best = softmax.best(min(self.top_n, softmax.kept))
-                draw = draw_among_best(self.sampler.next_u(), WalkedTokens(softmax), best)
-            return self._record(raw, processed, draw.token_id, draw=draw, **shared)
-        token = softmax.best_token() if softmax is not None else int(np.argmax(processed))
-        return self._record(raw, processed, token, **shared)
-
-    def _record(
-        self,
-        raw: np.ndarray,
-        processed: np.ndarray,
-        token: int,
-        draw: Draw | None = None,
-        forced: bool = False,
-        raw_softmax: Softmax | None = None,
-        softmax: Softmax | None = None,
-    ) -> StepRecord:
-        """`raw_softmax` / `softmax`: the rows' Softmax when already computed."""
-        piece = self.tokenizer.piece
-        stats = step_stats(raw, processed, token, self.top_n, piece, raw_softmax=raw_softmax, softmax=softmax)
-        return self.record(token, stats, draw, forced)
-
-    def _hit_stop_string(self) -> bool:
-        """Whether the lane's text contains a stop string. The whole text is decoded: a stop string may span
-        any number of tokens, and a multi-byte character's bytes may span several (0.4 ms for 2000 tokens of
-        the default model, beside a model step of 30 ms or more)."""
-        if not self.spec.stop_strings:
-            return False
-        text = self.tokenizer.decode(self.tokens)
-        return any(stop in text for stop in self.spec.stop_strings)
 
 
 class BeamLaneState(LaneState):
@@ -303,6 +321,9 @@ class BeamLaneState(LaneState):
             self.trace.finish_reason = "eos" if best and best[-1] in self.eos else "length"
 
     # ------------------------------------------------------------------------------------------ internals
+
+    def _ids(self, rows_tokens: Sequence[Sequence[int]]) -> np.ndarray:
+        return np.array([self.prompt_ids + list(tokens) for tokens in rows_tokens], dtype=np.int64)
 
     def _beam_scores(self, raw: list[np.ndarray], softmaxes: list[Softmax | None]) -> np.ndarray:
         pairs = zip(raw, softmaxes, strict=True)
@@ -412,5 +433,5 @@ def new_lane_state(
     top_n: int,
     tokenizer: TokenText,
 ) -> LaneState:
-    cls = BeamLaneState if spec.is_beam else LaneState
+    cls = BeamLaneState if spec.is_beam else SingleRowLaneState
     return cls(index, spec, prompt_ids, prefix, eos_token_ids, max_new_tokens, top_n, tokenizer)

@@ -46,7 +46,7 @@ class Range:
     >>> Range(0.0, 1.0, low_open=True).check("typical_p", 0.0)
     Traceback (most recent call last):
     ...
-    ValueError: invalid typical_p=0.0: allowed a float in (0, 1]
+    decoding.parameters.ParameterError: invalid typical_p=0.0: allowed a float in (0, 1]
     """
 
     low: float = -math.inf
@@ -67,28 +67,86 @@ class Range:
         """The allowed values in words: "an integer >= 1", "a float in (0, 1]", "a finite float"."""
         if self.integer:
             if self.high == math.inf:
-                return f"an integer >= {self.low:g}"
-            return f"an integer in [{self.low:g}, {self._high_text()}]"
+                return f"an integer >= {self.low_text}"
+            return f"an integer in [{self.low_text}, {self.high_text}]"
         if self.low == -math.inf and self.high == math.inf:
             return "a finite float"
-        left = "(" if self.low_open or self.low == -math.inf else "["
-        right = ")" if self.high_open or self.high == math.inf else "]"
-        return f"a float in {left}{self.low:g}, {self._high_text()}{right}"
+        left, right = self.brackets
+        return f"a float in {left}{self.low_text}, {self.high_text}{right}"
 
-    def _high_text(self) -> str:
+    @property
+    def low_text(self) -> str:
+        return f"{self.low:g}"
+
+    @property
+    def high_text(self) -> str:
         high = "inf" if self.high == math.inf else f"{self.high:g}"
         return f"{self.high_name}={high}" if self.high_name else high
 
+    @property
+    def brackets(self) -> tuple[str, str]:
+        """How each end is written: "[" / "]" closed, "(" / ")" open (an infinite end is open)."""
+        left = "(" if self.low_open or self.low == -math.inf else "["
+        right = ")" if self.high_open or self.high == math.inf else "]"
+        return left, right
+
     def check(self, name: str, value: Any) -> Any:
-        """`value` as an int or float, or a ValueError naming the parameter, the value and this range."""
+        """`value` as an int or float, or a ParameterError naming the parameter, the value and this range."""
         if not self.contains(value):
-            fail(name, value, self.describe())
+            fail(name, value, Allowed.within(self))
         return int(value) if self.integer else float(value)
 
 
-def fail(name: str, value: Any, allowed: str) -> None:
-    """The one shape of every invalid-value message: the parameter, the value and what is allowed."""
-    raise ValueError(f"invalid {name}={value!r}: allowed {allowed}")
+@dataclass(frozen=True)
+class Allowed:
+    """What a parameter allows, as data: `kind` "integer" or "float" (within `range`), "bool", "choice" (one of
+    `choices`), "texts" (a list of non-empty strings) or "rule" (any other rule, worded in English in `rule`).
+    The window words it in its own language from these fields; `describe` is the English."""
+
+    kind: str
+    range: Range | None = None
+    choices: tuple[Any, ...] = ()
+    rule: str = ""
+
+    @staticmethod
+    def within(numbers: Range) -> Allowed:
+        return Allowed("integer" if numbers.integer else "float", range=numbers)
+
+    @property
+    def shown_choices(self) -> list[str]:
+        return [json.dumps(choice) for choice in self.choices]
+
+    def describe(self) -> str:
+        if self.range is not None:
+            return self.range.describe()
+        if self.kind == "bool":
+            return "true or false"
+        if self.kind == "choice":
+            shown = self.shown_choices
+            return f"{', '.join(shown[:-1])} or {shown[-1]}"
+        if self.kind == "texts":
+            return "a list of non-empty strings"
+        return self.rule
+
+
+class ParameterError(ValueError):
+    """A refused value: the parameter, the value and what the parameter allows (`allowed`: the kind of bound and
+    its ends). str() is the one English sentence of every refusal, which the command line prints:
+    "invalid top_p=1.5: allowed a float in [0, 1]"."""
+
+    def __init__(self, parameter: str, value: Any, allowed: Allowed) -> None:
+        super().__init__(f"invalid {parameter}={value!r}: allowed {allowed.describe()}")
+        self.parameter = parameter
+        self.value = value
+        self.allowed = allowed
+
+    def __reduce__(self):  # pickled and copied by its fields (ValueError's would pass only the sentence)
+        return type(self), (self.parameter, self.value, self.allowed)
+
+
+def fail(name: str, value: Any, allowed: Allowed | str) -> None:
+    """Refuse `value` of parameter `name`: a ParameterError; a plain string states a rule in English."""
+    raise ParameterError(name, value, allowed if isinstance(allowed, Allowed) else Allowed("rule", rule=allowed))
 
 
 @functools.cache  # check_int runs in the per-step path (step_stats): build each range once
@@ -168,14 +226,15 @@ class Parameter:
 
     def allowed(self) -> str:
         """The allowed values in words (without the "unset" a None default also allows)."""
+        return self.allowed_values().describe()
+
+    def allowed_values(self) -> Allowed:
+        """The allowed values as data (without the "unset" a None default also allows)."""
         if self.range is not None:
-            return self.range.describe()
-        if self.kind == "bool":
-            return "true or false"
-        if self.kind == "choice":
-            shown = [json.dumps(choice) for choice in self.choices]
-            return f"{', '.join(shown[:-1])} or {shown[-1]}"
-        return "a list of non-empty strings"
+            return Allowed.within(self.range)
+        if self.kind in ("bool", "choice"):
+            return Allowed(self.kind, choices=self.choices)
+        return Allowed("texts")
 
     def accepts(self, value: Any) -> bool:
         if self.range is not None:
@@ -191,7 +250,7 @@ class Parameter:
         if self.range is not None:
             return self.range.check(self.name, value)
         if not self.accepts(value):
-            fail(self.name, value, self.allowed())
+            fail(self.name, value, self.allowed_values())
         return value
 
     def check_for_processor(self, value: Any) -> Any:

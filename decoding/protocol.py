@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -17,7 +17,7 @@ import numpy as np
 @dataclass(frozen=True)
 class RowSummary:
     """Softmax pieces of every row of a logits batch [rows, vocab] of finite logits, computed by a source that
-    has faster kernels than numpy (optional: see `LogitsSource`). Row i's probabilities are
+    has faster kernels than numpy (optional: see `RowSummarizer`). Row i's probabilities are
     weights[i] / total[i]; its entropy is log(total[i]) - weighted_shift[i] / total[i]."""
 
     peak: np.ndarray  # float32 [rows]: the largest logit
@@ -50,8 +50,27 @@ class LogitsSource(Protocol):
         """
         ...
 
-    # Optional: `summarize(logits [rows, vocab], top_k) -> RowSummary` with top_k = min(top_k, vocab) ids per
-    # row. The engine then reads every raw row's statistics from it instead of computing them in numpy.
+
+
+# Optional capabilities: a source that has one satisfies its protocol too, and the engine uses it.
+
+
+@runtime_checkable
+class RowSummarizer(Protocol):
+    """A source that summarises logits rows with faster kernels than numpy: the engine then reads every raw
+    row's statistics from its RowSummary instead of computing them."""
+
+    def summarize(self, logits: np.ndarray, top_k: int) -> RowSummary:
+        """Summary of logits [rows, vocab] with top_k = min(top_k, vocab) best ids per row."""
+        ...
+
+
+@runtime_checkable
+class PositionLimit(Protocol):
+    """A source with a limited number of positions: the engine refuses a run that needs more before the
+    prefill (None: no limit is known)."""
+
+    max_positions: int | None
 
 
 class TokenText(Protocol):

@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from decoding.compare import first_difference
 from decoding.engine import Cancel, Engine, Prefix, replay_prefix
-from decoding.spec import LaneSpec
+from decoding.spec import LaneSpec, follows_in_run, specs_of
 from decoding.trace import LaneTrace, RunTrace, StepRecord
 
 
@@ -39,18 +40,11 @@ class ReplayGroup:
     prefix: Prefix | None
 
 
-def lane_spec(lane: LaneTrace) -> LaneSpec:
-    """The spec a recorded lane was made with, its branch, fan-out and replay markers included."""
-    return LaneSpec.from_config(lane.name, lane.config, lane.branch, lane.fanout, lane.replay_of)
-
-
 def plan(trace: RunTrace) -> list[ReplayGroup]:
-    specs = [lane_spec(lane) for lane in trace.lanes]
-    by_name = {spec.name: spec for spec in specs}
+    specs = specs_of(trace)
     main, alone = [], []
     for spec in specs:
-        parent = by_name.get(spec.branch.parent) if spec.branch else None
-        if spec.branch is None or (parent is not None and not parent.is_beam and parent.branch is None):
+        if spec.branch is None or follows_in_run(spec, specs):
             main.append(spec)
         else:
             alone.append(spec)
@@ -121,11 +115,11 @@ def compare(expected: RunTrace, got: RunTrace) -> list[Mismatch]:
 
 def _first_difference(lane: LaneTrace, other: LaneTrace) -> Mismatch | None:
     a, b = lane.token_ids, other.token_ids
-    for step in range(max(len(a), len(b))):
-        x = a[step] if step < len(a) else None
-        y = b[step] if step < len(b) else None
-        if x != y:
-            return Mismatch(lane.name, step, x, y)
+    step = first_difference(a, b)
+    if step is None and len(a) != len(b):  # the same tokens, but one lane went on: the first extra token
+        step = min(len(a), len(b))
+    if step is not None:
+        return Mismatch(lane.name, step, a[step] if step < len(a) else None, b[step] if step < len(b) else None)
     if (lane.sequences or None) != (other.sequences or None):
         return Mismatch(lane.name, None, None, None, "beam sequences differ (best sequence identical)")
     return None

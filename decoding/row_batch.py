@@ -14,7 +14,7 @@ Each row also does less than the per-row path: a draw first walks the statistics
 most of the time) and only then the whole row, a processor that only filters lets the row keep its raw
 top-N, and the -inf positions found once serve the softmax and the draw.
 
-Every record is identical to `LaneState.decide`'s, which stays the reference (Engine(batched_rows=False));
+Every record is identical to `SingleRowLaneState.decide`'s, which stays the reference (Engine(batched_rows=False));
 tests run both on the same inputs. A lane alone in its group, and the lanes of a row the processors make
 unusual (no finite score, NaN, +inf), are decided by it (the former in the engine's lane order, as before).
 """
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from decoding.lane_state import LaneState
+from decoding.lane_state import SingleRowLaneState
 from decoding.processors import Processor
 from decoding.selectors import Draw, WalkedTokens, draw_among_best
 from decoding.stats import (
@@ -43,12 +43,12 @@ from decoding.trace import StepRecord
 
 
 def decide_together(
-    lanes: Sequence[LaneState], source_ms: float, top_n: int, text: Callable[[int], str]
-) -> list[LaneState]:
+    lanes: Sequence[SingleRowLaneState], source_ms: float, top_n: int, text: Callable[[int], str]
+) -> list[SingleRowLaneState]:
     """Decide the step of the lanes in `lanes` (running single-row lanes with usable logits rows) that apply
     the same processors on the same batch as another: each group together, a record appended to each lane.
     Returns them; a lane alone in its group is left to the per-row path (nothing to share)."""
-    groups: dict[tuple, list[LaneState]] = {}
+    groups: dict[tuple, list[SingleRowLaneState]] = {}
     for lane in lanes:
         groups.setdefault(_group_key(lane), []).append(lane)
     decided = []
@@ -59,7 +59,7 @@ def decide_together(
     return decided
 
 
-def _group_key(lane: LaneState) -> tuple:
+def _group_key(lane: SingleRowLaneState) -> tuple:
     """Lanes with equal keys process equal rows identically: the same batch, history length and processors."""
     return id(lane.batch), len(lane.tokens), lane.processors_key
 
@@ -68,7 +68,7 @@ def _group_key(lane: LaneState) -> tuple:
 class _Choice:
     """One lane's decision at this step."""
 
-    lane: LaneState
+    lane: SingleRowLaneState
     slot: int  # its row among the group's distinct rows
     token: int
     draw: Draw | None
@@ -91,13 +91,13 @@ class _RowGroup:
     """One group's step: each distinct row processed, summarised and drawn from in turn, then every lane's
     statistics (the top-N probabilities of all rows together) and record."""
 
-    def __init__(self, lanes: list[LaneState], top_n: int, text: Callable[[int], str]) -> None:
+    def __init__(self, lanes: list[SingleRowLaneState], top_n: int, text: Callable[[int], str]) -> None:
         self.top_n = top_n
         self.text = text
         self.batch = lanes[0].batch
         self.chain: list[Processor] = lanes[0].processors
         self.filters_only, self.masks_only = lanes[0].filters_only, lanes[0].masks_only
-        lanes_of: dict[int, list[LaneState]] = {}  # distinct batch row -> the lanes reading it
+        lanes_of: dict[int, list[SingleRowLaneState]] = {}  # distinct batch row -> the lanes reading it
         for lane in lanes:
             lanes_of.setdefault(lane.rows[0], []).append(lane)
         self.rows, self.lanes_of = list(lanes_of), list(lanes_of.values())

@@ -26,6 +26,7 @@ from decoding.parameters import (
     check_int,
     fail,
 )
+from decoding.trace import LaneTrace, RunTrace
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,24 @@ class LaneSpec:
 
     def with_changes(self, **changes: Any) -> LaneSpec:
         return replace(self, **changes)
+
+
+def lane_spec(lane: LaneTrace) -> LaneSpec:
+    """The spec a recorded lane was made with, its branch, fan-out and replay markers included."""
+    return LaneSpec.from_config(lane.name, lane.config, lane.branch, lane.fanout, lane.replay_of)
+
+
+def specs_of(trace: RunTrace) -> list[LaneSpec]:
+    """The specs a recorded run's lanes were made with, seeds included (file import, replay, restore)."""
+    return [lane_spec(lane) for lane in trace.lanes]
+
+
+def follows_in_run(branch_lane: LaneSpec, specs: Sequence[LaneSpec]) -> bool:
+    """Whether a run of `specs` follows this branch lane inside the run (copying its parent's records, then
+    forking its parent's KV row at the branch step): its parent is a lane of the run with one row that is not
+    itself a branch. Any other branch runs after the run from its parent's tokens (a Prefix)."""
+    parent = next((spec for spec in specs if spec.name == branch_lane.branch.parent), None)
+    return parent is not None and not parent.is_beam and parent.branch is None
 
 
 # ------------------------------------------------------------------------------------------------ validation
@@ -313,12 +332,12 @@ def _parse_value(key: str, raw: str) -> Any:
         words = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
         words.update({choice: choice for choice in p.choices if isinstance(choice, str)})
         if raw.lower() not in words:
-            fail(key, raw, p.allowed())
+            fail(key, raw, p.allowed_values())
         return words[raw.lower()]
     try:
         return int(raw) if p.kind == "int" else float(raw)
     except ValueError:
-        fail(key, raw, p.allowed())
+        fail(key, raw, p.allowed_values())
 
 
 _ESCAPES = {"n": "\n", "t": "\t", "|": "|", "\\": "\\"}

@@ -23,8 +23,7 @@ import numpy as np
 from decoding.fanout import fan_out
 from decoding.parameters import Strategies, parameter
 from decoding.processors import apply_processors, build_processors
-from decoding.replay import lane_spec
-from decoding.spec import LaneSpec, assign_seeds
+from decoding.spec import LaneSpec, assign_seeds, lane_spec
 from decoding.stats import Softmax, distribution
 from decoding.trace import RunTrace, SweepPoint, TemperatureSweep
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple, overload
+from typing import Any, NamedTuple, overload
 
-if TYPE_CHECKING:
-    from decoding.explain import ExplainResult
+from decoding.explain import ExplainResult
+from decoding.model_info import ModelInfo
 
 
 class TokenProb(NamedTuple):
@@ -171,13 +171,6 @@ class LaneTrace:
 
 SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)  # version 1: no fan-outs, critical points, replays or sweeps
-
-
-@dataclass
-class ModelInfo:
-    name: str
-    hashes: dict[str, str] = field(default_factory=dict)  # from the model's manifest (file -> sha256)
-    path: str | None = None  # where it was loaded from (informative; replay resolves by name or path)
 
 
 @dataclass

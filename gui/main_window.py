@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 
 from decoding.spec import PRESETS, default_lanes
 from decoding.trace import RunTrace
-from gui.i18n import translate
+from gui.i18n.language import translate
 from gui.present import colours
 from gui.present.lane_fields import preset_title
 from gui.shell.autosaver import Autosaver, restorable
@@ -669,7 +669,8 @@ class MainWindow(QMainWindow):
         """After a crash or kill -9: offer the newest run an instance left behind (`ask(path) -> bool`, a
         question to the user by default); "no" discards it."""
         from decoding import autosave
-        from gui.state.model_holder import request_of, specs_of
+        from decoding.spec import specs_of
+        from gui.state.model_holder import request_of
 
         found = restorable()
         if not found:

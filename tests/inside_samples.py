@@ -126,7 +126,7 @@ def _bytes(piece: str) -> bytes:
 
 def explained_model(sample: dict):
     """A RunState showing the sample's explained run."""
-    from gui.state.model_holder import specs_of
+    from decoding.spec import specs_of
     from gui.state.run_state import RunState
 
     model = RunState()

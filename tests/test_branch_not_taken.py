@@ -9,9 +9,9 @@ import pytest
 from decoding.branch_not_taken import compare_continuations, levenshtein, not_taken_spec, replay_spec
 from decoding.engine import Engine, replay_prefix
 from decoding.processors import apply_processors, build_processors
-from decoding.replay import compare, lane_spec, replay, replay_not_taken
+from decoding.replay import compare, replay, replay_not_taken
 from decoding.selectors import Sampler
-from decoding.spec import Branch, LaneSpec, ReplayOf
+from decoding.spec import Branch, LaneSpec, ReplayOf, lane_spec
 from decoding.trace import CriticalPoint, PromptInfo
 from tests.fake_source import FakeSource, FakeTokenizer
 

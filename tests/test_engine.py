@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 from decoding.engine import Engine, Prefix, branch_prefix
+from decoding.lane_state import BeamLaneState, LaneState, SingleRowLaneState
+from decoding.protocol import PositionLimit, RowSummarizer
 from decoding.selectors import WIDER_PREFIX
 from decoding.spec import Branch, LaneSpec, assign_seeds, default_lanes
 from decoding.trace import PromptInfo
@@ -304,3 +306,14 @@ def test_a_source_row_summary_changes_no_token_and_no_statistic():
         for a, b in zip(want.steps, got.steps, strict=True):
             assert [t.id for t in b.top_raw] == [t.id for t in a.top_raw]
             assert (b.entropy_raw, b.prob_raw, b.prob) == pytest.approx((a.entropy_raw, a.prob_raw, a.prob), rel=1e-5)
+
+
+def test_single_row_and_beam_lanes_are_siblings_over_one_abstract_lane():
+    assert issubclass(SingleRowLaneState, LaneState) and issubclass(BeamLaneState, LaneState)
+    assert not issubclass(BeamLaneState, SingleRowLaneState)
+    assert LaneState.__abstractmethods__ == {"attach", "decide", "queue"}
+
+
+def test_optional_source_capabilities_are_the_ones_a_source_declares():
+    assert isinstance(SummarizingSource(vocab_size=32), RowSummarizer)
+    assert not isinstance(FakeSource(32), RowSummarizer) and not isinstance(FakeSource(32), PositionLimit)

@@ -8,13 +8,17 @@ import pytest
 
 from decoding.spec import (
     PRESETS,
+    Branch,
     LaneSpec,
     assign_seeds,
     default_lanes,
+    follows_in_run,
+    lane_spec,
     parse_lane,
     spec_from_generation_config,
     unique_names,
 )
+from decoding.trace import LaneTrace
 
 
 def test_a_lane_applies_only_what_it_sets():
@@ -153,3 +157,19 @@ def test_config_round_trip():
     assert LaneSpec.from_config("x", spec.to_config()) == spec
     with pytest.raises(ValueError, match="unknown lane parameter"):
         LaneSpec.from_config("x", {"do_sample": True, "nucleus": 0.9})
+
+
+def test_a_branch_is_followed_in_run_only_from_a_single_row_lane_that_is_no_branch():
+    greedy, beam = LaneSpec("greedy"), LaneSpec("beam", num_beams=2)
+    of_greedy = LaneSpec("g>", branch=Branch("greedy", 2, 7))
+    of_beam = LaneSpec("b>", branch=Branch("beam", 2, 7))
+    of_branch = LaneSpec("g>>", branch=Branch("g>", 3, 7))
+    specs = [greedy, beam, of_greedy, of_beam, of_branch]
+    assert [follows_in_run(spec, specs) for spec in (of_greedy, of_beam, of_branch)] == [True, False, False]
+    assert not follows_in_run(of_greedy, [of_greedy])  # the parent is not in the run
+
+
+def test_a_recorded_lane_gives_back_its_spec_markers_and_forced_tokens_included():
+    spec = LaneSpec("g>", do_sample=True, seed=4, branch=Branch("greedy", 2, 7), forced={5: 1})
+    lane = LaneTrace("g>", spec.to_config(), spec.processors(), branch=spec.branch.to_dict())
+    assert lane_spec(lane) == spec

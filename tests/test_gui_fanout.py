@@ -7,9 +7,9 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QTabWidget, QWidget
 
+from decoding.spec import specs_of
 from decoding.trace import LaneTrace, ModelInfo, PromptInfo, RunTrace, StepRecord, TokenProb
 from gui.shell.redraw import RedrawScheduler
-from gui.state.model_holder import specs_of
 from gui.state.run_state import RunState, Selection
 from gui.views.fanout_view import FanoutView, build_tree, place, walk
 

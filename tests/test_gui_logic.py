@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from decoding.compare import first_difference
 from decoding.spec import LaneSpec, unique_name
 from decoding.trace import BeamHypothesis, StepRecord, TokenProb
 from gui.dialogs.setup_dialog import stage_label
@@ -11,7 +12,6 @@ from gui.present.lane_fields import FIELDS_BY_NAME, describe, display_value, spe
 from gui.present.lane_html import (
     TokenMarks,
     alternatives_html,
-    first_difference,
     group_tokens,
     label_piece,
     lane_fragments,

@@ -8,8 +8,8 @@ from PySide6.QtCore import QEvent, QPoint, Qt, QThread
 from PySide6.QtGui import QColor, QHelpEvent, QImage, QTextCursor
 from PySide6.QtWidgets import QApplication, QToolTip
 
+from decoding.spec import specs_of
 from gui.app import make_application
-from gui.state.model_holder import specs_of
 from gui.views.beam_tree import _BEST as BEST_PATH_COLOUR
 from gui.views.style import CHOSEN_COLOUR, PROCESSED_COLOUR, RAW_COLOUR, lane_color_hex
 from gui.views.timeline import FADED_ALPHA

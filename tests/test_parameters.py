@@ -14,7 +14,17 @@ from typing import Any
 import pytest
 
 from decoding import processors as P
-from decoding.parameters import PARAMETERS, PROCESSOR_ORDER, Parameter, Range, Strategies, parameter
+from decoding.fanout import check_fanout
+from decoding.parameters import (
+    PARAMETERS,
+    PROCESSOR_ORDER,
+    Allowed,
+    Parameter,
+    ParameterError,
+    Range,
+    Strategies,
+    parameter,
+)
 from decoding.spec import LaneSpec, parse_lane, unique_name, unique_names
 from gui.present.lane_fields import FIELDS_BY_NAME
 
@@ -73,6 +83,45 @@ def test_lane_spec_enforces_every_range_of_the_table(p):
         assert getattr(LaneSpec("x", **{**strategy(p), p.name: value}), p.name) == value
     if p.default is None:
         assert getattr(LaneSpec("x", **strategy(p)), p.name) is None  # unset is allowed
+
+
+@pytest.mark.parametrize("p", PARAMETERS, ids=lambda p: p.name)
+def test_a_refusal_carries_the_parameter_the_value_and_the_bound(p):
+    for value in invalid_values(p):
+        with pytest.raises(ParameterError) as refused:
+            LaneSpec("x", **{**strategy(p), p.name: value})
+        error = refused.value
+        assert (error.parameter, error.allowed) == (p.name, p.allowed_values())
+        assert error.value is value or error.value == value
+        assert str(error) == f"invalid {p.name}={value!r}: allowed {error.allowed.describe()}"
+
+
+def test_the_kind_of_bound_of_ranges_lists_and_rules():
+    with pytest.raises(ParameterError) as refused:
+        LaneSpec("x", do_sample=True, top_p=1.5)
+    bound = refused.value.allowed
+    assert (bound.kind, bound.range.low, bound.range.high, bound.range.brackets) == ("float", 0.0, 1.0, ("[", "]"))
+    with pytest.raises(ParameterError) as refused:
+        LaneSpec("x", num_beams=2, num_return_sequences=3)
+    bound = refused.value.allowed
+    assert (bound.kind, bound.range.low_text, bound.range.high_text) == ("integer", "1", "num_beams=2")
+    with pytest.raises(ParameterError) as refused:
+        LaneSpec("x", num_beams=4, do_sample=True)
+    assert refused.value.allowed == Allowed("rule", rule="false when num_beams > 1 (beam sampling is not supported)")
+    with pytest.raises(ParameterError, match=r"^invalid fanout=65: allowed an integer in \[1, 64\]$") as refused:
+        check_fanout(65)
+    assert (refused.value.parameter, refused.value.allowed.range.high) == ("fanout", 64)
+
+
+def test_a_refusal_survives_pickling_with_its_fields():
+    import pickle
+
+    with pytest.raises(ParameterError) as refused:
+        LaneSpec("x", num_beams=2, early_stopping="x")
+    copy = pickle.loads(pickle.dumps(refused.value))
+    assert (str(copy), copy.parameter, copy.value, copy.allowed) == (
+        str(refused.value), "early_stopping", "x", refused.value.allowed)
+    assert copy.allowed.kind == "choice" and str(copy) == 'invalid early_stopping=\'x\': allowed false, true or "never"'
 
 
 def cli_text(p: Parameter, raw: str) -> str:

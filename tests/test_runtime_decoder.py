@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from decoding.protocol import PositionLimit, RowSummarizer
 from runtime.decoder import OnnxDecoder
 from runtime.session import DeviceError, cuda_unavailable_reason
 
@@ -180,6 +181,11 @@ def test_model_facts_read_from_graph_and_config(decoder):
     assert (decoder.io.kv_heads, decoder.io.head_dim) == (2, 16)
     assert len(decoder.io.past_names) == 4 and decoder.io.past_names[1] == "past_key_values.0.value"
     assert decoder.provider == "CPUExecutionProvider" and decoder.device == "cpu"
+
+
+def test_the_decoder_declares_its_optional_capabilities(decoder):
+    """The engine uses a capability only when the source satisfies its protocol: the decoder has both."""
+    assert isinstance(decoder, RowSummarizer) and isinstance(decoder, PositionLimit)
 
 
 def test_warmup_runs_prefill_fork_and_truncation_and_changes_no_result(tiny_model_dir):

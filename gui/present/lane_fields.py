@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
-from decoding.parameters import PARAMETERS, Parameter, Strategies, parameter
+from decoding.parameters import PARAMETERS, Allowed, Parameter, ParameterError, Strategies, parameter
 from decoding.spec import LaneSpec, format_stop_strings, parse_stop_strings
-from gui.i18n import QT_TRANSLATE_NOOP, translate
+from gui.i18n.language import QT_TRANSLATE_NOOP, translate
 
 
 @dataclass(frozen=True)
@@ -83,52 +82,52 @@ def _tooltip(p: Parameter) -> str:
     if p.kind == "text":
         parts.append(translate("lane_fields", "Separate several with |; write a newline as \\n. Empty = none."))
     parts.append(translate("lane_fields", "Allowed: {allowed}. Follows transformers' {name}.").format(
-        allowed=allowed_text(p.allowed()), name=p.hf_name))
+        allowed=allowed_text(p.allowed_values()), name=p.hf_name))
     return " ".join(parts)
 
 
-# How decoding/ words what a parameter allows (decoding.parameters Range.describe, Parameter.allowed,
-# Strategies.requirement, decoding.spec's rules), as patterns with the catalogue's templates. decoding/ stays
-# English (the command line, run files); the window shows these in its language. A text no pattern matches
-# is shown as it is.
-ALLOWED_PATTERNS = (
-    (r"an integer >= (?P<low>\S+)", QT_TRANSLATE_NOOP("allowed", "an integer >= {low}")),
-    (r"an integer in \[(?P<low>[^,]+), (?P<high>[^\]]+)\]",
-     QT_TRANSLATE_NOOP("allowed", "an integer in [{low}, {high}]")),
-    (r"a finite float", QT_TRANSLATE_NOOP("allowed", "a finite float")),
-    (r"a float in (?P<left>[\[(])(?P<low>[^,]+), (?P<high>[^\])]+)(?P<right>[\])])",
-     QT_TRANSLATE_NOOP("allowed", "a float in {left}{low}, {high}{right}")),
-    (r"true or false", QT_TRANSLATE_NOOP("allowed", "true or false")),
-    (r"(?P<first>(?:\"?\w+\"?, )*\"?\w+\"?) or (?P<last>\"?\w+\"?)", QT_TRANSLATE_NOOP("allowed", "{first} or {last}")),
-    (r"a list of non-empty strings", QT_TRANSLATE_NOOP("allowed", "a list of non-empty strings")),
-    (r"unset unless do_sample=true \(it applies to sample: lanes only\)",
-     QT_TRANSLATE_NOOP("allowed", "unset unless do_sample=true (it applies to sample: lanes only)")),
-    (r"none on a beam lane \(beams stop on eos and length\)",
-     QT_TRANSLATE_NOOP("allowed", "none on a beam lane (beams stop on eos and length)")),
-    (r"false when num_beams > 1 \(beam sampling is not supported\)",
-     QT_TRANSLATE_NOOP("allowed", "false when num_beams > 1 (beam sampling is not supported)")),
-    (r"a non-empty string", QT_TRANSLATE_NOOP("allowed", "a non-empty string")),
+# The rules decoding/ states in English rather than as a range or a list (decoding.parameters
+# Strategies.requirement, decoding.spec's rules), for the catalogue: the window looks each one up by its
+# English text; a rule the catalogue lacks is shown as it is.
+RULES = (
+    QT_TRANSLATE_NOOP("allowed", "unset unless do_sample=true (it applies to sample: lanes only)"),
+    QT_TRANSLATE_NOOP("allowed", "none on a beam lane (beams stop on eos and length)"),
+    QT_TRANSLATE_NOOP("allowed", "false when num_beams > 1 (beam sampling is not supported)"),
+    QT_TRANSLATE_NOOP("allowed", "a non-empty string"),
 )
-INVALID = re.compile(r"invalid (?P<name>\w+)=(?P<value>.*): allowed (?P<allowed>.*)", re.DOTALL)
 
 
-def allowed_text(text: str) -> str:
-    """What decoding/ says a parameter allows, in the interface's language."""
-    for pattern, template in ALLOWED_PATTERNS:
-        match = re.fullmatch(pattern, text)
-        if match:
-            return translate("allowed", template).format(**match.groupdict())
-    return text
+def allowed_text(allowed: Allowed) -> str:
+    """What a parameter allows (decoding.parameters.Allowed), in the interface's language."""
+    numbers = allowed.range
+    if allowed.kind == "integer" and numbers.high == math.inf:
+        return translate("allowed", "an integer >= {low}").format(low=numbers.low_text)
+    if allowed.kind == "integer":
+        return translate("allowed", "an integer in [{low}, {high}]").format(low=numbers.low_text,
+                                                                           high=numbers.high_text)
+    if allowed.kind == "float" and numbers.low == -math.inf and numbers.high == math.inf:
+        return translate("allowed", "a finite float")
+    if allowed.kind == "float":
+        left, right = numbers.brackets
+        return translate("allowed", "a float in {left}{low}, {high}{right}").format(
+            left=left, low=numbers.low_text, high=numbers.high_text, right=right)
+    if allowed.kind == "bool":
+        return translate("allowed", "true or false")
+    if allowed.kind == "choice":
+        shown = allowed.shown_choices
+        return translate("allowed", "{first} or {last}").format(first=", ".join(shown[:-1]), last=shown[-1])
+    if allowed.kind == "texts":
+        return translate("allowed", "a list of non-empty strings")
+    return translate("allowed", allowed.rule)
 
 
 def error_text(error: Exception | str) -> str:
-    """A refusal from decoding/ in the interface's language: "invalid top_p=1.5: allowed a float in [0, 1]"
-    (decoding.parameters.fail, the one shape of an invalid value) reworded, anything else as it is."""
-    match = INVALID.fullmatch(str(error))
-    if match is None:
+    """A refusal from decoding/ in the interface's language, worded from its fields (a ParameterError: "invalid
+    top_p=1.5: allowed a float in [0, 1]"), anything else as it is."""
+    if not isinstance(error, ParameterError):
         return str(error)
     return translate("allowed", "invalid {name}={value}: allowed {allowed}").format(
-        name=match["name"], value=match["value"], allowed=allowed_text(match["allowed"]))
+        name=error.parameter, value=repr(error.value), allowed=allowed_text(error.allowed))
 
 
 # The parameters' meanings (decoding.parameters) for the catalogue, as the lane editor's tooltips show them

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from decoding.trace import StepRecord, TokenProb
-from gui.i18n import QT_TRANSLATE_NOOP, translate
+from gui.i18n.language import QT_TRANSLATE_NOOP, translate
 from gui.present import colours
 from gui.present.colours import MARK_COLOURS  # the palette in effect's: one dict, updated in place
 
@@ -153,15 +153,6 @@ class TokenMarks:
     critical: bool = False  # a critical point: a small change would have picked another strong token
     branch: bool = False  # the branch point of a branched lane (the picked token)
     selected: bool = False
-
-
-def first_difference(ids: Sequence[int], reference: Sequence[int]) -> int | None:
-    """Index of the first token where `ids` departs from `reference` (None if one is a prefix of the
-    other)."""
-    for index, (a, b) in enumerate(zip(ids, reference, strict=False)):
-        if a != b:
-            return index
-    return None
 
 
 def token_html(lane: int, step: StepRecord, marks: TokenMarks, text: str | None = None,

@@ -15,10 +15,10 @@ from dataclasses import dataclass, replace
 from decoding.engine import branch_prefix, replay_prefix
 from decoding.explain import ExplainResult
 from decoding.lane_state import empty_trace
-from decoding.spec import LaneSpec
+from decoding.spec import LaneSpec, follows_in_run
 from decoding.sweep import sweep_inputs, temperature_sweep
 from decoding.trace import LaneTrace, RunTrace, StepRecord, TemperatureSweep
-from gui.i18n import translate
+from gui.i18n.language import translate
 from gui.state.model_holder import ModelHolder, RunRequest, prompt_info
 
 
@@ -48,16 +48,9 @@ Emit = Callable[[Message], None]
 Job = Callable[[Emit, Callable[[], bool]], RunTrace]
 
 
-def in_run_branch(spec: LaneSpec, specs: list[LaneSpec]) -> bool:
-    """Whether the engine follows this branch lane inside the run: its parent is a single-row lane of the run
-    that is not itself a branch (it then forks the parent's KV row at the branch step)."""
-    parent = next((s for s in specs if s.name == spec.branch.parent), None)
-    return parent is not None and not parent.is_beam and parent.branch is None
-
-
 def plan(specs: list[LaneSpec]) -> tuple[list[int], list[int]]:
     """(lanes of the batched run, branch lanes run after it in an order where every parent comes first)."""
-    main = [i for i, s in enumerate(specs) if s.branch is None or in_run_branch(s, specs)]
+    main = [i for i, s in enumerate(specs) if s.branch is None or follows_in_run(s, specs)]
     later = [i for i in range(len(specs)) if i not in main]
     done = {specs[i].name for i in main}
     ordered: list[int] = []

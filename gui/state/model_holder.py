@@ -6,11 +6,10 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from decoding.engine import Engine
-from decoding.spec import LaneSpec
-from decoding.trace import LaneTrace, PromptInfo, RunTrace
+from decoding.trace import PromptInfo, RunTrace
 
 if TYPE_CHECKING:
     from models.inspection import Explainer
@@ -120,19 +119,6 @@ class ModelHolder:
 
 def prompt_info(model: OpenModel, request: RunRequest) -> PromptInfo:
     return model.encode_prompt(request.text, chat=request.chat, system=request.system)
-
-
-def specs_of(trace: RunTrace) -> list[LaneSpec]:
-    """The lane specs a saved run was made with (JSON import, replay)."""
-    return [LaneSpec.from_config(lane.name, _config_without_forced(lane), lane.branch, lane.fanout, lane.replay_of)
-            for lane in trace.lanes]
-
-
-def _config_without_forced(lane: LaneTrace) -> dict[str, Any]:
-    config = dict(lane.config)
-    if lane.branch:
-        config.pop("forced", None)
-    return config
 
 
 def request_of(trace: RunTrace) -> RunRequest:

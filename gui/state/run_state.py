@@ -16,12 +16,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
+from decoding.compare import first_difference
 from decoding.critical import critical_point
 from decoding.explain import ExplainResult
 from decoding.lane_state import empty_trace
 from decoding.spec import LaneSpec
 from decoding.trace import CriticalSettings, LaneTrace, RunTrace, StepRecord
-from gui.present.lane_html import TokenMarks, first_difference
+from gui.present.lane_html import TokenMarks
 
 # Every event the model emits, with the arguments its listeners get.
 EVENTS: dict[str, str] = {

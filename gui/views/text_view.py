@@ -23,14 +23,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from decoding.compare import first_difference
 from decoding.critical import critical_point, runner_up
 from decoding.trace import CriticalSettings, LaneTrace, StepRecord
-from gui.i18n import translate
+from gui.i18n.language import translate
 from gui.present import colours
 from gui.present.lane_fields import describe
 from gui.present.lane_html import (
     alternatives_html,
-    first_difference,
     format_prob,
     known_pieces,
     lane_characters,
