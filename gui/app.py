@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QGuiApplication, QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from gui.i18n.language import language, translate
+from gui.i18n import language, translate
 from gui.shell.settings import LANGUAGES, Settings
 
 ICON_PATH = Path(__file__).with_name("icon.svg")

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 
 from decoding.spec import PRESETS, default_lanes
 from decoding.trace import RunTrace
-from gui.i18n.language import translate
+from gui.i18n import translate
 from gui.present import colours
 from gui.present.lane_fields import preset_title
 from gui.shell.autosaver import Autosaver, restorable

@@ -51,12 +51,12 @@ def wait_for_run(app, window, timeout_s: float = 600.0) -> None:
 def main() -> int:
     args = parse_args()
     from gui.app import make_application
-    from gui.i18n.language import translate
+    from gui.i18n import translate
     from gui.main_window import MainWindow
     from models.catalog import resolve
 
     app = make_application([])
-    from gui.i18n.language import language
+    from gui.i18n import language
 
     problem = language.install(app, args.lang)
     if problem:

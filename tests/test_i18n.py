@@ -28,7 +28,7 @@ import decoding.parameters
 from decoding import jsonio
 from decoding.trace import RunTrace
 from gui.app import make_application
-from gui.i18n.language import language
+from gui.i18n import language
 from gui.main_window import MainWindow
 from tests.test_jsonio import fake_trace
 

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gui.i18n.language import translate
+from gui.i18n import translate
 from gui.shell.worker import Worker
 
 # prepare_fn(progress=callback(stage, fraction, message), cancel=callable) -> model folder

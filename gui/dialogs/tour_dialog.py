@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gui.i18n.language import translate
+from gui.i18n import translate
 from gui.state.tour import STOPS, TourStop
 
 

@@ -1,5 +1,5 @@
 """The interface's one translation helper: `translate("Context", "text")` everywhere in gui/, Qt-free. It has the
-form pyside6-lupdate collects and is Qt's QCoreApplication.translate once gui.i18n.language.language has loaded a language
+form pyside6-lupdate collects and is Qt's QCoreApplication.translate once gui.i18n.language has loaded a language
 (until then, and in tests of Qt-free modules alone, the English source text). The catalogue is
 gui/i18n/translations/branchpoint_zh_CN.ts."""
 

@@ -10,7 +10,7 @@ message box buttons) use Qt's Chinese catalogue shipped with PySide6.
 Every user-visible string goes through Qt's translate: `self.tr("…")` in QObject subclasses,
 `QCoreApplication.translate("Context", "…")` elsewhere, with `{name}` fields filled by `.format()` after
 translation (never an f-string inside: the catalogue needs the literal). Qt-free modules mark theirs with
-gui.i18n.language.translate, which is Qt's once the application has started.
+gui.i18n.translate, which is Qt's once the application has started.
 """
 
 from __future__ import annotations

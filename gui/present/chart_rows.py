@@ -10,7 +10,7 @@ from typing import Any
 
 from decoding.parameters import parameter
 from decoding.trace import LaneTrace, StepRecord, TokenProb
-from gui.i18n.language import QT_TRANSLATE_NOOP, translate
+from gui.i18n import QT_TRANSLATE_NOOP, translate
 from gui.present.lane_html import CharacterShare, pending_bytes, piece_label
 
 

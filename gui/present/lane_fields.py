@@ -15,7 +15,7 @@ from typing import Any
 
 from decoding.parameters import PARAMETERS, Allowed, Parameter, ParameterError, Strategies, parameter
 from decoding.spec import LaneSpec, format_stop_strings, parse_stop_strings
-from gui.i18n.language import QT_TRANSLATE_NOOP, translate
+from gui.i18n import QT_TRANSLATE_NOOP, translate
 
 
 @dataclass(frozen=True)

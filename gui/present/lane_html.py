@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from decoding.trace import StepRecord, TokenProb
-from gui.i18n.language import QT_TRANSLATE_NOOP, translate
+from gui.i18n import QT_TRANSLATE_NOOP, translate
 from gui.present import colours
 from gui.present.colours import MARK_COLOURS  # the palette in effect's: one dict, updated in place
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from decoding import autosave
-from gui.i18n.language import translate
+from gui.i18n import translate
 from gui.state.run_state import RunState
 
 STREAMING_INTERVAL_MS = int(os.environ.get("BRANCHPOINT_AUTOSAVE_MS", "5000"))  # while a run streams, this often

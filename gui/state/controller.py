@@ -22,7 +22,7 @@ from decoding.critical import runner_up
 from decoding.explain import MAX_EXPLAIN_TOKENS, ExplainResult, explain_span
 from decoding.spec import Branch, LaneSpec, assign_seeds, specs_of, unique_name
 from decoding.trace import LaneTrace, RunTrace
-from gui.i18n.language import QT_TRANSLATE_NOOP, translate
+from gui.i18n import QT_TRANSLATE_NOOP, translate
 from gui.present.lane_fields import error_text
 from gui.state import jobs
 from gui.state.jobs import Job, Message, ProviderMessage, RunStartedMessage, StatusMessage, StepMessage

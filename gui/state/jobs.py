@@ -18,7 +18,7 @@ from decoding.lane_state import empty_trace
 from decoding.spec import LaneSpec, follows_in_run
 from decoding.sweep import sweep_inputs, temperature_sweep
 from decoding.trace import LaneTrace, RunTrace, StepRecord, TemperatureSweep
-from gui.i18n.language import translate
+from gui.i18n import translate
 from gui.state.model_holder import ModelHolder, RunRequest, prompt_info
 
 

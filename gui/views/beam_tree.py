@@ -12,7 +12,7 @@ from PySide6.QtCore import QPointF, Qt, Signal
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from decoding.trace import LaneTrace, StepRecord
-from gui.i18n.language import QT_TRANSLATE_NOOP, translate
+from gui.i18n import QT_TRANSLATE_NOOP, translate
 from gui.present.chart_rows import BeamNode, beam_node_token, best_path, step_nodes
 from gui.shell.image_export import Figure
 from gui.shell.redraw import RedrawScheduler

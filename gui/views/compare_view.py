@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from decoding.trace import StepRecord
-from gui.i18n.language import translate
+from gui.i18n import translate
 from gui.present.chart_rows import display_token
 from gui.present.lane_html import format_prob
 from gui.shell.image_export import Figure

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidg
 
 from decoding.fanout import fanout_group
 from decoding.trace import LaneTrace
-from gui.i18n.language import translate
+from gui.i18n import translate
 from gui.present.chart_rows import display_token
 from gui.present.lane_html import lane_characters, pending_bytes, plain_fragments
 from gui.shell.image_export import Figure

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 
 from decoding.critical import critical_point, runner_up
 from decoding.trace import StepRecord
-from gui.i18n.language import translate
+from gui.i18n import translate
 from gui.present import colours
 from gui.present.chart_rows import Cutoffs, TokenRow, display_token, inspector_rows, step_cutoffs, step_summary
 from gui.present.lane_html import lane_characters, pending_bytes

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidg
 
 from decoding.critical import critical_point
 from decoding.trace import StepRecord
-from gui.i18n.language import QT_TRANSLATE_NOOP, translate
+from gui.i18n import QT_TRANSLATE_NOOP, translate
 from gui.present.chart_rows import display_token
 from gui.present.lane_html import MARK_COLOURS, mark_legend, probability_colour
 from gui.shell.image_export import Figure

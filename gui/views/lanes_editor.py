@@ -35,7 +35,7 @@ from PySide6.QtWidgets import (
 
 from decoding.fanout import MAX_FANOUT, refusal
 from decoding.spec import PRESETS, PROCESSOR_ORDER, LaneSpec, unique_name
-from gui.i18n.language import translate
+from gui.i18n import translate
 from gui.present import colours
 from gui.present.lane_fields import (
     FIELDS,

@@ -9,7 +9,7 @@ from PySide6.QtCore import Signal, Slot
 from PySide6.QtWidgets import QComboBox, QFileDialog, QMessageBox, QWidget
 
 from gui.dialogs.setup_dialog import SetupDialog
-from gui.i18n.language import translate
+from gui.i18n import translate
 
 ADD_FOLDER = "add-folder"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QWidget
 
-from gui.i18n.language import translate
+from gui.i18n import translate
 from gui.present import colours
 from gui.state.run_state import Notice, RunState
 

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from decoding.parameters import parameter
-from gui.i18n.language import translate
+from gui.i18n import translate
 
 DEFAULT_PROMPT = "Although I was tired, I still decided to"
 # One limit for the run's box and every lane's own field: the parameter table's.

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QVBox
 
 from decoding.sweep import diversity_by_temperature
 from decoding.trace import TemperatureSweep
-from gui.i18n.language import translate
+from gui.i18n import translate
 from gui.present.chart_rows import display_token
 from gui.shell.image_export import Figure
 from gui.state.run_state import RunState

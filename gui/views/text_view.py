@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 from decoding.compare import first_difference
 from decoding.critical import critical_point, runner_up
 from decoding.trace import CriticalSettings, LaneTrace, StepRecord
-from gui.i18n.language import translate
+from gui.i18n import translate
 from gui.present import colours
 from gui.present.lane_fields import describe
 from gui.present.lane_html import (

@@ -17,7 +17,7 @@ from PySide6.QtGui import QColor, QKeyEvent
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
 from decoding.trace import StepRecord
-from gui.i18n.language import translate
+from gui.i18n import translate
 from gui.present import colours
 from gui.present.chart_rows import TIMELINE_METRICS, display_token, metric_label, metric_values
 from gui.present.lane_html import MARK_COLOURS, mark_legend

@@ -12,7 +12,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QFontMetricsF
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QWidget
 
-from gui.i18n.language import translate
+from gui.i18n import translate
 from gui.state.run_state import RunState
 from gui.views import style
 

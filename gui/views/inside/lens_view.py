@@ -18,7 +18,7 @@ from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from decoding.explain import ExplainResult
-from gui.i18n.language import translate
+from gui.i18n import translate
 from gui.present.inside_data import (
     inside_lane,
     journey,

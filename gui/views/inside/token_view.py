@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gui.i18n.language import translate
+from gui.i18n import translate
 from gui.present.inside_data import TokenChip, TokenLine, prompt_pieces, token_chips
 from gui.shell.image_export import Figure
 from gui.state.run_state import RunState
