@@ -84,16 +84,16 @@ class Heartbeat:
 def stream_once(app, window, heartbeat: Heartbeat, tokens: int) -> dict:
     from PySide6.QtCore import QEventLoop, QTimer
 
-    from gui.views.prompt_panel import DEFAULT_PROMPT, PromptRequest
+    from gui.state.requests import RunRequest
 
-    window.prompt.set_request(PromptRequest(DEFAULT_PROMPT, False, None, tokens))
+    window.state.set_request(RunRequest(max_new_tokens=tokens))
     loop = QEventLoop()
     window.worker.finished.connect(loop.quit)
     window.worker.failed.connect(loop.quit)
     QTimer.singleShot(600_000, loop.quit)
     heartbeat.reset()
     started = time.perf_counter()
-    window.run()
+    window.commands.run()
     loop.exec()
     elapsed = time.perf_counter() - started
     gaps = sorted(heartbeat.gaps) or [0.0]
@@ -110,7 +110,7 @@ class SlotTimer:
     """Wraps what runs on the GUI thread during a run to record each one's longest call (a stall is either one
     of these or the worker holding the GIL): the redraw tick, a streamed message, the end of the run."""
 
-    SLOTS = {"redraw_tick": ("gui.shell.redraw", "RedrawScheduler", "tick"),
+    SLOTS = {"redraw_tick": ("gui.views.redraw", "RedrawScheduler", "tick"),
              "on_message": ("gui.state.controller", "RunController", "on_message"),
              "on_finished": ("gui.main_window", "MainWindow", "_on_job_finished")}
 

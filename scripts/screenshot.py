@@ -85,7 +85,7 @@ def main() -> int:
         right = bottom.parentWidget()  # text above, the bottom row below
         right.setSizes([height - charts_height, charts_height])
     if args.tour:
-        window.start_tour(args.tour)
+        window.tour.start(args.tour)
         for _ in range(3):  # the run, then what the stop does after it (an explanation, another run)
             wait_for_run(app, window)
             time.sleep(0.2)
@@ -95,10 +95,10 @@ def main() -> int:
         window.prompt.chat.setChecked(args.chat)
         window.prompt.max_new_tokens.setValue(args.max_new_tokens)
         window.prompt.seed.setValue(args.seed)
-        window.run()
+        window.commands.run()
         wait_for_run(app, window)
         lane, step = (int(v) for v in args.select.split(":"))
-        window.select(lane, min(step, len(window.state.traces[lane].steps) - 1))
+        window.state.select(lane, min(step, len(window.state.traces[lane].steps) - 1))
     notice = window.state.notice
     if notice is not None and notice.level == "error":
         print(f"run failed: {notice.text}", file=sys.stderr)

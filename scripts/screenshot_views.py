@@ -69,12 +69,12 @@ def main() -> int:
         if args.theme == "dark":
             name = name.replace(".png", "_dark.png")
         if stop != done_stop:
-            window.start_tour(stop)
+            window.tour.start(stop)
             settle(app, window)
             done_stop = stop
-        window.show_view(getattr(window, view))
+        window.show_view(view)
         if window.state.selection is None:
-            window.select(len(window.state.lanes) - 1, 2)
+            window.state.select(len(window.state.lanes) - 1, 2)
         settle(app, window)
         window.grab().save(str(args.out / name))
         print(f"wrote {args.out / name}")

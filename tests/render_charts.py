@@ -18,9 +18,9 @@ SAMPLES = {
 def render_all(out_dir: Path) -> list[Path]:
     from PySide6.QtWidgets import QApplication
 
-    from gui.shell.redraw import RedrawScheduler
     from gui.views.beam_tree import BeamTreeView
     from gui.views.inspector import StepInspector
+    from gui.views.redraw import RedrawScheduler
     from gui.views.style import configure_fonts
     from gui.views.timeline import Timeline
 

@@ -65,7 +65,7 @@ def test_restore_offers_the_run_a_crashed_instance_left_and_no_discards_it(qtbot
     assert again.offer_restore(ask=lambda path: True)
     assert [lane.token_ids for lane in again.trace.lanes] == tokens
     assert again.model.notice.level == "info" and "Restored" in again.model.notice.text
-    assert again.prompt.request().text == window.prompt.request().text
+    assert again.prompt.editor.toPlainText() == window.prompt.editor.toPlainText()
     assert not orphan.exists() and again.autosaver.path.is_file()  # claimed: a crash now loses nothing either
 
 

@@ -8,11 +8,11 @@ from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QMenu
 
 from decoding.critical import critical_point
-from gui.shell.redraw import RedrawScheduler
 from gui.state.run_state import JobKind, Selection
 from gui.views import style
 from gui.views.beam_tree import BeamTreeView
 from gui.views.inspector import StepInspector
+from gui.views.redraw import RedrawScheduler
 from gui.views.timeline import Timeline
 from tests import chart_samples as samples
 from tests.gui_helpers import colour_counts

@@ -67,7 +67,7 @@ def no_file_dialogs(monkeypatch):
 
 def run_and_wait(qtbot, window: MainWindow, max_new_tokens: int = 6) -> None:
     window.prompt.max_new_tokens.setValue(max_new_tokens)
-    window.run()
+    window.commands.run()
     qtbot.waitUntil(lambda: not window.worker.is_running() and window.prompt.run_button.isEnabled(),
                     timeout=RUN_TIMEOUT_MS)
 
@@ -94,7 +94,7 @@ def test_every_setting_survives_a_restart(qtbot, make_window, tiny_model_dir, tm
     first.inspector.set_overlay(True)
     first.branch_strategy.setCurrentIndex(first.branch_strategy.findData("Top-p 0.9"))
     first.theme.set_mode("dark")
-    first.menus.language_actions["zh_CN"].trigger()
+    first.menus.choice_actions("&Language")["zh_CN"].trigger()
     first.recent.add(tmp_path / "a.json")
     first.unsaved.ask_before_run = False
     lanes = [(lane.name, lane.spec, lane.named_by_user, lane.fanout) for lane in first.state.lanes]
@@ -110,7 +110,7 @@ def test_every_setting_survives_a_restart(qtbot, make_window, tiny_model_dir, tm
     assert [(lane.name, lane.spec, lane.named_by_user, lane.fanout) for lane in second.state.lanes] == lanes
     assert second.state.lanes[-1].fanout == 4
     assert second.state.lanes[-1].named_by_user  # "my lane" keeps its name when its parameters change
-    assert second.prompt.request().text == "我虽然很累，但还是决定"
+    assert second.prompt.editor.toPlainText() == "我虽然很累，但还是决定"
     assert second.prompt.chat.isChecked() and second.prompt.system.text() == "You are terse."
     assert second.prompt.max_new_tokens.value() == 77
     assert second.controller.holder.path == tiny_model_dir and second.controller.device == "cpu"
@@ -118,7 +118,7 @@ def test_every_setting_survives_a_restart(qtbot, make_window, tiny_model_dir, tm
     assert second.charts.currentIndex() == 1 and second.timeline.current_metric() == "entropy"
     assert second.inspector.is_overlay() and second.branch_strategy.currentData() == "Top-p 0.9"
     assert second.theme.mode == "dark" and second.theme.is_dark()
-    assert second.menus.language == "zh_CN" and Settings(path).choice("view/language", ("system",)) != ""
+    assert second.chrome.language == "zh_CN" and Settings(path).choice("view/language", ("system",)) != ""
     assert second.recent.paths == [(tmp_path / "a.json").resolve()]
     assert not second.unsaved.ask_before_run
     assert not second.error_banner.isVisible()  # nothing failed to read
@@ -142,7 +142,7 @@ def test_reset_layout_brings_back_the_first_start_layout(qtbot, make_window, tmp
     window.resize(900, 600)
     named_splitters(window)["bottomSplitter"].setSizes([100, 900])
     named_splitters(window)["mainSplitter"].setSizes([600, 400])
-    window.menus.reset_layout_action.trigger()
+    window.window_actions["reset_layout"].trigger()
     qtbot.wait(50)
     assert (window.width(), window.height()) == DEFAULT_SIZE
     assert {name: s.sizes() for name, s in named_splitters(window).items()} == default
@@ -191,8 +191,9 @@ def test_menus_hold_every_command(qtbot, make_window):
     assert entries(menus.run)[:4] == ["Run all lanes", "Stop", "Replay", "Run again and compare"]
     assert "Add lane (greedy)" in entries(menus.lanes) and "Duplicate selected lane" in entries(menus.lanes)
     assert entries(menus.help) == ["Keyboard shortcuts", "Tour", "About Branchpoint"]
-    assert window.tour_action in menus.help.actions() and window.tour_action.isEnabled()
-    assert "Critical-point thresholds…" in entries(menus.run) and menus.compare_action.isEnabled()
+    assert window.window_actions["tour"] in menus.help.actions() and window.window_actions["tour"].isEnabled()
+    assert "Critical-point thresholds…" in entries(menus.run)
+    assert window.window_actions["run_again_and_compare"].isEnabled()
 
 
 def press(qtbot, widget, key, modifier=Qt.KeyboardModifier.NoModifier) -> None:
@@ -204,10 +205,9 @@ def test_shortcuts_trigger_their_actions(qtbot, make_window, saved_run, no_file_
     window = make_window()
     window.activateWindow()
     fired: list[str] = []
-    named = {"open": window.open_action, "save": window.save_action, "export": window.export_action,
-             "undo": window.undo_action, "run": window.run_action, "stop": window.stop_action,
-             "shortcuts": window.menus.shortcuts_action, "add lane": window.menus.add_lane_action,
-             "quit": window.menus.quit_action}
+    named = {name: window.window_actions[action_id] for name, action_id in (
+        ("open", "open"), ("save", "save"), ("export", "export"), ("undo", "undo_branch"), ("run", "run"),
+        ("stop", "stop"), ("shortcuts", "shortcuts"), ("add lane", "add_lane"), ("quit", "quit"))}
     for name, action in named.items():
         action.triggered.connect(lambda _checked=False, n=name: fired.append(n))
     ctrl, shift = Qt.KeyboardModifier.ControlModifier, Qt.KeyboardModifier.ShiftModifier
@@ -224,16 +224,16 @@ def test_shortcuts_trigger_their_actions(qtbot, make_window, saved_run, no_file_
     press(qtbot, table, Qt.Key.Key_F1)
     assert fired == ["open", "save", "export", "undo", "add lane", "run", "stop", "shortcuts"]
     assert len(window.state.lanes) == lanes + 1 and window.state.lanes[-1].spec.name.startswith("greedy")
-    dialog = window.menus._dialogs[-1]
+    dialog = window.chrome.dialogs[-1]
     assert dialog.isVisible() and ("Ctrl+L", "Add lane (greedy)") in dialog.rows()
     assert ("Up", "Previous lane") in dialog.rows() and ("F1", "Keyboard shortcuts") in dialog.rows()
     dialog.close()
     window.activateWindow()
     qtbot.waitUntil(window.isActiveWindow)
 
-    window.open(saved_run)  # steps to move through, no model needed
+    window.files.open(saved_run)  # steps to move through, no model needed
     browser = window.text.columns[0].browser
-    window.select(0, 3)
+    window.state.select(0, 3)
     press(qtbot, browser, Qt.Key.Key_Down)
     assert (window.state.selection.lane, window.state.selection.step) == (1, 3)
     assert QApplication.focusWidget() is window.text.columns[1].browser  # Left/Right go on in the new lane
@@ -256,7 +256,7 @@ def test_right_click_on_a_mark_shows_the_lanes_actions(qtbot, make_window, saved
     from PySide6.QtGui import QContextMenuEvent, QTextCursor
 
     window = make_window()
-    window.open(saved_run)
+    window.files.open(saved_run)
     lane = next(i for i in range(len(window.state.lanes)) if window.state.divergence_step(i) is not None)
     browser = window.text.columns[lane].browser
     cursor = QTextCursor(browser.document())
@@ -285,9 +285,9 @@ def test_recent_files_keep_the_last_ten_newest_first(qtbot, make_window, tmp_pat
     window = make_window(None, Settings(path))
     runs = [jsonio.save(fake_trace(), tmp_path / f"run{i}.json") for i in range(12)]
     for run in runs:
-        assert window.open(run)
+        assert window.files.open(run)
     assert window.recent.paths == [r.resolve() for r in reversed(runs[2:])]
-    menu = window.menus.recent_menu
+    menu = window.chrome.recent_menu
     menu.fill()
     entries = [a for a in menu.actions() if a.data()]
     assert [a.data() for a in entries] == [str(r.resolve()) for r in reversed(runs[2:])]
@@ -336,7 +336,7 @@ def test_newer_run_files_are_refused_with_a_clear_message(qtbot, make_window, tm
     path = tmp_path / "future.json"
     path.write_text(json.dumps(data), encoding="utf-8")
     window = make_window()
-    assert not window.open(path)
+    assert not window.files.open(path)
     assert "saved by a newer Branchpoint. Update Branchpoint to open it." in window.error_banner.text()
 
 
@@ -354,7 +354,7 @@ def test_save_changes_is_asked_before_an_unsaved_run_is_replaced(qtbot, make_win
     run_and_wait(qtbot, window)
     assert window.unsaved.unsaved
     answers = iter([(unsaved.Answer.CANCEL, False)])
-    assert not window.open(saved_run) and asked == ["open another run"]  # cancelled: the run stays
+    assert not window.files.open(saved_run) and asked == ["open another run"]  # cancelled: the run stays
     assert window.state.trace.prompt.text == window.prompt.editor.toPlainText()
     answers = iter([(unsaved.Answer.CANCEL, False)])
     window.close()
@@ -367,7 +367,7 @@ def test_save_changes_is_asked_before_an_unsaved_run_is_replaced(qtbot, make_win
     target = tmp_path / "kept.json"
     monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(lambda *_a, **_k: (str(target), "")))
     answers = iter([(unsaved.Answer.SAVE, False)])
-    assert window.open(saved_run) and target.is_file()  # saved first, then opened
+    assert window.files.open(saved_run) and target.is_file()  # saved first, then opened
     assert not window.unsaved.unsaved
     window.close()
     assert not window.isVisible() and len(asked) == 4  # nothing unsaved: no question
@@ -407,8 +407,8 @@ def test_about_names_the_model_provider_and_folders(qtbot, make_window, tiny_mod
 
     window = make_window(tiny_model_dir, Settings(tmp_path / "branchpoint.ini"))
     run_and_wait(qtbot, window, max_new_tokens=2)
-    window.menus.about_action.trigger()
-    text = window.menus._dialogs[-1].text.text()
+    window.window_actions["about"].trigger()
+    text = window.chrome.dialogs[-1].text.text()
     assert "tiny-random-llama" in text and str(tiny_model_dir) in text
     assert "Execution provider in use</b></td><td>CPU" in text
     assert str(cache_root()) in text and str(tmp_path / "branchpoint.ini") in text
@@ -418,7 +418,7 @@ def test_about_names_the_model_provider_and_folders(qtbot, make_window, tiny_mod
 
 def test_the_device_menu_reloads_the_model_on_that_device(qtbot, make_window, tiny_model_dir):
     window = make_window(tiny_model_dir)
-    window.menus.device_actions["cpu"].trigger()
+    window.menus.choice_actions("&Device")["cpu"].trigger()
     assert window.controller.device == "cpu" and window.controller.holder.device == "cpu"
     run_and_wait(qtbot, window, max_new_tokens=2)
     assert window.controller.holder.loaded.provider == "CPUExecutionProvider"

@@ -55,9 +55,10 @@ def test_explain_a_lane_prepares_shows_saves_and_reopens_without_the_model(qtbot
     window.prompt.editor.setPlainText("我虽然很累，但还是决定")
     window.prompt.chat.setChecked(True)
     run_and_wait(qtbot, window, max_new_tokens=8)
-    window.select(0, 2)
+    window.state.select(0, 2)
     watch = DialogWatch()
-    window.explain_action.trigger()  # returns once the dialog closed; the explanation then runs on the worker
+    # returns once the dialog closed; the explanation then runs on the worker
+    window.window_actions["explain_selected_lane"].trigger()
     wait_idle(qtbot, window, PREPARE_TIMEOUT_MS)
     watch.timer.stop()
     assert inspection_is_prepared(unprepared)
@@ -70,7 +71,7 @@ def test_explain_a_lane_prepares_shows_saves_and_reopens_without_the_model(qtbot
     trace = window.state.trace
     result = window.state.explanation(0)
     assert result is not None and result.token_ids == trace.prompt.ids + trace.lanes[0].token_ids
-    assert window.view_shown(window.attention)
+    assert window.view_shown("attention")
     query = result.prompt_length + 2  # the selected step's token
     assert window.attention.token == query
     np.testing.assert_allclose(window.attention.grid(), result.attention[:, :, query, : query + 1].mean(axis=1),
@@ -82,15 +83,15 @@ def test_explain_a_lane_prepares_shows_saves_and_reopens_without_the_model(qtbot
     assert "<|im_start|>" in window.tokens_view.drawn_labels(0)
 
     explainer = window.controller.holder.explainer()
-    window.explain_lane(1)  # another lane: the opened inspection model is used again
+    window.commands.explain_lane(1)  # another lane: the opened inspection model is used again
     wait_idle(qtbot, window, PREPARE_TIMEOUT_MS)
     assert window.controller.holder.explainer() is explainer and window.state.explanation(1) is not None
 
     path = tmp_path / "explained.json"
-    assert window.save(path)
+    assert window.files.save(path)
     reopened = make_window(None)  # no model at all
-    assert reopened.open(path)
-    reopened.select(0, 2)
+    assert reopened.files.open(path)
+    reopened.state.select(0, 2)
     np.testing.assert_allclose(reopened.attention.grid(), window.attention.grid(), atol=1e-6)
     assert not reopened.attention.header.explain_button.isVisible()
     assert reopened.tokens_view.drawn_labels(0) == window.tokens_view.drawn_labels(0)  # pieces from the file
@@ -104,12 +105,12 @@ def test_the_delayed_release_tour_stop_opens_the_attention_of_its_contrast_word(
                                                                                  concessive):
     from gui.present.inside_data import word_span
 
-    assert window.start_tour(key)
+    assert window.tour.start(key)
     for _ in range(2):  # the run, then the explanation
         wait_idle(qtbot, window, PREPARE_TIMEOUT_MS)
         qtbot.wait(100)
     result = window.state.explanation(0)
-    assert result is not None and window.view_shown(window.attention)
+    assert result is not None and window.view_shown("attention")
     prompt = result.prompt_length
     query = word_span(result, contrast, last=True, within=prompt)[-1]
     keys = word_span(result, concessive, within=prompt)
@@ -124,12 +125,12 @@ def test_the_delayed_release_tour_stop_opens_the_attention_of_its_contrast_word(
 def test_the_token_journey_tour_stop_selects_the_step_that_settles_latest(qtbot, window):
     from gui.present.inside_data import latest_settling
 
-    assert window.start_tour("token_journey")
+    assert window.tour.start("token_journey")
     for _ in range(2):
         wait_idle(qtbot, window, PREPARE_TIMEOUT_MS)
         qtbot.wait(100)
     result = window.state.explanation(0)
     position = latest_settling(result)
-    assert window.view_shown(window.lens) and window.lens.position == position
+    assert window.view_shown("lens") and window.lens.position == position
     assert window.state.selection.step == position + 1 - result.prompt_length
     assert "is the model's choice" in window.lens.readout()

@@ -9,9 +9,9 @@ from PySide6.QtWidgets import QTabWidget, QWidget
 
 from decoding.spec import specs_of
 from decoding.trace import LaneTrace, ModelInfo, PromptInfo, RunTrace, StepRecord, TokenProb
-from gui.shell.redraw import RedrawScheduler
 from gui.state.run_state import RunState, Selection
 from gui.views.fanout_view import FanoutView, build_tree, place, walk
+from gui.views.redraw import RedrawScheduler
 
 TOKENS = [  # four members: #0 and #1 part at step 2; #2 and #3 at step 1; #3 ends early
     [5, 6, 7, 8],

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QLineEdit, QSpinBox
 
 from decoding.spec import LaneSpec, default_lanes
 from gui.present.lane_fields import FIELDS
+from gui.shell import restore
 from gui.views.lanes_editor import preset_for_window
 from tests.gui_helpers import wait_idle
 
@@ -129,7 +130,7 @@ def test_a_preparation_killed_half_way_is_cleaned_up_at_start_and_said(qtbot, ma
     alive = models_dir() / f".partial-other-{os.getpid()}-11112222"  # a build still being written: kept
     alive.mkdir()
     window = make_window(None)
-    removed = window.report_stale_builds()
+    removed = restore.report_stale_builds(window.state)
     assert sorted(removed) == sorted([stale, stale_inspection]) and alive.is_dir()
     assert not stale.exists() and window.state.notice.level == "info"
     assert "Removed 2 unfinished preparation folder(s)" in window.state.notice.text

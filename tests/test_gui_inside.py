@@ -137,7 +137,7 @@ def test_an_unexplained_lane_offers_to_explain_it(qtbot, english):
     english.events.emit("explanations_changed")
     view = shown(qtbot, AttentionView(english))
     requested = []
-    view.header.on_explain = requested.append
+    view.header.explainRequested.connect(requested.append)
     english.select(0, 0)
     assert view.header.explain_button.isVisible() and "not explained yet" in view.header.title.text()
     qtbot.mouseClick(view.header.explain_button, Qt.MouseButton.LeftButton)
@@ -199,7 +199,7 @@ def test_latest_settling_finds_the_generated_token_decided_last(english):
 
 def test_tokens_view_draws_every_token_with_its_id(qtbot, english):
     view = shown(qtbot, TokenView(english))
-    view.model_files = lambda: (None, 8192)
+    view.state.model_files = lambda: (None, 8192)
     english.events.emit("model_changed")
     trace = english.trace
     assert view.drawn_labels(0) == ["<|im_start|>", "Although", "·I", "·was", "·tired", ",", "·but"]

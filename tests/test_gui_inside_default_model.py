@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 def test_the_contrast_word_opens_on_the_head_that_looks_back(qtbot, make_window, default_model_dir, key, layer,
                                                              head, concessive):
     window = make_window(default_model_dir)
-    assert window.start_tour(key)
+    assert window.tour.start(key)
     for _ in range(2):  # the run, then the explanation (the inspection model is prepared already in CI)
         wait_idle(qtbot, window, 600_000)
         qtbot.wait(100)

@@ -9,9 +9,9 @@ import pytest
 from PySide6.QtCore import Qt
 
 from gui.present.lane_html import probability_colour
-from gui.shell.redraw import RedrawScheduler
 from gui.state.run_state import Selection
 from gui.views.lane_map import METRICS, LaneStepMap, colour_map
+from gui.views.redraw import RedrawScheduler
 from tests import chart_samples as samples
 
 

@@ -118,20 +118,20 @@ def test_force_a_token_for_all_lanes(qtbot, window):
 
 def test_save_then_open_restores_an_identical_view(qtbot, window, make_window, tmp_path):
     run_and_wait(qtbot, window, max_new_tokens=10)
-    window.select(1, 2)
+    window.state.select(1, 2)
     path = tmp_path / "run.json"
-    window.save(path)
+    window.files.save(path)
     assert path.is_file() and not window.error_banner.isVisible()
     reopened = make_window(None)  # no model needed to open a run
-    reopened.open(path)
+    reopened.files.open(path)
     assert not reopened.error_banner.isVisible()
     assert reopened.text.column_texts() == window.text.column_texts()
     assert [s.name for s in reopened.lanes.specs()] == [s.name for s in window.lanes.specs()]
     assert reopened.lanes.specs() == specs_of(window.trace)  # the specs the run was made with, seeds included
-    assert reopened.prompt.request() == window.prompt.request()
+    assert reopened.state.request == window.state.request
     for a, b in zip(reopened.state.traces, window.state.traces, strict=True):
         assert a.token_ids == b.token_ids and len(a.steps) == len(b.steps)
-    reopened.select(1, 2)
+    reopened.state.select(1, 2)
     images = reopened.export_images(tmp_path / "png")
     charts = ["timeline", "lane_map", "inspector", "side_by_side", "beam_tree", "tokens"]  # no explanation: no others
     assert [p.name for p in images] == ["text.png", "report.png", *(f"{c}.{e}" for c in charts for e in ("png", "svg"))]
@@ -202,7 +202,7 @@ def test_five_default_lanes_end_to_end_on_the_default_model(qtbot, make_window, 
 def test_replay_reruns_with_the_model_and_finds_every_token_identical(qtbot, window):
     run_and_wait(qtbot, window, max_new_tokens=8)
     before = [lane.token_ids for lane in window.state.traces]
-    window.replay_action.trigger()
+    window.window_actions["replay"].trigger()
     wait_idle(qtbot, window)
     assert not window.error_banner.isVisible()
     assert [lane.token_ids for lane in window.state.traces] == before
@@ -244,8 +244,8 @@ def test_streamed_tokens_are_appended_and_the_text_equals_a_whole_rebuild(qtbot)
     completes at the end, a divergence appears late and the selection moves."""
     from decoding.spec import LaneSpec
     from decoding.trace import StepRecord, TokenProb
-    from gui.shell.redraw import RedrawScheduler
     from gui.state.run_state import RunState
+    from gui.views.redraw import RedrawScheduler
     from gui.views.text_view import TextPanel
 
     make_application([])
@@ -285,15 +285,15 @@ def test_streamed_tokens_are_appended_and_the_text_equals_a_whole_rebuild(qtbot)
 
 
 def test_run_again_and_compare_says_which_lanes_drew_differently(qtbot, window):
-    window.menus.compare_action.trigger()  # nothing to compare with yet
+    window.window_actions["run_again_and_compare"].trigger()  # nothing to compare with yet
     assert "needs a run to compare with" in window.state.notice.text and not window.worker.is_running()
     run_and_wait(qtbot, window, max_new_tokens=8)  # the run seed is pinned (1): the same draws again
-    window.menus.compare_action.trigger()
+    window.window_actions["run_again_and_compare"].trigger()
     wait_idle(qtbot, window)
     assert "identical to the previous run" in window.status.currentMessage()
     sampled = [lane.name for lane in window.state.traces if lane.config.get("do_sample")]
     window.prompt.seed.setValue(-1)  # auto: every run draws a fresh seed
-    window.menus.compare_action.trigger()
+    window.window_actions["run_again_and_compare"].trigger()
     wait_idle(qtbot, window)
     notice = window.state.notice
     assert notice.level == "info" and notice.text.startswith("Run again, against the previous run:")

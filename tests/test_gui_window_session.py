@@ -76,7 +76,7 @@ def test_a_branch_of_a_branch_and_of_a_beam_lane_works_on_the_next_run(qtbot, wi
 
 def test_one_left_click_on_an_inspector_bar_does_not_branch_and_ctrl_z_undoes_a_branch(qtbot, window):
     run_and_wait(qtbot, window, max_new_tokens=8)
-    window.select(0, 3)
+    window.state.select(0, 3)
     qtbot.wait(50)  # the inspector lays out the new step before a user could click it
     inspector = window.inspector
     row = next(i for i, r in enumerate(inspector.rows()) if not r.chosen)
@@ -96,7 +96,7 @@ def test_one_left_click_on_an_inspector_bar_does_not_branch_and_ctrl_z_undoes_a_
 
 def test_remove_a_lane_keeps_the_editor_and_status_in_sync(qtbot, window):
     run_and_wait(qtbot, window, max_new_tokens=6)
-    window.select(0, 2)  # greedy's step: the editor and status name greedy
+    window.state.select(0, 2)  # greedy's step: the editor and status name greedy
     assert window.lanes.selected_index() == 0 and "greedy" in window.status.selection.text()
     qtbot.mouseClick(window.lanes.remove_button, Qt.MouseButton.LeftButton)
     assert window.state.lanes[0].name == "beam-4" and window.lanes.selected_index() == 0
@@ -168,7 +168,7 @@ def test_lane_edits_are_never_silent_and_names_follow_the_strategy(qtbot, window
 def test_export_images_show_the_prompt_and_every_lane(qtbot, window, tmp_path):
     window.prompt.editor.setPlainText("Although I was tired, I still went out")
     run_and_wait(qtbot, window, max_new_tokens=8)
-    window.select(2, 3)
+    window.state.select(2, 3)
     from gui.shell import image_export as export
 
     document = export.text_document(window.state)
@@ -233,16 +233,16 @@ def test_every_tour_stop_opens_and_runs(qtbot, window):
     from gui.state import tour
 
     for stop in tour.STOPS:
-        assert window.start_tour(stop.key)
+        assert window.tour.start(stop.key)
         for _ in range(3):  # the run, then what the stop does after it (a replay, another run)
             wait_idle(qtbot, window, 120_000)
             qtbot.wait(100)
         assert window.state.notice is None or window.state.notice.level == "info", window.state.notice
-        assert window.view_shown(getattr(window, stop.view))
+        assert window.view_shown(stop.view)
         wanted = [lane.spec.name for lane in stop.lanes]
         assert [lane.name for lane in window.state.lanes if lane.name in wanted] == wanted  # added lanes come beside
         assert all(lane.trace.steps for lane in window.state.lanes)
-        assert window.prompt.request().text == stop.prompt
+        assert window.prompt.editor.toPlainText() == stop.prompt
         if stop.after == "temperature_fanouts":
             assert sum(1 for lane in window.state.lanes if lane.members) == 5  # the lane and 4 temperatures
 

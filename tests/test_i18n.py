@@ -134,8 +134,8 @@ def test_the_chinese_window_shows_no_english(qtbot, chinese, tmp_path, tiny_mode
     window = MainWindow(tiny_model_dir)  # deleted below, not by qtbot
     try:  # a window left running (its model preloading) when the test fails crashed the teardown, hiding why
         window.show()
-        window.open(jsonio.save(trace(), tmp_path / "run.json"))
-        window.select(0, 2)
+        window.files.open(jsonio.save(trace(), tmp_path / "run.json"))
+        window.state.select(0, 2)
         qtbot.wait(50)
         menus = [action.text() for action in window.menuBar().actions()]
         assert menus == ["文件(&F)", "运行(&R)", "泳道(&L)", "视图(&V)", "帮助(&H)"]

@@ -39,8 +39,8 @@ def window(qtbot, tmp_path):
     window = MainWindow(None)
     qtbot.addWidget(window)
     window.show()
-    window.open(jsonio.save(fake_trace(), tmp_path / "run.json"))  # every lane kind, marks, a beam lane
-    window.select(0, 3)
+    window.files.open(jsonio.save(fake_trace(), tmp_path / "run.json"))  # every lane kind, marks, a beam lane
+    window.state.select(0, 3)
     window.charts.setCurrentWidget(window.beam_tree)
     qtbot.wait(50)
     yield window
@@ -95,7 +95,7 @@ def test_the_dark_palette_darkens_every_chart_and_light_brings_it_back(qtbot, wi
     assert len(views) >= 2  # the inspector (two plots), the beam tree
     before = [drawn_background(view).name() for view in views]
     assert all(QColor(name).lightness() > 240 for name in before)
-    window.menus.theme_actions["dark"].trigger()
+    window.menus.choice_actions("&Theme")["dark"].trigger()
     qtbot.wait(20)
     assert window.theme.is_dark() and QApplication.palette().color(QPalette.ColorRole.Window).lightness() < 80
     assert all(drawn_background(view).lightness() < 50 for view in views)
@@ -103,7 +103,7 @@ def test_the_dark_palette_darkens_every_chart_and_light_brings_it_back(qtbot, wi
     assert later.backgroundBrush().color().name() == colours.DARK.background
     later.deleteLater()
     qtbot.wait(10)
-    window.menus.theme_actions["light"].trigger()
+    window.menus.choice_actions("&Theme")["light"].trigger()
     qtbot.wait(20)
     assert [drawn_background(view).name() for view in views] == before
 

@@ -8,10 +8,10 @@ import html
 import platform
 import sys
 from importlib import metadata
-from typing import TYPE_CHECKING
+from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication, Qt, qVersion
-from PySide6.QtGui import QKeySequence
+from PySide6.QtCore import Qt, qVersion
+from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -20,14 +20,12 @@ from PySide6.QtWidgets import (
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
+    QWidget,
 )
 
+from gui.i18n import translate
+from gui.state.model_holder import ModelHolder
 from gui.views.status import provider_label
-
-if TYPE_CHECKING:
-    from gui.main_window import MainWindow
-
-translate = QCoreApplication.translate
 
 
 def package_version(*names: str) -> str:
@@ -57,10 +55,9 @@ def versions() -> list[tuple[str, str]]:
     ]
 
 
-def about_rows(window: MainWindow) -> list[tuple[str, str]]:
+def about_rows(holder: ModelHolder | None, device: str, settings_path: Path | None) -> list[tuple[str, str]]:
     from models.catalog import cache_root
 
-    holder = window.controller.holder
     loaded = holder.loaded if holder is not None else None
     if loaded is not None:
         provider = provider_label(loaded.provider)
@@ -72,11 +69,11 @@ def about_rows(window: MainWindow) -> list[tuple[str, str]]:
     rows = [
         (translate("About", "Model"), model),
         (translate("About", "Execution provider in use"), provider),
-        (translate("About", "Device setting"), window.controller.device),
+        (translate("About", "Device setting"), device),
         (translate("About", "Cache folder (models, logs)"), str(cache_root())),
     ]
-    if window.settings is not None:
-        rows.append((translate("About", "Settings file"), str(window.settings.path)))
+    if settings_path is not None:
+        rows.append((translate("About", "Settings file"), str(settings_path)))
     return rows
 
 
@@ -87,13 +84,13 @@ def _table_html(rows: list[tuple[str, str]]) -> str:
 
 
 class AboutDialog(QDialog):
-    def __init__(self, window: MainWindow) -> None:
-        super().__init__(window)
+    def __init__(self, parent: QWidget, rows: list[tuple[str, str]]) -> None:
+        super().__init__(parent)
         self.setObjectName("aboutDialog")
         self.setWindowTitle(self.tr("About Branchpoint"))
         intro = self.tr("See how a language model chooses its words: one small causal LM continues a prompt under "
                         "several decoding strategies side by side.")
-        self.text = QLabel(f"<h3>Branchpoint</h3><p>{html.escape(intro)}</p>{_table_html(about_rows(window))}"
+        self.text = QLabel(f"<h3>Branchpoint</h3><p>{html.escape(intro)}</p>{_table_html(rows)}"
                            f"<p></p>{_table_html(versions())}")
         self.text.setTextFormat(Qt.TextFormat.RichText)
         self.text.setWordWrap(True)
@@ -120,12 +117,12 @@ def widget_keys() -> list[tuple[str, str]]:
 
 
 class ShortcutsDialog(QDialog):
-    def __init__(self, window: MainWindow) -> None:
-        super().__init__(window)
+    def __init__(self, parent: QWidget, actions: list[QAction]) -> None:
+        super().__init__(parent)
         self.setObjectName("shortcutsDialog")
         self.setWindowTitle(self.tr("Keyboard shortcuts"))
         rows = [(", ".join(k.toString(QKeySequence.SequenceFormat.NativeText) for k in action.shortcuts()),
-                 action.text().replace("&", "")) for action in window.menus.shortcut_actions()]
+                 action.text().replace("&", "")) for action in actions]
         rows += widget_keys()
         self.table = QTableWidget(len(rows), 2)
         self.table.setHorizontalHeaderLabels([self.tr("Keys"), self.tr("Does")])

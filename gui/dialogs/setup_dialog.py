@@ -138,3 +138,22 @@ class SetupDialog(QDialog):
     def reject(self) -> None:
         self._worker.stop_and_wait()
         super().reject()
+
+
+def prepare_inspection(parent: QWidget, path: Path) -> str | None:
+    """The setup dialog preparing the model's inspection model (its own worker thread: the window keeps
+    drawing); None when prepared, else why not."""
+    from functools import partial
+
+    from models.inspection import prepare_inspection as prepare
+
+    dialog = SetupDialog(
+        "Preparing the inspection model",
+        "Explaining a lane needs the model's inspection model: a second export of the same weights that "
+        "returns every layer's attention per head and the logit lens. It is prepared once per model into its "
+        "folder (about 1.5 minutes and 650 MB for the default model).",
+        partial(prepare, path), parent)
+    if dialog.run() is not None:
+        return None
+    return f"preparing its inspection model failed: {dialog.error}" if dialog.error else \
+        "preparing its inspection model was cancelled"

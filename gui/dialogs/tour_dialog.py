@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
 )
 
 from gui.i18n import translate
+from gui.state import tour
 from gui.state.tour import STOPS, TourStop
 
 
@@ -28,7 +29,7 @@ class TourDialog(QDialog):
         self._open_stop = open_stop
         self.stops = QListWidget()
         for stop in STOPS:
-            item = QListWidgetItem(f"{stop.title_en}\n{stop.title_zh}")
+            item = QListWidgetItem(tour.title(stop))
             item.setData(Qt.ItemDataRole.UserRole, stop.key)
             self.stops.addItem(item)
         self.stops.currentRowChanged.connect(self._show)
@@ -52,11 +53,10 @@ class TourDialog(QDialog):
         stop: TourStop = STOPS[row]
         lanes = ", ".join(f"{lane.spec.name}{f' ×{lane.fanout}' if lane.fanout > 1 else ''}" for lane in stop.lanes)
         chat = translate("tour_dialog", " (chat)") if stop.chat else ""
-        text = translate("tour_dialog", "<h3>{title_en}<br>{title_zh}</h3><p><b>Prompt</b> “{prompt}”{chat} · "
-                                        "<b>lanes</b> {lanes}</p><p>{text_en}</p><p>{text_zh}</p>")
-        self.text.setText(text.format(title_en=html.escape(stop.title_en), title_zh=html.escape(stop.title_zh),
-                                      prompt=html.escape(stop.prompt), chat=chat, lanes=html.escape(lanes),
-                                      text_en=html.escape(stop.text_en), text_zh=html.escape(stop.text_zh)))
+        text = translate("tour_dialog", "<h3>{title}</h3><p><b>Prompt</b> “{prompt}”{chat} · <b>lanes</b> {lanes}</p>"
+                                        "<p>{text}</p>")
+        self.text.setText(text.format(title=html.escape(tour.title(stop)), prompt=html.escape(stop.prompt), chat=chat,
+                                      lanes=html.escape(lanes), text=html.escape(tour.text(stop))))
 
     def accept(self) -> None:
         row = self.stops.currentRow()

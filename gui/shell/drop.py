@@ -4,14 +4,13 @@ a dropped run file to the window too."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, QMimeData, QObject
 from PySide6.QtWidgets import QAbstractSpinBox, QLineEdit, QPlainTextEdit, QTextEdit, QWidget
 
-if TYPE_CHECKING:
-    from gui.main_window import MainWindow
+from gui.state.run_state import RunState
 
 
 def run_file(mime: QMimeData) -> Path | None:
@@ -30,16 +29,19 @@ def takes_text(widget: QWidget) -> bool:
 
 
 class RunFileDrop(QObject):
-    def __init__(self, window: MainWindow) -> None:
+    """Run files dropped on `window` go to `open_run`; `editor` keeps dropped text; `texts` (the lane columns,
+    rebuilt as lanes come and go) let drops through."""
+
+    def __init__(self, window: QWidget, open_run: Callable[[Path], object], editor: QPlainTextEdit, texts: QWidget,
+                 state: RunState) -> None:
         super().__init__(window)
-        self.window = window
+        self.open_run = open_run
         window.setAcceptDrops(True)
         window.installEventFilter(self)
-        editor = window.prompt.editor
         editor.viewport().installEventFilter(self)  # a text edit takes drops on its viewport
         self.pass_drops_through(window)
         for name in ("lanes_reset", "lane_inserted", "lane_removed"):  # new text columns
-            window.state.events.connect(name, lambda *_: self.pass_drops_through(window.text))
+            state.events.connect(name, lambda *_: self.pass_drops_through(texts))
 
     @staticmethod
     def pass_drops_through(root: QWidget) -> None:
@@ -55,6 +57,6 @@ class RunFileDrop(QObject):
             if path is not None:
                 event.acceptProposedAction()
                 if kind == QEvent.Type.Drop:
-                    self.window.open(path)
+                    self.open_run(path)
                 return True
         return super().eventFilter(watched, event)

@@ -5,34 +5,24 @@ image of the whole run. Charts hand over a `Figure` (what to draw); this module 
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QImage, QPainter, QTextDocument
 from PySide6.QtSvg import QSvgGenerator
-from PySide6.QtWidgets import QGraphicsScene
+from PySide6.QtWidgets import QApplication, QWidget
 
 from gui.present.lane_fields import describe
 from gui.present.lane_html import lane_fragments, lane_summary
 from gui.state.run_state import RunState
+from gui.views.figure import Figure
 from gui.views.style import lane_color_hex, ui_font
 
 COLUMN_PX = 380  # width of one lane's column in the text image
 COLUMNS_PER_ROW = 4
 MARGIN = 16
 BACKGROUND = QColor("#ffffff")
-
-
-@dataclass
-class Figure:
-    """A chart to draw: a title and legend (HTML) above a region of a graphics scene (its plot and axes)."""
-
-    title: str
-    legend_html: str
-    scene: QGraphicsScene
-    source: QRectF  # the scene region: the plot with its axes, without the widget's controls
-    footer_html: str = ""
 
 
 def text_document(state: RunState, legend: str = "") -> QTextDocument:
@@ -181,3 +171,43 @@ def _blank(size: QSize) -> QImage:
     image = QImage(size, QImage.Format.Format_ARGB32)
     image.fill(BACKGROUND)
     return image
+
+
+def export_run(folder: Path, state: RunState, live: dict[str, QWidget], legend: str) -> list[Path]:
+    """text.png (prompt and every lane's whole text), report.png (everything), and each chart of the view
+    registry as PNG and SVG, drawn afresh off screen at a size made for reading and showing what its live view
+    (`live`, by id) shows. Raises OSError when the folder cannot be written."""
+    from gui.views.registry import VIEWS
+
+    snapshot = state.snapshot()
+    rows = sorted(VIEWS, key=lambda row: row.export_rank)
+    views = {row.file_name: _drawn_off_screen(row, snapshot, live[row.id]) for row in rows}
+    try:
+        document = text_document(state, legend)
+        figures = {name: view.figure() for name, view in views.items()}
+        figures = {name: figure for name, figure in figures.items() if figure is not None}
+        folder.mkdir(parents=True, exist_ok=True)
+        paths = [save_png(document_image(document), folder / "text.png"),
+                 save_png(report_image(document, list(figures.values())), folder / "report.png")]
+        for name, figure in figures.items():
+            paths.append(save_png(figure_image(figure), folder / f"{name}.png"))
+            paths.append(save_figure_svg(figure, folder / f"{name}.svg"))
+        return paths
+    finally:
+        for view in views.values():
+            view.deleteLater()
+
+
+def _drawn_off_screen(row, snapshot: RunState, live: QWidget) -> QWidget:
+    from gui.views.redraw import RedrawScheduler
+
+    view = row.make(snapshot, RedrawScheduler(live))
+    view.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
+    view.resize(*row.export_size(snapshot))
+    view.show()
+    if hasattr(live, "view_state"):
+        view.set_view_state(live.view_state())
+    if hasattr(view, "prepare_export"):
+        view.prepare_export()
+    QApplication.processEvents()
+    return view

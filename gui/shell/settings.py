@@ -18,23 +18,21 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from PySide6.QtCore import QByteArray, QCoreApplication, QSettings
-from PySide6.QtWidgets import QSplitter
+from PySide6.QtCore import QByteArray, QSettings, Qt
+from PySide6.QtWidgets import QMainWindow, QSplitter, QTabWidget
 
-from decoding.spec import LaneSpec
-
-if TYPE_CHECKING:
-    from gui.main_window import MainWindow
-
-translate = QCoreApplication.translate
+from decoding.parameters import parameter
+from decoding.spec import PRESETS, LaneSpec
+from gui.i18n import translate
+from gui.state.run_state import RunState
 
 FILE_NAME = "branchpoint.ini"
+MAX_NEW_TOKENS = int(parameter("max_new_tokens").editor_max)
 DEFAULT_SIZE = (1280, 800)  # the window at first start and after View → Reset layout
 THEMES = ("system", "light", "dark")
 LANGUAGES = ("system", "en", "zh_CN")
-DEVICES = ("auto", "cpu", "cuda")
 
 
 def settings_path() -> Path:
@@ -55,16 +53,16 @@ class Layout:
     splitters: dict[str, QByteArray]  # objectName → QSplitter.saveState
 
 
-def named_splitters(window: MainWindow) -> dict[str, QSplitter]:
+def named_splitters(window: QMainWindow) -> dict[str, QSplitter]:
     return {s.objectName(): s for s in window.findChildren(QSplitter) if s.objectName()}
 
 
-def capture_layout(window: MainWindow, size: tuple[int, int]) -> Layout:
+def capture_layout(window: QMainWindow, size: tuple[int, int]) -> Layout:
     splitters = {name: splitter.saveState() for name, splitter in named_splitters(window).items()}
     return Layout(size, window.saveState(), splitters)
 
 
-def apply_layout(window: MainWindow, layout: Layout) -> None:
+def apply_layout(window: QMainWindow, layout: Layout) -> None:
     window.showNormal()
     window.resize(*layout.size)
     window.restoreState(layout.state)
@@ -78,6 +76,7 @@ class Settings:
         self.path = Path(path) if path is not None else settings_path()
         self.notice = ""  # one line for the user when the file could not be read
         self.store = QSettings(str(self.path), QSettings.Format.IniFormat)
+        self._items: dict[str, Item] = {}  # what each component registered
         if self.path.exists() and not self._readable():
             aside = self.path.with_name(self.path.name + ".unreadable")
             self.store = None  # lets go of the file before it moves
@@ -126,16 +125,21 @@ class Settings:
 
     # ----------------------------------------------------------------------------------------- the window
 
-    def save(self, window: MainWindow) -> None:
-        for key, (write, _read) in _items(window).items():
+    def register(self, key: str, write: Callable[[], Any], read: Callable[[Any], None]) -> None:
+        """A remembered item: `write()` gives the value to store on save, `read(value)` applies a stored one
+        (raising ValueError, TypeError, KeyError or AttributeError when it cannot)."""
+        self._items[key] = (write, read)
+
+    def save(self) -> None:
+        for key, (write, _read) in self._items.items():
             self.store.setValue(key, write())
         self.store.sync()
 
-    def restore(self, window: MainWindow) -> None:
+    def restore(self, state: RunState) -> None:
         """Apply every remembered item; one that cannot be read stays at its default and is named in a
         notice (with the file's own notice, if any)."""
         failed = []
-        for key, (_write, read) in _items(window).items():
+        for key, (_write, read) in self._items.items():
             value = self.store.value(key)
             if value is None:
                 continue
@@ -147,9 +151,9 @@ class Settings:
             self.notice = translate("Settings", "Some settings could not be read and are back to their defaults: "
                                     "{keys}.").format(keys=", ".join(failed))
         if self.notice:
-            window.state.show_notice(self.notice, level="info", cause="settings")
+            state.show_notice(self.notice, level="info", cause="settings")
 
-    def reset_layout(self, window: MainWindow, layout: Layout) -> None:
+    def reset_layout(self, window: QMainWindow, layout: Layout) -> None:
         apply_layout(window, layout)
         for key in list(self.store.allKeys()):
             if key.startswith(("window/", "splitters/")):
@@ -162,83 +166,77 @@ class Settings:
 Item = tuple[Callable[[], Any], Callable[[Any], None]]  # (value to store, apply a stored value)
 
 
-def _items(window: MainWindow) -> dict[str, Item]:
-    prompt, charts, timeline, inspector = window.prompt, window.charts, window.timeline, window.inspector
-    items: dict[str, Item] = {
-        "window/geometry": (window.saveGeometry, lambda v: _check(window.restoreGeometry(_bytes(v)))),
-        "window/state": (window.saveState, lambda v: _check(window.restoreState(_bytes(v)))),
-        "lanes": (lambda: lanes_to_text(window), lambda v: lanes_from_text(window, v)),
-        "prompt/text": (prompt.editor.toPlainText, lambda v: prompt.editor.setPlainText(_str(v))),
-        "prompt/chat": (prompt.chat.isChecked, lambda v: prompt.chat.setChecked(_bool(v))),
-        "prompt/system": (prompt.system.text, lambda v: prompt.system.setText(_str(v))),
-        "prompt/max_new_tokens": (prompt.max_new_tokens.value, lambda v: _set_spin(prompt.max_new_tokens, v)),
-        "model/path": (lambda: str(window.controller.holder.path) if window.controller.holder else "",
-                       lambda _v: None),  # read by the app before the window (gui.app.choose_model)
-        "model/device": (lambda: window.controller.device,
-                         lambda v: _check(window.controller.set_device(_one_of(v, DEVICES)))),
-        "charts/tab": (charts.currentIndex, lambda v: charts.setCurrentIndex(_index(v, charts.count()))),
-        "charts/timeline_metric": (timeline.current_metric, lambda v: timeline.set_metric(_str(v))),
-        "inspector/overlay": (inspector.is_overlay, lambda v: inspector.set_overlay(_bool(v))),
-        "branch/strategy": (window.branch_strategy.currentData,
-                            lambda v: window.branch_strategy.setCurrentIndex(
-                                _check(window.branch_strategy.findData(_str(v)), lambda i: i >= 0))),
-        "view/theme": (lambda: window.theme.mode, lambda v: window.theme.set_mode(_one_of(v, THEMES))),
-        "view/language": (lambda: window.menus.language,
-                          lambda v: setattr(window.menus, "language", _one_of(v, LANGUAGES))),
-        "files/recent": (lambda: [str(p) for p in window.recent.paths],
-                         lambda v: window.recent.set_paths(_strings(v))),
-        "files/ask_before_run": (lambda: window.unsaved.ask_before_run,
-                                 lambda v: setattr(window.unsaved, "ask_before_run", _bool(v))),
-    }
+def register_layout(settings: Settings, window: QMainWindow) -> None:
+    """Window geometry and state, and every named splitter's sizes."""
+    settings.register("window/geometry", window.saveGeometry, lambda v: checked(window.restoreGeometry(as_bytes(v))))
+    settings.register("window/state", window.saveState, lambda v: checked(window.restoreState(as_bytes(v))))
     for name, splitter in named_splitters(window).items():
-        items[f"splitters/{name}"] = (splitter.saveState, lambda v, s=splitter: _check(s.restoreState(_bytes(v))))
-    return items
+        settings.register(f"splitters/{name}", splitter.saveState,
+                          lambda v, s=splitter: checked(s.restoreState(as_bytes(v))))
 
 
-def lanes_to_text(window: MainWindow) -> str:
+def register_run_state(settings: Settings, state: RunState) -> None:
+    """The lanes and the request: prompt, chat and system prompt, max new tokens, branch strategy."""
+    request = lambda: state.request  # noqa: E731
+    settings.register("lanes", lambda: lanes_to_text(state), lambda v: lanes_from_text(state, v))
+    settings.register("prompt/text", lambda: request().text, lambda v: state.update_request(text=as_text(v)))
+    settings.register("prompt/chat", lambda: request().chat, lambda v: state.update_request(chat=as_bool(v)))
+    settings.register("prompt/system", lambda: request().system or "",
+                      lambda v: state.update_request(system=as_text(v) or None))
+    settings.register("prompt/max_new_tokens", lambda: request().max_new_tokens,
+                      lambda v: state.update_request(max_new_tokens=as_bounded(v, 1, MAX_NEW_TOKENS)))
+    settings.register("branch/strategy", lambda: request().branch_strategy,
+                      lambda v: state.update_request(branch_strategy=one_of(v, ("", *PRESETS))))
+
+
+def register_tabs(settings: Settings, key: str, tabs: QTabWidget) -> None:
+    settings.register(key, tabs.currentIndex, lambda v: tabs.setCurrentIndex(as_index(v, tabs.count())))
+
+
+def lanes_to_text(state: RunState) -> str:
     """The lanes as JSON: name, config (LaneSpec.to_config), fan-out count and whether the user named it.
     Lanes that belong to the run shown (branches, replays of a step's other token) are left out and forced
     tokens dropped."""
     lanes = [{"name": lane.name, "config": replace(lane.spec, forced={}).to_config(), "fanout": lane.fanout,
               "named_by_user": lane.named_by_user}
-             for lane in window.state.lanes
+             for lane in state.lanes
              if lane.spec.branch is None and lane.spec.replay_of is None and lane.spec.fanout is None]
     return json.dumps(lanes, ensure_ascii=False)
 
 
-def lanes_from_text(window: MainWindow, text: Any) -> None:
-    lanes = json.loads(_str(text))
+def lanes_from_text(state: RunState, text: Any) -> None:
+    lanes = json.loads(as_text(text))
     specs = [LaneSpec.from_config(str(lane["name"]), dict(lane["config"])) for lane in lanes]
     if not specs:
         raise ValueError("no lanes")
-    window.state.set_specs(specs)
-    for index, (lane, saved) in enumerate(zip(window.state.lanes, lanes, strict=True)):
+    state.set_specs(specs)
+    for index, (lane, saved) in enumerate(zip(state.lanes, lanes, strict=True)):
         lane.named_by_user = bool(saved.get("named_by_user", False))
         if saved.get("fanout", 1) != 1:
-            window.state.set_fanout(index, int(saved["fanout"]))
+            state.set_fanout(index, int(saved["fanout"]))
 
 
 # ---- reading QSettings values: an INI file gives back strings (and lists of them), whatever was written
 
-def _check(result: Any, ok: Callable[[Any], bool] = bool) -> Any:
+def checked(result: Any, ok: Callable[[Any], bool] = bool) -> Any:
     if not ok(result):
         raise ValueError("not accepted")
     return result
 
 
-def _bytes(value: Any) -> QByteArray:
+def as_bytes(value: Any) -> QByteArray:
     if not isinstance(value, QByteArray | bytes):
         raise TypeError(f"expected bytes, got {type(value).__name__}")
     return QByteArray(value)
 
 
-def _str(value: Any) -> str:
+def as_text(value: Any) -> str:
     if not isinstance(value, str):
         raise TypeError(f"expected text, got {type(value).__name__}")
     return value
 
 
-def _bool(value: Any) -> bool:
+def as_bool(value: Any) -> bool:
     if isinstance(value, bool):
         return value
     if value in ("true", "false"):
@@ -246,29 +244,39 @@ def _bool(value: Any) -> bool:
     raise ValueError(f"expected true or false, got {value!r}")
 
 
-def _one_of(value: Any, allowed: tuple[str, ...]) -> str:
+def one_of(value: Any, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
         raise ValueError(f"{value!r} is not one of {allowed}")
     return value
 
 
-def _index(value: Any, count: int) -> int:
+def as_index(value: Any, count: int) -> int:
     index = int(value)
     if not 0 <= index < count:
         raise ValueError(f"index {index} out of range")
     return index
 
 
-def _set_spin(spin, value: Any) -> None:
+def as_bounded(value: Any, low: int, high: int) -> int:
     number = int(value)
-    if not spin.minimum() <= number <= spin.maximum():
+    if not low <= number <= high:
         raise ValueError(f"{number} out of range")
-    spin.setValue(number)
+    return number
 
 
-def _strings(value: Any) -> list[str]:
+def as_strings(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]
     if not isinstance(value, list):
         raise TypeError(f"expected a list, got {type(value).__name__}")
-    return [_str(item) for item in value]
+    return [as_text(item) for item in value]
+
+
+def named_splitter(orientation: Qt.Orientation, name: str, widgets, sizes: list[int]) -> QSplitter:
+    """A splitter whose sizes the settings keep (by its object name)."""
+    splitter = QSplitter(orientation)
+    splitter.setObjectName(name)
+    for widget in widgets:
+        splitter.addWidget(widget)
+    splitter.setSizes(sizes)
+    return splitter

@@ -7,16 +7,13 @@ lanes leave unsaved results; saving the run or opening one clears that."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
-from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QCheckBox, QMessageBox, QWidget
 
-if TYPE_CHECKING:
-    from gui.main_window import MainWindow
-
-translate = QCoreApplication.translate
+from gui.i18n import translate
+from gui.state.run_state import RunState
 
 
 class Answer(Enum):
@@ -48,12 +45,14 @@ def ask_to_save(parent: QWidget, before: str, offer_dont_ask: bool) -> tuple[Ans
 
 
 class UnsavedRun:
-    def __init__(self, window: MainWindow) -> None:
-        self.window = window
+    """`save()` asks where and saves (File → Save…), whether it did; `parent` owns the question."""
+
+    def __init__(self, state: RunState, save: Callable[[], bool], parent: QWidget) -> None:
+        self.save, self.parent = save, parent
         self.unsaved = False
         self.ask_before_run = True
         self._job_ran = False
-        events = window.state.events
+        events = state.events
         events.connect("run_started", self._on_run_started)
         events.connect("run_finished", self._on_run_finished)
         events.connect("lane_removed", self._on_lane_removed)
@@ -78,9 +77,9 @@ class UnsavedRun:
         `before` completes "Save it before you …?"."""
         if not self.unsaved or (new_run and not self.ask_before_run):
             return True
-        answer, dont_ask = ask_to_save(self.window, before, offer_dont_ask=new_run)
+        answer, dont_ask = ask_to_save(self.parent, before, offer_dont_ask=new_run)
         if dont_ask:
             self.ask_before_run = False
         if answer is Answer.SAVE:
-            return self.window.save_dialog()
+            return self.save()
         return answer is Answer.DISCARD

@@ -12,7 +12,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QObject, QThread, Signal, Slot
+from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 Job = Callable[[Callable[[Any], None], Callable[[], bool]], Any]
 
@@ -110,3 +110,20 @@ class Worker(QObject):
         if self._thread is not None and not self._thread.isRunning():
             self._runner = None
             self._thread = None
+
+
+class GuiThreadCall(QObject):
+    """`call(function, *args)` from any thread runs `function(*args)` on this object's (the GUI) thread."""
+
+    _requested = Signal(object, tuple)
+
+    def __init__(self, parent: QObject) -> None:
+        super().__init__(parent)
+        self._requested.connect(self._run, Qt.ConnectionType.QueuedConnection)
+
+    def call(self, function: Callable, *args) -> None:
+        self._requested.emit(function, args)
+
+    @Slot(object, tuple)
+    def _run(self, function: Callable, args: tuple) -> None:
+        function(*args)

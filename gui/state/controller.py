@@ -20,13 +20,14 @@ from decoding import fanout
 from decoding.branch_not_taken import not_taken_spec
 from decoding.critical import runner_up
 from decoding.explain import MAX_EXPLAIN_TOKENS, ExplainResult, explain_span
-from decoding.spec import Branch, LaneSpec, assign_seeds, specs_of, unique_name
+from decoding.spec import PRESETS, Branch, LaneSpec, assign_seeds, specs_of, unique_name
 from decoding.trace import LaneTrace, RunTrace
 from gui.i18n import QT_TRANSLATE_NOOP, translate
 from gui.present.lane_fields import error_text
 from gui.state import jobs
 from gui.state.jobs import Job, Message, ProviderMessage, RunStartedMessage, StatusMessage, StepMessage
-from gui.state.model_holder import ModelHolder, RunRequest, request_of
+from gui.state.model_holder import ModelHolder
+from gui.state.requests import RunRequest, request_of
 from gui.state.run_state import JobKind, Lane, RunState, prompt_key
 
 
@@ -49,8 +50,9 @@ class RunController:
         # prepares a model's inspection model (the window: the setup dialog); returns None when it is prepared,
         # else why not (cancelled, failed). None: explaining needs it prepared beforehand (`main.py explain`).
         self.prepare_inspection: Callable[[Path], str | None] | None = None
-        self.device = "auto"  # where the model runs: "auto", "cpu" or "cuda"
-        self.branch_base: LaneSpec | None = None  # the strategy new branch lanes continue with (None: parent's)
+        # runs a callable on the thread that owns the state (the window: its GUI thread; default: at once)
+        self.call_soon: Callable[..., None] = lambda function, *args: function(*args)
+        state.model_files = self.model_files
         self._targets: list[tuple[int, int]] = []  # (lane key, member) the job streams into, by its lane index
         self._branch_keys: list[int] = []  # branch lanes in the order they were made (Undo removes the last)
         self._replayed: RunTrace | None = None  # the run being replayed (its lanes are not touched by the replay)
@@ -67,8 +69,34 @@ class RunController:
             self.state.show_notice(translate("controller", "Stop the run before switching models."))
             return False
         self.holder = ModelHolder(path, self.device)
+        self.holder.on_loaded = lambda model: self.call_soon(self.on_model_loaded, model)
         self.state.set_model_name(self.holder.name, "not loaded")
         return True
+
+    @property
+    def device(self) -> str:
+        """Where the model runs: "auto", "cpu" or "cuda" (the request's)."""
+        return self.state.request.device
+
+    @property
+    def branch_base(self) -> LaneSpec | None:
+        """The strategy new branch lanes continue with (None: their parent's)."""
+        return PRESETS.get(self.state.request.branch_strategy)
+
+    def model_files(self) -> tuple[object | None, int | None]:
+        """The shown run's model's tokenizer and positions, when that model is the one chosen here."""
+        holder, trace = self.holder, self.state.trace
+        if holder is None or trace is None or trace.model.name != holder.name:
+            return None, None
+        try:
+            return holder.tokenizer(), holder.max_positions()
+        except (OSError, ValueError):
+            return None, None
+
+    def on_model_loaded(self, model) -> None:
+        """The holder loaded its model (possibly on another thread: the window calls this on its own)."""
+        if self.holder is not None and self.holder.loaded is model and self.state.provider in ("", "not loaded"):
+            self.state.set_model_name(self.holder.name, model.provider)
 
     def set_device(self, device: str) -> bool:
         """Run the model on `device` ("auto", "cpu", "cuda") from the next run on (reloaded on first use)."""
@@ -77,19 +105,21 @@ class RunController:
         if self.runner.is_running():
             self.state.show_notice(translate("controller", "Stop the run before switching devices."))
             return False
-        self.device = device
+        self.state.update_request(device=device)
         if self.holder is not None:
-            self.holder = ModelHolder(self.holder.path, device)
-            self.state.set_model_name(self.holder.name, "not loaded")
+            path, self.holder = self.holder.path, None
+            self.set_model(path)
         return True
 
     # -------------------------------------------------------------------------------------------------- runs
 
-    def run(self, request: RunRequest, compare: bool = False) -> bool:
-        """Run every lane on the request's prompt. compare: "Run again and compare": when the run ends, say
-        where each lane first differs from the run shown now, and why (a lane whose seed is "auto" draws anew)."""
+    def run(self, request: RunRequest | None = None, compare: bool = False) -> bool:
+        """Run every lane on the request's prompt (the state's request unless given). compare: "Run again and
+        compare": when the run ends, say where each lane first differs from the run shown now, and why (a lane
+        whose seed is "auto" draws anew)."""
         if self.runner.is_running():
             return False
+        request = self.state.request if request is None else request
         previous = self.state.shown_trace() if compare else None
         if compare and (previous is None or not previous.lanes):
             self.state.show_notice(translate("controller", "Run again and compare needs a run to compare with (run "
@@ -324,7 +354,7 @@ class RunController:
         self.state.set_status(translate("controller", "no branch lane to undo"))
         return False
 
-    def force_for_all(self, step: int, token_id: int, request: RunRequest) -> bool:
+    def force_for_all(self, step: int, token_id: int, request: RunRequest | None = None) -> bool:
         """Re-run every lane with `token_id` forced at `step` (each keeps its own tokens before it)."""
         if self.runner.is_running() or self.holder is None:
             return False
@@ -419,7 +449,8 @@ class RunController:
         if not self._use_model_of(trace):
             return None
         self._replayed = replace(trace, lanes=list(trace.lanes))
-        request = request_of(trace)
+        request = self.state.request.with_prompt_of(request_of(trace))
+        self.state.set_request(request)
         self.state.show_trace(trace, specs_of(trace))  # the lanes as the run made them, seeds included
         try:
             targets = self._expand(self.state.lanes, request.seed)
@@ -511,7 +542,9 @@ class RunController:
         self._branch_keys = []
         self.state.set_model_name(f"{trace.model.name} (opened run)", trace.provider)
         self.state.set_status(translate("controller", "opened {path}").format(path=path))
-        return request_of(trace)
+        request = self.state.request.with_prompt_of(request_of(trace))
+        self.state.set_request(request)
+        return request
 
     # ------------------------------------------------------------------------------------- job callbacks
 

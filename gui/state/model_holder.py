@@ -1,29 +1,21 @@
-"""Glue between the window and the engine, Qt-free: a lazily loaded model, prompt encoding, and the specs and
-request a saved run was made with. The jobs themselves are in gui.state.jobs."""
+"""The window's language model, Qt-free: loaded lazily (or preloaded on a thread of its own) and kept with one
+Engine over it and its inspection model; prompt encoding. The jobs themselves are in gui.state.jobs."""
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from decoding.engine import Engine
-from decoding.trace import PromptInfo, RunTrace
+from decoding.trace import PromptInfo
+from gui.state.requests import RunRequest
 
 if TYPE_CHECKING:
     from models.inspection import Explainer
     from models.open_model import OpenModel
     from runtime.tokenizer import Tokenizer
-
-
-@dataclass(frozen=True)
-class RunRequest:
-    text: str
-    chat: bool
-    system: str | None
-    max_new_tokens: int
-    seed: int | None = None  # run-level base seed for sampled lanes left at seed 'auto'
 
 
 class ModelHolder:
@@ -39,6 +31,8 @@ class ModelHolder:
         self._tokenizer: Tokenizer | None = None
         self._lock = threading.Lock()
         self._preload: threading.Thread | None = None
+        # called once the model is loaded, on the thread that loaded it (the window hands it to its own thread)
+        self.on_loaded: Callable[[OpenModel], None] | None = None
 
     def preload(self) -> None:
         """Start loading the model now, on a thread of its own (ONNX Runtime releases the GIL while it builds the
@@ -77,10 +71,13 @@ class ModelHolder:
         from models.open_model import open_model
 
         with self._lock:
-            if self._loaded is None:
-                self._loaded = open_model(self.path, device=self.device, tokenizer=self._tokenizer)
-                self._engine = self._loaded.engine()
-            return self._loaded
+            if self._loaded is not None:
+                return self._loaded
+            self._loaded = open_model(self.path, device=self.device, tokenizer=self._tokenizer)
+            self._engine = self._loaded.engine()
+        if self.on_loaded is not None:
+            self.on_loaded(self._loaded)
+        return self._loaded
 
     def engine(self) -> Engine:
         self.get()
@@ -119,8 +116,3 @@ class ModelHolder:
 
 def prompt_info(model: OpenModel, request: RunRequest) -> PromptInfo:
     return model.encode_prompt(request.text, chat=request.chat, system=request.system)
-
-
-def request_of(trace: RunTrace) -> RunRequest:
-    prompt = trace.prompt
-    return RunRequest(prompt.text, prompt.chat, prompt.system, trace.settings.max_new_tokens, trace.settings.seed)

@@ -23,6 +23,7 @@ from decoding.lane_state import empty_trace
 from decoding.spec import LaneSpec
 from decoding.trace import CriticalSettings, LaneTrace, RunTrace, StepRecord
 from gui.present.lane_html import TokenMarks
+from gui.state.requests import RunRequest
 
 # Every event the model emits, with the arguments its listeners get.
 EVENTS: dict[str, str] = {
@@ -42,6 +43,7 @@ EVENTS: dict[str, str] = {
     "marks_changed": "()  what makes a critical point changed: every lane's marks may differ",
     "sweeps_changed": "()  a temperature sweep was added to the shown run",
     "explanations_changed": "()  a lane's explanation (attention, logit lens) was added to the shown run",
+    "request_changed": "(request)  the RunRequest the next run is asked for (prompt, settings, branch, device)",
 }
 
 
@@ -137,6 +139,9 @@ class RunState:
         self.provider = ""  # the execution provider really active ("" before the model is loaded)
         self.critical = CriticalSettings()  # what the ▲ marks (decoding.critical)
         self.reference = 0  # the lane whose tokens the others' divergence is measured against
+        self.request = RunRequest()  # what the next run is asked for (gui.state.requests)
+        # the shown run's model's (tokenizer, positions) when that model is here, else (None, None): the controller's
+        self.model_files: Callable[[], tuple[object | None, int | None]] = lambda: (None, None)
         for spec in specs:
             self.lanes.append(self._new_lane(spec))
 
@@ -224,7 +229,8 @@ class RunState:
         over it (e.g. to draw an export at another size) go away with it."""
         copy = RunState()
         copy.lanes = list(self.lanes)
-        for name in ("trace", "selection", "critical", "reference", "run_limit", "model_name", "provider"):
+        for name in ("trace", "selection", "critical", "reference", "run_limit", "model_name", "provider",
+                     "request", "model_files"):
             setattr(copy, name, getattr(self, name))
         return copy
 
@@ -484,6 +490,17 @@ class RunState:
 
     def set_status(self, text: str) -> None:
         self.events.emit("status", text)
+
+    def set_request(self, request: RunRequest) -> None:
+        if request != self.request:
+            self.request = request
+            self.events.emit("request_changed", request)
+            if request.text.strip():
+                self.clear_notice("prompt")  # "the prompt is empty" no longer holds
+
+    def update_request(self, **fields) -> None:
+        """Change some of the request's fields (dataclasses.replace's names)."""
+        self.set_request(replace(self.request, **fields))
 
     def set_model_name(self, name: str, provider: str) -> None:
         self.model_name, self.provider = name, provider

@@ -14,10 +14,10 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 from decoding.trace import LaneTrace, StepRecord
 from gui.i18n import QT_TRANSLATE_NOOP, translate
 from gui.present.chart_rows import BeamNode, beam_node_token, best_path, step_nodes
-from gui.shell.image_export import Figure
-from gui.shell.redraw import RedrawScheduler
 from gui.state.run_state import RunState, Selection
 from gui.views import style
+from gui.views.figure import Figure
+from gui.views.redraw import RedrawScheduler
 
 _KIND_STYLE = {  # symbol, size, brush, pen
     "kept": ("o", 11, "#0072B2", "#FFFFFF"),
@@ -33,8 +33,8 @@ _LABEL_MIN_PX_PER_STEP = 46  # below this the token labels would overlap: hide t
 
 class BeamTreeView(QWidget):
     """Draws one beam lane (`set_lane`). Given a RunState it follows one by itself: the selected lane when
-    that is a beam lane, else the first beam lane; drawing a long tree is slow, so only while `set_shown(True)`
-    (its tab is open) or when exported."""
+    that is a beam lane, else the first beam lane; drawing a long tree is slow, so only while it is visible
+    (its tab is open, or drawn off screen for export)."""
 
     stepSelected = Signal(int, int)  # lane index, step
 
@@ -52,7 +52,6 @@ class BeamTreeView(QWidget):
         self.state = state
         self._scheduler = scheduler
         self._follow: int | None = None  # key of the beam lane followed
-        self._shown = False
         self._stale = state is not None  # nothing drawn yet
         if state is not None:
             for name in ("lanes_reset", "lane_inserted", "lane_removed", "lane_moved", "run_finished"):
@@ -62,17 +61,21 @@ class BeamTreeView(QWidget):
             self.stepSelected.connect(state.select)
 
     # ---- following a RunState ---------------------------------------------------------------------------
+    def prepare_export(self) -> None:
+        self.refresh(force=True)
+        self.show_all_steps()
+
     def show_all_steps(self) -> None:
         if self._drawn_steps:
             self._plot.setXRange(-1.6, self._drawn_steps - 0.4, padding=0)
 
-    def set_shown(self, shown: bool) -> None:
-        self._shown = shown
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().showEvent(event)
         self.refresh()
 
     def refresh(self, force: bool = False) -> None:
         """Draw the followed lane if it changed since last drawn (and the tree is shown, or `force`)."""
-        if self.state is None or not (self._shown or force) or not self._stale:
+        if self.state is None or not (self.isVisible() or force) or not self._stale:
             return
         self._stale = False
         index = self._followed_index()
@@ -95,7 +98,7 @@ class BeamTreeView(QWidget):
     def _on_step_added(self, index: int, _record: StepRecord) -> None:
         if self.state.lanes[index].key == self._follow or self._follow is None:
             self._stale = True
-            if self._scheduler is not None and self._shown:
+            if self._scheduler is not None and self.isVisible():
                 self._scheduler.mark("charts", ("beam_tree",), self.refresh)
 
     def _on_selection_changed(self, selection: Selection | None) -> None:

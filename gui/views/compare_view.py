@@ -15,9 +15,10 @@ from decoding.trace import StepRecord
 from gui.i18n import translate
 from gui.present.chart_rows import display_token
 from gui.present.lane_html import format_prob
-from gui.shell.image_export import Figure
 from gui.state.run_state import RunState, Selection
+from gui.state.view_state import CompareViewState
 from gui.views import style
+from gui.views.figure import Figure
 
 ROWS = 10
 OTHER_COLOUR = "#7B3294"  # the other lane's token, in both distributions
@@ -73,6 +74,12 @@ class CompareView(QWidget):
     # ---- public API --------------------------------------------------------------------------------------
     def set_other(self, index: int) -> None:
         self._combo.setCurrentIndex(index)
+
+    def view_state(self) -> CompareViewState:
+        return CompareViewState(self._combo.currentIndex())
+
+    def set_view_state(self, state: CompareViewState) -> None:
+        self.set_other(state.other)
 
     def rows(self, side: str) -> list[CompareRow]:
         """The rows drawn for the selected lane ("a") or the other ("b")."""

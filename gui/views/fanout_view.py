@@ -20,10 +20,10 @@ from decoding.trace import LaneTrace
 from gui.i18n import translate
 from gui.present.chart_rows import display_token
 from gui.present.lane_html import lane_characters, pending_bytes, plain_fragments
-from gui.shell.image_export import Figure
-from gui.shell.redraw import DrawnWhenShown, RedrawScheduler
 from gui.state.run_state import RunState, Selection
 from gui.views import style
+from gui.views.figure import Figure
+from gui.views.redraw import DrawnWhenShown, RedrawScheduler
 
 _END = -1  # the "token" of a member that ended before a step
 _EDGE_WIDTH = 1.2  # pen of the edges from a branch to its children

@@ -32,9 +32,10 @@ from gui.i18n import translate
 from gui.present import colours
 from gui.present.chart_rows import Cutoffs, TokenRow, display_token, inspector_rows, step_cutoffs, step_summary
 from gui.present.lane_html import lane_characters, pending_bytes
-from gui.shell.image_export import Figure
 from gui.state.run_state import RunState, Selection
+from gui.state.view_state import InspectorViewState
 from gui.views import style
+from gui.views.figure import Figure
 
 _BAR = 0.38  # bar thickness in row units; two of them side by side fill most of a row
 _ROW_PX = 16  # the least height a row needs for its token label to stay readable
@@ -119,6 +120,18 @@ class StepInspector(QWidget):
 
     def is_overlay(self) -> bool:
         return self._overlay
+
+    def view_state(self) -> InspectorViewState:
+        return InspectorViewState(self._overlay)
+
+    def set_view_state(self, state: InspectorViewState) -> None:
+        self.set_overlay(state.overlay)
+
+    def prepare_export(self) -> None:
+        """An export shows the selected step."""
+        selection = self.state.selection
+        if selection is not None:
+            self.set_step(selection.lane, selection.step, selection.member)
 
     def rows(self) -> list[TokenRow]:
         return list(self._rows)

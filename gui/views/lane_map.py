@@ -17,10 +17,10 @@ from decoding.trace import StepRecord
 from gui.i18n import QT_TRANSLATE_NOOP, translate
 from gui.present.chart_rows import display_token
 from gui.present.lane_html import MARK_COLOURS, mark_legend, probability_colour
-from gui.shell.image_export import Figure
-from gui.shell.redraw import DrawnWhenShown, RedrawScheduler
 from gui.state.run_state import RunState, Selection
 from gui.views import style
+from gui.views.figure import Figure
+from gui.views.redraw import DrawnWhenShown, RedrawScheduler
 
 # metric -> (label, fixed colour range or None for the data's own range)
 METRICS: dict[str, tuple[str, tuple[float, float] | None]] = {

@@ -7,6 +7,7 @@ space kept for it so nothing moves."""
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from PySide6.QtCore import Qt, Slot
@@ -505,3 +506,19 @@ def _swatch(colour: int) -> QPixmap:
     pixmap = QPixmap(10, 10)
     pixmap.fill(QColor(lane_color_hex(colour)))
     return pixmap
+
+
+def preset_add_menu(editor: LanesEditor, parent: QMenu) -> QMenu:
+    """Lanes → Add lane from preset ▸ (every preset)."""
+    return _preset_menu(parent, translate("lanes_editor", "Add lane from &preset"), editor.add_preset)
+
+
+def preset_replace_menu(editor: LanesEditor, parent: QMenu) -> QMenu:
+    return _preset_menu(parent, translate("lanes_editor", "&Replace selected lane with preset"), editor.apply_preset)
+
+
+def _preset_menu(parent: QMenu, title: str, choose) -> QMenu:
+    menu = parent.addMenu(title)
+    for preset in PRESETS:
+        menu.addAction(preset_title(preset), partial(choose, preset))
+    return menu

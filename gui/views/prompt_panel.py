@@ -1,8 +1,8 @@
-"""Prompt area: multi-line prompt, chat toggle with optional system prompt, max new tokens, Run and Stop."""
+"""Prompt area, a view of the run state's request: multi-line prompt, chat toggle with optional system prompt,
+max new tokens, the run's seed, Run and Stop. Edits go into the request at once (gui.state.requests); a
+request set elsewhere (an opened run, a tour stop, the settings) shows here."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from PySide6.QtCore import Signal, Slot
 from PySide6.QtWidgets import (
@@ -19,28 +19,21 @@ from PySide6.QtWidgets import (
 
 from decoding.parameters import parameter
 from gui.i18n import translate
+from gui.state.requests import RunRequest
+from gui.state.run_state import RunState
 
-DEFAULT_PROMPT = "Although I was tired, I still decided to"
 # One limit for the run's box and every lane's own field: the parameter table's.
 MAX_NEW_TOKENS_LIMIT = int(parameter("max_new_tokens").editor_max)
-
-
-@dataclass(frozen=True)
-class PromptRequest:
-    text: str
-    chat: bool
-    system: str | None
-    max_new_tokens: int
-    seed: int | None = None
 
 
 class PromptPanel(QWidget):
     runRequested = Signal()
     stopRequested = Signal()
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, state: RunState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.editor = QPlainTextEdit(DEFAULT_PROMPT)
+        self.state = state
+        self.editor = QPlainTextEdit(state.request.text)
         self.editor.setObjectName("promptEditor")
         self.editor.setPlaceholderText(translate("prompt_panel", "Prompt — Ctrl+Enter runs all lanes"))
         self.editor.setToolTip(translate("prompt_panel",
@@ -76,6 +69,13 @@ class PromptPanel(QWidget):
         self.stop_button.clicked.connect(self.stopRequested)
         self.stop_button.setEnabled(False)
         self._layout()
+        self.show_request(state.request)
+        for signal in (self.editor.textChanged, self.chat.toggled, self.system.textChanged,
+                       self.max_new_tokens.valueChanged, self.seed.valueChanged):
+            signal.connect(self._on_edited)
+        state.events.connect("request_changed", self.show_request)
+        state.events.connect("run_started", lambda _job: self.set_running(True))
+        state.events.connect("run_finished", lambda: self.set_running(False))
 
     def _layout(self) -> None:
         controls = QHBoxLayout()
@@ -101,22 +101,29 @@ class PromptPanel(QWidget):
     def _on_chat_toggled(self, on: bool) -> None:
         self.system.setVisible(on)  # only the chat template uses it
 
-    def request(self) -> PromptRequest:
+    @Slot()
+    def _on_edited(self) -> None:
         system = self.system.text().strip() if self.chat.isChecked() else ""
-        return PromptRequest(
-            text=self.editor.toPlainText(),
-            chat=self.chat.isChecked(),
-            system=system or None,
-            max_new_tokens=self.max_new_tokens.value(),
-            seed=None if self.seed.value() < 0 else self.seed.value(),
-        )
+        self.state.update_request(text=self.editor.toPlainText(), chat=self.chat.isChecked(), system=system or None,
+                                  max_new_tokens=self.max_new_tokens.value(),
+                                  seed=None if self.seed.value() < 0 else self.seed.value())
 
-    def set_request(self, request: PromptRequest) -> None:
-        self.editor.setPlainText(request.text)
-        self.chat.setChecked(request.chat)
-        self.system.setText(request.system or "")
-        self.max_new_tokens.setValue(request.max_new_tokens)
-        self.seed.setValue(-1 if request.seed is None else request.seed)
+    def show_request(self, request: RunRequest) -> None:
+        widgets = (self.editor, self.chat, self.system, self.max_new_tokens, self.seed)
+        for widget in widgets:
+            widget.blockSignals(True)  # the request is already the state's: no edit to write back
+        try:
+            if self.editor.toPlainText() != request.text:
+                self.editor.setPlainText(request.text)
+            self.chat.setChecked(request.chat)
+            self._on_chat_toggled(request.chat)
+            if (self.system.text().strip() or None) != request.system:
+                self.system.setText(request.system or "")
+            self.max_new_tokens.setValue(request.max_new_tokens)
+            self.seed.setValue(-1 if request.seed is None else request.seed)
+        finally:
+            for widget in widgets:
+                widget.blockSignals(False)
 
     def set_running(self, running: bool) -> None:
         self.run_button.setEnabled(not running)

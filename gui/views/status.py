@@ -8,8 +8,8 @@ import time
 from PySide6.QtWidgets import QLabel, QStatusBar
 
 from gui.i18n import translate
-from gui.shell.redraw import RedrawScheduler
 from gui.state.run_state import JobKind, RunState, Selection
+from gui.views.redraw import RedrawScheduler
 
 MESSAGE_MS = 8000
 

@@ -15,9 +15,10 @@ from decoding.sweep import diversity_by_temperature
 from decoding.trace import TemperatureSweep
 from gui.i18n import translate
 from gui.present.chart_rows import display_token
-from gui.shell.image_export import Figure
 from gui.state.run_state import RunState
+from gui.state.view_state import SweepViewState
 from gui.views import style
+from gui.views.figure import Figure
 
 RIGHT_AXIS_PX = 64  # the kept-set axis (values up to 49,152 and its label); the other plots keep it empty
 TOKEN_LINES = 6  # tokens drawn in the distribution plot: the most likely ones over the sweep
@@ -61,6 +62,17 @@ class SweepView(QWidget):
 
     def show_diversity(self, on: bool = True) -> None:
         self._mode.setCurrentIndex(1 if on else 0)
+
+    def view_state(self) -> SweepViewState:
+        return SweepViewState(self._mode.currentIndex() == 1)
+
+    def set_view_state(self, state: SweepViewState) -> None:
+        self.show_diversity(state.diversity)
+
+    def prepare_export(self) -> None:
+        """An export without a sweep to show draws the fan-outs' diversity."""
+        if self.shown_sweep() is None:
+            self.show_diversity()
 
     def figure(self) -> Figure | None:
         if self._sweep is None and not self._diversity_shown:

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from PySide6.QtCore import QEvent, QPoint, Qt, QTimer, QUrl, Slot
+from PySide6.QtCore import QEvent, QPoint, Qt, QTimer, QUrl, Signal, Slot
 from PySide6.QtGui import QAction, QContextMenuEvent, QKeyEvent, QTextCursor
 from PySide6.QtWidgets import (
+    QApplication,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -43,8 +44,8 @@ from gui.present.lane_html import (
     probability_colour,
     replay_words,
 )
-from gui.shell.redraw import RedrawScheduler
 from gui.state.run_state import RunState, Selection, running_beam_pieces
+from gui.views.redraw import RedrawScheduler
 from gui.views.style import lane_color_hex
 
 MIN_COLUMN_WIDTH = 170
@@ -314,15 +315,16 @@ def _common_prefix(a: list[str], b: list[str]) -> int:
 class TextPanel(QWidget):
     """All lane columns side by side (resizable, scrolled horizontally when many), with the legend above."""
 
+    branchRequested = Signal(int, int, int)  # lane, step, token id
+    forceRequested = Signal(int, int)  # step, token id (every lane)
+    replayRequested = Signal(int, int)  # lane, step: the branch not taken
+    explainRequested = Signal(int)  # lane
+
     def __init__(self, state: RunState, scheduler: RedrawScheduler, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.state = state
         self._scheduler = scheduler
         self.columns: list[LaneColumn] = []
-        self.on_branch = None  # callbacks the window sets: on_branch(lane, step, token), on_force(step, token)
-        self.on_force = None
-        self.on_replay = None
-        self.on_explain = None
         self._splitter = QSplitter(Qt.Orientation.Horizontal)
         self._splitter.setChildrenCollapsible(False)
         self._scroll = QScrollArea()
@@ -368,23 +370,19 @@ class TextPanel(QWidget):
         """The bytes of a character the lane started before `step` and had not finished."""
         return pending_bytes([s.token_text for s in self.state.lanes[lane].trace.steps[:step]])
 
-    # ---- commands (wired by the window) --------------------------------------------------------------
+    # ---- commands (the window connects the signals) ---------------------------------------------------
 
     def request_branch(self, lane: int, step: int, token_id: int) -> None:
-        if self.on_branch is not None:
-            self.on_branch(lane, step, token_id)
+        self.branchRequested.emit(lane, step, token_id)
 
     def request_replay(self, lane: int, step: int) -> None:
-        if self.on_replay is not None:
-            self.on_replay(lane, step)
+        self.replayRequested.emit(lane, step)
 
     def request_explain(self, lane: int) -> None:
-        if self.on_explain is not None:
-            self.on_explain(lane)
+        self.explainRequested.emit(lane)
 
     def request_force(self, step: int, token_id: int) -> None:
-        if self.on_force is not None:
-            self.on_force(step, token_id)
+        self.forceRequested.emit(step, token_id)
 
     # ---- state events --------------------------------------------------------------------------------
 
@@ -430,6 +428,16 @@ class TextPanel(QWidget):
         for index in lanes:
             if index < min(len(self.columns), len(self.state.lanes)):
                 self.refresh_lane(index)
+        self._focus_selected_column()
+
+    def _focus_selected_column(self) -> None:
+        """With the keyboard in the texts, the focus follows the selected lane (Up / Down move between lanes)."""
+        focus = QApplication.focusWidget()
+        lane = self._selected_lane
+        if focus is not None and self.isAncestorOf(focus) and lane is not None and lane < len(self.columns):
+            browser = self.columns[lane].browser
+            if focus is not browser:
+                browser.setFocus(Qt.FocusReason.OtherFocusReason)
 
     # ---- drawing -------------------------------------------------------------------------------------
 

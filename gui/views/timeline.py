@@ -21,10 +21,11 @@ from gui.i18n import translate
 from gui.present import colours
 from gui.present.chart_rows import TIMELINE_METRICS, display_token, metric_label, metric_values
 from gui.present.lane_html import MARK_COLOURS, mark_legend
-from gui.shell.image_export import Figure
-from gui.shell.redraw import RedrawScheduler
 from gui.state.run_state import RunState, Selection
+from gui.state.view_state import TimelineViewState
 from gui.views import style
+from gui.views.figure import Figure
+from gui.views.redraw import RedrawScheduler
 
 FADED_ALPHA = 0.3  # the other lanes' curves while one is selected
 _BOUNDED = {"prob", "prob_raw", "margin", "margin_raw"}  # metrics that live in [0, 1]
@@ -216,6 +217,12 @@ class Timeline(QWidget):
 
     def current_metric(self) -> str:
         return self._metric
+
+    def view_state(self) -> TimelineViewState:
+        return TimelineViewState(self._metric)
+
+    def set_view_state(self, state: TimelineViewState) -> None:
+        self.set_metric(state.metric)
 
     def set_metric(self, metric: str) -> None:
         if metric not in TIMELINE_METRICS:

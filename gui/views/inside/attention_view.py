@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, Qt
+from PySide6.QtCore import QPointF, Qt, Signal
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from decoding.explain import ExplainResult
@@ -36,9 +36,10 @@ from gui.present.inside_data import (
     token_labels,
     top_attended,
 )
-from gui.shell.image_export import Figure
 from gui.state.run_state import RunState
+from gui.state.view_state import AttentionViewState
 from gui.views import style
+from gui.views.figure import Figure
 from gui.views.inside.inside_widgets import InsideHeader, TokenAxis, capped_scroll, lane_swatch, readout_label
 
 MODES = {LOOKS_AT: QT_TRANSLATE_NOOP("attention_view", "where it looks"),
@@ -52,6 +53,8 @@ READOUT_LINES = 5  # the readout scrolls past this: in a short panel the heatmap
 
 
 class AttentionView(QWidget):
+    explainRequested = Signal(int)  # lane (its header's Explain button)
+
     def __init__(self, state: RunState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.state = state
@@ -111,16 +114,19 @@ class AttentionView(QWidget):
         self.set_drop_first(True)
         self.pick(layer, key)
 
-    def copy_state(self, other: AttentionView) -> None:
-        """Show what `other` shows (an export drawn at another size)."""
-        if self._result is None or other._result is None:
+    def view_state(self) -> AttentionViewState:
+        return AttentionViewState(self._mode, self._heads, self._drop_first, self._token, self._picked)
+
+    def set_view_state(self, state: AttentionViewState) -> None:
+        """Show what another attention view showed (an export drawn at another size)."""
+        if self._result is None:
             return
-        self.set_mode(other._mode)
-        self.set_heads(other._heads)
-        self.set_drop_first(other._drop_first)
-        self.set_token(other._token)
-        if other._picked is not None:
-            self.pick(*other._picked)
+        self.set_mode(state.mode)
+        self.set_heads(state.heads)
+        self.set_drop_first(state.drop_first)
+        self.set_token(state.token)
+        if state.picked is not None:
+            self.pick(*state.picked)
 
     @property
     def token(self) -> int:
@@ -194,6 +200,7 @@ class AttentionView(QWidget):
     # ---- construction ------------------------------------------------------------------------------------
     def _build_ui(self) -> None:
         self.header = InsideHeader()
+        self.header.explainRequested.connect(self.explainRequested)
         self._mode_combo = QComboBox()
         self._mode_combo.addItems([translate("attention_view", text) for text in MODES.values()])
         self._mode_combo.setToolTip(translate("attention_view", "Where the token looks (its attention over every "

@@ -5,10 +5,9 @@ heatmap."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QFontMetricsF
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QWidget
 
@@ -84,6 +83,8 @@ class TokenAxis(pg.AxisItem):
 class InsideHeader(QWidget):
     """A title line, and a button explaining the shown lane when it is not explained yet."""
 
+    explainRequested = Signal(int)  # lane
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.title = QLabel()
@@ -95,7 +96,6 @@ class InsideHeader(QWidget):
                                                                    "inspection model once: every layer's attention "
                                                                    "per head and the logit lens (stored with the run)"))
         self.explain_button.clicked.connect(self._on_explain)
-        self.on_explain: Callable[[int], None] | None = None  # the window's: explain lane i
         self._lane: int | None = None
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -113,8 +113,8 @@ class InsideHeader(QWidget):
                                                   "Explain “{name}”").format(name=state.lanes[lane].name))
 
     def _on_explain(self) -> None:
-        if self.on_explain is not None and self._lane is not None:
-            self.on_explain(self._lane)
+        if self._lane is not None:
+            self.explainRequested.emit(self._lane)
 
 
 def readout_label(object_name: str) -> QLabel:

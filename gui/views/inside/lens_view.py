@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, Qt, QTimer
+from PySide6.QtCore import QPointF, Qt, QTimer, Signal
 from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
@@ -29,9 +29,10 @@ from gui.present.inside_data import (
     token_probability,
 )
 from gui.present.lane_html import piece_label
-from gui.shell.image_export import Figure
 from gui.state.run_state import RunState
+from gui.state.view_state import LensViewState
 from gui.views import style
+from gui.views.figure import Figure
 from gui.views.inside.inside_widgets import InsideHeader, lane_swatch, readout_label
 
 ROW_PX = 19  # a table row: one line of text
@@ -44,6 +45,8 @@ COLOUR_MAP = pg.ColorMap(np.linspace(0.0, 1.0, len(_COLOURS)), [pg.mkColor(c) fo
 
 
 class LensView(QWidget):
+    explainRequested = Signal(int)  # lane (its header's Explain button)
+
     def __init__(self, state: RunState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.state = state
@@ -101,9 +104,12 @@ class LensView(QWidget):
         return Figure(self._title, self._legend.text(), self._canvas.scene(), self._canvas.ci.sceneBoundingRect(),
                       self._readout.text())
 
-    def copy_state(self, other: LensView) -> None:
-        if self._result is not None and other._result is not None:
-            self.set_position(other._position)
+    def view_state(self) -> LensViewState:
+        return LensViewState(self._position)
+
+    def set_view_state(self, state: LensViewState) -> None:
+        if self._result is not None:
+            self.set_position(state.position)
 
     # ---- state events ------------------------------------------------------------------------------------
     def _on_change(self, *_args) -> None:
@@ -128,6 +134,7 @@ class LensView(QWidget):
     # ---- construction ------------------------------------------------------------------------------------
     def _build_ui(self) -> None:
         self.header = InsideHeader()
+        self.header.explainRequested.connect(self.explainRequested)
         self._combo = QComboBox()
         self._combo.setMinimumContentsLength(16)
         self._combo.setToolTip(translate("lens_view", "The position whose next token the lens reads; selecting a step "

@@ -25,9 +25,9 @@ from PySide6.QtWidgets import (
 
 from gui.i18n import translate
 from gui.present.inside_data import TokenChip, TokenLine, prompt_pieces, token_chips
-from gui.shell.image_export import Figure
 from gui.state.run_state import RunState
 from gui.views import style
+from gui.views.figure import Figure
 
 MARGIN = 8
 GAP = 3
@@ -37,15 +37,10 @@ SPECIAL_BACKGROUND = "#E1D5F0"
 BYTE_BACKGROUND = "#FFF3D6"
 SHADES = ("#F2F2F2", "#E3EEF9")  # neighbouring tokens alternate, so boundaries show even between letters
 
-# (tokenizer or None, the model's positions or None) for a run's model, when it is at hand
-ModelFiles = Callable[[], tuple[object | None, int | None]]
-
-
 class TokenView(QWidget):
     def __init__(self, state: RunState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.state = state
-        self.model_files: ModelFiles = lambda: (None, None)  # the window's: the run's model files, if here
         self._lines: list[TokenLine] = []
         # per line, per chip: its box, its label, its id
         self._chip_items: list[list[tuple[QGraphicsRectItem, QGraphicsSimpleTextItem, QGraphicsSimpleTextItem]]] = []
@@ -124,7 +119,7 @@ class TokenView(QWidget):
             self._summary.setText(translate("token_view", "Run or open a run to see its tokens."))
             self._title = ""
             return []
-        tokenizer, positions = self.model_files()
+        tokenizer, positions = self.state.model_files()
         special = getattr(tokenizer, "special_ids", None)
         ids = trace.prompt.ids
         pieces = prompt_pieces(self.state, tokenizer)

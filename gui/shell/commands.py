@@ -1,0 +1,97 @@
+"""What the window's actions and the views' signals run, over the run state and its controller: the commands
+that replace the shown run ask "Save changes?" first (gui.shell.unsaved); the rest go to the controller."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, Slot
+
+from gui.i18n import translate
+from gui.shell.unsaved import UnsavedRun
+from gui.state.controller import RunController
+from gui.state.run_state import RunState
+
+
+class RunCommands(QObject):
+    def __init__(self, state: RunState, controller: RunController, unsaved: UnsavedRun,
+                 parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.state, self.controller, self.unsaved = state, controller, unsaved
+
+    def _may_replace_run(self) -> bool:
+        return self.unsaved.may_discard(translate("RunCommands", "start a new run"), new_run=True)
+
+    @Slot()
+    def run(self) -> None:
+        if self._may_replace_run():
+            self.controller.run()
+
+    @Slot()
+    def run_again_and_compare(self) -> None:
+        """Run every lane again (fresh draws where the seed is auto) and say where each differs from this run."""
+        if self._may_replace_run():
+            self.controller.run(compare=True)
+
+    @Slot(int, int)
+    def force_for_all(self, step: int, token_id: int) -> None:
+        if self._may_replace_run():
+            self.controller.force_for_all(step, token_id)
+
+    @Slot()
+    def stop(self) -> None:
+        self.controller.stop()
+
+    @Slot()
+    def replay(self) -> None:
+        self.controller.replay()
+
+    @Slot(int, int, int)
+    def branch(self, lane: int, step: int, token_id: int) -> None:
+        self.controller.branch(lane, step, token_id)
+
+    @Slot(int, int)
+    def replay_not_taken(self, lane: int, step: int) -> None:
+        self.controller.replay_not_taken(lane, step)
+
+    @Slot()
+    def undo_branch(self) -> None:
+        self.controller.undo_branch()
+
+    @Slot(int, int)
+    def sweep(self, lane: int, step: int) -> None:
+        self.controller.sweep(lane, step)
+
+    @Slot(int)
+    def add_temperature_fanouts(self, lane: int) -> None:
+        self.controller.add_temperature_fanouts(lane)
+
+    @Slot(int)
+    def explain_lane(self, lane: int) -> None:
+        """Lane `lane` inside the model (its inspection model prepared on first use, off the GUI thread)."""
+        self.controller.explain_lane(lane)
+
+    @Slot()
+    def explain_selected_lane(self) -> None:
+        if self.state.selection is None:
+            self.state.show_notice(translate("RunCommands", "Select a token of the lane to explain (click it in the "
+                                                            "text)."), level="info")
+            return
+        self.explain_lane(self.state.selection.lane)
+
+    @Slot()
+    def previous_lane(self) -> None:
+        self.select_neighbour_lane(-1)
+
+    @Slot()
+    def next_lane(self) -> None:
+        self.select_neighbour_lane(1)
+
+    def select_neighbour_lane(self, delta: int) -> None:
+        """The lane above (-1) or below (+1) the selected one, at the same step (its last if it is shorter);
+        lanes that have not run are skipped."""
+        state, selection = self.state, self.state.selection
+        lane, step = (selection.lane, selection.step) if selection else ((-1 if delta > 0 else len(state.lanes)), 0)
+        lane += delta
+        while 0 <= lane < len(state.lanes) and not state.lanes[lane].trace.steps:
+            lane += delta
+        if 0 <= lane < len(state.lanes):
+            state.select(lane, min(step, len(state.lanes[lane].trace.steps) - 1))

@@ -1,0 +1,110 @@
+"""Help → Tour, run: a stop's prompt, lanes and view are set up (after "Save changes?", so Cancel leaves the
+window as it was), its run starts with the stop's own seed (the user's seed setting is never changed), and the
+stop's after-action (gui.state.tour.AFTER_ACTIONS) follows the run: replay a near-tie, select a critical point,
+add temperature fan-outs, run again, or explain lane 0 and show the attention or the logit lens."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from PySide6.QtCore import QObject, QTimer
+
+from decoding.critical import critical_point
+from gui.i18n import translate
+from gui.present.inside_data import latest_settling, word_span
+from gui.shell.unsaved import UnsavedRun
+from gui.state import tour
+from gui.state.controller import RunController
+from gui.state.run_state import JobKind, RunState
+
+
+class TourRunner(QObject):
+    def __init__(self, state: RunState, controller: RunController, unsaved: UnsavedRun,
+                 show_view: Callable[[str], QObject], parent: QObject | None = None) -> None:
+        """`show_view(id)` brings a view's tab to the front and returns the view."""
+        super().__init__(parent)
+        self.state, self.controller, self.unsaved, self.show_view = state, controller, unsaved, show_view
+        self._stop: tour.TourStop | None = None  # a stop whose run is on its way (its after-action follows)
+        self._inside_stop: tour.TourStop | None = None  # a stop whose explanation is on its way
+        state.events.connect("run_started", self._on_run_started)
+        state.events.connect("run_finished", self._on_run_finished)
+        state.events.connect("explanations_changed", self._on_explained)
+
+    def start(self, key: str) -> bool:
+        """Set up a tour stop (prompt, lanes, view) and run it; its after-action follows the run."""
+        stop = tour.stop(key)
+        if self.controller.runner.is_running():
+            self.state.show_notice(translate("TourRunner", "Stop the run before starting a tour stop."))
+            return False
+        if not self.unsaved.may_discard(translate("TourRunner", "open a tour stop"), new_run=True):
+            return False
+        self.state.set_specs(lane.spec for lane in stop.lanes)
+        for index, lane in enumerate(stop.lanes):
+            if lane.fanout > 1:
+                self.state.set_fanout(index, lane.fanout)
+        self.state.update_request(text=stop.prompt, chat=stop.chat, system=None, max_new_tokens=stop.max_new_tokens)
+        self.show_view(stop.view)
+        self.state.show_notice(f"{tour.title(stop)} — {tour.text(stop)}", level="info", cause="tour")
+        self._stop = stop
+        self._run(stop)
+        return True
+
+    def _run(self, stop: tour.TourStop) -> None:
+        self.controller.run(replace(self.state.request, seed=stop.seed))
+
+    def _on_run_started(self, job: JobKind) -> None:
+        if job in (JobKind.RUN, JobKind.REPLAY):
+            self._inside_stop = None  # its explanation never came (cancelled, failed): not for a later one
+
+    def _on_run_finished(self) -> None:
+        if self._stop is not None and self.state.job is None:
+            stop, self._stop = self._stop, None
+            QTimer.singleShot(0, lambda: self._after_run(stop))
+
+    def _after_run(self, stop: tour.TourStop) -> None:
+        state = self.state
+        firsts = [(index, next((r.step for r in lane.trace.steps if critical_point(r, state.critical)), None))
+                  for index, lane in enumerate(state.lanes)]
+        first = next(((index, step) for index, step in firsts if step is not None), None)
+        if stop.after == "replay_first_critical":
+            lane = 1 if firsts[1][1] is not None else (first[0] if first else None)
+            if lane is not None:
+                step = dict(firsts)[lane]
+                self.controller.replay_not_taken(lane, step)
+                state.select(lane, step)
+        elif stop.after == "select_first_critical" and first is not None:
+            state.select(*first)
+        elif stop.after == "temperature_fanouts":
+            self.controller.add_temperature_fanouts(0)
+            self.show_view("sweep").show_diversity()
+            self._run(stop)
+        elif stop.after == "run_again":
+            self.controller.replay()
+        elif stop.after in ("explain_contrast", "explain_journey"):
+            self._inside_stop = stop  # shown once the explanation is in (_on_explained)
+            self.controller.explain_lane(0)
+
+    def _on_explained(self) -> None:
+        stop, self._inside_stop = self._inside_stop, None
+        if stop is not None:  # once every view has taken the explanation in
+            QTimer.singleShot(0, lambda: self._show_inside(stop))
+
+    def _show_inside(self, stop: tour.TourStop) -> None:
+        """Lane 0's explanation: where its contrast word looks back at the concessive one, or the logit lens where
+        the lane's choice settles latest (that step selected)."""
+        result = self.state.explanation(0)
+        if stop.after == "explain_contrast":
+            prompt = result.prompt_length
+            query = word_span(result, stop.extra["contrast"], last=True, within=prompt)[-1]
+            self.show_view("attention").show_look(query, word_span(result, stop.extra["concessive"], within=prompt))
+        else:
+            position = latest_settling(result)
+            if position is not None:
+                self.state.select(0, position + 1 - result.prompt_length)
+            self.show_view("lens")
+
+    @property
+    def waiting_for_explanation(self) -> bool:
+        """A stop's explanation is on its way, or has just come (its view is shown next)."""
+        return self._inside_stop is not None
