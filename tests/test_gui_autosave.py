@@ -117,8 +117,9 @@ def test_a_real_app_killed_mid_run_is_restored(qtbot, make_window, tiny_model_di
             if path.is_file():
                 data = json.loads(path.read_text())
                 lanes = data["lanes"]
-                if lanes and all(lane["finish_reason"] is None and lane["steps"] for lane in lanes):
-                    streamed = data  # an autosave of the run while it streams, every lane under way
+                if len(lanes) == 5 and all(lane["finish_reason"] is None and lane["steps"] for lane in lanes):
+                    streamed = data  # an autosave of the run while it streams, all 5 lanes under way (one
+                    # written mid-step holds only the lanes that have a record yet)
                     break
             time.sleep(0.05)
         assert streamed is not None, app.stderr.read().decode() if app.poll() is not None else "no autosave"
