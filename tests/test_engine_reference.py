@@ -16,10 +16,9 @@ import pytest
 
 from decoding.engine import Engine
 from decoding.fanout import fan_out
-from decoding.parameters import BY_NAME
 from decoding.spec import Branch, LaneSpec
 from decoding.trace import LaneTrace, PromptInfo, StepRecord
-from tests.reference import hf_generate, load_hf_model
+from tests.reference import apply_transformers, hf_generate, load_hf_model, transformers_processors
 
 STEPS = 40
 # words repeated in the prompt: the repetition penalty and no-repeat n-grams act on the prompt's ids too
@@ -88,32 +87,11 @@ def hf_model(tiny_model_dir, tiny_hf_dir):
     return load_hf_model(tiny_model_dir, tiny_hf_dir)
 
 
-def reference_processors(hf_model, spec: LaneSpec, prompt_length: int, eos: list[int]):
-    """transformers' processors for the lane, as its generate() builds them from a GenerationConfig (every
-    parameter the lane leaves unset given its off value: GenerationConfig's own defaults, such as top_k=50, are
-    not Branchpoint's), then put in the lane's processor_order if it has one."""
-    from transformers import GenerationConfig
-
-    values = {p.name: getattr(spec, p.name) for p in BY_NAME.values() if p.is_processor}
-    config = GenerationConfig(
-        do_sample=spec.do_sample, eos_token_id=eos, pad_token_id=eos[0],
-        **{name: BY_NAME[name].off if value is None else value for name, value in values.items()})
-    hf_model._prepare_special_tokens(config, kwargs_has_attention_mask=True, device="cpu")  # as generate() does
-    processors = hf_model._get_logits_processor(config, input_ids_seq_length=prompt_length, device="cpu")
-    if spec.processor_order is None:
-        return list(processors)
-    by_class = {type(processor).__name__: processor for processor in processors}
-    return [by_class[BY_NAME[name].hf] for name in spec.processor_order]
-
-
 def processed_probabilities(processors, history: Sequence[int], logits: np.ndarray) -> np.ndarray:
-    import torch
-
-    ids = torch.tensor([list(history)], dtype=torch.long)
-    scores = torch.from_numpy(logits.astype(np.float32))[None]
-    for processor in processors:
-        scores = processor(ids, scores)
-    return torch.softmax(scores[0].double(), dim=-1).numpy()
+    scores = apply_transformers(processors, [list(history)], logits[None])[0].astype(np.float64)
+    with np.errstate(under="ignore"):
+        weights = np.exp(scores - scores.max())
+    return weights / weights.sum()
 
 
 def numpy_draw(u: float, probs: np.ndarray) -> tuple[int, float, float]:
@@ -148,7 +126,7 @@ def check_step(record: StepRecord, probs: np.ndarray, spec: LaneSpec, u: float |
 
 def check_lane(lane: LaneTrace, spec: LaneSpec, prompt: list[int], source: RecordingSource, hf_model,
                eos: list[int]) -> int:
-    processors = reference_processors(hf_model, spec, len(prompt), eos)
+    processors = transformers_processors(hf_model, spec, len(prompt), eos)
     draws = np.random.Generator(np.random.PCG64(lane.config["seed"])) if spec.do_sample else None
     checked = 0
     for record in lane.steps:
