@@ -11,10 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 from PySide6.QtCore import Qt
 
 from decoding import jsonio
 from tests.gui_helpers import run_and_wait
+from tests.reliability.test_fuzz import damaged
 from tests.test_jsonio import fake_trace
 
 REPO = Path(__file__).resolve().parents[1]
@@ -143,5 +146,32 @@ def test_a_damaged_but_accepted_run_file_opens_in_the_real_widgets(qtbot, window
         window.charts.setCurrentIndex(index)
         qtbot.wait(40)
     window.grab()  # everything drawn once more
+    assert not window.error_banner.isVisible()
+
+
+A_RUN = jsonio.dumps(fake_trace())  # one text for every example (a run's timings differ from run to run)
+
+
+@settings(max_examples=10, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much])
+@given(data=st.data())
+def test_any_damaged_run_file_that_is_accepted_opens_in_the_real_widgets(qtbot, window, tmp_path, data):
+    """The run-file fuzz's damage (values replaced or retyped, keys and items dropped), kept when loading
+    accepts it, opened with the window's Open; every step selected, every chart tab shown."""
+    text = data.draw(damaged(A_RUN))
+    try:
+        jsonio.loads(text)
+    except jsonio.TraceFormatError:
+        assume(False)
+    path = tmp_path / "damaged.json"
+    path.write_text(text, encoding="utf-8")
+    window.open(path)
+    for lane_index, lane in enumerate(window.model.lanes):
+        for step in range(len(lane.trace.steps)):
+            window.model.select(lane_index, step)
+    for index in range(window.charts.count()):
+        window.charts.setCurrentIndex(index)
+        qtbot.wait(5)
+    window.grab()
     assert not window.error_banner.isVisible()
 
