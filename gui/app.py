@@ -150,7 +150,7 @@ def run_app(argv: list[str]) -> int:
                                                   "or restart to prepare the default model. Saved runs can still be "
                                                   "opened (Ctrl+O)."))
     if args.gui_open:
-        window.open(Path(args.gui_open))
+        window.files.open(Path(args.gui_open))
     window.show()
     window.report_stale_builds()
     if not args.gui_open:
@@ -160,7 +160,7 @@ def run_app(argv: list[str]) -> int:
     if args.gui_max_new_tokens is not None:
         window.prompt.max_new_tokens.setValue(args.gui_max_new_tokens)
     if args.gui_run:
-        window.run()
+        window.commands.run()
     QTimer.singleShot(0, window.preload_model)  # once the event loop has put the window on screen
     return app.exec()
 

@@ -110,3 +110,49 @@ def attention_and_lens(model, token_ids: list[int]):
         probs = torch.stack([torch.softmax(model.lm_head(h)[0], dim=-1) for h in rows])
         assert torch.allclose(model.lm_head(out.hidden_states[layers]), out.logits)
         return torch.cat(out.attentions).numpy(), probs.numpy()
+
+
+def transformers_processors(model, spec, prompt_length: int, eos_token_ids: list[int]) -> list:
+    """transformers' logits processors for a lane (a decoding.spec.LaneSpec), as its generate() builds them from a
+    GenerationConfig: which ones, in which order, with which arguments. Every parameter the lane leaves unset is
+    given its off value (GenerationConfig's own defaults, such as top_k=50, are not Branchpoint's). A lane's
+    processor_order, which transformers lacks, puts the same processors in that order."""
+    from transformers import GenerationConfig
+
+    from decoding.parameters import BY_NAME
+
+    values = {p.name: getattr(spec, p.name) for p in BY_NAME.values() if p.is_processor}
+    config = GenerationConfig(
+        do_sample=spec.do_sample, num_beams=spec.num_beams, eos_token_id=eos_token_ids,
+        pad_token_id=eos_token_ids[0], **{name: BY_NAME[name].off if value is None else value
+                                          for name, value in values.items()})
+    model._prepare_special_tokens(config, kwargs_has_attention_mask=True, device="cpu")  # as generate() does
+    processors = list(model._get_logits_processor(config, input_ids_seq_length=prompt_length, device="cpu"))
+    if spec.processor_order is None:
+        return processors
+    by_class = {type(processor).__name__: processor for processor in processors}
+    return [by_class[BY_NAME[name].hf] for name in spec.processor_order]
+
+
+def apply_transformers(processors: list, ids, scores):
+    """float32 [rows, vocab] scores through transformers' processors, reading the ids [rows, length]."""
+    import numpy as np
+    import torch
+
+    ids = torch.as_tensor(np.asarray(ids, dtype=np.int64))
+    out = torch.from_numpy(np.array(scores, dtype=np.float32))
+    with torch.no_grad():
+        for processor in processors:
+            out = processor(ids, out)
+    return out.numpy()
+
+
+def generation_model(vocab_size: int):
+    """A one-layer Llama of `vocab_size` tokens, random weights: for transformers' generation machinery only."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=vocab_size, hidden_size=8, intermediate_size=16, num_hidden_layers=1,
+                         num_attention_heads=1, num_key_value_heads=1)
+    return LlamaForCausalLM(config).eval()

@@ -245,7 +245,13 @@ def test_default_lanes_run_together():
     trace = engine.run(PROMPT, assign_seeds(default_lanes(), 0), max_new_tokens=16)
     assert [lane.name for lane in trace.lanes] == ["greedy", "beam-4", "top-k 50", "top-p 0.9", "T 1.3"]
     assert source.prefill_calls == 1
-    assert all(lane.token_ids for lane in trace.lanes)
+    assert source.step_calls == max(len(lane.token_ids) for lane in trace.lanes) - 1  # one batched call a step
+    for lane in trace.lanes:  # together, each lane gives what it gives alone: same tokens, same records
+        alone_engine, _ = make_engine(eos=[2], vocab=128)
+        spec = next(spec for spec in assign_seeds(default_lanes(), 0) if spec.name == lane.name)
+        alone = alone_engine.run(PROMPT, [spec], max_new_tokens=16).lanes[0]
+        assert (lane.token_ids, lane.finish_reason) == (alone.token_ids, alone.finish_reason), lane.name
+        assert [(s.top, s.prob, s.draw) for s in lane.steps] == [(s.top, s.prob, s.draw) for s in alone.steps]
 
 
 def test_prefix_needs_one_record_per_token():
@@ -254,9 +260,23 @@ def test_prefix_needs_one_record_per_token():
         engine.start(PROMPT, [LaneSpec("greedy")], max_new_tokens=5, prefix=Prefix([1, 2], []))
 
 
-def test_fake_source_is_history_deterministic():
-    source = FakeSource(32)
-    assert np.array_equal(source.logits_for([1, 2, 3]), source.logits_for([1, 2, 3]))
+def test_every_record_is_decided_from_the_logits_of_its_own_history():
+    """Through forks (a branch, a fan-out of rows), reorders (beams) and dropped rows, each single-row lane's
+    step reads the logits row of exactly its prompt and tokens so far (the fake source's logits are a function
+    of the whole history): its raw distribution is softmax(logits of that history)."""
+    engine, source = make_engine(eos=[2], vocab=48)
+    specs = [*SIX_LANES, LaneSpec("branch", branch=Branch("top-k", 3, 7), do_sample=True, seed=9)]
+    trace = engine.run(PROMPT, specs, max_new_tokens=12)
+    for lane in trace.lanes:
+        if lane.sequences is not None:
+            continue  # a beam lane's records follow its best final sequence, built from several rows
+        for record in lane.steps:
+            logits = source.logits_for([*PROMPT.ids, *lane.token_ids[: record.step]]).astype(np.float64)
+            probs = np.exp(logits - logits.max())
+            probs /= probs.sum()
+            best = np.argsort(-probs, kind="stable")[: len(record.top_raw)]
+            assert list(record.top_raw.ids) == best.tolist(), (lane.name, record.step)
+            assert record.prob_raw == pytest.approx(probs[record.token_id], abs=1e-6), (lane.name, record.step)
 
 
 class FailingPrefill(FakeSource):

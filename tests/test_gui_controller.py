@@ -11,7 +11,7 @@ from decoding.engine import Engine
 from decoding.spec import LaneSpec
 from decoding.trace import ModelInfo, PromptInfo
 from gui.state.controller import RunController
-from gui.state.model_holder import RunRequest
+from gui.state.requests import RunRequest
 from gui.state.run_state import EVENTS, JobKind, RunState, Selection
 from tests.fake_source import FakeSource, FakeTokenizer
 

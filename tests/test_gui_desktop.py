@@ -18,7 +18,7 @@ from decoding.spec import LaneSpec
 from gui.app import make_application
 from gui.main_window import MainWindow
 from gui.shell import unsaved
-from gui.shell.settings import DEFAULT_SIZE, Settings, named_splitters
+from gui.shell.settings import DEFAULT_SIZE, Settings, apply_layout, capture_layout, named_splitters
 from tests.test_jsonio import fake_trace
 
 RUN_TIMEOUT_MS = 60_000
@@ -425,6 +425,20 @@ def test_the_device_menu_reloads_the_model_on_that_device(qtbot, make_window, ti
 
 
 def test_splitters_named_for_settings_are_all_there(qtbot, make_window):
+    """The window's four movable dividers are named (settings keep their sizes by name), every other splitter
+    is one of the text's columns, and a layout captured and applied again puts the moved dividers back."""
     window = make_window()
+    splitters = named_splitters(window)
+    assert sorted(splitters) == ["bottomSplitter", "laneSplitter", "mainSplitter", "rightSplitter"]
+    assert all(splitter.count() >= 2 for splitter in splitters.values())
     unnamed = [s for s in window.findChildren(QSplitter) if not s.objectName()]
     assert all(window.text.isAncestorOf(s) for s in unnamed)  # only the text's columns (one per lane)
+    qtbot.wait(50)
+    layout = capture_layout(window, (window.width(), window.height()))
+    before = {name: splitter.sizes() for name, splitter in splitters.items()}
+    for splitter in splitters.values():
+        sizes = splitter.sizes()
+        splitter.setSizes([sizes[0] + sizes[1] - 40, 40, *sizes[2:]])
+    assert all(splitter.sizes() != before[name] for name, splitter in splitters.items())
+    apply_layout(window, layout)
+    assert {name: splitter.sizes() for name, splitter in splitters.items()} == before

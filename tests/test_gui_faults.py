@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QComboBox, QLineEdit, QSpinBox
 
 from decoding.spec import LaneSpec, default_lanes
-from gui.present.lane_fields import FIELDS
+from gui.present.lane_fields import FIELDS, display_value
 from gui.shell import restore
 from gui.views.lanes_editor import preset_for_window
 from tests.gui_helpers import wait_idle
@@ -72,12 +72,37 @@ def test_typed_lane_values_never_break_the_editor(editor_window, edits):
     for row in (2, 1):  # a sampled lane, then the beam lane
         editor.table.selectRow(row)
         for name, value in edits:
+            before = window.state.lanes[row].spec
             _type_into(editor.form.widgets[name], value)
             lane = window.state.lanes[row]
             assert isinstance(lane.spec, LaneSpec)  # never an invalid spec: refused edits are reverted
             LaneSpec.from_config(lane.name, lane.spec.to_config())
             message = editor.message.text()
             assert not message or message.startswith(("Refused:", "Note:"))
+            if message.startswith("Refused:"):
+                assert lane.spec == before, message  # the lane keeps what it had
+            assert_the_form_shows(editor, lane.spec)  # a refused value is gone from the form too
+
+
+def assert_the_form_shows(editor, spec: LaneSpec) -> None:
+    shown = editor.form.values()
+    assert {f.name: shown[f.name] for f in FIELDS} == {f.name: display_value(spec, f) for f in FIELDS}
+
+
+def test_a_valid_typed_value_is_applied_and_a_refused_one_reverted(editor_window):
+    window = editor_window
+    window.state.set_specs(preset_for_window(spec) for spec in default_lanes())
+    editor = window.lanes
+    editor.table.selectRow(3)  # top-p 0.9
+    _type_into(editor.form.widgets["top_p"], 0.5)
+    assert window.state.lanes[3].spec.top_p == 0.5 and not editor.message.text().startswith("Refused:")
+    assert_the_form_shows(editor, window.state.lanes[3].spec)
+    editor.table.selectRow(1)  # beam-4
+    before = window.state.lanes[1].spec
+    _type_into(editor.form.widgets["num_return_sequences"], before.num_beams + 1)  # more than it has beams
+    assert editor.message.text().startswith("Refused:") and "num_return_sequences" in editor.message.text()
+    assert window.state.lanes[1].spec == before
+    assert editor.form.widgets["num_return_sequences"].value() == before.num_return_sequences
 
 
 def _type_into(widget, value) -> None:
@@ -101,7 +126,6 @@ def test_two_instances_restoring_the_same_autosave_one_wins(qtbot, make_window, 
 
     source = make_window(tiny_model_dir)
     run_and_wait(qtbot, source, max_new_tokens=6)
-    qtbot.waitUntil(lambda: source.autosaver.path.is_file(), timeout=5000)
     source.autosaver.flush()
     _orphan_of(source.autosaver.path)
     first, second = make_window(None), make_window(None)

@@ -5,6 +5,8 @@ characters, and each view exports a figure."""
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import pytest
 from PySide6.QtCore import Qt
@@ -272,7 +274,15 @@ def test_chinese_labels_are_characters_the_fonts_draw(qtbot, chinese):
 # ------------------------------------------------------------------------------------------------ export
 
 
+def coloured_pixels(image: QImage) -> int:
+    """How many of an image's pixels (every third row and column) are coloured, not grey or white."""
+    pixels = [image.pixelColor(x, y) for x in range(0, image.width(), 3) for y in range(0, image.height(), 3)]
+    return sum(colour.hsvSaturation() > 60 and colour.value() > 40 for colour in pixels)
+
+
 def test_each_inside_view_exports_a_figure(qtbot, english, tmp_path):
+    """The exported figure holds what the view shows: its title, and its scene's coloured cells (about as many
+    coloured pixels as the view on screen: the plot is exported at its own size), in the PNG and the SVG."""
     views = {"attention": AttentionView(english), "logit_lens": LensView(english), "tokens": TokenView(english)}
     for name, view in views.items():
         shown(qtbot, view)
@@ -280,9 +290,14 @@ def test_each_inside_view_exports_a_figure(qtbot, english, tmp_path):
         assert figure is not None and figure.title, name
         image = export.figure_image(figure)
         assert image.width() > 300 and image.height() > 200
+        on_screen, exported = coloured_pixels(view.grab().toImage()), coloured_pixels(image)
+        assert on_screen > 30 and 0.6 * on_screen < exported < 1.6 * on_screen, (name, on_screen, exported)
         png = export.save_png(image, tmp_path / f"{name}.png")
+        assert coloured_pixels(QImage(str(png))) == exported
         svg = export.save_figure_svg(figure, tmp_path / f"{name}.svg")
-        assert png.stat().st_size > 2000 and svg.stat().st_size > 2000
+        text = svg.read_text(encoding="utf-8")
+        assert f"<title>{html.escape(figure.title, quote=False)}</title>" in text, name
+        assert any(f"<{shape}" in text for shape in ("path", "image", "rect", "polyline", "polygon", "text")), name
 
 
 def test_lens_cell_texts_fit_their_cells_when_the_panel_narrows(qtbot, english):

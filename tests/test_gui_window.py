@@ -3,6 +3,9 @@ ONNX Runtime, real files. Every window is shut down (worker stopped and its thre
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
+
 import pytest
 from PySide6.QtCore import QEvent, QPoint, Qt, QThread
 from PySide6.QtGui import QColor, QHelpEvent, QImage, QTextCursor
@@ -20,9 +23,12 @@ def test_run_fills_every_lane(qtbot, window):
     run_and_wait(qtbot, window, max_new_tokens=12)
     assert not window.error_banner.isVisible()
     assert len(window.text.columns) == 5
-    for lane, text in zip(window.state.traces, window.text.column_texts(), strict=True):
-        assert 1 <= len(lane.steps) <= 12
-        assert text.strip()
+    shown = window.state.shown_trace()
+    # the same lanes run by the engine itself, outside the window: the window shows what they give
+    alone = window.controller.holder.engine().run(shown.prompt, specs_of(shown), max_new_tokens=12)
+    for lane, expected, text in zip(window.state.traces, alone.lanes, window.text.column_texts(), strict=True):
+        assert lane.token_ids == expected.token_ids and 1 <= len(lane.steps) <= 12, lane.name
+        assert letters(text).startswith(letters(expected.text)[:20]), (lane.name, text, expected.text)
     assert "step" in window.status.step.text()
     assert window.status.provider.text() == "CPU"
     beam = window.text.columns[1]
@@ -32,6 +38,12 @@ def test_run_fills_every_lane(qtbot, window):
     assert "beam #4" in beam.browser.toPlainText() and beam.browser.toPlainText().startswith(best)
     qtbot.mouseClick(beam.beams_button, Qt.MouseButton.LeftButton)  # and fold them again
     assert beam.browser.toPlainText() == best
+
+
+def letters(text: str) -> str:
+    """The letters and digits of a text, without the ‹e8 af› labels a column writes for bytes of unfinished
+    characters and the \\x1e it writes for control characters."""
+    return "".join(filter(str.isalnum, re.sub(r"‹[^›]*›|\\x[0-9a-f]{2}", "", text)))
 
 
 def test_ctrl_enter_runs_and_escape_stops_mid_run(qtbot, window):
@@ -207,6 +219,14 @@ def test_replay_reruns_with_the_model_and_finds_every_token_identical(qtbot, win
     assert not window.error_banner.isVisible()
     assert [lane.token_ids for lane in window.state.traces] == before
     assert "identical" in window.status.currentMessage()
+    greedy = window.state.lanes[0].trace  # a run that the model does not give (a changed file): said, where
+    changed = (greedy.token_ids[3] + 1) % window.controller.holder.engine().source.vocab_size
+    greedy.token_ids[3], greedy.steps[3] = changed, replace(greedy.steps[3], token_id=changed)
+    window.window_actions["replay"].trigger()
+    wait_idle(qtbot, window)
+    notice = window.state.notice
+    assert notice is not None and "Replay differs" in notice.text and "greedy" in notice.text, notice
+    assert window.state.lanes[0].trace.token_ids == before[0]  # the model's own tokens, shown again
 
 
 def test_an_engine_error_is_shown_and_the_text_so_far_kept(qtbot, window):

@@ -190,22 +190,44 @@ def test_export_images_show_the_prompt_and_every_lane(qtbot, window, tmp_path):
 
 
 def test_right_click_on_a_mark_opens_the_lanes_menu_not_the_link_menu(qtbot, window):
+    from PySide6.QtGui import QContextMenuEvent, QTextCursor
+    from PySide6.QtWidgets import QApplication, QMenu
+
+    from tests.gui_helpers import anchors
+
     run_and_wait(qtbot, window, max_new_tokens=10)
     lane = next(i for i in range(1, 5) if window.state.divergence_step(i) is not None)
     step = window.state.divergence_step(lane)
     browser = window.text.columns[lane].browser
-    from tests.gui_helpers import anchors
-
     position = anchors(window, lane)[f"tok:{lane}:{step}"]
     document = browser.document()
     mark = position - 1  # the ◆ sits right before its token
     assert document.characterAt(mark) == "◆"
-    from PySide6.QtGui import QTextCursor
-
     cursor = QTextCursor(document)
     cursor.setPosition(mark)
     point = browser.cursorRect(cursor).center() + QPoint(3, 0)
-    assert browser.token_at(point) == (lane, step)
+    shown: list[list[str]] = []
+
+    def read_and_close_the_menu() -> None:
+        menu = QApplication.activePopupWidget()
+        if not isinstance(menu, QMenu):
+            qtbot.wait(20)  # not open yet
+            return read_and_close_the_menu()
+        shown.append([action.text() for action in menu.actions()])
+        menu.close()
+
+    from PySide6.QtCore import QTimer
+
+    QTimer.singleShot(50, read_and_close_the_menu)  # the menu's exec() runs its own loop until it closes
+    right_click = QContextMenuEvent(QContextMenuEvent.Reason.Mouse, point, browser.viewport().mapToGlobal(point))
+    QApplication.sendEvent(browser.viewport(), right_click)
+    (texts,) = shown
+    assert texts[:2] == ["Branch from here with…", "Force for all lanes…"], texts  # the lane's menu for that step
+    assert not any("Link" in text for text in texts), texts  # not the text browser's link menu
+    record = window.state.step_record(lane, step)
+    menu = browser.alternatives_menu(lane, record)
+    branch_labels = [action.text() for action in menu.actions()[0].menu().actions()]
+    assert len(branch_labels) == min(10, len(record.top))  # one entry per candidate token of that step
 
 
 def test_critical_thresholds_are_settings_shown_in_the_legend(qtbot, window):

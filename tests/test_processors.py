@@ -24,6 +24,8 @@ from transformers.generation import logits_process as lp
 
 from decoding import processors as P
 from decoding.parameters import PROCESSOR_ORDER
+from decoding.spec import LaneSpec
+from tests.reference import generation_model, transformers_processors
 
 TOL = 1e-5
 EXAMPLES = int(os.environ.get("BRANCHPOINT_HYPOTHESIS_EXAMPLES", "60"))  # raise it for a deeper search
@@ -348,12 +350,25 @@ TRANSFORMERS_NAMES = {
 }
 
 
+TRANSFORMERS_CLASSES = {  # spelled out here, not read from decoding.parameters (the table under test)
+    "RepetitionPenaltyLogitsProcessor": "repetition_penalty", "NoRepeatNGramLogitsProcessor": "no_repeat_ngram_size",
+    "MinNewTokensLengthLogitsProcessor": "min_new_tokens", "TemperatureLogitsWarper": "temperature",
+    "TopKLogitsWarper": "top_k", "TopPLogitsWarper": "top_p", "MinPLogitsWarper": "min_p",
+    "TypicalLogitsWarper": "typical_p",
+}
+
+
 def test_default_order_is_transformers_order_and_the_spec_order():
+    """The order is read from transformers: the processors its generate() builds with every one of them on."""
     everything = {"do_sample": True, "repetition_penalty": 1.1, "no_repeat_ngram_size": 3,
                   "min_new_tokens": 2, "temperature": 0.7, "top_k": 40, "top_p": 0.9, "min_p": 0.05,
                   "typical_p": 0.95}
+    theirs = transformers_processors(generation_model(16), LaneSpec("all", **everything), 4, [2])
+    transformers_order = [TRANSFORMERS_CLASSES[type(processor).__name__] for processor in theirs]
+    assert len(transformers_order) == len(TRANSFORMERS_CLASSES)
     names = [p.name for p in P.build_processors(everything, 4, [2], 1)]
-    assert names == list(PROCESSOR_ORDER)
+    assert names == transformers_order == list(PROCESSOR_ORDER)
+    assert LaneSpec("all", **everything).processors() == transformers_order
 
 
 def test_build_applies_only_what_the_config_names():

@@ -70,13 +70,21 @@ class Autosaver(QObject):
         self._soon.start()
 
     def _on_run_finished(self) -> None:
+        """The run's final state is queued at once (behind a write on its way, never skipped for it): a timer
+        could fire after the user, or a test, has read the file or exited."""
         self._streaming.stop()
-        self._changed_now()
+        self._soon.stop()
+        self._dirty = True
+        self._save()
 
     @Slot()
     def save_if_dirty(self) -> None:
         if not self._dirty or (self._pending is not None and not self._pending.done()):
             return  # a write is on its way: the next tick takes the newer state
+        self._save()
+
+    def _save(self) -> None:
+        """Queue a write of the current state (one writing thread: writes land in the order queued)."""
         trace = self.state.autosave_trace()
         if trace is None:
             return
@@ -100,7 +108,9 @@ class Autosaver(QObject):
                                    cause="autosave")
 
     def flush(self) -> None:
-        """Wait for the write on its way (tests, exit)."""
+        """Write what changed since the last write and wait until every queued write is on disk (tests, exit)."""
+        if self._dirty:
+            self._save()
         if self._pending is not None:
             self._pending.result()
 

@@ -68,14 +68,40 @@ from decoding import jsonio
 from decoding.autosave import Autosave
 from tests.reliability.test_autosave import a_run
 saver = Autosave(sys.argv[1])
-texts = [jsonio.dumps(a_run(tokens=40, seed=seed)) for seed in range(4)]
-saver.write(a_run(tokens=40, seed=0))
+traces = [a_run(tokens=40, seed=seed) for seed in range(4)]
+texts = {id(trace): jsonio.dumps(trace) for trace in traces}
+jsonio.dumps = lambda trace: texts[id(trace)]  # serialised once: the loop's time is spent writing the file
+saver.write(traces[0])
 print("ready", flush=True)
 index = 1
-while True:  # Autosave.write's atomic part, back to back: most of the time is spent inside it
-    jsonio.write_text_atomic(saver.path, texts[index % 4])
+while True:  # Autosave.write, back to back
+    saver.write(traces[index % 4])
     index += 1
 """
+
+KILLED_BEFORE_THE_RENAME = """
+import os, signal, sys
+from decoding import jsonio
+from decoding.autosave import Autosave
+from tests.reliability.test_autosave import a_run
+saver = Autosave(sys.argv[1])
+saver.write(a_run(seed=0))
+jsonio.os.replace = lambda *_: os.kill(os.getpid(), signal.SIGKILL)  # the new run is on disk, not yet renamed
+saver.write(a_run(seed=1))
+"""
+
+
+@pytest.mark.skipif(os.name == "nt", reason="SIGKILL")
+def test_a_kill_in_the_middle_of_an_autosave_leaves_the_previous_run_and_the_next_start_removes_the_rest(tmp_path):
+    folder = tmp_path / "autosave"
+    writer = subprocess.run([sys.executable, "-c", KILLED_BEFORE_THE_RENAME, str(folder)], cwd=REPO,
+                            env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True)
+    assert writer.returncode == -signal.SIGKILL, writer.stderr
+    left = sorted(path.name for path in folder.iterdir())
+    assert len(left) == 2 and left[0].endswith(".tmp"), left  # the kill left the unrenamed temp file
+    (found,) = orphans(folder)  # the next start
+    assert [lane.token_ids for lane in restore(found).lanes] == [lane.token_ids for lane in a_run(seed=0).lanes]
+    assert [path.name for path in folder.iterdir()] == [found.name]
 
 
 @pytest.mark.slow
@@ -133,8 +159,10 @@ class _FullFile:
 def test_save_into_an_unwritable_place_says_where_and_keeps_the_old_file(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    with pytest.raises(OSError):
+    with pytest.raises(OSError) as autosaving:
         Autosave(blocker / "autosave").write(a_run())
-    with pytest.raises(OSError):
+    with pytest.raises(OSError) as saving:
         jsonio.save(a_run(), blocker / "run.json")
+    for error in (autosaving.value, saving.value):  # the message the window shows names the place
+        assert str(blocker) in str(error) and error.strerror in str(error), error
     assert blocker.read_text() == "not a folder"

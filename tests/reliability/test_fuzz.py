@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import HealthCheck, assume, event, example, given, settings
 from hypothesis import strategies as st
 
 from cli.terminal_text import render
@@ -26,6 +26,7 @@ from decoding.selectors import Sampler
 from decoding.spec import Branch, LaneSpec
 from decoding.trace import PromptInfo
 from tests.fake_source import FakeSource, FakeTokenizer, SummarizingSource
+from tests.reference import apply_transformers, generation_model, transformers_processors
 
 EXAMPLES = int(os.environ.get("BRANCHPOINT_HYPOTHESIS_EXAMPLES", "60"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None,
@@ -87,9 +88,34 @@ def make_logits(kind: str, seed: int, rows: int) -> np.ndarray:
     return x.astype(np.float32)
 
 
+@pytest.fixture(scope="module")
+def generation_machinery():
+    return generation_model(VOCAB)
+
+
+EVERY_PROCESSOR = [  # hypothesis favours short-cut examples (a peaked row keeps one token): each processor at work
+    LaneSpec("top-p", do_sample=True, top_p=0.9, seed=1),
+    LaneSpec("top-k", do_sample=True, top_k=7, temperature=1.5, seed=2),
+    LaneSpec("min-p", do_sample=True, min_p=0.05, seed=3),
+    LaneSpec("typical", do_sample=True, typical_p=0.8, seed=4),
+    LaneSpec("order", do_sample=True, top_p=0.7, temperature=0.6, seed=5, processor_order=("top_p", "temperature")),
+    LaneSpec("penalties", repetition_penalty=1.7, no_repeat_ngram_size=2, min_new_tokens=3),
+]
+
+
 @SETTINGS
 @given(spec=lane_specs(), logits=logit_rows, history=st.lists(st.integers(0, VOCAB - 1), min_size=1, max_size=12))
-def test_processors_and_the_draw_keep_a_valid_distribution(spec, logits, history):
+@example(spec=EVERY_PROCESSOR[0], logits=("normal", 1), history=[1, 2])
+@example(spec=EVERY_PROCESSOR[0], logits=("ties", 2), history=[1, 2])
+@example(spec=EVERY_PROCESSOR[1], logits=("ties", 3), history=[5])
+@example(spec=EVERY_PROCESSOR[2], logits=("normal", 4), history=[5])
+@example(spec=EVERY_PROCESSOR[3], logits=("normal", 5), history=[5])
+@example(spec=EVERY_PROCESSOR[4], logits=("normal", 6), history=[5])
+@example(spec=EVERY_PROCESSOR[5], logits=("normal", 7), history=[4, 9, 4, 9, 4])
+def test_processors_and_the_draw_keep_a_valid_distribution(generation_machinery, spec, logits, history):
+    """Branchpoint's processors give what transformers' give on any logits (ties at a cut may keep other ids
+    of the same score: transformers' sort leaves them in no set order), and the draw takes the token whose
+    interval of the processed distribution (descending probability, ties by id) holds u."""
     rows = spec.num_beams
     scores = make_logits(*logits, rows)
     processors = build_processors(spec.to_config(), 1, [EOS], spec.num_beams, spec.processor_order)
@@ -97,12 +123,29 @@ def test_processors_and_the_draw_keep_a_valid_distribution(spec, logits, history
     out = apply_processors(processors, ids, scores) if processors else scores
     assert out.shape == scores.shape and out.dtype == np.float32
     assert not np.isnan(out).any() and not np.isposinf(out).any()
+    expected = apply_transformers(transformers_processors(generation_machinery, spec, 1, [EOS]), ids, scores)
+    for ours, theirs in zip(out, expected, strict=True):
+        kept, kept_too = ours > -np.inf, theirs > -np.inf
+        both = kept & kept_too
+        np.testing.assert_allclose(ours[both], theirs[both], rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(np.sort(ours[kept & ~kept_too]), np.sort(theirs[kept_too & ~kept]))
     finite = np.isfinite(out).any(axis=1)
     if not (spec.min_new_tokens or spec.no_repeat_ngram_size):  # else they may ban the only finite tokens
         assert finite.all()
     if spec.do_sample and finite[0]:
         draw = Sampler(spec.seed).draw(out[0])
-        assert np.isfinite(out[0, draw.token_id]) and draw.low <= draw.u < draw.high
+        u = float(np.random.Generator(np.random.PCG64(spec.seed)).random())
+        assert (draw.token_id, draw.u) == (inverse_cdf(u, out[0]), u)
+        assert draw.low <= draw.u < draw.high
+
+
+def inverse_cdf(u: float, scores: np.ndarray) -> int:
+    """The token u selects from softmax(scores), walking descending probability, equal ones by ascending id."""
+    weights = np.exp(scores.astype(np.float64) - scores.max())
+    probs = weights / weights.sum()
+    kept = np.flatnonzero(probs > 0)
+    order = kept[np.lexsort((kept, -probs[kept]))]
+    return int(order[min(int(np.searchsorted(np.cumsum(probs[order]), u, side="right")), order.size - 1)])
 
 
 class NoisySource(SummarizingSource):

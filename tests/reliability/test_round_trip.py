@@ -17,7 +17,7 @@ from decoding import jsonio
 from decoding.replay import compare, replay
 from decoding.spec import LaneSpec
 from gui.state.controller import RunController
-from gui.state.model_holder import RunRequest
+from gui.state.requests import RunRequest
 from gui.state.run_state import RunState
 from tests.test_gui_controller import SyncRunner
 
@@ -112,8 +112,7 @@ def test_every_lane_kind_fanout_and_every_kind_of_branch(holder, model_dir, tmp_
     assert reopened.files.open(path) is not None and reopened.state.notice is None
     again = tmp_path / "again.json"
     assert reopened.files.save(again)
-    assert jsonio.dumps(jsonio.load(again)) == jsonio.dumps(jsonio.load(again))
-    assert [lane.token_ids for lane in jsonio.load(again).lanes] == [lane.token_ids for lane in trace.lanes]
+    assert again.read_text(encoding="utf-8") == path.read_text(encoding="utf-8")  # opened and saved: the same file
 
 
 @pytest.mark.slow
