@@ -109,9 +109,9 @@ def test_every_lane_kind_fanout_and_every_kind_of_branch(holder, model_dir, tmp_
     assert any(lane.replay_of for lane in trace.lanes) and any(lane.fanout for lane in trace.lanes)
     assert all(lane.finish_reason in ("length", "eos", "stop_string") for lane in trace.lanes)
     reopened = controller_for(holder, [])
-    assert reopened.files.open(path) is not None and reopened.state.notice is None
+    assert reopened.open(path) is not None and reopened.state.notice is None
     again = tmp_path / "again.json"
-    assert reopened.files.save(again)
+    assert reopened.save(again)
     assert again.read_text(encoding="utf-8") == path.read_text(encoding="utf-8")  # opened and saved: the same file
 
 

@@ -1,2287 +1,2384 @@
 <?xml version="1.0" encoding="utf-8"?>
 <!DOCTYPE TS>
 <TS version="2.1" language="zh_CN">
-<context>
-    <name>About</name>
-    <message>
-        <source>not loaded yet (the first run loads it)</source>
-        <translation>尚未加载（首次运行时加载）</translation>
-    </message>
-    <message>
-        <source>none</source>
-        <translation>无</translation>
-    </message>
-    <message>
-        <source>Model</source>
-        <translation>模型</translation>
-    </message>
-    <message>
-        <source>Execution provider in use</source>
-        <translation>实际使用的执行提供程序</translation>
-    </message>
-    <message>
-        <source>Device setting</source>
-        <translation>设备设置</translation>
-    </message>
-    <message>
-        <source>Cache folder (models, logs)</source>
-        <translation>缓存文件夹（模型、日志）</translation>
-    </message>
-    <message>
-        <source>Settings file</source>
-        <translation>设置文件</translation>
-    </message>
-</context>
-<context>
-    <name>AboutDialog</name>
-    <message>
-        <source>About Branchpoint</source>
-        <translation>关于 Branchpoint</translation>
-    </message>
-    <message>
-        <source>See how a language model chooses its words: one small causal LM continues a prompt under several decoding strategies side by side.</source>
-        <translation>看看语言模型如何选词：一个小型因果语言模型用几种解码策略并排续写同一个提示词。</translation>
-    </message>
-</context>
-<context>
-    <name>GenerationConfigs</name>
-    <message>
-        <source>Refused: {error}</source>
-        <translation>已拒绝：{error}</translation>
-    </message>
-    <message>
-        <source>Added “{name}” from {path}: it decodes as transformers does with this file.</source>
-        <translation>已从 {path} 添加“{name}”：它的解码方式与 transformers 使用该文件时相同。</translation>
-    </message>
-    <message>
-        <source>Could not export “{name}”: {error}</source>
-        <translation>无法导出“{name}”：{error}</translation>
-    </message>
-    <message>
-        <source> (not part of a generation config: {keys})</source>
-        <translation>（生成配置不包含：{keys}）</translation>
-    </message>
-    <message>
-        <source>Exported “{name}” to {path}{note}.</source>
-        <translation>已将“{name}”导出到 {path}{note}。</translation>
-    </message>
-    <message>
-        <source>Add a lane from a generation config</source>
-        <translation>从生成配置添加泳道</translation>
-    </message>
-    <message>
-        <source>Select the lane to export first.</source>
-        <translation>请先选择要导出的泳道。</translation>
-    </message>
-    <message>
-        <source>Export the lane as a generation config</source>
-        <translation>将泳道导出为生成配置</translation>
-    </message>
-    <message>
-        <source>From generation_config.json…</source>
-        <translation>从 generation_config.json 添加…</translation>
-    </message>
-    <message>
-        <source>A lane that decodes as transformers does with a model&apos;s generation_config.json</source>
-        <translation>一条按模型的 generation_config.json、与 transformers 相同方式解码的泳道</translation>
-    </message>
-    <message>
-        <source>Rename</source>
-        <translation>重命名</translation>
-    </message>
-    <message>
-        <source>Duplicate</source>
-        <translation>复制</translation>
-    </message>
-    <message>
-        <source>Remove</source>
-        <translation>移除</translation>
-    </message>
-    <message>
-        <source>Export as generation_config.json…</source>
-        <translation>导出为 generation_config.json…</translation>
-    </message>
-    <message>
-        <source>Add from generation_config.json…</source>
-        <translation>从 generation_config.json 添加…</translation>
-    </message>
-</context>
-<context>
-    <name>MainWindow</name>
-    <message>
-        <source>start a new run</source>
-        <translation>开始新的运行</translation>
-    </message>
-    <message>
-        <source>open another run</source>
-        <translation>打开另一次运行</translation>
-    </message>
-    <message>
-        <source>quit</source>
-        <translation>退出</translation>
-    </message>
-</context>
-<context>
-    <name>Menus</name>
-    <message>
-        <source>Follow the system</source>
-        <translation>跟随系统</translation>
-    </message>
-    <message>
-        <source>Light</source>
-        <translation>浅色</translation>
-    </message>
-    <message>
-        <source>Dark</source>
-        <translation>深色</translation>
-    </message>
-    <message>
-        <source>Automatic (CUDA when it really runs, else CPU)</source>
-        <translation>自动（CUDA 真正可用时用 CUDA，否则用 CPU）</translation>
-    </message>
-    <message>
-        <source>&amp;File</source>
-        <translation>文件(&amp;F)</translation>
-    </message>
-    <message>
-        <source>&amp;Run</source>
-        <translation>运行(&amp;R)</translation>
-    </message>
-    <message>
-        <source>&amp;Lanes</source>
-        <translation>泳道(&amp;L)</translation>
-    </message>
-    <message>
-        <source>&amp;View</source>
-        <translation>视图(&amp;V)</translation>
-    </message>
-    <message>
-        <source>&amp;Help</source>
-        <translation>帮助(&amp;H)</translation>
-    </message>
-    <message>
-        <source>Ask to save before a new run</source>
-        <translation>新运行前询问是否保存</translation>
-    </message>
-    <message>
-        <source>Before a new run replaces a run that has not been saved, ask whether to save it</source>
-        <translation>新的运行将替换尚未保存的运行时，先询问是否保存</translation>
-    </message>
-    <message>
-        <source>&amp;Quit</source>
-        <translation>退出(&amp;Q)</translation>
-    </message>
-    <message>
-        <source>&amp;Run all lanes</source>
-        <translation>运行全部泳道(&amp;R)</translation>
-    </message>
-    <message>
-        <source>&amp;Stop</source>
-        <translation>停止(&amp;S)</translation>
-    </message>
-    <message>
-        <source>Run again and &amp;compare</source>
-        <translation>再次运行并比较(&amp;C)</translation>
-    </message>
-    <message>
-        <source>Run every lane again (fresh draws where the seed is auto) and say where each differs from this run</source>
-        <translation>再次运行每条泳道（种子为自动时重新抽样），并指出每条泳道与本次运行的不同之处</translation>
-    </message>
-    <message>
-        <source>Critical-point &amp;thresholds…</source>
-        <translation>临界点阈值(&amp;T)…</translation>
-    </message>
-    <message>
-        <source>What makes a step a critical point (▲)</source>
-        <translation>什么样的步骤算作临界点（▲）</translation>
-    </message>
-    <message>
-        <source>&amp;Device</source>
-        <translation>设备(&amp;D)</translation>
-    </message>
-    <message>
-        <source>&amp;Add lane (greedy)</source>
-        <translation>添加泳道（贪心）(&amp;A)</translation>
-    </message>
-    <message>
-        <source>Add lane from &amp;preset</source>
-        <translation>从预设添加泳道(&amp;P)</translation>
-    </message>
-    <message>
-        <source>&amp;Replace selected lane with preset</source>
-        <translation>用预设替换所选泳道(&amp;R)</translation>
-    </message>
-    <message>
-        <source>&amp;Duplicate selected lane</source>
-        <translation>复制所选泳道(&amp;D)</translation>
-    </message>
-    <message>
-        <source>Re&amp;move selected lane</source>
-        <translation>移除所选泳道(&amp;M)</translation>
-    </message>
-    <message>
-        <source>Move selected lane &amp;left</source>
-        <translation>所选泳道左移(&amp;L)</translation>
-    </message>
-    <message>
-        <source>Move selected lane r&amp;ight</source>
-        <translation>所选泳道右移(&amp;I)</translation>
-    </message>
-    <message>
-        <source>Add lane from &amp;generation_config.json…</source>
-        <translation>从 generation_config.json 添加泳道(&amp;G)…</translation>
-    </message>
-    <message>
-        <source>&amp;Export selected lane as generation_config.json…</source>
-        <translation>将所选泳道导出为 generation_config.json(&amp;E)…</translation>
-    </message>
-    <message>
-        <source>&amp;Theme</source>
-        <translation>主题(&amp;T)</translation>
-    </message>
-    <message>
-        <source>&amp;Language</source>
-        <translation>语言(&amp;L)</translation>
-    </message>
-    <message>
-        <source>&amp;Previous lane</source>
-        <translation>上一条泳道(&amp;P)</translation>
-    </message>
-    <message>
-        <source>&amp;Next lane</source>
-        <translation>下一条泳道(&amp;N)</translation>
-    </message>
-    <message>
-        <source>&amp;Full screen</source>
-        <translation>全屏(&amp;F)</translation>
-    </message>
-    <message>
-        <source>&amp;Reset layout</source>
-        <translation>重置布局(&amp;R)</translation>
-    </message>
-    <message>
-        <source>Window size, panel sizes and tool bar as at first start</source>
-        <translation>窗口大小、各面板大小和工具栏恢复到首次启动时的样子</translation>
-    </message>
-    <message>
-        <source>&amp;Keyboard shortcuts</source>
-        <translation>键盘快捷键(&amp;K)</translation>
-    </message>
-    <message>
-        <source>&amp;About Branchpoint</source>
-        <translation>关于 Branchpoint(&amp;A)</translation>
-    </message>
-    <message>
-        <source>The language changes the next time Branchpoint starts.</source>
-        <translation>界面语言将在下次启动 Branchpoint 时生效。</translation>
-    </message>
-</context>
-<context>
-    <name>RecentMenu</name>
-    <message>
-        <source>Open &amp;Recent</source>
-        <translation>最近打开(&amp;R)</translation>
-    </message>
-    <message>
-        <source>No recent runs</source>
-        <translation>没有最近的运行</translation>
-    </message>
-    <message>
-        <source>Clear list</source>
-        <translation>清空列表</translation>
-    </message>
-</context>
-<context>
-    <name>Settings</name>
-    <message>
-        <source>The settings file {path} could not be read; Branchpoint starts with its defaults (the file is kept as {name}).</source>
-        <translation>无法读取设置文件 {path}；Branchpoint 以默认设置启动（原文件已保留为 {name}）。</translation>
-    </message>
-    <message>
-        <source>Some settings could not be read and are back to their defaults: {keys}.</source>
-        <translation>部分设置无法读取，已恢复默认：{keys}。</translation>
-    </message>
-</context>
-<context>
-    <name>Shortcuts</name>
-    <message>
-        <source>Left / Right</source>
-        <translation>左 / 右</translation>
-    </message>
-    <message>
-        <source>Previous / next step (in a lane&apos;s text or the timeline)</source>
-        <translation>上一步 / 下一步（在泳道文本或时间线中）</translation>
-    </message>
-    <message>
-        <source>Home / End</source>
-        <translation>Home / End</translation>
-    </message>
-    <message>
-        <source>First / last step (timeline)</source>
-        <translation>第一步 / 最后一步（时间线）</translation>
-    </message>
-    <message>
-        <source>Right-click a token or mark</source>
-        <translation>右键单击词元或标记</translation>
-    </message>
-    <message>
-        <source>Branch from an alternative, force it for all lanes</source>
-        <translation>从候选词元分支，或对全部泳道强制该词元</translation>
-    </message>
-    <message>
-        <source>Double-click an inspector row</source>
-        <translation>双击检查器中的一行</translation>
-    </message>
-    <message>
-        <source>Branch a new lane with that token</source>
-        <translation>以该词元分出一条新泳道</translation>
-    </message>
-</context>
-<context>
-    <name>ShortcutsDialog</name>
-    <message>
-        <source>Keyboard shortcuts</source>
-        <translation>键盘快捷键</translation>
-    </message>
-    <message>
-        <source>Keys</source>
-        <translation>按键</translation>
-    </message>
-    <message>
-        <source>Does</source>
-        <translation>作用</translation>
-    </message>
-</context>
-<context>
-    <name>Unsaved</name>
-    <message>
-        <source>Save changes?</source>
-        <translation>保存更改？</translation>
-    </message>
-    <message>
-        <source>The shown run has not been saved. Save it before you {action}?</source>
-        <translation>当前显示的运行尚未保存。要在{action}之前保存吗？</translation>
-    </message>
-    <message>
-        <source>Otherwise its text and statistics are gone.</source>
-        <translation>否则它的文本和统计数据将会丢失。</translation>
-    </message>
-    <message>
-        <source>Don&apos;t save</source>
-        <translation>不保存</translation>
-    </message>
-    <message>
-        <source>Don&apos;t ask again before a new run</source>
-        <translation>新运行前不再询问</translation>
-    </message>
-</context>
-<context>
-    <name>allowed</name>
-    <message>
-        <source>an integer &gt;= {low}</source>
-        <translation>≥ {low} 的整数</translation>
-    </message>
-    <message>
-        <source>an integer in [{low}, {high}]</source>
-        <translation>[{low}, {high}] 范围内的整数</translation>
-    </message>
-    <message>
-        <source>a finite float</source>
-        <translation>有限的浮点数</translation>
-    </message>
-    <message>
-        <source>a float in {left}{low}, {high}{right}</source>
-        <translation>{left}{low}, {high}{right} 范围内的浮点数</translation>
-    </message>
-    <message>
-        <source>true or false</source>
-        <translation>true 或 false</translation>
-    </message>
-    <message>
-        <source>{first} or {last}</source>
-        <translation>{first} 或 {last}</translation>
-    </message>
-    <message>
-        <source>a list of non-empty strings</source>
-        <translation>非空字符串的列表</translation>
-    </message>
-    <message>
-        <source>unset unless do_sample=true (it applies to sample: lanes only)</source>
-        <translation>除非 do_sample=true，否则不设置（只用于采样泳道）</translation>
-    </message>
-    <message>
-        <source>none on a beam lane (beams stop on eos and length)</source>
-        <translation>束搜索泳道上不设置（束搜索在遇到 eos 或达到长度时停止）</translation>
-    </message>
-    <message>
-        <source>false when num_beams &gt; 1 (beam sampling is not supported)</source>
-        <translation>num_beams &gt; 1 时须为 false（不支持束采样）</translation>
-    </message>
-    <message>
-        <source>a non-empty string</source>
-        <translation>非空字符串</translation>
-    </message>
-    <message>
-        <source>invalid {name}={value}: allowed {allowed}</source>
-        <translation>无效的 {name}={value}：允许值为 {allowed}</translation>
-    </message>
-</context>
-<context>
-    <name>app</name>
-    <message>
-        <source>Branchpoint</source>
-        <translation>Branchpoint</translation>
-    </message>
-    <message>
-        <source>No model is prepared: pick “Add local folder…” in the Model list, or restart to prepare the default model. Saved runs can still be opened (Ctrl+O).</source>
-        <translation>还没有准备好的模型：在“模型”列表中选择“添加本地文件夹…”，或重新启动以准备默认模型。已保存的运行仍可打开（Ctrl+O）。</translation>
-    </message>
-</context>
-<context>
-    <name>attention_view</name>
-    <message>
-        <source>where it looks</source>
-        <translation>它关注哪里</translation>
-    </message>
-    <message>
-        <source>who looks at it</source>
-        <translation>谁关注它</translation>
-    </message>
-    <message>
-        <source>Where the token looks (its attention over every earlier token), or who looks at it (every later token&apos;s attention to it)</source>
-        <translation>该词元关注哪里（它对之前每个词元的注意力），或谁关注它（之后每个词元对它的注意力）</translation>
-    </message>
-    <message>
-        <source>The token the heatmap is about (prompt tokens too); selecting a step in the text picks its token</source>
-        <translation>热力图所针对的词元（也包括提示词中的词元）；在文本中选中某一步即选中其词元</translation>
-    </message>
-    <message>
-        <source>Average the heads, show each layer&apos;s strongest head, or one head</source>
-        <translation>对各注意力头取平均、显示每层最强的头，或只看某一个头</translation>
-    </message>
-    <message>
-        <source>leave out position 0</source>
-        <translation>去掉位置 0</translation>
-    </message>
-    <message>
-        <source>Position 0 takes most of many heads&apos; attention (an attention sink): blank it and rescale the rest of each row to sum to 1</source>
-        <translation>位置 0 吸走了许多注意力头的大部分注意力（注意力汇聚点）：将其留空，并把每行其余部分重新归一化为和为 1</translation>
-    </message>
-    <message>
-        <source>token</source>
-        <translation>词元</translation>
-    </message>
-    <message>
-        <source>layer</source>
-        <translation>层</translation>
-    </message>
-    <message>
-        <source>head</source>
-        <translation>头</translation>
-    </message>
-    <message>
-        <source>mean of the heads</source>
-        <translation>各头平均</translation>
-    </message>
-    <message>
-        <source>strongest head</source>
-        <translation>最强的头</translation>
-    </message>
-    <message>
-        <source>head {head}</source>
-        <translation>第 {head} 个头</translation>
-    </message>
-    <message>
-        <source>{lane} is not explained yet: explaining runs its tokens through the model&apos;s inspection model once (prepared the first time).</source>
-        <translation>{lane} 尚未解释：解释会用模型的检查模型把它的词元跑一遍（首次使用时会先准备检查模型）。</translation>
-    </message>
-    <message>
-        <source>Run the lanes, then explain one: its attention of every layer and head over the tokens before each token.</source>
-        <translation>先运行各泳道，再解释其中一条：查看每层每个头在每个词元处对之前词元的注意力。</translation>
-    </message>
-    <message>
-        <source>each layer&apos;s strongest head</source>
-        <translation>每层最强的头</translation>
-    </message>
-    <message>
-        <source>colour: attention weight</source>
-        <translation>颜色：注意力权重</translation>
-    </message>
-    <message>
-        <source>dashed: end of the prompt</source>
-        <translation>虚线：提示词结尾</translation>
-    </message>
-    <message>
-        <source>click a cell: that layer&apos;s heads</source>
-        <translation>单击单元格：查看该层的各个头</translation>
-    </message>
-    <message>
-        <source>colour: weight with &lt;b&gt;position 0 left out&lt;/b&gt; (rows rescaled to sum to 1; blank where it took over {limit})</source>
-        <translation>颜色：&lt;b&gt;去掉位置 0&lt;/b&gt; 后的权重（每行重新归一化为和为 1；位置 0 占比超过 {limit} 处留空）</translation>
-    </message>
-    <message>
-        <source>colour: the strongest head&apos;s own weight, &lt;b&gt;position 0 left out&lt;/b&gt; (not rescaled)</source>
-        <translation>颜色：最强头自身的权重，&lt;b&gt;去掉位置 0&lt;/b&gt;（未重新归一化）</translation>
-    </message>
-    <message>
-        <source>layer {layer}, each head</source>
-        <translation>第 {layer} 层，各个头</translation>
-    </message>
-    <message>
-        <source>layer {layer}, {heads}: the heatmap&apos;s row</source>
-        <translation>第 {layer} 层，{heads}：热力图中的这一行</translation>
-    </message>
-    <message>
-        <source>{token} {weight} (strongest: layer {layer} head {head} {head_weight})</source>
-        <translation>{token} {weight}（最强：第 {layer} 层第 {head} 个头 {head_weight}）</translation>
-    </message>
-    <message>
-        <source>top tokens attended</source>
-        <translation>最受关注的词元</translation>
-    </message>
-    <message>
-        <source>attending to it most</source>
-        <translation>最关注它的词元</translation>
-    </message>
-    <message>
-        <source>&lt;b&gt;{what}&lt;/b&gt; (colours&apos; mean over layers): {entries}</source>
-        <translation>&lt;b&gt;{what}&lt;/b&gt;（颜色为各层平均）：{entries}</translation>
-    </message>
-    <message>
-        <source>layer {layer} head {head} {weight}</source>
-        <translation>第 {layer} 层第 {head} 个头 {weight}</translation>
-    </message>
-    <message>
-        <source>blank</source>
-        <translation>留空</translation>
-    </message>
-    <message>
-        <source>&lt;b&gt;{query} → {key}&lt;/b&gt;: layer {layer} shows {shown}; strongest heads {strongest} (the first gives each other earlier token but position 0 {others} on average)</source>
-        <translation>&lt;b&gt;{query} → {key}&lt;/b&gt;：第 {layer} 层显示 {shown}；最强的头 {strongest}（第一个头给位置 0 以外每个更早词元的平均权重为 {others}）</translation>
-    </message>
-</context>
-<context>
-    <name>autosaver</name>
-    <message>
-        <source>Autosave failed ({message}). The run is still here: save it with Save…</source>
-        <translation>自动保存失败（{message}）。运行仍在这里：请用“保存…”保存它</translation>
-    </message>
-</context>
-<context>
-    <name>beam_tree</name>
-    <message>
-        <source>kept</source>
-        <translation>保留</translation>
-    </message>
-    <message>
-        <source>pruned</source>
-        <translation>剪除</translation>
-    </message>
-    <message>
-        <source>finished</source>
-        <translation>已完成</translation>
-    </message>
-    <message>
-        <source>{name} — beam hypotheses over steps</source>
-        <translation>{name} — 各步的束搜索候选</translation>
-    </message>
-    <message>
-        <source>No beam lane selected</source>
-        <translation>未选择束搜索泳道</translation>
-    </message>
-    <message>
-        <source>&lt;span style=&quot;color:{kept}&quot;&gt;●&lt;/span&gt;&amp;nbsp;kept&amp;nbsp;&amp;nbsp; &lt;span style=&quot;color:{pruned}&quot;&gt;○&lt;/span&gt;&amp;nbsp;pruned&amp;nbsp;&amp;nbsp; &lt;span style=&quot;color:{finished}&quot;&gt;★&lt;/span&gt;&amp;nbsp;finished&amp;nbsp;&amp;nbsp; &lt;span style=&quot;color:{best}&quot;&gt;━━&lt;/span&gt;&amp;nbsp;best sequence&amp;nbsp;&amp;nbsp; &lt;span style=&quot;color:#555&quot;&gt;hover: token, score · click: select step · wheel/drag: zoom/pan&lt;/span&gt;</source>
-        <translation>&lt;span style=&quot;color:{kept}&quot;&gt;●&lt;/span&gt;&amp;nbsp;保留&amp;nbsp;&amp;nbsp; &lt;span style=&quot;color:{pruned}&quot;&gt;○&lt;/span&gt;&amp;nbsp;剪除&amp;nbsp;&amp;nbsp; &lt;span style=&quot;color:{finished}&quot;&gt;★&lt;/span&gt;&amp;nbsp;已结束&amp;nbsp;&amp;nbsp; &lt;span style=&quot;color:{best}&quot;&gt;━━&lt;/span&gt;&amp;nbsp;最佳序列&amp;nbsp;&amp;nbsp; &lt;span style=&quot;color:#555&quot;&gt;悬停：词元、得分 · 单击：选中该步 · 滚轮/拖动：缩放/平移&lt;/span&gt;</translation>
-    </message>
-    <message>
-        <source>step</source>
-        <translation>步</translation>
-    </message>
-    <message>
-        <source>beam slot</source>
-        <translation>束位</translation>
-    </message>
-    <message>
-        <source>prompt</source>
-        <translation>提示词</translation>
-    </message>
-    <message>
-        <source>step {step} · slot {slot} · {kind}
+    <context>
+        <name>About</name>
+        <message>
+            <source>not loaded yet (the first run loads it)</source>
+            <translation>尚未加载（首次运行时加载）</translation>
+        </message>
+        <message>
+            <source>none</source>
+            <translation>无</translation>
+        </message>
+        <message>
+            <source>Model</source>
+            <translation>模型</translation>
+        </message>
+        <message>
+            <source>Execution provider in use</source>
+            <translation>实际使用的执行提供程序</translation>
+        </message>
+        <message>
+            <source>Device setting</source>
+            <translation>设备设置</translation>
+        </message>
+        <message>
+            <source>Cache folder (models, logs)</source>
+            <translation>缓存文件夹（模型、日志）</translation>
+        </message>
+        <message>
+            <source>Settings file</source>
+            <translation>设置文件</translation>
+        </message>
+    </context>
+    <context>
+        <name>AboutDialog</name>
+        <message>
+            <source>About Branchpoint</source>
+            <translation>关于 Branchpoint</translation>
+        </message>
+        <message>
+            <source>See how a language model chooses its words: one small causal LM continues a prompt under several decoding strategies side by side.</source>
+            <translation>看看语言模型如何选词：一个小型因果语言模型用几种解码策略并排续写同一个提示词。</translation>
+        </message>
+    </context>
+    <context>
+        <name>BranchStrategyBox</name>
+        <message>
+            <source>parent's strategy</source>
+            <translation>父泳道的策略</translation>
+        </message>
+        <message>
+            <source>The strategy a branched lane continues with after the picked token (right-click a token, or double-click an alternative in the inspector)</source>
+            <translation>分支泳道在所选词元之后采用的策略（右键单击词元，或在检查器中双击候选词元）</translation>
+        </message>
+    </context>
+    <context>
+        <name>GenerationConfigs</name>
+        <message>
+            <source>Refused: {error}</source>
+            <translation>已拒绝：{error}</translation>
+        </message>
+        <message>
+            <source>Added “{name}” from {path}: it decodes as transformers does with this file.</source>
+            <translation>已从 {path} 添加“{name}”：它的解码方式与 transformers 使用该文件时相同。</translation>
+        </message>
+        <message>
+            <source>Could not export “{name}”: {error}</source>
+            <translation>无法导出“{name}”：{error}</translation>
+        </message>
+        <message>
+            <source> (not part of a generation config: {keys})</source>
+            <translation>（生成配置不包含：{keys}）</translation>
+        </message>
+        <message>
+            <source>Exported “{name}” to {path}{note}.</source>
+            <translation>已将“{name}”导出到 {path}{note}。</translation>
+        </message>
+        <message>
+            <source>Add a lane from a generation config</source>
+            <translation>从生成配置添加泳道</translation>
+        </message>
+        <message>
+            <source>Select the lane to export first.</source>
+            <translation>请先选择要导出的泳道。</translation>
+        </message>
+        <message>
+            <source>Export the lane as a generation config</source>
+            <translation>将泳道导出为生成配置</translation>
+        </message>
+        <message>
+            <source>From generation_config.json…</source>
+            <translation>从 generation_config.json 添加…</translation>
+        </message>
+        <message>
+            <source>A lane that decodes as transformers does with a model's generation_config.json</source>
+            <translation>一条按模型的 generation_config.json、与 transformers 相同方式解码的泳道</translation>
+        </message>
+        <message>
+            <source>Rename</source>
+            <translation>重命名</translation>
+        </message>
+        <message>
+            <source>Duplicate</source>
+            <translation>复制</translation>
+        </message>
+        <message>
+            <source>Remove</source>
+            <translation>移除</translation>
+        </message>
+        <message>
+            <source>Export as generation_config.json…</source>
+            <translation>导出为 generation_config.json…</translation>
+        </message>
+        <message>
+            <source>Add from generation_config.json…</source>
+            <translation>从 generation_config.json 添加…</translation>
+        </message>
+    </context>
+    <context>
+        <name>Menus</name>
+        <message>
+            <source>Follow the system</source>
+            <translation>跟随系统</translation>
+        </message>
+        <message>
+            <source>Light</source>
+            <translation>浅色</translation>
+        </message>
+        <message>
+            <source>Dark</source>
+            <translation>深色</translation>
+        </message>
+        <message>
+            <source>Automatic (CUDA when it really runs, else CPU)</source>
+            <translation>自动（CUDA 真正可用时用 CUDA，否则用 CPU）</translation>
+        </message>
+        <message>
+            <source>&amp;Device</source>
+            <translation>设备(&amp;D)</translation>
+        </message>
+        <message>
+            <source>&amp;Theme</source>
+            <translation>主题(&amp;T)</translation>
+        </message>
+        <message>
+            <source>&amp;Language</source>
+            <translation>语言(&amp;L)</translation>
+        </message>
+        <message>
+            <source>The language changes the next time Branchpoint starts.</source>
+            <translation>界面语言将在下次启动 Branchpoint 时生效。</translation>
+        </message>
+    </context>
+    <context>
+        <name>RecentMenu</name>
+        <message>
+            <source>Open &amp;Recent</source>
+            <translation>最近打开(&amp;R)</translation>
+        </message>
+        <message>
+            <source>No recent runs</source>
+            <translation>没有最近的运行</translation>
+        </message>
+        <message>
+            <source>Clear list</source>
+            <translation>清空列表</translation>
+        </message>
+    </context>
+    <context>
+        <name>RunCommands</name>
+        <message>
+            <source>start a new run</source>
+            <translation>开始新的运行</translation>
+        </message>
+        <message>
+            <source>Select a token of the lane to explain (click it in the text).</source>
+            <translation>请选择要解释的泳道中的一个词元（在文本中单击它）。</translation>
+        </message>
+    </context>
+    <context>
+        <name>RunFiles</name>
+        <message>
+            <source>Nothing to save yet: run or open a run first.</source>
+            <translation>还没有可保存的内容：请先运行或打开一次运行。</translation>
+        </message>
+        <message>
+            <source>Save run</source>
+            <translation>保存运行</translation>
+        </message>
+        <message>
+            <source>Branchpoint run (*.json)</source>
+            <translation>Branchpoint 运行 (*.json)</translation>
+        </message>
+        <message>
+            <source>Open run</source>
+            <translation>打开运行</translation>
+        </message>
+        <message>
+            <source>Branchpoint run (*.json);;All files (*)</source>
+            <translation>Branchpoint 运行 (*.json);;所有文件 (*)</translation>
+        </message>
+        <message>
+            <source>open another run</source>
+            <translation>打开另一次运行</translation>
+        </message>
+        <message>
+            <source>Export images into folder</source>
+            <translation>将图像导出到文件夹</translation>
+        </message>
+        <message>
+            <source>exported {len} images to {folder}</source>
+            <translation>已将 {len} 张图像导出到 {folder}</translation>
+        </message>
+    </context>
+    <context>
+        <name>Settings</name>
+        <message>
+            <source>The settings file {path} could not be read; Branchpoint starts with its defaults (the file is kept as {name}).</source>
+            <translation>无法读取设置文件 {path}；Branchpoint 以默认设置启动（原文件已保留为 {name}）。</translation>
+        </message>
+        <message>
+            <source>Some settings could not be read and are back to their defaults: {keys}.</source>
+            <translation>部分设置无法读取，已恢复默认：{keys}。</translation>
+        </message>
+    </context>
+    <context>
+        <name>Shortcuts</name>
+        <message>
+            <source>Left / Right</source>
+            <translation>左 / 右</translation>
+        </message>
+        <message>
+            <source>Previous / next step (in a lane's text or the timeline)</source>
+            <translation>上一步 / 下一步（在泳道文本或时间线中）</translation>
+        </message>
+        <message>
+            <source>Home / End</source>
+            <translation>Home / End</translation>
+        </message>
+        <message>
+            <source>First / last step (timeline)</source>
+            <translation>第一步 / 最后一步（时间线）</translation>
+        </message>
+        <message>
+            <source>Right-click a token or mark</source>
+            <translation>右键单击词元或标记</translation>
+        </message>
+        <message>
+            <source>Branch from an alternative, force it for all lanes</source>
+            <translation>从候选词元分支，或对全部泳道强制该词元</translation>
+        </message>
+        <message>
+            <source>Double-click an inspector row</source>
+            <translation>双击检查器中的一行</translation>
+        </message>
+        <message>
+            <source>Branch a new lane with that token</source>
+            <translation>以该词元分出一条新泳道</translation>
+        </message>
+    </context>
+    <context>
+        <name>ShortcutsDialog</name>
+        <message>
+            <source>Keyboard shortcuts</source>
+            <translation>键盘快捷键</translation>
+        </message>
+        <message>
+            <source>Keys</source>
+            <translation>按键</translation>
+        </message>
+        <message>
+            <source>Does</source>
+            <translation>作用</translation>
+        </message>
+    </context>
+    <context>
+        <name>TourRunner</name>
+        <message>
+            <source>Stop the run before starting a tour stop.</source>
+            <translation>请先停止运行，再开始导览中的一站。</translation>
+        </message>
+        <message>
+            <source>open a tour stop</source>
+            <translation>打开导览站点</translation>
+        </message>
+    </context>
+    <context>
+        <name>Unsaved</name>
+        <message>
+            <source>Save changes?</source>
+            <translation>保存更改？</translation>
+        </message>
+        <message>
+            <source>The shown run has not been saved. Save it before you {action}?</source>
+            <translation>当前显示的运行尚未保存。要在{action}之前保存吗？</translation>
+        </message>
+        <message>
+            <source>Otherwise its text and statistics are gone.</source>
+            <translation>否则它的文本和统计数据将会丢失。</translation>
+        </message>
+        <message>
+            <source>Don't save</source>
+            <translation>不保存</translation>
+        </message>
+        <message>
+            <source>Don't ask again before a new run</source>
+            <translation>新运行前不再询问</translation>
+        </message>
+    </context>
+    <context>
+        <name>actions</name>
+        <message>
+            <source>Open…</source>
+            <translation>打开…</translation>
+        </message>
+        <message>
+            <source>Open a saved run (JSON); no model needed</source>
+            <translation>打开已保存的运行（JSON）；不需要模型</translation>
+        </message>
+        <message>
+            <source>Save…</source>
+            <translation>保存…</translation>
+        </message>
+        <message>
+            <source>Save the run as JSON</source>
+            <translation>将运行保存为 JSON</translation>
+        </message>
+        <message>
+            <source>Export images…</source>
+            <translation>导出图像…</translation>
+        </message>
+        <message>
+            <source>Export the prompt and texts, each chart (PNG and SVG) and a report image of the whole run</source>
+            <translation>导出提示词和文本、每张图表（PNG 和 SVG）以及整次运行的报告图</translation>
+        </message>
+        <message>
+            <source>Ask to save before a new run</source>
+            <translation>新运行前询问是否保存</translation>
+        </message>
+        <message>
+            <source>Before a new run replaces a run that has not been saved, ask whether to save it</source>
+            <translation>新的运行将替换尚未保存的运行时，先询问是否保存</translation>
+        </message>
+        <message>
+            <source>&amp;Quit</source>
+            <translation>退出(&amp;Q)</translation>
+        </message>
+        <message>
+            <source>&amp;Run all lanes</source>
+            <translation>运行全部泳道(&amp;R)</translation>
+        </message>
+        <message>
+            <source>&amp;Stop</source>
+            <translation>停止(&amp;S)</translation>
+        </message>
+        <message>
+            <source>Replay</source>
+            <translation>重放</translation>
+        </message>
+        <message>
+            <source>Re-run the shown run with the model and check every token</source>
+            <translation>用模型重新运行当前显示的运行，并逐个核对词元</translation>
+        </message>
+        <message>
+            <source>Run again and &amp;compare</source>
+            <translation>再次运行并比较(&amp;C)</translation>
+        </message>
+        <message>
+            <source>Run every lane again (fresh draws where the seed is auto) and say where each differs from this run</source>
+            <translation>再次运行每条泳道（种子为自动时重新抽样），并指出每条泳道与本次运行的不同之处</translation>
+        </message>
+        <message>
+            <source>Critical-point &amp;thresholds…</source>
+            <translation>临界点阈值(&amp;T)…</translation>
+        </message>
+        <message>
+            <source>What makes a step a critical point (▲)</source>
+            <translation>什么样的步骤算作临界点（▲）</translation>
+        </message>
+        <message>
+            <source>&amp;Add lane (greedy)</source>
+            <translation>添加泳道（贪心）(&amp;A)</translation>
+        </message>
+        <message>
+            <source>&amp;Duplicate selected lane</source>
+            <translation>复制所选泳道(&amp;D)</translation>
+        </message>
+        <message>
+            <source>Re&amp;move selected lane</source>
+            <translation>移除所选泳道(&amp;M)</translation>
+        </message>
+        <message>
+            <source>Move selected lane &amp;left</source>
+            <translation>所选泳道左移(&amp;L)</translation>
+        </message>
+        <message>
+            <source>Move selected lane r&amp;ight</source>
+            <translation>所选泳道右移(&amp;I)</translation>
+        </message>
+        <message>
+            <source>Add lane from &amp;generation_config.json…</source>
+            <translation>从 generation_config.json 添加泳道(&amp;G)…</translation>
+        </message>
+        <message>
+            <source>&amp;Export selected lane as generation_config.json…</source>
+            <translation>将所选泳道导出为 generation_config.json(&amp;E)…</translation>
+        </message>
+        <message>
+            <source>Undo branch</source>
+            <translation>撤销分支</translation>
+        </message>
+        <message>
+            <source>Remove the last branch lane (Ctrl+Z)</source>
+            <translation>移除最近的分支泳道（Ctrl+Z）</translation>
+        </message>
+        <message>
+            <source>Explain lane</source>
+            <translation>解释泳道</translation>
+        </message>
+        <message>
+            <source>Inside the model for the selected lane: every layer's attention per head and the logit lens (Attention and Logit lens tabs)</source>
+            <translation>查看所选泳道在模型内部的情况：每层每个头的注意力和 logit 透镜（“注意力”和“Logit 透镜”标签页）</translation>
+        </message>
+        <message>
+            <source>&amp;Previous lane</source>
+            <translation>上一条泳道(&amp;P)</translation>
+        </message>
+        <message>
+            <source>&amp;Next lane</source>
+            <translation>下一条泳道(&amp;N)</translation>
+        </message>
+        <message>
+            <source>&amp;Full screen</source>
+            <translation>全屏(&amp;F)</translation>
+        </message>
+        <message>
+            <source>&amp;Reset layout</source>
+            <translation>重置布局(&amp;R)</translation>
+        </message>
+        <message>
+            <source>Window size, panel sizes and tool bar as at first start</source>
+            <translation>窗口大小、各面板大小和工具栏恢复到首次启动时的样子</translation>
+        </message>
+        <message>
+            <source>&amp;Keyboard shortcuts</source>
+            <translation>键盘快捷键(&amp;K)</translation>
+        </message>
+        <message>
+            <source>Tour</source>
+            <translation>导览</translation>
+        </message>
+        <message>
+            <source>A guided tour: one preset per phenomenon, explained in English and Chinese</source>
+            <translation>引导式导览：每种现象一个预设，附中英文讲解</translation>
+        </message>
+        <message>
+            <source>&amp;About Branchpoint</source>
+            <translation>关于 Branchpoint(&amp;A)</translation>
+        </message>
+        <message>
+            <source>&amp;File</source>
+            <translation>文件(&amp;F)</translation>
+        </message>
+        <message>
+            <source>&amp;Run</source>
+            <translation>运行(&amp;R)</translation>
+        </message>
+        <message>
+            <source>&amp;Lanes</source>
+            <translation>泳道(&amp;L)</translation>
+        </message>
+        <message>
+            <source>&amp;View</source>
+            <translation>视图(&amp;V)</translation>
+        </message>
+        <message>
+            <source>&amp;Help</source>
+            <translation>帮助(&amp;H)</translation>
+        </message>
+    </context>
+    <context>
+        <name>allowed</name>
+        <message>
+            <source>unset unless do_sample=true (it applies to sample: lanes only)</source>
+            <translation>除非 do_sample=true，否则不设置（只用于采样泳道）</translation>
+        </message>
+        <message>
+            <source>none on a beam lane (beams stop on eos and length)</source>
+            <translation>束搜索泳道上不设置（束搜索在遇到 eos 或达到长度时停止）</translation>
+        </message>
+        <message>
+            <source>false when num_beams &gt; 1 (beam sampling is not supported)</source>
+            <translation>num_beams &gt; 1 时须为 false（不支持束采样）</translation>
+        </message>
+        <message>
+            <source>a non-empty string</source>
+            <translation>非空字符串</translation>
+        </message>
+        <message>
+            <source>an integer &gt;= {low}</source>
+            <translation>≥ {low} 的整数</translation>
+        </message>
+        <message>
+            <source>an integer in [{low}, {high}]</source>
+            <translation>[{low}, {high}] 范围内的整数</translation>
+        </message>
+        <message>
+            <source>a finite float</source>
+            <translation>有限的浮点数</translation>
+        </message>
+        <message>
+            <source>a float in {left}{low}, {high}{right}</source>
+            <translation>{left}{low}, {high}{right} 范围内的浮点数</translation>
+        </message>
+        <message>
+            <source>true or false</source>
+            <translation>true 或 false</translation>
+        </message>
+        <message>
+            <source>{first} or {last}</source>
+            <translation>{first} 或 {last}</translation>
+        </message>
+        <message>
+            <source>a list of non-empty strings</source>
+            <translation>非空字符串的列表</translation>
+        </message>
+        <message>
+            <source>invalid {name}={value}: allowed {allowed}</source>
+            <translation>无效的 {name}={value}：允许值为 {allowed}</translation>
+        </message>
+    </context>
+    <context>
+        <name>app</name>
+        <message>
+            <source>Branchpoint</source>
+            <translation>Branchpoint</translation>
+        </message>
+        <message>
+            <source>No model is prepared: pick “Add local folder…” in the Model list, or restart to prepare the default model. Saved runs can still be opened (Ctrl+O).</source>
+            <translation>还没有准备好的模型：在“模型”列表中选择“添加本地文件夹…”，或重新启动以准备默认模型。已保存的运行仍可打开（Ctrl+O）。</translation>
+        </message>
+    </context>
+    <context>
+        <name>attention_view</name>
+        <message>
+            <source>where it looks</source>
+            <translation>它关注哪里</translation>
+        </message>
+        <message>
+            <source>who looks at it</source>
+            <translation>谁关注它</translation>
+        </message>
+        <message>
+            <source>Where the token looks (its attention over every earlier token), or who looks at it (every later token's attention to it)</source>
+            <translation>该词元关注哪里（它对之前每个词元的注意力），或谁关注它（之后每个词元对它的注意力）</translation>
+        </message>
+        <message>
+            <source>The token the heatmap is about (prompt tokens too); selecting a step in the text picks its token</source>
+            <translation>热力图所针对的词元（也包括提示词中的词元）；在文本中选中某一步即选中其词元</translation>
+        </message>
+        <message>
+            <source>Average the heads, show each layer's strongest head, or one head</source>
+            <translation>对各注意力头取平均、显示每层最强的头，或只看某一个头</translation>
+        </message>
+        <message>
+            <source>leave out position 0</source>
+            <translation>去掉位置 0</translation>
+        </message>
+        <message>
+            <source>Position 0 takes most of many heads' attention (an attention sink): blank it and rescale the rest of each row to sum to 1</source>
+            <translation>位置 0 吸走了许多注意力头的大部分注意力（注意力汇聚点）：将其留空，并把每行其余部分重新归一化为和为 1</translation>
+        </message>
+        <message>
+            <source>token</source>
+            <translation>词元</translation>
+        </message>
+        <message>
+            <source>layer</source>
+            <translation>层</translation>
+        </message>
+        <message>
+            <source>head</source>
+            <translation>头</translation>
+        </message>
+        <message>
+            <source>mean of the heads</source>
+            <translation>各头平均</translation>
+        </message>
+        <message>
+            <source>strongest head</source>
+            <translation>最强的头</translation>
+        </message>
+        <message>
+            <source>head {head}</source>
+            <translation>第 {head} 个头</translation>
+        </message>
+        <message>
+            <source>{lane} is not explained yet: explaining runs its tokens through the model's inspection model once (prepared the first time).</source>
+            <translation>{lane} 尚未解释：解释会用模型的检查模型把它的词元跑一遍（首次使用时会先准备检查模型）。</translation>
+        </message>
+        <message>
+            <source>Run the lanes, then explain one: its attention of every layer and head over the tokens before each token.</source>
+            <translation>先运行各泳道，再解释其中一条：查看每层每个头在每个词元处对之前词元的注意力。</translation>
+        </message>
+        <message>
+            <source>each layer's strongest head</source>
+            <translation>每层最强的头</translation>
+        </message>
+        <message>
+            <source>colour: attention weight</source>
+            <translation>颜色：注意力权重</translation>
+        </message>
+        <message>
+            <source>dashed: end of the prompt</source>
+            <translation>虚线：提示词结尾</translation>
+        </message>
+        <message>
+            <source>click a cell: that layer's heads</source>
+            <translation>单击单元格：查看该层的各个头</translation>
+        </message>
+        <message>
+            <source>colour: weight with &lt;b&gt;position 0 left out&lt;/b&gt; (rows rescaled to sum to 1; blank where it took over {limit})</source>
+            <translation>颜色：&lt;b&gt;去掉位置 0&lt;/b&gt; 后的权重（每行重新归一化为和为 1；位置 0 占比超过 {limit} 处留空）</translation>
+        </message>
+        <message>
+            <source>colour: the strongest head's own weight, &lt;b&gt;position 0 left out&lt;/b&gt; (not rescaled)</source>
+            <translation>颜色：最强头自身的权重，&lt;b&gt;去掉位置 0&lt;/b&gt;（未重新归一化）</translation>
+        </message>
+        <message>
+            <source>layer {layer}, each head</source>
+            <translation>第 {layer} 层，各个头</translation>
+        </message>
+        <message>
+            <source>layer {layer}, {heads}: the heatmap's row</source>
+            <translation>第 {layer} 层，{heads}：热力图中的这一行</translation>
+        </message>
+        <message>
+            <source>{token} {weight} (strongest: layer {layer} head {head} {head_weight})</source>
+            <translation>{token} {weight}（最强：第 {layer} 层第 {head} 个头 {head_weight}）</translation>
+        </message>
+        <message>
+            <source>top tokens attended</source>
+            <translation>最受关注的词元</translation>
+        </message>
+        <message>
+            <source>attending to it most</source>
+            <translation>最关注它的词元</translation>
+        </message>
+        <message>
+            <source>&lt;b&gt;{what}&lt;/b&gt; (colours' mean over layers): {entries}</source>
+            <translation>&lt;b&gt;{what}&lt;/b&gt;（颜色为各层平均）：{entries}</translation>
+        </message>
+        <message>
+            <source>layer {layer} head {head} {weight}</source>
+            <translation>第 {layer} 层第 {head} 个头 {weight}</translation>
+        </message>
+        <message>
+            <source>blank</source>
+            <translation>留空</translation>
+        </message>
+        <message>
+            <source>&lt;b&gt;{query} → {key}&lt;/b&gt;: layer {layer} shows {shown}; strongest heads {strongest} (the first gives each other earlier token but position 0 {others} on average)</source>
+            <translation>&lt;b&gt;{query} → {key}&lt;/b&gt;：第 {layer} 层显示 {shown}；最强的头 {strongest}（第一个头给位置 0 以外每个更早词元的平均权重为 {others}）</translation>
+        </message>
+    </context>
+    <context>
+        <name>autosaver</name>
+        <message>
+            <source>Autosave failed ({message}). The run is still here: save it with Save…</source>
+            <translation>自动保存失败（{message}）。运行仍在这里：请用“保存…”保存它</translation>
+        </message>
+    </context>
+    <context>
+        <name>beam_tree</name>
+        <message>
+            <source>kept</source>
+            <translation>保留</translation>
+        </message>
+        <message>
+            <source>pruned</source>
+            <translation>剪除</translation>
+        </message>
+        <message>
+            <source>finished</source>
+            <translation>已完成</translation>
+        </message>
+        <message>
+            <source>{name} — beam hypotheses over steps</source>
+            <translation>{name} — 各步的束搜索候选</translation>
+        </message>
+        <message>
+            <source>No beam lane selected</source>
+            <translation>未选择束搜索泳道</translation>
+        </message>
+        <message>
+            <source>&lt;span style="color:{kept}"&gt;●&lt;/span&gt;&amp;nbsp;kept&amp;nbsp;&amp;nbsp; &lt;span style="color:{pruned}"&gt;○&lt;/span&gt;&amp;nbsp;pruned&amp;nbsp;&amp;nbsp; &lt;span style="color:{finished}"&gt;★&lt;/span&gt;&amp;nbsp;finished&amp;nbsp;&amp;nbsp; &lt;span style="color:{best}"&gt;━━&lt;/span&gt;&amp;nbsp;best sequence&amp;nbsp;&amp;nbsp; &lt;span style="color:#555"&gt;hover: token, score · click: select step · wheel/drag: zoom/pan&lt;/span&gt;</source>
+            <translation>&lt;span style="color:{kept}"&gt;●&lt;/span&gt;&amp;nbsp;保留&amp;nbsp;&amp;nbsp; &lt;span style="color:{pruned}"&gt;○&lt;/span&gt;&amp;nbsp;剪除&amp;nbsp;&amp;nbsp; &lt;span style="color:{finished}"&gt;★&lt;/span&gt;&amp;nbsp;已结束&amp;nbsp;&amp;nbsp; &lt;span style="color:{best}"&gt;━━&lt;/span&gt;&amp;nbsp;最佳序列&amp;nbsp;&amp;nbsp; &lt;span style="color:#555"&gt;悬停：词元、得分 · 单击：选中该步 · 滚轮/拖动：缩放/平移&lt;/span&gt;</translation>
+        </message>
+        <message>
+            <source>step</source>
+            <translation>步</translation>
+        </message>
+        <message>
+            <source>beam slot</source>
+            <translation>束位</translation>
+        </message>
+        <message>
+            <source>prompt</source>
+            <translation>提示词</translation>
+        </message>
+        <message>
+            <source>step {step} · slot {slot} · {kind}
 token “{token}” (id {token_id})
 score {score} · parent slot {parent}</source>
-        <translation>第 {step} 步 · 槽位 {slot} · {kind}
+            <translation>第 {step} 步 · 槽位 {slot} · {kind}
 词元“{token}”（id {token_id}）
 得分 {score} · 父槽位 {parent}</translation>
-    </message>
-</context>
-<context>
-    <name>chart_data</name>
-    <message>
-        <source>{value}  (raw {raw})</source>
-        <translation>{value}（原始 {raw}）</translation>
-    </message>
-    <message>
-        <source>p(chosen)</source>
-        <translation>p(所选)</translation>
-    </message>
-    <message>
-        <source>entropy</source>
-        <translation>熵</translation>
-    </message>
-    <message>
-        <source>nats</source>
-        <translation>奈特</translation>
-    </message>
-    <message>
-        <source>margin</source>
-        <translation>差值</translation>
-    </message>
-    <message>
-        <source>kept set</source>
-        <translation>保留集</translation>
-    </message>
-    <message>
-        <source>{count} tokens</source>
-        <translation>{count} 个词元</translation>
-    </message>
-    <message>
-        <source>tail mass</source>
-        <translation>尾部概率质量</translation>
-    </message>
-    <message>
-        <source>draw u</source>
-        <translation>抽样值 u</translation>
-    </message>
-    <message>
-        <source>▲ critical point</source>
-        <translation>▲ 临界点</translation>
-    </message>
-    <message>
-        <source>◆ first divergence from the reference</source>
-        <translation>◆ 与参照泳道的首次分歧</translation>
-    </message>
-    <message>
-        <source>↳ branch point</source>
-        <translation>↳ 分支点</translation>
-    </message>
-    <message>
-        <source>★ forced</source>
-        <translation>★ 强制</translation>
-    </message>
-    <message>
-        <source>flags</source>
-        <translation>标记</translation>
-    </message>
-    <message>
-        <source>{draw} in [{low}, {high})</source>
-        <translation>{draw}，落在 [{low}, {high})</translation>
-    </message>
-    <message>
-        <source>p(chosen), raw</source>
-        <translation>p(所选)，原始</translation>
-    </message>
-    <message>
-        <source>entropy (nats)</source>
-        <translation>熵（奈特）</translation>
-    </message>
-    <message>
-        <source>entropy raw (nats)</source>
-        <translation>原始熵（奈特）</translation>
-    </message>
-    <message>
-        <source>margin top1−top2</source>
-        <translation>首位与次位之差</translation>
-    </message>
-    <message>
-        <source>margin top1−top2, raw</source>
-        <translation>首位与次位之差，原始</translation>
-    </message>
-</context>
-<context>
-    <name>compare_view</name>
-    <message>
-        <source>both lanes chose the same token here</source>
-        <translation>两条泳道在这里选了同一个词元</translation>
-    </message>
-    <message>
-        <source>the other lane&apos;s {token} is filtered out or outside the recorded top {count} here</source>
-        <translation>另一泳道的 {token} 在这里已被过滤，或不在记录的前 {count} 名之内</translation>
-    </message>
-    <message>
-        <source>the other lane&apos;s {token} has p {p} (rank {rank}) here</source>
-        <translation>另一泳道的 {token} 在这里的 p 为 {p}（第 {rank} 名）</translation>
-    </message>
-    <message>
-        <source>Select a step to compare two lanes there</source>
-        <translation>选择一步，在该处比较两条泳道</translation>
-    </message>
-    <message>
-        <source>The lane the selected lane is compared with (the reference lane by default)</source>
-        <translation>与所选泳道比较的泳道（默认是参照泳道）</translation>
-    </message>
-    <message>
-        <source>compare with</source>
-        <translation>比较对象</translation>
-    </message>
-    <message>
-        <source>&lt;span style=&quot;color:{CHOSEN_COLOUR}&quot;&gt;■&lt;/span&gt;&amp;nbsp;this lane&apos;s choice &amp;nbsp; &lt;span style=&quot;color:{OTHER_COLOUR}&quot;&gt;■&lt;/span&gt;&amp;nbsp;the other lane&apos;s choice &amp;nbsp; &lt;span style=&quot;color:{PROCESSED_COLOUR}&quot;&gt;■&lt;/span&gt;&amp;nbsp;p after processors &amp;nbsp; &lt;span style=&quot;color:{DRAW_COLOUR}&quot;&gt;┃&lt;/span&gt;&amp;nbsp;draw u (cumulative)</source>
-        <translation>&lt;span style=&quot;color:{CHOSEN_COLOUR}&quot;&gt;■&lt;/span&gt;&amp;nbsp;本泳道的选择 &amp;nbsp; &lt;span style=&quot;color:{OTHER_COLOUR}&quot;&gt;■&lt;/span&gt;&amp;nbsp;另一泳道的选择 &amp;nbsp; &lt;span style=&quot;color:{PROCESSED_COLOUR}&quot;&gt;■&lt;/span&gt;&amp;nbsp;处理器处理后的 p &amp;nbsp; &lt;span style=&quot;color:{DRAW_COLOUR}&quot;&gt;┃&lt;/span&gt;&amp;nbsp;抽样值 u（累积）</translation>
-    </message>
-    <message>
-        <source>probability</source>
-        <translation>概率</translation>
-    </message>
-    <message>
-        <source>step {step}: {lane} chose “{token}”, {other} chose “{other_token}”</source>
-        <translation>第 {step} 步：{lane} 选了“{token}”，{other} 选了“{other_token}”</translation>
-    </message>
-    <message>
-        <source>&lt;b&gt;{name}&lt;/b&gt;: chose “{token}” p {p}; </source>
-        <translation>&lt;b&gt;{name}&lt;/b&gt;：选了“{token}”，p {p}；</translation>
-    </message>
-    <message>
-        <source>; draw u = {draw}</source>
-        <translation>；抽样值 u = {draw}</translation>
-    </message>
-    <message>
-        <source>The other lane has no step here</source>
-        <translation>另一条泳道在这里没有这一步</translation>
-    </message>
-    <message>
-        <source>Select a step (e.g. a ◆ divergence) to compare two lanes there</source>
-        <translation>选择一步（例如 ◆ 分歧点），在该处比较两条泳道</translation>
-    </message>
-</context>
-<context>
-    <name>controller</name>
-    <message>
-        <source>Stop the run before switching models.</source>
-        <translation>请先停止运行，再切换模型。</translation>
-    </message>
-    <message>
-        <source>Stop the run before switching devices.</source>
-        <translation>请先停止运行，再切换设备。</translation>
-    </message>
-    <message>
-        <source>Cannot run: {error}.</source>
-        <translation>无法运行：{error}。</translation>
-    </message>
-    <message>
-        <source>No model: choose or prepare one in the Model list first.</source>
-        <translation>没有模型：请先在“模型”列表中选择或准备一个。</translation>
-    </message>
-    <message>
-        <source>The prompt is empty: type something for the lanes to continue.</source>
-        <translation>提示词为空：请输入一些内容供各泳道续写。</translation>
-    </message>
-    <message>
-        <source>its parent “{parent}” fans out now</source>
-        <translation>它的父泳道“{parent}”现在扇出</translation>
-    </message>
-    <message>
-        <source>the prompt changed</source>
-        <translation>提示词已更改</translation>
-    </message>
-    <message>
-        <source>These branch lanes now run as ordinary lanes of their own strategy: {lanes}.</source>
-        <translation>这些分支泳道现在按各自的策略作为普通泳道运行：{lanes}。</translation>
-    </message>
-    <message>
-        <source>stopping at the next step…</source>
-        <translation>将在下一步停止…</translation>
-    </message>
-    <message>
-        <source>Branching needs a finished run and a model.</source>
-        <translation>分支需要一次已完成的运行和一个模型。</translation>
-    </message>
-    <message>
-        <source>“{name}” runs as a fan-out: set its fan-out to 1 to branch from it.</source>
-        <translation>“{name}”以扇出方式运行：将其扇出设为 1 后才能从它分支。</translation>
-    </message>
-    <message>
-        <source>“{name}” now keeps seed {seed} so its branch can be re-run; set its seed back to auto for fresh samples (its branch lanes then run as ordinary lanes).</source>
-        <translation>“{name}”现在固定使用种子 {seed}，以便其分支可以重新运行；若想重新采样，请把种子改回“自动”（它的分支泳道随后将作为普通泳道运行）。</translation>
-    </message>
-    <message>
-        <source>Replaying the branch not taken needs a finished run and a model.</source>
-        <translation>重放未走的分支需要一次已完成的运行和一个模型。</translation>
-    </message>
-    <message>
-        <source>This step has no runner-up to replay (a single candidate).</source>
-        <translation>这一步没有可重放的次优词元（只有一个候选）。</translation>
-    </message>
-    <message>
-        <source>“{name}” runs as a fan-out: set its fan-out to 1 to replay a step of it.</source>
-        <translation>“{name}”以扇出方式运行：将其扇出设为 1 后才能重放其中一步。</translation>
-    </message>
-    <message>
-        <source>Cannot replay the branch not taken: {error}.</source>
-        <translation>无法重放未走的分支：{error}。</translation>
-    </message>
-    <message>
-        <source>A temperature sweep needs a finished run and a model.</source>
-        <translation>温度扫描需要一次已完成的运行和一个模型。</translation>
-    </message>
-    <message>
-        <source>“{name}” runs as a fan-out: sweep a step of a lane without one.</source>
-        <translation>“{name}”以扇出方式运行：请对没有扇出的泳道中的一步做扫描。</translation>
-    </message>
-    <message>
-        <source>Cannot sweep: {error}.</source>
-        <translation>无法扫描：{error}。</translation>
-    </message>
-    <message>
-        <source>Temperature fan-outs need a sampled lane: {refusal}.</source>
-        <translation>温度扇出需要一条采样泳道：{refusal}。</translation>
-    </message>
-    <message>
-        <source>added {len} temperature fan-outs of “{name}”: Run to compare them</source>
-        <translation>已为“{name}”添加 {len} 个温度扇出：运行后即可比较</translation>
-    </message>
-    <message>
-        <source>removed branch lane “{name}”</source>
-        <translation>已移除分支泳道“{name}”</translation>
-    </message>
-    <message>
-        <source>no branch lane to undo</source>
-        <translation>没有可撤销的分支泳道</translation>
-    </message>
-    <message>
-        <source>Explaining needs a lane of a finished run: run or open one, then pick a lane.</source>
-        <translation>解释需要已完成运行中的一条泳道：请先运行或打开一次运行，再选择泳道。</translation>
-    </message>
-    <message>
-        <source>“{name}” is explained: see the Attention and Logit lens tabs</source>
-        <translation>“{name}”已解释：请查看“注意力”和“Logit 透镜”标签页</translation>
-    </message>
-    <message>
-        <source>Explaining “{name}” needs the model it was made with: choose it in the Model list.</source>
-        <translation>解释“{name}”需要生成它的模型：请在“模型”列表中选择该模型。</translation>
-    </message>
-    <message>
-        <source>Cannot explain “{name}”: the prompt: {error}.</source>
-        <translation>无法解释“{name}”：提示词：{error}。</translation>
-    </message>
-    <message>
-        <source>Explaining the first {len} of “{name}”&apos;s {sequence} tokens (prompt included): explain takes at most {len2}, as attention weights grow as tokens squared.</source>
-        <translation>只解释“{name}”共 {sequence} 个词元（含提示词）中的前 {len} 个：注意力权重随词元数的平方增长，因此解释最多处理 {len2} 个。</translation>
-    </message>
-    <message>
-        <source>“{lane}” cannot be explained: its inspection model is built from the float32 weights the model was exported from, and {error}. Prepare the model from its GGUF (the default model) or from a local Hugging Face folder.</source>
-        <translation>无法解释“{lane}”：它的检查模型要从导出该模型时使用的 float32 权重构建，而{error}。请从模型的 GGUF（默认模型）或本地 Hugging Face 文件夹准备模型。</translation>
-    </message>
-    <message>
-        <source>“{lane}” was not explained: {why}.</source>
-        <translation>“{lane}”未被解释：{why}。</translation>
-    </message>
-    <message>
-        <source>Replay needs a run (run or open one) and a model.</source>
-        <translation>重放需要一次运行（运行或打开一次）和一个模型。</translation>
-    </message>
-    <message>
-        <source>Cannot replay: {error}.</source>
-        <translation>无法重放：{error}。</translation>
-    </message>
-    <message>
-        <source>The run was made with model {name!r}, which is not prepared here.</source>
-        <translation>该运行使用的模型 {name!r} 在本机尚未准备。</translation>
-    </message>
-    <message>
-        <source>replay: every token identical to the saved run</source>
-        <translation>重放：每个词元都与保存的运行完全相同</translation>
-    </message>
-    <message>
-        <source>Replay differs from the saved run: {differences}.</source>
-        <translation>重放结果与保存的运行不同：{differences}。</translation>
-    </message>
-    <message>
-        <source>Nothing to save yet: run or open a run first.</source>
-        <translation>还没有可保存的内容：请先运行或打开一次运行。</translation>
-    </message>
-    <message>
-        <source>Could not save {path}: {error}. The run is still here.</source>
-        <translation>无法保存 {path}：{error}。运行仍在这里。</translation>
-    </message>
-    <message>
-        <source>saved {path}</source>
-        <translation>已保存 {path}</translation>
-    </message>
-    <message>
-        <source>Stop the run before opening another.</source>
-        <translation>请先停止运行，再打开另一次运行。</translation>
-    </message>
-    <message>
-        <source>Could not open {path}: {error}</source>
-        <translation>无法打开 {path}：{error}</translation>
-    </message>
-    <message>
-        <source>opened {path}</source>
-        <translation>已打开 {path}</translation>
-    </message>
-    <message>
-        <source>temperature sweep of {lane} step {step}</source>
-        <translation>{lane} 第 {step} 步的温度扫描</translation>
-    </message>
-    <message>
-        <source>The run stopped early: {error}. The text so far is kept.</source>
-        <translation>运行提前停止：{error}。已生成的文本会保留。</translation>
-    </message>
-    <message>
-        <source>“{name}” stopped at step {step}: {error}</source>
-        <translation>“{name}”在第 {step} 步停止：{error}</translation>
-    </message>
-    <message>
-        <source>the other lanes went on</source>
-        <translation>其他泳道继续运行</translation>
-    </message>
-    <message>
-        <source>its text so far is kept</source>
-        <translation>已生成的文本会保留</translation>
-    </message>
-    <message>
-        <source>{words} ({others}).</source>
-        <translation>{words}（{others}）。</translation>
-    </message>
-    <message>
-        <source>stopped</source>
-        <translation>已停止</translation>
-    </message>
-    <message>
-        <source>stopped early</source>
-        <translation>提前停止</translation>
-    </message>
-    <message>
-        <source>done</source>
-        <translation>完成</translation>
-    </message>
-    <message>
-        <source>explained {len} tokens ({layers} layers × {heads} heads): see the Attention and Logit lens tabs</source>
-        <translation>已解释 {len} 个词元（{layers} 层 × {heads} 个头）：请查看“注意力”和“Logit 透镜”标签页</translation>
-    </message>
-    <message>
-        <source>failed</source>
-        <translation>失败</translation>
-    </message>
-    <message>
-        <source>Could not explain the lane: {message}.</source>
-        <translation>无法解释该泳道：{message}。</translation>
-    </message>
-    <message>
-        <source>{message}. The text so far is kept.</source>
-        <translation>{message}。已生成的文本会保留。</translation>
-    </message>
-    <message>
-        <source>its parent “{parent}” is gone</source>
-        <translation>它的父泳道“{parent}”已不存在</translation>
-    </message>
-    <message>
-        <source>its parent “{parent}” draws with a fresh seed each run</source>
-        <translation>它的父泳道“{parent}”每次运行都用新的种子抽样</translation>
-    </message>
-    <message>
-        <source>Run again and compare needs a run to compare with (run or open one).</source>
-        <translation>“再次运行并比较”需要一次可比较的运行（先运行或打开一次）。</translation>
-    </message>
-    <message>
-        <source>run again: every lane&apos;s tokens identical to the previous run</source>
-        <translation>再次运行：每条泳道的词元都与上一次运行相同</translation>
-    </message>
-    <message>
-        <source>Run again, against the previous run: {differences}.</source>
-        <translation>再次运行，与上一次运行相比：{differences}。</translation>
-    </message>
-</context>
-<context>
-    <name>critical_dialog</name>
-    <message>
-        <source>Critical points</source>
-        <translation>临界点</translation>
-    </message>
-    <message>
-        <source>▲ marks the steps where a small change would have picked another strong token.</source>
-        <translation>▲ 标出那些稍有变化就会选中另一个强候选词元的步骤。</translation>
-    </message>
-</context>
-<context>
-    <name>fanout_view</name>
-    <message>
-        <source>The fan-out lane shown (set a sampled lane&apos;s fan-out in the lanes editor)</source>
-        <translation>所显示的扇出泳道（在泳道编辑器中设置采样泳道的扇出）</translation>
-    </message>
-    <message>
-        <source>Set a sampled lane&apos;s fan-out (lanes editor) and run: its members&apos; tree shows here</source>
-        <translation>为采样泳道设置扇出（泳道编辑器）并运行：各成员的树会显示在这里</translation>
-    </message>
-    <message>
-        <source>hover a branch for its text · click selects its first member&apos;s step</source>
-        <translation>悬停分支查看其文本 · 点击选中其第一个成员的该步</translation>
-    </message>
-    <message>
-        <source>members</source>
-        <translation>成员</translation>
-    </message>
-    <message>
-        <source>step</source>
-        <translation>步</translation>
-    </message>
-    <message>
-        <source>mean entropy (nats)</source>
-        <translation>平均熵（奈特）</translation>
-    </message>
-    <message>
-        <source>mean margin top1−top2</source>
-        <translation>首位与次位之差的平均值</translation>
-    </message>
-    <message>
-        <source>fan-out of {lane}: {count} seeds</source>
-        <translation>{lane} 的扇出：{count} 个种子</translation>
-    </message>
-    <message>
-        <source>none</source>
-        <translation>无</translation>
-    </message>
-    <message>
-        <source>seeds {first}–{last}</source>
-        <translation>种子 {first}–{last}</translation>
-    </message>
-    <message>
-        <source>&lt;b&gt;{count} members&lt;/b&gt; ({seeds}) · &lt;b&gt;{distinct}&lt;/b&gt; distinct continuations · mean first split at step &lt;b&gt;{first}&lt;/b&gt; · mean pairwise divergence step &lt;b&gt;{pairwise}&lt;/b&gt; · {splits} splits</source>
-        <translation>&lt;b&gt;{count} 个成员&lt;/b&gt;（{seeds}）· &lt;b&gt;{distinct}&lt;/b&gt; 种不同续写 · 平均在第 &lt;b&gt;{first}&lt;/b&gt; 步首次分开 · 两两平均分歧步 &lt;b&gt;{pairwise}&lt;/b&gt; · {splits} 个分叉</translation>
-    </message>
-    <message>
-        <source>steps {start}–{max} · members {names}: “{branch_text}”</source>
-        <translation>第 {start}–{max} 步 · 成员 {names}：“{branch_text}”</translation>
-    </message>
-</context>
-<context>
-    <name>inside_widgets</name>
-    <message>
-        <source>Explain this lane</source>
-        <translation>解释这条泳道</translation>
-    </message>
-    <message>
-        <source>Run the lane&apos;s tokens through the model&apos;s inspection model once: every layer&apos;s attention per head and the logit lens (stored with the run)</source>
-        <translation>用模型的检查模型把该泳道的词元跑一遍：得到每层每个头的注意力和 logit 透镜（随运行一起保存）</translation>
-    </message>
-    <message>
-        <source>Explain “{name}”</source>
-        <translation>解释“{name}”</translation>
-    </message>
-</context>
-<context>
-    <name>inspector</name>
-    <message>
-        <source>▲ branch not taken</source>
-        <translation>▲ 未走的分支</translation>
-    </message>
-    <message>
-        <source>↺ runner-up</source>
-        <translation>↺ 次优词元</translation>
-    </message>
-    <message>
-        <source>No step selected</source>
-        <translation>未选择步骤</translation>
-    </message>
-    <message>
-        <source>side by side</source>
-        <translation>并排</translation>
-    </message>
-    <message>
-        <source>overlaid</source>
-        <translation>叠加</translation>
-    </message>
-    <message>
-        <source>Raw and processed bars side by side, or overlaid</source>
-        <translation>原始和处理后的柱条并排显示或叠加显示</translation>
-    </message>
-    <message>
-        <source>A new lane that takes this step&apos;s runner-up instead and continues with the same strategy and draws: how far does the other branch go?</source>
-        <translation>新建一条泳道，在这一步改选次优词元，并以相同的策略和抽样值继续：另一条分支会走多远？</translation>
-    </message>
-    <message>
-        <source>probability</source>
-        <translation>概率</translation>
-    </message>
-    <message>
-        <source>cumulative</source>
-        <translation>累积</translation>
-    </message>
-    <message>
-        <source>kept</source>
-        <translation>保留</translation>
-    </message>
-    <message>
-        <source>raw</source>
-        <translation>原始</translation>
-    </message>
-    <message>
-        <source>after processors</source>
-        <translation>处理器处理后</translation>
-    </message>
-    <message>
-        <source>chosen</source>
-        <translation>所选</translation>
-    </message>
-    <message>
-        <source>cumulative (top-p&apos;s view)</source>
-        <translation>累积（top-p 的视角）</translation>
-    </message>
-    <message>
-        <source>draw u</source>
-        <translation>抽样值 u</translation>
-    </message>
-    <message>
-        <source>top-k</source>
-        <translation>top-k</translation>
-    </message>
-    <message>
-        <source>min-p</source>
-        <translation>min-p</translation>
-    </message>
-    <message>
-        <source>top-p</source>
-        <translation>top-p</translation>
-    </message>
-    <message>
-        <source> · forced</source>
-        <translation> · 强制</translation>
-    </message>
-    <message>
-        <source>{name} · step {step} · chose “{token}” (id {token_id}){forced}</source>
-        <translation>{name} · 第 {step} 步 · 选了“{token}”（id {token_id}）{forced}</translation>
-    </message>
-    <message>
-        <source>click a row: numbers · double-click: branch</source>
-        <translation>单击一行：查看数值 · 双击：分支</translation>
-    </message>
-    <message>
-        <source>filtered</source>
-        <translation>已过滤</translation>
-    </message>
-    <message>
-        <source>&lt;b&gt;“{token}” (id {token_id}): p {processed}, raw {raw}&lt;/b&gt;</source>
-        <translation>&lt;b&gt;“{token}”（id {token_id}）：p {processed}，原始 {raw}&lt;/b&gt;</translation>
-    </message>
-    <message>
-        <source>Branch a new lane with “{token}” at step {step}</source>
-        <translation>在第 {step} 步以“{token}”分出一条新泳道</translation>
-    </message>
-    <message>
-        <source>Force “{token}” for all lanes at step {step}</source>
-        <translation>在第 {step} 步对全部泳道强制“{token}”</translation>
-    </message>
-</context>
-<context>
-    <name>jobs</name>
-    <message>
-        <source>loading {model}…</source>
-        <translation>正在加载 {model}…</translation>
-    </message>
-    <message>
-        <source>opening the inspection model of {model} (once per model)…</source>
-        <translation>正在打开 {model} 的检查模型（每个模型一次）…</translation>
-    </message>
-    <message>
-        <source>explaining {count} tokens: attention of every layer and head, logit lens…</source>
-        <translation>正在解释 {count} 个词元：每层每个头的注意力、Logit 透镜…</translation>
-    </message>
-</context>
-<context>
-    <name>lane_fields</name>
-    <message>
-        <source>{off} = off.</source>
-        <translation>{off} = 关闭。</translation>
-    </message>
-    <message>
-        <source>{unset} = unset.</source>
-        <translation>{unset} = 未设置。</translation>
-    </message>
-    <message>
-        <source>Separate several with |; write a newline as \n. Empty = none.</source>
-        <translation>多个之间用 | 分隔；换行写作 \n。留空 = 无。</translation>
-    </message>
-    <message>
-        <source>Allowed: {allowed}. Follows transformers&apos; {name}.</source>
-        <translation>允许值：{allowed}。与 transformers 的 {name} 一致。</translation>
-    </message>
-    <message>
-        <source>beam {beams}</source>
-        <translation>束搜索 {beams}</translation>
-    </message>
-    <message>
-        <source>sample</source>
-        <translation>采样</translation>
-    </message>
-    <message>
-        <source>seed {seed}</source>
-        <translation>种子 {seed}</translation>
-    </message>
-    <message>
-        <source>greedy</source>
-        <translation>贪心</translation>
-    </message>
-    <message>
-        <source>max {count}</source>
-        <translation>最多 {count}</translation>
-    </message>
-    <message>
-        <source>stop {strings}</source>
-        <translation>停止于 {strings}</translation>
-    </message>
-    <message>
-        <source>forced @{step}</source>
-        <translation>强制 @{step}</translation>
-    </message>
-    <message>
-        <source>branch of {parent} @ {step}</source>
-        <translation>{parent} 的分支 @ {step}</translation>
-    </message>
-    <message>
-        <source>run&apos;s</source>
-        <translation>随运行</translation>
-    </message>
-    <message>
-        <source>auto</source>
-        <translation>自动</translation>
-    </message>
-</context>
-<context>
-    <name>lane_map</name>
-    <message>
-        <source>What a cell&apos;s colour shows</source>
-        <translation>单元格颜色所表示的量</translation>
-    </message>
-    <message>
-        <source>hover a cell for its token · click selects the step</source>
-        <translation>悬停单元格查看词元 · 单击选中该步</translation>
-    </message>
-    <message>
-        <source>step</source>
-        <translation>步</translation>
-    </message>
-    <message>
-        <source>{name} · step {step} · “{token}” · {metric} = {value:.4f}</source>
-        <translation>{name} · 第 {step} 步 · “{token}” · {metric} = {value:.4f}</translation>
-    </message>
-</context>
-<context>
-    <name>lanes_editor</name>
-    <message>
-        <source> (for greedy decoding, turn do_sample off)</source>
-        <translation>（若要贪心解码，请关闭 do_sample）</translation>
-    </message>
-    <message>
-        <source>none</source>
-        <translation>无</translation>
-    </message>
-    <message>
-        <source>The processors this lane applies, in order (transformers&apos; order by default)</source>
-        <translation>该泳道依次应用的处理器（默认采用 transformers 的顺序）</translation>
-    </message>
-    <message>
-        <source>applies</source>
-        <translation>应用</translation>
-    </message>
-    <message>
-        <source>beam search ({beams})</source>
-        <translation>束搜索（{beams}）</translation>
-    </message>
-    <message>
-        <source>sample</source>
-        <translation>采样</translation>
-    </message>
-    <message>
-        <source>argmax</source>
-        <translation>取最大值</translation>
-    </message>
-    <message>
-        <source>Lane</source>
-        <translation>泳道</translation>
-    </message>
-    <message>
-        <source>Strategy</source>
-        <translation>策略</translation>
-    </message>
-    <message>
-        <source>Double-click a name to rename the lane; select a lane to edit its parameters</source>
-        <translation>双击名称可重命名泳道；选中泳道可编辑其参数</translation>
-    </message>
-    <message>
-        <source>off</source>
-        <translation>关闭</translation>
-    </message>
-    <message>
-        <source>Run this sampled lane as K members (seeds seed, seed+1, …, all in the same batched steps) and see where they part in the Fan-out tab. off = the lane alone; up to {MAX_FANOUT}.</source>
-        <translation>把这条采样泳道作为 K 个成员运行（种子为 seed、seed+1、…，全部在同一批次的步骤中），并在“扇出”标签页查看它们在哪里分开。关闭 = 只运行该泳道；最多 {MAX_FANOUT} 个。</translation>
-    </message>
-    <message>
-        <source>fan-out (seeds)</source>
-        <translation>扇出（种子数）</translation>
-    </message>
-    <message>
-        <source>Add lane</source>
-        <translation>添加泳道</translation>
-    </message>
-    <message>
-        <source>Add a new lane from a preset (Ctrl+L: greedy)</source>
-        <translation>从预设添加新泳道（Ctrl+L：贪心）</translation>
-    </message>
-    <message>
-        <source>Replace with preset</source>
-        <translation>用预设替换</translation>
-    </message>
-    <message>
-        <source>Replace the selected lane&apos;s parameters by a preset&apos;s</source>
-        <translation>用预设的参数替换所选泳道的参数</translation>
-    </message>
-    <message>
-        <source>Duplicate</source>
-        <translation>复制</translation>
-    </message>
-    <message>
-        <source>Copy the selected lane</source>
-        <translation>复制所选泳道</translation>
-    </message>
-    <message>
-        <source>Remove</source>
-        <translation>移除</translation>
-    </message>
-    <message>
-        <source>Remove the selected lane</source>
-        <translation>移除所选泳道</translation>
-    </message>
-    <message>
-        <source>Move the selected lane left</source>
-        <translation>所选泳道左移</translation>
-    </message>
-    <message>
-        <source>Move the selected lane right</source>
-        <translation>所选泳道右移</translation>
-    </message>
-    <message>
-        <source>Stop the run before changing lanes.</source>
-        <translation>请先停止运行，再修改泳道。</translation>
-    </message>
-    <message>
-        <source>A run needs at least one lane.</source>
-        <translation>一次运行至少需要一条泳道。</translation>
-    </message>
-    <message>
-        <source>{name}: double-click to rename</source>
-        <translation>{name}：双击以重命名</translation>
-    </message>
-    <message>
-        <source>Refused: {error}{hint}</source>
-        <translation>已拒绝：{error}{hint}</translation>
-    </message>
-    <message>
-        <source>Note: {note}.</source>
-        <translation>注意：{note}。</translation>
-    </message>
-    <message>
-        <source>a lane name cannot be empty</source>
-        <translation>泳道名称不能为空</translation>
-    </message>
-    <message>
-        <source>another lane is already named “{name}”</source>
-        <translation>已有另一条泳道名为“{name}”</translation>
-    </message>
-    <message>
-        <source>Refused: {reason}.</source>
-        <translation>已拒绝：{reason}。</translation>
-    </message>
-</context>
-<context>
-    <name>lens_view</name>
-    <message>
-        <source>The position whose next token the lens reads; selecting a step in the text picks the position before it (where that token was predicted)</source>
-        <translation>透镜读取其下一个词元的位置；在文本中选中某一步即选中它之前的位置（即预测出该词元的位置）</translation>
-    </message>
-    <message>
-        <source>what follows</source>
-        <translation>后续内容</translation>
-    </message>
-    <message>
-        <source>each row: the prediction from that layer&apos;s output (final norm and lm_head), best first; colour: probability · &lt;span style=&quot;color:{FINAL_COLOUR}&quot;&gt;□&lt;/span&gt; the model&apos;s final choice · &lt;span style=&quot;color:{ACTUAL_COLOUR}&quot;&gt;□&lt;/span&gt; the token that followed, when another</source>
-        <translation>每一行：由该层输出（经最终归一化和 lm_head）得到的预测，按概率从高到低；颜色：概率 · &lt;span style=&quot;color:{FINAL_COLOUR}&quot;&gt;□&lt;/span&gt; 模型的最终选择 · &lt;span style=&quot;color:{ACTUAL_COLOUR}&quot;&gt;□&lt;/span&gt; 实际跟随的词元（若不同）</translation>
-    </message>
-    <message>
-        <source>rank</source>
-        <translation>名次</translation>
-    </message>
-    <message>
-        <source>p(final choice)</source>
-        <translation>p(最终选择)</translation>
-    </message>
-    <message>
-        <source>{lane} is not explained yet: explaining runs its tokens through the model&apos;s inspection model once (prepared the first time).</source>
-        <translation>{lane} 尚未解释：解释会用模型的检查模型把它的词元跑一遍（首次使用时会先准备检查模型）。</translation>
-    </message>
-    <message>
-        <source>Run the lanes, then explain one: what every layer would predict next.</source>
-        <translation>先运行各泳道，再解释其中一条：查看每一层会预测的下一个词元。</translation>
-    </message>
-    <message>
-        <source>the token&apos;s journey after “{token}”@{position}: what each layer would predict · lane {lane}</source>
-        <translation>“{token}”@{position} 之后的词元历程：每层会预测什么 · 泳道 {lane}</translation>
-    </message>
-    <message>
-        <source>{lane}: what each layer would predict after {token}</source>
-        <translation>{lane}：每层在 {token} 之后会预测什么</translation>
-    </message>
-    <message>
-        <source>top-1 only at the last layer ({layer}: the model&apos;s own output)</source>
-        <translation>仅在最后一层（{layer}：模型自身的输出）排第一</translation>
-    </message>
-    <message>
-        <source>, after being top-1 {where} for a while</source>
-        <translation>，此前曾在{where}短暂排第一</translation>
-    </message>
-    <message>
-        <source>top-1 {where} and from there on</source>
-        <translation>{where}起排第一并保持</translation>
-    </message>
-    <message>
-        <source>top-1 first {first}, for good {settled}</source>
-        <translation>{first}首次排第一，{settled}起稳定排第一</translation>
-    </message>
-    <message>
-        <source>&lt;b&gt;“{token}”&lt;/b&gt; is the model&apos;s choice (p {prob}): {top1}; first among the 10 best {where}.</source>
-        <translation>&lt;b&gt;“{token}”&lt;/b&gt;是模型的选择（p {prob}）：{top1}；{where}首次进入前 10。</translation>
-    </message>
-    <message>
-        <source>The lane took “{token}” here instead (it samples or was steered).</source>
-        <translation>该泳道在此处实际取了“{token}”（它在采样或被引导）。</translation>
-    </message>
-    <message>
-        <source>at the embeddings already</source>
-        <translation>在嵌入层就已经</translation>
-    </message>
-    <message>
-        <source>after layer {layer}</source>
-        <translation>在第 {layer} 层之后</translation>
-    </message>
-</context>
-<context>
-    <name>main_window</name>
-    <message>
-        <source>Branchpoint</source>
-        <translation>Branchpoint</translation>
-    </message>
-    <message>
-        <source>parent&apos;s strategy</source>
-        <translation>父泳道的策略</translation>
-    </message>
-    <message>
-        <source>The strategy a branched lane continues with after the picked token (right-click a token, or double-click an alternative in the inspector)</source>
-        <translation>分支泳道在所选词元之后采用的策略（右键单击词元，或在检查器中双击候选词元）</translation>
-    </message>
-    <message>
-        <source>Step</source>
-        <translation>步骤</translation>
-    </message>
-    <message>
-        <source>Attention</source>
-        <translation>注意力</translation>
-    </message>
-    <message>
-        <source>Logit lens</source>
-        <translation>Logit 透镜</translation>
-    </message>
-    <message>
-        <source>Tokens</source>
-        <translation>词元</translation>
-    </message>
-    <message>
-        <source>Timeline</source>
-        <translation>时间线</translation>
-    </message>
-    <message>
-        <source>Lane map</source>
-        <translation>泳道图</translation>
-    </message>
-    <message>
-        <source>Side by side</source>
-        <translation>并排比较</translation>
-    </message>
-    <message>
-        <source>Fan-out</source>
-        <translation>扇出</translation>
-    </message>
-    <message>
-        <source>Temperature</source>
-        <translation>温度</translation>
-    </message>
-    <message>
-        <source>Beam tree</source>
-        <translation>束搜索树</translation>
-    </message>
-    <message>
-        <source> Model </source>
-        <translation> 模型 </translation>
-    </message>
-    <message>
-        <source>Open…</source>
-        <translation>打开…</translation>
-    </message>
-    <message>
-        <source>Open a saved run (JSON); no model needed</source>
-        <translation>打开已保存的运行（JSON）；不需要模型</translation>
-    </message>
-    <message>
-        <source>Save…</source>
-        <translation>保存…</translation>
-    </message>
-    <message>
-        <source>Save the run as JSON</source>
-        <translation>将运行保存为 JSON</translation>
-    </message>
-    <message>
-        <source>Replay</source>
-        <translation>重放</translation>
-    </message>
-    <message>
-        <source>Re-run the shown run with the model and check every token</source>
-        <translation>用模型重新运行当前显示的运行，并逐个核对词元</translation>
-    </message>
-    <message>
-        <source> Branch as </source>
-        <translation> 分支策略 </translation>
-    </message>
-    <message>
-        <source>Undo branch</source>
-        <translation>撤销分支</translation>
-    </message>
-    <message>
-        <source>Remove the last branch lane (Ctrl+Z)</source>
-        <translation>移除最近的分支泳道（Ctrl+Z）</translation>
-    </message>
-    <message>
-        <source>Explain lane</source>
-        <translation>解释泳道</translation>
-    </message>
-    <message>
-        <source>Inside the model for the selected lane: every layer&apos;s attention per head and the logit lens (Attention and Logit lens tabs)</source>
-        <translation>查看所选泳道在模型内部的情况：每层每个头的注意力和 logit 透镜（“注意力”和“Logit 透镜”标签页）</translation>
-    </message>
-    <message>
-        <source>Tour</source>
-        <translation>导览</translation>
-    </message>
-    <message>
-        <source>A guided tour: one preset per phenomenon, explained in English and Chinese</source>
-        <translation>引导式导览：每种现象一个预设，附中英文讲解</translation>
-    </message>
-    <message>
-        <source>Export images…</source>
-        <translation>导出图像…</translation>
-    </message>
-    <message>
-        <source>Export the prompt and texts, each chart (PNG and SVG) and a report image of the whole run</source>
-        <translation>导出提示词和文本、每张图表（PNG 和 SVG）以及整次运行的报告图</translation>
-    </message>
-    <message>
-        <source>Branchpoint — {name}</source>
-        <translation>Branchpoint — {name}</translation>
-    </message>
-    <message>
-        <source>Stop the run before starting a tour stop.</source>
-        <translation>请先停止运行，再开始导览中的一站。</translation>
-    </message>
-    <message>
-        <source>Select a token of the lane to explain (click it in the text).</source>
-        <translation>请选择要解释的泳道中的一个词元（在文本中单击它）。</translation>
-    </message>
-    <message>
-        <source>Nothing to save yet: run or open a run first.</source>
-        <translation>还没有可保存的内容：请先运行或打开一次运行。</translation>
-    </message>
-    <message>
-        <source>Save run</source>
-        <translation>保存运行</translation>
-    </message>
-    <message>
-        <source>Branchpoint run (*.json)</source>
-        <translation>Branchpoint 运行 (*.json)</translation>
-    </message>
-    <message>
-        <source>Open run</source>
-        <translation>打开运行</translation>
-    </message>
-    <message>
-        <source>Branchpoint run (*.json);;All files (*)</source>
-        <translation>Branchpoint 运行 (*.json);;所有文件 (*)</translation>
-    </message>
-    <message>
-        <source>Export images into folder</source>
-        <translation>将图像导出到文件夹</translation>
-    </message>
-    <message>
-        <source>exported {len} images to {folder}</source>
-        <translation>已将 {len} 张图像导出到 {folder}</translation>
-    </message>
-    <message>
-        <source>Could not export images to {folder}: {error}. The run is still here.</source>
-        <translation>无法将图像导出到 {folder}：{error}。运行仍在这里。</translation>
-    </message>
-    <message>
-        <source>Removed {count} unfinished preparation folder(s) that an interrupted preparation left in the cache: {names}.</source>
-        <translation>已删除缓存中被中断的准备过程留下的 {count} 个未完成的文件夹：{names}。</translation>
-    </message>
-    <message>
-        <source>Could not restore the autosaved run: {error}</source>
-        <translation>无法恢复自动保存的运行：{error}</translation>
-    </message>
-    <message>
-        <source>Restored the run Branchpoint was showing when it stopped ({lanes} lanes, {tokens} tokens).</source>
-        <translation>已恢复 Branchpoint 意外停止时显示的运行（{lanes} 条泳道，{tokens} 个词元）。</translation>
-    </message>
-    <message>
-        <source>Restore the last run?</source>
-        <translation>恢复上次的运行？</translation>
-    </message>
-    <message>
-        <source>Branchpoint stopped unexpectedly while it showed a run. Restore that run (the text generated so far)?</source>
-        <translation>Branchpoint 在显示一次运行时意外停止。要恢复该运行（已生成的文本）吗？</translation>
-    </message>
-</context>
-<context>
-    <name>model_picker</name>
-    <message>
-        <source>The model every lane runs on</source>
-        <translation>所有泳道使用的模型</translation>
-    </message>
-    <message>
-        <source>Add local folder…</source>
-        <translation>添加本地文件夹…</translation>
-    </message>
-    <message>
-        <source>Model folder (ONNX export or Hugging Face model)</source>
-        <translation>模型文件夹（ONNX 导出或 Hugging Face 模型）</translation>
-    </message>
-    <message>
-        <source>Add model</source>
-        <translation>添加模型</translation>
-    </message>
-    <message>
-        <source>{folder} holds neither model.onnx nor a Hugging Face config.json.</source>
-        <translation>{folder} 中既没有 model.onnx，也没有 Hugging Face 的 config.json。</translation>
-    </message>
-    <message>
-        <source>Registering the ONNX export in {folder}</source>
-        <translation>正在登记 {folder} 中的 ONNX 导出</translation>
-    </message>
-    <message>
-        <source>Exporting the Hugging Face model in {folder} to ONNX (this can take a minute)</source>
-        <translation>正在把 {folder} 中的 Hugging Face 模型导出为 ONNX（可能需要一分钟）</translation>
-    </message>
-</context>
-<context>
-    <name>notice_bar</name>
-    <message>
-        <source>Dismiss</source>
-        <translation>关闭</translation>
-    </message>
-</context>
-<context>
-    <name>parameters</name>
-    <message>
-        <source>Draw the next token at random from the processed distribution (seeded, so runs repeat) instead of taking the most likely one; the sampling parameters apply only when it is on.</source>
-        <translation>从处理后的分布中随机抽取下一个词元（有种子，因此运行可重现），而不是取最可能的那个；只有开启时采样参数才生效。</translation>
-    </message>
-    <message>
-        <source>Beam search: keep this many partial sequences and extend the best-scoring ones (1 = no beam search; not with do_sample).</source>
-        <translation>束搜索：保留这么多条部分序列，并扩展得分最高的那些（1 = 不用束搜索；不能与 do_sample 同用）。</translation>
-    </message>
-    <message>
-        <source>Divide the logits by this before the softmax: below 1 sharpens the distribution, above 1 flattens it.</source>
-        <translation>在 softmax 之前把 logits 除以该值：小于 1 使分布更尖锐，大于 1 使分布更平坦。</translation>
-    </message>
-    <message>
-        <source>Keep only the k most likely tokens (all tokens tied with the k-th too).</source>
-        <translation>只保留最可能的 k 个词元（与第 k 个并列的词元也保留）。</translation>
-    </message>
-    <message>
-        <source>Nucleus sampling: keep the smallest set of most likely tokens whose probabilities add up to at least top_p.</source>
-        <translation>核采样：保留概率之和至少为 top_p 的最小一组最可能词元。</translation>
-    </message>
-    <message>
-        <source>Drop the tokens whose probability is below min_p times the top token&apos;s probability.</source>
-        <translation>去掉概率低于 min_p 乘以最高词元概率的词元。</translation>
-    </message>
-    <message>
-        <source>Locally typical sampling: keep the tokens whose surprisal is closest to the entropy until their probabilities add up to typical_p.</source>
-        <translation>局部典型采样：按惊奇度与熵的接近程度保留词元，直到它们的概率之和达到 typical_p。</translation>
-    </message>
-    <message>
-        <source>Make the tokens already in the prompt or the output less likely: positive logits are divided by it, negative ones multiplied.</source>
-        <translation>降低提示词或输出中已出现词元的可能性：正的 logits 除以该值，负的乘以该值。</translation>
-    </message>
-    <message>
-        <source>Forbid any n-gram of this size from appearing twice (prompt included).</source>
-        <translation>禁止任何这一长度的 n-gram 出现两次（包括提示词）。</translation>
-    </message>
-    <message>
-        <source>Suppress the end-of-sequence tokens until this many tokens are generated.</source>
-        <translation>在生成这么多词元之前屏蔽序列结束词元。</translation>
-    </message>
-    <message>
-        <source>This lane&apos;s own limit on new tokens (unset: the run&apos;s max_new_tokens).</source>
-        <translation>这条泳道自己的新词元上限（未设置：使用本次运行的 max_new_tokens）。</translation>
-    </message>
-    <message>
-        <source>Stop the lane as soon as its text contains one of these strings.</source>
-        <translation>泳道文本一旦包含其中任一字符串就停止。</translation>
-    </message>
-    <message>
-        <source>Beam search: a finished hypothesis scores sum(logprobs) / length^length_penalty; above 0 favours longer sequences, below 0 shorter ones.</source>
-        <translation>束搜索：完成的候选得分为 sum(logprobs) / length^length_penalty；大于 0 偏向更长的序列，小于 0 偏向更短的。</translation>
-    </message>
-    <message>
-        <source>Beam search: true stops when num_beams hypotheses are finished, false when no better one is likely, &quot;never&quot; when no better one can exist.</source>
-        <translation>束搜索：true 在完成 num_beams 个候选时停止，false 在不太可能出现更好的候选时停止，&quot;never&quot; 在不可能出现更好的候选时停止。</translation>
-    </message>
-    <message>
-        <source>Beam search: how many finished hypotheses the lane returns (at most num_beams).</source>
-        <translation>束搜索：泳道返回多少个完成的候选（最多 num_beams 个）。</translation>
-    </message>
-    <message>
-        <source>Seed of this lane&apos;s own random generator: the same seed gives the same draws, whatever the other lanes do (unset: derived from the lane name and the run&apos;s seed).</source>
-        <translation>这条泳道自己的随机数生成器的种子：相同的种子给出相同的抽样，与其他泳道无关（未设置：由泳道名和本次运行的种子推导）。</translation>
-    </message>
-</context>
-<context>
-    <name>presets</name>
-    <message>
-        <source>Greedy</source>
-        <translation>贪心</translation>
-    </message>
-    <message>
-        <source>Beam 4</source>
-        <translation>束搜索 4</translation>
-    </message>
-    <message>
-        <source>Top-k 50</source>
-        <translation>Top-k 50</translation>
-    </message>
-    <message>
-        <source>Top-p 0.9</source>
-        <translation>Top-p 0.9</translation>
-    </message>
-    <message>
-        <source>Temperature 1.3</source>
-        <translation>温度 1.3</translation>
-    </message>
-    <message>
-        <source>Min-p 0.05</source>
-        <translation>Min-p 0.05</translation>
-    </message>
-    <message>
-        <source>creative</source>
-        <translation>创意</translation>
-    </message>
-    <message>
-        <source>precise</source>
-        <translation>精确</translation>
-    </message>
-</context>
-<context>
-    <name>prompt_panel</name>
-    <message>
-        <source>Prompt — Ctrl+Enter runs all lanes</source>
-        <translation>提示词 — Ctrl+Enter 运行全部泳道</translation>
-    </message>
-    <message>
-        <source>The prompt every lane continues (Ctrl+Enter: Run, Esc: Stop)</source>
-        <translation>各泳道续写的提示词（Ctrl+Enter：运行，Esc：停止）</translation>
-    </message>
-    <message>
-        <source>chat</source>
-        <translation>对话</translation>
-    </message>
-    <message>
-        <source>Wrap the prompt in the model&apos;s chat template as a user message</source>
-        <translation>用模型的对话模板把提示词包装成一条用户消息</translation>
-    </message>
-    <message>
-        <source>system prompt (optional; the template&apos;s default if empty)</source>
-        <translation>系统提示词（可选；留空则使用模板默认值）</translation>
-    </message>
-    <message>
-        <source>System message for the chat template</source>
-        <translation>对话模板的系统消息</translation>
-    </message>
-    <message>
-        <source>max_new_tokens: how many tokens each lane generates at most</source>
-        <translation>max_new_tokens：每条泳道最多生成的词元数</translation>
-    </message>
-    <message>
-        <source>auto</source>
-        <translation>自动</translation>
-    </message>
-    <message>
-        <source>Base seed of the run: sampled lanes whose seed is auto get one derived from it and their name, so the same seed repeats the run. auto = random each run.</source>
-        <translation>本次运行的基础种子：种子为“自动”的采样泳道会由它和泳道名推导出各自的种子，因此相同的种子会重现同一次运行。自动 = 每次运行随机。</translation>
-    </message>
-    <message>
-        <source>Run</source>
-        <translation>运行</translation>
-    </message>
-    <message>
-        <source>Run every lane on this prompt (Ctrl+Enter)</source>
-        <translation>用这个提示词运行全部泳道（Ctrl+Enter）</translation>
-    </message>
-    <message>
-        <source>Stop</source>
-        <translation>停止</translation>
-    </message>
-    <message>
-        <source>Stop at the next step, keeping the text so far (Esc)</source>
-        <translation>在下一步停止，保留已生成的文本（Esc）</translation>
-    </message>
-    <message>
-        <source>max new tokens</source>
-        <translation>最多新词元</translation>
-    </message>
-    <message>
-        <source>seed</source>
-        <translation>种子</translation>
-    </message>
-</context>
-<context>
-    <name>render</name>
-    <message>
-        <source>byte {first} of {total}</source>
-        <translation>共 {total} 字节中的第 {first} 字节</translation>
-    </message>
-    <message>
-        <source>bytes {first}–{last} of {total}</source>
-        <translation>共 {total} 字节中的第 {first}–{last} 字节</translation>
-    </message>
-    <message>
-        <source>end of a character</source>
-        <translation>一个字符的结尾</translation>
-    </message>
-    <message>
-        <source>{count} of {total} bytes</source>
-        <translation>{total} 字节中的 {count} 个</translation>
-    </message>
-    <message>
-        <source>&lt;b&gt;step {step}&lt;/b&gt; · p={p} (raw {raw})</source>
-        <translation>&lt;b&gt;第 {step} 步&lt;/b&gt; · p={p}（原始 {raw}）</translation>
-    </message>
-    <message>
-        <source>entropy {entropy} nats · margin {margin} · kept {kept}</source>
-        <translation>熵 {entropy} 奈特 · 差值 {margin} · 保留 {kept}</translation>
-    </message>
-    <message>
-        <source>first divergence from the reference lane</source>
-        <translation>与参照泳道的首次分歧</translation>
-    </message>
-    <message>
-        <source>critical point: a small change would pick another strong token</source>
-        <translation>临界点：稍有变化就会选中另一个强候选词元</translation>
-    </message>
-    <message>
-        <source>branch point</source>
-        <translation>分支点</translation>
-    </message>
-    <message>
-        <source>forced token</source>
-        <translation>强制词元</translation>
-    </message>
-    <message>
-        <source>the same {count} tokens after the swap</source>
-        <translation>替换后的 {count} 个词元完全相同</translation>
-    </message>
-    <message>
-        <source>{count} same tokens after the swap, then apart; distance {distance} ({edits} edits)</source>
-        <translation>替换后有 {count} 个相同词元，之后分开；距离 {distance}（{edits} 处编辑）</translation>
-    </message>
-    <message>
-        <source>{count} tok</source>
-        <translation>{count} 词元</translation>
-    </message>
-    <message>
-        <source>none</source>
-        <translation>无</translation>
-    </message>
-    <message>
-        <source>step {step}</source>
-        <translation>第 {step} 步</translation>
-    </message>
-    <message>
-        <source>{count} tokens ({reason}); mean p(chosen) {p}; mean entropy {entropy} nats; {critical} critical points; first divergence from the reference lane: {where}</source>
-        <translation>{count} 个词元（{reason}）；平均 p(所选) {p}；平均熵 {entropy} 奈特；{critical} 个临界点；与参照泳道的首次分歧：{where}</translation>
-    </message>
-    <message>
-        <source>running</source>
-        <translation>运行中</translation>
-    </message>
-</context>
-<context>
-    <name>setup_dialog</name>
-    <message>
-        <source>starting…</source>
-        <translation>正在开始…</translation>
-    </message>
-    <message>
-        <source>Cancel</source>
-        <translation>取消</translation>
-    </message>
-    <message>
-        <source>Retry</source>
-        <translation>重试</translation>
-    </message>
-    <message>
-        <source>cancelling…</source>
-        <translation>正在取消…</translation>
-    </message>
-    <message>
-        <source>failed</source>
-        <translation>失败</translation>
-    </message>
-    <message>
-        <source>cancelled</source>
-        <translation>已取消</translation>
-    </message>
-    <message>
-        <source>Close</source>
-        <translation>关闭</translation>
-    </message>
-</context>
-<context>
-    <name>status</name>
-    <message>
-        <source>no model</source>
-        <translation>无模型</translation>
-    </message>
-    <message>
-        <source>The ONNX Runtime execution provider really active for the model</source>
-        <translation>该模型实际使用的 ONNX Runtime 执行提供程序</translation>
-    </message>
-    <message>
-        <source>Steps done of the longest lane&apos;s max_new_tokens</source>
-        <translation>最长泳道已完成的步数 / 其 max_new_tokens</translation>
-    </message>
-    <message>
-        <source>Generated tokens per second, all lanes and beams together</source>
-        <translation>每秒生成的词元数（所有泳道和束合计）</translation>
-    </message>
-    <message>
-        <source>model: {model_name}</source>
-        <translation>模型：{model_name}</translation>
-    </message>
-    <message>
-        <source>step 0/{run_limit}</source>
-        <translation>步 0/{run_limit}</translation>
-    </message>
-    <message>
-        <source>explaining…</source>
-        <translation>正在解释…</translation>
-    </message>
-    <message>
-        <source>running…</source>
-        <translation>运行中…</translation>
-    </message>
-    <message>
-        <source>step {max_steps}/{limit}</source>
-        <translation>步 {max_steps}/{limit}</translation>
-    </message>
-    <message>
-        <source>{tokens_per_s:.1f} tok/s</source>
-        <translation>{tokens_per_s:.1f} 词元/秒</translation>
-    </message>
-    <message>
-        <source>{name} · step {step} (of 0–{last})</source>
-        <translation>{name} · 第 {step} 步（共 0–{last}）</translation>
-    </message>
-</context>
-<context>
-    <name>sweep_view</name>
-    <message>
-        <source>Sweep this step</source>
-        <translation>扫描这一步</translation>
-    </message>
-    <message>
-        <source>The model recomputes this step&apos;s logits once; the lane&apos;s own processors then run at temperatures 0 to 2</source>
-        <translation>模型重新计算一次这一步的 logits；然后在温度 0 到 2 之间运行该泳道自己的处理器</translation>
-    </message>
-    <message>
-        <source>Fan-outs over T</source>
-        <translation>按温度扇出</translation>
-    </message>
-    <message>
-        <source>Add lanes that run the selected sampled lane as 8 seeds at T 0.3, 0.7, 1.0 and 1.5 (the same seeds): after the next run, diversity against temperature</source>
-        <translation>添加泳道，把所选采样泳道以 8 个种子分别在 T 0.3、0.7、1.0 和 1.5（相同种子）下运行：下次运行后即可看到多样性随温度的变化</translation>
-    </message>
-    <message>
-        <source>this step</source>
-        <translation>这一步</translation>
-    </message>
-    <message>
-        <source>diversity</source>
-        <translation>多样性</translation>
-    </message>
-    <message>
-        <source>The selected step&apos;s sweep, or the run&apos;s fan-outs at several temperatures</source>
-        <translation>所选步骤的扫描，或本次运行在几种温度下的扇出</translation>
-    </message>
-    <message>
-        <source>p after processors</source>
-        <translation>处理器处理后的 p</translation>
-    </message>
-    <message>
-        <source>temperature</source>
-        <translation>温度</translation>
-    </message>
-    <message>
-        <source>entropy (nats)</source>
-        <translation>熵（奈特）</translation>
-    </message>
-    <message>
-        <source>distinct continuations · mean first split step</source>
-        <translation>不同续写数 · 平均首次分开步</translation>
-    </message>
-    <message>
-        <source>{name} · step {step}: no sweep yet — “Sweep this step” computes it (the model recomputes this step once)</source>
-        <translation>{name} · 第 {step} 步：还没有扫描 — 点击“扫描这一步”计算（模型会重新计算一次这一步）</translation>
-    </message>
-    <message>
-        <source>Select a step to see its distribution at other temperatures</source>
-        <translation>选择一步，查看它在其他温度下的分布</translation>
-    </message>
-    <message>
-        <source> (the lane&apos;s own T {temperature}: dotted)</source>
-        <translation>（该泳道自身的 T {temperature}：点线）</translation>
-    </message>
-    <message>
-        <source> (greedy / beam: T is not applied)</source>
-        <translation>（贪心 / 束搜索：不应用 T）</translation>
-    </message>
-    <message>
-        <source>&lt;b&gt;{name} · step {step}&lt;/b&gt;: the distribution from T 0 (argmax) to 2{where}</source>
-        <translation>&lt;b&gt;{name} · 第 {step} 步&lt;/b&gt;：从 T 0（取最大值）到 2 的分布{where}</translation>
-    </message>
-    <message>
-        <source>entropy</source>
-        <translation>熵</translation>
-    </message>
-    <message>
-        <source>kept set (right axis)</source>
-        <translation>保留集（右轴）</translation>
-    </message>
-    <message>
-        <source>Diversity against temperature: “Fan-outs over T” adds fan-outs of the selected sampled lane at T 0.3, 0.7, 1.0 and 1.5; run them, then look here</source>
-        <translation>多样性随温度的变化：“按温度扇出”会为所选采样泳道添加 T 0.3、0.7、1.0 和 1.5 的扇出；运行后在这里查看</translation>
-    </message>
-    <message>
-        <source>&lt;b&gt;{len} fan-outs of {members} seeds&lt;/b&gt;: how many distinct texts, and how soon the members part, at each temperature</source>
-        <translation>&lt;b&gt;{len} 个扇出，各 {members} 个种子&lt;/b&gt;：每种温度下有多少种不同文本，以及成员多早分开</translation>
-    </message>
-    <message>
-        <source>distinct continuations</source>
-        <translation>不同续写数</translation>
-    </message>
-    <message>
-        <source>mean first split step</source>
-        <translation>平均首次分开步</translation>
-    </message>
-</context>
-<context>
-    <name>text_view</name>
-    <message>
-        <source>(draw within {distance:g} of p ≥ {prob:g}; p₂/p₁ ≥ {ratio:g})</source>
-        <translation>（抽样值距 p ≥ {prob:g} 的边界在 {distance:g} 以内；p₂/p₁ ≥ {ratio:g}）</translation>
-    </message>
-    <message>
-        <source>space</source>
-        <translation>空格</translation>
-    </message>
-    <message>
-        <source>newline</source>
-        <translation>换行</translation>
-    </message>
-    <message>
-        <source>p(token)</source>
-        <translation>p(词元)</translation>
-    </message>
-    <message>
-        <source>Copy</source>
-        <translation>复制</translation>
-    </message>
-    <message>
-        <source>Select all</source>
-        <translation>全选</translation>
-    </message>
-    <message>
-        <source>Branch from here with…</source>
-        <translation>从这里分支，改选…</translation>
-    </message>
-    <message>
-        <source>Force for all lanes…</source>
-        <translation>对全部泳道强制…</translation>
-    </message>
-    <message>
-        <source>Explain this lane: attention, logit lens</source>
-        <translation>解释这条泳道：注意力、logit 透镜</translation>
-    </message>
-    <message>
-        <source>all beams</source>
-        <translation>全部束</translation>
-    </message>
-    <message>
-        <source>Show every returned beam hypothesis under the best one</source>
-        <translation>在最佳候选下方显示所有返回的束搜索候选</translation>
-    </message>
-    <message>
-        <source>(reference)</source>
-        <translation>（参照）</translation>
-    </message>
-    <message>
-        <source>· edited: Run to update</source>
-        <translation>· 已编辑：运行后更新</translation>
-    </message>
-    <message>
-        <source>: {count} distinct</source>
-        <translation>：{count} 种不同</translation>
-    </message>
-    <message>
-        <source>fan-out ×{members}</source>
-        <translation>扇出 ×{members}</translation>
-    </message>
-    <message>
-        <source>all members</source>
-        <translation>全部成员</translation>
-    </message>
-    <message>
-        <source>Show every member&apos;s text under member #0&apos;s</source>
-        <translation>在 0 号成员下方显示每个成员的文本</translation>
-    </message>
-    <message>
-        <source>▲ thresholds…</source>
-        <translation>▲ 阈值…</translation>
-    </message>
-    <message>
-        <source>What makes a step a critical point</source>
-        <translation>什么样的步骤算作临界点</translation>
-    </message>
-    <message>
-        <source>best running beam…</source>
-        <translation>当前最佳束…</translation>
-    </message>
-    <message>
-        <source>vs {lane}: {comparison}</source>
-        <translation>对比 {lane}：{comparison}</translation>
-    </message>
-    <message>
-        <source>beam #{rank}</source>
-        <translation>第 {rank} 束</translation>
-    </message>
-    <message>
-        <source>score {score}</source>
-        <translation>得分 {score}</translation>
-    </message>
-    <message>
-        <source>same as #0</source>
-        <translation>与 0 号相同</translation>
-    </message>
-    <message>
-        <source>parts from #0 at step {step}</source>
-        <translation>在第 {step} 步与 0 号分开</translation>
-    </message>
-    <message>
-        <source>seed {seed}</source>
-        <translation>种子 {seed}</translation>
-    </message>
-</context>
-<context>
-    <name>timeline</name>
-    <message>
-        <source>{metric} per step</source>
-        <translation>每步的{metric}</translation>
-    </message>
-    <message>
-        <source>click a point to select its step · ←/→ move through steps</source>
-        <translation>单击点以选中该步 · ←/→ 逐步移动</translation>
-    </message>
-    <message>
-        <source>all steps</source>
-        <translation>全部步骤</translation>
-    </message>
-    <message>
-        <source>Show every step (the mouse wheel zooms the step axis, dragging pans it)</source>
-        <translation>显示全部步骤（鼠标滚轮缩放步骤轴，拖动可平移）</translation>
-    </message>
-    <message>
-        <source>Click a lane to hide or show its line</source>
-        <translation>单击泳道可隐藏或显示其曲线</translation>
-    </message>
-    <message>
-        <source>step</source>
-        <translation>步</translation>
-    </message>
-    <message>
-        <source>{name} · step {step} · “{token}” · {metric} = {value:.4f}</source>
-        <translation>{name} · 第 {step} 步 · “{token}” · {metric} = {value:.4f}</translation>
-    </message>
-</context>
-<context>
-    <name>token_view</name>
-    <message>
-        <source>&lt;span style=&quot;background:{SPECIAL_BACKGROUND}&quot;&gt;&amp;nbsp;special&amp;nbsp;&lt;/span&gt; a special token (chat template, end of text) · &lt;span style=&quot;background:{BYTE_BACKGROUND}&quot;&gt;&amp;nbsp;‹e8 99›&amp;nbsp;&lt;/span&gt; bytes of a character spread over several tokens, the character under its tokens · the number under a token is its id · “·” is a space, “↵” a newline · click a lane&apos;s token to select its step</source>
-        <translation>&lt;span style=&quot;background:{SPECIAL_BACKGROUND}&quot;&gt;&amp;nbsp;特殊&amp;nbsp;&lt;/span&gt; 特殊词元（对话模板、文本结束）· &lt;span style=&quot;background:{BYTE_BACKGROUND}&quot;&gt;&amp;nbsp;‹e8 99›&amp;nbsp;&lt;/span&gt; 一个字符被拆到多个词元中的字节，该字符显示在其词元下方 · 词元下方的数字是它的 id · “·”表示空格，“↵”表示换行 · 单击泳道中的词元以选中该步</translation>
-    </message>
-    <message>
-        <source>Run or open a run to see its tokens.</source>
-        <translation>运行或打开一次运行以查看其词元。</translation>
-    </message>
-    <message>
-        <source>the prompt and every lane as tokens · {model}</source>
-        <translation>提示词和各泳道的词元 · {model}</translation>
-    </message>
-    <message>
-        <source>the model&apos;s context limit: {positions} positions</source>
-        <translation>模型的上下文上限：{positions} 个位置</translation>
-    </message>
-    <message>
-        <source>the model&apos;s context limit is unknown here (its model is not prepared here)</source>
-        <translation>此处无法得知模型的上下文上限（该模型在本机尚未准备）</translation>
-    </message>
-    <message>
-        <source>longest sequence {count} tokens</source>
-        <translation>最长序列 {count} 个词元</translation>
-    </message>
-    <message>
-        <source> = {share} of the limit</source>
-        <translation>，占上限的 {share}</translation>
-    </message>
-    <message>
-        <source>&lt;b&gt;prompt {count} tokens&lt;/b&gt; ({special} special)</source>
-        <translation>&lt;b&gt;提示词 {count} 个词元&lt;/b&gt;（{special} 个特殊词元）</translation>
-    </message>
-    <message>
-        <source>the prompt&apos;s pieces need its model or an explanation saved with the run: ids only</source>
-        <translation>显示提示词的词元文本需要其模型或随运行保存的解释：此处仅显示 id</translation>
-    </message>
-    <message>
-        <source>{text}: {total} bytes over {count} tokens</source>
-        <translation>{text}：{total} 个字节，分布在 {count} 个词元中</translation>
-    </message>
-</context>
-<context>
-    <name>tour_dialog</name>
-    <message>
-        <source>Tour — 导览</source>
-        <translation>导览 — Tour</translation>
-    </message>
-    <message>
-        <source> (chat)</source>
-        <translation>（对话）</translation>
-    </message>
-    <message>
-        <source>&lt;h3&gt;{title_en}&lt;br&gt;{title_zh}&lt;/h3&gt;&lt;p&gt;&lt;b&gt;Prompt&lt;/b&gt; “{prompt}”{chat} · &lt;b&gt;lanes&lt;/b&gt; {lanes}&lt;/p&gt;&lt;p&gt;{text_en}&lt;/p&gt;&lt;p&gt;{text_zh}&lt;/p&gt;</source>
-        <translation>&lt;h3&gt;{title_zh}&lt;br&gt;{title_en}&lt;/h3&gt;&lt;p&gt;&lt;b&gt;提示词&lt;/b&gt;“{prompt}”{chat} · &lt;b&gt;泳道&lt;/b&gt; {lanes}&lt;/p&gt;&lt;p&gt;{text_zh}&lt;/p&gt;&lt;p&gt;{text_en}&lt;/p&gt;</translation>
-    </message>
-</context>
+        </message>
+    </context>
+    <context>
+        <name>chart_data</name>
+        <message>
+            <source>{value}  (raw {raw})</source>
+            <translation>{value}（原始 {raw}）</translation>
+        </message>
+        <message>
+            <source>p(chosen)</source>
+            <translation>p(所选)</translation>
+        </message>
+        <message>
+            <source>entropy</source>
+            <translation>熵</translation>
+        </message>
+        <message>
+            <source>nats</source>
+            <translation>奈特</translation>
+        </message>
+        <message>
+            <source>margin</source>
+            <translation>差值</translation>
+        </message>
+        <message>
+            <source>kept set</source>
+            <translation>保留集</translation>
+        </message>
+        <message>
+            <source>{count} tokens</source>
+            <translation>{count} 个词元</translation>
+        </message>
+        <message>
+            <source>tail mass</source>
+            <translation>尾部概率质量</translation>
+        </message>
+        <message>
+            <source>draw u</source>
+            <translation>抽样值 u</translation>
+        </message>
+        <message>
+            <source>▲ critical point</source>
+            <translation>▲ 临界点</translation>
+        </message>
+        <message>
+            <source>◆ first divergence from the reference</source>
+            <translation>◆ 与参照泳道的首次分歧</translation>
+        </message>
+        <message>
+            <source>↳ branch point</source>
+            <translation>↳ 分支点</translation>
+        </message>
+        <message>
+            <source>★ forced</source>
+            <translation>★ 强制</translation>
+        </message>
+        <message>
+            <source>flags</source>
+            <translation>标记</translation>
+        </message>
+        <message>
+            <source>{draw} in [{low}, {high})</source>
+            <translation>{draw}，落在 [{low}, {high})</translation>
+        </message>
+        <message>
+            <source>p(chosen), raw</source>
+            <translation>p(所选)，原始</translation>
+        </message>
+        <message>
+            <source>entropy (nats)</source>
+            <translation>熵（奈特）</translation>
+        </message>
+        <message>
+            <source>entropy raw (nats)</source>
+            <translation>原始熵（奈特）</translation>
+        </message>
+        <message>
+            <source>margin top1−top2</source>
+            <translation>首位与次位之差</translation>
+        </message>
+        <message>
+            <source>margin top1−top2, raw</source>
+            <translation>首位与次位之差，原始</translation>
+        </message>
+    </context>
+    <context>
+        <name>compare_view</name>
+        <message>
+            <source>both lanes chose the same token here</source>
+            <translation>两条泳道在这里选了同一个词元</translation>
+        </message>
+        <message>
+            <source>the other lane's {token} is filtered out or outside the recorded top {count} here</source>
+            <translation>另一泳道的 {token} 在这里已被过滤，或不在记录的前 {count} 名之内</translation>
+        </message>
+        <message>
+            <source>the other lane's {token} has p {p} (rank {rank}) here</source>
+            <translation>另一泳道的 {token} 在这里的 p 为 {p}（第 {rank} 名）</translation>
+        </message>
+        <message>
+            <source>Select a step to compare two lanes there</source>
+            <translation>选择一步，在该处比较两条泳道</translation>
+        </message>
+        <message>
+            <source>The lane the selected lane is compared with (the reference lane by default)</source>
+            <translation>与所选泳道比较的泳道（默认是参照泳道）</translation>
+        </message>
+        <message>
+            <source>compare with</source>
+            <translation>比较对象</translation>
+        </message>
+        <message>
+            <source>&lt;span style="color:{CHOSEN_COLOUR}"&gt;■&lt;/span&gt;&amp;nbsp;this lane's choice &amp;nbsp; &lt;span style="color:{OTHER_COLOUR}"&gt;■&lt;/span&gt;&amp;nbsp;the other lane's choice &amp;nbsp; &lt;span style="color:{PROCESSED_COLOUR}"&gt;■&lt;/span&gt;&amp;nbsp;p after processors &amp;nbsp; &lt;span style="color:{DRAW_COLOUR}"&gt;┃&lt;/span&gt;&amp;nbsp;draw u (cumulative)</source>
+            <translation>&lt;span style="color:{CHOSEN_COLOUR}"&gt;■&lt;/span&gt;&amp;nbsp;本泳道的选择 &amp;nbsp; &lt;span style="color:{OTHER_COLOUR}"&gt;■&lt;/span&gt;&amp;nbsp;另一泳道的选择 &amp;nbsp; &lt;span style="color:{PROCESSED_COLOUR}"&gt;■&lt;/span&gt;&amp;nbsp;处理器处理后的 p &amp;nbsp; &lt;span style="color:{DRAW_COLOUR}"&gt;┃&lt;/span&gt;&amp;nbsp;抽样值 u（累积）</translation>
+        </message>
+        <message>
+            <source>probability</source>
+            <translation>概率</translation>
+        </message>
+        <message>
+            <source>step {step}: {lane} chose “{token}”, {other} chose “{other_token}”</source>
+            <translation>第 {step} 步：{lane} 选了“{token}”，{other} 选了“{other_token}”</translation>
+        </message>
+        <message>
+            <source>&lt;b&gt;{name}&lt;/b&gt;: chose “{token}” p {p}; </source>
+            <translation>&lt;b&gt;{name}&lt;/b&gt;：选了“{token}”，p {p}；</translation>
+        </message>
+        <message>
+            <source>; draw u = {draw}</source>
+            <translation>；抽样值 u = {draw}</translation>
+        </message>
+        <message>
+            <source>The other lane has no step here</source>
+            <translation>另一条泳道在这里没有这一步</translation>
+        </message>
+        <message>
+            <source>Select a step (e.g. a ◆ divergence) to compare two lanes there</source>
+            <translation>选择一步（例如 ◆ 分歧点），在该处比较两条泳道</translation>
+        </message>
+    </context>
+    <context>
+        <name>controller</name>
+        <message>
+            <source>Stop the run before switching models.</source>
+            <translation>请先停止运行，再切换模型。</translation>
+        </message>
+        <message>
+            <source>Stop the run before switching devices.</source>
+            <translation>请先停止运行，再切换设备。</translation>
+        </message>
+        <message>
+            <source>Run again and compare needs a run to compare with (run or open one).</source>
+            <translation>“再次运行并比较”需要一次可比较的运行（先运行或打开一次）。</translation>
+        </message>
+        <message>
+            <source>Cannot run: {error}.</source>
+            <translation>无法运行：{error}。</translation>
+        </message>
+        <message>
+            <source>No model: choose or prepare one in the Model list first.</source>
+            <translation>没有模型：请先在“模型”列表中选择或准备一个。</translation>
+        </message>
+        <message>
+            <source>The prompt is empty: type something for the lanes to continue.</source>
+            <translation>提示词为空：请输入一些内容供各泳道续写。</translation>
+        </message>
+        <message>
+            <source>its parent “{parent}” fans out now</source>
+            <translation>它的父泳道“{parent}”现在扇出</translation>
+        </message>
+        <message>
+            <source>the prompt changed</source>
+            <translation>提示词已更改</translation>
+        </message>
+        <message>
+            <source>These branch lanes now run as ordinary lanes of their own strategy: {lanes}.</source>
+            <translation>这些分支泳道现在按各自的策略作为普通泳道运行：{lanes}。</translation>
+        </message>
+        <message>
+            <source>stopping at the next step…</source>
+            <translation>将在下一步停止…</translation>
+        </message>
+        <message>
+            <source>Branching needs a finished run and a model.</source>
+            <translation>分支需要一次已完成的运行和一个模型。</translation>
+        </message>
+        <message>
+            <source>“{name}” runs as a fan-out: set its fan-out to 1 to branch from it.</source>
+            <translation>“{name}”以扇出方式运行：将其扇出设为 1 后才能从它分支。</translation>
+        </message>
+        <message>
+            <source>“{name}” now keeps seed {seed} so its branch can be re-run; set its seed back to auto for fresh samples (its branch lanes then run as ordinary lanes).</source>
+            <translation>“{name}”现在固定使用种子 {seed}，以便其分支可以重新运行；若想重新采样，请把种子改回“自动”（它的分支泳道随后将作为普通泳道运行）。</translation>
+        </message>
+        <message>
+            <source>Replaying the branch not taken needs a finished run and a model.</source>
+            <translation>重放未走的分支需要一次已完成的运行和一个模型。</translation>
+        </message>
+        <message>
+            <source>This step has no runner-up to replay (a single candidate).</source>
+            <translation>这一步没有可重放的次优词元（只有一个候选）。</translation>
+        </message>
+        <message>
+            <source>“{name}” runs as a fan-out: set its fan-out to 1 to replay a step of it.</source>
+            <translation>“{name}”以扇出方式运行：将其扇出设为 1 后才能重放其中一步。</translation>
+        </message>
+        <message>
+            <source>Cannot replay the branch not taken: {error}.</source>
+            <translation>无法重放未走的分支：{error}。</translation>
+        </message>
+        <message>
+            <source>A temperature sweep needs a finished run and a model.</source>
+            <translation>温度扫描需要一次已完成的运行和一个模型。</translation>
+        </message>
+        <message>
+            <source>“{name}” runs as a fan-out: sweep a step of a lane without one.</source>
+            <translation>“{name}”以扇出方式运行：请对没有扇出的泳道中的一步做扫描。</translation>
+        </message>
+        <message>
+            <source>Cannot sweep: {error}.</source>
+            <translation>无法扫描：{error}。</translation>
+        </message>
+        <message>
+            <source>Temperature fan-outs need a sampled lane: {refusal}.</source>
+            <translation>温度扇出需要一条采样泳道：{refusal}。</translation>
+        </message>
+        <message>
+            <source>added {len} temperature fan-outs of “{name}”: Run to compare them</source>
+            <translation>已为“{name}”添加 {len} 个温度扇出：运行后即可比较</translation>
+        </message>
+        <message>
+            <source>removed branch lane “{name}”</source>
+            <translation>已移除分支泳道“{name}”</translation>
+        </message>
+        <message>
+            <source>no branch lane to undo</source>
+            <translation>没有可撤销的分支泳道</translation>
+        </message>
+        <message>
+            <source>Explaining needs a lane of a finished run: run or open one, then pick a lane.</source>
+            <translation>解释需要已完成运行中的一条泳道：请先运行或打开一次运行，再选择泳道。</translation>
+        </message>
+        <message>
+            <source>“{name}” is explained: see the Attention and Logit lens tabs</source>
+            <translation>“{name}”已解释：请查看“注意力”和“Logit 透镜”标签页</translation>
+        </message>
+        <message>
+            <source>Explaining “{name}” needs the model it was made with: choose it in the Model list.</source>
+            <translation>解释“{name}”需要生成它的模型：请在“模型”列表中选择该模型。</translation>
+        </message>
+        <message>
+            <source>Cannot explain “{name}”: the prompt: {error}.</source>
+            <translation>无法解释“{name}”：提示词：{error}。</translation>
+        </message>
+        <message>
+            <source>Explaining the first {len} of “{name}”'s {sequence} tokens (prompt included): explain takes at most {len2}, as attention weights grow as tokens squared.</source>
+            <translation>只解释“{name}”共 {sequence} 个词元（含提示词）中的前 {len} 个：注意力权重随词元数的平方增长，因此解释最多处理 {len2} 个。</translation>
+        </message>
+        <message>
+            <source>“{lane}” cannot be explained: its inspection model is built from the float32 weights the model was exported from, and {error}. Prepare the model from its GGUF (the default model) or from a local Hugging Face folder.</source>
+            <translation>无法解释“{lane}”：它的检查模型要从导出该模型时使用的 float32 权重构建，而{error}。请从模型的 GGUF（默认模型）或本地 Hugging Face 文件夹准备模型。</translation>
+        </message>
+        <message>
+            <source>“{lane}” was not explained: {why}.</source>
+            <translation>“{lane}”未被解释：{why}。</translation>
+        </message>
+        <message>
+            <source>Replay needs a run (run or open one) and a model.</source>
+            <translation>重放需要一次运行（运行或打开一次）和一个模型。</translation>
+        </message>
+        <message>
+            <source>Cannot replay: {error}.</source>
+            <translation>无法重放：{error}。</translation>
+        </message>
+        <message>
+            <source>The run was made with model {name!r}, which is not prepared here.</source>
+            <translation>该运行使用的模型 {name!r} 在本机尚未准备。</translation>
+        </message>
+        <message>
+            <source>replay: every token identical to the saved run</source>
+            <translation>重放：每个词元都与保存的运行完全相同</translation>
+        </message>
+        <message>
+            <source>Replay differs from the saved run: {differences}.</source>
+            <translation>重放结果与保存的运行不同：{differences}。</translation>
+        </message>
+        <message>
+            <source>run again: every lane's tokens identical to the previous run</source>
+            <translation>再次运行：每条泳道的词元都与上一次运行相同</translation>
+        </message>
+        <message>
+            <source>Run again, against the previous run: {differences}.</source>
+            <translation>再次运行，与上一次运行相比：{differences}。</translation>
+        </message>
+        <message>
+            <source>Nothing to save yet: run or open a run first.</source>
+            <translation>还没有可保存的内容：请先运行或打开一次运行。</translation>
+        </message>
+        <message>
+            <source>Could not save {path}: {error}. The run is still here.</source>
+            <translation>无法保存 {path}：{error}。运行仍在这里。</translation>
+        </message>
+        <message>
+            <source>saved {path}</source>
+            <translation>已保存 {path}</translation>
+        </message>
+        <message>
+            <source>Stop the run before opening another.</source>
+            <translation>请先停止运行，再打开另一次运行。</translation>
+        </message>
+        <message>
+            <source>Could not open {path}: {error}</source>
+            <translation>无法打开 {path}：{error}</translation>
+        </message>
+        <message>
+            <source>opened {path}</source>
+            <translation>已打开 {path}</translation>
+        </message>
+        <message>
+            <source>temperature sweep of {lane} step {step}</source>
+            <translation>{lane} 第 {step} 步的温度扫描</translation>
+        </message>
+        <message>
+            <source>The run stopped early: {error}. The text so far is kept.</source>
+            <translation>运行提前停止：{error}。已生成的文本会保留。</translation>
+        </message>
+        <message>
+            <source>“{name}” stopped at step {step}: {error}</source>
+            <translation>“{name}”在第 {step} 步停止：{error}</translation>
+        </message>
+        <message>
+            <source>the other lanes went on</source>
+            <translation>其他泳道继续运行</translation>
+        </message>
+        <message>
+            <source>its text so far is kept</source>
+            <translation>已生成的文本会保留</translation>
+        </message>
+        <message>
+            <source>{words} ({others}).</source>
+            <translation>{words}（{others}）。</translation>
+        </message>
+        <message>
+            <source>stopped</source>
+            <translation>已停止</translation>
+        </message>
+        <message>
+            <source>stopped early</source>
+            <translation>提前停止</translation>
+        </message>
+        <message>
+            <source>done</source>
+            <translation>完成</translation>
+        </message>
+        <message>
+            <source>explained {len} tokens ({layers} layers × {heads} heads): see the Attention and Logit lens tabs</source>
+            <translation>已解释 {len} 个词元（{layers} 层 × {heads} 个头）：请查看“注意力”和“Logit 透镜”标签页</translation>
+        </message>
+        <message>
+            <source>failed</source>
+            <translation>失败</translation>
+        </message>
+        <message>
+            <source>Could not explain the lane: {message}.</source>
+            <translation>无法解释该泳道：{message}。</translation>
+        </message>
+        <message>
+            <source>{message}. The text so far is kept.</source>
+            <translation>{message}。已生成的文本会保留。</translation>
+        </message>
+        <message>
+            <source>its parent “{parent}” is gone</source>
+            <translation>它的父泳道“{parent}”已不存在</translation>
+        </message>
+        <message>
+            <source>its parent “{parent}” draws with a fresh seed each run</source>
+            <translation>它的父泳道“{parent}”每次运行都用新的种子抽样</translation>
+        </message>
+    </context>
+    <context>
+        <name>critical_dialog</name>
+        <message>
+            <source>Critical points</source>
+            <translation>临界点</translation>
+        </message>
+        <message>
+            <source>▲ marks the steps where a small change would have picked another strong token.</source>
+            <translation>▲ 标出那些稍有变化就会选中另一个强候选词元的步骤。</translation>
+        </message>
+    </context>
+    <context>
+        <name>fanout_view</name>
+        <message>
+            <source>The fan-out lane shown (set a sampled lane's fan-out in the lanes editor)</source>
+            <translation>所显示的扇出泳道（在泳道编辑器中设置采样泳道的扇出）</translation>
+        </message>
+        <message>
+            <source>Set a sampled lane's fan-out (lanes editor) and run: its members' tree shows here</source>
+            <translation>为采样泳道设置扇出（泳道编辑器）并运行：各成员的树会显示在这里</translation>
+        </message>
+        <message>
+            <source>hover a branch for its text · click selects its first member's step</source>
+            <translation>悬停分支查看其文本 · 点击选中其第一个成员的该步</translation>
+        </message>
+        <message>
+            <source>members</source>
+            <translation>成员</translation>
+        </message>
+        <message>
+            <source>step</source>
+            <translation>步</translation>
+        </message>
+        <message>
+            <source>mean entropy (nats)</source>
+            <translation>平均熵（奈特）</translation>
+        </message>
+        <message>
+            <source>mean margin top1−top2</source>
+            <translation>首位与次位之差的平均值</translation>
+        </message>
+        <message>
+            <source>fan-out of {lane}: {count} seeds</source>
+            <translation>{lane} 的扇出：{count} 个种子</translation>
+        </message>
+        <message>
+            <source>none</source>
+            <translation>无</translation>
+        </message>
+        <message>
+            <source>seeds {first}–{last}</source>
+            <translation>种子 {first}–{last}</translation>
+        </message>
+        <message>
+            <source>&lt;b&gt;{count} members&lt;/b&gt; ({seeds}) · &lt;b&gt;{distinct}&lt;/b&gt; distinct continuations · mean first split at step &lt;b&gt;{first}&lt;/b&gt; · mean pairwise divergence step &lt;b&gt;{pairwise}&lt;/b&gt; · {splits} splits</source>
+            <translation>&lt;b&gt;{count} 个成员&lt;/b&gt;（{seeds}）· &lt;b&gt;{distinct}&lt;/b&gt; 种不同续写 · 平均在第 &lt;b&gt;{first}&lt;/b&gt; 步首次分开 · 两两平均分歧步 &lt;b&gt;{pairwise}&lt;/b&gt; · {splits} 个分叉</translation>
+        </message>
+        <message>
+            <source>steps {start}–{max} · members {names}: “{branch_text}”</source>
+            <translation>第 {start}–{max} 步 · 成员 {names}：“{branch_text}”</translation>
+        </message>
+    </context>
+    <context>
+        <name>inside_widgets</name>
+        <message>
+            <source>Explain this lane</source>
+            <translation>解释这条泳道</translation>
+        </message>
+        <message>
+            <source>Run the lane's tokens through the model's inspection model once: every layer's attention per head and the logit lens (stored with the run)</source>
+            <translation>用模型的检查模型把该泳道的词元跑一遍：得到每层每个头的注意力和 logit 透镜（随运行一起保存）</translation>
+        </message>
+        <message>
+            <source>Explain “{name}”</source>
+            <translation>解释“{name}”</translation>
+        </message>
+    </context>
+    <context>
+        <name>inspector</name>
+        <message>
+            <source>▲ branch not taken</source>
+            <translation>▲ 未走的分支</translation>
+        </message>
+        <message>
+            <source>↺ runner-up</source>
+            <translation>↺ 次优词元</translation>
+        </message>
+        <message>
+            <source>No step selected</source>
+            <translation>未选择步骤</translation>
+        </message>
+        <message>
+            <source>side by side</source>
+            <translation>并排</translation>
+        </message>
+        <message>
+            <source>overlaid</source>
+            <translation>叠加</translation>
+        </message>
+        <message>
+            <source>Raw and processed bars side by side, or overlaid</source>
+            <translation>原始和处理后的柱条并排显示或叠加显示</translation>
+        </message>
+        <message>
+            <source>A new lane that takes this step's runner-up instead and continues with the same strategy and draws: how far does the other branch go?</source>
+            <translation>新建一条泳道，在这一步改选次优词元，并以相同的策略和抽样值继续：另一条分支会走多远？</translation>
+        </message>
+        <message>
+            <source>raw</source>
+            <translation>原始</translation>
+        </message>
+        <message>
+            <source>after processors</source>
+            <translation>处理器处理后</translation>
+        </message>
+        <message>
+            <source>chosen</source>
+            <translation>所选</translation>
+        </message>
+        <message>
+            <source>cumulative (top-p's view)</source>
+            <translation>累积（top-p 的视角）</translation>
+        </message>
+        <message>
+            <source>kept</source>
+            <translation>保留</translation>
+        </message>
+        <message>
+            <source>draw u</source>
+            <translation>抽样值 u</translation>
+        </message>
+        <message>
+            <source>probability</source>
+            <translation>概率</translation>
+        </message>
+        <message>
+            <source>cumulative</source>
+            <translation>累积</translation>
+        </message>
+        <message>
+            <source>top-k</source>
+            <translation>top-k</translation>
+        </message>
+        <message>
+            <source>min-p</source>
+            <translation>min-p</translation>
+        </message>
+        <message>
+            <source>top-p</source>
+            <translation>top-p</translation>
+        </message>
+        <message>
+            <source> · forced</source>
+            <translation> · 强制</translation>
+        </message>
+        <message>
+            <source>{name} · step {step} · chose “{token}” (id {token_id}){forced}</source>
+            <translation>{name} · 第 {step} 步 · 选了“{token}”（id {token_id}）{forced}</translation>
+        </message>
+        <message>
+            <source>click a row: numbers · double-click: branch</source>
+            <translation>单击一行：查看数值 · 双击：分支</translation>
+        </message>
+        <message>
+            <source>filtered</source>
+            <translation>已过滤</translation>
+        </message>
+        <message>
+            <source>&lt;b&gt;“{token}” (id {token_id}): p {processed}, raw {raw}&lt;/b&gt;</source>
+            <translation>&lt;b&gt;“{token}”（id {token_id}）：p {processed}，原始 {raw}&lt;/b&gt;</translation>
+        </message>
+        <message>
+            <source>Branch a new lane with “{token}” at step {step}</source>
+            <translation>在第 {step} 步以“{token}”分出一条新泳道</translation>
+        </message>
+        <message>
+            <source>Force “{token}” for all lanes at step {step}</source>
+            <translation>在第 {step} 步对全部泳道强制“{token}”</translation>
+        </message>
+    </context>
+    <context>
+        <name>jobs</name>
+        <message>
+            <source>loading {model}…</source>
+            <translation>正在加载 {model}…</translation>
+        </message>
+        <message>
+            <source>opening the inspection model of {model} (once per model)…</source>
+            <translation>正在打开 {model} 的检查模型（每个模型一次）…</translation>
+        </message>
+        <message>
+            <source>explaining {count} tokens: attention of every layer and head, logit lens…</source>
+            <translation>正在解释 {count} 个词元：每层每个头的注意力、Logit 透镜…</translation>
+        </message>
+    </context>
+    <context>
+        <name>lane_fields</name>
+        <message>
+            <source>{off} = off.</source>
+            <translation>{off} = 关闭。</translation>
+        </message>
+        <message>
+            <source>{unset} = unset.</source>
+            <translation>{unset} = 未设置。</translation>
+        </message>
+        <message>
+            <source>Separate several with |; write a newline as \n. Empty = none.</source>
+            <translation>多个之间用 | 分隔；换行写作 \n。留空 = 无。</translation>
+        </message>
+        <message>
+            <source>Allowed: {allowed}. Follows transformers' {name}.</source>
+            <translation>允许值：{allowed}。与 transformers 的 {name} 一致。</translation>
+        </message>
+        <message>
+            <source>beam {beams}</source>
+            <translation>束搜索 {beams}</translation>
+        </message>
+        <message>
+            <source>sample</source>
+            <translation>采样</translation>
+        </message>
+        <message>
+            <source>seed {seed}</source>
+            <translation>种子 {seed}</translation>
+        </message>
+        <message>
+            <source>greedy</source>
+            <translation>贪心</translation>
+        </message>
+        <message>
+            <source>max {count}</source>
+            <translation>最多 {count}</translation>
+        </message>
+        <message>
+            <source>stop {strings}</source>
+            <translation>停止于 {strings}</translation>
+        </message>
+        <message>
+            <source>forced @{step}</source>
+            <translation>强制 @{step}</translation>
+        </message>
+        <message>
+            <source>branch of {parent} @ {step}</source>
+            <translation>{parent} 的分支 @ {step}</translation>
+        </message>
+        <message>
+            <source>run's</source>
+            <translation>随运行</translation>
+        </message>
+        <message>
+            <source>auto</source>
+            <translation>自动</translation>
+        </message>
+    </context>
+    <context>
+        <name>lane_map</name>
+        <message>
+            <source>What a cell's colour shows</source>
+            <translation>单元格颜色所表示的量</translation>
+        </message>
+        <message>
+            <source>hover a cell for its token · click selects the step</source>
+            <translation>悬停单元格查看词元 · 单击选中该步</translation>
+        </message>
+        <message>
+            <source>step</source>
+            <translation>步</translation>
+        </message>
+        <message>
+            <source>{name} · step {step} · “{token}” · {metric} = {value:.4f}</source>
+            <translation>{name} · 第 {step} 步 · “{token}” · {metric} = {value:.4f}</translation>
+        </message>
+    </context>
+    <context>
+        <name>lanes_editor</name>
+        <message>
+            <source> (for greedy decoding, turn do_sample off)</source>
+            <translation>（若要贪心解码，请关闭 do_sample）</translation>
+        </message>
+        <message>
+            <source>none</source>
+            <translation>无</translation>
+        </message>
+        <message>
+            <source>The processors this lane applies, in order (transformers' order by default)</source>
+            <translation>该泳道依次应用的处理器（默认采用 transformers 的顺序）</translation>
+        </message>
+        <message>
+            <source>applies</source>
+            <translation>应用</translation>
+        </message>
+        <message>
+            <source>beam search ({beams})</source>
+            <translation>束搜索（{beams}）</translation>
+        </message>
+        <message>
+            <source>sample</source>
+            <translation>采样</translation>
+        </message>
+        <message>
+            <source>argmax</source>
+            <translation>取最大值</translation>
+        </message>
+        <message>
+            <source>Lane</source>
+            <translation>泳道</translation>
+        </message>
+        <message>
+            <source>Strategy</source>
+            <translation>策略</translation>
+        </message>
+        <message>
+            <source>Double-click a name to rename the lane; select a lane to edit its parameters</source>
+            <translation>双击名称可重命名泳道；选中泳道可编辑其参数</translation>
+        </message>
+        <message>
+            <source>off</source>
+            <translation>关闭</translation>
+        </message>
+        <message>
+            <source>Run this sampled lane as K members (seeds seed, seed+1, …, all in the same batched steps) and see where they part in the Fan-out tab. off = the lane alone; up to {MAX_FANOUT}.</source>
+            <translation>把这条采样泳道作为 K 个成员运行（种子为 seed、seed+1、…，全部在同一批次的步骤中），并在“扇出”标签页查看它们在哪里分开。关闭 = 只运行该泳道；最多 {MAX_FANOUT} 个。</translation>
+        </message>
+        <message>
+            <source>fan-out (seeds)</source>
+            <translation>扇出（种子数）</translation>
+        </message>
+        <message>
+            <source>Add lane</source>
+            <translation>添加泳道</translation>
+        </message>
+        <message>
+            <source>Add a new lane from a preset (Ctrl+L: greedy)</source>
+            <translation>从预设添加新泳道（Ctrl+L：贪心）</translation>
+        </message>
+        <message>
+            <source>Replace with preset</source>
+            <translation>用预设替换</translation>
+        </message>
+        <message>
+            <source>Replace the selected lane's parameters by a preset's</source>
+            <translation>用预设的参数替换所选泳道的参数</translation>
+        </message>
+        <message>
+            <source>Duplicate</source>
+            <translation>复制</translation>
+        </message>
+        <message>
+            <source>Copy the selected lane</source>
+            <translation>复制所选泳道</translation>
+        </message>
+        <message>
+            <source>Remove</source>
+            <translation>移除</translation>
+        </message>
+        <message>
+            <source>Remove the selected lane</source>
+            <translation>移除所选泳道</translation>
+        </message>
+        <message>
+            <source>Move the selected lane left</source>
+            <translation>所选泳道左移</translation>
+        </message>
+        <message>
+            <source>Move the selected lane right</source>
+            <translation>所选泳道右移</translation>
+        </message>
+        <message>
+            <source>Stop the run before changing lanes.</source>
+            <translation>请先停止运行，再修改泳道。</translation>
+        </message>
+        <message>
+            <source>A run needs at least one lane.</source>
+            <translation>一次运行至少需要一条泳道。</translation>
+        </message>
+        <message>
+            <source>{name}: double-click to rename</source>
+            <translation>{name}：双击以重命名</translation>
+        </message>
+        <message>
+            <source>Refused: {error}{hint}</source>
+            <translation>已拒绝：{error}{hint}</translation>
+        </message>
+        <message>
+            <source>Note: {note}.</source>
+            <translation>注意：{note}。</translation>
+        </message>
+        <message>
+            <source>a lane name cannot be empty</source>
+            <translation>泳道名称不能为空</translation>
+        </message>
+        <message>
+            <source>another lane is already named “{name}”</source>
+            <translation>已有另一条泳道名为“{name}”</translation>
+        </message>
+        <message>
+            <source>Refused: {reason}.</source>
+            <translation>已拒绝：{reason}。</translation>
+        </message>
+        <message>
+            <source>Add lane from &amp;preset</source>
+            <translation>从预设添加泳道(&amp;P)</translation>
+        </message>
+        <message>
+            <source>&amp;Replace selected lane with preset</source>
+            <translation>用预设替换所选泳道(&amp;R)</translation>
+        </message>
+    </context>
+    <context>
+        <name>lens_view</name>
+        <message>
+            <source>The position whose next token the lens reads; selecting a step in the text picks the position before it (where that token was predicted)</source>
+            <translation>透镜读取其下一个词元的位置；在文本中选中某一步即选中它之前的位置（即预测出该词元的位置）</translation>
+        </message>
+        <message>
+            <source>what follows</source>
+            <translation>后续内容</translation>
+        </message>
+        <message>
+            <source>each row: the prediction from that layer's output (final norm and lm_head), best first; colour: probability · &lt;span style="color:{FINAL_COLOUR}"&gt;□&lt;/span&gt; the model's final choice · &lt;span style="color:{ACTUAL_COLOUR}"&gt;□&lt;/span&gt; the token that followed, when another</source>
+            <translation>每一行：由该层输出（经最终归一化和 lm_head）得到的预测，按概率从高到低；颜色：概率 · &lt;span style="color:{FINAL_COLOUR}"&gt;□&lt;/span&gt; 模型的最终选择 · &lt;span style="color:{ACTUAL_COLOUR}"&gt;□&lt;/span&gt; 实际跟随的词元（若不同）</translation>
+        </message>
+        <message>
+            <source>rank</source>
+            <translation>名次</translation>
+        </message>
+        <message>
+            <source>p(final choice)</source>
+            <translation>p(最终选择)</translation>
+        </message>
+        <message>
+            <source>{lane} is not explained yet: explaining runs its tokens through the model's inspection model once (prepared the first time).</source>
+            <translation>{lane} 尚未解释：解释会用模型的检查模型把它的词元跑一遍（首次使用时会先准备检查模型）。</translation>
+        </message>
+        <message>
+            <source>Run the lanes, then explain one: what every layer would predict next.</source>
+            <translation>先运行各泳道，再解释其中一条：查看每一层会预测的下一个词元。</translation>
+        </message>
+        <message>
+            <source>the token's journey after “{token}”@{position}: what each layer would predict · lane {lane}</source>
+            <translation>“{token}”@{position} 之后的词元历程：每层会预测什么 · 泳道 {lane}</translation>
+        </message>
+        <message>
+            <source>{lane}: what each layer would predict after {token}</source>
+            <translation>{lane}：每层在 {token} 之后会预测什么</translation>
+        </message>
+        <message>
+            <source>top-1 only at the last layer ({layer}: the model's own output)</source>
+            <translation>仅在最后一层（{layer}：模型自身的输出）排第一</translation>
+        </message>
+        <message>
+            <source>, after being top-1 {where} for a while</source>
+            <translation>，此前曾在{where}短暂排第一</translation>
+        </message>
+        <message>
+            <source>top-1 {where} and from there on</source>
+            <translation>{where}起排第一并保持</translation>
+        </message>
+        <message>
+            <source>top-1 first {first}, for good {settled}</source>
+            <translation>{first}首次排第一，{settled}起稳定排第一</translation>
+        </message>
+        <message>
+            <source>&lt;b&gt;“{token}”&lt;/b&gt; is the model's choice (p {prob}): {top1}; first among the 10 best {where}.</source>
+            <translation>&lt;b&gt;“{token}”&lt;/b&gt;是模型的选择（p {prob}）：{top1}；{where}首次进入前 10。</translation>
+        </message>
+        <message>
+            <source>The lane took “{token}” here instead (it samples or was steered).</source>
+            <translation>该泳道在此处实际取了“{token}”（它在采样或被引导）。</translation>
+        </message>
+        <message>
+            <source>at the embeddings already</source>
+            <translation>在嵌入层就已经</translation>
+        </message>
+        <message>
+            <source>after layer {layer}</source>
+            <translation>在第 {layer} 层之后</translation>
+        </message>
+    </context>
+    <context>
+        <name>main_window</name>
+        <message>
+            <source>Branchpoint</source>
+            <translation>Branchpoint</translation>
+        </message>
+        <message>
+            <source>Branchpoint — {name}</source>
+            <translation>Branchpoint — {name}</translation>
+        </message>
+        <message>
+            <source>Could not export images to {folder}: {error}. The run is still here.</source>
+            <translation>无法将图像导出到 {folder}：{error}。运行仍在这里。</translation>
+        </message>
+        <message>
+            <source>quit</source>
+            <translation>退出</translation>
+        </message>
+        <message>
+            <source> Model </source>
+            <translation> 模型 </translation>
+        </message>
+        <message>
+            <source> Branch as </source>
+            <translation> 分支策略 </translation>
+        </message>
+    </context>
+    <context>
+        <name>model_picker</name>
+        <message>
+            <source>The model every lane runs on</source>
+            <translation>所有泳道使用的模型</translation>
+        </message>
+        <message>
+            <source>Add local folder…</source>
+            <translation>添加本地文件夹…</translation>
+        </message>
+        <message>
+            <source>Model folder (ONNX export or Hugging Face model)</source>
+            <translation>模型文件夹（ONNX 导出或 Hugging Face 模型）</translation>
+        </message>
+        <message>
+            <source>Add model</source>
+            <translation>添加模型</translation>
+        </message>
+        <message>
+            <source>{folder} holds neither model.onnx nor a Hugging Face config.json.</source>
+            <translation>{folder} 中既没有 model.onnx，也没有 Hugging Face 的 config.json。</translation>
+        </message>
+        <message>
+            <source>Registering the ONNX export in {folder}</source>
+            <translation>正在登记 {folder} 中的 ONNX 导出</translation>
+        </message>
+        <message>
+            <source>Exporting the Hugging Face model in {folder} to ONNX (this can take a minute)</source>
+            <translation>正在把 {folder} 中的 Hugging Face 模型导出为 ONNX（可能需要一分钟）</translation>
+        </message>
+    </context>
+    <context>
+        <name>notice_bar</name>
+        <message>
+            <source>Dismiss</source>
+            <translation>关闭</translation>
+        </message>
+    </context>
+    <context>
+        <name>parameters</name>
+        <message>
+            <source>Draw the next token at random from the processed distribution (seeded, so runs repeat) instead of taking the most likely one; the sampling parameters apply only when it is on.</source>
+            <translation>从处理后的分布中随机抽取下一个词元（有种子，因此运行可重现），而不是取最可能的那个；只有开启时采样参数才生效。</translation>
+        </message>
+        <message>
+            <source>Beam search: keep this many partial sequences and extend the best-scoring ones (1 = no beam search; not with do_sample).</source>
+            <translation>束搜索：保留这么多条部分序列，并扩展得分最高的那些（1 = 不用束搜索；不能与 do_sample 同用）。</translation>
+        </message>
+        <message>
+            <source>Divide the logits by this before the softmax: below 1 sharpens the distribution, above 1 flattens it.</source>
+            <translation>在 softmax 之前把 logits 除以该值：小于 1 使分布更尖锐，大于 1 使分布更平坦。</translation>
+        </message>
+        <message>
+            <source>Keep only the k most likely tokens (all tokens tied with the k-th too).</source>
+            <translation>只保留最可能的 k 个词元（与第 k 个并列的词元也保留）。</translation>
+        </message>
+        <message>
+            <source>Nucleus sampling: keep the smallest set of most likely tokens whose probabilities add up to at least top_p.</source>
+            <translation>核采样：保留概率之和至少为 top_p 的最小一组最可能词元。</translation>
+        </message>
+        <message>
+            <source>Drop the tokens whose probability is below min_p times the top token's probability.</source>
+            <translation>去掉概率低于 min_p 乘以最高词元概率的词元。</translation>
+        </message>
+        <message>
+            <source>Locally typical sampling: keep the tokens whose surprisal is closest to the entropy until their probabilities add up to typical_p.</source>
+            <translation>局部典型采样：按惊奇度与熵的接近程度保留词元，直到它们的概率之和达到 typical_p。</translation>
+        </message>
+        <message>
+            <source>Make the tokens already in the prompt or the output less likely: positive logits are divided by it, negative ones multiplied.</source>
+            <translation>降低提示词或输出中已出现词元的可能性：正的 logits 除以该值，负的乘以该值。</translation>
+        </message>
+        <message>
+            <source>Forbid any n-gram of this size from appearing twice (prompt included).</source>
+            <translation>禁止任何这一长度的 n-gram 出现两次（包括提示词）。</translation>
+        </message>
+        <message>
+            <source>Suppress the end-of-sequence tokens until this many tokens are generated.</source>
+            <translation>在生成这么多词元之前屏蔽序列结束词元。</translation>
+        </message>
+        <message>
+            <source>This lane's own limit on new tokens (unset: the run's max_new_tokens).</source>
+            <translation>这条泳道自己的新词元上限（未设置：使用本次运行的 max_new_tokens）。</translation>
+        </message>
+        <message>
+            <source>Stop the lane as soon as its text contains one of these strings.</source>
+            <translation>泳道文本一旦包含其中任一字符串就停止。</translation>
+        </message>
+        <message>
+            <source>Beam search: a finished hypothesis scores sum(logprobs) / length^length_penalty; above 0 favours longer sequences, below 0 shorter ones.</source>
+            <translation>束搜索：完成的候选得分为 sum(logprobs) / length^length_penalty；大于 0 偏向更长的序列，小于 0 偏向更短的。</translation>
+        </message>
+        <message>
+            <source>Beam search: true stops when num_beams hypotheses are finished, false when no better one is likely, "never" when no better one can exist.</source>
+            <translation>束搜索：true 在完成 num_beams 个候选时停止，false 在不太可能出现更好的候选时停止，"never" 在不可能出现更好的候选时停止。</translation>
+        </message>
+        <message>
+            <source>Beam search: how many finished hypotheses the lane returns (at most num_beams).</source>
+            <translation>束搜索：泳道返回多少个完成的候选（最多 num_beams 个）。</translation>
+        </message>
+        <message>
+            <source>Seed of this lane's own random generator: the same seed gives the same draws, whatever the other lanes do (unset: derived from the lane name and the run's seed).</source>
+            <translation>这条泳道自己的随机数生成器的种子：相同的种子给出相同的抽样，与其他泳道无关（未设置：由泳道名和本次运行的种子推导）。</translation>
+        </message>
+    </context>
+    <context>
+        <name>presets</name>
+        <message>
+            <source>Greedy</source>
+            <translation>贪心</translation>
+        </message>
+        <message>
+            <source>Beam 4</source>
+            <translation>束搜索 4</translation>
+        </message>
+        <message>
+            <source>Top-k 50</source>
+            <translation>Top-k 50</translation>
+        </message>
+        <message>
+            <source>Top-p 0.9</source>
+            <translation>Top-p 0.9</translation>
+        </message>
+        <message>
+            <source>Temperature 1.3</source>
+            <translation>温度 1.3</translation>
+        </message>
+        <message>
+            <source>Min-p 0.05</source>
+            <translation>Min-p 0.05</translation>
+        </message>
+        <message>
+            <source>creative</source>
+            <translation>创意</translation>
+        </message>
+        <message>
+            <source>precise</source>
+            <translation>精确</translation>
+        </message>
+    </context>
+    <context>
+        <name>prompt_panel</name>
+        <message>
+            <source>Prompt — Ctrl+Enter runs all lanes</source>
+            <translation>提示词 — Ctrl+Enter 运行全部泳道</translation>
+        </message>
+        <message>
+            <source>The prompt every lane continues (Ctrl+Enter: Run, Esc: Stop)</source>
+            <translation>各泳道续写的提示词（Ctrl+Enter：运行，Esc：停止）</translation>
+        </message>
+        <message>
+            <source>chat</source>
+            <translation>对话</translation>
+        </message>
+        <message>
+            <source>Wrap the prompt in the model's chat template as a user message</source>
+            <translation>用模型的对话模板把提示词包装成一条用户消息</translation>
+        </message>
+        <message>
+            <source>system prompt (optional; the template's default if empty)</source>
+            <translation>系统提示词（可选；留空则使用模板默认值）</translation>
+        </message>
+        <message>
+            <source>System message for the chat template</source>
+            <translation>对话模板的系统消息</translation>
+        </message>
+        <message>
+            <source>max_new_tokens: how many tokens each lane generates at most</source>
+            <translation>max_new_tokens：每条泳道最多生成的词元数</translation>
+        </message>
+        <message>
+            <source>auto</source>
+            <translation>自动</translation>
+        </message>
+        <message>
+            <source>Base seed of the run: sampled lanes whose seed is auto get one derived from it and their name, so the same seed repeats the run. auto = random each run.</source>
+            <translation>本次运行的基础种子：种子为“自动”的采样泳道会由它和泳道名推导出各自的种子，因此相同的种子会重现同一次运行。自动 = 每次运行随机。</translation>
+        </message>
+        <message>
+            <source>Run</source>
+            <translation>运行</translation>
+        </message>
+        <message>
+            <source>Run every lane on this prompt (Ctrl+Enter)</source>
+            <translation>用这个提示词运行全部泳道（Ctrl+Enter）</translation>
+        </message>
+        <message>
+            <source>Stop</source>
+            <translation>停止</translation>
+        </message>
+        <message>
+            <source>Stop at the next step, keeping the text so far (Esc)</source>
+            <translation>在下一步停止，保留已生成的文本（Esc）</translation>
+        </message>
+        <message>
+            <source>max new tokens</source>
+            <translation>最多新词元</translation>
+        </message>
+        <message>
+            <source>seed</source>
+            <translation>种子</translation>
+        </message>
+    </context>
+    <context>
+        <name>render</name>
+        <message>
+            <source>byte {first} of {total}</source>
+            <translation>共 {total} 字节中的第 {first} 字节</translation>
+        </message>
+        <message>
+            <source>bytes {first}–{last} of {total}</source>
+            <translation>共 {total} 字节中的第 {first}–{last} 字节</translation>
+        </message>
+        <message>
+            <source>end of a character</source>
+            <translation>一个字符的结尾</translation>
+        </message>
+        <message>
+            <source>{count} of {total} bytes</source>
+            <translation>{total} 字节中的 {count} 个</translation>
+        </message>
+        <message>
+            <source>&lt;b&gt;step {step}&lt;/b&gt; · p={p} (raw {raw})</source>
+            <translation>&lt;b&gt;第 {step} 步&lt;/b&gt; · p={p}（原始 {raw}）</translation>
+        </message>
+        <message>
+            <source>entropy {entropy} nats · margin {margin} · kept {kept}</source>
+            <translation>熵 {entropy} 奈特 · 差值 {margin} · 保留 {kept}</translation>
+        </message>
+        <message>
+            <source>first divergence from the reference lane</source>
+            <translation>与参照泳道的首次分歧</translation>
+        </message>
+        <message>
+            <source>critical point: a small change would pick another strong token</source>
+            <translation>临界点：稍有变化就会选中另一个强候选词元</translation>
+        </message>
+        <message>
+            <source>branch point</source>
+            <translation>分支点</translation>
+        </message>
+        <message>
+            <source>forced token</source>
+            <translation>强制词元</translation>
+        </message>
+        <message>
+            <source>the same {count} tokens after the swap</source>
+            <translation>替换后的 {count} 个词元完全相同</translation>
+        </message>
+        <message>
+            <source>{count} same tokens after the swap, then apart; distance {distance} ({edits} edits)</source>
+            <translation>替换后有 {count} 个相同词元，之后分开；距离 {distance}（{edits} 处编辑）</translation>
+        </message>
+        <message>
+            <source>{count} tok</source>
+            <translation>{count} 词元</translation>
+        </message>
+        <message>
+            <source>none</source>
+            <translation>无</translation>
+        </message>
+        <message>
+            <source>step {step}</source>
+            <translation>第 {step} 步</translation>
+        </message>
+        <message>
+            <source>{count} tokens ({reason}); mean p(chosen) {p}; mean entropy {entropy} nats; {critical} critical points; first divergence from the reference lane: {where}</source>
+            <translation>{count} 个词元（{reason}）；平均 p(所选) {p}；平均熵 {entropy} 奈特；{critical} 个临界点；与参照泳道的首次分歧：{where}</translation>
+        </message>
+        <message>
+            <source>running</source>
+            <translation>运行中</translation>
+        </message>
+    </context>
+    <context>
+        <name>restore</name>
+        <message>
+            <source>Restore the last run?</source>
+            <translation>恢复上次的运行？</translation>
+        </message>
+        <message>
+            <source>Branchpoint stopped unexpectedly while it showed a run. Restore that run (the text generated so far)?</source>
+            <translation>Branchpoint 在显示一次运行时意外停止。要恢复该运行（已生成的文本）吗？</translation>
+        </message>
+        <message>
+            <source>Could not restore the autosaved run: {error}</source>
+            <translation>无法恢复自动保存的运行：{error}</translation>
+        </message>
+        <message>
+            <source>Restored the run Branchpoint was showing when it stopped ({lanes} lanes, {tokens} tokens).</source>
+            <translation>已恢复 Branchpoint 意外停止时显示的运行（{lanes} 条泳道，{tokens} 个词元）。</translation>
+        </message>
+        <message>
+            <source>Removed {count} unfinished preparation folder(s) that an interrupted preparation left in the cache: {names}.</source>
+            <translation>已删除缓存中被中断的准备过程留下的 {count} 个未完成的文件夹：{names}。</translation>
+        </message>
+    </context>
+    <context>
+        <name>setup_dialog</name>
+        <message>
+            <source>starting…</source>
+            <translation>正在开始…</translation>
+        </message>
+        <message>
+            <source>Cancel</source>
+            <translation>取消</translation>
+        </message>
+        <message>
+            <source>Retry</source>
+            <translation>重试</translation>
+        </message>
+        <message>
+            <source>cancelling…</source>
+            <translation>正在取消…</translation>
+        </message>
+        <message>
+            <source>failed</source>
+            <translation>失败</translation>
+        </message>
+        <message>
+            <source>cancelled</source>
+            <translation>已取消</translation>
+        </message>
+        <message>
+            <source>Close</source>
+            <translation>关闭</translation>
+        </message>
+    </context>
+    <context>
+        <name>status</name>
+        <message>
+            <source>no model</source>
+            <translation>无模型</translation>
+        </message>
+        <message>
+            <source>The ONNX Runtime execution provider really active for the model</source>
+            <translation>该模型实际使用的 ONNX Runtime 执行提供程序</translation>
+        </message>
+        <message>
+            <source>Steps done of the longest lane's max_new_tokens</source>
+            <translation>最长泳道已完成的步数 / 其 max_new_tokens</translation>
+        </message>
+        <message>
+            <source>Generated tokens per second, all lanes and beams together</source>
+            <translation>每秒生成的词元数（所有泳道和束合计）</translation>
+        </message>
+        <message>
+            <source>model: {model_name}</source>
+            <translation>模型：{model_name}</translation>
+        </message>
+        <message>
+            <source>step 0/{run_limit}</source>
+            <translation>步 0/{run_limit}</translation>
+        </message>
+        <message>
+            <source>explaining…</source>
+            <translation>正在解释…</translation>
+        </message>
+        <message>
+            <source>running…</source>
+            <translation>运行中…</translation>
+        </message>
+        <message>
+            <source>step {max_steps}/{limit}</source>
+            <translation>步 {max_steps}/{limit}</translation>
+        </message>
+        <message>
+            <source>{tokens_per_s:.1f} tok/s</source>
+            <translation>{tokens_per_s:.1f} 词元/秒</translation>
+        </message>
+        <message>
+            <source>{name} · step {step} (of 0–{last})</source>
+            <translation>{name} · 第 {step} 步（共 0–{last}）</translation>
+        </message>
+    </context>
+    <context>
+        <name>sweep_view</name>
+        <message>
+            <source>Sweep this step</source>
+            <translation>扫描这一步</translation>
+        </message>
+        <message>
+            <source>The model recomputes this step's logits once; the lane's own processors then run at temperatures 0 to 2</source>
+            <translation>模型重新计算一次这一步的 logits；然后在温度 0 到 2 之间运行该泳道自己的处理器</translation>
+        </message>
+        <message>
+            <source>Fan-outs over T</source>
+            <translation>按温度扇出</translation>
+        </message>
+        <message>
+            <source>Add lanes that run the selected sampled lane as 8 seeds at T 0.3, 0.7, 1.0 and 1.5 (the same seeds): after the next run, diversity against temperature</source>
+            <translation>添加泳道，把所选采样泳道以 8 个种子分别在 T 0.3、0.7、1.0 和 1.5（相同种子）下运行：下次运行后即可看到多样性随温度的变化</translation>
+        </message>
+        <message>
+            <source>this step</source>
+            <translation>这一步</translation>
+        </message>
+        <message>
+            <source>diversity</source>
+            <translation>多样性</translation>
+        </message>
+        <message>
+            <source>The selected step's sweep, or the run's fan-outs at several temperatures</source>
+            <translation>所选步骤的扫描，或本次运行在几种温度下的扇出</translation>
+        </message>
+        <message>
+            <source>p after processors</source>
+            <translation>处理器处理后的 p</translation>
+        </message>
+        <message>
+            <source>temperature</source>
+            <translation>温度</translation>
+        </message>
+        <message>
+            <source>entropy (nats)</source>
+            <translation>熵（奈特）</translation>
+        </message>
+        <message>
+            <source>distinct continuations · mean first split step</source>
+            <translation>不同续写数 · 平均首次分开步</translation>
+        </message>
+        <message>
+            <source>{name} · step {step}: no sweep yet — “Sweep this step” computes it (the model recomputes this step once)</source>
+            <translation>{name} · 第 {step} 步：还没有扫描 — 点击“扫描这一步”计算（模型会重新计算一次这一步）</translation>
+        </message>
+        <message>
+            <source>Select a step to see its distribution at other temperatures</source>
+            <translation>选择一步，查看它在其他温度下的分布</translation>
+        </message>
+        <message>
+            <source> (the lane's own T {temperature}: dotted)</source>
+            <translation>（该泳道自身的 T {temperature}：点线）</translation>
+        </message>
+        <message>
+            <source> (greedy / beam: T is not applied)</source>
+            <translation>（贪心 / 束搜索：不应用 T）</translation>
+        </message>
+        <message>
+            <source>&lt;b&gt;{name} · step {step}&lt;/b&gt;: the distribution from T 0 (argmax) to 2{where}</source>
+            <translation>&lt;b&gt;{name} · 第 {step} 步&lt;/b&gt;：从 T 0（取最大值）到 2 的分布{where}</translation>
+        </message>
+        <message>
+            <source>entropy</source>
+            <translation>熵</translation>
+        </message>
+        <message>
+            <source>kept set (right axis)</source>
+            <translation>保留集（右轴）</translation>
+        </message>
+        <message>
+            <source>Diversity against temperature: “Fan-outs over T” adds fan-outs of the selected sampled lane at T 0.3, 0.7, 1.0 and 1.5; run them, then look here</source>
+            <translation>多样性随温度的变化：“按温度扇出”会为所选采样泳道添加 T 0.3、0.7、1.0 和 1.5 的扇出；运行后在这里查看</translation>
+        </message>
+        <message>
+            <source>&lt;b&gt;{len} fan-outs of {members} seeds&lt;/b&gt;: how many distinct texts, and how soon the members part, at each temperature</source>
+            <translation>&lt;b&gt;{len} 个扇出，各 {members} 个种子&lt;/b&gt;：每种温度下有多少种不同文本，以及成员多早分开</translation>
+        </message>
+        <message>
+            <source>distinct continuations</source>
+            <translation>不同续写数</translation>
+        </message>
+        <message>
+            <source>mean first split step</source>
+            <translation>平均首次分开步</translation>
+        </message>
+    </context>
+    <context>
+        <name>text_view</name>
+        <message>
+            <source>(draw within {distance:g} of p ≥ {prob:g}; p₂/p₁ ≥ {ratio:g})</source>
+            <translation>（抽样值距 p ≥ {prob:g} 的边界在 {distance:g} 以内；p₂/p₁ ≥ {ratio:g}）</translation>
+        </message>
+        <message>
+            <source>space</source>
+            <translation>空格</translation>
+        </message>
+        <message>
+            <source>newline</source>
+            <translation>换行</translation>
+        </message>
+        <message>
+            <source>p(token)</source>
+            <translation>p(词元)</translation>
+        </message>
+        <message>
+            <source>Copy</source>
+            <translation>复制</translation>
+        </message>
+        <message>
+            <source>Select all</source>
+            <translation>全选</translation>
+        </message>
+        <message>
+            <source>Branch from here with…</source>
+            <translation>从这里分支，改选…</translation>
+        </message>
+        <message>
+            <source>Force for all lanes…</source>
+            <translation>对全部泳道强制…</translation>
+        </message>
+        <message>
+            <source>Explain this lane: attention, logit lens</source>
+            <translation>解释这条泳道：注意力、logit 透镜</translation>
+        </message>
+        <message>
+            <source>all beams</source>
+            <translation>全部束</translation>
+        </message>
+        <message>
+            <source>Show every returned beam hypothesis under the best one</source>
+            <translation>在最佳候选下方显示所有返回的束搜索候选</translation>
+        </message>
+        <message>
+            <source>(reference)</source>
+            <translation>（参照）</translation>
+        </message>
+        <message>
+            <source>· edited: Run to update</source>
+            <translation>· 已编辑：运行后更新</translation>
+        </message>
+        <message>
+            <source>: {count} distinct</source>
+            <translation>：{count} 种不同</translation>
+        </message>
+        <message>
+            <source>fan-out ×{members}</source>
+            <translation>扇出 ×{members}</translation>
+        </message>
+        <message>
+            <source>all members</source>
+            <translation>全部成员</translation>
+        </message>
+        <message>
+            <source>Show every member's text under member #0's</source>
+            <translation>在 0 号成员下方显示每个成员的文本</translation>
+        </message>
+        <message>
+            <source>▲ thresholds…</source>
+            <translation>▲ 阈值…</translation>
+        </message>
+        <message>
+            <source>What makes a step a critical point</source>
+            <translation>什么样的步骤算作临界点</translation>
+        </message>
+        <message>
+            <source>best running beam…</source>
+            <translation>当前最佳束…</translation>
+        </message>
+        <message>
+            <source>vs {lane}: {comparison}</source>
+            <translation>对比 {lane}：{comparison}</translation>
+        </message>
+        <message>
+            <source>beam #{rank}</source>
+            <translation>第 {rank} 束</translation>
+        </message>
+        <message>
+            <source>score {score}</source>
+            <translation>得分 {score}</translation>
+        </message>
+        <message>
+            <source>same as #0</source>
+            <translation>与 0 号相同</translation>
+        </message>
+        <message>
+            <source>parts from #0 at step {step}</source>
+            <translation>在第 {step} 步与 0 号分开</translation>
+        </message>
+        <message>
+            <source>seed {seed}</source>
+            <translation>种子 {seed}</translation>
+        </message>
+    </context>
+    <context>
+        <name>timeline</name>
+        <message>
+            <source>{metric} per step</source>
+            <translation>每步的{metric}</translation>
+        </message>
+        <message>
+            <source>click a point to select its step · ←/→ move through steps</source>
+            <translation>单击点以选中该步 · ←/→ 逐步移动</translation>
+        </message>
+        <message>
+            <source>all steps</source>
+            <translation>全部步骤</translation>
+        </message>
+        <message>
+            <source>Show every step (the mouse wheel zooms the step axis, dragging pans it)</source>
+            <translation>显示全部步骤（鼠标滚轮缩放步骤轴，拖动可平移）</translation>
+        </message>
+        <message>
+            <source>Click a lane to hide or show its line</source>
+            <translation>单击泳道可隐藏或显示其曲线</translation>
+        </message>
+        <message>
+            <source>step</source>
+            <translation>步</translation>
+        </message>
+        <message>
+            <source>{name} · step {step} · “{token}” · {metric} = {value:.4f}</source>
+            <translation>{name} · 第 {step} 步 · “{token}” · {metric} = {value:.4f}</translation>
+        </message>
+    </context>
+    <context>
+        <name>token_view</name>
+        <message>
+            <source>&lt;span style="background:{SPECIAL_BACKGROUND}"&gt;&amp;nbsp;special&amp;nbsp;&lt;/span&gt; a special token (chat template, end of text) · &lt;span style="background:{BYTE_BACKGROUND}"&gt;&amp;nbsp;‹e8 99›&amp;nbsp;&lt;/span&gt; bytes of a character spread over several tokens, the character under its tokens · the number under a token is its id · “·” is a space, “↵” a newline · click a lane's token to select its step</source>
+            <translation>&lt;span style="background:{SPECIAL_BACKGROUND}"&gt;&amp;nbsp;特殊&amp;nbsp;&lt;/span&gt; 特殊词元（对话模板、文本结束）· &lt;span style="background:{BYTE_BACKGROUND}"&gt;&amp;nbsp;‹e8 99›&amp;nbsp;&lt;/span&gt; 一个字符被拆到多个词元中的字节，该字符显示在其词元下方 · 词元下方的数字是它的 id · “·”表示空格，“↵”表示换行 · 单击泳道中的词元以选中该步</translation>
+        </message>
+        <message>
+            <source>Run or open a run to see its tokens.</source>
+            <translation>运行或打开一次运行以查看其词元。</translation>
+        </message>
+        <message>
+            <source>the prompt and every lane as tokens · {model}</source>
+            <translation>提示词和各泳道的词元 · {model}</translation>
+        </message>
+        <message>
+            <source>the model's context limit: {positions} positions</source>
+            <translation>模型的上下文上限：{positions} 个位置</translation>
+        </message>
+        <message>
+            <source>the model's context limit is unknown here (its model is not prepared here)</source>
+            <translation>此处无法得知模型的上下文上限（该模型在本机尚未准备）</translation>
+        </message>
+        <message>
+            <source>longest sequence {count} tokens</source>
+            <translation>最长序列 {count} 个词元</translation>
+        </message>
+        <message>
+            <source> = {share} of the limit</source>
+            <translation>，占上限的 {share}</translation>
+        </message>
+        <message>
+            <source>&lt;b&gt;prompt {count} tokens&lt;/b&gt; ({special} special)</source>
+            <translation>&lt;b&gt;提示词 {count} 个词元&lt;/b&gt;（{special} 个特殊词元）</translation>
+        </message>
+        <message>
+            <source>the prompt's pieces need its model or an explanation saved with the run: ids only</source>
+            <translation>显示提示词的词元文本需要其模型或随运行保存的解释：此处仅显示 id</translation>
+        </message>
+        <message>
+            <source>{text}: {total} bytes over {count} tokens</source>
+            <translation>{text}：{total} 个字节，分布在 {count} 个词元中</translation>
+        </message>
+    </context>
+    <context>
+        <name>tour</name>
+        <message>
+            <source>A near-tie decides the branch</source>
+            <translation>一次近乎平局决定了分支</translation>
+        </message>
+        <message>
+            <source>Where ▲ marks a step, two strong candidates were close: a slightly different draw would have taken the runner-up. The lane added after it replays that branch not taken with the same draws everywhere else — see how far the two texts drift apart.</source>
+            <translation>▲ 标出的步骤里，两个有力的候选词非常接近：随机数稍有不同，就会选中第二名。紧随其后新增的车道重放了这条没走的分支，其余抽样完全相同——看看两段文字会分开多远。</translation>
+        </message>
+        <message>
+            <source>The same, in Chinese: 虽然 … 但</source>
+            <translation>同样的现象，中文：虽然……但</translation>
+        </message>
+        <message>
+            <source>A Chinese prompt is split into byte-level tokens, so one character can take two or three steps; the critical points still mark where a small fluctuation picked the continuation. The lane map shows every step of both lanes at once.</source>
+            <translation>中文提示词被切成字节级的词元，一个汉字可能要走两三步；临界点仍然标出了微小波动决定续写方向的地方。车道 × 步骤图一次显示两条车道的每一步。</translation>
+        </message>
+        <message>
+            <source>Thermal noise made visible: fan-outs widen with temperature</source>
+            <translation>让热噪声看得见：温度越高，分叉越宽</translation>
+        </message>
+        <message>
+            <source>Each member of a fan-out draws with its own seed: at low temperature they share a long prefix, at high temperature they part almost at once. The chart shows diversity growing with temperature (the Fan-out tab shows each tree).</source>
+            <translation>同一组分叉里的每个成员用各自的种子抽样：温度低时它们共享很长的前缀，温度高时几乎立刻分开。图表显示多样性随温度增长（“分叉”标签页显示每一棵树）。</translation>
+        </message>
+        <message>
+            <source>Determinism: temperature 0 and a fixed seed</source>
+            <translation>确定性：温度为 0，种子固定</translation>
+        </message>
+        <message>
+            <source>At temperature 0 the prompt alone fixes every token, and a sampled lane with a fixed seed is just as repeatable: running again gives the same text, token for token. If a token ever differs, the tool shows the step — a near-tie that another machine's arithmetic tipped.</source>
+            <translation>温度为 0 时，提示词本身就决定了每一个词；种子固定的抽样车道同样可以重复：再运行一次，文字逐词相同。如果哪个词不同，工具会指出那一步——那是一个被另一台机器的运算误差扳倒的近乎平局。</translation>
+        </message>
+        <message>
+            <source>Beam vs greedy: joint optimum, local optimum</source>
+            <translation>束搜索与贪心：整体最优与局部最优</translation>
+        </message>
+        <message>
+            <source>Greedy takes the best token at each step; beam search keeps several partial texts and returns the best whole sequence, a joint optimum rather than a local one. Its pull toward likely text often makes it shorter and more generic — compare the lanes' endings.</source>
+            <translation>贪心解码每一步都取最好的词；束搜索保留多段候选文本，返回整体得分最高的序列——是整体最优，而不是局部最优。它偏爱高概率的文本，结果往往更短、更平淡——比较几条车道的结尾。</translation>
+        </message>
+        <message>
+            <source>Repetition, and the penalty that breaks it</source>
+            <translation>重复，以及打破重复的惩罚</translation>
+        </message>
+        <message>
+            <source>Greedy decoding falls into loops easily: once a phrase has repeated, repeating it again is the most likely choice. A repetition penalty lowers the tokens already used, and no_repeat_ngram_size bans repeated n-grams — both break the loop.</source>
+            <translation>贪心解码很容易陷入循环：一个短语重复过一次，再重复一次就成了最可能的选择。重复惩罚压低已经用过的词，no_repeat_ngram_size 禁止重复的 n 元组——两者都能打破循环。</translation>
+        </message>
+        <message>
+            <source>Delayed release: “but” looks back at “Although”</source>
+            <translation>延迟释放：“but”回看“Although”</translation>
+        </message>
+        <message>
+            <source>Reading “but”, one attention head looks straight back at “Although”, across every word in between: the concession opened at the start is released at the contrast. The heatmap shows that head in every layer (position 0, which soaks up most attention, left out) — pick another head or token.</source>
+            <translation>读到“but”时，有一个注意力头越过中间所有的词，直接回看“Although”：开头埋下的让步在转折处得到释放。热图显示这个头在每一层的权重（吸走大部分注意力的第 0 个位置已略去）——也可以换一个头或词元看看。</translation>
+        </message>
+        <message>
+            <source>The same in Chinese: 但 looks back at 虽然</source>
+            <translation>中文里也一样：“但”回看“虽然”</translation>
+        </message>
+        <message>
+            <source>Reading 但 (“but”), a head looks back at 虽然 (“although”), even though every character here is two or three byte-level tokens. The Tokens tab shows how the characters are split.</source>
+            <translation>读到“但”时，有一个注意力头回看“虽然”，尽管这里每个汉字都被切成两三个字节级词元。“Tokens”标签页显示汉字是怎样被切开的。</translation>
+        </message>
+        <message>
+            <source>The token's journey through the layers</source>
+            <translation>一个词元穿过各层的旅程</translation>
+        </message>
+        <message>
+            <source>Each row is what the model would say if it stopped after that layer: the early layers mostly echo the current word, and the final choice reaches the top only late. The red frames follow it up the layers; the line above the table says where it settles.</source>
+            <translation>每一行是模型在这一层之后就停下时会说出的词：前面的层大多只是重复当前的词，最终的选择很晚才升到第一。红框沿着各层跟踪它，表格上方的说明指出它在哪一层定下来。</translation>
+        </message>
+    </context>
+    <context>
+        <name>tour_dialog</name>
+        <message>
+            <source>Tour — 导览</source>
+            <translation>导览 — Tour</translation>
+        </message>
+        <message>
+            <source> (chat)</source>
+            <translation>（对话）</translation>
+        </message>
+        <message>
+            <source>&lt;h3&gt;{title}&lt;/h3&gt;&lt;p&gt;&lt;b&gt;Prompt&lt;/b&gt; “{prompt}”{chat} · &lt;b&gt;lanes&lt;/b&gt; {lanes}&lt;/p&gt;&lt;p&gt;{text}&lt;/p&gt;</source>
+            <translation>&lt;h3&gt;{title}&lt;/h3&gt;&lt;p&gt;&lt;b&gt;提示词&lt;/b&gt;“{prompt}”{chat} · &lt;b&gt;泳道&lt;/b&gt; {lanes}&lt;/p&gt;&lt;p&gt;{text}&lt;/p&gt;</translation>
+        </message>
+    </context>
+    <context>
+        <name>views</name>
+        <message>
+            <source>Step</source>
+            <translation>步骤</translation>
+        </message>
+        <message>
+            <source>Attention</source>
+            <translation>注意力</translation>
+        </message>
+        <message>
+            <source>Logit lens</source>
+            <translation>Logit 透镜</translation>
+        </message>
+        <message>
+            <source>Tokens</source>
+            <translation>词元</translation>
+        </message>
+        <message>
+            <source>Timeline</source>
+            <translation>时间线</translation>
+        </message>
+        <message>
+            <source>Lane map</source>
+            <translation>泳道图</translation>
+        </message>
+        <message>
+            <source>Side by side</source>
+            <translation>并排比较</translation>
+        </message>
+        <message>
+            <source>Fan-out</source>
+            <translation>扇出</translation>
+        </message>
+        <message>
+            <source>Temperature</source>
+            <translation>温度</translation>
+        </message>
+        <message>
+            <source>Beam tree</source>
+            <translation>束搜索树</translation>
+        </message>
+    </context>
 </TS>
