@@ -160,15 +160,8 @@ def project_graph() -> Graph:
     return import_graph(modules)
 
 
-GUI_CYCLES = pytest.mark.xfail(
-    strict=False,
-    reason="gui/main_window imports menus/settings/about/drop/unsaved, which import it back: "
-    "broken by the gui/ restructuring (issue 26)",
-)
-
-
 @pytest.mark.parametrize(
-    "package", [pytest.param(p, marks=GUI_CYCLES) if p == "gui" else p for p in PACKAGES + TOP_MODULES]
+    "package", PACKAGES + TOP_MODULES
 )
 def test_no_import_cycle_inside_a_package(project_graph, package):
     graph = _within(project_graph, package)
