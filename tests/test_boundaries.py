@@ -103,3 +103,57 @@ def test_run_time_modules_do_not_pull_in_torch():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == ""
+
+
+def _project_imports(path: Path) -> set[str]:
+    """Dotted project modules a file imports (every import: module level, functions, TYPE_CHECKING)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+    return names
+
+
+GUI_ROLES = ["state", "present", "views", "dialogs", "shell", "i18n"]
+
+
+def test_gui_is_laid_out_by_role():
+    """gui/'s top level keeps at most 8 modules; its code lives in the role subpackages."""
+    top = sorted(p.name for p in (ROOT / "gui").glob("*.py"))
+    assert len(top) <= 8, top
+    assert all((ROOT / "gui" / role / "__init__.py").is_file() for role in GUI_ROLES)
+
+
+def test_gui_state_and_presentation_are_qt_free():
+    offenders = []
+    for role in ("state", "present"):
+        paths = sorted((ROOT / "gui" / role).rglob("*.py"))
+        assert len(paths) > 3
+        for path in paths:
+            used = _all_imports(path) & {"PySide6", "pyqtgraph"}
+            if used:
+                offenders.append(f"{path.relative_to(ROOT)} imports {sorted(used)}")
+    # the translation helper the Qt-free modules use is Qt-free too
+    assert not _all_imports(ROOT / "gui" / "i18n" / "__init__.py") & {"PySide6", "pyqtgraph"}
+    assert not offenders, "\n".join(offenders)
+
+
+def test_gui_layers_import_downwards_only():
+    """views/ know neither the shell nor the window; state/ and present/ know no view, dialog or shell; dialogs
+    know no shell except its worker thread."""
+    forbidden = {
+        "views": ("gui.shell", "gui.main_window", "gui.app"),
+        "state": ("gui.views", "gui.dialogs", "gui.shell", "gui.main_window", "gui.app"),
+        "present": ("gui.state.controller", "gui.views", "gui.dialogs", "gui.shell", "gui.main_window", "gui.app"),
+        "dialogs": ("gui.main_window", "gui.app"),
+        "shell": ("gui.main_window", "gui.app"),
+    }
+    offenders = []
+    for role, prefixes in forbidden.items():
+        for path in sorted((ROOT / "gui" / role).rglob("*.py")):
+            bad = sorted(name for name in _project_imports(path) if name.startswith(prefixes))
+            if bad:
+                offenders.append(f"{path.relative_to(ROOT)} imports {bad}")
+    assert not offenders, "\n".join(offenders)

@@ -14,7 +14,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
-Job = Callable[[Callable[[Any], None], Callable[[], bool]], Any]
+ThreadJob = Callable[[Callable[[Any], None], Callable[[], bool]], Any]  # (emit, cancelled) -> result
 
 
 class _Runner(QObject):
@@ -22,7 +22,7 @@ class _Runner(QObject):
     finished = Signal(object)
     failed = Signal(str, str)  # message, traceback
 
-    def __init__(self, job: Job, cancel: threading.Event) -> None:
+    def __init__(self, job: ThreadJob, cancel: threading.Event) -> None:
         super().__init__()
         self._job = job
         self._cancel = cancel
@@ -58,7 +58,7 @@ class Worker(QObject):
     def is_running(self) -> bool:
         return self._thread is not None and self._thread.isRunning()
 
-    def start(self, job: Job) -> None:
+    def start(self, job: ThreadJob) -> None:
         if self.is_running():
             raise RuntimeError("a job is already running")
         self._cleanup()

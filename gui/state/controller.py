@@ -133,7 +133,7 @@ class RunController:
         try:
             targets = self._expand(self.state.lanes, request.seed)
             specs = list(targets.values())
-            jobs.plan(specs)
+            jobs.run_order(specs)
         except ValueError as error:
             self.state.show_notice(translate("controller", "Cannot run: {error}.").format(error=error_text(error)))
             return False

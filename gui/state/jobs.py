@@ -48,7 +48,7 @@ Emit = Callable[[Message], None]
 Job = Callable[[Emit, Callable[[], bool]], RunTrace]
 
 
-def plan(specs: list[LaneSpec]) -> tuple[list[int], list[int]]:
+def run_order(specs: list[LaneSpec]) -> tuple[list[int], list[int]]:
     """(lanes of the batched run, branch lanes run after it in an order where every parent comes first)."""
     main = [i for i, s in enumerate(specs) if s.branch is None or follows_in_run(s, specs)]
     later = [i for i in range(len(specs)) if i not in main]
@@ -68,7 +68,7 @@ def plan(specs: list[LaneSpec]) -> tuple[list[int], list[int]]:
 def run_job(holder: ModelHolder, request: RunRequest, specs: list[LaneSpec]) -> Job:
     """Load the model if needed, run every lane (one batched run, then the branches it cannot follow), stream
     StepMessages with the lane's index in `specs`. The result's lanes are in `specs`' order."""
-    main, later = plan(specs)
+    main, later = run_order(specs)
 
     def job(emit: Emit, cancelled: Callable[[], bool]) -> RunTrace:
         if holder.loaded is None:  # the status bar says "running…" already, and again at the first step

@@ -8,15 +8,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication, QPoint, Qt
+from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QFileDialog, QMenu
 
 from decoding.jsonio import write_text_atomic
 from decoding.spec import generation_config_of, spec_from_generation_config
+from gui.i18n import translate
 from gui.present.lane_fields import error_text
 from gui.views.lanes_editor import LanesEditor, preset_for_window
-
-translate = QCoreApplication.translate
 
 FILE_FILTER = "generation_config.json (*.json);;JSON (*.json)"
 
