@@ -12,6 +12,7 @@ from PySide6.QtGui import QGuiApplication, QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from gui.i18n import language, translate
+from gui.shell import restore
 from gui.shell.settings import LANGUAGES, Settings
 
 ICON_PATH = Path(__file__).with_name("icon.svg")
@@ -152,7 +153,7 @@ def run_app(argv: list[str]) -> int:
     if args.gui_open:
         window.files.open(Path(args.gui_open))
     window.show()
-    window.report_stale_builds()
+    restore.report_stale_builds(window.state)
     if not args.gui_open:
         window.offer_restore()
     if args.gui_prompt is not None:
