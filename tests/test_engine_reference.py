@@ -159,7 +159,9 @@ def test_beam_lanes_with_processors_beside_others_equal_transformers_beam_search
     decoder, tokenizer = tiny
     eos = list(decoder.eos_token_ids)
     engine = Engine(decoder, tokenizer, eos, batched_rows=batched_rows)
-    prompt = tokenizer.encode(PROMPT)
+    # the prompt ends with what the model likes to say: the penalties on the prompt's ids decide the beams
+    favourites = engine.run(PromptInfo(PROMPT, tokenizer.encode(PROMPT)), [LaneSpec("greedy")], max_new_tokens=16)
+    prompt = [*tokenizer.encode(PROMPT), *favourites.lanes[0].token_ids]
     trace = engine.run(PromptInfo(PROMPT, prompt), [*BEAM_LANES, *SINGLE_ROW_LANES[:3]], max_new_tokens=16)
     for spec in BEAM_LANES:
         lane = trace.lane(spec.name)

@@ -79,26 +79,33 @@ while True:  # Autosave.write, back to back
     index += 1
 """
 
-KILLED_BEFORE_THE_RENAME = """
-import os, signal, sys
+KILLED_WHILE_WRITING = """
+import os, resource, signal, sys
 from decoding import jsonio
 from decoding.autosave import Autosave
 from tests.reliability.test_autosave import a_run
 saver = Autosave(sys.argv[1])
 saver.write(a_run(seed=0))
-jsonio.os.replace = lambda *_: os.kill(os.getpid(), signal.SIGKILL)  # the new run is on disk, not yet renamed
-saver.write(a_run(seed=1))
+if sys.argv[2] == "before the rename":  # the new run is on disk, not yet renamed
+    jsonio.os.replace = lambda *_: os.kill(os.getpid(), signal.SIGKILL)
+else:  # half way through writing the new run: no file may grow past the first one's size, and crossing it kills
+    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # (Python ignores it and raises EFBIG instead)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (saver.path.stat().st_size + 4096, resource.RLIM_INFINITY))
+saver.write(a_run(tokens=24, seed=1))  # larger than the first
 """
 
 
-@pytest.mark.skipif(os.name == "nt", reason="SIGKILL")
-def test_a_kill_in_the_middle_of_an_autosave_leaves_the_previous_run_and_the_next_start_removes_the_rest(tmp_path):
+@pytest.mark.skipif(os.name == "nt", reason="signals")
+@pytest.mark.parametrize(("moment", "signal_number"), [("before the rename", signal.SIGKILL),
+                                                       ("while writing", getattr(signal, "SIGXFSZ", 0))])
+def test_a_kill_in_the_middle_of_an_autosave_leaves_the_previous_run_and_the_next_start_removes_the_rest(
+        tmp_path, moment, signal_number):
     folder = tmp_path / "autosave"
-    writer = subprocess.run([sys.executable, "-c", KILLED_BEFORE_THE_RENAME, str(folder)], cwd=REPO,
+    writer = subprocess.run([sys.executable, "-c", KILLED_WHILE_WRITING, str(folder), moment], cwd=REPO,
                             env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True)
-    assert writer.returncode == -signal.SIGKILL, writer.stderr
+    assert writer.returncode == -signal_number, writer.stderr
     left = sorted(path.name for path in folder.iterdir())
-    assert len(left) == 2 and left[0].endswith(".tmp"), left  # the kill left the unrenamed temp file
+    assert len(left) == 2 and left[0].endswith(".tmp"), left  # the kill left the new run's temp file
     (found,) = orphans(folder)  # the next start
     assert [lane.token_ids for lane in restore(found).lanes] == [lane.token_ids for lane in a_run(seed=0).lanes]
     assert [path.name for path in folder.iterdir()] == [found.name]
