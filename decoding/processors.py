@@ -7,9 +7,14 @@ filtered tokens get -inf, as transformers' `filter_value`.
 Equality with transformers: the arithmetic is the same float32 arithmetic (temperature, penalties, top-k are
 bit-identical). The softmax-based cuts (top-p, min-p, typical) use numpy's exp where torch uses its own
 vectorised exp, so probabilities can differ in the last bits; a token whose cumulative probability lies
-within about 1e-6 of a cut can land on the other side. Where a cut falls inside a group of exactly tied
-logits, torch's unstable `sort` (std::sort) picks the survivors arbitrarily; here the lower ids survive, as
-greedy's argmax does, and the number of survivors is the same.
+within about 1e-6 of a cut can land on the other side.
+
+Ties at a cut: where a cut falls inside a group of exactly tied scores, every cut processor keeps the
+survivors that transformers' own sort keeps when it is stable (torch's `sort` is stable on CPU for the sizes
+its tests use; its unstable GPU path may pick others). Top-p sorts ascending and removes from the front, so
+among tied tokens the higher ids survive; min-p's and typical's `min_tokens_to_keep` keep the first of a
+stable descending (min-p) or ascending-|surprisal - entropy| (typical) order, so there the lower ids survive;
+top-k, epsilon and eta keep every token tied with the k-th best.
 
 Speed: top-p and typical sort only a partitioned prefix that provably holds the cut (checked, with a fall
 back to a larger prefix and finally the full sort), so a step costs O(vocab) plus a small sort.
@@ -56,8 +61,15 @@ def softmax32(scores: np.ndarray) -> np.ndarray:
 
 
 def order_desc(values: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """Positions of (values, ids) sorted by value descending, equal values by ascending id."""
+    """Positions of (values, ids) sorted by value descending, equal values by ascending id (a stable
+    descending sort)."""
     return np.lexsort((ids, -values))
+
+
+def order_desc_from_ascending(values: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Positions of (values, ids) in a stable ascending sort read backwards: value descending, equal values by
+    descending id (what transformers' top-p walks from its end)."""
+    return np.lexsort((-ids, -values))
 
 
 def sample_thresholds(values: np.ndarray, counts: Sequence[int]) -> list[float]:
@@ -377,13 +389,15 @@ class _RowWarper(Processor):
 class TopP(_RowWarper):
     """Nucleus sampling: drop the least likely tokens whose cumulative probability, summed from the least
     likely up, is <= 1 - top_p; the rest (at least `min_tokens_to_keep`) survive. transformers'
-    `TopPLogitsWarper`.
+    `TopPLogitsWarper`. Ties at the cut: the order is a stable ascending sort's, so among exactly tied tokens
+    the lower ids are removed first and the higher ids survive.
 
     Args:
         top_p: `top_p`, in [0, 1] (1.0 is off and builds no processor).
         min_tokens_to_keep: keep at least this many (transformers keeps 2 or more under beam search).
 
-    Example: probabilities 0.5, 0.3, 0.15, 0.05. The two best reach 0.75; 0.9 needs the third.
+    Example: probabilities 0.5, 0.3, 0.15, 0.05. The two best reach 0.75; 0.9 needs the third. Four tied
+    tokens and top_p=0.5: two survive, the higher ids.
 
     >>> import numpy as np
     >>> from decoding.processors import TopP
@@ -392,6 +406,8 @@ class TopP(_RowWarper):
     [0, 1]
     >>> np.flatnonzero(TopP(0.9)(np.array([[0]]), scores)[0] > -np.inf).tolist()
     [0, 1, 2]
+    >>> np.flatnonzero(TopP(0.5)(np.array([[0]]), np.zeros((1, 4), np.float32))[0] > -np.inf).tolist()
+    [2, 3]
     """
 
     name = "top_p"
@@ -415,7 +431,7 @@ class TopP(_RowWarper):
         self, row: np.ndarray, exps: np.ndarray, norm: np.float32, total: float, ids: np.ndarray, last: bool
     ) -> np.ndarray | None:
         """The kept ids if the cut provably lies among the candidates `ids`, else None."""
-        ids = ids[order_desc(row[ids], ids)]
+        ids = ids[order_desc_from_ascending(row[ids], ids)]
         candidate_exps = exps[ids]
         # outside the last set only -inf (probability 0); else the mass of everything below the candidates
         below = 0.0 if last else (total - candidate_exps.sum(dtype=np.float64)) / float(norm)
@@ -434,7 +450,8 @@ class TopP(_RowWarper):
 
 class MinP(Processor):
     """Drop the tokens whose probability is below min_p times the top token's probability (at least
-    `min_tokens_to_keep` survive). transformers' `MinPLogitsWarper`.
+    `min_tokens_to_keep` survive: the first of a stable descending sort, so the lower ids among ties).
+    transformers' `MinPLogitsWarper`.
 
     Args:
         min_p: `min_p`, in [0, 1] (0.0 is off and builds no processor).
@@ -470,8 +487,9 @@ class MinP(Processor):
 
 class Typical(_RowWarper):
     """Locally typical sampling: keep the tokens whose surprisal (-log p) is closest to the entropy, up to
-    mass `typical_p` (the token that crosses it and any token tied with it included). transformers'
-    `TypicalLogitsWarper`.
+    mass `typical_p` (the token that crosses it and any token tied with it included; `min_tokens_to_keep`
+    keeps the first of a stable ascending sort by |surprisal - entropy|, the lower ids among ties).
+    transformers' `TypicalLogitsWarper`.
 
     Args:
         typical_p: `typical_p`, in (0, 1] (1.0 is off and builds no processor).

@@ -5,8 +5,9 @@ be reproduced bit for bit and are checked for what they are:
 - torch's softmax uses its own vectorised exp (up to ~3e-6 relative from numpy's), so a token whose decision
   quantity (cumulative probability, probability ratio, typical cut) lies within 1e-5 of the cut may fall on
   either side;
-- torch.sort is unstable (std::sort), so where a cut falls inside a group of exactly tied logits transformers'
-  survivors are arbitrary; ours are the lowest ids, and the number of survivors must be equal.
+- where a cut falls inside a group of exactly tied logits, ours are the survivors a stable sort keeps
+  (tests/test_transformers_cases.py checks them on transformers' own cases), but torch.sort is not always
+  stable, so here only the number of survivors must be equal.
 Every other token must match. A float64 oracle below says which tokens are in either situation.
 """
 
