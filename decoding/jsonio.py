@@ -8,7 +8,9 @@ written as null and read back as -inf. Lanes explained from the app (decoding.ex
 
 Version 1 files (before fan-outs, critical points, branch-not-taken replays and temperature sweeps) open too:
 their settings get the default critical-point thresholds and their analysis is computed again from the lanes
-(the same function made it), so they read as version 2 runs without fan-outs, replays or sweeps.
+(the same function made it), so they read as current runs without fan-outs, replays or sweeps. Version 2 files
+(before the llama.cpp samplers and the transformers processors beyond the core set) have no `xtc_coin` or
+`mirostat_mu` in their steps: they read as runs whose lanes use neither, and save as version 3.
 """
 
 from __future__ import annotations
@@ -61,8 +63,7 @@ class TraceFormatError(ValueError):
 
 
 def to_dict(trace: RunTrace) -> dict[str, Any]:
-    """The run as JSON data; `explanations` only when the run has some (a run without is a plain version 2
-    file)."""
+    """The run as JSON data; `explanations` only when the run has some (a run without has no such key)."""
     data = _finite(asdict(replace(trace, explanations=[])))
     del data["explanations"]
     if trace.explanations:

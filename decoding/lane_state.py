@@ -8,6 +8,7 @@ lane holds, build and return StepRecords), `queue` (add (old row, token) pairs t
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Sequence
@@ -17,6 +18,7 @@ from functools import cached_property
 import numpy as np
 
 from decoding.beam import BeamSearch
+from decoding.llama_samplers import Mirostat, Xtc, breaker_sequences
 from decoding.processors import MaskProcessor, apply_processors, build_processors
 from decoding.protocol import TokenText
 from decoding.selectors import Draw, Sampler, WalkedTokens, draw_among_best
@@ -61,9 +63,15 @@ class LaneState:
         self.top_n = top_n
         self.tokenizer = tokenizer
         self.processors = build_processors(
-            spec.to_config(), len(prompt_ids), eos_token_ids, spec.num_beams, spec.processor_order
+            spec.to_config(), len(prompt_ids), eos_token_ids, spec.num_beams, spec.processor_order,
+            breakers=lambda vocab_size, strings: dry_breakers(tokenizer, vocab_size, strings),
         )
         self.sampler = Sampler(spec.seed) if spec.do_sample else None
+        self.xtc = next((p for p in self.processors if isinstance(p, Xtc)), None)
+        if self.xtc is not None:  # XTC's coin: the lane's own generator, drawn before the step's u
+            self.xtc.coin = self.sampler.next_u
+        self.mirostat = next((p for p in self.processors if isinstance(p, Mirostat)), None)
+        self.mu_steps = 0  # mirostat: how many of the lane's records mu has followed
         self.forced = dict(spec.forced)
         self.following: LaneState | None = None  # a branch lane copies this parent until its branch step
         if spec.branch is not None:
@@ -86,8 +94,23 @@ class LaneState:
         self.rows = [row]
         self.batch = batch
 
+    @cached_property
+    def stateful(self) -> bool:
+        """A processor carries state from step to step (XTC's coin, mirostat's mu): decided alone."""
+        return self.xtc is not None or self.mirostat is not None
+
+    def follow_mu(self) -> None:
+        """Bring mirostat's mu up to the lane's records: each record it has not followed yet (its own, a copied
+        parent's, a prefix's) moves mu by its chosen token's probability, unless the token was forced."""
+        for record in self.trace.steps[self.mu_steps :]:
+            if not record.forced:
+                self.mirostat.mu = self.mirostat.next_mu(record.prob)
+        self.mu_steps = len(self.trace.steps)
+
     def decide(self, source_ms: float) -> list[StepRecord]:
         started = time.perf_counter()
+        if self.mirostat is not None:
+            self.follow_mu()
         raw, raw_softmax = self.batch.row(self.rows[0]), self.batch.softmax(self.rows[0])
         processed = self._process(raw[None])[0] if self.processors else raw
         softmax = raw_softmax if processed is raw else self._processed_softmax(processed, raw_softmax)
@@ -176,6 +199,10 @@ class LaneState:
                             **stats.record_fields())
         if draw is not None:
             record.draw, record.draw_low, record.draw_high = draw.u, draw.low, draw.high
+        if self.xtc is not None:
+            record.xtc_coin = self.xtc.last_coin
+        if self.mirostat is not None:
+            record.mirostat_mu = self.mirostat.mu
         return record
 
     def append(self, record: StepRecord) -> None:
@@ -400,6 +427,14 @@ def _log_normalizer(scores: np.ndarray, known_token: int, known_logprob: float) 
         return float(scores[known_token]) - known_logprob
     top = float(scores.max())
     return top + math.log(float(np.exp(scores.astype(np.float64) - top).sum()))
+
+
+@functools.lru_cache(maxsize=8)  # a fan-out's members share one scan of the vocabulary
+def dry_breakers(tokenizer: TokenText, vocab_size: int, strings: tuple[str, ...]) -> tuple:
+    """DRY's sequence breakers over the model's vocabulary (llama.cpp's processing of its breaker strings)."""
+    encode = getattr(tokenizer, "encode", None)
+    tails = (lambda text: encode(text, add_special_tokens=False)) if encode is not None else (lambda text: [])
+    return tuple(breaker_sequences(strings, vocab_size, tokenizer.piece, tails))
 
 
 def new_lane_state(

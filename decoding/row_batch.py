@@ -60,8 +60,9 @@ def decide_together(
 
 
 def _group_key(lane: LaneState) -> tuple:
-    """Lanes with equal keys process equal rows identically: the same batch, history length and processors."""
-    return id(lane.batch), len(lane.tokens), lane.processors_key
+    """Lanes with equal keys process equal rows identically: the same batch, history length and processors. A
+    lane whose processors carry state (XTC's coin, mirostat's mu) is a group of its own (the per-row path)."""
+    return id(lane.batch), len(lane.tokens), lane.processors_key, id(lane) if lane.stateful else None
 
 
 @dataclass

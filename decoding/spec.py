@@ -19,12 +19,19 @@ import numpy as np
 
 from decoding.parameters import (
     BY_NAME,
+    COMPANIONS,
     GENERATION_CONFIG_DEFAULTS,
+    LIST_KINDS,
+    ORDER_PRESETS,
     PARAMETERS,
     PROCESSOR_ORDER,
     active_processors,
+    as_json,
+    canonical,
+    check_companions,
     check_int,
     fail,
+    is_active,
 )
 
 
@@ -92,6 +99,29 @@ class LaneSpec:
     max_new_tokens: int | None = None
     seed: int | None = None
     stop_strings: tuple[str, ...] = ()
+    # transformers' processors beyond the core set
+    epsilon_cutoff: float | None = None
+    eta_cutoff: float | None = None
+    suppress_tokens: tuple[int, ...] = ()
+    bad_words_ids: tuple[tuple[int, ...], ...] = ()
+    sequence_bias: tuple[tuple[tuple[int, ...], float], ...] = ()
+    # llama.cpp's samplers (its names and semantics)
+    frequency_penalty: float | None = None
+    presence_penalty: float | None = None
+    penalty_last_n: int | None = None
+    dry_multiplier: float | None = None
+    dry_base: float = 1.75
+    dry_allowed_length: int = 2
+    dry_penalty_last_n: int = -1
+    dry_sequence_breakers: tuple[str, ...] = ("\n", ":", '"', "*")
+    top_n_sigma: float | None = None
+    xtc_probability: float | None = None
+    xtc_threshold: float = 0.1
+    mirostat: int | None = None
+    mirostat_tau: float = 5.0
+    mirostat_eta: float = 0.1
+    dynatemp_range: float | None = None
+    dynatemp_exponent: float = 1.0
     processor_order: tuple[str, ...] | None = None  # None: transformers' order
     branch: Branch | None = None
     forced: dict[int, int] = field(default_factory=dict)  # {step: token_id}
@@ -103,6 +133,10 @@ class LaneSpec:
             value = getattr(self, p.name)
             if isinstance(value, np.generic):
                 object.__setattr__(self, p.name, value.item())
+            elif p.kind in LIST_KINDS and BY_NAME[p.name].accepts(value):  # lists as tuples, as the CLI makes them
+                object.__setattr__(self, p.name, canonical(p, value))
+        if isinstance(self.processor_order, str) and self.processor_order in ORDER_PRESETS:
+            object.__setattr__(self, "processor_order", ORDER_PRESETS[self.processor_order])
         validate(self)
 
     @property
@@ -119,7 +153,15 @@ class LaneSpec:
         if self.is_beam:
             config.update(length_penalty=self.length_penalty, early_stopping=self.early_stopping,
                           num_return_sequences=self.num_return_sequences)
-        for name in (*PROCESSOR_ORDER, "max_new_tokens", "seed"):
+        for name in PROCESSOR_ORDER:
+            row, value = BY_NAME[name], getattr(self, name)
+            if value is not None and value != ():
+                config[name] = as_json(row, value)
+            for companion in COMPANIONS[name]:  # all of them when the processor is on: the file says everything
+                value = getattr(self, companion.name)
+                if companion.is_set(value) or (value is not None and is_active(self._main_config(), name)):
+                    config[companion.name] = as_json(companion, value)
+        for name in ("penalty_last_n", "max_new_tokens", "seed"):
             if getattr(self, name) is not None:
                 config[name] = getattr(self, name)
         if self.stop_strings:
@@ -129,6 +171,11 @@ class LaneSpec:
         if self.forced:
             config["forced"] = {str(step): token for step, token in sorted(self.forced.items())}
         return config
+
+    def _main_config(self) -> dict[str, Any]:
+        """What turns processors on: do_sample, num_beams, every processor's and companion's value."""
+        names = [*PROCESSOR_ORDER, *(c.name for companions in COMPANIONS.values() for c in companions)]
+        return {"do_sample": self.do_sample, "num_beams": self.num_beams, **{n: getattr(self, n) for n in names}}
 
     @classmethod
     def from_config(
@@ -141,8 +188,10 @@ class LaneSpec:
     ) -> LaneSpec:
         """Inverse of to_config plus the lane-level markers (used by JSON import and replay)."""
         kwargs = dict(config)
-        if "stop_strings" in kwargs:
-            kwargs["stop_strings"] = tuple(kwargs["stop_strings"])
+        for key, value in config.items():
+            row = BY_NAME.get(key)
+            if row is not None and row.kind in LIST_KINDS and row.accepts(value):
+                kwargs[key] = canonical(row, value)
         if "processor_order" in kwargs:
             kwargs["processor_order"] = tuple(kwargs["processor_order"])
         if "forced" in kwargs:
@@ -172,8 +221,28 @@ def validate(spec: LaneSpec) -> None:
         if value is not None or p.default is not None:  # None is "unset" where the default is unset
             p.check(value)
     _check_strategy(spec)
-    active_processors(spec.to_config(), spec.processor_order)  # a custom order must name every active one
+    config = spec._main_config()
+    check_companions(config)
+    _check_combinations(spec, active_processors(config, spec.processor_order))  # an order names every active one
     _check_branch_and_forced(spec)
+
+
+# what llama.cpp's mirostat replaces: with mirostat on, llama.cpp applies temperature and mirostat only
+_NOT_WITH_MIROSTAT = ("top_k", "top_p", "min_p", "typical_p", "epsilon_cutoff", "eta_cutoff", "top_n_sigma",
+                      "xtc_probability", "dynatemp_range")
+
+
+def _check_combinations(spec: LaneSpec, chain: list[str]) -> None:
+    """Parameters that make no sense together: a ValueError naming both."""
+    if "mirostat" in chain:
+        for name in _NOT_WITH_MIROSTAT:
+            if name in chain:
+                fail(name, getattr(spec, name), f"unset with mirostat={spec.mirostat} (mirostat chooses its own "
+                     "truncation, as llama.cpp's mirostat replaces its other samplers)")
+    windowed = ("repetition_penalty", "frequency_penalty")
+    if spec.penalty_last_n is not None and not any(name in chain for name in windowed):
+        fail("penalty_last_n", spec.penalty_last_n, "unset unless repetition_penalty, frequency_penalty or "
+             "presence_penalty is set (it is their window)")
 
 
 def _check_strategy(spec: LaneSpec) -> None:
@@ -240,10 +309,9 @@ LANE_KINDS = ("greedy", "beam", "sample", "config")
 
 # Keys a generation_config.json may hold that Branchpoint does not implement: refused unless at their default.
 _UNSUPPORTED_CONFIG_KEYS: dict[str, Any] = {
-    "epsilon_cutoff": 0.0, "eta_cutoff": 0.0, "encoder_repetition_penalty": 1.0, "bad_words_ids": None,
-    "num_beam_groups": 1, "diversity_penalty": 0.0, "penalty_alpha": None, "suppress_tokens": None,
+    "encoder_repetition_penalty": 1.0, "num_beam_groups": 1, "diversity_penalty": 0.0, "penalty_alpha": None,
     "begin_suppress_tokens": None, "forced_bos_token_id": None, "forced_eos_token_id": None,
-    "sequence_bias": None, "guidance_scale": None, "exponential_decay_length_penalty": None,
+    "guidance_scale": None, "exponential_decay_length_penalty": None,
     "constraints": None, "force_words_ids": None, "min_length": 0, "renormalize_logits": False,
     "dola_layers": None,
 }
@@ -302,13 +370,15 @@ def _parse_value(key: str, raw: str) -> Any:
     if key == "name":
         return raw
     if key == "processor_order":
-        return tuple(item for item in raw.split("|") if item)
+        return ORDER_PRESETS.get(raw) or tuple(item for item in raw.split("|") if item)
     p = BY_NAME.get(key)
     if p is None:
         settable = ", ".join(["name", *BY_NAME, "processor_order"])
         raise ValueError(f"unknown lane parameter {key!r}: allowed {settable}")
     if p.kind == "text":
         return parse_stop_strings(raw)
+    if p.kind in ("ids", "id_lists", "biases"):
+        return _parse_id_list(p, raw)
     if p.kind in ("bool", "choice"):
         words = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
         words.update({choice: choice for choice in p.choices if isinstance(choice, str)})
@@ -319,6 +389,21 @@ def _parse_value(key: str, raw: str) -> Any:
         return int(raw) if p.kind == "int" else float(raw)
     except ValueError:
         fail(key, raw, p.allowed())
+
+
+def _parse_id_list(p, raw: str) -> tuple:
+    """Token ids on the command line: `ids` as `5|7`, `id_lists` as `5 6|7` (ids of one sequence by spaces,
+    sequences by |), `biases` as `5 6:-2.5|7:1` (a sequence, a colon, its bias)."""
+    try:
+        items = [item.strip() for item in raw.split("|") if item.strip()]
+        if p.kind == "ids":
+            return tuple(int(item) for item in items)
+        if p.kind == "id_lists":
+            return tuple(tuple(int(token) for token in item.split()) for item in items)
+        pairs = [item.rpartition(":") for item in items]
+        return tuple((tuple(int(token) for token in ids.split()), float(bias)) for ids, _, bias in pairs)
+    except ValueError:
+        fail(p.name, raw, p.allowed())
 
 
 _ESCAPES = {"n": "\n", "t": "\t", "|": "|", "\\": "\\"}
@@ -398,15 +483,19 @@ def generation_config_of(spec: LaneSpec) -> dict[str, Any]:
     if spec.processor_order is not None and spec.processors() != active_processors(spec.to_config()):
         fail("processor_order", list(spec.processor_order),
              "transformers' order in a generation_config.json (it has no key for another order)")
+    for name in spec.processors():
+        if not BY_NAME[name].in_generation_config:
+            fail(name, getattr(spec, name), "unset in a generation_config.json (a llama.cpp sampler transformers "
+                 "does not have)")
     config: dict[str, Any] = {"do_sample": spec.do_sample, "num_beams": spec.num_beams}
     for name in PROCESSOR_ORDER:
         row, value = BY_NAME[name], getattr(spec, name)
-        if not row.applies_to.include(spec.do_sample, spec.num_beams):
+        if not row.in_generation_config or not row.applies_to.include(spec.do_sample, spec.num_beams):
             continue
         if value is None and row.hf_default is not None:
             value = row.off  # transformers would otherwise apply its default (top_k=50)
-        if value is not None:
-            config[name] = value
+        if value is not None and value != ():
+            config[name] = as_json(row, value)
     if spec.is_beam:
         config.update(length_penalty=spec.length_penalty, early_stopping=spec.early_stopping,
                       num_return_sequences=spec.num_return_sequences)
@@ -421,8 +510,10 @@ def _effective_kwargs(cfg: dict[str, Any]) -> dict[str, Any]:
     do_sample = bool(cfg["do_sample"])
     kwargs: dict[str, Any] = {"do_sample": do_sample, "num_beams": int(cfg["num_beams"])}
     for key in PROCESSOR_ORDER:
-        if cfg.get(key) is not None and BY_NAME[key].applies_to.include(do_sample, kwargs["num_beams"]):
-            kwargs[key] = cfg[key]
+        row = BY_NAME[key]
+        if cfg.get(key) is not None and row.in_generation_config and row.applies_to.include(do_sample,
+                                                                                            kwargs["num_beams"]):
+            kwargs[key] = canonical(row, cfg[key])
     if kwargs["num_beams"] > 1:
         kwargs.update(length_penalty=float(cfg["length_penalty"]), early_stopping=cfg["early_stopping"],
                       num_return_sequences=int(cfg["num_return_sequences"]))

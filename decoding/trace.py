@@ -147,6 +147,8 @@ class StepRecord:
     forced: bool = False  # the token was forced (branch point), not chosen by the selector
     time_ms: float = 0.0
     beams: list[BeamHypothesis] | None = None  # beam lanes: every candidate considered at this step
+    xtc_coin: float | None = None  # XTC's coin at this step (from the lane's generator; XTC acted if <= its p)
+    mirostat_mu: float | None = None  # mirostat's running mu (bits) this step truncated with
 
     def __post_init__(self) -> None:
         self.top, self.top_raw = as_top_list(self.top), as_top_list(self.top_raw)
@@ -169,8 +171,8 @@ class LaneTrace:
     replay_of: dict[str, Any] | None = None  # {"lane", "step", "token_id"}: a branch-not-taken replay
 
 
-SCHEMA_VERSION = 2
-READABLE_VERSIONS = (1, 2)  # version 1: no fan-outs, critical points, replays or sweeps
+SCHEMA_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)  # 1: no fan-outs, critical points, replays, sweeps; 2: no llama.cpp samplers
 
 
 @dataclass

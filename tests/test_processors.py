@@ -350,11 +350,16 @@ TRANSFORMERS_NAMES = {
 
 
 def test_default_order_is_transformers_order_and_the_spec_order():
-    everything = {"do_sample": True, "repetition_penalty": 1.1, "no_repeat_ngram_size": 3,
-                  "min_new_tokens": 2, "temperature": 0.7, "top_k": 40, "top_p": 0.9, "min_p": 0.05,
-                  "typical_p": 0.95}
+    everything = {"do_sample": True, "sequence_bias": [[[1], 1.0]], "repetition_penalty": 1.1,
+                  "frequency_penalty": 0.5, "dry_multiplier": 0.8, "no_repeat_ngram_size": 3,
+                  "bad_words_ids": [[5]], "min_new_tokens": 2, "suppress_tokens": [7], "temperature": 0.7,
+                  "top_k": 40, "top_p": 0.9, "min_p": 0.05, "typical_p": 0.95, "epsilon_cutoff": 0.001,
+                  "eta_cutoff": 0.001, "top_n_sigma": 2.0, "xtc_probability": 0.5}
     names = [p.name for p in P.build_processors(everything, 4, [2], 1)]
-    assert names == list(PROCESSOR_ORDER)
+    # dynamic temperature takes temperature's place; mirostat refuses the truncations (LaneSpec says so)
+    assert names == [name for name in PROCESSOR_ORDER if name not in ("dynatemp_range", "mirostat")]
+    with_both = {"do_sample": True, "temperature": 0.7, "dynatemp_range": 0.5, "mirostat": 2}
+    assert [p.name for p in P.build_processors(with_both, 4, [2], 1)] == ["dynatemp_range", "mirostat"]
 
 
 def test_build_applies_only_what_the_config_names():
@@ -425,8 +430,8 @@ def test_names_and_descriptions():
     assert P.TopP(0.9, 2).describe() == "top_p=0.9, min_tokens_to_keep=2"
     assert P.TopK(50).to_dict() == {"name": "top_k", "top_k": 50, "min_tokens_to_keep": 1}
     assert P.MinNewTokens(3, 10, [2]).describe() == "min_new_tokens=3"
-    assert {cls.name for cls in (P.Temperature, P.TopK, P.TopP, P.MinP, P.Typical, P.RepetitionPenalty,
-                                 P.NoRepeatNGram, P.MinNewTokens)} == set(PROCESSOR_ORDER)
+    assert P.Epsilon(0.01).describe() == "epsilon_cutoff=0.01"
+    assert P.BadWords([(1,), (2, 3)]).describe() == "bad_words_ids=2 sequences"
 
 
 def test_scores_must_be_two_dimensional():
