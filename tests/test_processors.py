@@ -18,7 +18,7 @@ import os
 import numpy as np
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from transformers.generation import logits_process as lp
@@ -294,18 +294,79 @@ def test_no_repeat_ngram_bans_the_known_continuation():
 
 
 ORACLES = {
+    "epsilon_cutoff": lambda scores, p: (near_cut(probs64(scores), np.float64(p.epsilon)),),
+    "eta_cutoff": lambda scores, p: (np.ones(scores.shape, bool),),  # checked on its own: test_eta_matches
     "top_p": lambda scores, p: top_p_oracle(scores, p.top_p, p.min_tokens_to_keep),
     "min_p": lambda scores, p: min_p_oracle(scores, p.min_p, p.min_tokens_to_keep),
     "typical_p": lambda scores, p: typical_oracle(scores, p.typical_p, p.min_tokens_to_keep),
 }
 
 
+def near_cut(probs: np.ndarray, cut: np.ndarray) -> np.ndarray:
+    return np.abs(probs - cut) <= TOL * np.maximum(cut, 1e-30)
+
+
+@SETTINGS
+@given(scores=any_logits(), epsilon=st.floats(1e-6, 0.999), keep=st.sampled_from([1, 2, 3]))
+def test_epsilon_matches(scores, epsilon, keep):
+    ours = run(P.Epsilon(epsilon, keep), scores)
+    theirs = reference(lp.EpsilonLogitsWarper(epsilon, min_tokens_to_keep=keep), scores)
+    assert_same(ours, theirs, numeric=near_cut(probs64(scores), np.float64(epsilon)))
+
+
+@SETTINGS
+@given(scores=any_logits(), epsilon=st.floats(1e-6, 0.999), keep=st.sampled_from([1, 2, 3]))
+def test_eta_matches(scores, epsilon, keep):
+    ours = run(P.Eta(epsilon, keep), scores)
+    theirs = reference(lp.EtaLogitsWarper(epsilon, min_tokens_to_keep=keep), scores)
+    probs = probs64(scores)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        entropy = -np.nansum(np.where(probs > 0, probs * np.log(probs), 0.0), axis=1, keepdims=True)
+    eta = np.minimum(epsilon, np.sqrt(epsilon) * np.exp(-entropy))
+    assert_same(ours, theirs, numeric=np.abs(probs - eta) <= 1e-4 * np.maximum(eta, 1e-30))
+
+
+token_lists = st.lists(st.integers(0, 9), min_size=1, max_size=4)
+
+
+@SETTINGS
+@given(batch=st.integers(0, 2**32 - 1), suppress=st.lists(st.integers(0, 12), min_size=1, max_size=5))
+def test_suppress_tokens_matches(batch, suppress):
+    scores = make_logits("normal", 2, 10, batch)
+    ours = run(P.SuppressTokens(suppress), scores)
+    assert np.array_equal(ours, reference(lp.SuppressTokensLogitsProcessor(suppress), scores))
+
+
+@SETTINGS
+@given(batch=st.integers(0, 2**32 - 1), bad=st.lists(token_lists, min_size=1, max_size=5),
+       eos=st.sampled_from([[], [2], [2, 7]]))
+def test_bad_words_matches(batch, bad, eos):
+    rng = np.random.default_rng(batch)
+    ids, scores = rng.integers(0, 10, (3, 6)), make_logits("normal", 3, 10, batch)
+    ours = run(P.BadWords(bad, eos), scores, ids)
+    assert np.array_equal(ours, reference(lp.NoBadWordsLogitsProcessor(bad, eos or None), scores, ids))
+
+
+@SETTINGS
+@given(batch=st.integers(0, 2**32 - 1), biased=st.lists(st.tuples(token_lists, st.floats(-50, 50)), min_size=1,
+                                                          max_size=6))
+def test_sequence_bias_matches(batch, biased):
+    rng = np.random.default_rng(batch)
+    ids, scores = rng.integers(0, 10, (3, 6)), make_logits("normal", 3, 10, batch)
+    pairs = [(tuple(tokens), float(bias)) for tokens, bias in biased]
+    ours = run(P.SequenceBias(pairs), scores, ids)
+    # transformers' dict form (its list form refuses id 0); a later equal sequence replaces an earlier one in both
+    assert np.array_equal(ours, reference(lp.SequenceBiasLogitsProcessor(dict(pairs)), scores, ids))
+
+
+
 @SETTINGS
 @given(batch=id_batches(), temperature=st.floats(0.1, 3), top_k=st.integers(0, 100),
        top_p=st.floats(0.05, 1.0), min_p=st.floats(0.0, 0.3), typical_p=st.floats(0.05, 1.0),
-       penalty=st.floats(0.5, 2.0), beams=st.sampled_from([1, 4]))
+       penalty=st.floats(0.5, 2.0), beams=st.sampled_from([1, 4]), epsilon=st.sampled_from([0.0, 1e-4]),
+       eta=st.sampled_from([0.0, 1e-4]), extras=st.booleans())
 def test_build_processors_matches_transformers_chain(
-    batch, temperature, top_k, top_p, min_p, typical_p, penalty, beams
+    batch, temperature, top_k, top_p, min_p, typical_p, penalty, beams, epsilon, eta, extras
 ):
     """A lane's chain is transformers' own chain from `_get_logits_processor` (same processors, same order,
     same min_tokens_to_keep, no top_k default), and each step gives transformers' step result."""
@@ -313,12 +374,18 @@ def test_build_processors_matches_transformers_chain(
     from transformers.generation.utils import GenerationMixin
 
     ids, scores = batch
+    # transformers refuses biased ids beyond the vocabulary, and its eta fails on a row filtered entirely
+    assume(scores.shape[1] >= 8 or not (extras or eta))
     config = {"do_sample": True, "temperature": temperature, "top_k": top_k, "top_p": top_p, "min_p": min_p,
               "typical_p": typical_p, "repetition_penalty": penalty, "no_repeat_ngram_size": 2,
-              "min_new_tokens": 3}
+              "min_new_tokens": 3, "epsilon_cutoff": epsilon, "eta_cutoff": eta}
+    if extras:  # transformers' constraints beyond the core set
+        config.update(suppress_tokens=[3], bad_words_ids=[[4], [0, 5]], sequence_bias=[[[6], 1.5], [[0, 7], -2.0]])
     eos = [1, 2]
     prompt_len = ids.shape[1] - 1
     ours = P.build_processors(config, prompt_len=prompt_len, eos_ids=eos, num_beams=beams)
+    if extras:  # GenerationConfig holds sequence_bias as transformers' dict form
+        config["sequence_bias"] = {tuple(ids): bias for ids, bias in config["sequence_bias"]}
     generation_config = GenerationConfig(**config, num_beams=beams, eos_token_id=eos)
     generation_config._eos_token_tensor = torch.tensor(eos)
     theirs = GenerationMixin._get_logits_processor(GenerationMixin(), generation_config, prompt_len)
@@ -346,6 +413,11 @@ TRANSFORMERS_NAMES = {
     "TopPLogitsWarper": "top_p",
     "MinPLogitsWarper": "min_p",
     "TypicalLogitsWarper": "typical_p",
+    "EpsilonLogitsWarper": "epsilon_cutoff",
+    "EtaLogitsWarper": "eta_cutoff",
+    "SuppressTokensLogitsProcessor": "suppress_tokens",
+    "NoBadWordsLogitsProcessor": "bad_words_ids",
+    "SequenceBiasLogitsProcessor": "sequence_bias",
 }
 
 

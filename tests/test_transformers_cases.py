@@ -151,3 +151,31 @@ def test_top_p_keeps_the_tied_tokens_a_stable_ascending_sort_keeps():
     """The rule the processor-list case relies on, without torch: four tied tokens, half the mass."""
     out = P.TopP(0.5)(np.zeros((1, 1), np.int64), np.zeros((1, 4), np.float32))
     assert np.flatnonzero(out[0] > -np.inf).tolist() == [2, 3]
+
+
+def test_epsilon_dist_warper():
+    out = filtered_dist(P.Epsilon(0.1), [[0.87, 0.099, 0.001, 0.03], [0.4, 0.299, 0.101, 0.2]])
+    np.testing.assert_allclose(out, [[0.87, 0, 0, 0], [0.4, 0.299, 0.101, 0.2]], rtol=1e-3, atol=1e-3)
+    assert kept_counts(P.Epsilon(5e-2, min_tokens_to_keep=2), ramp(2, 10)) == [3, 2]
+
+
+def test_eta_dist_warper():
+    out = filtered_dist(P.Eta(0.0625), [[0.0, 0.1, 0.8, 0.1], [0.01, 0.04, 0.9, 0.05]])
+    np.testing.assert_allclose(out, [[0.0, 0.1, 0.8, 0.1], [0.0, 0.0, 0.9, 0.0]], rtol=1e-3, atol=1e-3)
+    assert kept_counts(P.Eta(0.1, min_tokens_to_keep=2), ramp(2, 10)) == [2, 2]
+
+
+def test_no_bad_words_dist_processor():
+    ids = np.array([[0, 1, 3, 1], [0, 1, 0, 1]])
+    bad = P.BadWords([[1], [4], [1, 0], [0, 1, 2], [1, 3, 1, 3]], eos_ids=[4])
+    assert (~np.array(kept(bad(ids, uniform(2, 5))))).tolist() == [
+        [True, True, False, True, False], [True, True, True, False, False]]
+    np.testing.assert_allclose(P.BadWords([[4]], eos_ids=[4])(ids, uniform(2, 5)), uniform(2, 5))
+
+
+def test_bias_dist_processor():
+    ids = np.array([[0, 1, 3, 1], [0, 1, 0, 1]])
+    bias = [((1,), 100.0), ((4,), 100.0), ((1, 0), -100.0), ((0, 1, 2), -100.0), ((1, 3, 1, 3), -100.0),
+            ((1, 3, 1, 3, 1, 3), -100.0)]
+    out = P.SequenceBias(bias)(ids, np.zeros((2, 5), np.float32))
+    assert out.tolist() == [[-100.0, 100.0, 0.0, -100.0, 100.0], [-100.0, 100.0, -100.0, 0.0, 100.0]]
