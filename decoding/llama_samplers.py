@@ -123,17 +123,25 @@ class Dry(Processor):
 
     def __init__(
         self, multiplier: float, base: float = 1.75, allowed_length: int = 2, penalty_last_n: int = -1,
-        breakers: Sequence[tuple[int, Sequence[int]]] = (),
+        breakers: Sequence[tuple[int, Sequence[int]]] | Callable[[int], Sequence[tuple[int, Sequence[int]]]] = (),
     ):
         self.multiplier = parameter("dry_multiplier").check(multiplier)
         self.base = parameter("dry_base").check(base)
         self.allowed_length = parameter("dry_allowed_length").check(allowed_length)
         self.penalty_last_n = parameter("dry_penalty_last_n").check(penalty_last_n)
+        self._make_breakers = breakers if callable(breakers) else None
         self.breakers: dict[int, list[tuple[int, ...]]] = {}
-        for head, tail in breakers:
+        if not callable(breakers):
+            self._add_breakers(breakers)
+
+    def _add_breakers(self, pairs: Sequence[tuple[int, Sequence[int]]]) -> None:
+        for head, tail in pairs:
             self.breakers.setdefault(int(head), []).append(tuple(int(t) for t in tail))
 
     def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        if self._make_breakers is not None:  # over the vocabulary, once its size is known
+            self._add_breakers(self._make_breakers(scores.shape[1]))
+            self._make_breakers = None
         out = scores.copy()
         for row, history in zip(out, ids, strict=True):
             for token, length in self._repeats(history.tolist()).items():

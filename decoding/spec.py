@@ -449,11 +449,20 @@ def format_stop_strings(strings: Sequence[str]) -> str:
 def _auto_name(kind: str, values: dict[str, Any]) -> str:
     if kind == "beam":
         return f"beam-{values['num_beams']}"
-    parts = [f"{key.replace('_', '-')} {value}" for key, value in values.items()
+    parts = [f"{key.replace('_', '-')} {_short(value)}" for key, value in values.items()
              if key in PROCESSOR_ORDER and key != "temperature"]
     if "temperature" in values:
         parts.insert(0, f"T {values['temperature']}")
     return " ".join(parts) or kind
+
+
+def _short(value: Any) -> str:
+    """A value in a lane's name: token ids as the command line writes them (28|30, 5 6|7, 5 6:-2.0), else as is."""
+    if not isinstance(value, tuple):
+        return str(value)
+    if value and isinstance(value[0], tuple) and value[0] and isinstance(value[0][0], tuple):  # sequence_bias
+        return "|".join(f"{' '.join(map(str, ids))}:{bias}" for ids, bias in value)
+    return "|".join(" ".join(map(str, item)) if isinstance(item, tuple) else str(item) for item in value)
 
 
 def spec_from_generation_config(path: Path, name: str | None = None) -> LaneSpec:
