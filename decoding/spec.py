@@ -122,7 +122,7 @@ class LaneSpec:
     mirostat_eta: float = 0.1
     dynatemp_range: float | None = None
     dynatemp_exponent: float = 1.0
-    processor_order: tuple[str, ...] | None = None  # None: transformers' order
+    processor_order: tuple[str, ...] | None = None  # None: transformers' order; a preset name becomes its list
     branch: Branch | None = None
     forced: dict[int, int] = field(default_factory=dict)  # {step: token_id}
     fanout: FanoutMember | None = None

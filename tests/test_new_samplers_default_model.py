@@ -1,0 +1,47 @@
+"""The llama.cpp samplers on the real default model (slow; CI prepares it): DRY's sequence breakers over its
+vocabulary, and a run with DRY, XTC, penalties and mirostat that replays exactly."""
+
+from __future__ import annotations
+
+import pytest
+
+from decoding.engine import Engine
+from decoding.lane_state import dry_breakers
+from decoding.replay import compare, replay
+from decoding.spec import LaneSpec
+from decoding.trace import PromptInfo
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+
+@pytest.fixture(scope="module")
+def real(default_model_dir):
+    from runtime.decoder import OnnxDecoder
+    from runtime.tokenizer import Tokenizer
+
+    decoder = OnnxDecoder(default_model_dir, device="cpu")
+    return decoder, Tokenizer.from_model_dir(default_model_dir)
+
+
+def test_dry_breakers_over_the_default_vocabulary(real):
+    decoder, tokenizer = real
+    breakers = dry_breakers(tokenizer, decoder.vocab_size, ("\n", ":", '"', "*"))
+    heads = {head for head, tail in breakers if not tail}
+    newline, colon = tokenizer.encode("\n", add_special_tokens=False), tokenizer.encode(":", add_special_tokens=False)
+    assert newline[0] in heads and colon[0] in heads
+    # every one-token breaker's text holds a breaker
+    assert all(any(s in tokenizer.piece(head) for s in ("\n", ":", '"', "*")) for head in heads)
+
+
+def test_a_run_with_the_llama_cpp_samplers_replays_exactly(real):
+    decoder, tokenizer = real
+    engine = Engine(decoder, tokenizer, list(decoder.eos_token_ids))
+    prompt = "Once upon a time, in a small village by the sea,"
+    lanes = [LaneSpec("dry xtc", do_sample=True, dry_multiplier=0.8, xtc_probability=0.5, frequency_penalty=0.2,
+                      penalty_last_n=64, seed=1),
+             LaneSpec("mirostat", do_sample=True, mirostat=2, mirostat_tau=4.0, seed=2),
+             LaneSpec("llama order", do_sample=True, top_k=40, top_p=0.95, min_p=0.05, temperature=0.8,
+                      repetition_penalty=1.1, processor_order="llama.cpp", seed=3)]
+    trace = engine.run(PromptInfo(prompt, tokenizer.encode(prompt)), lanes, max_new_tokens=16)
+    assert all(lane.error is None and len(lane.token_ids) == 16 for lane in trace.lanes)
+    assert compare(trace, replay(engine, trace)) == []
