@@ -23,19 +23,19 @@ from typing import Any, ClassVar
 import numpy as np
 
 from decoding.parameters import check_int, parameter
-from decoding.processors import FILTER, Processor, _RowWarper, order_desc
+from decoding.processors import FILTER, Processor, _RowWarper, order_desc, top_candidates
 
 
 def _finite_ids(row: np.ndarray) -> np.ndarray:
     return np.flatnonzero(row > -np.inf)
 
 
-def _sorted_probs(row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The finite candidates' ids by descending score (ties: lower id first) and their float32 softmax."""
-    ids = _finite_ids(row)
-    ids = ids[order_desc(row[ids], ids)]
-    exps = np.exp(row[ids] - row[ids[0]])
-    return ids, exps / exps.sum(dtype=np.float32)
+def _probs(row: np.ndarray) -> np.ndarray:
+    """The row's float32 softmax (filtered tokens: 0), one pass: the samplers below then look only at the few
+    candidates they keep or drop, never sorting the vocabulary (llama.cpp sorts its whole array)."""
+    with np.errstate(invalid="ignore"):
+        exps = np.exp(row - row.max())
+    return exps / exps.sum(dtype=np.float32)
 
 
 # ------------------------------------------------------------------------------------------------ penalties
@@ -168,10 +168,7 @@ class Dry(Processor):
         if limit < self.allowed_length:
             return {}
         longest: dict[int, int] = {}
-        for k in range(1, size):  # the suffix ending k tokens before the end (a plain scan: windows are short)
-            n = 0
-            while n + k < size and recent[n] == recent[n + k]:
-                n += 1
+        for k, n in enumerate(_z_function(recent)[1:], start=1):  # the suffix ending k tokens before the end
             n = min(n, limit)
             if n >= self.allowed_length:
                 follower = recent[k - 1]  # what followed that earlier occurrence
@@ -194,6 +191,22 @@ class Dry(Processor):
 
     def describe(self) -> str:
         return f"dry_multiplier={self.multiplier}, dry_base={self.base}, dry_allowed_length={self.allowed_length}"
+
+
+def _z_function(values: list[int]) -> list[int]:
+    """z[k]: the length of the longest common prefix of `values` and `values[k:]` (Gusfield's Z algorithm, linear:
+    a history that loops, what DRY is for, would make a plain scan quadratic)."""
+    size = len(values)
+    z = [0] * size
+    left = right = 0
+    for k in range(1, size):
+        if k < right:
+            z[k] = min(right - k, z[k - left])
+        while k + z[k] < size and values[z[k]] == values[k + z[k]]:
+            z[k] += 1
+        if k + z[k] > right:
+            left, right = k, k + z[k]
+    return z
 
 
 def breaker_sequences(
@@ -294,10 +307,10 @@ class Xtc(Processor):
             self.last_coin = self.coin()
             if self.last_coin > self.probability:
                 continue
-            order, probs = _sorted_probs(row)
-            above = int(np.count_nonzero(probs >= np.float32(self.threshold)))
-            if above > 1:  # the last of them stays
-                row[order[: above - 1]] = FILTER
+            probs = _probs(row)
+            above = np.flatnonzero(probs >= np.float32(self.threshold))
+            if above.size > 1:  # the least likely of them stays
+                row[above[order_desc(probs[above], above)][:-1]] = FILTER
         return out
 
     def params(self) -> dict[str, Any]:
@@ -415,26 +428,37 @@ class Mirostat(Processor):
         out = np.full_like(scores, FILTER)
         for src, dst in zip(scores, out, strict=True):
             if src.max() > -np.inf:
-                order, probs = _sorted_probs(src)
-                kept = order[: self._count(probs, src.size)]
+                kept = self._kept_v2(src) if self.version == 2 else self._kept_v1(src)
                 dst[kept] = src[kept]
         return out
 
-    def _count(self, probs: np.ndarray, vocab_size: int) -> int:
+    def _kept_v2(self, row: np.ndarray) -> np.ndarray:
+        """The candidates whose surprise -log2 p is at most mu (at least the best one): the prefix of the sorted
+        array llama.cpp keeps, found by a threshold (the exact test only on those near it)."""
+        probs = _probs(row)
         mu = np.float32(self.mu)
-        if self.version == 2:
-            return max(int(np.count_nonzero(-np.log2(probs) <= mu)), 1)
-        count = min(self.CANDIDATES_FOR_S - 1, probs.size - 1)
+        near = np.flatnonzero(probs >= np.float32(2.0 ** -(float(mu) + 1e-3)))
+        kept = near[-np.log2(probs[near]) <= mu]
+        return kept if kept.size else top_candidates(row, 1)
+
+    def _kept_v1(self, row: np.ndarray) -> np.ndarray:
+        """The k best candidates, k from the Zipf exponent estimated on the m best (their sorted probabilities)."""
+        finite = int(np.count_nonzero(row > -np.inf))
+        best = top_candidates(row, min(self.CANDIDATES_FOR_S, finite))
+        probs = _probs(row)[best]
+        count = min(self.CANDIDATES_FOR_S - 1, finite - 1)
         if count < 1:
-            return 1
+            return best[:1]
         index = np.arange(count, dtype=np.float32)
         t = np.log((index + 2) / (index + 1))
         b = np.log(probs[:count] / probs[1 : count + 1])
         s_hat = np.float32(np.sum(t * b, dtype=np.float32) / np.sum(t * t, dtype=np.float32))
         epsilon_hat = s_hat - np.float32(1)
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            k = (epsilon_hat * np.float32(2) ** mu / (1 - np.float32(vocab_size) ** -epsilon_hat)) ** (1 / s_hat)
-        return max(int(k), 1) if np.isfinite(k) else (probs.size if k > 0 else 1)
+            k = (epsilon_hat * np.float32(2) ** np.float32(self.mu) / (1 - np.float32(row.size) ** -epsilon_hat)) ** (
+                1 / s_hat)
+        k = max(int(k), 1) if np.isfinite(k) else (finite if k > 0 else 1)
+        return best[:k] if k <= best.size else top_candidates(row, min(k, finite))
 
     def params(self) -> dict[str, Any]:
         return {"mirostat": self.version, "mirostat_tau": self.tau, "mirostat_eta": self.eta}

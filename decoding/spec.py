@@ -227,9 +227,10 @@ def validate(spec: LaneSpec) -> None:
     _check_branch_and_forced(spec)
 
 
-# what llama.cpp's mirostat replaces: with mirostat on, llama.cpp applies temperature and mirostat only
+# the truncations mirostat's own cut replaces (llama.cpp's mirostat mode applies temperature and mirostat only;
+# a Branchpoint chain may keep penalties, DRY and XTC before it: they reshape, mirostat then cuts by its mu)
 _NOT_WITH_MIROSTAT = ("top_k", "top_p", "min_p", "typical_p", "epsilon_cutoff", "eta_cutoff", "top_n_sigma",
-                      "xtc_probability", "dynatemp_range")
+                      "dynatemp_range")
 
 
 def _check_combinations(spec: LaneSpec, chain: list[str]) -> None:

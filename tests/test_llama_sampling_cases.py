@@ -176,3 +176,13 @@ def test_dry_breaker_strings_over_a_vocabulary():
     texts = ["a", "\n", "b\n\n", "x:", "y", "zx", ":"]
     found = L.breaker_sequences(["\n", "x:"], len(texts), texts.__getitem__, lambda text: [6] if text == ":" else [])
     assert sorted(found) == [(1, ()), (2, ()), (3, ()), (5, (6,))]
+
+
+def test_the_repeat_lengths_are_a_plain_scans():
+    """DRY's repeat lengths (the Z algorithm, linear) equal a plain scan's on histories of few distinct ids."""
+    rng = np.random.default_rng(24)
+    for _ in range(300):
+        history = rng.integers(0, 3, rng.integers(1, 40)).tolist()
+        plain = [0] + [next(n for n in range(len(history) + 1) if n + k >= len(history)
+                            or history[n] != history[n + k]) for k in range(1, len(history))]
+        assert L._z_function(history) == plain
