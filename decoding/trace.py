@@ -149,6 +149,8 @@ class StepRecord:
     beams: list[BeamHypothesis] | None = None  # beam lanes: every candidate considered at this step
     xtc_coin: float | None = None  # XTC's coin at this step (from the lane's generator; XTC acted if <= its p)
     mirostat_mu: float | None = None  # mirostat's running mu (bits) this step truncated with
+    varentropy: float | None = None  # nats squared: variance of the surprisal, processed (None: a version 2 file)
+    varentropy_raw: float | None = None
 
     def __post_init__(self) -> None:
         self.top, self.top_raw = as_top_list(self.top), as_top_list(self.top_raw)
