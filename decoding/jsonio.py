@@ -26,6 +26,7 @@ from typing import Any
 
 from decoding.analysis import analyze
 from decoding.explain import ExplainResult
+from decoding.stages import StageRecord
 from decoding.trace import (
     READABLE_VERSIONS,
     Analysis,
@@ -123,7 +124,7 @@ def _sync_folder(folder: Path) -> None:
 def _finite(value: Any) -> Any:
     if isinstance(value, float):
         return value if math.isfinite(value) else None
-    if isinstance(value, TokenProb):  # a named tuple, written as an object
+    if isinstance(value, TokenProb | StageRecord):  # named tuples, written as objects
         return {key: _finite(item) for key, item in value._asdict().items()}
     if isinstance(value, TopList):
         return [_finite(entry) for entry in value]
@@ -237,6 +238,8 @@ def _step(data: dict[str, Any]) -> StepRecord:
     fields["top_raw"] = _top_list(data["top_raw"])
     for key in ("logprob", "logprob_raw"):
         fields[key] = _neg_inf(data[key])
+    if data.get("stages") is not None:
+        fields["stages"] = [StageRecord(**stage) for stage in data["stages"]]
     if data.get("beams") is not None:
         fields["beams"] = [
             BeamHypothesis(**{**hyp, "score": _neg_inf(hyp["score"])}) for hyp in data["beams"]

@@ -23,6 +23,7 @@ from decoding.processors import MaskProcessor, apply_processors, build_processor
 from decoding.protocol import TokenText
 from decoding.selectors import Draw, Sampler, WalkedTokens, draw_among_best
 from decoding.spec import LaneSpec
+from decoding.stages import stage_records
 from decoding.stats import LogitsRowCache, Softmax, StepStats, processed_softmax, step_stats
 from decoding.trace import LaneTrace, StepRecord
 
@@ -112,9 +113,11 @@ class LaneState:
         if self.mirostat is not None:
             self.follow_mu()
         raw, raw_softmax = self.batch.row(self.rows[0]), self.batch.softmax(self.rows[0])
-        processed = self._process(raw[None])[0] if self.processors else raw
+        processed, stages = self.process_stages(raw) if self.processors else (raw, None)
         softmax = raw_softmax if processed is raw else self._processed_softmax(processed, raw_softmax)
         record = self._choose(raw, processed, raw_softmax, softmax)
+        if stages is not None:
+            self.add_stages(record, raw, raw_softmax, stages)
         record.time_ms = source_ms + (time.perf_counter() - started) * 1000.0
         self.append(record)
         return [record]
@@ -158,8 +161,28 @@ class LaneState:
     def _ids(self, rows_tokens: Sequence[Sequence[int]]) -> np.ndarray:
         return np.array([self.prompt_ids + list(tokens) for tokens in rows_tokens], dtype=np.int64)
 
-    def _process(self, scores: np.ndarray) -> np.ndarray:
-        return apply_processors(self.processors, np.array([self.history()], dtype=np.int64), scores)
+    def process_stages(self, raw: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+        """The processed row and each stage's record input (decoding.stages): the ids a front mask stage banned,
+        every other stage's output row."""
+        history = self.history()
+        ids, scores, stages = np.array([history], dtype=np.int64), raw[None], []
+        for index, processor in enumerate(self.processors):
+            scores = processor(ids, scores)  # processors never write into their input
+            stages.append(processor.banned(history, raw.size) if index < self.front_masks else scores[0])
+        return scores[0], stages
+
+    def add_stages(self, record: StepRecord, raw: np.ndarray, raw_softmax: Softmax, stages: list[np.ndarray]) -> None:
+        """The record's per-stage view of the chain (decoding.stages)."""
+        record.stages = stage_records([p.name for p in self.processors], raw, raw_softmax, stages, self.front_masks,
+                                      record.token_id, record.kept, record.prob)
+
+    @cached_property
+    def front_masks(self) -> int:
+        """How many MaskProcessors open the chain (their stages are derived from the ids they ban)."""
+        count = 0
+        while count < len(self.processors) and isinstance(self.processors[count], MaskProcessor):
+            count += 1
+        return count
 
     def _processed_softmax(self, processed: np.ndarray, raw_softmax: Softmax) -> Softmax | None:
         """As the batched rows compute it (processed_softmax), or Softmax.of's for a row that is not usual."""

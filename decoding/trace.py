@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 if TYPE_CHECKING:
     from decoding.explain import ExplainResult
+    from decoding.stages import StageRecord
 
 
 class TokenProb(NamedTuple):
@@ -151,6 +152,7 @@ class StepRecord:
     mirostat_mu: float | None = None  # mirostat's running mu (bits) this step truncated with
     varentropy: float | None = None  # nats squared: variance of the surprisal, processed (None: a version 2 file)
     varentropy_raw: float | None = None
+    stages: list[StageRecord] | None = None  # the chain stage by stage (decoding.stages); None without processors
 
     def __post_init__(self) -> None:
         self.top, self.top_raw = as_top_list(self.top), as_top_list(self.top_raw)

@@ -17,6 +17,7 @@ from typing import Any
 
 from decoding.explain import ExplainResult
 from decoding.replay import lane_spec
+from decoding.stages import StageRecord
 from decoding.trace import LaneTrace, RunTrace, TokenProb, TopList
 
 _NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false", type(None): "null"}
@@ -108,8 +109,9 @@ def _check_ids(ids: list[int], path: str) -> None:
 
 @cache
 def _hints(cls: type) -> dict[str, Any]:
-    # RunTrace names ExplainResult for type checkers only: decoding.explain imports decoding.trace
-    return typing.get_type_hints(cls, localns={"ExplainResult": ExplainResult})
+    # RunTrace names ExplainResult and StepRecord StageRecord for type checkers only: both modules import
+    # decoding.trace
+    return typing.get_type_hints(cls, localns={"ExplainResult": ExplainResult, "StageRecord": StageRecord})
 
 
 def _matches(value: Any, hint: Any) -> bool:
