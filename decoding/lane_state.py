@@ -17,6 +17,7 @@ from functools import cached_property
 
 import numpy as np
 
+from decoding.adaptive import decision, widened
 from decoding.beam import BeamSearch
 from decoding.llama_samplers import Mirostat, Xtc, breaker_sequences
 from decoding.processors import MaskProcessor, apply_processors, build_processors
@@ -72,6 +73,11 @@ class LaneState:
         if self.xtc is not None:  # XTC's coin: the lane's own generator, drawn before the step's u
             self.xtc.coin = self.sampler.next_u
         self.mirostat = next((p for p in self.processors if isinstance(p, Mirostat)), None)
+        self.widened = None  # an adaptive lane's chain for its "widen" steps (XTC's the same: one coin a step)
+        if spec.adaptive:
+            wide = build_processors(widened(spec.to_config()), len(prompt_ids), eos_token_ids,
+                                    order=spec.processor_order)
+            self.widened = [self.xtc if isinstance(p, Xtc) else p for p in wide]
         self.mu_steps = 0  # mirostat: how many of the lane's records mu has followed
         self.forced = dict(spec.forced)
         self.following: LaneState | None = None  # a branch lane copies this parent until its branch step
@@ -97,8 +103,9 @@ class LaneState:
 
     @cached_property
     def stateful(self) -> bool:
-        """A processor carries state from step to step (XTC's coin, mirostat's mu): decided alone."""
-        return self.xtc is not None or self.mirostat is not None
+        """A processor carries state from step to step (XTC's coin, mirostat's mu), or the lane decides its chain
+        step by step (adaptive): decided alone."""
+        return self.xtc is not None or self.mirostat is not None or self.widened is not None
 
     def follow_mu(self) -> None:
         """Bring mirostat's mu up to the lane's records: each record it has not followed yet (its own, a copied
@@ -113,11 +120,18 @@ class LaneState:
         if self.mirostat is not None:
             self.follow_mu()
         raw, raw_softmax = self.batch.row(self.rows[0]), self.batch.softmax(self.rows[0])
-        processed, stages = self.process_stages(raw) if self.processors else (raw, None)
-        softmax = raw_softmax if processed is raw else self._processed_softmax(processed, raw_softmax)
-        record = self._choose(raw, processed, raw_softmax, softmax)
+        decided = self._adaptive_decision(raw_softmax)
+        chain = self.widened if decided == "widen" else self.processors
+        processed, stages = self.process_stages(raw, chain) if chain else (raw, None)
+        if processed is raw:
+            softmax = raw_softmax
+        else:
+            filters_only = self.filters_only if chain is self.processors else all(p.filters_only for p in chain)
+            softmax = processed_softmax(processed, raw_softmax, filters_only)[1] or Softmax.of(processed)
+        record = self._choose(raw, processed, raw_softmax, softmax, draw=decided != "argmax")
+        record.adaptive = decided
         if stages is not None:
-            self.add_stages(record, raw, raw_softmax, stages)
+            self.add_stages(record, raw, raw_softmax, stages, chain)
         record.time_ms = source_ms + (time.perf_counter() - started) * 1000.0
         self.append(record)
         return [record]
@@ -161,32 +175,31 @@ class LaneState:
     def _ids(self, rows_tokens: Sequence[Sequence[int]]) -> np.ndarray:
         return np.array([self.prompt_ids + list(tokens) for tokens in rows_tokens], dtype=np.int64)
 
-    def process_stages(self, raw: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    def process_stages(self, raw: np.ndarray, chain: list | None = None) -> tuple[np.ndarray, list[np.ndarray]]:
         """The processed row and each stage's record input (decoding.stages): the ids a front mask stage banned,
-        every other stage's output row."""
-        history = self.history()
+        every other stage's output row. `chain`: the lane's processors unless given."""
+        chain = self.processors if chain is None else chain
+        history, front = self.history(), front_masks(chain)
         ids, scores, stages = np.array([history], dtype=np.int64), raw[None], []
-        for index, processor in enumerate(self.processors):
+        for index, processor in enumerate(chain):
             scores = processor(ids, scores)  # processors never write into their input
-            stages.append(processor.banned(history, raw.size) if index < self.front_masks else scores[0])
+            stages.append(processor.banned(history, raw.size) if index < front else scores[0])
         return scores[0], stages
 
-    def add_stages(self, record: StepRecord, raw: np.ndarray, raw_softmax: Softmax, stages: list[np.ndarray]) -> None:
+    def add_stages(
+        self, record: StepRecord, raw: np.ndarray, raw_softmax: Softmax, stages: list[np.ndarray],
+        chain: list | None = None,
+    ) -> None:
         """The record's per-stage view of the chain (decoding.stages)."""
-        record.stages = stage_records([p.name for p in self.processors], raw, raw_softmax, stages, self.front_masks,
+        chain = self.processors if chain is None else chain
+        record.stages = stage_records([p.name for p in chain], raw, raw_softmax, stages, front_masks(chain),
                                       record.token_id, record.kept, record.prob)
 
-    @cached_property
-    def front_masks(self) -> int:
-        """How many MaskProcessors open the chain (their stages are derived from the ids they ban)."""
-        count = 0
-        while count < len(self.processors) and isinstance(self.processors[count], MaskProcessor):
-            count += 1
-        return count
-
-    def _processed_softmax(self, processed: np.ndarray, raw_softmax: Softmax) -> Softmax | None:
-        """As the batched rows compute it (processed_softmax), or Softmax.of's for a row that is not usual."""
-        return processed_softmax(processed, raw_softmax, self.filters_only)[1] or Softmax.of(processed)
+    def _adaptive_decision(self, raw_softmax: Softmax | None) -> str | None:
+        """An adaptive lane's decision for this step (decoding.adaptive), from the raw distribution; else None."""
+        if self.widened is None:
+            return None
+        return decision(raw_softmax.entropy(), raw_softmax.varentropy()) if raw_softmax is not None else "sample"
 
     @cached_property
     def filters_only(self) -> bool:
@@ -239,12 +252,16 @@ class LaneState:
         elif len(self.tokens) >= self.limit:
             self.stop("length")
 
-    def _choose(self, raw: np.ndarray, processed: np.ndarray, raw_softmax: Softmax, softmax: Softmax) -> StepRecord:
+    def _choose(
+        self, raw: np.ndarray, processed: np.ndarray, raw_softmax: Softmax, softmax: Softmax, draw: bool = True
+    ) -> StepRecord:
+        """The step's record: a forced token, a draw (a sampled lane, unless an adaptive lane's step takes the
+        argmax), or the argmax."""
         shared = {"raw_softmax": raw_softmax, "softmax": softmax}
         forced = self.forced_token()
         if forced is not None:
             return self._record(raw, processed, forced, forced=True, **shared)
-        if self.sampler is not None:
+        if self.sampler is not None and draw:
             if softmax is None:  # every token filtered: draw_with says so
                 draw = self.sampler.draw(processed, softmax)
             else:  # the walk starts among the statistics' top-N, as batched rows draw
@@ -450,6 +467,14 @@ def _log_normalizer(scores: np.ndarray, known_token: int, known_logprob: float) 
         return float(scores[known_token]) - known_logprob
     top = float(scores.max())
     return top + math.log(float(np.exp(scores.astype(np.float64) - top).sum()))
+
+
+def front_masks(chain: list) -> int:
+    """How many MaskProcessors open the chain (their stages are derived from the ids they ban)."""
+    count = 0
+    while count < len(chain) and isinstance(chain[count], MaskProcessor):
+        count += 1
+    return count
 
 
 @functools.lru_cache(maxsize=8)  # a fan-out's members share one scan of the vocabulary

@@ -28,6 +28,7 @@ import numpy as np
 
 HF_DOCS = "https://huggingface.co/docs/transformers/"
 LLAMA_CPP_SAMPLING = "https://github.com/ggml-org/llama.cpp/blob/master/src/llama-sampling.cpp"
+ENTROPIX = "https://github.com/xjdr-alt/entropix"
 HF_PAGES = {"GenerationConfig": "main_classes/text_generation", "set_seed": "internal/trainer_utils"}
 
 
@@ -149,7 +150,7 @@ class Parameter:
     applies_to: Strategies = Strategies.ALL
     hf: str = "GenerationConfig"  # the transformers class it follows (a logits processor, a stopping criterion)
     # ... or, for a llama.cpp sampler, the llama.cpp function whose semantics it follows
-    follows: str = "transformers"  # "transformers" | "llama.cpp"
+    follows: str = "transformers"  # "transformers" | "llama.cpp" | "entropix" (Branchpoint's thresholds)
     stage: str | None = None  # a companion row: the processor (its turning-on row's name) it configures
     activates: bool = False  # a companion that turns its stage on by itself when set (presence_penalty)
     editor: bool = True  # the window's lane editor shows it (the llama.cpp rows wait for the chain editor)
@@ -169,14 +170,14 @@ class Parameter:
     def hf_name(self) -> str:
         """What it follows: a GenerationConfig key, a transformers logits processor or stopping criterion, or a
         llama.cpp sampler."""
-        if self.follows == "llama.cpp":
-            return f"llama.cpp {self.hf}"
+        if self.follows != "transformers":
+            return f"{self.follows} {self.hf}"
         return f"GenerationConfig.{self.name}" if self.hf == "GenerationConfig" else self.hf
 
     @property
     def hf_link(self) -> str:
-        if self.follows == "llama.cpp":
-            return LLAMA_CPP_SAMPLING
+        if self.follows != "transformers":
+            return LLAMA_CPP_SAMPLING if self.follows == "llama.cpp" else ENTROPIX
         page = HF_PAGES.get(self.hf, "internal/generation_utils")  # logits processors, stopping criteria
         return f"{HF_DOCS}{page}#transformers.{self.hf}"
 
@@ -445,6 +446,12 @@ PARAMETERS: tuple[Parameter, ...] = (  # in the editor's order
         default=1.0, range=Range(0.0), stage="dynatemp_range", applies_to=Strategies.SAMPLING,
         hf="llama_sampler_init_temp_ext", follows="llama.cpp", in_generation_config=False, step=0.1, decimals=2,
         editor_max=10.0, editor=False,
+    ),
+    Parameter(
+        "adaptive", "bool", "Adaptive sampling (entropix-style): each step takes the most likely token, samples, "
+        "or samples wider (higher temperature, top-k) by the raw distribution's entropy and varentropy.",
+        default=False, applies_to=Strategies.SAMPLING, hf="decoding/adaptive.py", follows="entropix",
+        in_generation_config=False, editor=False,
     ),
     Parameter(
         "max_new_tokens", "int", "This lane's own limit on new tokens (unset: the run's max_new_tokens).",

@@ -122,6 +122,7 @@ class LaneSpec:
     mirostat_eta: float = 0.1
     dynatemp_range: float | None = None
     dynatemp_exponent: float = 1.0
+    adaptive: bool = False  # entropix-style per-step decision (decoding.adaptive)
     processor_order: tuple[str, ...] | None = None  # None: transformers' order; a preset name becomes its list
     branch: Branch | None = None
     forced: dict[int, int] = field(default_factory=dict)  # {step: token_id}
@@ -161,6 +162,8 @@ class LaneSpec:
                 value = getattr(self, companion.name)
                 if companion.is_set(value) or (value is not None and is_active(self._main_config(), name)):
                     config[companion.name] = as_json(companion, value)
+        if self.adaptive:
+            config["adaptive"] = True
         for name in ("penalty_last_n", "max_new_tokens", "seed"):
             if getattr(self, name) is not None:
                 config[name] = getattr(self, name)
@@ -235,6 +238,8 @@ _NOT_WITH_MIROSTAT = ("top_k", "top_p", "min_p", "typical_p", "epsilon_cutoff", 
 
 def _check_combinations(spec: LaneSpec, chain: list[str]) -> None:
     """Parameters that make no sense together: a ValueError naming both."""
+    if "mirostat" in chain and spec.adaptive:
+        fail("adaptive", True, f"false with mirostat={spec.mirostat} (both decide each step's truncation)")
     if "mirostat" in chain:
         for name in _NOT_WITH_MIROSTAT:
             if name in chain:

@@ -153,6 +153,7 @@ class StepRecord:
     varentropy: float | None = None  # nats squared: variance of the surprisal, processed (None: a version 2 file)
     varentropy_raw: float | None = None
     stages: list[StageRecord] | None = None  # the chain stage by stage (decoding.stages); None without processors
+    adaptive: str | None = None  # an adaptive lane's decision: "argmax", "sample" or "widen" (decoding.adaptive)
 
     def __post_init__(self) -> None:
         self.top, self.top_raw = as_top_list(self.top), as_top_list(self.top_raw)

@@ -35,6 +35,7 @@ NEW_LANES = [
     XTC,
     MIROSTAT,
     LaneSpec("mirostat 1", do_sample=True, mirostat=1, mirostat_tau=4.0, seed=23),
+    LaneSpec("adaptive", do_sample=True, adaptive=True, temperature=0.8, top_p=0.95, seed=8),
     LaneSpec("llama order", do_sample=True, top_k=20, top_p=0.9, temperature=0.8, repetition_penalty=1.1,
              processor_order="llama.cpp", seed=7),
 ]

@@ -69,3 +69,44 @@ def test_each_record_holds_its_rows_varentropy(source_class):
             processed = apply_processors(chain, np.array([history]), raw[None])[0]
             assert record.varentropy_raw == pytest.approx(reference(raw)[1], rel=1e-5, abs=1e-7)
             assert record.varentropy == pytest.approx(reference(processed)[1], rel=1e-5, abs=1e-7)
+
+
+class Regimes(FakeSource):
+    """Steps cycle through a sure distribution, a wide one with a heavy top token (H > 5, V > 5), and the fake
+    source's own."""
+
+    def logits_for(self, history):
+        row = super().logits_for(history)
+        regime = len(history) % 3
+        if regime == 0:
+            row = np.full(self.vocab_size, -30.0, np.float32)
+            row[history[-1] % self.vocab_size] = 10.0
+        elif regime == 1:
+            row = (np.log(0.7 / (self.vocab_size - 1)) - 1e-4 * np.arange(self.vocab_size)).astype(np.float32)
+            row[7] = np.log(0.3)  # no ties: top_k keeps exactly k
+        return row
+
+
+def test_an_adaptive_lane_decides_each_step_by_the_documented_thresholds():
+    from decoding.adaptive import decision
+
+    spec = LaneSpec("adaptive", do_sample=True, adaptive=True, temperature=0.8, top_p=0.95, seed=8)
+    lane = Engine(Regimes(vocab_size=3000), FakeTokenizer(), eos_token_ids=[]).run(
+        PromptInfo("p", [1, 2, 3]), [spec], max_new_tokens=9).lanes[0]
+    decisions = [r.adaptive for r in lane.steps]
+    assert decisions == ["argmax", "widen", "sample"] * 3
+    for record in lane.steps:
+        assert record.adaptive == decision(record.entropy_raw, record.varentropy_raw)
+        names = [stage.name for stage in record.stages]
+        if record.adaptive == "argmax":
+            assert record.draw is None and record.token_id == record.top[0].id
+        elif record.adaptive == "widen":  # temperature x 1.5, then top_k 100 in transformers' order
+            assert record.draw is not None and names == ["temperature", "top_k", "top_p"]
+            assert record.stages[1].kept == 100
+        else:
+            assert record.draw is not None and names == ["temperature", "top_p"]
+
+
+def test_adaptive_and_mirostat_are_refused_together():
+    with pytest.raises(ValueError, match="invalid adaptive=True: allowed false with mirostat=2"):
+        LaneSpec("x", do_sample=True, adaptive=True, mirostat=2)
