@@ -564,6 +564,21 @@ def active_processors(config: Mapping[str, Any], order: Sequence[str] | None = N
     return chain
 
 
+def order_preset(config: Mapping[str, Any], order: Sequence[str] | None) -> str | None:
+    """The preset whose order a lane's chain follows ("transformers", "llama.cpp"), or None for a custom one:
+    what a view shows for a lane's order. A chain that both presets order alike is "transformers".
+
+    >>> from decoding.parameters import order_preset
+    >>> config = {"do_sample": True, "temperature": 0.7, "top_k": 40}
+    >>> order_preset(config, None), order_preset(config, ["top_k", "temperature"])
+    ('transformers', 'llama.cpp')
+    >>> order_preset({"do_sample": True, "top_p": 0.9, "top_k": 40}, ["top_p", "top_k"]) is None
+    True
+    """
+    chain = active_processors(config, order)
+    return next((name for name, preset in ORDER_PRESETS.items() if active_processors(config, preset) == chain), None)
+
+
 def check_companions(config: Mapping[str, Any]) -> None:
     """A companion parameter set to anything but its default needs its processor on: a ValueError naming both
     (dry_base=2.0 without dry_multiplier)."""

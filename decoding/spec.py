@@ -311,6 +311,13 @@ PRESETS: dict[str, LaneSpec] = {
                         repetition_penalty=1.1),
 }
 DEFAULT_LANES = ("Greedy", "Beam 4", "Top-k 50", "Top-p 0.9", "Temperature 1.3")
+# The same settings in transformers' order (temperature first) and in llama.cpp's (temperature last), one seed: a
+# pair of lanes whose texts part only because of the order (for a preset pair and a tour stop in the window).
+ORDER_PAIR: tuple[LaneSpec, LaneSpec] = (
+    LaneSpec(name="transformers order", do_sample=True, temperature=1.5, top_k=40, top_p=0.9, min_p=0.05, seed=1),
+    LaneSpec(name="llama.cpp order", do_sample=True, temperature=1.5, top_k=40, top_p=0.9, min_p=0.05, seed=1,
+             processor_order=ORDER_PRESETS["llama.cpp"]),
+)
 LANE_KINDS = ("greedy", "beam", "sample", "config")
 
 # Keys a generation_config.json may hold that Branchpoint does not implement: refused unless at their default.

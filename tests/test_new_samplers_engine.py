@@ -60,9 +60,10 @@ def test_a_run_with_every_new_parameter_round_trips_and_replays_exactly(tmp_path
     assert jsonio.dumps(loaded) == path.read_text(encoding="utf-8")
     again = replay(engine(), loaded)
     assert compare(loaded, again) == []
+    recorded = ("xtc_coin", "mirostat_mu", "draw", "adaptive", "stages", "varentropy", "varentropy_raw")
     for expected, got in zip(loaded.lanes, again.lanes, strict=True):
-        assert [(r.xtc_coin, r.mirostat_mu, r.draw) for r in expected.steps] == [
-            (r.xtc_coin, r.mirostat_mu, r.draw) for r in got.steps]
+        assert [[getattr(r, key) for key in recorded] for r in expected.steps] == [
+            [getattr(r, key) for key in recorded] for r in got.steps]
 
 
 def test_the_config_says_everything_about_the_new_processors():

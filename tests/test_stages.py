@@ -76,3 +76,18 @@ def test_lanes_without_processors_record_no_stages():
     trace = Engine(FakeSource(vocab_size=50), FakeTokenizer(), eos_token_ids=[]).run(
         PROMPT, [LaneSpec("greedy"), LaneSpec("beam", num_beams=2)], max_new_tokens=2)
     assert all(r.stages is None for lane in trace.lanes for r in lane.steps)
+
+
+def test_the_order_pair_differs_by_its_order_only_and_its_stages_say_so():
+    from decoding.parameters import order_preset
+    from decoding.spec import ORDER_PAIR
+
+    first, second = ORDER_PAIR
+    assert first.to_config() | {"processor_order": None} == second.to_config() | {"processor_order": None}
+    assert [order_preset(spec.to_config(), spec.processor_order) for spec in ORDER_PAIR] == ["transformers",
+                                                                                             "llama.cpp"]
+    trace = Engine(FakeSource(vocab_size=500, peak=1.0), FakeTokenizer(), eos_token_ids=[]).run(
+        PROMPT, list(ORDER_PAIR), max_new_tokens=6)
+    names = [[stage.name for stage in lane.steps[0].stages] for lane in trace.lanes]
+    assert names == [["temperature", "top_k", "top_p", "min_p"], ["top_k", "top_p", "min_p", "temperature"]]
+    assert [r.draw for r in trace.lanes[0].steps[:1]] == [r.draw for r in trace.lanes[1].steps[:1]]  # one seed
