@@ -45,3 +45,27 @@ def test_a_run_with_the_llama_cpp_samplers_replays_exactly(real):
     trace = engine.run(PromptInfo(prompt, tokenizer.encode(prompt)), lanes, max_new_tokens=16)
     assert all(lane.error is None and len(lane.token_ids) == 16 for lane in trace.lanes)
     assert compare(trace, replay(engine, trace)) == []
+
+
+def test_the_transformers_constraints_are_token_exact_with_generate(real, default_model_dir):
+    """A greedy lane with suppress_tokens, bad_words_ids and sequence_bias (and a beam lane with them) gives
+    transformers generate()'s tokens on the same weights: the ids the plain greedy text would use are
+    suppressed, banned after their prefix and biased, so each constraint changes the text."""
+    from tests.reference import hf_generate, load_hf_model
+
+    decoder, tokenizer = real
+    eos = list(decoder.eos_token_ids)
+    engine = Engine(decoder, tokenizer, eos)
+    prompt = PromptInfo("The capital of France is", tokenizer.encode("The capital of France is"))
+    plain = engine.run(prompt, [LaneSpec("greedy")], max_new_tokens=12).lanes[0].token_ids
+    constraints = {"suppress_tokens": (plain[0],), "bad_words_ids": ((plain[1], plain[2]), (plain[4],)),
+                   "sequence_bias": (((plain[5],), -4.0), ((plain[2], plain[3]), 3.0))}
+    reference = load_hf_model(default_model_dir)
+    hf_kwargs = {"suppress_tokens": list(constraints["suppress_tokens"]),
+                 "bad_words_ids": [list(ids) for ids in constraints["bad_words_ids"]],
+                 "sequence_bias": {ids: bias for ids, bias in constraints["sequence_bias"]}}
+    for spec, extra in ((LaneSpec("greedy", **constraints), {"do_sample": False, "num_beams": 1}),
+                        (LaneSpec("beam", num_beams=2, **constraints), {"do_sample": False, "num_beams": 2})):
+        lane = engine.run(prompt, [spec], max_new_tokens=12).lanes[0]
+        (theirs, *_), _ = hf_generate(reference, prompt.ids, 12, eos, **extra, **hf_kwargs)
+        assert lane.token_ids == theirs and lane.token_ids != plain, spec.name
