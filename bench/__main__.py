@@ -27,6 +27,7 @@ ITEMS = {  # the issue's items first, then the measured proposals
     "kv": "bench.decoder_items:measure_kv_flatness",
     "floor": "bench.decoder_items:measure_floor",
     "sampler": "bench.engine_items:measure_sampler_overhead",
+    "llama_sampler": "bench.engine_items:measure_llama_sampler_overhead",
     "fanout": "bench.engine_items:measure_fanout",
     "fanout_sampler": "bench.engine_items:measure_fanout_sampler",
     "gui": "bench.gui_items:measure_gui",

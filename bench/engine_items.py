@@ -1,6 +1,7 @@
 """Items measured through the decoding engine: five lanes side by side vs transformers generate() run one
-configuration after another (item 1), the share of step time spent in decoding/ (item 5), a 32-member
-seed fan-out vs its lane alone (item 7) and the share of its step time spent in decoding/ (item 8)."""
+configuration after another (item 1), the share of step time spent in decoding/ (item 5), the same with a
+llama.cpp-style lane (DRY + XTC + mirostat) added (item 5b), a 32-member seed fan-out vs its lane alone (item 7)
+and the share of its step time spent in decoding/ (item 8)."""
 
 from __future__ import annotations
 
@@ -261,6 +262,44 @@ def measure_sampler_overhead(ctx: BenchContext) -> list[Row]:
             _engine_cpu_ms_per_step_free(ctx, specs, ctx.sizes.new_tokens),
             unit="ms",
         ),
+    ]
+
+
+def llama_lane():
+    """A lane with llama.cpp's heavier samplers: DRY (a repeat scan of the history), XTC (its coin and a sort of
+    the step's candidates) and mirostat 2 (a sort and its running mu); decided alone (its processors carry
+    state), on the per-row path."""
+    from decoding.spec import LaneSpec
+
+    return LaneSpec("dry xtc mirostat", do_sample=True, dry_multiplier=0.8, xtc_probability=0.5, xtc_threshold=0.1,
+                    mirostat=2, mirostat_tau=5.0, seed=24)
+
+
+def measure_llama_sampler_overhead(ctx: BenchContext) -> list[Row]:
+    """Item 5 with a DRY + XTC + mirostat lane beside the five default lanes: decoding/'s share of the step, and
+    what the lane adds to decoding/'s time per step (measured alone, and as the six lanes over the five, each
+    pair of runs back to back)."""
+    five, lane = five_lanes(), llama_lane()
+    six = [*five, lane]
+    run_engine(ctx, six, 2)  # warm-up (DRY's breakers over the vocabulary are found here)
+    runs = {"five": [], "six": []}
+    for rep in range(max(1, ctx.sizes.run_reps)):
+        for name in ("five", "six") if rep % 2 == 0 else ("six", "five"):
+            runs[name].append(_timed_run(ctx, six if name == "six" else five))
+    med = {name: {key: statistics.median(run[key] for run in found) for key in found[0]}
+           for name, found in runs.items()}
+    item = "5b llama.cpp sampler"
+    overhead = med["six"]["decoding"] + med["six"]["summary"]
+    return [
+        Row(item, "decoding/ + row summary share of step time (5 lanes + DRY, XTC, mirostat)",
+            100 * overhead / (overhead + med["six"]["model"]), unit="%", goal="<= 12"),
+        Row(item, "decoding/ alone, share of step time (6 lanes)",
+            100 * med["six"]["decoding"] / (med["six"]["decoding"] + med["six"]["model"]), unit="%"),
+        Row(item, "decoding/ CPU time per step, 6 lanes / 5 lanes", med["six"]["decoding_cpu"] / med["five"][
+            "decoding_cpu"]),
+        Row(item, "decoding/ CPU time per step (6 lanes, thread time)", med["six"]["decoding_cpu"], unit="ms"),
+        Row(item, f"decoding/ CPU time per step, {lane.name} lane alone", _lane_alone_ms(ctx, lane), unit="ms"),
+        Row(item, "model time per step (9 rows)", med["six"]["model"], unit="ms"),
     ]
 
 

@@ -79,7 +79,7 @@ def replay_prefix(trace: RunTrace, spec: LaneSpec) -> Prefix:
     if marker.step > len(lane.steps):
         raise ValueError(f"invalid replay step={marker.step}: allowed 0..{len(lane.steps)} for lane {lane.name!r}")
     own = [r for r in lane.steps[: marker.step] if lane.branch is None or r.step > lane.branch["step"]]
-    draws = sum(r.draw is not None for r in own)
+    draws = sum((r.draw is not None) + (r.xtc_coin is not None) for r in own)  # XTC's coins: the same generator
     return Prefix(list(lane.token_ids[: marker.step]), [replace(r) for r in lane.steps[: marker.step]], draws)
 
 

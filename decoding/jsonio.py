@@ -8,7 +8,9 @@ written as null and read back as -inf. Lanes explained from the app (decoding.ex
 
 Version 1 files (before fan-outs, critical points, branch-not-taken replays and temperature sweeps) open too:
 their settings get the default critical-point thresholds and their analysis is computed again from the lanes
-(the same function made it), so they read as version 2 runs without fan-outs, replays or sweeps.
+(the same function made it), so they read as current runs without fan-outs, replays or sweeps. Version 2 files
+(before the llama.cpp samplers and the transformers processors beyond the core set) have no `xtc_coin` or
+`mirostat_mu` in their steps: they read as runs whose lanes use neither, and save as version 3.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from decoding.trace import (
     RunTrace,
     Split,
     SplitBranch,
+    StageRecord,
     StepRecord,
     SweepPoint,
     TemperatureSweep,
@@ -61,8 +64,7 @@ class TraceFormatError(ValueError):
 
 
 def to_dict(trace: RunTrace) -> dict[str, Any]:
-    """The run as JSON data; `explanations` only when the run has some (a run without is a plain version 2
-    file)."""
+    """The run as JSON data; `explanations` only when the run has some (a run without has no such key)."""
     data = _finite(asdict(replace(trace, explanations=[])))
     del data["explanations"]
     if trace.explanations:
@@ -91,7 +93,7 @@ def save(trace: RunTrace, path: str | os.PathLike) -> Path:
 def _finite(value: Any) -> Any:
     if isinstance(value, float):
         return value if math.isfinite(value) else None
-    if isinstance(value, TokenProb):  # a named tuple, written as an object
+    if isinstance(value, TokenProb | StageRecord):  # named tuples, written as objects
         return {key: _finite(item) for key, item in value._asdict().items()}
     if isinstance(value, TopList):
         return [_finite(entry) for entry in value]
@@ -205,6 +207,8 @@ def _step(data: dict[str, Any]) -> StepRecord:
     fields["top_raw"] = _top_list(data["top_raw"])
     for key in ("logprob", "logprob_raw"):
         fields[key] = _neg_inf(data[key])
+    if data.get("stages") is not None:
+        fields["stages"] = [StageRecord(**stage) for stage in data["stages"]]
     if data.get("beams") is not None:
         fields["beams"] = [
             BeamHypothesis(**{**hyp, "score": _neg_inf(hyp["score"])}) for hyp in data["beams"]

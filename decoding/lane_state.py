@@ -10,6 +10,7 @@ differ in how they hold rows and choose: `SingleRowLaneState` (greedy, sampling:
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from abc import ABC, abstractmethod
@@ -19,11 +20,15 @@ from functools import cached_property
 
 import numpy as np
 
+from decoding.adaptive import decision, widened
 from decoding.beam import BeamSearch
-from decoding.processors import MaskProcessor, apply_processors, build_processors
-from decoding.protocol import TokenText
+from decoding.chain import build_processors
+from decoding.llama_samplers import Mirostat, Xtc, breaker_sequences
+from decoding.processors import MaskProcessor, apply_processors
+from decoding.protocol import TextEncoder, TokenText
 from decoding.selectors import Draw, Sampler, WalkedTokens, draw_among_best
 from decoding.spec import LaneSpec
+from decoding.stages import stage_records
 from decoding.stats import LogitsRowCache, Softmax, StepStats, processed_softmax, step_stats
 from decoding.trace import LaneTrace, StepRecord
 
@@ -64,7 +69,8 @@ class LaneState(ABC):
         self.top_n = top_n
         self.tokenizer = tokenizer
         self.processors = build_processors(
-            spec.to_config(), len(prompt_ids), eos_token_ids, spec.num_beams, spec.processor_order
+            spec.to_config(), len(prompt_ids), eos_token_ids, spec.num_beams, spec.processor_order,
+            breakers=lambda vocab_size, strings: dry_breakers(tokenizer, vocab_size, strings),
         )
         self.sampler = Sampler(spec.seed) if spec.do_sample else None
         self.forced = dict(spec.forced)
@@ -153,18 +159,58 @@ class LaneState(ABC):
 
 class SingleRowLaneState(LaneState):
     """A greedy or sampling lane: one row, one token a step (several such lanes may decide together:
-    decoding.row_batch, whose records equal `decide`'s)."""
+    decoding.row_batch, whose records equal `decide`'s). Only such lanes sample, so only they carry XTC's coin,
+    mirostat's mu and an adaptive lane's widened chain; the per-stage records are theirs too."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        spec = self.spec
+        self.xtc = next((p for p in self.processors if isinstance(p, Xtc)), None)
+        if self.xtc is not None:  # XTC's coin: the lane's own generator, drawn before the step's u
+            self.xtc.coin = self.sampler.next_u
+        self.mirostat = next((p for p in self.processors if isinstance(p, Mirostat)), None)
+        self.widened = None  # an adaptive lane's chain for its "widen" steps (XTC's the same: one coin a step)
+        if spec.adaptive:
+            wide = build_processors(widened(spec.to_config()), len(self.prompt_ids), sorted(self.eos),
+                                    order=spec.processor_order)
+            self.widened = [self.xtc if isinstance(p, Xtc) else p for p in wide]
+        self.mu_steps = 0  # mirostat: how many of the lane's records mu has followed
 
     def attach(self, batch: LogitsRowCache, row: int) -> None:
         self.rows = [row]
         self.batch = batch
 
+    @cached_property
+    def stateful(self) -> bool:
+        """A processor carries state from step to step (XTC's coin, mirostat's mu), or the lane decides its chain
+        step by step (adaptive): decided alone."""
+        return self.xtc is not None or self.mirostat is not None or self.widened is not None
+
+    def follow_mu(self) -> None:
+        """Bring mirostat's mu up to the lane's records: each record it has not followed yet (its own, a copied
+        parent's, a prefix's) moves mu by its chosen token's probability, unless the token was forced."""
+        for record in self.trace.steps[self.mu_steps :]:
+            if not record.forced:
+                self.mirostat.mu = self.mirostat.next_mu(record.prob)
+        self.mu_steps = len(self.trace.steps)
+
     def decide(self, source_ms: float) -> list[StepRecord]:
         started = time.perf_counter()
+        if self.mirostat is not None:
+            self.follow_mu()
         raw, raw_softmax = self.batch.row(self.rows[0]), self.batch.softmax(self.rows[0])
-        processed = self._process(raw[None])[0] if self.processors else raw
-        softmax = raw_softmax if processed is raw else self._processed_softmax(processed, raw_softmax)
-        record = self._choose(raw, processed, raw_softmax, softmax)
+        decided = self._adaptive_decision(raw_softmax)
+        chain = self.widened if decided == "widen" else self.processors
+        processed, stages = self.process_stages(raw, chain) if chain else (raw, None)
+        if processed is raw:
+            softmax = raw_softmax
+        else:
+            filters_only = self.filters_only if chain is self.processors else all(p.filters_only for p in chain)
+            softmax = processed_softmax(processed, raw_softmax, filters_only)[1] or Softmax.of(processed)
+        record = self._choose(raw, processed, raw_softmax, softmax, draw=decided != "argmax")
+        record.adaptive = decided
+        if stages is not None:
+            self.add_stages(record, raw, raw_softmax, stages, chain)
         record.time_ms = source_ms + (time.perf_counter() - started) * 1000.0
         self.append(record)
         return [record]
@@ -184,14 +230,27 @@ class SingleRowLaneState(LaneState):
         elif len(self.tokens) >= self.limit:
             self.stop("length")
 
+    def record(self, token: int, stats: StepStats, draw: Draw | None = None, forced: bool = False) -> StepRecord:
+        """LaneState.record, with the state its processors carried into the step (XTC's coin, mirostat's mu)."""
+        record = super().record(token, stats, draw, forced)
+        if self.xtc is not None:
+            record.xtc_coin = self.xtc.last_coin
+        if self.mirostat is not None:
+            record.mirostat_mu = self.mirostat.mu
+        return record
+
     # ------------------------------------------------------------------------------------------ internals
 
-    def _choose(self, raw: np.ndarray, processed: np.ndarray, raw_softmax: Softmax, softmax: Softmax) -> StepRecord:
+    def _choose(
+        self, raw: np.ndarray, processed: np.ndarray, raw_softmax: Softmax, softmax: Softmax, draw: bool = True
+    ) -> StepRecord:
+        """The step's record: a forced token, a draw (a sampled lane, unless an adaptive lane's step takes the
+        argmax), or the argmax."""
         shared = {"raw_softmax": raw_softmax, "softmax": softmax}
         forced = self.forced_token()
         if forced is not None:
             return self._record(raw, processed, forced, forced=True, **shared)
-        if self.sampler is not None:
+        if self.sampler is not None and draw:
             if softmax is None:  # every token filtered: draw_with says so
                 draw = self.sampler.draw(processed, softmax)
             else:  # the walk starts among the statistics' top-N, as batched rows draw
@@ -210,12 +269,31 @@ class SingleRowLaneState(LaneState):
         text = self.tokenizer.decode(self.tokens)
         return any(stop in text for stop in self.spec.stop_strings)
 
-    def _process(self, scores: np.ndarray) -> np.ndarray:
-        return apply_processors(self.processors, np.array([self.history()], dtype=np.int64), scores)
+    def process_stages(self, raw: np.ndarray, chain: list | None = None) -> tuple[np.ndarray, list[np.ndarray]]:
+        """The processed row and each stage's record input (decoding.stages): the ids a front mask stage banned,
+        every other stage's output row. `chain`: the lane's processors unless given."""
+        chain = self.processors if chain is None else chain
+        history, front = self.history(), front_masks(chain)
+        ids, scores, stages = np.array([history], dtype=np.int64), raw[None], []
+        for index, processor in enumerate(chain):
+            scores = processor(ids, scores)  # processors never write into their input
+            stages.append(processor.banned(history, raw.size) if index < front else scores[0])
+        return scores[0], stages
 
-    def _processed_softmax(self, processed: np.ndarray, raw_softmax: Softmax) -> Softmax | None:
-        """As the batched rows compute it (processed_softmax), or Softmax.of's for a row that is not usual."""
-        return processed_softmax(processed, raw_softmax, self.filters_only)[1] or Softmax.of(processed)
+    def add_stages(
+        self, record: StepRecord, raw: np.ndarray, raw_softmax: Softmax, stages: list[np.ndarray],
+        chain: list | None = None,
+    ) -> None:
+        """The record's per-stage view of the chain (decoding.stages)."""
+        chain = self.processors if chain is None else chain
+        record.stages = stage_records([p.name for p in chain], raw, raw_softmax, stages, front_masks(chain),
+                                      record.token_id, record.kept, record.prob)
+
+    def _adaptive_decision(self, raw_softmax: Softmax | None) -> str | None:
+        """An adaptive lane's decision for this step (decoding.adaptive), from the raw distribution; else None."""
+        if self.widened is None:
+            return None
+        return decision(raw_softmax.entropy(), raw_softmax.varentropy()) if raw_softmax is not None else "sample"
 
     @cached_property
     def filters_only(self) -> bool:
@@ -435,3 +513,23 @@ def new_lane_state(
 ) -> LaneState:
     cls = BeamLaneState if spec.is_beam else SingleRowLaneState
     return cls(index, spec, prompt_ids, prefix, eos_token_ids, max_new_tokens, top_n, tokenizer)
+
+
+def front_masks(chain: list) -> int:
+    """How many MaskProcessors open the chain (their stages are derived from the ids they ban)."""
+    count = 0
+    while count < len(chain) and isinstance(chain[count], MaskProcessor):
+        count += 1
+    return count
+
+
+@functools.lru_cache(maxsize=8)  # a fan-out's members share one scan of the vocabulary
+def dry_breakers(tokenizer: TokenText, vocab_size: int, strings: tuple[str, ...]) -> tuple:
+    """DRY's sequence breakers over the model's vocabulary (llama.cpp's processing of its breaker strings)."""
+    if isinstance(tokenizer, TextEncoder):
+        def tails(text: str) -> list[int]:
+            return tokenizer.encode(text, add_special_tokens=False)
+    else:
+        def tails(text: str) -> list[int]:
+            return []
+    return tuple(breaker_sequences(strings, vocab_size, tokenizer.piece, tails))

@@ -7,9 +7,14 @@ filtered tokens get -inf, as transformers' `filter_value`.
 Equality with transformers: the arithmetic is the same float32 arithmetic (temperature, penalties, top-k are
 bit-identical). The softmax-based cuts (top-p, min-p, typical) use numpy's exp where torch uses its own
 vectorised exp, so probabilities can differ in the last bits; a token whose cumulative probability lies
-within about 1e-6 of a cut can land on the other side. Where a cut falls inside a group of exactly tied
-logits, torch's unstable `sort` (std::sort) picks the survivors arbitrarily; here the lower ids survive, as
-greedy's argmax does, and the number of survivors is the same.
+within about 1e-6 of a cut can land on the other side.
+
+Ties at a cut: where a cut falls inside a group of exactly tied scores, every cut processor keeps the
+survivors that transformers' own sort keeps when it is stable (torch's `sort` is stable on CPU for the sizes
+its tests use; its unstable GPU path may pick others). Top-p sorts ascending and removes from the front, so
+among tied tokens the higher ids survive; min-p's and typical's `min_tokens_to_keep` keep the first of a
+stable descending (min-p) or ascending-|surprisal - entropy| (typical) order, so there the lower ids survive;
+top-k, epsilon and eta keep every token tied with the k-th best.
 
 Speed: top-p and typical sort only a partitioned prefix that provably holds the cut (checked, with a fall
 back to a larger prefix and finally the full sort), so a step costs O(vocab) plus a small sort.
@@ -22,7 +27,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from decoding.parameters import Strategies, active_processors, check_int, parameter
+from decoding.parameters import Strategies, active_processors, as_json, canonical, check_int, parameter
 
 FILTER = np.float32(-np.inf)
 
@@ -56,8 +61,15 @@ def softmax32(scores: np.ndarray) -> np.ndarray:
 
 
 def order_desc(values: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """Positions of (values, ids) sorted by value descending, equal values by ascending id."""
+    """Positions of (values, ids) sorted by value descending, equal values by ascending id (a stable
+    descending sort)."""
     return np.lexsort((ids, -values))
+
+
+def order_desc_from_ascending(values: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Positions of (values, ids) in a stable ascending sort read backwards: value descending, equal values by
+    descending id (what transformers' top-p walks from its end)."""
+    return np.lexsort((-ids, -values))
 
 
 def sample_thresholds(values: np.ndarray, counts: Sequence[int]) -> list[float]:
@@ -188,6 +200,7 @@ class RepetitionPenalty(Processor):
 
     Args:
         penalty: `repetition_penalty`, > 0; 1.0 changes nothing (off), below 1 favours repeats.
+        last_n: `penalty_last_n`: only the last last_n ids count (llama.cpp's repeat penalty window); None: all.
 
     Example: ids 0 and 1 were seen, id 2 was not.
 
@@ -200,11 +213,14 @@ class RepetitionPenalty(Processor):
 
     name = "repetition_penalty"
 
-    def __init__(self, penalty: float):
+    def __init__(self, penalty: float, last_n: int | None = None):
         self.penalty = parameter(self.name).check_for_processor(penalty)
+        self.last_n = None if last_n is None else parameter("penalty_last_n").check(last_n)
 
     def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
         penalty = np.float32(self.penalty)
+        if self.last_n is not None:
+            ids = ids[:, max(ids.shape[1] - self.last_n, 0) :]
         seen = np.take_along_axis(scores, ids, axis=1)
         penalised = np.where(seen < 0, seen * penalty, seen / penalty)
         out = scores.copy()
@@ -212,7 +228,8 @@ class RepetitionPenalty(Processor):
         return out
 
     def params(self) -> dict[str, Any]:
-        return {"repetition_penalty": self.penalty}
+        return {"repetition_penalty": self.penalty} if self.last_n is None else {
+            "repetition_penalty": self.penalty, "penalty_last_n": self.last_n}
 
 
 class NoRepeatNGram(MaskProcessor):
@@ -377,13 +394,15 @@ class _RowWarper(Processor):
 class TopP(_RowWarper):
     """Nucleus sampling: drop the least likely tokens whose cumulative probability, summed from the least
     likely up, is <= 1 - top_p; the rest (at least `min_tokens_to_keep`) survive. transformers'
-    `TopPLogitsWarper`.
+    `TopPLogitsWarper`. Ties at the cut: the order is a stable ascending sort's, so among exactly tied tokens
+    the lower ids are removed first and the higher ids survive.
 
     Args:
         top_p: `top_p`, in [0, 1] (1.0 is off and builds no processor).
         min_tokens_to_keep: keep at least this many (transformers keeps 2 or more under beam search).
 
-    Example: probabilities 0.5, 0.3, 0.15, 0.05. The two best reach 0.75; 0.9 needs the third.
+    Example: probabilities 0.5, 0.3, 0.15, 0.05. The two best reach 0.75; 0.9 needs the third. Four tied
+    tokens and top_p=0.5: two survive, the higher ids.
 
     >>> import numpy as np
     >>> from decoding.processors import TopP
@@ -392,6 +411,8 @@ class TopP(_RowWarper):
     [0, 1]
     >>> np.flatnonzero(TopP(0.9)(np.array([[0]]), scores)[0] > -np.inf).tolist()
     [0, 1, 2]
+    >>> np.flatnonzero(TopP(0.5)(np.array([[0]]), np.zeros((1, 4), np.float32))[0] > -np.inf).tolist()
+    [2, 3]
     """
 
     name = "top_p"
@@ -415,7 +436,7 @@ class TopP(_RowWarper):
         self, row: np.ndarray, exps: np.ndarray, norm: np.float32, total: float, ids: np.ndarray, last: bool
     ) -> np.ndarray | None:
         """The kept ids if the cut provably lies among the candidates `ids`, else None."""
-        ids = ids[order_desc(row[ids], ids)]
+        ids = ids[order_desc_from_ascending(row[ids], ids)]
         candidate_exps = exps[ids]
         # outside the last set only -inf (probability 0); else the mass of everything below the candidates
         below = 0.0 if last else (total - candidate_exps.sum(dtype=np.float64)) / float(norm)
@@ -434,7 +455,8 @@ class TopP(_RowWarper):
 
 class MinP(Processor):
     """Drop the tokens whose probability is below min_p times the top token's probability (at least
-    `min_tokens_to_keep` survive). transformers' `MinPLogitsWarper`.
+    `min_tokens_to_keep` survive: the first of a stable descending sort, so the lower ids among ties).
+    transformers' `MinPLogitsWarper`.
 
     Args:
         min_p: `min_p`, in [0, 1] (0.0 is off and builds no processor).
@@ -470,8 +492,9 @@ class MinP(Processor):
 
 class Typical(_RowWarper):
     """Locally typical sampling: keep the tokens whose surprisal (-log p) is closest to the entropy, up to
-    mass `typical_p` (the token that crosses it and any token tied with it included). transformers'
-    `TypicalLogitsWarper`.
+    mass `typical_p` (the token that crosses it and any token tied with it included; `min_tokens_to_keep`
+    keeps the first of a stable ascending sort by |surprisal - entropy|, the lower ids among ties).
+    transformers' `TypicalLogitsWarper`.
 
     Args:
         typical_p: `typical_p`, in (0, 1] (1.0 is off and builds no processor).
@@ -534,6 +557,197 @@ class Typical(_RowWarper):
         return {"typical_p": self.typical_p, "min_tokens_to_keep": self.min_tokens_to_keep}
 
 
+class Epsilon(Processor):
+    """Truncation sampling: drop the tokens whose probability is below `epsilon` (every token tied with the
+    `min_tokens_to_keep`-th best score survives). transformers' `EpsilonLogitsWarper`.
+
+    Args:
+        epsilon: `epsilon_cutoff`, in (0, 1) (0.0 is off and builds no processor).
+        min_tokens_to_keep: keep at least this many (transformers keeps 2 or more under beam search).
+
+    Example: probabilities 0.87, 0.099, 0.001, 0.03 and epsilon 0.05 keep ids 0 and 1.
+
+    >>> import numpy as np
+    >>> from decoding.processors import Epsilon
+    >>> scores = np.log(np.array([[0.87, 0.099, 0.001, 0.03]], dtype=np.float32))
+    >>> np.flatnonzero(Epsilon(0.05)(np.array([[0]]), scores)[0] > -np.inf).tolist()
+    [0, 1]
+    """
+
+    name = "epsilon_cutoff"
+    filters_only = True
+
+    def __init__(self, epsilon: float, min_tokens_to_keep: int = 1):
+        self.epsilon = parameter(self.name).check_for_processor(epsilon)
+        self.min_tokens_to_keep = _keep_arg(min_tokens_to_keep)
+
+    def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        return _cut_below(scores, softmax32(scores), np.float32(self.epsilon), self.min_tokens_to_keep)
+
+    def params(self) -> dict[str, Any]:
+        return {"epsilon_cutoff": self.epsilon, "min_tokens_to_keep": self.min_tokens_to_keep}
+
+
+class Eta(Processor):
+    """Eta sampling: drop the tokens whose probability is below eta = min(epsilon, sqrt(epsilon) * exp(-H)),
+    H the distribution's entropy (every token tied with the `min_tokens_to_keep`-th best score survives).
+    transformers' `EtaLogitsWarper`.
+
+    Args:
+        epsilon: `eta_cutoff`, in (0, 1) (0.0 is off and builds no processor).
+        min_tokens_to_keep: keep at least this many (transformers keeps 2 or more under beam search).
+
+    Example: transformers' case: 0.01, 0.04, 0.9, 0.05 with eta_cutoff 0.0625 keeps only id 2.
+
+    >>> import numpy as np
+    >>> from decoding.processors import Eta
+    >>> scores = np.log(np.array([[0.01, 0.04, 0.9, 0.05]], dtype=np.float32))
+    >>> np.flatnonzero(Eta(0.0625)(np.array([[0]]), scores)[0] > -np.inf).tolist()
+    [2]
+    """
+
+    name = "eta_cutoff"
+    filters_only = True
+
+    def __init__(self, epsilon: float, min_tokens_to_keep: int = 1):
+        self.epsilon = parameter(self.name).check_for_processor(epsilon)
+        self.min_tokens_to_keep = _keep_arg(min_tokens_to_keep)
+
+    def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        probs = softmax32(scores)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_probs = scores - scores.max(axis=1, keepdims=True)
+            log_probs = log_probs - np.log(np.exp(log_probs).sum(axis=1, keepdims=True, dtype=np.float32))
+        # torch's Categorical entropy: log-probabilities clamped at the float32 minimum, so -inf adds nothing
+        entropy = -(np.maximum(log_probs, np.finfo(np.float32).min) * probs).sum(axis=1, keepdims=True)
+        epsilon = np.float32(self.epsilon)
+        eta = np.minimum(epsilon, np.sqrt(epsilon) * np.exp(-entropy.astype(np.float32)))
+        return _cut_below(scores, probs, eta, self.min_tokens_to_keep)
+
+    def params(self) -> dict[str, Any]:
+        return {"eta_cutoff": self.epsilon, "min_tokens_to_keep": self.min_tokens_to_keep}
+
+
+def _cut_below(scores: np.ndarray, probs: np.ndarray, cut: Any, keep: int) -> np.ndarray:
+    """Scores with -inf where the probability is below `cut`, except the tokens scoring at least the
+    keep-th best score (transformers' topk safety check: ties with it all survive)."""
+    removed = probs < cut
+    kth = np.array([kth_largest(row, min(keep, row.size)) for row in scores], dtype=np.float32)[:, None]
+    return np.where(removed & (scores < kth), FILTER, scores)
+
+
+class SuppressTokens(Processor):
+    """Set the scores of the given ids to -inf at every step. transformers' `SuppressTokensLogitsProcessor`.
+
+    Args:
+        suppress_tokens: `suppress_tokens`, token ids (ids beyond the vocabulary are ignored; empty is off).
+
+    Example:
+
+    >>> import numpy as np
+    >>> from decoding.processors import SuppressTokens
+    >>> np.isneginf(SuppressTokens([1, 3])(np.array([[0]]), np.zeros((1, 4), np.float32))).tolist()
+    [[False, True, False, True]]
+    """
+
+    name = "suppress_tokens"
+    filters_only = True
+
+    def __init__(self, suppress_tokens: Sequence[int]):
+        self.suppress_tokens = parameter(self.name).check(tuple(suppress_tokens))
+        self._ids = np.unique(np.array(self.suppress_tokens, dtype=np.int64))
+
+    def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        out = scores.copy()
+        out[:, self._ids[self._ids < scores.shape[1]]] = FILTER
+        return out
+
+    def params(self) -> dict[str, Any]:
+        return {"suppress_tokens": list(self.suppress_tokens)}
+
+
+class SequenceBias(Processor):
+    """Add a bias to the score of the last token of each sequence wherever the row's last ids are the
+    sequence's other tokens (a one-token sequence: always). transformers' `SequenceBiasLogitsProcessor`: the
+    biases of one row are summed in float32 (one-token ones first, then the longer ones in the order given),
+    then added to the scores.
+
+    Args:
+        sequence_bias: `sequence_bias`, pairs (token ids, bias) (transformers' list form).
+
+    Example: after ids 5, 6 the sequence (6, 2) applies: id 2 gets -3; id 1 always gets +1.
+
+    >>> import numpy as np
+    >>> from decoding.processors import SequenceBias
+    >>> SequenceBias([((1,), 1.0), ((6, 2), -3.0)])(np.array([[5, 6]]), np.zeros((1, 8), np.float32)).tolist()
+    [[0.0, 1.0, -3.0, 0.0, 0.0, 0.0, 0.0, 0.0]]
+    """
+
+    name = "sequence_bias"
+
+    def __init__(self, sequence_bias: Sequence[tuple[Sequence[int], float]]):
+        self.sequence_bias = canonical(parameter(self.name), parameter(self.name).check(tuple(sequence_bias)))
+        self._by_sequence = dict(self.sequence_bias)  # as transformers: a later equal sequence replaces one
+
+    def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        vocab = scores.shape[1]
+        if any(token >= vocab for sequence in self._by_sequence for token in sequence):
+            raise ValueError(f"sequence_bias names token ids beyond the vocabulary of {vocab}")
+        bias = np.zeros(scores.shape, dtype=np.float32)
+        for sequence, value in self._by_sequence.items():
+            if len(sequence) == 1:
+                bias[:, sequence[0]] = np.float32(value)
+        for sequence, value in self._by_sequence.items():
+            if len(sequence) == 1 or len(sequence) > ids.shape[1]:
+                continue
+            matching = (ids[:, ids.shape[1] - len(sequence) + 1 :] == np.array(sequence[:-1])).all(axis=1)
+            bias[matching, sequence[-1]] += np.float32(value)
+        with np.errstate(invalid="ignore"):
+            return scores + bias
+
+    def params(self) -> dict[str, Any]:
+        return {"sequence_bias": as_json(parameter(self.name), self.sequence_bias)}
+
+
+class BadWords(MaskProcessor):
+    """Ban the last token of each sequence wherever the row's last ids are the sequence's other tokens (a
+    one-token sequence: always); a sequence that is one eos id alone is dropped. transformers'
+    `NoBadWordsLogitsProcessor`.
+
+    Args:
+        bad_words_ids: `bad_words_ids`, token id sequences (empty is off).
+        eos_ids: the end-of-sequence ids.
+
+    Example: after 5, 6 the sequence (6, 2) bans id 2; (1,) is always banned; (0,) is eos and dropped.
+
+    >>> import numpy as np
+    >>> from decoding.processors import BadWords
+    >>> out = BadWords([(1,), (6, 2), (0,)], eos_ids=[0])(np.array([[5, 6]]), np.zeros((1, 4), np.float32))
+    >>> np.flatnonzero(out[0] > -np.inf).tolist()
+    [0, 3]
+    """
+
+    name = "bad_words_ids"
+
+    def __init__(self, bad_words_ids: Sequence[Sequence[int]], eos_ids: Sequence[int] = ()):
+        self.bad_words_ids = canonical(parameter(self.name), parameter(self.name).check(tuple(bad_words_ids)))
+        self.eos_ids = tuple(check_int("eos_ids", token, 0) for token in eos_ids)
+        self._sequences = [seq for seq in self.bad_words_ids if not (len(seq) == 1 and seq[0] in self.eos_ids)]
+
+    def banned(self, ids: Sequence[int], vocab_size: int) -> np.ndarray:
+        history = list(ids)
+        found = {seq[-1] for seq in self._sequences
+                 if len(seq) == 1 or (len(seq) <= len(history) and history[len(history) - len(seq) + 1 :] == list(
+                     seq[:-1]))}
+        return np.array(sorted(token for token in found if token < vocab_size), dtype=np.int64)
+
+    def params(self) -> dict[str, Any]:
+        return {"bad_words_ids": as_json(parameter(self.name), self.bad_words_ids), "eos_ids": list(self.eos_ids)}
+
+    def describe(self) -> str:
+        return f"bad_words_ids={len(self.bad_words_ids)} sequences"
+
+
 # -------------------------------------------------------------------------------------------- building
 
 def ignored_settings(config: dict[str, Any]) -> list[str]:
@@ -550,42 +764,6 @@ def ignored_settings(config: dict[str, Any]) -> list[str]:
 def min_tokens_to_keep_for(num_beams: int, eos_ids: Sequence[int]) -> int:
     """transformers keeps len(eos) + 1 tokens in the warpers under beam search (2 without eos ids), else 1."""
     return len(eos_ids) + 1 if num_beams > 1 and len(eos_ids) else 2 if num_beams > 1 else 1
-
-
-def build_processors(
-    config: dict[str, Any],
-    prompt_len: int,
-    eos_ids: Sequence[int],
-    num_beams: int = 1,
-    order: Sequence[str] | None = None,
-) -> list[Processor]:
-    """The processors a lane's GenerationConfig-style `config` names, nothing else (no hidden top_k=50), in
-    transformers' order or in `order`. `min_new_tokens` without eos ids builds nothing, as in transformers.
-
-    Example: top_k=0 is off; the warpers apply only under do_sample, the penalties always.
-
-    >>> from decoding.processors import build_processors
-    >>> config = {"do_sample": True, "top_p": 0.9, "temperature": 0.7, "top_k": 0}
-    >>> [p.describe() for p in build_processors(config, prompt_len=3, eos_ids=[2])]
-    ['temperature=0.7', 'top_p=0.9']
-    >>> [p.name for p in build_processors({"temperature": 0.7, "repetition_penalty": 1.2}, 3, [2])]
-    ['repetition_penalty']
-    """
-    keep = min_tokens_to_keep_for(check_int("num_beams", num_beams, 1), eos_ids)
-    makers = {
-        "repetition_penalty": lambda v: RepetitionPenalty(v),
-        "no_repeat_ngram_size": lambda v: NoRepeatNGram(v),
-        "min_new_tokens": lambda v: MinNewTokens(v, prompt_len, eos_ids),
-        "temperature": lambda v: Temperature(v),
-        "top_k": lambda v: TopK(v, keep),
-        "top_p": lambda v: TopP(v, keep),
-        "min_p": lambda v: MinP(v, keep),
-        "typical_p": lambda v: Typical(v, keep),
-    }
-    names = active_processors(config, order)
-    if not eos_ids and "min_new_tokens" in names:
-        names.remove("min_new_tokens")
-    return [makers[name](config[name]) for name in names]
 
 
 def apply_processors(processors: Sequence[Processor], ids: np.ndarray, scores: np.ndarray) -> np.ndarray:

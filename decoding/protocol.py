@@ -83,3 +83,14 @@ class TokenText(Protocol):
     def decode(self, token_ids: Sequence[int]) -> str:
         """Text of a whole sequence, without special tokens."""
         ...
+
+
+@runtime_checkable
+class TextEncoder(Protocol):
+    """A tokenizer that also encodes text (optional): DRY's sequence breakers then include the tokens a breaker's
+    rest encodes to after a token that ends with its start, as llama.cpp's; without it, only the tokens whose
+    text contains a breaker."""
+
+    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        """Ids of `text`, with the tokenizer's special tokens when `add_special_tokens`."""
+        ...

@@ -60,8 +60,9 @@ def decide_together(
 
 
 def _group_key(lane: SingleRowLaneState) -> tuple:
-    """Lanes with equal keys process equal rows identically: the same batch, history length and processors."""
-    return id(lane.batch), len(lane.tokens), lane.processors_key
+    """Lanes with equal keys process equal rows identically: the same batch, history length and processors. A
+    lane whose processors carry state (XTC's coin, mirostat's mu) is a group of its own (the per-row path)."""
+    return id(lane.batch), len(lane.tokens), lane.processors_key, id(lane) if lane.stateful else None
 
 
 @dataclass
@@ -85,6 +86,7 @@ class _Row:
     best: np.ndarray  # softmax.best's positions: the top-N list
     unchanged: bool  # the processors left the raw row as it was: summarised as raw (as step_stats does)
     entropy: float | None  # of the processed distribution, unless unchanged
+    stages: list[np.ndarray] | None  # what decoding.stages reads of each stage (SingleRowLaneState.process_stages's)
 
 
 class _RowGroup:
@@ -127,12 +129,12 @@ class _RowGroup:
         back."""
         raw, raw_softmax = self.batch.row(self.rows[slot]), self.raw_softmaxes[slot]
         if not self.chain:
-            return _Row(raw, None, raw_softmax, self.batch.best(self.rows[slot], self.top_n), True, None)
+            return _Row(raw, None, raw_softmax, self.batch.best(self.rows[slot], self.top_n), True, None, None)
         if self.masks_only:
             row = self._masked_row(slot, raw_softmax)
             if row is not None:
                 return row
-        processed = self._processed(slot)
+        processed, stages = self.lanes_of[slot][0].process_stages(raw)  # every lane on a row has its history
         holes, softmax = processed_softmax(processed, raw_softmax, self.filters_only)
         if softmax is None:
             return None
@@ -142,7 +144,7 @@ class _RowGroup:
         else:
             unchanged, best = np.array_equal(processed, raw), None
         best = softmax.best(min(self.top_n, softmax.kept)) if best is None else best
-        return _Row(processed, holes, softmax, best, unchanged, None if unchanged else softmax.entropy())
+        return _Row(processed, holes, softmax, best, unchanged, None if unchanged else softmax.entropy(), stages)
 
     def _masked_row(self, slot: int, raw_softmax: Softmax) -> _Row | None:
         """The row of a chain that only bans ids read off the history, derived from raw's Softmax as
@@ -157,14 +159,7 @@ class _RowGroup:
             return None
         unchanged = softmax is raw_softmax
         best = softmax.best(min(self.top_n, softmax.kept))
-        return _Row(None, softmax.holes, softmax, best, unchanged, None if unchanged else softmax.entropy())
-
-    def _processed(self, slot: int) -> np.ndarray:
-        ids = np.array([self.lanes_of[slot][0].history()], dtype=np.int64)  # every lane on a row has its history
-        scores = self.batch.row(self.rows[slot])[None]
-        for processor in self.chain:  # processors never write into their input
-            scores = processor(ids, scores)
-        return scores[0]
+        return _Row(None, softmax.holes, softmax, best, unchanged, None if unchanged else softmax.entropy(), bans)
 
     def _raw_best_if_kept(self, slot: int, processed: np.ndarray, softmax: Softmax) -> np.ndarray | None:
         """A dense row that keeps every one of its raw best tokens has them as its best tokens too (same
@@ -203,5 +198,8 @@ class _RowGroup:
             raw = with_chosen(self.raw_spreads[slot], chosen_logprob(self.raw_softmaxes[slot], token))
             row = rows[slot]
             proc = raw if row.unchanged else with_chosen(spreads[slot], chosen_logprob(row.softmax, token))
-            records.append(choice.lane.record(token, stats_of(raw, proc), choice.draw, choice.forced))
+            record = choice.lane.record(token, stats_of(raw, proc), choice.draw, choice.forced)
+            if row.stages is not None:
+                choice.lane.add_stages(record, self.batch.row(self.rows[slot]), self.raw_softmaxes[slot], row.stages)
+            records.append(record)
         return records

@@ -19,12 +19,19 @@ import numpy as np
 
 from decoding.parameters import (
     BY_NAME,
+    COMPANIONS,
     GENERATION_CONFIG_DEFAULTS,
+    LIST_KINDS,
+    ORDER_PRESETS,
     PARAMETERS,
     PROCESSOR_ORDER,
     active_processors,
+    as_json,
+    canonical,
+    check_companions,
     check_int,
     fail,
+    is_active,
 )
 from decoding.trace import LaneTrace, RunTrace
 
@@ -93,7 +100,31 @@ class LaneSpec:
     max_new_tokens: int | None = None
     seed: int | None = None
     stop_strings: tuple[str, ...] = ()
-    processor_order: tuple[str, ...] | None = None  # None: transformers' order
+    # transformers' processors beyond the core set
+    epsilon_cutoff: float | None = None
+    eta_cutoff: float | None = None
+    suppress_tokens: tuple[int, ...] = ()
+    bad_words_ids: tuple[tuple[int, ...], ...] = ()
+    sequence_bias: tuple[tuple[tuple[int, ...], float], ...] = ()
+    # llama.cpp's samplers (its names and semantics)
+    frequency_penalty: float | None = None
+    presence_penalty: float | None = None
+    penalty_last_n: int | None = None
+    dry_multiplier: float | None = None
+    dry_base: float = 1.75
+    dry_allowed_length: int = 2
+    dry_penalty_last_n: int = -1
+    dry_sequence_breakers: tuple[str, ...] = ("\n", ":", '"', "*")
+    top_n_sigma: float | None = None
+    xtc_probability: float | None = None
+    xtc_threshold: float = 0.1
+    mirostat: int | None = None
+    mirostat_tau: float = 5.0
+    mirostat_eta: float = 0.1
+    dynatemp_range: float | None = None
+    dynatemp_exponent: float = 1.0
+    adaptive: bool = False  # entropix-style per-step decision (decoding.adaptive)
+    processor_order: tuple[str, ...] | None = None  # None: transformers' order; a preset name becomes its list
     branch: Branch | None = None
     forced: dict[int, int] = field(default_factory=dict)  # {step: token_id}
     fanout: FanoutMember | None = None
@@ -104,6 +135,10 @@ class LaneSpec:
             value = getattr(self, p.name)
             if isinstance(value, np.generic):
                 object.__setattr__(self, p.name, value.item())
+            elif p.kind in LIST_KINDS and BY_NAME[p.name].accepts(value):  # lists as tuples, as the CLI makes them
+                object.__setattr__(self, p.name, canonical(p, value))
+        if isinstance(self.processor_order, str) and self.processor_order in ORDER_PRESETS:
+            object.__setattr__(self, "processor_order", ORDER_PRESETS[self.processor_order])
         validate(self)
 
     @property
@@ -120,7 +155,17 @@ class LaneSpec:
         if self.is_beam:
             config.update(length_penalty=self.length_penalty, early_stopping=self.early_stopping,
                           num_return_sequences=self.num_return_sequences)
-        for name in (*PROCESSOR_ORDER, "max_new_tokens", "seed"):
+        for name in PROCESSOR_ORDER:
+            row, value = BY_NAME[name], getattr(self, name)
+            if value is not None and value != ():
+                config[name] = as_json(row, value)
+            for companion in COMPANIONS[name]:  # all of them when the processor is on: the file says everything
+                value = getattr(self, companion.name)
+                if companion.is_set(value) or (value is not None and is_active(self._main_config(), name)):
+                    config[companion.name] = as_json(companion, value)
+        if self.adaptive:
+            config["adaptive"] = True
+        for name in ("penalty_last_n", "max_new_tokens", "seed"):
             if getattr(self, name) is not None:
                 config[name] = getattr(self, name)
         if self.stop_strings:
@@ -130,6 +175,11 @@ class LaneSpec:
         if self.forced:
             config["forced"] = {str(step): token for step, token in sorted(self.forced.items())}
         return config
+
+    def _main_config(self) -> dict[str, Any]:
+        """What turns processors on: do_sample, num_beams, every processor's and companion's value."""
+        names = [*PROCESSOR_ORDER, *(c.name for companions in COMPANIONS.values() for c in companions)]
+        return {"do_sample": self.do_sample, "num_beams": self.num_beams, **{n: getattr(self, n) for n in names}}
 
     @classmethod
     def from_config(
@@ -142,8 +192,10 @@ class LaneSpec:
     ) -> LaneSpec:
         """Inverse of to_config plus the lane-level markers (used by JSON import and replay)."""
         kwargs = dict(config)
-        if "stop_strings" in kwargs:
-            kwargs["stop_strings"] = tuple(kwargs["stop_strings"])
+        for key, value in config.items():
+            row = BY_NAME.get(key)
+            if row is not None and row.kind in LIST_KINDS and row.accepts(value):
+                kwargs[key] = canonical(row, value)
         if "processor_order" in kwargs:
             kwargs["processor_order"] = tuple(kwargs["processor_order"])
         if "forced" in kwargs:
@@ -191,8 +243,31 @@ def validate(spec: LaneSpec) -> None:
         if value is not None or p.default is not None:  # None is "unset" where the default is unset
             p.check(value)
     _check_strategy(spec)
-    active_processors(spec.to_config(), spec.processor_order)  # a custom order must name every active one
+    config = spec._main_config()
+    check_companions(config)
+    _check_combinations(spec, active_processors(config, spec.processor_order))  # an order names every active one
     _check_branch_and_forced(spec)
+
+
+# the truncations mirostat's own cut replaces (llama.cpp's mirostat mode applies temperature and mirostat only;
+# a Branchpoint chain may keep penalties, DRY and XTC before it: they reshape, mirostat then cuts by its mu)
+_NOT_WITH_MIROSTAT = ("top_k", "top_p", "min_p", "typical_p", "epsilon_cutoff", "eta_cutoff", "top_n_sigma",
+                      "dynatemp_range")
+
+
+def _check_combinations(spec: LaneSpec, chain: list[str]) -> None:
+    """Parameters that make no sense together: a ParameterError naming one, its rule naming the other."""
+    if "mirostat" in chain and spec.adaptive:
+        fail("adaptive", True, f"false with mirostat={spec.mirostat} (both decide each step's truncation)")
+    if "mirostat" in chain:
+        for name in _NOT_WITH_MIROSTAT:
+            if name in chain:
+                fail(name, getattr(spec, name), f"unset with mirostat={spec.mirostat} (mirostat chooses its own "
+                     "truncation, as llama.cpp's mirostat replaces its other samplers)")
+    windowed = ("repetition_penalty", "frequency_penalty")
+    if spec.penalty_last_n is not None and not any(name in chain for name in windowed):
+        fail("penalty_last_n", spec.penalty_last_n, "unset unless repetition_penalty, frequency_penalty or "
+             "presence_penalty is set (it is their window)")
 
 
 def _check_strategy(spec: LaneSpec) -> None:
@@ -255,14 +330,20 @@ PRESETS: dict[str, LaneSpec] = {
                         repetition_penalty=1.1),
 }
 DEFAULT_LANES = ("Greedy", "Beam 4", "Top-k 50", "Top-p 0.9", "Temperature 1.3")
+# The same settings in transformers' order (temperature first) and in llama.cpp's (temperature last), one seed: a
+# pair of lanes whose texts part only because of the order (for a preset pair and a tour stop in the window).
+ORDER_PAIR: tuple[LaneSpec, LaneSpec] = (
+    LaneSpec(name="transformers order", do_sample=True, temperature=1.5, top_k=40, top_p=0.9, min_p=0.05, seed=1),
+    LaneSpec(name="llama.cpp order", do_sample=True, temperature=1.5, top_k=40, top_p=0.9, min_p=0.05, seed=1,
+             processor_order=ORDER_PRESETS["llama.cpp"]),
+)
 LANE_KINDS = ("greedy", "beam", "sample", "config")
 
 # Keys a generation_config.json may hold that Branchpoint does not implement: refused unless at their default.
 _UNSUPPORTED_CONFIG_KEYS: dict[str, Any] = {
-    "epsilon_cutoff": 0.0, "eta_cutoff": 0.0, "encoder_repetition_penalty": 1.0, "bad_words_ids": None,
-    "num_beam_groups": 1, "diversity_penalty": 0.0, "penalty_alpha": None, "suppress_tokens": None,
+    "encoder_repetition_penalty": 1.0, "num_beam_groups": 1, "diversity_penalty": 0.0, "penalty_alpha": None,
     "begin_suppress_tokens": None, "forced_bos_token_id": None, "forced_eos_token_id": None,
-    "sequence_bias": None, "guidance_scale": None, "exponential_decay_length_penalty": None,
+    "guidance_scale": None, "exponential_decay_length_penalty": None,
     "constraints": None, "force_words_ids": None, "min_length": 0, "renormalize_logits": False,
     "dola_layers": None,
 }
@@ -321,13 +402,15 @@ def _parse_value(key: str, raw: str) -> Any:
     if key == "name":
         return raw
     if key == "processor_order":
-        return tuple(item for item in raw.split("|") if item)
+        return ORDER_PRESETS.get(raw) or tuple(item for item in raw.split("|") if item)
     p = BY_NAME.get(key)
     if p is None:
         settable = ", ".join(["name", *BY_NAME, "processor_order"])
         raise ValueError(f"unknown lane parameter {key!r}: allowed {settable}")
     if p.kind == "text":
         return parse_stop_strings(raw)
+    if p.kind in ("ids", "id_lists", "biases"):
+        return _parse_id_list(p, raw)
     if p.kind in ("bool", "choice"):
         words = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
         words.update({choice: choice for choice in p.choices if isinstance(choice, str)})
@@ -338,6 +421,21 @@ def _parse_value(key: str, raw: str) -> Any:
         return int(raw) if p.kind == "int" else float(raw)
     except ValueError:
         fail(key, raw, p.allowed_values())
+
+
+def _parse_id_list(p, raw: str) -> tuple:
+    """Token ids on the command line: `ids` as `5|7`, `id_lists` as `5 6|7` (ids of one sequence by spaces,
+    sequences by |), `biases` as `5 6:-2.5|7:1` (a sequence, a colon, its bias)."""
+    try:
+        items = [item.strip() for item in raw.split("|") if item.strip()]
+        if p.kind == "ids":
+            return tuple(int(item) for item in items)
+        if p.kind == "id_lists":
+            return tuple(tuple(int(token) for token in item.split()) for item in items)
+        pairs = [item.rpartition(":") for item in items]
+        return tuple((tuple(int(token) for token in ids.split()), float(bias)) for ids, _, bias in pairs)
+    except ValueError:
+        fail(p.name, raw, p.allowed_values())
 
 
 _ESCAPES = {"n": "\n", "t": "\t", "|": "|", "\\": "\\"}
@@ -383,11 +481,20 @@ def format_stop_strings(strings: Sequence[str]) -> str:
 def _auto_name(kind: str, values: dict[str, Any]) -> str:
     if kind == "beam":
         return f"beam-{values['num_beams']}"
-    parts = [f"{key.replace('_', '-')} {value}" for key, value in values.items()
+    parts = [f"{key.replace('_', '-')} {_short(value)}" for key, value in values.items()
              if key in PROCESSOR_ORDER and key != "temperature"]
     if "temperature" in values:
         parts.insert(0, f"T {values['temperature']}")
     return " ".join(parts) or kind
+
+
+def _short(value: Any) -> str:
+    """A value in a lane's name: token ids as the command line writes them (28|30, 5 6|7, 5 6:-2.0), else as is."""
+    if not isinstance(value, tuple):
+        return str(value)
+    if value and isinstance(value[0], tuple) and value[0] and isinstance(value[0][0], tuple):  # sequence_bias
+        return "|".join(f"{' '.join(map(str, ids))}:{bias}" for ids, bias in value)
+    return "|".join(" ".join(map(str, item)) if isinstance(item, tuple) else str(item) for item in value)
 
 
 def spec_from_generation_config(path: Path, name: str | None = None) -> LaneSpec:
@@ -417,15 +524,19 @@ def generation_config_of(spec: LaneSpec) -> dict[str, Any]:
     if spec.processor_order is not None and spec.processors() != active_processors(spec.to_config()):
         fail("processor_order", list(spec.processor_order),
              "transformers' order in a generation_config.json (it has no key for another order)")
+    for name in spec.processors():
+        if not BY_NAME[name].in_generation_config:
+            fail(name, getattr(spec, name), "unset in a generation_config.json (a llama.cpp sampler transformers "
+                 "does not have)")
     config: dict[str, Any] = {"do_sample": spec.do_sample, "num_beams": spec.num_beams}
     for name in PROCESSOR_ORDER:
         row, value = BY_NAME[name], getattr(spec, name)
-        if not row.applies_to.include(spec.do_sample, spec.num_beams):
+        if not row.in_generation_config or not row.applies_to.include(spec.do_sample, spec.num_beams):
             continue
         if value is None and row.hf_default is not None:
             value = row.off  # transformers would otherwise apply its default (top_k=50)
-        if value is not None:
-            config[name] = value
+        if value is not None and value != ():
+            config[name] = as_json(row, value)
     if spec.is_beam:
         config.update(length_penalty=spec.length_penalty, early_stopping=spec.early_stopping,
                       num_return_sequences=spec.num_return_sequences)
@@ -440,8 +551,10 @@ def _effective_kwargs(cfg: dict[str, Any]) -> dict[str, Any]:
     do_sample = bool(cfg["do_sample"])
     kwargs: dict[str, Any] = {"do_sample": do_sample, "num_beams": int(cfg["num_beams"])}
     for key in PROCESSOR_ORDER:
-        if cfg.get(key) is not None and BY_NAME[key].applies_to.include(do_sample, kwargs["num_beams"]):
-            kwargs[key] = cfg[key]
+        row = BY_NAME[key]
+        if cfg.get(key) is not None and row.in_generation_config and row.applies_to.include(do_sample,
+                                                                                            kwargs["num_beams"]):
+            kwargs[key] = canonical(row, cfg[key])
     if kwargs["num_beams"] > 1:
         kwargs.update(length_penalty=float(cfg["length_penalty"]), early_stopping=cfg["early_stopping"],
                       num_return_sequences=int(cfg["num_return_sequences"]))

@@ -176,6 +176,18 @@ class Softmax:
         """Nats; -inf scores add nothing."""
         return max(self.log_total - self.shift_sum / self.total, 0.0)
 
+    def varentropy(self) -> float:
+        """The variance of the surprisal -log p (nats squared) over the whole distribution: with s = value - peak,
+        -log p = log total - s, so it is the variance of s under p, E[s^2] - E[s]^2 (two passes over the kept
+        values: the weighted squares; E[s] is the entropy's shift sum). -inf scores add nothing."""
+        shifted = _at_least_floor(self.shifted) if self.clamp_for_entropy else self.shifted
+        weighted = self.weights * shifted  # 0 * floor: -0, never nan
+        square_sum = float(np.dot(weighted, shifted))
+        if self.holes is not None:  # a masked row keeps raw's arrays: its filtered positions' terms come off
+            square_sum -= float(np.dot(weighted[self.holes].astype(np.float64), shifted[self.holes]))
+        mean = self.shift_sum / self.total
+        return max(square_sum / self.total - mean * mean, 0.0)
+
     def log_probs_at(self, positions: np.ndarray) -> np.ndarray:
         """float32 log-probabilities of `positions` into `values`: log_softmax's values there, bit for bit."""
         logprobs = (self.values[positions] - self.peak) - np.float32(self.log_total)
@@ -348,6 +360,7 @@ class Distribution:
     prob: float  # of the chosen token (0.0 if filtered)
     logprob: float  # -inf if filtered
     entropy: float  # nats
+    varentropy: float  # nats squared: the variance of the surprisal
     margin: float  # top-1 minus top-2 probability
     kept: int  # tokens with a finite score
     tail_mass: float  # probability outside the top-N
@@ -371,13 +384,15 @@ class StepStats:
     tail_mass_raw: float
     top: TopList
     top_raw: TopList
+    varentropy: float
+    varentropy_raw: float
 
     def record_fields(self) -> dict[str, Any]:
         """Keyword arguments for StepRecord (shallow: the top lists are shared)."""
         return dict(self.__dict__)  # the fields (dataclasses.fields costs more than the rest of a record)
 
 
-EMPTY = Distribution(0.0, -np.inf, 0.0, 0.0, 0, 0.0, TopList((), (), ()))
+EMPTY = Distribution(0.0, -np.inf, 0.0, 0.0, 0.0, 0, 0.0, TopList((), (), ()))
 
 
 @dataclass(slots=True)
@@ -386,6 +401,7 @@ class Spread:
     and shared by every lane that chose from it."""
 
     entropy: float
+    varentropy: float
     margin: float
     kept: int
     tail_mass: float
@@ -404,6 +420,7 @@ def spread_of(
     top = TopList(token_ids, text, probs)
     return Spread(
         entropy=sm.entropy() if entropy is None else entropy,
+        varentropy=sm.varentropy(),
         margin=probs[0] - (probs[1] if len(probs) > 1 else 0.0),
         kept=sm.kept,
         tail_mass=max(0.0, 1.0 - float(top_probs.sum())),
@@ -438,7 +455,7 @@ def spreads_of(
         token_ids = (best if sm.ids is None else sm.ids[best]).tolist()
         top = TopList(token_ids, text, probs)
         margin = probs[0] - (probs[1] if width > 1 else 0.0)
-        out[i] = Spread(entropies[i], margin, sm.kept, max(0.0, tail_mass), top)
+        out[i] = Spread(entropies[i], sm.varentropy(), margin, sm.kept, max(0.0, tail_mass), top)
     return out
 
 
@@ -468,7 +485,7 @@ def distribution(
 
 
 def with_chosen(spread: Spread, logprob: float) -> Distribution:
-    return Distribution(float(np.exp(logprob)), logprob, spread.entropy, spread.margin, spread.kept,
+    return Distribution(float(np.exp(logprob)), logprob, spread.entropy, spread.varentropy, spread.margin, spread.kept,
                         spread.tail_mass, spread.top)
 
 
@@ -511,6 +528,8 @@ def stats_of(raw_dist: Distribution, proc: Distribution) -> StepStats:
         tail_mass_raw=raw_dist.tail_mass,
         top=proc.top,
         top_raw=raw_dist.top,
+        varentropy=proc.varentropy,
+        varentropy_raw=raw_dist.varentropy,
     )
 
 

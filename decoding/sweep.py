@@ -20,9 +20,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from decoding.chain import build_processors
 from decoding.fanout import fan_out
 from decoding.parameters import Strategies, parameter
-from decoding.processors import apply_processors, build_processors
+from decoding.processors import apply_processors
 from decoding.spec import LaneSpec, assign_seeds, lane_spec
 from decoding.stats import Softmax, distribution
 from decoding.trace import RunTrace, SweepPoint, TemperatureSweep

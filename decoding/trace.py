@@ -25,6 +25,17 @@ class TokenProb(NamedTuple):
     rank: int
 
 
+class StageRecord(NamedTuple):
+    """One stage's effect at one step, as decoding.stages computes it (a tuple of plain values, as TopList's
+    entries: cheap for the collector)."""
+
+    name: str  # the processor's parameter name (decoding.parameters)
+    kept: int  # tokens with a finite score after the stage
+    mass: float  # the share of the previous distribution's probability on the tokens the stage kept
+    rank: int | None  # the chosen token's rank after the stage (None: the stage or one before removed it)
+    prob: float  # the chosen token's probability after the stage (0.0 once removed)
+
+
 class TopList(Sequence[TokenProb]):
     """A top-N list kept as three tuples (ids, texts, probabilities; an entry's rank is its position) and read
     as a list of TokenProb: iterate, index, slice, len, compare. A run holds two per step record, and as N
@@ -147,6 +158,12 @@ class StepRecord:
     forced: bool = False  # the token was forced (branch point), not chosen by the selector
     time_ms: float = 0.0
     beams: list[BeamHypothesis] | None = None  # beam lanes: every candidate considered at this step
+    xtc_coin: float | None = None  # XTC's coin at this step (from the lane's generator; XTC acted if <= its p)
+    mirostat_mu: float | None = None  # mirostat's running mu (bits) this step truncated with
+    varentropy: float | None = None  # nats squared: variance of the surprisal, processed (None: a version 2 file)
+    varentropy_raw: float | None = None
+    stages: list[StageRecord] | None = None  # the chain stage by stage (decoding.stages); None without processors
+    adaptive: str | None = None  # an adaptive lane's decision: "argmax", "sample" or "widen" (decoding.adaptive)
 
     def __post_init__(self) -> None:
         self.top, self.top_raw = as_top_list(self.top), as_top_list(self.top_raw)
@@ -169,8 +186,8 @@ class LaneTrace:
     replay_of: dict[str, Any] | None = None  # {"lane", "step", "token_id"}: a branch-not-taken replay
 
 
-SCHEMA_VERSION = 2
-READABLE_VERSIONS = (1, 2)  # version 1: no fan-outs, critical points, replays or sweeps
+SCHEMA_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)  # 1: no fan-outs, critical points, replays, sweeps; 2: no llama.cpp samplers
 
 
 @dataclass

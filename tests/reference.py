@@ -119,9 +119,13 @@ def transformers_processors(model, spec, prompt_length: int, eos_token_ids: list
     processor_order, which transformers lacks, puts the same processors in that order."""
     from transformers import GenerationConfig
 
-    from decoding.parameters import BY_NAME
+    from decoding.parameters import BY_NAME, as_json
 
-    values = {p.name: getattr(spec, p.name) for p in BY_NAME.values() if p.is_processor}
+    # transformers' own processors only (llama.cpp's samplers are not GenerationConfig keys); an empty list kind
+    # (suppress_tokens=()) is unset, as transformers builds a processor for any list it is given
+    values = {p.name: as_json(p, getattr(spec, p.name)) for p in BY_NAME.values()
+              if p.is_processor and p.in_generation_config}
+    values = {name: None if value == [] else value for name, value in values.items()}
     config = GenerationConfig(
         do_sample=spec.do_sample, num_beams=spec.num_beams, eos_token_id=eos_token_ids,
         pad_token_id=eos_token_ids[0], **{name: BY_NAME[name].off if value is None else value

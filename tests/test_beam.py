@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from decoding.beam import BeamSearch
-from decoding.processors import apply_processors, build_processors, top_candidates
+from decoding.chain import build_processors
+from decoding.processors import apply_processors, top_candidates
 from tests.extras import require_prepare_module
 
 torch = require_prepare_module("torch")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-ITEMS = "side_by_side,batching,kv,prefill_edit,attention_edit,floor,sampler,ort_options"
+ITEMS = "side_by_side,batching,kv,prefill_edit,attention_edit,floor,sampler,llama_sampler,ort_options"
 
 
 def run_quick(model_dir: Path, tmp_path: Path, items: str, timeout: float = 400) -> tuple[str, dict]:
@@ -28,7 +28,7 @@ def test_quick_bench_reports_every_item(tiny_model_dir: Path, tmp_path: Path):
     printed, results = run_quick(tiny_model_dir, tmp_path, ITEMS)
     assert results["skipped"] == {}
     items = {row["item"].split()[0] for row in results["rows"]}
-    assert items == {"1", "2", "3", "4", "5", "ORT"}
+    assert items == {"1", "2", "3", "4", "5", "5b", "ORT"}
     assert all(math.isfinite(row["value"]) and row["value"] > 0 for row in results["rows"])
     goals = [row for row in results["rows"] if row["goal"]]
     assert all(row["passed"] in (True, False) for row in goals) and len(goals) >= 5

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from decoding.branch_not_taken import compare_continuations, levenshtein, not_taken_spec, replay_spec
+from decoding.chain import build_processors
 from decoding.engine import Engine, replay_prefix
-from decoding.processors import apply_processors, build_processors
+from decoding.processors import apply_processors
 from decoding.replay import compare, replay, replay_not_taken
 from decoding.selectors import Sampler
 from decoding.spec import Branch, LaneSpec, ReplayOf, lane_spec

@@ -59,6 +59,25 @@ def test_run_prints_lanes_and_writes_json_that_replays(capsys, tiny_model_dir, t
     assert "replay identical: 3 lanes" in out
 
 
+def test_the_llama_cpp_samplers_run_from_the_command_line_and_replay(capsys, tiny_model_dir, tmp_path):
+    path = tmp_path / "run.json"
+    lanes = ["sample:dry_multiplier=0.8,xtc_probability=0.5,frequency_penalty=0.2,penalty_last_n=8,seed=1",
+             "sample:mirostat=2,mirostat_tau=3,seed=2", "sample:top_n_sigma=1,dynatemp_range=0.3,seed=3",
+             "sample:top_k=20,temperature=0.7,processor_order=llama.cpp,seed=4",
+             "greedy:suppress_tokens=5|6,bad_words_ids=7 8|9,sequence_bias=3:2.5"]
+    argv = ["run", "--model", str(tiny_model_dir), "--prompt", "The capital of France is", "--max-new-tokens",
+            "6", "--json", str(path), "--device", "cpu"]
+    code, out, err = cli(capsys, *argv, *(arg for lane in lanes for arg in ("--lane", lane)))
+    assert code == 0, err
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["schema_version"] == 3 and data["lanes"][1]["steps"][0]["mirostat_mu"] == 6.0
+    assert data["lanes"][0]["config"]["dry_sequence_breakers"] == ["\n", ":", '"', "*"]
+    assert data["lanes"][3]["processors"] == ["top_k", "temperature"]  # llama.cpp's order: temperature last
+    code, out, err = cli(capsys, "replay", str(path), "--model", str(tiny_model_dir))
+    assert code == 0, err
+    assert "replay identical: 5 lanes" in out
+
+
 def test_replay_reports_the_first_mismatch(capsys, tiny_model_dir, tmp_path):
     path = tmp_path / "run.json"
     assert (
@@ -120,6 +139,12 @@ def test_chat_prompt_uses_the_template(capsys, tiny_model_dir, tmp_path):
         (["--system", "x"], "--system needs --chat"),
         (["--json", "/no/such/folder/run.json"], "does not exist"),
         (["--model", "/no/such/model"], "no prepared model"),
+        (["--lane", "sample:mirostat=2,top_k=40"], "invalid top_k=40: allowed unset with mirostat=2"),
+        (["--lane", "sample:dry_base=2"], "invalid dry_base=2.0: allowed its default (1.75) unless dry_multiplier"),
+        (["--lane", "sample:xtc_probability=1.5"], "invalid xtc_probability=1.5: allowed a float in [0, 1]"),
+        (["--lane", "greedy:penalty_last_n=64"], "invalid penalty_last_n=64"),
+        (["--lane", "sample:suppress_tokens=a|b"], "invalid suppress_tokens='a|b'"),
+        (["--lane", "sample:processor_order=mirostat|top_k,mirostat=2,temperature=0.8"], "invalid processor_order"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys, tiny_model_dir, tmp_path, args, message):

@@ -10,6 +10,7 @@ import types
 import pytest
 
 import decoding
+from decoding import llama_samplers as L
 from decoding import processors as P
 from decoding.parameters import PROCESSOR_ORDER
 
@@ -32,8 +33,8 @@ def test_docstring_examples_hold(name):
 
 
 def test_every_processor_documents_its_arguments_with_an_example():
-    processors = [cls for cls in vars(P).values() if isinstance(cls, type) and issubclass(cls, P.Processor)
-                  and getattr(cls, "name", None)]
+    processors = [cls for module in (P, L) for cls in vars(module).values()
+                  if isinstance(cls, type) and issubclass(cls, P.Processor) and getattr(cls, "name", None)]
     assert {cls.name for cls in processors} == set(PROCESSOR_ORDER)
     for cls in processors:
         assert "Args:" in cls.__doc__ and doctest.DocTestParser().get_examples(cls.__doc__), cls.__name__

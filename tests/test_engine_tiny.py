@@ -110,7 +110,8 @@ def direct_forced_decode(decoder, spec, ids: list[int], steps: int, step: int, t
     one at `step` discarded for `token`)."""
     import numpy as np
 
-    from decoding.processors import apply_processors, build_processors
+    from decoding.chain import build_processors
+    from decoding.processors import apply_processors
     from decoding.selectors import Sampler
 
     processors = build_processors(spec.to_config(), len(ids), list(decoder.eos_token_ids), 1)

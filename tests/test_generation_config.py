@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from decoding.processors import build_processors
+from decoding.chain import build_processors
 from decoding.spec import PRESETS, LaneSpec, generation_config_of, spec_from_generation_config
 from tests.test_processors import TRANSFORMERS_NAMES  # transformers' processor classes by the key that makes them
 

@@ -13,9 +13,14 @@ from typing import Any
 
 import pytest
 
+from decoding import llama_samplers as L
 from decoding import processors as P
+from decoding.chain import build_processors
 from decoding.fanout import check_fanout
 from decoding.parameters import (
+    BY_NAME,
+    LLAMA_CPP_ORDER,
+    ORDER_PRESETS,
     PARAMETERS,
     PROCESSOR_ORDER,
     Allowed,
@@ -57,16 +62,22 @@ def invalid_values(p: Parameter) -> list[Any]:
         return [1, "yes", None]
     if p.kind == "choice":
         return ["sometimes", 1, None]
-    return [("",), ("ok", 3), "END"]
+    return {"text": [("",), ("ok", 3), "END"], "ids": [(-1,), ("a",), 5], "id_lists": [((),), ((-1,),), (1, 2)],
+            "biases": [(((1,), "a"),), (((), 1.0),), (((1,), math.inf),)]}[p.kind]
 
 
 def strategy(p: Parameter) -> dict[str, Any]:
-    """A lane the parameter applies to."""
+    """A lane the parameter applies to (a companion's processor on)."""
+    lane: dict[str, Any] = {}
     if p.applies_to is Strategies.SAMPLING:
-        return {"do_sample": True}
+        lane = {"do_sample": True}
     if p.applies_to is Strategies.BEAM:
-        return {"num_beams": 4}
-    return {}
+        lane = {"num_beams": 4}
+    if p.stage is not None:
+        lane[p.stage] = 1 if BY_NAME[p.stage].kind == "int" else 0.5
+    if p.name == "penalty_last_n":
+        lane["frequency_penalty"] = 0.5
+    return lane
 
 
 def message(p: Parameter, value: Any, allowed: str | None = None) -> str:
@@ -113,6 +124,35 @@ def test_the_kind_of_bound_of_ranges_lists_and_rules():
     assert (refused.value.parameter, refused.value.allowed.range.high) == ("fanout", 64)
 
 
+def test_the_combination_refusals_are_rules_naming_both_parameters():
+    """issue-24's refusals of parameters that make no sense together are ParameterErrors of kind "rule" (the
+    window translates them from their fields), their English sentence naming both parameters."""
+    cases = [
+        ({"do_sample": True, "mirostat": 2, "top_k": 4}, "top_k", 4,
+         "unset with mirostat=2 (mirostat chooses its own truncation, as llama.cpp's mirostat replaces its other "
+         "samplers)"),
+        ({"do_sample": True, "mirostat": 1, "adaptive": True}, "adaptive", True,
+         "false with mirostat=1 (both decide each step's truncation)"),
+        ({"penalty_last_n": 8}, "penalty_last_n", 8,
+         "unset unless repetition_penalty, frequency_penalty or presence_penalty is set (it is their window)"),
+        ({"dry_base": 2.0}, "dry_base", 2.0, "its default (1.75) unless dry_multiplier is set: it configures that "
+         "processor"),
+        ({"do_sample": True, "mirostat": 2, "top_k": 4, "processor_order": ("mirostat", "top_k")},
+         "processor_order", ["mirostat", "top_k"], None),
+    ]
+    for kwargs, name, value, rule in cases:
+        with pytest.raises(ParameterError) as refused:
+            LaneSpec("x", **kwargs)
+        error = refused.value
+        assert (error.parameter, error.value, error.allowed.kind) == (name, value, "rule")
+        if rule is not None:
+            assert error.allowed.rule == rule
+            assert str(error) == f"invalid {name}={value!r}: allowed {rule}"
+    with pytest.raises(ParameterError) as refused:
+        parse_lane("sample:suppress_tokens=a|b")
+    assert refused.value.allowed == Allowed("rule", rule="a list of token ids (integers >= 0)")
+
+
 def test_a_refusal_survives_pickling_with_its_fields():
     import pickle
 
@@ -147,40 +187,68 @@ def test_the_cli_lane_parser_enforces_every_range_of_the_table(p):
             parse_lane(cli_text(p, raw))
 
 
-PROCESSOR_CLASSES = {cls.name: cls for cls in (P.RepetitionPenalty, P.NoRepeatNGram, P.MinNewTokens,
-                                               P.Temperature, P.TopK, P.TopP, P.MinP, P.Typical)}
+PROCESSOR_CLASSES = {cls.name: cls for cls in (
+    P.RepetitionPenalty, P.NoRepeatNGram, P.MinNewTokens, P.Temperature, P.TopK, P.TopP, P.MinP, P.Typical,
+    P.Epsilon, P.Eta, P.SuppressTokens, P.BadWords, P.SequenceBias, L.FrequencyPresencePenalty, L.Dry,
+    L.TopNSigma, L.Xtc, L.Mirostat, L.DynamicTemperature)}
 
 
 def make_processor(name: str, value: Any) -> P.Processor:
     if name == "min_new_tokens":
         return P.MinNewTokens(value, 3, [2])
+    if name == "dynatemp_range":
+        return L.DynamicTemperature(1.0, value)
     return PROCESSOR_CLASSES[name](value)
 
 
-@pytest.mark.parametrize("p", [p for p in PARAMETERS if p.is_processor], ids=lambda p: p.name)
+def processor_value(processor: P.Processor, name: str) -> Any:
+    return processor.params()["mirostat" if name == "mirostat" else name]
+
+
+@pytest.mark.parametrize("p", [p for p in PARAMETERS if p.is_processor and p.range is not None],
+                         ids=lambda p: p.name)
 def test_the_processors_enforce_every_range_of_the_table(p):
     allowed = p.processor_range or p.range
+    if p.name == "mirostat":  # 0 is off: the processor is version 1 or 2
+        allowed = Range(1, 2, integer=True)
     for value in outside(allowed):
         with pytest.raises(ValueError, match=message(p, value, allowed.describe())):
             make_processor(p.name, value)
     for value in inside(allowed):
-        assert make_processor(p.name, value).params()[p.name] == value
+        assert processor_value(make_processor(p.name, value), p.name) == value
 
 
-def test_every_processor_has_its_row_and_transformers_order():
+@pytest.mark.parametrize("p", [p for p in PARAMETERS if p.is_processor and p.range is None], ids=lambda p: p.name)
+def test_the_list_processors_refuse_what_the_table_refuses(p):
+    for value in invalid_values(p):
+        if isinstance(value, tuple):
+            with pytest.raises(ValueError, match=re.escape(f"invalid {p.name}=")):
+                PROCESSOR_CLASSES[p.name](value)
+
+
+def test_every_processor_has_its_row_and_its_place_in_each_order():
     assert set(PROCESSOR_CLASSES) == {p.name for p in PARAMETERS if p.is_processor}
-    assert PROCESSOR_ORDER == ("repetition_penalty", "no_repeat_ngram_size", "min_new_tokens", "temperature",
-                               "top_k", "top_p", "min_p", "typical_p")
+    assert PROCESSOR_ORDER[1:] == (
+        "repetition_penalty", "frequency_penalty", "dry_multiplier", "no_repeat_ngram_size", "bad_words_ids",
+        "min_new_tokens", "suppress_tokens", "temperature", "dynatemp_range", "top_k", "top_p", "min_p", "typical_p",
+        "epsilon_cutoff", "eta_cutoff", "top_n_sigma", "xtc_probability", "mirostat")
+    assert sorted(LLAMA_CPP_ORDER) == sorted(PROCESSOR_ORDER) and ORDER_PRESETS["llama.cpp"] == LLAMA_CPP_ORDER
+    # llama.cpp's default order of the samplers it has (common_params_sampling.samplers), mirostat after them
+    llama = [name for name in LLAMA_CPP_ORDER if parameter(name).follows == "llama.cpp" or name in (
+        "repetition_penalty", "top_k", "typical_p", "top_p", "min_p", "temperature")]
+    assert llama == ["repetition_penalty", "frequency_penalty", "dry_multiplier", "top_n_sigma", "top_k",
+                     "typical_p", "top_p", "min_p", "xtc_probability", "temperature", "dynatemp_range", "mirostat"]
     for p in PARAMETERS:
         if p.is_processor:  # the off value is what the spec accepts and builds nothing from
-            assert p.range.contains(p.off)
-            assert P.build_processors({"do_sample": True, p.name: p.off}, 3, [2]) == []
+            assert p.accepts(p.off) if p.off is not None else p.accepts(p.default)
+            off = p.off if p.off is not None else p.default
+            assert build_processors({"do_sample": True, p.name: off}, 3, [2]) == []
 
 
 def test_the_lane_editor_offers_the_tables_values_and_its_open_ends():
     """The widgets reach exactly the table's range, an open end included: typing it (temperature 0) must get
     LaneSpec's refusal in words, not snap silently to the nearest allowed value."""
-    for p in PARAMETERS:
+    for p in (p for p in PARAMETERS if p.editor):
         f = FIELDS_BY_NAME[p.name]
         assert f.kind == p.kind and p.meaning in f.tooltip and p.allowed() in f.tooltip
         if p.range is None:
@@ -230,20 +298,26 @@ def test_unique_name_and_unique_names_agree():
 
 # ---------------------------------------------------------------------------------------------- the doc
 
-DOC_HEADER = "| parameter | type | allowed | default | off | order | applies to | meaning | Hugging Face |"
+DOC_HEADER = ("| parameter | type | allowed | default | off | order | llama.cpp order | applies to | meaning | "
+              "follows |")
 
 
 def doc_row(p: Parameter) -> str:
-    default = "unset" if p.default is None else json.dumps(list(p.default) if p.kind == "text" else p.default)
+    default = "unset" if p.default is None or p.default == () else json.dumps(
+        list(p.default) if isinstance(p.default, tuple) else p.default)
     json_type = {"bool": "boolean", "int": "integer", "float": "number", "choice": "boolean or string",
-                 "text": "list of strings"}[p.kind]
+                 "text": "list of strings", "ids": "list of integers", "id_lists": "list of lists of integers",
+                 "biases": "list of [ids, number] pairs"}[p.kind]
+    off = "`[]`" if p.off is None and p.is_processor else f"`{json.dumps(p.off)}`" if p.is_processor else ""
+    stage = f"with `{p.stage}`" if p.stage else ""
     cells = [
         f"`{p.name}`",
         json_type,
         p.allowed(),
         default,
-        f"`{json.dumps(p.off)}`" if p.is_processor else "",
-        str(PROCESSOR_ORDER.index(p.name) + 1) if p.is_processor else "",
+        off,
+        str(PROCESSOR_ORDER.index(p.name) + 1) if p.is_processor else stage,
+        str(LLAMA_CPP_ORDER.index(p.name) + 1) if p.is_processor else "",
         p.applies_to.value,
         p.meaning.replace("|", "\\|"),
         f"[`{p.hf_name}`]({p.hf_link})",

@@ -5,8 +5,9 @@ be reproduced bit for bit and are checked for what they are:
 - torch's softmax uses its own vectorised exp (up to ~3e-6 relative from numpy's), so a token whose decision
   quantity (cumulative probability, probability ratio, typical cut) lies within 1e-5 of the cut may fall on
   either side;
-- torch.sort is unstable (std::sort), so where a cut falls inside a group of exactly tied logits transformers'
-  survivors are arbitrary; ours are the lowest ids, and the number of survivors must be equal.
+- where a cut falls inside a group of exactly tied logits, ours are the survivors a stable sort keeps
+  (tests/test_transformers_cases.py checks them on transformers' own cases), but torch.sort is not always
+  stable, so here only the number of survivors must be equal.
 Every other token must match. A float64 oracle below says which tokens are in either situation.
 """
 
@@ -17,12 +18,13 @@ import os
 import numpy as np
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from transformers.generation import logits_process as lp
 
 from decoding import processors as P
+from decoding.chain import build_processors
 from decoding.parameters import PROCESSOR_ORDER
 from decoding.spec import LaneSpec
 from tests.reference import generation_model, transformers_processors
@@ -295,18 +297,79 @@ def test_no_repeat_ngram_bans_the_known_continuation():
 
 
 ORACLES = {
+    "epsilon_cutoff": lambda scores, p: (near_cut(probs64(scores), np.float64(p.epsilon)),),
+    "eta_cutoff": lambda scores, p: (np.ones(scores.shape, bool),),  # checked on its own: test_eta_matches
     "top_p": lambda scores, p: top_p_oracle(scores, p.top_p, p.min_tokens_to_keep),
     "min_p": lambda scores, p: min_p_oracle(scores, p.min_p, p.min_tokens_to_keep),
     "typical_p": lambda scores, p: typical_oracle(scores, p.typical_p, p.min_tokens_to_keep),
 }
 
 
+def near_cut(probs: np.ndarray, cut: np.ndarray) -> np.ndarray:
+    return np.abs(probs - cut) <= TOL * np.maximum(cut, 1e-30)
+
+
+@SETTINGS
+@given(scores=any_logits(), epsilon=st.floats(1e-6, 0.999), keep=st.sampled_from([1, 2, 3]))
+def test_epsilon_matches(scores, epsilon, keep):
+    ours = run(P.Epsilon(epsilon, keep), scores)
+    theirs = reference(lp.EpsilonLogitsWarper(epsilon, min_tokens_to_keep=keep), scores)
+    assert_same(ours, theirs, numeric=near_cut(probs64(scores), np.float64(epsilon)))
+
+
+@SETTINGS
+@given(scores=any_logits(), epsilon=st.floats(1e-6, 0.999), keep=st.sampled_from([1, 2, 3]))
+def test_eta_matches(scores, epsilon, keep):
+    ours = run(P.Eta(epsilon, keep), scores)
+    theirs = reference(lp.EtaLogitsWarper(epsilon, min_tokens_to_keep=keep), scores)
+    probs = probs64(scores)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        entropy = -np.nansum(np.where(probs > 0, probs * np.log(probs), 0.0), axis=1, keepdims=True)
+    eta = np.minimum(epsilon, np.sqrt(epsilon) * np.exp(-entropy))
+    assert_same(ours, theirs, numeric=np.abs(probs - eta) <= 1e-4 * np.maximum(eta, 1e-30))
+
+
+token_lists = st.lists(st.integers(0, 9), min_size=1, max_size=4)
+
+
+@SETTINGS
+@given(batch=st.integers(0, 2**32 - 1), suppress=st.lists(st.integers(0, 12), min_size=1, max_size=5))
+def test_suppress_tokens_matches(batch, suppress):
+    scores = make_logits("normal", 2, 10, batch)
+    ours = run(P.SuppressTokens(suppress), scores)
+    assert np.array_equal(ours, reference(lp.SuppressTokensLogitsProcessor(suppress), scores))
+
+
+@SETTINGS
+@given(batch=st.integers(0, 2**32 - 1), bad=st.lists(token_lists, min_size=1, max_size=5),
+       eos=st.sampled_from([[], [2], [2, 7]]))
+def test_bad_words_matches(batch, bad, eos):
+    rng = np.random.default_rng(batch)
+    ids, scores = rng.integers(0, 10, (3, 6)), make_logits("normal", 3, 10, batch)
+    ours = run(P.BadWords(bad, eos), scores, ids)
+    assert np.array_equal(ours, reference(lp.NoBadWordsLogitsProcessor(bad, eos or None), scores, ids))
+
+
+@SETTINGS
+@given(batch=st.integers(0, 2**32 - 1), biased=st.lists(st.tuples(token_lists, st.floats(-50, 50)), min_size=1,
+                                                          max_size=6))
+def test_sequence_bias_matches(batch, biased):
+    rng = np.random.default_rng(batch)
+    ids, scores = rng.integers(0, 10, (3, 6)), make_logits("normal", 3, 10, batch)
+    pairs = [(tuple(tokens), float(bias)) for tokens, bias in biased]
+    ours = run(P.SequenceBias(pairs), scores, ids)
+    # transformers' dict form (its list form refuses id 0); a later equal sequence replaces an earlier one in both
+    assert np.array_equal(ours, reference(lp.SequenceBiasLogitsProcessor(dict(pairs)), scores, ids))
+
+
+
 @SETTINGS
 @given(batch=id_batches(), temperature=st.floats(0.1, 3), top_k=st.integers(0, 100),
        top_p=st.floats(0.05, 1.0), min_p=st.floats(0.0, 0.3), typical_p=st.floats(0.05, 1.0),
-       penalty=st.floats(0.5, 2.0), beams=st.sampled_from([1, 4]))
+       penalty=st.floats(0.5, 2.0), beams=st.sampled_from([1, 4]), epsilon=st.sampled_from([0.0, 1e-4]),
+       eta=st.sampled_from([0.0, 1e-4]), extras=st.booleans())
 def test_build_processors_matches_transformers_chain(
-    batch, temperature, top_k, top_p, min_p, typical_p, penalty, beams
+    batch, temperature, top_k, top_p, min_p, typical_p, penalty, beams, epsilon, eta, extras
 ):
     """A lane's chain is transformers' own chain from `_get_logits_processor` (same processors, same order,
     same min_tokens_to_keep, no top_k default), and each step gives transformers' step result."""
@@ -314,12 +377,18 @@ def test_build_processors_matches_transformers_chain(
     from transformers.generation.utils import GenerationMixin
 
     ids, scores = batch
+    # transformers refuses biased ids beyond the vocabulary, and its eta fails on a row filtered entirely
+    assume(scores.shape[1] >= 8 or not (extras or eta))
     config = {"do_sample": True, "temperature": temperature, "top_k": top_k, "top_p": top_p, "min_p": min_p,
               "typical_p": typical_p, "repetition_penalty": penalty, "no_repeat_ngram_size": 2,
-              "min_new_tokens": 3}
+              "min_new_tokens": 3, "epsilon_cutoff": epsilon, "eta_cutoff": eta}
+    if extras:  # transformers' constraints beyond the core set
+        config.update(suppress_tokens=[3], bad_words_ids=[[4], [0, 5]], sequence_bias=[[[6], 1.5], [[0, 7], -2.0]])
     eos = [1, 2]
     prompt_len = ids.shape[1] - 1
-    ours = P.build_processors(config, prompt_len=prompt_len, eos_ids=eos, num_beams=beams)
+    ours = build_processors(config, prompt_len=prompt_len, eos_ids=eos, num_beams=beams)
+    if extras:  # GenerationConfig holds sequence_bias as transformers' dict form
+        config["sequence_bias"] = {tuple(ids): bias for ids, bias in config["sequence_bias"]}
     generation_config = GenerationConfig(**config, num_beams=beams, eos_token_id=eos)
     generation_config._eos_token_tensor = torch.tensor(eos)
     theirs = GenerationMixin._get_logits_processor(GenerationMixin(), generation_config, prompt_len)
@@ -338,7 +407,7 @@ def test_build_processors_matches_transformers_chain(
         current = expected
 
 
-TRANSFORMERS_NAMES = {
+TRANSFORMERS_NAMES = {  # spelled out here, not read from decoding.parameters (the table under test)
     "RepetitionPenaltyLogitsProcessor": "repetition_penalty",
     "NoRepeatNGramLogitsProcessor": "no_repeat_ngram_size",
     "MinNewTokensLengthLogitsProcessor": "min_new_tokens",
@@ -347,61 +416,67 @@ TRANSFORMERS_NAMES = {
     "TopPLogitsWarper": "top_p",
     "MinPLogitsWarper": "min_p",
     "TypicalLogitsWarper": "typical_p",
-}
-
-
-TRANSFORMERS_CLASSES = {  # spelled out here, not read from decoding.parameters (the table under test)
-    "RepetitionPenaltyLogitsProcessor": "repetition_penalty", "NoRepeatNGramLogitsProcessor": "no_repeat_ngram_size",
-    "MinNewTokensLengthLogitsProcessor": "min_new_tokens", "TemperatureLogitsWarper": "temperature",
-    "TopKLogitsWarper": "top_k", "TopPLogitsWarper": "top_p", "MinPLogitsWarper": "min_p",
-    "TypicalLogitsWarper": "typical_p",
+    "EpsilonLogitsWarper": "epsilon_cutoff",
+    "EtaLogitsWarper": "eta_cutoff",
+    "SuppressTokensLogitsProcessor": "suppress_tokens",
+    "NoBadWordsLogitsProcessor": "bad_words_ids",
+    "SequenceBiasLogitsProcessor": "sequence_bias",
 }
 
 
 def test_default_order_is_transformers_order_and_the_spec_order():
-    """The order is read from transformers: the processors its generate() builds with every one of them on."""
-    everything = {"do_sample": True, "repetition_penalty": 1.1, "no_repeat_ngram_size": 3,
-                  "min_new_tokens": 2, "temperature": 0.7, "top_k": 40, "top_p": 0.9, "min_p": 0.05,
-                  "typical_p": 0.95}
+    """The order is read from transformers: the processors its generate() builds with every one of them on;
+    llama.cpp's samplers take their places in it (decoding.parameters)."""
+    everything = {"do_sample": True, "sequence_bias": [[[1], 1.0]], "repetition_penalty": 1.1,
+                  "no_repeat_ngram_size": 3, "bad_words_ids": [[5]], "min_new_tokens": 2, "suppress_tokens": [7],
+                  "temperature": 0.7, "top_k": 40, "top_p": 0.9, "min_p": 0.05, "typical_p": 0.95,
+                  "epsilon_cutoff": 0.001, "eta_cutoff": 0.001}
     theirs = transformers_processors(generation_model(16), LaneSpec("all", **everything), 4, [2])
-    transformers_order = [TRANSFORMERS_CLASSES[type(processor).__name__] for processor in theirs]
-    assert len(transformers_order) == len(TRANSFORMERS_CLASSES)
-    names = [p.name for p in P.build_processors(everything, 4, [2], 1)]
-    assert names == transformers_order == list(PROCESSOR_ORDER)
+    transformers_order = [TRANSFORMERS_NAMES[type(processor).__name__] for processor in theirs]
+    assert len(transformers_order) == len(TRANSFORMERS_NAMES)
+    names = [p.name for p in build_processors(everything, 4, [2], 1)]
+    ours = [name for name in PROCESSOR_ORDER if name in TRANSFORMERS_NAMES.values()]
+    assert names == transformers_order == ours
     assert LaneSpec("all", **everything).processors() == transformers_order
+    llama = {"frequency_penalty": 0.5, "dry_multiplier": 0.8, "top_n_sigma": 2.0, "xtc_probability": 0.5}
+    names = [p.name for p in build_processors({**everything, **llama}, 4, [2], 1)]
+    # dynamic temperature takes temperature's place; mirostat refuses the truncations (LaneSpec says so)
+    assert names == [name for name in PROCESSOR_ORDER if name not in ("dynatemp_range", "mirostat")]
+    with_both = {"do_sample": True, "temperature": 0.7, "dynatemp_range": 0.5, "mirostat": 2}
+    assert [p.name for p in build_processors(with_both, 4, [2], 1)] == ["dynatemp_range", "mirostat"]
 
 
 def test_build_applies_only_what_the_config_names():
-    assert P.build_processors({"do_sample": True}, 4, [2]) == []
+    assert build_processors({"do_sample": True}, 4, [2]) == []
     offs = {"do_sample": True, "top_k": 0, "top_p": 1.0, "min_p": 0, "typical_p": 1.0,
             "repetition_penalty": 1.0, "temperature": 1.0, "no_repeat_ngram_size": 0, "min_new_tokens": 0}
-    assert P.build_processors(offs, 4, [2]) == []
-    [top_p] = P.build_processors({"do_sample": True, "top_p": 0.9}, 4, [2])
+    assert build_processors(offs, 4, [2]) == []
+    [top_p] = build_processors({"do_sample": True, "top_p": 0.9}, 4, [2])
     assert isinstance(top_p, P.TopP) and top_p.min_tokens_to_keep == 1
     # warpers only under do_sample (transformers ignores them otherwise); penalties always
     greedy = {"temperature": 0.7, "top_k": 5, "repetition_penalty": 1.3}
-    assert [p.name for p in P.build_processors(greedy, 4, [2])] == ["repetition_penalty"]
+    assert [p.name for p in build_processors(greedy, 4, [2])] == ["repetition_penalty"]
     assert P.ignored_settings(greedy) == ["temperature", "top_k"]
     # min_new_tokens needs an eos id (transformers skips it without one)
-    assert P.build_processors({"min_new_tokens": 3}, 4, []) == []
+    assert build_processors({"min_new_tokens": 3}, 4, []) == []
 
 
 def test_build_uses_beam_min_tokens_to_keep():
-    processors = P.build_processors({"do_sample": True, "top_k": 1, "top_p": 0.5}, 4, [2], num_beams=4)
+    processors = build_processors({"do_sample": True, "top_k": 1, "top_p": 0.5}, 4, [2], num_beams=4)
     assert [p.min_tokens_to_keep for p in processors] == [2, 2]
-    [top_p] = P.build_processors({"do_sample": True, "top_p": 0.5}, 4, [2, 3], num_beams=2)
+    [top_p] = build_processors({"do_sample": True, "top_p": 0.5}, 4, [2, 3], num_beams=2)
     assert top_p.min_tokens_to_keep == 3
 
 
 def test_custom_order():
     config = {"do_sample": True, "temperature": 0.7, "top_k": 10, "top_p": 0.9}
     order = ["top_p", "min_p", "top_k", "temperature"]
-    names = [p.name for p in P.build_processors(config, 4, [2], order=order)]
+    names = [p.name for p in build_processors(config, 4, [2], order=order)]
     assert names == ["top_p", "top_k", "temperature"]
     with pytest.raises(ValueError, match="missing temperature"):
-        P.build_processors(config, 4, [2], order=["top_p", "top_k"])
+        build_processors(config, 4, [2], order=["top_p", "top_k"])
     with pytest.raises(ValueError, match="distinct names"):
-        P.build_processors(config, 4, [2], order=["top_p", "top_k", "temperature", "bogus"])
+        build_processors(config, 4, [2], order=["top_p", "top_k", "temperature", "bogus"])
 
 
 # ------------------------------------------------------------------------------------------ validation
@@ -425,8 +500,8 @@ def test_custom_order():
         (lambda: P.RepetitionPenalty(0), r"invalid repetition_penalty=0: allowed a float in \(0, inf\)"),
         (lambda: P.NoRepeatNGram(0), r"invalid no_repeat_ngram_size=0: allowed an integer >= 1"),
         (lambda: P.MinNewTokens(-1, 3, [2]), r"invalid min_new_tokens=-1: allowed an integer >= 0"),
-        (lambda: P.build_processors({"do_sample": True, "top_p": 2.0}, 3, [2]), r"invalid top_p=2.0: allowed"),
-        (lambda: P.build_processors({"do_sample": True, "top_k": -5}, 3, [2]), r"invalid top_k=-5: allowed an "),
+        (lambda: build_processors({"do_sample": True, "top_p": 2.0}, 3, [2]), r"invalid top_p=2.0: allowed"),
+        (lambda: build_processors({"do_sample": True, "top_k": -5}, 3, [2]), r"invalid top_k=-5: allowed an "),
     ],
 )
 def test_invalid_parameters_are_named_with_their_range(make, message):
@@ -439,8 +514,8 @@ def test_names_and_descriptions():
     assert P.TopP(0.9, 2).describe() == "top_p=0.9, min_tokens_to_keep=2"
     assert P.TopK(50).to_dict() == {"name": "top_k", "top_k": 50, "min_tokens_to_keep": 1}
     assert P.MinNewTokens(3, 10, [2]).describe() == "min_new_tokens=3"
-    assert {cls.name for cls in (P.Temperature, P.TopK, P.TopP, P.MinP, P.Typical, P.RepetitionPenalty,
-                                 P.NoRepeatNGram, P.MinNewTokens)} == set(PROCESSOR_ORDER)
+    assert P.Epsilon(0.01).describe() == "epsilon_cutoff=0.01"
+    assert P.BadWords([(1,), (2, 3)]).describe() == "bad_words_ids=2 sequences"
 
 
 def test_scores_must_be_two_dimensional():

@@ -50,6 +50,9 @@ LANES = [
     LaneSpec("branch", branch=Branch("greedy", 2, 7), forced={4: 9}),
     *fan_out(LaneSpec("fan", do_sample=True, temperature=2.0, seed=10), 3),
     LaneSpec("replay", do_sample=True, temperature=2.0, seed=10, replay_of=ReplayOf("fan #0", 1, 5)),
+    LaneSpec("llama.cpp", do_sample=True, seed=6, frequency_penalty=0.3, xtc_probability=0.9, xtc_threshold=0.02,
+             mirostat=2, mirostat_tau=3.0, processor_order="llama.cpp"),
+    LaneSpec("adaptive", do_sample=True, seed=7, adaptive=True),
 ]
 
 
@@ -77,9 +80,14 @@ def field_names(cls: type) -> list[str]:
     return [f.name for f in dataclasses.fields(cls)] if dataclasses.is_dataclass(cls) else list(cls._fields)
 
 
+def is_record(value: Any) -> bool:
+    """A dataclass or a named tuple (TokenProb, StageRecord)."""
+    return dataclasses.is_dataclass(value) or (isinstance(value, tuple) and hasattr(type(value), "_fields"))
+
+
 def instances(value: Any, found: dict[type, list[Any]]) -> dict[type, list[Any]]:
     """Every record in `value`, by type."""
-    if dataclasses.is_dataclass(value) or isinstance(value, TokenProb):
+    if is_record(value):
         found.setdefault(type(value), []).append(value)
         for name in field_names(type(value)):
             instances(getattr(value, name), found)
@@ -107,7 +115,7 @@ def is_default(cls: type, name: str, value: Any) -> bool:
 
 def differences(saved: Any, opened: Any, path: str) -> list[str]:
     """Where `opened` differs from `saved`, walking records field by field (floats exactly, -inf included)."""
-    if dataclasses.is_dataclass(saved) or isinstance(saved, TokenProb):
+    if is_record(saved):
         if type(opened) is not type(saved):
             return [f"{path}: {type(saved).__name__} read back as {type(opened).__name__}"]
         return [d for name in field_names(type(saved))

@@ -7,8 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from decoding.chain import build_processors
 from decoding.engine import Engine
-from decoding.processors import apply_processors, build_processors
+from decoding.processors import apply_processors
 from decoding.spec import Branch, LaneSpec
 from decoding.stats import Softmax, distribution
 from decoding.sweep import (

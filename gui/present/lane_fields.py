@@ -164,7 +164,7 @@ MEANINGS = (
 )
 
 
-FIELDS: tuple[Field, ...] = tuple(_field(p) for p in PARAMETERS)
+FIELDS: tuple[Field, ...] = tuple(_field(p) for p in PARAMETERS if p.editor)  # rows the editor shows yet
 FIELDS_BY_NAME = {f.name: f for f in FIELDS}
 BEAM_ONLY = frozenset(f.name for f in FIELDS if f.needs_beams)
 EARLY_STOPPING_CHOICES = FIELDS_BY_NAME["early_stopping"].choices

@@ -18,9 +18,10 @@ from hypothesis import strategies as st
 from cli.terminal_text import render
 from decoding import jsonio
 from decoding.analysis import analyze
+from decoding.chain import build_processors
 from decoding.compare import compare_traces
 from decoding.engine import Engine
-from decoding.processors import apply_processors, build_processors
+from decoding.processors import apply_processors
 from decoding.replay import plan
 from decoding.selectors import Sampler
 from decoding.spec import Branch, LaneSpec
