@@ -120,10 +120,14 @@ def _type_into(widget, value) -> None:
         widget.setValue(int(value) if isinstance(widget, QSpinBox) else float(value))
 
 
-def test_two_instances_restoring_the_same_autosave_one_wins(qtbot, make_window, tiny_model_dir):
+def test_two_instances_restoring_the_same_autosave_one_wins(qtbot, make_window, tiny_model_dir, tmp_path,
+                                                           monkeypatch):
     from tests.gui_helpers import run_and_wait
     from tests.test_gui_autosave import _orphan_of
 
+    # a folder of its own: the session's shared one holds what other tests' app processes left when they ended
+    # without a clean exit, which a restore rightly offers too
+    monkeypatch.setenv("BRANCHPOINT_STATE_DIR", str(tmp_path / "own-state"))
     source = make_window(tiny_model_dir)
     run_and_wait(qtbot, source, max_new_tokens=6)
     source.autosaver.flush()
