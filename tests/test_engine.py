@@ -258,7 +258,7 @@ def test_fake_source_is_history_deterministic():
 
 
 class FailingPrefill(FakeSource):
-    def prefill(self, prompt_ids):
+    def prefill(self, prompt_ids, progress=None):
         raise RuntimeError("out of memory")
 
 
