@@ -19,7 +19,7 @@ from bench.engine_items import load_torch_model
 from bench.report import Row, SkipItem
 from bench.timing import SESSION_SETTLE, elapsed, interleaved, medians, paired_ratio
 
-ITEM = "6 long prompts"
+ITEM = "9 long prompts"
 ROOT = Path(__file__).resolve().parent.parent
 
 
