@@ -255,7 +255,8 @@ def _check_branch(spec: LaneSpec, specs: Sequence[LaneSpec], limit: int, prefix_
 
 
 class Run:
-    """One run: iterate it to advance; `trace` fills as it goes; `cancel()` stops before the next step."""
+    """One run: iterate it to advance; `trace` fills as it goes; `cancel()` stops before the next step (during
+    the prefill: before the next chunk of the prompt)."""
 
     def __init__(
         self,

@@ -14,9 +14,9 @@
     model.eos_token_ids, model.name, model.manifest
 
 Modules: session (provider choice), decoder (session IO, logits, row summaries), kv_cache (the KV cache: rows
-of OrtValues on the device, per-row masks and lengths; select / truncate / grow / extend in chunks), helper_graphs (on-device row
-gather, last-position logits, row summary), tokenizer (pieces, incremental detokenization), chat (jinja2 chat
-template), model_files (config JSON).
+of OrtValues on the device, per-row masks and lengths; select / truncate / grow / extend in chunks),
+helper_graphs (on-device row gather, last-position logits, row summary), tokenizer (pieces, incremental
+detokenization), chat (jinja2 chat template), model_files (config JSON).
 Heavy imports happen on first use, so `import runtime` stays cheap.
 """
 
