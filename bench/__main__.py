@@ -31,6 +31,8 @@ ITEMS = {  # the issue's items first, then the measured proposals
     "fanout": "bench.engine_items:measure_fanout",
     "fanout_sampler": "bench.engine_items:measure_fanout_sampler",
     "gui": "bench.gui_items:measure_gui",
+    "long_prompts": "bench.long_prompt_items:measure_long_prompts",
+    "explain": "bench.long_prompt_items:measure_explain",
     "precision": "bench.precision:measure_precision",
     "prefill_edit": "bench.decoder_items:measure_prefill_edit",
     "attention_edit": "bench.decoder_items:measure_attention_edit",

@@ -25,6 +25,8 @@ class Sizes:
     agreement_prompts: int = 5  # precision options: greedy agreement with fp32
     gui_tokens: int = 64
     fanout_members: int = 32  # fan-out item: members of one sampled lane
+    long_prompts: tuple[int, int, int] = (500, 1000, 4000)  # long-prompt item: per-token base, middle, long
+    explain_tokens: int = 80  # explain item: the lane's tokens after the bench prompt
 
 
 FULL = Sizes()
@@ -39,6 +41,8 @@ QUICK = Sizes(
     agreement_prompts=2,
     gui_tokens=6,
     fanout_members=4,
+    long_prompts=(16, 32, 64),
+    explain_tokens=8,
 )
 
 

@@ -196,8 +196,8 @@ class TimedSource:
     def _summarize(self, logits, top_k):
         return self.summary_clock.measure(self.source.summarize, logits, top_k)
 
-    def prefill(self, prompt_ids):
-        return self.prefill_clock.measure(self.source.prefill, prompt_ids)
+    def prefill(self, prompt_ids, progress=None):
+        return self.prefill_clock.measure(self.source.prefill, prompt_ids, progress)
 
     def step(self, state, rows, tokens, lengths=None):
         return self.step_clock.measure(self.source.step, state, rows, tokens, lengths)
@@ -216,7 +216,7 @@ class FreeLogits:
         self.rows = np.stack(rows).astype(np.float32)
         self.calls = 0
 
-    def prefill(self, prompt_ids):
+    def prefill(self, prompt_ids, progress=None):
         return 1, self.rows[0].copy()
 
     def step(self, state, rows, tokens, lengths=None):

@@ -115,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
         prompt = checked_prompt(args, specs, text)
         model = load_model(args.model, args.device, text)
         cancel = threading.Event()
+        bar = ProgressBar(args.max_new_tokens, len(specs))
         run_ = model.engine(top_n=args.top_n, near_tie_threshold=args.near_tie, critical=critical).start(
             prompt,
             specs,
@@ -123,10 +124,11 @@ def run(args: argparse.Namespace) -> int:
             provider=model.provider,
             base_seed=args.seed,
             cancel=cancel,
+            on_prefill=bar.prefill,
         )
     except (UsageError, ValueError) as exc:
         return fail(str(exc))
-    trace = generate(run_, cancel, args.max_new_tokens)
+    trace = generate(run_, cancel, bar)
     width = shutil.get_terminal_size((120, 24)).columns
     if args.fanout is None:
         print(terminal_text.render(trace, model.tokenizer, width))
@@ -199,11 +201,10 @@ def check_arguments(args: argparse.Namespace) -> None:
         check_writable(args.json)
 
 
-def generate(run, cancel: threading.Event, max_new_tokens: int) -> RunTrace:
-    """Iterate a run with a progress bar on stderr; Ctrl-C cancels at the next step (the trace stays
-    consistent, finish_reason "cancelled")."""
+def generate(run, cancel: threading.Event, bar: ProgressBar) -> RunTrace:
+    """Iterate a run with a progress bar on stderr; Ctrl-C cancels at the next step, or while the prompt is
+    read after the chunk being read (the trace stays consistent, finish_reason "cancelled")."""
     previous = signal.signal(signal.SIGINT, lambda *_: cancel.set())
-    bar = ProgressBar(max_new_tokens, len(run.specs))
     try:
         for lane_index, record in run:
             bar.update(lane_index, record.step)
@@ -214,7 +215,8 @@ def generate(run, cancel: threading.Event, max_new_tokens: int) -> RunTrace:
 
 
 class ProgressBar:
-    """One stderr line: the furthest step any lane reached, tokens per second."""
+    """One stderr line: while the prompt is read, how much of it; then the furthest step any lane reached,
+    tokens per second."""
 
     def __init__(self, total: int, lanes: int, width: int = 30) -> None:
         self.total, self.lanes, self.width = total, lanes, width
@@ -223,6 +225,15 @@ class ProgressBar:
         self.step = 0
         self.last_draw = 0.0
         self.live = sys.stderr.isatty()  # redraw in place on a terminal; a log gets the final line only
+
+    def prefill(self, done: int, total: int) -> None:
+        """The engine's on_prefill: "reading the prompt: 1,536 / 4,000 tokens" (the rate counts from its end)."""
+        self.started = time.perf_counter()
+        if self.live and done < total:
+            filled = int(self.width * done / total)
+            sys.stderr.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] reading the prompt: "
+                             f"{done:,} / {total:,} tokens ")
+            sys.stderr.flush()
 
     def update(self, lane_index: int, step: int) -> None:
         self.records += 1

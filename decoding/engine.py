@@ -33,7 +33,7 @@ import numpy as np
 from decoding import analysis
 from decoding.lane_state import LaneState, SingleRowLaneState, new_lane_state
 from decoding.parameters import Range, check_int, parameter
-from decoding.protocol import LogitsSource, PositionLimit, RowSummarizer, TokenText
+from decoding.protocol import LogitsSource, PositionLimit, PrefillCancelled, RowSummarizer, TokenText
 from decoding.row_batch import decide_together
 from decoding.selectors import WIDER_PREFIX
 from decoding.spec import LaneSpec, assign_seeds, follows_in_run
@@ -49,6 +49,7 @@ from decoding.trace import (
 
 Cancel = threading.Event | Callable[[], bool] | None
 StepCallback = Callable[[int, StepRecord], None]
+PrefillCallback = Callable[[int, int], None]  # (prompt tokens read, prompt tokens in all), see Engine.start
 
 
 @dataclass
@@ -87,8 +88,9 @@ class Engine:
     """Runs lanes side by side on one LogitsSource, with the following steps in order:
 
     1. Check the run (lanes, names, branches, prefix) and give every sampled lane without a seed one.
-    2. Prefill: the prompt (and a Prefix's tokens) in one `source.prefill` call; its last logits row is the
-       first batch, which every lane starts from.
+    2. Prefill: the prompt (and a Prefix's tokens) in one `source.prefill` call (the source reads it in chunks,
+       reporting progress and honouring a cancel between them); its last logits row is the first batch, which
+       every lane starts from.
     3. Each step, every running lane decides (in-run branch lanes after the others, so that their parent has
        chosen and still holds the logits row to fork):
         a) read its rows' raw logits and their Softmax from the batch's LogitsRowCache: one exp per logits row
@@ -150,9 +152,15 @@ class Engine:
         base_seed: int | None = None,
         prefix: Prefix | None = None,
         cancel: Cancel = None,
+        on_prefill: PrefillCallback | None = None,
     ) -> Run:
         """Prepare a run (nothing is computed until it is iterated). ValueError for bad input, a run longer than
-        the source's `max_positions` (a PositionLimit) included."""
+        the source's `max_positions` (a PositionLimit) included.
+
+        `on_prefill(done, total)` is called on the iterating thread while the prompt is read: with 0 first, then
+        after each chunk the source reads. A cancel (`cancel` or `Run.cancel()`) during the prefill stops it after
+        the chunk being read; the lanes then end "cancelled" with no step. An exception raised by `on_prefill`
+        ends the run as a failed prefill (trace.error)."""
         prefix = prefix or Prefix([])
         _check_run_inputs(prompt, specs, max_new_tokens, prefix)
         longest = max(spec.max_new_tokens or max_new_tokens for spec in specs)
@@ -162,7 +170,7 @@ class Engine:
         settings = RunSettings(self.top_n, self.near_tie_threshold, max_new_tokens, base_seed,
                                list(self.eos_token_ids), self.critical)
         trace = RunTrace(model=model or ModelInfo(name="unknown"), provider=provider, prompt=prompt, settings=settings)
-        return Run(self, trace, list(specs), prefix, cancel)
+        return Run(self, trace, list(specs), prefix, cancel, on_prefill)
 
     def run(
         self, prompt: PromptInfo, specs: Sequence[LaneSpec], *, on_step: StepCallback | None = None, **kwargs
@@ -247,15 +255,25 @@ def _check_branch(spec: LaneSpec, specs: Sequence[LaneSpec], limit: int, prefix_
 
 
 class Run:
-    """One run: iterate it to advance; `trace` fills as it goes; `cancel()` stops before the next step."""
+    """One run: iterate it to advance; `trace` fills as it goes; `cancel()` stops before the next step (during
+    the prefill: before the next chunk of the prompt)."""
 
-    def __init__(self, engine: Engine, trace: RunTrace, specs: list[LaneSpec], prefix: Prefix, cancel: Cancel) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        trace: RunTrace,
+        specs: list[LaneSpec],
+        prefix: Prefix,
+        cancel: Cancel,
+        on_prefill: PrefillCallback | None = None,
+    ) -> None:
         self.engine = engine
         self.trace = trace
         self.specs = specs
         self.prefix = prefix
         self._cancel_event = threading.Event()
         self._external_cancel = cancel
+        self._on_prefill = on_prefill
         self.error: str | None = None
         self._started = False
         source = engine.source
@@ -287,7 +305,9 @@ class Run:
                 lane.trace.steps.append(replace(record))
                 yield lane.index, lane.trace.steps[-1]
         state, batch, prefill_ms = self._prefill()
-        if self.error is None:
+        if state is None and self.error is None:
+            self._stop_all(lanes, "cancelled")
+        elif self.error is None:
             self.trace.timing.prefill_ms = prefill_ms
             for lane in lanes:
                 if lane.following is None:
@@ -324,12 +344,19 @@ class Run:
         ids = list(self.trace.prompt.ids) + list(self.prefix.token_ids)
         started = time.perf_counter()
         try:
-            state, logits = self.engine.source.prefill(ids)
+            state, logits = self.engine.source.prefill(ids, progress=self._prefill_progress)
             batch = self._batch(np.reshape(logits, (1, -1)))
+        except PrefillCancelled:
+            return None, None, 0.0
         except Exception as exc:  # noqa: BLE001 - a failing source ends the run with what it has
             self.error = f"prefill failed: {type(exc).__name__}: {exc}"
             return None, None, 0.0
         return state, batch, (time.perf_counter() - started) * 1000.0
+
+    def _prefill_progress(self, done: int, total: int) -> bool:
+        if self._on_prefill is not None:
+            self._on_prefill(done, total)
+        return self.cancelled()
 
     def _batch(self, logits: np.ndarray) -> LogitsRowCache:
         """The new logits rows [rows, vocab] as float32, with the source's RowSummary of them when it makes one."""

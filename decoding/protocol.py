@@ -7,7 +7,7 @@ truncate are all one `rows` selection) and gets one logits row per new row back 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -27,11 +27,23 @@ class RowSummary:
     top_ids: np.ndarray  # int64 [rows, k]: the k largest logits, largest first, equal ones lower id first
 
 
+# Prefill progress: called with (prompt tokens read so far, prompt tokens in all), first with 0 done, then after
+# every chunk the source reads; it returns True to stop the prefill (the source then raises PrefillCancelled at
+# once, without reading the next chunk). Anything it raises goes through the source unchanged.
+PrefillProgress = Callable[[int, int], bool]
+
+
+class PrefillCancelled(Exception):
+    """A prefill stopped because its progress callback asked to: nothing it computed is kept."""
+
+
 class LogitsSource(Protocol):
     vocab_size: int
 
-    def prefill(self, prompt_ids: Sequence[int]) -> tuple[Any, np.ndarray]:
-        """Run the prompt once. Returns (state with one row, float32 logits [vocab] of the last position)."""
+    def prefill(self, prompt_ids: Sequence[int], progress: PrefillProgress | None = None) -> tuple[Any, np.ndarray]:
+        """Run the prompt (in chunks, as the source likes). Returns (state with one row, float32 logits [vocab] of
+        the last position). `progress`: see PrefillProgress (a source that reads the prompt in one piece calls it
+        with 0 and with the whole count)."""
         ...
 
     def step(

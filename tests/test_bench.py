@@ -75,3 +75,13 @@ def test_quick_gui_item_streams_runs_and_fanouts_and_reports_the_stalls(tiny_mod
     for shown in ("timeline shown", "its tree shown"):  # a seed fan-out streamed too (4 members at --quick)
         assert rows[f"largest stall while a 4-member fan-out streams ({shown})"]["value"] > 0
     assert rows["member tokens streamed per second (4-member fan-out)"]["value"] > 0
+
+
+def test_quick_long_prompt_item_reports_its_goals(tiny_model_dir: Path, tmp_path: Path):
+    _, results = run_quick(tiny_model_dir, tmp_path, "long_prompts,explain")
+    rows = {row["metric"]: row for row in results["rows"]}
+    assert {"prefill 64 tokens / transformers' prefill of them", "prefill time per token at 64 / at 16",
+            "step at context 64 / at context 16"} <= set(rows)
+    assert all(row["passed"] in (True, False) for row in rows.values() if row["goal"])
+    assert all(math.isfinite(row["value"]) for row in rows.values())
+    assert "inspection model is not prepared" in results["skipped"]["explain"]  # the tiny model has none

@@ -269,3 +269,14 @@ def test_critical_settings_are_recorded(capsys, tiny_model_dir, tmp_path):
                        "--critical-ratio", "0.5", "--json", str(path))
     assert code == 0, err
     assert json.loads(path.read_text(encoding="utf-8"))["settings"]["critical"]["ratio"] == 0.5
+
+
+def test_the_progress_line_counts_the_prompt_tokens_read(capsys):
+    from cli.run_command import ProgressBar
+
+    bar = ProgressBar(total=8, lanes=1, width=10)
+    bar.live = True  # as on a terminal
+    bar.prefill(1536, 4000)
+    bar.prefill(4000, 4000)  # read: the step line takes over
+    _, err = capsys.readouterr()
+    assert err == "\r[###.......] reading the prompt: 1,536 / 4,000 tokens "

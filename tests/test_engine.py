@@ -280,7 +280,7 @@ def test_every_record_is_decided_from_the_logits_of_its_own_history():
 
 
 class FailingPrefill(FakeSource):
-    def prefill(self, prompt_ids):
+    def prefill(self, prompt_ids, progress=None):
         raise RuntimeError("out of memory")
 
 

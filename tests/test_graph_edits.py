@@ -1,6 +1,6 @@
-"""models/graph_edits: the last-position lm_head slice and grouped-query attention without repeated KV heads
-leave every logit (and so every decision) within 1e-4 of the exported graph, through prefill, fork, reorder
-and steps."""
+"""models/graph_edits: the last-position lm_head slice, grouped-query attention without repeated KV heads and
+each layer's attention fused into one ONNX Attention op leave every logit (and so every decision) within 1e-4 of
+the exported graph, through prefill, fork, reorder, truncation and steps."""
 
 from __future__ import annotations
 
@@ -28,6 +28,9 @@ def test_edits_remove_the_repeated_kv_heads(tiny_model_dir: Path):
     onnx.checker.check_model(model)
     assert before - sum(node.op_type == "Expand" for node in model.graph.node) == 2 * config["num_hidden_layers"]
     assert model.graph.output[0].type.tensor_type.shape.dim[1].dim_value == 1  # logits: last position only
+    ops = [node.op_type for node in model.graph.node]
+    assert ops.count("Attention") == config["num_hidden_layers"] and not {"Softmax", "IsNaN"} & set(ops)
+    assert next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx")) == 23
 
 
 def test_edited_model_gives_the_same_logits(tiny_model_dir: Path, edited_dir: Path):
@@ -52,7 +55,30 @@ def test_edits_skip_a_graph_without_their_pattern(tiny_model_dir: Path, edited_d
     assert applied == [] and set(skipped) == set(EDITS)
     assert "dynamic sequence axis" in skipped["last_position_lm_head"]
     assert "0 repeat_kv chains found" in skipped["grouped_attention"]
+    assert "0 grouped attention patterns found" in skipped["fused_attention"]
     assert model.SerializeToString() == before
+
+
+def test_fused_attention_needs_the_grouped_graph(tiny_model_dir: Path):
+    model = onnx.load(str(tiny_model_dir / "model.onnx"))
+    config = json.loads((tiny_model_dir / "config.json").read_text())
+    applied, skipped = apply_edits(model, config, ("fused_attention",))
+    assert applied == [] and "0 grouped attention patterns found, expected one per layer" in skipped["fused_attention"]
+
+
+def test_fused_attention_keeps_truncated_rows_and_chunked_prefill_exact(tiny_model_dir: Path, edited_dir: Path):
+    """Rows with masked holes (a branch truncated to an earlier step) and a prompt read in odd chunks: the fused
+    op reads the same boolean mask the export built."""
+    original, edited = OnnxDecoder(tiny_model_dir, "cpu"), OnnxDecoder(edited_dir, "cpu", chunk=5)
+    ids = [(13 * i) % 300 + 3 for i in range(23)]
+    (state_a, a), (state_b, b) = original.prefill(ids), edited.prefill(ids)
+    np.testing.assert_allclose(a, b, atol=1e-4)
+    rows, tokens, lengths = [0, 0, 0], [4, 5, 6], [None, 9, 17]
+    state_a, a = original.step(state_a, rows, tokens, lengths)
+    state_b, b = edited.step(state_b, rows, tokens, lengths)
+    np.testing.assert_allclose(a, b, atol=1e-4)
+    (_, a), (_, b) = original.step(state_a, [2, 1], [7, 8]), edited.step(state_b, [2, 1], [7, 8])
+    np.testing.assert_allclose(a, b, atol=1e-4)
 
 
 def test_grouped_attention_skips_multi_head_attention(tiny_model_dir: Path):

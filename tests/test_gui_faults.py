@@ -25,9 +25,9 @@ def _slow_prefill(window, seconds: float = 0.6) -> None:
     decoder = window.controller.holder.get().decoder
     real = decoder.prefill
 
-    def slow(ids):
+    def slow(ids, progress=None):
         time.sleep(seconds)
-        return real(ids)
+        return real(ids, progress)
 
     decoder.prefill = slow
 

@@ -115,7 +115,7 @@ def test_generation_config_and_chat_template(default_model_dir):
 def test_manifest_is_complete(default_model_dir):
     manifest = catalog.read_manifest(default_model_dir)
     assert catalog.manifest_is_valid(default_model_dir)
-    assert manifest["graph_edits"] == ["last_position_lm_head", "grouped_attention"]
+    assert manifest["graph_edits"] == ["last_position_lm_head", "grouped_attention", "fused_attention"]
     assert manifest["name"] == catalog.DEFAULT_MODEL_NAME and manifest["created"]
     assert manifest["source"]["gguf_sha256"] == GGUF_SHA256
     assert manifest["source"].get("wheel_sha256", WHEEL_SHA256) == WHEEL_SHA256

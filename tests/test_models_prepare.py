@@ -205,7 +205,7 @@ def test_prepare_hf_folder_then_second_prepare_is_instant(cache, tiny_hf_dir):
     assert manifest["tokens"]["eos_token_ids"] == [2]
     assert {"setup", "export", "graph-edits", "smoke-test"} <= set(manifest["prepare_seconds"])
     assert manifest["schema_version"] == catalog.SCHEMA_VERSION
-    assert manifest["graph_edits"] == ["last_position_lm_head", "grouped_attention"]
+    assert manifest["graph_edits"] == ["last_position_lm_head", "grouped_attention", "fused_attention"]
     assert manifest["graph_edits_skipped"] == {}
     assert not (path / "graph_edits.json").exists()
 

@@ -1,6 +1,7 @@
 """The prepared model's load layout (models.optimized_graph): ORT's basic-level graph with the weights beside it,
-the same logits bit for bit, written deterministically; prepare writes it, and migrates a folder prepared with
-the previous manifest schema to it without exporting again."""
+the same logits bit for bit, written deterministically; prepare writes it, and migrates folders prepared with
+earlier manifest schemas to it without exporting again (schema 2: optimised; schema 3: the fused attention edit
+added)."""
 
 from __future__ import annotations
 
@@ -109,7 +110,7 @@ def as_schema_2(path: Path, raw_export: Path) -> dict:
 def test_a_schema_2_folder_is_migrated_without_a_new_export(cache, tiny_hf_dir, tiny_model_dir):
     path = prepare.prepare_hf_folder(tiny_hf_dir, name="tiny-hf")
     manifest = catalog.read_manifest(path)
-    assert manifest["schema_version"] == catalog.SCHEMA_VERSION == 3
+    assert manifest["schema_version"] == catalog.SCHEMA_VERSION == 4
     assert manifest["graph_optimization"] == "basic" and WEIGHTS_FILE in manifest["files"]
     old = as_schema_2(path, tiny_model_dir)
     assert catalog.needs_migration(path) and not catalog.manifest_is_valid(path)
@@ -158,3 +159,40 @@ def test_only_an_intact_schema_2_export_is_migrated(cache, tiny_model_dir, tiny_
     manifest["schema_version"] = 1
     (path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     assert not catalog.needs_migration(path)
+
+
+def as_schema_3(path: Path, tiny_model_dir: Path, tmp_path: Path) -> dict:
+    """Turn a prepared folder back into what schema 3 installed: the optimised graph with the lm_head and grouped
+    attention edits only, manifest schema 3 with its file sizes."""
+    from models.graph_edits import edited_model_dir
+
+    older = optimized_copy(edited_model_dir(tiny_model_dir, tmp_path / "older", EDITS_BEFORE_4), tmp_path / "opt")
+    for name in ("model.onnx", WEIGHTS_FILE):
+        (path / name).unlink()
+        shutil.copy2(older / name, path / name)
+    manifest = catalog.read_manifest(path)
+    manifest.update(schema_version=3, graph_edits=list(EDITS_BEFORE_4))
+    manifest["files"] = {p.name: {"size": p.stat().st_size, "sha256": sha256(p)}
+                         for p in sorted(path.iterdir()) if p.is_file() and p.name != "manifest.json"}
+    (path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return manifest
+
+
+EDITS_BEFORE_4 = ("last_position_lm_head", "grouped_attention")
+
+
+def test_a_schema_3_folder_gets_the_fused_attention_edit_without_a_new_export(cache, tiny_hf_dir, tiny_model_dir,
+                                                                              tmp_path):
+    path = prepare.prepare_hf_folder(tiny_hf_dir, name="tiny-hf")
+    expected = decode(OnnxDecoder(path, "cpu"))[-1]
+    as_schema_3(path, tiny_model_dir, tmp_path)
+    assert catalog.needs_migration(path)
+    stages: list[str] = []
+    prepare.prepare_hf_folder(tiny_hf_dir, name="tiny-hf", progress=lambda s, f, m: stages.append(s))
+    assert "export" not in stages and "graph-edits" in stages
+    migrated = catalog.read_manifest(path)
+    assert catalog.manifest_is_valid(path) and migrated["migrated"]["from_schema"] == 3
+    assert migrated["graph_edits"] == [*EDITS_BEFORE_4, "fused_attention"]
+    ops = [node.op_type for node in onnx.load(str(path / "model.onnx"), load_external_data=False).graph.node]
+    assert ops.count("Attention") == 2 and "Softmax" not in ops  # the tiny model's 2 layers
+    np.testing.assert_allclose(decode(OnnxDecoder(path, "cpu"))[-1], expected, atol=1e-5, rtol=0)

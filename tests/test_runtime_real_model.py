@@ -141,3 +141,24 @@ def test_chat_prompt_is_the_exact_chatml_string(model, system, chatml):
     ids = model.tokenizer.encode_chat(user, system)
     assert ids.count(1) == 3 and ids.count(2) == 2 and ids[0] == 1
     assert model.tokenizer.decode(ids, skip_special_tokens=False) == expected
+
+
+LONG_TEXT = (
+    "The lighthouse keeper wrote in his log every evening: the weather, the ships that passed, the birds that "
+    "rested on the gallery rail, and the small repairs the old lamp needed. "
+)
+
+
+def test_a_long_prompt_read_in_chunks_matches_transformers(model, reference):
+    """A prompt of several chunks (and a part chunk) through the fused attention graph: the last logits as
+    transformers' forward over the whole prompt gives them, and the same greedy continuation."""
+    import torch
+
+    ids = model.tokenizer.encode(LONG_TEXT * 18 + "One evening he wrote that")
+    assert len(ids) > 2 * model.decoder.chunk and len(ids) % model.decoder.chunk
+    with torch.no_grad():
+        expected = reference(torch.tensor([ids]), logits_to_keep=1).logits[0, -1].numpy()
+    _, logits = model.decoder.prefill(ids)
+    assert np.abs(logits - expected).max() < 1e-3
+    ours = onnx_greedy(model, ids, 12)
+    assert ours == transformers_greedy(reference, ids, 12, model.eos_token_ids)
