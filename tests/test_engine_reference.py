@@ -58,8 +58,8 @@ class RecordingSource:
     def __getattr__(self, name: str):
         return getattr(self.decoder, name)
 
-    def prefill(self, prompt_ids: Sequence[int]):
-        state, logits = self.decoder.prefill(prompt_ids)
+    def prefill(self, prompt_ids: Sequence[int], progress=None):
+        state, logits = self.decoder.prefill(prompt_ids, progress)
         self._histories = [tuple(prompt_ids)]
         self.logits[self._histories[0]] = np.array(logits)
         return state, logits

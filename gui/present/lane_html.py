@@ -370,3 +370,9 @@ def lane_summary(lane, divergence: int | None, critical: int) -> tuple[str, str]
     tip = tip.format(count=len(steps), reason=lane.finish_reason or translate("render", "running"), p=f"{mean_p:.3f}",
                      entropy=f"{mean_h:.3f}", critical=ties, where=where)
     return text, tip
+
+
+def prefill_text(done: int, total: int) -> str:
+    """"reading the prompt: 1,536 / 4,000 tokens" while a long prompt goes through the model in chunks."""
+    return translate("status", "reading the prompt: {done} / {total} tokens").format(done=f"{done:,}",
+                                                                                      total=f"{total:,}")

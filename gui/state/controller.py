@@ -25,7 +25,7 @@ from decoding.trace import LaneTrace, RunTrace
 from gui.i18n import QT_TRANSLATE_NOOP, translate
 from gui.present.lane_fields import error_text
 from gui.state import jobs
-from gui.state.jobs import Job, Message, ProviderMessage, RunStartedMessage, StatusMessage, StepMessage
+from gui.state.jobs import Job, Message, PrefillMessage, ProviderMessage, RunStartedMessage, StatusMessage, StepMessage
 from gui.state.model_holder import ModelHolder
 from gui.state.requests import RunRequest, request_of
 from gui.state.run_state import JobKind, Lane, RunState, prompt_key
@@ -563,6 +563,8 @@ class RunController:
             self.state.add_step(self.state.index_of(key), message.record, member)
         elif isinstance(message, RunStartedMessage):
             self.state.running_trace = message.trace
+        elif isinstance(message, PrefillMessage):
+            self.state.set_prefill(message.done, message.total)
         elif isinstance(message, StatusMessage):
             self.state.set_status(message.text)
         elif isinstance(message, ProviderMessage):

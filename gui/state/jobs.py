@@ -38,12 +38,18 @@ class RunStartedMessage:
 
 
 @dataclass(frozen=True)
+class PrefillMessage:
+    done: int  # prompt tokens read so far (the prompt goes through the model in chunks)
+    total: int
+
+
+@dataclass(frozen=True)
 class StepMessage:
     lane: int  # index in the job's lanes
     record: StepRecord
 
 
-Message = StatusMessage | ProviderMessage | RunStartedMessage | StepMessage
+Message = StatusMessage | ProviderMessage | RunStartedMessage | PrefillMessage | StepMessage
 Emit = Callable[[Message], None]
 Job = Callable[[Emit, Callable[[], bool]], RunTrace]
 
@@ -77,7 +83,8 @@ def run_job(holder: ModelHolder, request: RunRequest, specs: list[LaneSpec]) -> 
         emit(ProviderMessage(model.provider))
         prompt = prompt_info(model, request)
         run = engine.start(prompt, [specs[i] for i in main], max_new_tokens=request.max_new_tokens,
-                           model=model.info, provider=model.provider, base_seed=request.seed, cancel=cancelled)
+                           model=model.info, provider=model.provider, base_seed=request.seed, cancel=cancelled,
+                           on_prefill=_prefill_reporter(emit))
         emit(RunStartedMessage(replace(run.trace, lanes=[])))
         for lane, record in run:
             emit(StepMessage(main[lane], record))
@@ -88,7 +95,7 @@ def run_job(holder: ModelHolder, request: RunRequest, specs: list[LaneSpec]) -> 
                 break
             shown = replace(trace, lanes=[lanes[i] for i in sorted(lanes)])
             lanes[index] = _branch_lane(model, engine, shown, specs[index], cancelled,
-                                        lambda record, i=index: emit(StepMessage(i, record)))
+                                        lambda record, i=index: emit(StepMessage(i, record)), emit)
         trace.lanes = [lanes[i] for i in sorted(lanes)]
         return trace
 
@@ -103,7 +110,7 @@ def branch_job(holder: ModelHolder, trace: RunTrace, spec: LaneSpec) -> Job:
         model = holder.get()
         emit(ProviderMessage(model.provider))
         lane = _branch_lane(model, holder.engine(), trace, spec, cancelled,
-                            lambda record: emit(StepMessage(0, record)))
+                            lambda record: emit(StepMessage(0, record)), emit)
         return replace(trace, lanes=[lane])
 
     return job
@@ -118,7 +125,8 @@ def replay_not_taken_job(holder: ModelHolder, trace: RunTrace, spec: LaneSpec) -
         emit(ProviderMessage(model.provider))
         return holder.engine().run(trace.prompt, [spec], max_new_tokens=trace.settings.max_new_tokens,
                                    model=model.info, provider=model.provider, prefix=replay_prefix(trace, spec),
-                                   cancel=cancelled, on_step=lambda _lane, record: emit(StepMessage(0, record)))
+                                   cancel=cancelled, on_step=lambda _lane, record: emit(StepMessage(0, record)),
+                                   on_prefill=_prefill_reporter(emit))
 
     return job
 
@@ -155,7 +163,11 @@ def explain_job(holder: ModelHolder, token_ids: list[int], prompt_length: int) -
     return job
 
 
-def _branch_lane(model, engine, trace: RunTrace, spec: LaneSpec, cancelled, on_record) -> LaneTrace:
+def _prefill_reporter(emit: Emit) -> Callable[[int, int], None]:
+    return lambda done, total: emit(PrefillMessage(done, total))
+
+
+def _branch_lane(model, engine, trace: RunTrace, spec: LaneSpec, cancelled, on_record, emit: Emit) -> LaneTrace:
     """One branch lane as a one-lane run restarting from its parent's tokens in `trace` (the prompt and that
     prefix prefilled once), the picked token forced at the branch step."""
     step, token = spec.branch.step, spec.branch.token_id
@@ -168,7 +180,8 @@ def _branch_lane(model, engine, trace: RunTrace, spec: LaneSpec, cancelled, on_r
     run_spec = replace(spec, branch=None, forced={step: token})
     result = engine.run(trace.prompt, [run_spec], on_step=lambda _lane, record: on_record(record),
                               max_new_tokens=trace.settings.max_new_tokens, model=model.info,
-                              provider=model.provider, prefix=prefix, cancel=cancelled)
+                              provider=model.provider, prefix=prefix, cancel=cancelled,
+                              on_prefill=_prefill_reporter(emit))
     lane = result.lanes[0]
     lane.branch = spec.branch.to_dict()
     lane.config = spec.to_config()

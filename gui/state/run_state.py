@@ -43,6 +43,7 @@ EVENTS: dict[str, str] = {
     "marks_changed": "()  what makes a critical point changed: every lane's marks may differ",
     "sweeps_changed": "()  a temperature sweep was added to the shown run",
     "explanations_changed": "()  a lane's explanation (attention, logit lens) was added to the shown run",
+    "prefill_progress": "(done, total)  prompt tokens read so far while a job reads its prompt; (0, 0) when done",
     "request_changed": "(request)  the RunRequest the next run is asked for (prompt, settings, branch, device)",
 }
 
@@ -140,6 +141,7 @@ class RunState:
         self.critical = CriticalSettings()  # what the ▲ marks (decoding.critical)
         self.reference = 0  # the lane whose tokens the others' divergence is measured against
         self.request = RunRequest()  # what the next run is asked for (gui.state.requests)
+        self.prefill: tuple[int, int] | None = None  # (tokens read, prompt tokens) while a job reads its prompt
         # the shown run's model's (tokenizer, positions) when that model is here, else (None, None): the controller's
         self.model_files: Callable[[], tuple[object | None, int | None]] = lambda: (None, None)
         for spec in specs:
@@ -374,7 +376,18 @@ class RunState:
             self.events.emit("lanes_reset")
         self.events.emit("run_started", job)
 
+    def set_prefill(self, done: int, total: int) -> None:
+        """A job is reading its prompt (in chunks): `done` of `total` tokens; the prefill ends at its first step."""
+        self.prefill = (done, total)
+        self.events.emit("prefill_progress", done, total)
+
+    def _end_prefill(self) -> None:
+        if self.prefill is not None:
+            self.prefill = None
+            self.events.emit("prefill_progress", 0, 0)
+
     def add_step(self, index: int, record: StepRecord, member: int = 0) -> None:
+        self._end_prefill()
         trace = self.lanes[index].member_trace(member)
         if record.step < len(trace.steps):  # a re-sent step (a beam lane's best path changed)
             del trace.steps[record.step:]
@@ -399,6 +412,7 @@ class RunState:
         if trace is not None:
             self.trace = trace
         self.job = None
+        self._end_prefill()
         self._refresh_analysis()
         self.events.emit("run_finished")
 

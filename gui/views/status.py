@@ -8,6 +8,7 @@ import time
 from PySide6.QtWidgets import QLabel, QStatusBar
 
 from gui.i18n import translate
+from gui.present.lane_html import prefill_text
 from gui.state.run_state import JobKind, RunState, Selection
 from gui.views.redraw import RedrawScheduler
 
@@ -53,6 +54,7 @@ class StatusBar(QStatusBar):
         events.connect("run_finished", self._on_run_finished)
         events.connect("selection_changed", self._on_selection_changed)
         events.connect("step_added", self._on_step_added)
+        events.connect("prefill_progress", self._on_prefill)
         scheduler.after_flush(self._show_progress)
 
     def _on_model_changed(self) -> None:
@@ -70,6 +72,10 @@ class StatusBar(QStatusBar):
                                                           "step 0/{run_limit}").format(run_limit=self.state.run_limit))
         self.speed.setText("")
         self.showMessage(translate("status", "explaining…") if explaining else translate("status", "running…"))
+
+    def _on_prefill(self, done: int, total: int) -> None:
+        if total:
+            self.step.setText(prefill_text(done, total))
 
     def _on_step_added(self, _index: int, _record) -> None:
         if self._streaming_since is None:

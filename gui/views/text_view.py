@@ -41,6 +41,7 @@ from gui.present.lane_html import (
     pending_bytes,
     piece_label,
     plain_fragments,
+    prefill_text,
     probability_colour,
     replay_words,
 )
@@ -354,6 +355,7 @@ class TextPanel(QWidget):
         events.connect("lane_inserted", self._reveal)
         events.connect("lane_changed", self._on_lane_changed)
         events.connect("step_added", self._on_step_added)
+        events.connect("prefill_progress", self._on_prefill)
         events.connect("member_step_added", lambda index, _member, record: self._on_step_added(index, record))
         events.connect("run_finished", self.refresh_all)
         events.connect("marks_changed", self._on_marks_changed)
@@ -461,6 +463,15 @@ class TextPanel(QWidget):
     def refresh_all(self) -> None:
         for index in range(len(self.columns)):
             self.refresh_lane(index)
+
+    def _on_prefill(self, done: int, total: int) -> None:
+        """While a long prompt is read, the lanes waiting for it say how far it got."""
+        if not total:
+            return
+        text = prefill_text(done, total)
+        for index, column in enumerate(self.columns):
+            if index < len(self.state.lanes) and not self.state.lanes[index].trace.steps:
+                column.show_summary(text, "")
 
     def refresh_lane(self, index: int) -> None:
         column = self.columns[index]

@@ -1932,6 +1932,10 @@ score {score} · parent slot {parent}</source>
     <context>
         <name>status</name>
         <message>
+            <source>reading the prompt: {done} / {total} tokens</source>
+            <translation>正在读取提示词：{done} / {total} 个词元</translation>
+        </message>
+        <message>
             <source>no model</source>
             <translation>无模型</translation>
         </message>
