@@ -211,7 +211,7 @@ def lanes_from_text(state: RunState, text: Any) -> None:
         raise ValueError("no lanes")
     state.set_specs(specs)
     for index, (lane, saved) in enumerate(zip(state.lanes, lanes, strict=True)):
-        lane.named_by_user = bool(saved.get("named_by_user", False))
+        state.replace_spec(index, lane.spec, named_by_user=bool(saved.get("named_by_user", False)))
         if saved.get("fanout", 1) != 1:
             state.set_fanout(index, int(saved["fanout"]))
 

@@ -199,8 +199,7 @@ class RunController:
             else:
                 continue
             if reason:
-                self.state.replace_spec(index, replace(lane.spec, branch=None, replay_of=None))
-                lane.branch_prompt = None
+                self.state.detach_branch(index)
                 turned.append(f"“{lane.name}” ({reason})")
         if turned:
             notice = translate("controller", "These branch lanes now run as ordinary lanes of their own strategy: "
@@ -562,7 +561,7 @@ class RunController:
             key, member = self._targets[message.lane]
             self.state.add_step(self.state.index_of(key), message.record, member)
         elif isinstance(message, RunStartedMessage):
-            self.state.running_trace = message.trace
+            self.state.set_running_trace(message.trace)
         elif isinstance(message, PrefillMessage):
             self.state.set_prefill(message.done, message.total)
         elif isinstance(message, StatusMessage):

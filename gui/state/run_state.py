@@ -288,6 +288,16 @@ class RunState:
         self._refresh_analysis()
         self.events.emit("lane_moved", index, target)
 
+    def detach_branch(self, index: int) -> None:
+        """A branch (or replay) lane whose branch point no longer holds runs as an ordinary lane from now on."""
+        lane = self.lanes[index]
+        lane.branch_prompt = None
+        self.replace_spec(index, replace(lane.spec, branch=None, replay_of=None))
+
+    def set_running_trace(self, trace: RunTrace) -> None:
+        """The streaming run's prompt, settings and model (no lanes yet): what an autosave needs."""
+        self.running_trace = trace
+
     def replace_spec(self, index: int, spec: LaneSpec, *, named_by_user: bool | None = None) -> None:
         """The user edited a lane: its shown text becomes stale (it was made with the old spec)."""
         lane = self.lanes[index]
