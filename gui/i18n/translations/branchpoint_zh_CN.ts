@@ -1158,6 +1158,13 @@ score {score} · parent slot {parent}</source>
         </message>
     </context>
     <context>
+        <name>faults</name>
+        <message>
+            <source>Unexpected error: {error}. The window may show something out of date until the next run; the details are in {log}.</source>
+            <translation>意外错误：{error}。在下次运行之前，窗口显示的内容可能已过时；详细信息见 {log}。</translation>
+        </message>
+    </context>
+    <context>
         <name>inside_widgets</name>
         <message>
             <source>Explain this lane</source>

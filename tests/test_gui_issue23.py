@@ -1,0 +1,59 @@
+"""Issue 23's user paths, replayed with real widgets on the tiny model."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from PySide6.QtCore import Qt, qWarning
+from PySide6.QtWidgets import QPushButton
+
+from tests.gui_helpers import run_and_wait, token_point
+
+
+def test_removing_a_selected_fan_out_lane_leaves_no_ghost(qtbot, window):
+    run_and_wait(qtbot, window, max_new_tokens=6)
+    window.state.select(4, 1)
+    sweep = window.show_view("sweep")
+    qtbot.mouseClick(sweep._fanout_button, Qt.MouseButton.LeftButton)
+    run_and_wait(qtbot, window, max_new_tokens=6)
+    sweep._mode.setCurrentIndex(1)
+    index = next(i for i, lane in enumerate(window.state.lanes) if lane.name == "T 0.3 ×8")
+    qtbot.mouseClick(window.text.columns[index].browser.viewport(), Qt.MouseButton.LeftButton,
+                     pos=token_point(qtbot, window, index, 2))
+    assert window.state.selection.lane == index
+    table = window.lanes.table
+    table.selectRow(index)
+    qtbot.mouseClick(window.lanes.remove_button, Qt.MouseButton.LeftButton)
+    names = [lane.name for lane in window.state.lanes]
+    assert "T 0.3 ×8" not in names and window.state.selection is None
+    assert [window.lanes.table.item(row, 0).text() for row in range(table.rowCount())] == names
+    assert len(window.text.columns) == len(names)
+    assert all(name in column.title.text() for name, column in zip(names, window.text.columns, strict=True))
+    assert {lane for lane, _member in window.lane_map.rows()} == set(range(len(names)))
+    assert window.lanes.form.isEnabled() and table.currentRow() == index  # the next lane is selected, editable
+    assert "fan-outs of 8 seeds" in sweep._title.text() and "3 fan-outs" in sweep._title.text()
+    qtbot.mouseClick(window.lanes.remove_button, Qt.MouseButton.LeftButton)  # Remove goes on working
+    assert len(window.state.lanes) == len(names) - 1 and names[index] not in window.state.names()
+
+
+@pytest.mark.qt_no_exception_capture  # the window's own hook must see it, as in the app
+def test_an_error_in_a_slot_is_said_in_the_window_and_logged(qtbot, window, monkeypatch, tmp_path, capsys):
+    from gui.shell import faults
+
+    monkeypatch.setattr(faults, "log_path", lambda: tmp_path / "branchpoint.log")
+    undo = faults.install(window.state)
+    try:
+        button = QPushButton()
+        qtbot.addWidget(button)
+        button.clicked.connect(lambda: {}["missing lane"])
+        qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+        assert window.error_banner.isVisible() and "KeyError: 'missing lane'" in window.error_banner.text()
+        assert window.state.notice.level == "error"
+        qWarning("a Qt warning")
+    finally:
+        undo()
+    log = (tmp_path / "branchpoint.log").read_text()
+    assert "KeyError: 'missing lane'" in log and "Traceback" in log and "Qt: a Qt warning" in log
+    assert "KeyError" in capsys.readouterr().err  # still on stderr too
+    assert sys.excepthook is not None and faults.LOG.handlers == []
