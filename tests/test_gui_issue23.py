@@ -5,10 +5,10 @@ from __future__ import annotations
 import sys
 
 import pytest
-from PySide6.QtCore import Qt, qWarning
-from PySide6.QtWidgets import QPushButton
+from PySide6.QtCore import Qt, QTimer, qWarning
+from PySide6.QtWidgets import QApplication, QPushButton
 
-from tests.gui_helpers import run_and_wait, token_point
+from tests.gui_helpers import run_and_wait, token_point, wait_idle
 
 
 def test_removing_a_selected_fan_out_lane_leaves_no_ghost(qtbot, window):
@@ -57,3 +57,46 @@ def test_an_error_in_a_slot_is_said_in_the_window_and_logged(qtbot, window, monk
     assert "KeyError: 'missing lane'" in log and "Traceback" in log and "Qt: a Qt warning" in log
     assert "KeyError" in capsys.readouterr().err  # still on stderr too
     assert sys.excepthook is not None and faults.LOG.handlers == []
+
+
+def _choose_in_popup(qtbot, submenu_title: str, row: int) -> list[str]:
+    """When the next popup menu opens: trigger entry `row` of its submenu `submenu_title`; what the popup offered."""
+    seen: list[str] = []
+
+    def choose() -> None:
+        menu = QApplication.activePopupWidget()
+        if menu is None:
+            QTimer.singleShot(20, choose)
+            return
+        seen.extend(action.text() for action in menu.actions())
+        submenu = next(a.menu() for a in menu.actions() if a.text() == submenu_title)
+        menu.close()
+        submenu.actions()[row].trigger()
+
+    QTimer.singleShot(20, choose)
+    return seen
+
+
+@pytest.mark.parametrize("key, modifiers", [(Qt.Key.Key_Menu, Qt.KeyboardModifier.NoModifier),
+                                            (Qt.Key.Key_F10, Qt.KeyboardModifier.ShiftModifier)])
+def test_the_menu_key_branches_from_the_selected_step_not_the_caret(qtbot, window, key, modifiers):
+    run_and_wait(qtbot, window, max_new_tokens=14)
+    browser = window.text.columns[0].browser
+    qtbot.mouseClick(browser.viewport(), Qt.MouseButton.LeftButton, pos=token_point(qtbot, window, 0, 6))
+    caret = browser.textCursor().position()
+    for _ in range(3):
+        qtbot.keyClick(browser, Qt.Key.Key_Right)
+    assert window.state.selection.step == 9 and browser.textCursor().position() == caret
+    assert "greedy · step 9" in window.status.selection.text()
+    seen = _choose_in_popup(qtbot, "Branch from here with…", 1)
+    qtbot.keyClick(browser, key, modifiers)
+    wait_idle(qtbot, window)
+    assert "Branch from here with…" in seen
+    names = [lane.name for lane in window.state.lanes]
+    assert names[1] == "greedy ↳9", names
+    branch = window.state.lanes[1]
+    assert branch.spec.branch.step == 9 and branch.trace.token_ids[:9] == window.state.lanes[0].trace.token_ids[:9]
+    assert branch.trace.token_ids[9] == window.state.lanes[0].trace.steps[9].top[1].id
+    assert "greedy ↳9" in window.text.columns[1].title.text()
+    assert window.lanes.table.item(1, 0).text() == "greedy ↳9"
+    assert (1, 0) in window.lane_map.rows()

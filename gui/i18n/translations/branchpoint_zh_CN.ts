@@ -2109,6 +2109,14 @@ score {score} · parent slot {parent}</source>
             <translation>对全部泳道强制…</translation>
         </message>
         <message>
+            <source>▲ Replay the branch not taken: “{token}” ({prob})</source>
+            <translation>▲ 重放未走的分支：“{token}”（{prob}）</translation>
+        </message>
+        <message>
+            <source>Replay with the runner-up: “{token}” ({prob})</source>
+            <translation>用次优词元重放：“{token}”（{prob}）</translation>
+        </message>
+        <message>
             <source>Explain this lane: attention, logit lens</source>
             <translation>解释这条泳道：注意力、logit 透镜</translation>
         </message>
