@@ -100,3 +100,65 @@ def test_the_menu_key_branches_from_the_selected_step_not_the_caret(qtbot, windo
     assert "greedy ↳9" in window.text.columns[1].title.text()
     assert window.lanes.table.item(1, 0).text() == "greedy ↳9"
     assert (1, 0) in window.lane_map.rows()
+
+
+def _what_the_window_shows(window) -> dict:
+    table = window.lanes.table
+    return {"lanes": [(lane.name, tuple(lane.trace.token_ids)) for lane in window.state.lanes],
+            "table": [table.item(row, 0).text() for row in range(table.rowCount())],
+            "columns": [column.browser.toPlainText() for column in window.text.columns],
+            "lane map": window.lane_map.rows(), "prompt": window.prompt.editor.toPlainText(),
+            "seed": window.prompt.seed.text(), "steps": window.state.max_steps()}
+
+
+def _open_tour_stop(qtbot, window, row: int) -> None:
+    from gui.dialogs.tour_dialog import TourDialog
+
+    dialog = TourDialog(window.tour.start, window)  # a child of the window: goes with it
+    dialog.show()
+    dialog.stops.setCurrentRow(row)
+    qtbot.mouseClick(dialog.open_button, Qt.MouseButton.LeftButton)
+
+
+def _sampled_seeds(window) -> list:
+    return [lane.trace.config.get("seed") for lane in window.state.lanes if lane.spec.do_sample]
+
+
+def test_cancel_in_a_tour_stops_save_question_keeps_the_run_and_the_seed_stays_auto(qtbot, window, monkeypatch):
+    from gui.shell import unsaved
+
+    window.prompt.seed.setValue(-1)  # the user's seed: auto
+    run_and_wait(qtbot, window, max_new_tokens=6)
+    before = _what_the_window_shows(window)
+    asked: list[str] = []
+
+    def answer(choice):
+        return lambda _parent, before, **_offer: (asked.append(before), (choice, False))[1]
+
+    monkeypatch.setattr(unsaved, "ask_to_save", answer(unsaved.Answer.CANCEL))
+    _open_tour_stop(qtbot, window, 0)
+    assert asked == ["open a tour stop"]
+    assert _what_the_window_shows(window) == before and window.unsaved.unsaved  # all as it was, still unsaved
+    assert window.state.notice is None and not window.worker.is_running()
+
+    monkeypatch.setattr(unsaved, "ask_to_save", answer(unsaved.Answer.DISCARD))
+    _open_tour_stop(qtbot, window, 0)
+    for _ in range(2):  # the stop's run, then its replay of the branch not taken
+        wait_idle(qtbot, window)
+        qtbot.wait(100)
+    assert window.prompt.editor.toPlainText() == "Although I was tired, I still decided to"
+    assert window.prompt.seed.text() == "auto" and window.state.request.seed is None  # the stop's seed is its own
+    assert window.state.notice is not None and window.state.notice.cause == "tour"
+
+    sampled = next(index for index, lane in enumerate(window.state.lanes) if lane.name == "T 1.0")
+    window.lanes.table.selectRow(sampled)
+    seed_box = window.lanes.form.widgets["seed"]
+    seed_box.setValue(seed_box.minimum())  # the lane's own seed (11 in the stop) back to auto
+    assert window.state.lanes[sampled].spec.seed is None and seed_box.text() == "auto"
+    seeds = []
+    for _ in range(2):  # the user's own runs afterwards: fresh draws each, and the tour's banner goes
+        run_and_wait(qtbot, window, max_new_tokens=6)
+        seeds.append(_sampled_seeds(window))
+        assert window.state.notice is None or window.state.notice.cause != "tour"
+        assert not window.error_banner.isVisible() or "near-tie" not in window.error_banner.text()
+    assert seeds[0] != seeds[1] and 1 not in seeds[0] + seeds[1]

@@ -2345,6 +2345,14 @@ score {score} · parent slot {parent}</source>
             <translation>导览 — Tour</translation>
         </message>
         <message>
+            <source>Next ▸</source>
+            <translation>下一站 ▸</translation>
+        </message>
+        <message>
+            <source>Open the stop after the selected one</source>
+            <translation>打开所选站点之后的一站</translation>
+        </message>
+        <message>
             <source> (chat)</source>
             <translation>（对话）</translation>
         </message>
