@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 
 import pytest
 from PySide6.QtCore import Qt, QTimer, qWarning
@@ -162,3 +163,61 @@ def test_cancel_in_a_tour_stops_save_question_keeps_the_run_and_the_seed_stays_a
         assert window.state.notice is None or window.state.notice.cause != "tour"
         assert not window.error_banner.isVisible() or "near-tie" not in window.error_banner.text()
     assert seeds[0] != seeds[1] and 1 not in seeds[0] + seeds[1]
+
+
+def test_readouts_say_nothing_that_no_longer_holds(qtbot, window):
+    run_and_wait(qtbot, window, max_new_tokens=6)
+    lane_map = window.show_view("lane_map")
+    qtbot.wait(50)
+    hint = lane_map._hover.text()
+    lane_map._view.scene().sigMouseMoved.emit(lane_map.scene_pos_of(4, 2))  # the mouse over T 1.3's step 2
+    assert lane_map._hover.text().startswith("T 1.3 · step 2 · “")
+    window.lanes.table.selectRow(4)
+    qtbot.mouseClick(window.lanes.remove_button, Qt.MouseButton.LeftButton)
+    assert lane_map._hover.text() == hint  # T 1.3 is gone: so is its readout
+
+    # a refused temperature is said under its lane, and only there
+    window.lanes.table.selectRow(3)
+    sampled = window.state.lanes[3]
+    assert sampled.spec.do_sample
+    window.lanes.form.widgets["temperature"].setValue(0.0)
+    assert window.lanes.message.text().startswith("Refused: invalid temperature=0.0") and sampled.spec.temperature != 0
+    window.lanes.table.selectRow(0)
+    assert window.lanes.message.text() == ""
+
+    # a refused sweep's notice goes once a sweep is made
+    sweep = window.show_view("sweep")
+    window.lanes.fanout.setValue(1)
+    window.lanes.table.selectRow(3)
+    window.lanes.fanout.setValue(4)
+    run_and_wait(qtbot, window, max_new_tokens=6)
+    window.state.select(3, 1)
+    qtbot.mouseClick(sweep._sweep_button, Qt.MouseButton.LeftButton)
+    assert "runs as a fan-out" in window.error_banner.text() and window.error_banner.isVisible()
+    window.state.select(0, 1)
+    qtbot.mouseClick(sweep._sweep_button, Qt.MouseButton.LeftButton)
+    wait_idle(qtbot, window)
+    assert window.state.sweep_at(0, 1) is not None and "greedy · step 1" in sweep._title.text()
+    assert window.state.notice is None and not window.error_banner.isVisible()
+
+    # while a new run streams, no header shows the last run's numbers; tok/s is this run's
+    summaries: list[list[str]] = []
+    window.state.events.connect("run_started", lambda _job: summaries.append(
+        [column.summary.text() for column in window.text.columns]))
+    timing: dict[str, float] = {}
+    window.state.events.connect("step_added", lambda *_: timing.setdefault("first", time.perf_counter()))
+    window.state.events.connect("run_finished", lambda: timing.setdefault("end", time.perf_counter()))
+    run_and_wait(qtbot, window, max_new_tokens=24)
+    assert summaries == [["running… 0 tok"] * len(window.state.lanes)]
+    assert all(column.summary.text().startswith("24 tok") for column in window.text.columns[:3])
+    expected = window.state.total_tokens() / (timing["end"] - timing["first"])
+    shown = float(window.status.speed.text().removesuffix(" tok/s"))
+    assert shown == pytest.approx(expected, rel=0.1)
+
+    # a branch's speed counts the branch's own tokens, not the run's it adds to
+    timing.clear()
+    before = window.state.total_tokens()
+    window.controller.branch(0, 3, window.state.lanes[0].trace.steps[3].top[1].id)
+    wait_idle(qtbot, window)
+    expected = (window.state.total_tokens() - before) / (timing["end"] - timing["first"])
+    assert float(window.status.speed.text().removesuffix(" tok/s")) == pytest.approx(expected, rel=0.1)

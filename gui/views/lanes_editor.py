@@ -48,7 +48,7 @@ from gui.present.lane_fields import (
     preset_title,
     spec_from_values,
 )
-from gui.state.run_state import RunState, Selection
+from gui.state.run_state import Lane, RunState, Selection
 from gui.views.style import lane_color_hex
 
 NAME_COLUMN, STRATEGY_COLUMN = 0, 1
@@ -221,6 +221,7 @@ class LanesEditor(QWidget):
         self.table.itemChanged.connect(self._on_item_changed)
         self.table.itemSelectionChanged.connect(self._show_selected)
         self.form = LaneForm(self._on_form_edited)
+        self._shown_lane: Lane | None = None  # the lane the form shows
         self.message = QLabel()
         self.message.setObjectName("laneMessage")
         self.message.setWordWrap(True)
@@ -448,6 +449,9 @@ class LanesEditor(QWidget):
     def _show_selected(self) -> None:
         index = self.selected_index()
         lane = self.state.lanes[index] if 0 <= index < len(self.state.lanes) else None
+        if lane is not self._shown_lane:  # a refusal or note is about the lane it was said under
+            self._shown_lane = lane
+            self.show_message("")
         self.form.show_spec(lane.spec if lane else None)
         self.fanout.blockSignals(True)
         self.fanout.setValue(lane.fanout if lane else 1)

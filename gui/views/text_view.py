@@ -515,7 +515,9 @@ class TextPanel(QWidget):
             members = self.state.lanes[index].members
             fragments.append(self._other_members_html(members) if members else self._other_beams_html(lane))
         column.show_lane(self.state, fragments)
-        if not self.state.running or lane.finish_reason is not None:
+        if self.state.running and lane.finish_reason is None:  # not the last run's numbers: this run's so far
+            column.show_summary(translate("text_view", "running… {count} tok").format(count=len(lane.steps)), "")
+        else:
             text, tip = lane_summary(lane, self.state.divergence_step(index), self.state.critical_count(index))
             comparison = self.state.replay_comparison(index)
             if comparison is not None:

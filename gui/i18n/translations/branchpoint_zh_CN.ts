@@ -1363,16 +1363,16 @@ score {score} · parent slot {parent}</source>
             <translation>单元格颜色所表示的量</translation>
         </message>
         <message>
-            <source>hover a cell for its token · click selects the step</source>
-            <translation>悬停单元格查看词元 · 单击选中该步</translation>
-        </message>
-        <message>
             <source>step</source>
             <translation>步</translation>
         </message>
         <message>
             <source>{name} · step {step} · “{token}” · {metric} = {value:.4f}</source>
             <translation>{name} · 第 {step} 步 · “{token}” · {metric} = {value:.4f}</translation>
+        </message>
+        <message>
+            <source>hover a cell for its token · click selects the step</source>
+            <translation>悬停单元格查看词元 · 单击选中该步</translation>
         </message>
     </context>
     <context>
@@ -1951,8 +1951,8 @@ score {score} · parent slot {parent}</source>
             <translation>最长泳道已完成的步数 / 其 max_new_tokens</translation>
         </message>
         <message>
-            <source>Generated tokens per second, all lanes and beams together</source>
-            <translation>每秒生成的词元数（所有泳道和束合计）</translation>
+            <source>Tokens the run generated per second since its first token: every lane's and fan-out member's (a beam lane's best sequence)</source>
+            <translation>自第一个词元起每秒生成的词元数：包括每条车道和每个分叉成员的词元（束搜索车道计最佳序列）</translation>
         </message>
         <message>
             <source>model: {model_name}</source>
@@ -1973,10 +1973,6 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>step {max_steps}/{limit}</source>
             <translation>步 {max_steps}/{limit}</translation>
-        </message>
-        <message>
-            <source>{tokens_per_s:.1f} tok/s</source>
-            <translation>{tokens_per_s:.1f} 词元/秒</translation>
         </message>
         <message>
             <source>{name} · step {step} (of 0–{last})</source>
@@ -2163,6 +2159,10 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>best running beam…</source>
             <translation>当前最佳束…</translation>
+        </message>
+        <message>
+            <source>running… {count} tok</source>
+            <translation>运行中… {count} 词元</translation>
         </message>
         <message>
             <source>vs {lane}: {comparison}</source>
