@@ -143,7 +143,7 @@ def run_app(argv: list[str]) -> int:
         QMessageBox.critical(None, translate("app", "Branchpoint"), str(error))
         return 2
     window = MainWindow(model, settings)
-    from gui.shell import faults
+    from gui.shell import faults, restore
 
     faults.install(window.state)  # an error in a slot is said in the window and logged, not lost on stderr
     if language_notice:
@@ -155,7 +155,7 @@ def run_app(argv: list[str]) -> int:
     if args.gui_open:
         window.files.open(Path(args.gui_open))
     window.show()
-    window.report_stale_builds()
+    restore.report_stale_builds(window.state)
     if not args.gui_open:
         window.offer_restore()
     if args.gui_prompt is not None:

@@ -221,3 +221,44 @@ def test_readouts_say_nothing_that_no_longer_holds(qtbot, window):
     wait_idle(qtbot, window)
     expected = (window.state.total_tokens() - before) / (timing["end"] - timing["first"])
     assert float(window.status.speed.text().removesuffix(" tok/s")) == pytest.approx(expected, rel=0.1)
+
+
+def _type_into(qtbot, box, text: str) -> None:
+    """Select what the box shows, type `text` and press Enter, as a user does."""
+    box.setFocus()
+    box.lineEdit().selectAll()
+    if text:
+        qtbot.keyClicks(box.lineEdit(), text)
+    else:
+        qtbot.keyClick(box.lineEdit(), Qt.Key.Key_Delete)
+    qtbot.keyClick(box.lineEdit(), Qt.Key.Key_Return)
+
+
+def test_typed_values_are_refused_in_words_or_taken_never_changed_silently(qtbot, window):
+    run_and_wait(qtbot, window, max_new_tokens=4)
+    index = next(i for i, lane in enumerate(window.state.lanes) if lane.spec.top_p is not None)
+    window.lanes.table.selectRow(index)
+    lane = window.state.lanes[index]
+    before = lane.spec
+    top_p = window.lanes.form.widgets["top_p"]
+    _type_into(qtbot, top_p, "1.5")
+    assert "top_p=1.5" in window.lanes.message.text() and "[0, 1]" in window.lanes.message.text()
+    assert lane.spec == before and lane.name == before.name and top_p.value() == before.top_p  # kept
+    assert window.lanes.table.item(index, 0).text() == before.name
+    assert before.name in window.text.columns[index].title.text()
+    top_p.setFocus()
+    qtbot.keyClick(top_p, Qt.Key.Key_PageUp)  # the arrows stay in the range
+    assert top_p.value() <= 1.0
+
+    seed = window.lanes.form.widgets["seed"]
+    _type_into(qtbot, seed, "7")
+    assert lane.spec.seed == 7 and "seed 7" in window.lanes.table.item(index, 1).text()
+    _type_into(qtbot, seed, "")  # cleared: auto, said so
+    assert lane.spec.seed is None and seed.text() == "auto"
+    assert "seed" not in window.lanes.table.item(index, 1).text()
+
+    run_seed = window.prompt.seed
+    _type_into(qtbot, run_seed, "42")
+    assert window.state.request.seed == 42
+    _type_into(qtbot, run_seed, "")
+    assert window.state.request.seed is None and run_seed.text() == "auto"

@@ -46,7 +46,7 @@ def install(state: RunState) -> Callable[[], None]:
     def qt_message(kind: QtMsgType, _context: QMessageLogContext, message: str) -> None:
         if kind in _QT_LEVELS:
             LOG.log(_QT_LEVELS[kind], "Qt: %s", message)
-            print(message, file=sys.stderr)
+        print(message, file=sys.stderr)  # as Qt's own handler does
 
     sys.excepthook = report
     previous_handler = qInstallMessageHandler(qt_message)
