@@ -262,3 +262,35 @@ def test_typed_values_are_refused_in_words_or_taken_never_changed_silently(qtbot
     assert window.state.request.seed == 42
     _type_into(qtbot, run_seed, "")
     assert window.state.request.seed is None and run_seed.text() == "auto"
+
+
+def _same_outline(a, b) -> bool:
+    """Two symbols of the same glyph (drawn a hair apart by font hinting)."""
+    points = lambda path: [(path.elementAt(i).x, path.elementAt(i).y) for i in range(path.elementCount())]  # noqa: E731
+    return a.elementCount() == b.elementCount() and all(
+        abs(x1 - x2) < 0.01 and abs(y1 - y2) < 0.01 for (x1, y1), (x2, y2) in zip(points(a), points(b), strict=True))
+
+
+def test_marks_and_fan_out_numbers_read_as_their_legends_say(qtbot, window):
+    from gui.present.lane_html import BRANCH_GLYPH, FORCED_GLYPH
+    from gui.views.style import glyph_symbol
+
+    run_and_wait(qtbot, window, max_new_tokens=8)
+    window.controller.branch(0, 3, window.state.lanes[0].trace.steps[3].top[1].id)
+    wait_idle(qtbot, window)
+    lane_map = window.show_view("lane_map")
+    qtbot.wait(50)
+    assert lane_map.marks()["branch"] == [(1, 3)]
+    assert f"{BRANCH_GLYPH}</span>&nbsp;branch point" in lane_map._legend.text()
+    for drawn in (lane_map._marks["branch"].opts["symbol"], window.timeline._branch_marks.opts["symbol"]):
+        assert _same_outline(drawn, glyph_symbol(BRANCH_GLYPH)) and not _same_outline(drawn, glyph_symbol(FORCED_GLYPH))
+
+    window.lanes.table.selectRow(5)  # T 1.3, after the branch
+    window.lanes.fanout.setValue(6)
+    run_and_wait(qtbot, window, max_new_tokens=8)
+    window.state.select(5, 2)
+    fanout = window.show_view("fanout")
+    qtbot.wait(50)
+    summary = fanout.summary()
+    assert "two members part at step" in summary and "on its own (differs from every other) from step" in summary
+    assert "mean first split" not in summary and "pairwise divergence" not in summary

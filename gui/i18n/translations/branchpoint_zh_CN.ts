@@ -1149,8 +1149,8 @@ score {score} · parent slot {parent}</source>
             <translation>种子 {first}–{last}</translation>
         </message>
         <message>
-            <source>&lt;b&gt;{count} members&lt;/b&gt; ({seeds}) · &lt;b&gt;{distinct}&lt;/b&gt; distinct continuations · mean first split at step &lt;b&gt;{first}&lt;/b&gt; · mean pairwise divergence step &lt;b&gt;{pairwise}&lt;/b&gt; · {splits} splits</source>
-            <translation>&lt;b&gt;{count} 个成员&lt;/b&gt;（{seeds}）· &lt;b&gt;{distinct}&lt;/b&gt; 种不同续写 · 平均在第 &lt;b&gt;{first}&lt;/b&gt; 步首次分开 · 两两平均分歧步 &lt;b&gt;{pairwise}&lt;/b&gt; · {splits} 个分叉</translation>
+            <source>&lt;b&gt;{count} members&lt;/b&gt; ({seeds}) · &lt;b&gt;{distinct}&lt;/b&gt; distinct continuations · two members part at step &lt;b&gt;{pairwise}&lt;/b&gt; on average · a member is on its own (differs from every other) from step &lt;b&gt;{first}&lt;/b&gt; on average · {splits} splits</source>
+            <translation>&lt;b&gt;{count} 个成员&lt;/b&gt;（{seeds}）· &lt;b&gt;{distinct}&lt;/b&gt; 种不同的续写 · 两个成员平均在第 &lt;b&gt;{pairwise}&lt;/b&gt; 步分开 · 一个成员平均从第 &lt;b&gt;{first}&lt;/b&gt; 步起独自前行（与其他每个成员都不同）· {splits} 处分叉</translation>
         </message>
         <message>
             <source>steps {start}–{max} · members {names}: “{branch_text}”</source>
