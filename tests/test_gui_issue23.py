@@ -7,6 +7,7 @@ import time
 
 import pytest
 from PySide6.QtCore import Qt, QTimer, qWarning
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication, QPushButton
 
 from tests.gui_helpers import run_and_wait, token_point, wait_idle
@@ -294,3 +295,80 @@ def test_marks_and_fan_out_numbers_read_as_their_legends_say(qtbot, window):
     summary = fanout.summary()
     assert "two members part at step" in summary and "on its own (differs from every other) from step" in summary
     assert "mean first split" not in summary and "pairwise divergence" not in summary
+
+
+def test_tab_leaves_the_prompt_and_the_focused_text_column_shows_a_ring(qtbot, window):
+    run_and_wait(qtbot, window, max_new_tokens=4)
+    editor = window.prompt.editor
+    text = editor.toPlainText()
+    editor.setFocus()
+    qtbot.waitUntil(editor.hasFocus)
+    qtbot.keyClick(editor, Qt.Key.Key_Tab)
+    assert editor.toPlainText() == text and not editor.hasFocus()  # no tab typed: the focus moved on
+    editor.setFocus()
+    qtbot.keyClick(editor, Qt.Key.Key_Backtab, Qt.KeyboardModifier.ShiftModifier)
+    assert editor.toPlainText() == text and not editor.hasFocus()
+
+    browser = window.text.columns[1].browser
+    highlight = browser.palette().color(QPalette.ColorRole.Highlight).name()
+    edge = lambda: browser.grab().toImage().pixelColor(0, browser.height() // 2).name()  # noqa: E731
+    assert edge() != highlight
+    qtbot.mouseClick(browser.viewport(), Qt.MouseButton.LeftButton, pos=token_point(qtbot, window, 1, 1))
+    qtbot.waitUntil(browser.hasFocus)
+    assert edge() == highlight  # the column the arrow keys act in is ringed
+    assert window.text.columns[0].browser.grab().toImage().pixelColor(0, 40).name() != highlight
+
+
+@pytest.fixture
+def chinese_window(qtbot, monkeypatch, tmp_path, make_window, tiny_model_dir):
+    """The window under LANG=zh_CN.UTF-8, its catalogue loaded as run_app loads it."""
+    from gui.app import make_application
+    from gui.i18n import language
+
+    for variable in ("LANGUAGE", "LC_ALL", "LC_MESSAGES"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("LANG", "zh_CN.UTF-8")
+    monkeypatch.setenv("BRANCHPOINT_CACHE_DIR", str(tmp_path / "cache"))
+    app = make_application([])
+    assert language.install(app, language.chosen_language("system")) == ""
+    yield make_window(tiny_model_dir)
+    language.uninstall(app)
+
+
+def test_the_chinese_interface_labels_tokens_replays_and_the_tour_in_chinese(qtbot, chinese_window):
+    from gui.dialogs.tour_dialog import TourDialog
+    from gui.state import tour
+
+    window = chinese_window
+    run_and_wait(qtbot, window, max_new_tokens=6)
+    tokens = window.show_view("tokens_view")
+    qtbot.wait(50)
+    titles = [line.title for line in tokens.lines()]
+    assert titles[0].startswith("提示词（纯文本）· ") and titles[0].endswith(" 个词元")
+    assert titles[1] == f"{window.state.lanes[0].name} · 6 个词元"
+
+    record = window.state.lanes[0].trace.steps[2]
+    entries = [action.text() for action in window.text.columns[0].browser.alternatives_menu(0, record).actions()]
+    assert any(entry.startswith(("用次优词元重放：", "▲ 重放未走的分支：")) for entry in entries), entries
+
+    dialog = TourDialog(window.tour.start, window, window.tour.last_key)
+    dialog.show()
+    shown = [dialog.stops.item(row).text() for row in range(dialog.stops.count())]
+    assert shown[0] == "一次近乎平局决定了分支" and shown == [tour.title(stop) for stop in tour.STOPS]
+    assert dialog.windowTitle().startswith("导览") and dialog.next_button.text() == "下一站 ▸"
+    qtbot.mouseClick(dialog.open_button, Qt.MouseButton.LeftButton)
+    for _ in range(2):
+        wait_idle(qtbot, window)
+        qtbot.wait(100)
+    assert window.error_banner.text().startswith("一次近乎平局决定了分支 — ▲ 标出的步骤里")
+
+    dialog = TourDialog(window.tour.start, window, window.tour.last_key)  # Help → Tour again: at the stop last opened
+    dialog.show()
+    assert dialog.stops.currentRow() == 0
+    qtbot.mouseClick(dialog.next_button, Qt.MouseButton.LeftButton)
+    for _ in range(2):
+        wait_idle(qtbot, window)
+        qtbot.wait(100)
+    assert window.tour.last_key == tour.STOPS[1].key
+    assert window.prompt.editor.toPlainText() == tour.STOPS[1].prompt
+    assert window.error_banner.text().startswith("同样的现象，中文：虽然……但 — ")

@@ -39,6 +39,7 @@ class PromptPanel(QWidget):
         self.editor.setPlaceholderText(translate("prompt_panel", "Prompt — Ctrl+Enter runs all lanes"))
         self.editor.setToolTip(translate("prompt_panel",
                                          "The prompt every lane continues (Ctrl+Enter: Run, Esc: Stop)"))
+        self.editor.setTabChangesFocus(True)  # Tab / Shift+Tab leave the prompt, as in other forms' editors
         self.editor.setMinimumHeight(60)
         self.editor.setMaximumHeight(130)
         self.chat = QCheckBox(translate("prompt_panel", "chat"))

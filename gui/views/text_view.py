@@ -93,6 +93,10 @@ class TokenBrowser(QTextBrowser):
         self.setOpenLinks(False)
         self.setOpenExternalLinks(False)
         self.setMouseTracking(True)
+        self.setObjectName("laneText")
+        # a visible focus ring: where the arrow keys and the Menu key act (palette colours follow the theme)
+        self.setStyleSheet("#laneText { border: 1px solid palette(mid); }"
+                           "#laneText:focus { border: 2px solid palette(highlight); }")
         self.anchorClicked.connect(self._on_anchor)
         self._document = FragmentDocument(self)
 

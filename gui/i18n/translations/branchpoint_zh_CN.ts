@@ -2231,6 +2231,18 @@ score {score} · parent slot {parent}</source>
             <translation>运行或打开一次运行以查看其词元。</translation>
         </message>
         <message>
+            <source>prompt (chat template) · {count} tokens</source>
+            <translation>提示词（对话模板）· {count} 个词元</translation>
+        </message>
+        <message>
+            <source>prompt (plain text) · {count} tokens</source>
+            <translation>提示词（纯文本）· {count} 个词元</translation>
+        </message>
+        <message>
+            <source>{lane} · {count} tokens</source>
+            <translation>{lane} · {count} 个词元</translation>
+        </message>
+        <message>
             <source>the prompt and every lane as tokens · {model}</source>
             <translation>提示词和各泳道的词元 · {model}</translation>
         </message>
