@@ -144,6 +144,9 @@ def run_app(argv: list[str]) -> int:
         QMessageBox.critical(None, translate("app", "Branchpoint"), str(error))
         return 2
     window = MainWindow(model, settings)
+    from gui.shell import faults, restore
+
+    faults.install(window.state)  # an error in a slot is said in the window and logged, not lost on stderr
     if language_notice:
         window.state.show_notice(language_notice, level="info", cause="language")
     if model is None:

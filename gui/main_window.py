@@ -220,7 +220,7 @@ class MainWindow(QMainWindow):
     def show_tour(self) -> None:
         from gui.dialogs.tour_dialog import TourDialog
 
-        TourDialog(self.tour.start, self).exec()
+        TourDialog(self.tour.start, self, self.tour.last_key).exec()
 
     # ------------------------------------------------------------------------------------------------ close
 

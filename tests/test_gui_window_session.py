@@ -111,7 +111,8 @@ def test_a_lane_longer_than_the_run_counts_progress_in_its_steps(qtbot, window):
 
     index = len(window.state.lanes)
     window.lanes.add_spec(replace(window.state.lanes[0].spec, name="long", max_new_tokens=20))
-    assert window.lanes.form.widgets["max_new_tokens"].maximum() == window.prompt.max_new_tokens.maximum()
+    # the lane's arrows keep to the run's limit (a value typed past it is refused in words, not clamped)
+    assert window.lanes.form.widgets["max_new_tokens"].allowed[1] == window.prompt.max_new_tokens.maximum()
     run_and_wait(qtbot, window, max_new_tokens=6)
     done, limit = (int(v) for v in window.status.step.text().removeprefix("step ").split("/"))
     assert limit == 20 and done == len(window.state.traces[index].steps) <= 20

@@ -1,4 +1,5 @@
-"""Help → Tour: the tour's stops (gui.state.tour) with their explanations in English and Chinese; Open runs one."""
+"""Help → Tour: the tour's stops (gui.state.tour) with their explanations in the interface's language; Open runs
+the selected one, Next the one after the stop opened last (shown selected when the dialog opens)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from gui.state.tour import STOPS, TourStop
 
 
 class TourDialog(QDialog):
-    def __init__(self, open_stop, parent: QWidget | None = None) -> None:
+    def __init__(self, open_stop, parent: QWidget | None = None, last_key: str | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle(translate("tour_dialog", "Tour — 导览"))
         self.resize(760, 420)
@@ -33,12 +34,18 @@ class TourDialog(QDialog):
             item.setData(Qt.ItemDataRole.UserRole, stop.key)
             self.stops.addItem(item)
         self.stops.currentRowChanged.connect(self._show)
+        self.stops.currentRowChanged.connect(self._show_next_state)
         self.stops.itemDoubleClicked.connect(lambda _item: self.accept())
         self.text = QLabel()
         self.text.setWordWrap(True)
         self.text.setTextFormat(Qt.TextFormat.RichText)
         self.text.setAlignment(Qt.AlignmentFlag.AlignTop)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Open | QDialogButtonBox.StandardButton.Close)
+        self.open_button = buttons.button(QDialogButtonBox.StandardButton.Open)
+        self.next_button = buttons.addButton(translate("tour_dialog", "Next ▸"),
+                                             QDialogButtonBox.ButtonRole.ActionRole)
+        self.next_button.setToolTip(translate("tour_dialog", "Open the stop after the selected one"))
+        self.next_button.clicked.connect(self.open_next)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         body = QHBoxLayout()
@@ -47,7 +54,8 @@ class TourDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addLayout(body, 1)
         layout.addWidget(buttons)
-        self.stops.setCurrentRow(0)
+        keys = [stop.key for stop in STOPS]
+        self.stops.setCurrentRow(keys.index(last_key) if last_key in keys else 0)
 
     def _show(self, row: int) -> None:
         stop: TourStop = STOPS[row]
@@ -57,6 +65,14 @@ class TourDialog(QDialog):
                                         "<p>{text}</p>")
         self.text.setText(text.format(title=html.escape(tour.title(stop)), prompt=html.escape(stop.prompt), chat=chat,
                                       lanes=html.escape(lanes), text=html.escape(tour.text(stop))))
+
+    def _show_next_state(self, row: int) -> None:
+        self.next_button.setEnabled(row < len(STOPS) - 1)
+
+    def open_next(self) -> None:
+        """Select the stop after the selected one and open it."""
+        self.stops.setCurrentRow(self.stops.currentRow() + 1)
+        self.accept()
 
     def accept(self) -> None:
         row = self.stops.currentRow()

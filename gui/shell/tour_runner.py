@@ -1,7 +1,8 @@
 """Help → Tour, run: a stop's prompt, lanes and view are set up (after "Save changes?", so Cancel leaves the
 window as it was), its run starts with the stop's own seed (the user's seed setting is never changed), and the
 stop's after-action (gui.state.tour.AFTER_ACTIONS) follows the run: replay a near-tie, select a critical point,
-add temperature fan-outs, run again, or explain lane 0 and show the attention or the logit lens."""
+add temperature fan-outs, run again, or explain lane 0 and show the attention or the logit lens. The stop's
+banner goes with the first run that is not the tour's."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ class TourRunner(QObject):
         self.state, self.controller, self.unsaved, self.show_view = state, controller, unsaved, show_view
         self._stop: tour.TourStop | None = None  # a stop whose run is on its way (its after-action follows)
         self._inside_stop: tour.TourStop | None = None  # a stop whose explanation is on its way
+        self._starting_own_job = False  # the tour itself starts the job now (its banner stays)
+        self.last_key: str | None = None  # the stop opened last (the tour dialog's Next goes on from it)
         state.events.connect("run_started", self._on_run_started)
         state.events.connect("run_finished", self._on_run_finished)
         state.events.connect("explanations_changed", self._on_explained)
@@ -46,16 +49,27 @@ class TourRunner(QObject):
         self.state.update_request(text=stop.prompt, chat=stop.chat, system=None, max_new_tokens=stop.max_new_tokens)
         self.show_view(stop.view)
         self.state.show_notice(f"{tour.title(stop)} — {tour.text(stop)}", level="info", cause="tour")
-        self._stop = stop
+        self._stop, self.last_key = stop, stop.key
         self._run(stop)
         return True
 
     def _run(self, stop: tour.TourStop) -> None:
-        self.controller.run(replace(self.state.request, seed=stop.seed))
+        self._own(lambda: self.controller.run(replace(self.state.request, seed=stop.seed)))
+
+    def _own(self, start_job: Callable[[], object]) -> None:
+        """Start a job of the tour's own (its run_started comes while this runs)."""
+        self._starting_own_job = True
+        try:
+            start_job()
+        finally:
+            self._starting_own_job = False
 
     def _on_run_started(self, job: JobKind) -> None:
         if job in (JobKind.RUN, JobKind.REPLAY):
             self._inside_stop = None  # its explanation never came (cancelled, failed): not for a later one
+        if job in (JobKind.RUN, JobKind.REPLAY, JobKind.BRANCH) and not self._starting_own_job:
+            self._stop = None
+            self.state.clear_notice("tour")  # the stop's words are about the stop's run, not this one
 
     def _on_run_finished(self) -> None:
         if self._stop is not None and self.state.job is None:
@@ -71,7 +85,7 @@ class TourRunner(QObject):
             lane = 1 if firsts[1][1] is not None else (first[0] if first else None)
             if lane is not None:
                 step = dict(firsts)[lane]
-                self.controller.replay_not_taken(lane, step)
+                self._own(lambda: self.controller.replay_not_taken(lane, step))
                 state.select(lane, step)
         elif stop.after == "select_first_critical" and first is not None:
             state.select(*first)
@@ -80,7 +94,7 @@ class TourRunner(QObject):
             self.show_view("sweep").show_diversity()
             self._run(stop)
         elif stop.after == "run_again":
-            self.controller.replay()
+            self._own(self.controller.replay)
         elif stop.after in ("explain_contrast", "explain_journey"):
             self._inside_stop = stop  # shown once the explanation is in (_on_explained)
             self.controller.explain_lane(0)

@@ -300,18 +300,19 @@ class RunController:
         processors: the model recomputes that step's logits once; the sweep is stored with the run."""
         state = self.state
         if self.runner.is_running() or state.trace is None or self.holder is None:
-            state.show_notice(translate("controller", "A temperature sweep needs a finished run and a model."))
+            state.show_notice(translate("controller", "A temperature sweep needs a finished run and a model."),
+                              cause="sweep")
             return False
         lane = state.lanes[index]
         if lane.members:
             state.show_notice(translate("controller",
                                         "“{name}” runs as a fan-out: sweep a step of a lane without one.")
-                                        .format(name=lane.name), level="info")
+                                        .format(name=lane.name), level="info", cause="sweep")
             return False
         try:
             job = jobs.sweep_job(self.holder, state.shown_trace(), lane.name, step)
         except ValueError as error:
-            state.show_notice(translate("controller", "Cannot sweep: {error}.").format(error=error))
+            state.show_notice(translate("controller", "Cannot sweep: {error}.").format(error=error), cause="sweep")
             return False
         self._start(JobKind.SWEEP, {}, job, state.run_limit)
         return True
@@ -572,6 +573,7 @@ class RunController:
     def on_finished(self, result) -> None:
         kind = self.state.job
         if kind is JobKind.SWEEP:
+            self.state.clear_notice("sweep")  # a refused sweep's words no longer hold
             self.state.add_sweep(result)
             self.state.set_status(translate("controller",
                                             "temperature sweep of {lane} step {step}").format(lane=result.lane,

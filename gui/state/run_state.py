@@ -261,31 +261,32 @@ class RunState:
     def insert_lane(self, index: int, spec: LaneSpec, **attributes) -> Lane:
         lane = self._new_lane(spec, **attributes)
         self.lanes.insert(index, lane)
+        self._refresh_analysis()  # before the selection moves: its listeners read the analysis
         if self.selection is not None and self.selection.lane >= index:
             self._set_selection(replace(self.selection, lane=self.selection.lane + 1))
-        self._refresh_analysis()
         self.events.emit("lane_inserted", index)
         return lane
 
     def remove_lane(self, index: int) -> Lane:
         lane = self.lanes.pop(index)
+        if index < self.reference or self.reference >= len(self.lanes):
+            self.reference = max(0, min(self.reference - 1, len(self.lanes) - 1))
+        self._refresh_analysis()  # before the selection changes: its listeners read the analysis of these lanes
         if self.selection is not None:
             if self.selection.lane == index:
                 self._set_selection(None)
             elif self.selection.lane > index:
                 self._set_selection(replace(self.selection, lane=self.selection.lane - 1))
-        if index < self.reference or self.reference >= len(self.lanes):
-            self.reference = max(0, min(self.reference - 1, len(self.lanes) - 1))
-        self._refresh_analysis()
         self.events.emit("lane_removed", index, lane)
         return lane
 
     def move_lane(self, index: int, target: int) -> None:
+        selected = self.lanes[self.selection.lane] if self.selection is not None else None
         lane = self.lanes.pop(index)
         self.lanes.insert(target, lane)
-        if self.selection is not None and self.selection.lane == index:
-            self._set_selection(replace(self.selection, lane=target))
         self._refresh_analysis()
+        if selected is not None:  # the lanes between index and target moved by one too
+            self._set_selection(replace(self.selection, lane=self.lanes.index(selected)))
         self.events.emit("lane_moved", index, target)
 
     def detach_branch(self, index: int) -> None:

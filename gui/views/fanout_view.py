@@ -384,9 +384,11 @@ class FanoutView(DrawnWhenShown, QWidget):
             f"{group.mean_pairwise_divergence_step:.1f}"
         seeds = "" if group.seed is None else translate("fanout_view", "seeds {first}–{last}").format(
             first=group.seed, last=group.seed + len(members) - 1)
+        # two means of different things, worded apart: a pair parts before a member differs from every other
         text = translate("fanout_view", "<b>{count} members</b> ({seeds}) · <b>{distinct}</b> distinct continuations · "
-                                        "mean first split at step <b>{first}</b> · mean pairwise divergence step "
-                                        "<b>{pairwise}</b> · {splits} splits")
+                                        "two members part at step <b>{pairwise}</b> on average · a member is on its "
+                                        "own (differs from every other) from step <b>{first}</b> on average · "
+                                        "{splits} splits")
         return text.format(count=len(members), seeds=seeds, distinct=group.distinct_continuations, first=first,
                            pairwise=pairwise, splits=len(group.splits))
 

@@ -1,6 +1,6 @@
 """Lane × step map, a view of the RunState that stays readable with 10+ lanes and fan-outs: one row per lane, one
 cell per step, coloured by the chosen token's probability (or entropy, or margin — a selector), with the
-divergence (◆), critical point (▲) and branch (★) marks on top. Hover a cell for its token; click it to select the
+divergence (◆), critical point (▲) and branch (↳) marks on top. Hover a cell for its token; click it to select the
 step everywhere. The line chart stays for a few chosen lanes."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from decoding.critical import critical_point
 from decoding.trace import StepRecord
 from gui.i18n import QT_TRANSLATE_NOOP, translate
 from gui.present.chart_rows import display_token
-from gui.present.lane_html import MARK_COLOURS, mark_legend, probability_colour
+from gui.present.lane_html import BRANCH_GLYPH, MARK_COLOURS, mark_legend, probability_colour
 from gui.state.run_state import RunState, Selection
 from gui.views import style
 from gui.views.figure import Figure
@@ -133,7 +133,7 @@ class LaneStepMap(DrawnWhenShown, QWidget):
         self._combo.addItems([translate("chart_data", label) for label, _ in METRICS.values()])
         self._combo.setToolTip(translate("lane_map", "What a cell's colour shows"))
         self._combo.currentIndexChanged.connect(self._on_metric_changed)
-        self._hover = QLabel(translate("lane_map", "hover a cell for its token · click selects the step"))
+        self._hover = QLabel(_hover_hint())
         self._hover.setStyleSheet("color:#555")
         header = QHBoxLayout()
         header.addWidget(self._combo)
@@ -152,7 +152,7 @@ class LaneStepMap(DrawnWhenShown, QWidget):
         self._marks = {
             "divergence": self._scatter("d", 10, MARK_COLOURS["divergence"]),
             "critical": self._scatter("t1", 8, MARK_COLOURS["critical"]),
-            "branch": self._scatter("star", 13, MARK_COLOURS["branch"]),
+            "branch": self._scatter(style.glyph_symbol(BRANCH_GLYPH), 16, MARK_COLOURS["branch"]),
         }
         self._cursor = pg.ScatterPlotItem(symbol="s", size=16, brush=None, pen=pg.mkPen(style.FOREGROUND, width=2))
         self._cursor.setZValue(12)
@@ -174,6 +174,7 @@ class LaneStepMap(DrawnWhenShown, QWidget):
 
     # ---- drawing -----------------------------------------------------------------------------------------
     def _draw(self) -> None:
+        self._hover.setText(_hover_hint())  # what was under the mouse may be gone or different now
         self._rows = map_rows(self.state)
         self._grid = metric_grid(self.state, self._metric, self._rows)
         rows, steps = self._grid.shape
@@ -245,6 +246,7 @@ class LaneStepMap(DrawnWhenShown, QWidget):
     def _on_hover(self, scene_pos: QPointF) -> None:
         cell = self._cell_at(scene_pos)
         if cell is None:
+            self._hover.setText(_hover_hint())
             return
         row, step = cell
         index, member = self._rows[row]
@@ -254,3 +256,7 @@ class LaneStepMap(DrawnWhenShown, QWidget):
         metric = translate("chart_data", METRICS[self._metric][0])
         self._hover.setText(hover.format(name=trace.name, step=step, token=display_token(record.token_text, 20),
                                          metric=metric, value=self._grid[row, step]))
+
+
+def _hover_hint() -> str:
+    return translate("lane_map", "hover a cell for its token · click selects the step")

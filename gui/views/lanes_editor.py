@@ -16,7 +16,6 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
     QComboBox,
-    QDoubleSpinBox,
     QFormLayout,
     QFrame,
     QHBoxLayout,
@@ -48,7 +47,8 @@ from gui.present.lane_fields import (
     preset_title,
     spec_from_values,
 )
-from gui.state.run_state import RunState, Selection
+from gui.state.run_state import Lane, RunState, Selection
+from gui.views.spin_boxes import CheckedDoubleSpinBox, CheckedSpinBox
 from gui.views.style import lane_color_hex
 
 NAME_COLUMN, STRATEGY_COLUMN = 0, 1
@@ -109,19 +109,25 @@ def _make_widget(f: Field) -> QWidget:
         widget = QLineEdit()
         widget.setPlaceholderText(translate("lanes_editor", "none"))
     elif f.kind == "int":
-        widget = QSpinBox()
-        widget.setRange(int(f.minimum), int(f.maximum))
+        widget = CheckedSpinBox()
         widget.setSpecialValueText(translate("lane_fields", f.special_text) if f.special_text else "")
+        widget.allow(int(f.minimum), int(f.maximum), _typing_span(f, 2**31 - 1))
         widget.setKeyboardTracking(False)
     else:
-        widget = QDoubleSpinBox()
+        widget = CheckedDoubleSpinBox()
         widget.setDecimals(f.decimals)
-        widget.setRange(f.minimum, f.maximum)
+        widget.allow(f.minimum, f.maximum, _typing_span(f, 1e9))
         widget.setSingleStep(f.step)
         widget.setKeyboardTracking(False)
     widget.setToolTip(f"<b>{f.name}</b><br>{f.tooltip}")
     widget.setObjectName(f"field_{f.name}")
     return widget
+
+
+def _typing_span(f: Field, limit: float) -> float:
+    """How far past its range a value may be typed (to be refused in words, not clamped): ten times the range's
+    size, so the box stays about as wide as its values."""
+    return min(10 * max(abs(f.minimum), abs(f.maximum), 1), limit - max(abs(f.minimum), abs(f.maximum)))
 
 
 def _widget_value(widget: QWidget) -> Any:
@@ -221,6 +227,7 @@ class LanesEditor(QWidget):
         self.table.itemChanged.connect(self._on_item_changed)
         self.table.itemSelectionChanged.connect(self._show_selected)
         self.form = LaneForm(self._on_form_edited)
+        self._shown_lane: Lane | None = None  # the lane the form shows
         self.message = QLabel()
         self.message.setObjectName("laneMessage")
         self.message.setWordWrap(True)
@@ -448,6 +455,9 @@ class LanesEditor(QWidget):
     def _show_selected(self) -> None:
         index = self.selected_index()
         lane = self.state.lanes[index] if 0 <= index < len(self.state.lanes) else None
+        if lane is not self._shown_lane:  # a refusal or note is about the lane it was said under
+            self._shown_lane = lane
+            self.show_message("")
         self.form.show_spec(lane.spec if lane else None)
         self.fanout.blockSignals(True)
         self.fanout.setValue(lane.fanout if lane else 1)

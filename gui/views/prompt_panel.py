@@ -21,6 +21,7 @@ from decoding.parameters import parameter
 from gui.i18n import translate
 from gui.state.requests import RunRequest
 from gui.state.run_state import RunState
+from gui.views.spin_boxes import CheckedSpinBox
 
 # One limit for the run's box and every lane's own field: the parameter table's.
 MAX_NEW_TOKENS_LIMIT = int(parameter("max_new_tokens").editor_max)
@@ -38,6 +39,7 @@ class PromptPanel(QWidget):
         self.editor.setPlaceholderText(translate("prompt_panel", "Prompt — Ctrl+Enter runs all lanes"))
         self.editor.setToolTip(translate("prompt_panel",
                                          "The prompt every lane continues (Ctrl+Enter: Run, Esc: Stop)"))
+        self.editor.setTabChangesFocus(True)  # Tab / Shift+Tab leave the prompt, as in other forms' editors
         self.editor.setMinimumHeight(60)
         self.editor.setMaximumHeight(130)
         self.chat = QCheckBox(translate("prompt_panel", "chat"))
@@ -54,9 +56,9 @@ class PromptPanel(QWidget):
         self.max_new_tokens.setValue(64)
         self.max_new_tokens.setToolTip(translate("prompt_panel", "max_new_tokens: how many tokens each lane generates "
                                                                  "at most"))
-        self.seed = QSpinBox()
-        self.seed.setRange(-1, 2**31 - 1)
+        self.seed = CheckedSpinBox()  # emptied, it reads "auto" (not the seed it had)
         self.seed.setSpecialValueText(translate("prompt_panel", "auto"))
+        self.seed.allow(-1, 2**31 - 1)
         self.seed.setValue(-1)
         self.seed.setToolTip(translate("prompt_panel", "Base seed of the run: sampled lanes whose seed is auto get one "
                                                        "derived from it and their name, so the same seed repeats the "

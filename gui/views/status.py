@@ -1,5 +1,9 @@
 """Status bar, a view of the RunState: passing messages, the selection, progress (step x/N of the longest
-lane, tokens per second), model and the execution provider really active (CUDA or CPU)."""
+lane, tokens per second), model and the execution provider really active (CUDA or CPU).
+
+Tokens per second has one meaning while a job streams and once it has ended: the tokens this job added to the
+lanes (every fan-out member's; a beam lane's best sequence) over the time since its first token (loading the
+model and the prompt's prefill are not generating)."""
 
 from __future__ import annotations
 
@@ -42,11 +46,14 @@ class StatusBar(QStatusBar):
         self.step.setToolTip(translate("status", "Steps done of the longest lane's max_new_tokens"))
         self.speed = QLabel("")
         self.speed.setObjectName("statusSpeed")
-        self.speed.setToolTip(translate("status", "Generated tokens per second, all lanes and beams together"))
+        self.speed.setToolTip(translate("status", "Tokens the run generated per second since its first token: every "
+                                                  "lane's and fan-out member's (a beam lane's best sequence)"))
         self.selection = QLabel("")
         for label in (self.selection, self.step, self.speed, self.model_label, self.provider):
             self.addPermanentWidget(label)
         self._streaming_since: float | None = None
+        self._tokens_before = 0  # tokens shown before the job started (a branch adds to them)
+        self._job: JobKind | None = None  # the job running (None: none, or a run was opened)
         events = state.events
         events.connect("model_changed", self._on_model_changed)
         events.connect("status", self._on_status)
@@ -67,10 +74,13 @@ class StatusBar(QStatusBar):
 
     def _on_run_started(self, job: JobKind) -> None:
         self._streaming_since = None  # set by the first streamed step: loading is not generating
+        self._tokens_before = self.state.total_tokens()
+        self._job = job
         explaining = job is JobKind.EXPLAIN  # one call over a finished lane: no steps
         self.step.setText("" if explaining else translate("status",
                                                           "step 0/{run_limit}").format(run_limit=self.state.run_limit))
-        self.speed.setText("")
+        if not explaining and job is not JobKind.SWEEP:
+            self.speed.setText("")
         self.showMessage(translate("status", "explaining…") if explaining else translate("status", "running…"))
 
     def _on_prefill(self, done: int, total: int) -> None:
@@ -85,21 +95,28 @@ class StatusBar(QStatusBar):
     def _show_progress(self) -> None:
         if not self.state.running or self.state.job is JobKind.EXPLAIN:
             return
-        seconds = time.perf_counter() - self._streaming_since if self._streaming_since is not None else 0.0
-        tokens = self.state.total_tokens()
+        tokens, seconds = self._job_tokens()
         step_text, speed_text = progress_text(self.state.max_steps(), self.state.run_limit, tokens, seconds)
         self.step.setText(step_text)
         if tokens:
             self.speed.setText(speed_text)
+
+    def _job_tokens(self) -> tuple[int, float]:
+        """(tokens the job has added, seconds since its first one)."""
+        seconds = time.perf_counter() - self._streaming_since if self._streaming_since is not None else 0.0
+        return self.state.total_tokens() - self._tokens_before, seconds
 
     def _on_run_finished(self) -> None:
         trace = self.state.trace
         limit = max(self.state.run_limit, self.state.max_steps())
         self.step.setText(translate("status", "step {max_steps}/{limit}").format(max_steps=self.state.max_steps(),
                                                                                  limit=limit))
-        if trace is not None and trace.timing.tokens_per_s:
-            self.speed.setText(translate("status",
-                                         "{tokens_per_s:.1f} tok/s").format(tokens_per_s=trace.timing.tokens_per_s))
+        tokens, seconds = self._job_tokens()
+        if tokens and seconds > 0:  # the same measure as while it streamed
+            self.speed.setText(progress_text(0, 0, tokens, seconds)[1])
+        elif self._job not in (JobKind.SWEEP, JobKind.EXPLAIN):  # an opened run: the last run's speed is not its
+            self.speed.setText("")
+        self._streaming_since, self._job = None, None
         if trace is not None and trace.provider:
             self.provider.setText(provider_label(trace.provider))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyqtgraph as pg
-from PySide6.QtGui import QColor, QFont
+from PySide6.QtGui import QColor, QFont, QPainterPath, QTransform
 from PySide6.QtWidgets import QApplication, QWidget
 
 from gui.present import colours
@@ -32,6 +32,16 @@ def lane_color_hex(index: int) -> str:
 
 def lane_color(index: int) -> QColor:
     return QColor(lane_color_hex(index))
+
+
+def glyph_symbol(glyph: str) -> QPainterPath:
+    """A text glyph (e.g. ↳, the branch mark every legend shows) as a pyqtgraph scatter symbol: its outline scaled
+    into the unit square around 0, as pyqtgraph's own symbols are."""
+    path = QPainterPath()
+    path.addText(0, 0, ui_font(20), glyph)
+    box = path.boundingRect()
+    scale = 1 / max(box.width(), box.height(), 1e-6)
+    return QTransform().scale(scale, scale).translate(-box.center().x(), -box.center().y()).map(path)
 
 
 def ui_font(point_size: float = 9.0) -> QFont:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from PySide6.QtCore import QEvent, QPoint, Qt, QTimer, QUrl, Signal, Slot
+from PySide6.QtCore import QEvent, QPoint, QRect, Qt, QTimer, QUrl, Signal, Slot
 from PySide6.QtGui import QAction, QContextMenuEvent, QKeyEvent, QTextCursor
 from PySide6.QtWidgets import (
     QApplication,
@@ -94,6 +94,10 @@ class TokenBrowser(QTextBrowser):
         self.setOpenLinks(False)
         self.setOpenExternalLinks(False)
         self.setMouseTracking(True)
+        self.setObjectName("laneText")
+        # a visible focus ring: where the arrow keys and the Menu key act (palette colours follow the theme)
+        self.setStyleSheet("#laneText { border: 1px solid palette(mid); }"
+                           "#laneText:focus { border: 2px solid palette(highlight); }")
         self.anchorClicked.connect(self._on_anchor)
         self._document = FragmentDocument(self)
 
@@ -125,7 +129,12 @@ class TokenBrowser(QTextBrowser):
         return None
 
     def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 (Qt override)
-        """Left / Right move the selection through the lane's steps."""
+        """Left / Right move the selection through the lane's steps; the Menu key and Shift+F10 open the selected
+        step's menu (not the text caret's)."""
+        shift_f10 = event.key() == Qt.Key.Key_F10 and event.modifiers() == Qt.KeyboardModifier.ShiftModifier
+        if event.key() == Qt.Key.Key_Menu or shift_f10:
+            self._open_menu(self.selected_token(), None)
+            return
         selection = self._panel.state.selection
         delta = {Qt.Key.Key_Left: -1, Qt.Key.Key_Right: 1}.get(event.key())
         if delta is None or selection is None or selection.lane != self.lane:
@@ -157,14 +166,46 @@ class TokenBrowser(QTextBrowser):
 
     def contextMenuEvent(self, event: QContextMenuEvent) -> None:  # noqa: N802 (Qt override)
         """Right-click on a token or its mark: the lane's actions for that step (never the text widget's own
-        link menu); elsewhere: copy."""
-        target = self.token_at(event.pos())
+        link menu); elsewhere: copy. From the keyboard: the selected step's."""
+        if event.reason() == QContextMenuEvent.Reason.Keyboard:
+            self._open_menu(self.selected_token(), None)
+        else:
+            self._open_menu(self.token_at(event.pos()), event.globalPos())
+
+    def selected_token(self) -> tuple[int, int] | None:
+        """The selected step, when it is this lane's own (lane, step)."""
+        selection = self._panel.state.selection
+        if selection is None or selection.lane != self.lane or selection.member:
+            return None
+        return selection.lane, selection.step
+
+    def _open_menu(self, target: tuple[int, int] | None, at: QPoint | None) -> None:
+        """The step's menu at `at` (global), or under the token itself when opened from the keyboard."""
         record = self._panel.state.step_record(*target) if target else None
         menu = self.alternatives_menu(target[0], record) if record is not None else QMenu(self)
         menu.addSeparator()
         _add(menu, translate("text_view", "Copy"), self, self.copy).setEnabled(self.textCursor().hasSelection())
         _add(menu, translate("text_view", "Select all"), self, self.selectAll)
-        menu.exec(event.globalPos())
+        if at is None:
+            rect = self.token_rect(*target) if target else None
+            at = self.viewport().mapToGlobal(rect.bottomLeft() if rect else self.cursorRect().bottomLeft())
+        menu.exec(at)
+
+    def token_rect(self, lane: int, step: int) -> QRect | None:
+        """Where the token's first character is drawn (viewport coordinates), or None when it is not shown."""
+        href = f"tok:{lane}:{step}"
+        block = self.document().begin()
+        while block.isValid():
+            it = block.begin()
+            while not it.atEnd():
+                fragment = it.fragment()
+                if fragment.charFormat().anchorHref() == href:
+                    cursor = QTextCursor(self.document())
+                    cursor.setPosition(fragment.position() + 1)
+                    return self.cursorRect(cursor)
+                it += 1
+            block = block.next()
+        return None
 
     def alternatives_menu(self, lane: int, record: StepRecord) -> QMenu:
         menu = QMenu(self)
@@ -183,8 +224,10 @@ class TokenBrowser(QTextBrowser):
         if other is not None:
             token = next(t for t in record.top if t.id == other)
             critical = critical_point(record, panel.state.critical) is not None
-            label = ("▲ Replay the branch not taken" if critical else "Replay with the runner-up") + \
-                f": “{piece_label(token.text, None, panel.pending_of(lane, record.step))}” ({format_prob(token.prob)})"
+            words = (translate("text_view", "▲ Replay the branch not taken: “{token}” ({prob})") if critical
+                     else translate("text_view", "Replay with the runner-up: “{token}” ({prob})"))
+            label = words.format(token=piece_label(token.text, None, panel.pending_of(lane, record.step)),
+                                 prob=format_prob(token.prob))
             _add(menu, label, self, lambda _checked=False: panel.request_replay(lane, record.step))
         _add(menu, translate("text_view", "Explain this lane: attention, logit lens"), self,
              lambda _checked=False: panel.request_explain(lane))
@@ -487,7 +530,9 @@ class TextPanel(QWidget):
             members = self.state.lanes[index].members
             fragments.append(self._other_members_html(members) if members else self._other_beams_html(lane))
         column.show_lane(self.state, fragments)
-        if not self.state.running or lane.finish_reason is not None:
+        if self.state.running and lane.finish_reason is None:  # not the last run's numbers: this run's so far
+            column.show_summary(translate("text_view", "running… {count} tok").format(count=len(lane.steps)), "")
+        else:
             text, tip = lane_summary(lane, self.state.divergence_step(index), self.state.critical_count(index))
             comparison = self.state.replay_comparison(index)
             if comparison is not None:

@@ -1,5 +1,5 @@
 """Timeline, a view of the RunState: one curve per lane over the steps (chosen-token probability, entropy or
-top-1/top-2 margin) in the lane's own colour, with divergence points (◆), critical points (▲) and branch points (★)
+top-1/top-2 margin) in the lane's own colour, with divergence points (◆), critical points (▲) and branch points (↳)
 marked, a cursor on the selected step, click-to-select and Left/Right scrubbing. Clicking a lane in the
 legend hides or shows its line; the wheel zooms the step axis. Items are created once; streaming steps only
 appends to per-lane buffers and re-sets one curve."""
@@ -20,7 +20,7 @@ from decoding.trace import StepRecord
 from gui.i18n import translate
 from gui.present import colours
 from gui.present.chart_rows import TIMELINE_METRICS, display_token, metric_label, metric_values
-from gui.present.lane_html import MARK_COLOURS, mark_legend
+from gui.present.lane_html import BRANCH_GLYPH, MARK_COLOURS, mark_legend
 from gui.state.run_state import RunState, Selection
 from gui.state.view_state import TimelineViewState
 from gui.views import style
@@ -198,7 +198,7 @@ class Timeline(QWidget):
         self._plot.enableAutoRange(axis="x")
 
     def _set_markers(self) -> None:
-        """◆ where a lane first departs from the reference (or its branch point ★), ▲ critical points."""
+        """◆ where a lane first departs from the reference (or its branch point ↳), ▲ critical points."""
         state = self.state
         self._divergences, self._criticals, self._branches = [], [], []
         for index in range(len(state.lanes)):
@@ -322,7 +322,8 @@ class Timeline(QWidget):
             symbol="t1", size=9, brush=pg.mkBrush(critical), pen=pg.mkPen(style.FOREGROUND, width=1)
         )
         self._branch_marks = pg.ScatterPlotItem(
-            symbol="star", size=15, brush=pg.mkBrush(MARK_COLOURS["branch"]), pen=pg.mkPen(style.FOREGROUND)
+            symbol=style.glyph_symbol(BRANCH_GLYPH), size=16, brush=pg.mkBrush(MARK_COLOURS["branch"]),
+            pen=pg.mkPen(style.FOREGROUND)
         )
         self._selected_mark = pg.ScatterPlotItem(
             symbol="o", size=15, brush=None, pen=pg.mkPen(style.FOREGROUND, width=2)

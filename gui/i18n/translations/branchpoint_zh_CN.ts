@@ -1149,12 +1149,19 @@ score {score} · parent slot {parent}</source>
             <translation>种子 {first}–{last}</translation>
         </message>
         <message>
-            <source>&lt;b&gt;{count} members&lt;/b&gt; ({seeds}) · &lt;b&gt;{distinct}&lt;/b&gt; distinct continuations · mean first split at step &lt;b&gt;{first}&lt;/b&gt; · mean pairwise divergence step &lt;b&gt;{pairwise}&lt;/b&gt; · {splits} splits</source>
-            <translation>&lt;b&gt;{count} 个成员&lt;/b&gt;（{seeds}）· &lt;b&gt;{distinct}&lt;/b&gt; 种不同续写 · 平均在第 &lt;b&gt;{first}&lt;/b&gt; 步首次分开 · 两两平均分歧步 &lt;b&gt;{pairwise}&lt;/b&gt; · {splits} 个分叉</translation>
+            <source>&lt;b&gt;{count} members&lt;/b&gt; ({seeds}) · &lt;b&gt;{distinct}&lt;/b&gt; distinct continuations · two members part at step &lt;b&gt;{pairwise}&lt;/b&gt; on average · a member is on its own (differs from every other) from step &lt;b&gt;{first}&lt;/b&gt; on average · {splits} splits</source>
+            <translation>&lt;b&gt;{count} 个成员&lt;/b&gt;（{seeds}）· &lt;b&gt;{distinct}&lt;/b&gt; 种不同的续写 · 两个成员平均在第 &lt;b&gt;{pairwise}&lt;/b&gt; 步分开 · 一个成员平均从第 &lt;b&gt;{first}&lt;/b&gt; 步起独自前行（与其他每个成员都不同）· {splits} 处分叉</translation>
         </message>
         <message>
             <source>steps {start}–{max} · members {names}: “{branch_text}”</source>
             <translation>第 {start}–{max} 步 · 成员 {names}：“{branch_text}”</translation>
+        </message>
+    </context>
+    <context>
+        <name>faults</name>
+        <message>
+            <source>Unexpected error: {error}. The window may show something out of date until the next run; the details are in {log}.</source>
+            <translation>意外错误：{error}。在下次运行之前，窗口显示的内容可能已过时；详细信息见 {log}。</translation>
         </message>
     </context>
     <context>
@@ -1356,16 +1363,16 @@ score {score} · parent slot {parent}</source>
             <translation>单元格颜色所表示的量</translation>
         </message>
         <message>
-            <source>hover a cell for its token · click selects the step</source>
-            <translation>悬停单元格查看词元 · 单击选中该步</translation>
-        </message>
-        <message>
             <source>step</source>
             <translation>步</translation>
         </message>
         <message>
             <source>{name} · step {step} · “{token}” · {metric} = {value:.4f}</source>
             <translation>{name} · 第 {step} 步 · “{token}” · {metric} = {value:.4f}</translation>
+        </message>
+        <message>
+            <source>hover a cell for its token · click selects the step</source>
+            <translation>悬停单元格查看词元 · 单击选中该步</translation>
         </message>
     </context>
     <context>
@@ -1948,8 +1955,8 @@ score {score} · parent slot {parent}</source>
             <translation>最长泳道已完成的步数 / 其 max_new_tokens</translation>
         </message>
         <message>
-            <source>Generated tokens per second, all lanes and beams together</source>
-            <translation>每秒生成的词元数（所有泳道和束合计）</translation>
+            <source>Tokens the run generated per second since its first token: every lane's and fan-out member's (a beam lane's best sequence)</source>
+            <translation>自第一个词元起每秒生成的词元数：包括每条车道和每个分叉成员的词元（束搜索车道计最佳序列）</translation>
         </message>
         <message>
             <source>model: {model_name}</source>
@@ -1970,10 +1977,6 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>step {max_steps}/{limit}</source>
             <translation>步 {max_steps}/{limit}</translation>
-        </message>
-        <message>
-            <source>{tokens_per_s:.1f} tok/s</source>
-            <translation>{tokens_per_s:.1f} 词元/秒</translation>
         </message>
         <message>
             <source>{name} · step {step} (of 0–{last})</source>
@@ -2106,6 +2109,14 @@ score {score} · parent slot {parent}</source>
             <translation>对全部泳道强制…</translation>
         </message>
         <message>
+            <source>▲ Replay the branch not taken: “{token}” ({prob})</source>
+            <translation>▲ 重放未走的分支：“{token}”（{prob}）</translation>
+        </message>
+        <message>
+            <source>Replay with the runner-up: “{token}” ({prob})</source>
+            <translation>用次优词元重放：“{token}”（{prob}）</translation>
+        </message>
+        <message>
             <source>Explain this lane: attention, logit lens</source>
             <translation>解释这条泳道：注意力、logit 透镜</translation>
         </message>
@@ -2152,6 +2163,10 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>best running beam…</source>
             <translation>当前最佳束…</translation>
+        </message>
+        <message>
+            <source>running… {count} tok</source>
+            <translation>运行中… {count} 词元</translation>
         </message>
         <message>
             <source>vs {lane}: {comparison}</source>
@@ -2218,6 +2233,18 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>Run or open a run to see its tokens.</source>
             <translation>运行或打开一次运行以查看其词元。</translation>
+        </message>
+        <message>
+            <source>prompt (chat template) · {count} tokens</source>
+            <translation>提示词（对话模板）· {count} 个词元</translation>
+        </message>
+        <message>
+            <source>prompt (plain text) · {count} tokens</source>
+            <translation>提示词（纯文本）· {count} 个词元</translation>
+        </message>
+        <message>
+            <source>{lane} · {count} tokens</source>
+            <translation>{lane} · {count} 个词元</translation>
         </message>
         <message>
             <source>the prompt and every lane as tokens · {model}</source>
@@ -2332,6 +2359,14 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>Tour — 导览</source>
             <translation>导览 — Tour</translation>
+        </message>
+        <message>
+            <source>Next ▸</source>
+            <translation>下一站 ▸</translation>
+        </message>
+        <message>
+            <source>Open the stop after the selected one</source>
+            <translation>打开所选站点之后的一站</translation>
         </message>
         <message>
             <source> (chat)</source>

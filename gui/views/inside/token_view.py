@@ -123,14 +123,16 @@ class TokenView(QWidget):
         special = getattr(tokenizer, "special_ids", None)
         ids = trace.prompt.ids
         pieces = prompt_pieces(self.state, tokenizer)
-        kind = "chat template" if trace.prompt.chat else "plain text"
-        lines = [TokenLine(f"prompt ({kind}) · {len(ids)} tokens",
+        prompt = (translate("token_view", "prompt (chat template) · {count} tokens") if trace.prompt.chat
+                  else translate("token_view", "prompt (plain text) · {count} tokens"))
+        lines = [TokenLine(prompt.format(count=len(ids)),
                            token_chips(ids, pieces if pieces is not None else ["?"] * len(ids), special))]
         for index, lane in enumerate(self.state.lanes):
             steps = lane.trace.steps
             if steps:
                 chips = token_chips([s.token_id for s in steps], [s.token_text for s in steps], special)
-                lines.append(TokenLine(f"{lane.name} · {len(steps)} tokens", chips, index))
+                label = translate("token_view", "{lane} · {count} tokens").format(lane=lane.name, count=len(steps))
+                lines.append(TokenLine(label, chips, index))
         self._summary.setText(self._summary_text(lines, positions, pieces is None))
         self._title = translate("token_view", "the prompt and every lane as tokens · {model}").format(
             model=trace.model.name)
