@@ -12,7 +12,7 @@ from PySide6.QtGui import QGuiApplication, QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from gui.i18n import language, translate
-from gui.shell import restore
+from gui.shell import faults, restore
 from gui.shell.settings import LANGUAGES, Settings
 
 ICON_PATH = Path(__file__).with_name("icon.svg")
@@ -144,8 +144,6 @@ def run_app(argv: list[str]) -> int:
         QMessageBox.critical(None, translate("app", "Branchpoint"), str(error))
         return 2
     window = MainWindow(model, settings)
-    from gui.shell import faults, restore
-
     faults.install(window.state)  # an error in a slot is said in the window and logged, not lost on stderr
     if language_notice:
         window.state.show_notice(language_notice, level="info", cause="language")
