@@ -213,7 +213,9 @@ def test_readouts_say_nothing_that_no_longer_holds(qtbot, window):
     assert all(column.summary.text().startswith("24 tok") for column in window.text.columns[:3])
     expected = window.state.total_tokens() / (timing["end"] - timing["first"])
     shown = float(window.status.speed.text().removesuffix(" tok/s"))
-    assert shown == pytest.approx(expected, rel=0.1)
+    # a tiny-model run streams for a few tens of ms: the status bar's clock and this test's differ by a few ms,
+    # so only a rate of the wrong tokens or the wrong time span (a factor, not percent) is a bug here
+    assert shown == pytest.approx(expected, rel=0.5)
 
     # a branch's speed counts the branch's own tokens, not the run's it adds to
     timing.clear()
@@ -221,7 +223,7 @@ def test_readouts_say_nothing_that_no_longer_holds(qtbot, window):
     window.controller.branch(0, 3, window.state.lanes[0].trace.steps[3].top[1].id)
     wait_idle(qtbot, window)
     expected = (window.state.total_tokens() - before) / (timing["end"] - timing["first"])
-    assert float(window.status.speed.text().removesuffix(" tok/s")) == pytest.approx(expected, rel=0.1)
+    assert float(window.status.speed.text().removesuffix(" tok/s")) == pytest.approx(expected, rel=0.5)
 
 
 def _type_into(qtbot, box, text: str) -> None:
