@@ -301,8 +301,9 @@ def test_export_to_an_unwritable_place_raises(inspector, tmp_path):
 
 
 def test_lane_colours_are_stable_and_distinct():
-    assert style.lane_color_hex(0) == style.lane_color_hex(8)
-    assert len({style.lane_color_hex(i) for i in range(8)}) == 8
+    assert style.lane_color_hex(0) == style.lane_color_hex(12)
+    assert style.lane_pen_style(0) != style.lane_pen_style(12)
+    assert len({style.lane_color_hex(i) for i in range(12)}) == 12
 
 
 def test_inspector_shows_fewer_rows_when_short_but_keeps_the_chosen_token(qtbot, inspector):

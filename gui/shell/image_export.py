@@ -17,7 +17,7 @@ from gui.present.lane_fields import describe
 from gui.present.lane_html import lane_fragments, lane_summary
 from gui.state.run_state import RunState
 from gui.views.figure import Figure
-from gui.views.style import lane_color_hex, ui_font
+from gui.views.style import lane_swatch, ui_font
 
 COLUMN_PX = 380  # width of one lane's column in the text image
 COLUMNS_PER_ROW = 4
@@ -45,7 +45,7 @@ def text_document(state: RunState, legend: str = "") -> QTextDocument:
             text = "".join(lane_fragments(index, lane.trace.steps, marks))
             parts.append(
                 f"<td valign=top width={COLUMN_PX} style='border:1px solid #cccccc'>"
-                f"<span style='color:{lane_color_hex(lane.colour)}'>■</span> <b>{html.escape(lane.name)}</b><br>"
+                f"{lane_swatch(lane.colour)} <b>{html.escape(lane.name)}</b><br>"
                 f"<span style='color:#555'>{html.escape(describe(lane.spec, seed=True))}</span><br>"
                 f"<span style='color:#555'>{html.escape(summary)}</span><br>"
                 f"<span style='white-space:pre-wrap'>{text}</span></td>")

@@ -355,7 +355,7 @@ class StepInspector(QWidget):
         self._rows = inspector_rows(step, self._fitting_rows())
         self._cutoffs = step_cutoffs(step, self._rows, self._lane.config, self._lane.processors)
         lane = self.state.lanes[self._lane_index]
-        swatch = f'<span style="color:{style.lane_color_hex(lane.colour)}">■</span> '
+        swatch = style.lane_swatch(lane.colour) + ' '
         self._title.setText(swatch + html.escape(self._title_text()))
         self._title.setToolTip(self._title_text())
         self._set_rows_visible(True)

@@ -2181,6 +2181,22 @@ score {score} · parent slot {parent}</source>
             <translation>每步的{metric}</translation>
         </message>
         <message>
+            <source>auto: strips from {n} lanes</source>
+            <translation>自动：{n} 条通道起分条显示</translation>
+        </message>
+        <message>
+            <source>lines overlaid</source>
+            <translation>曲线叠加</translation>
+        </message>
+        <message>
+            <source>one strip per lane</source>
+            <translation>每条通道一条带</translation>
+        </message>
+        <message>
+            <source>Draw every lane in one plot, or each lane in a strip of its own on the shared step axis</source>
+            <translation>所有通道画在同一图中，或每条通道在共用步数轴上各占一条带</translation>
+        </message>
+        <message>
             <source>click a point to select its step · ←/→ move through steps</source>
             <translation>单击点以选中该步 · ←/→ 逐步移动</translation>
         </message>
@@ -2199,6 +2215,10 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>step</source>
             <translation>步</translation>
+        </message>
+        <message>
+            <source>{metric} 0–{top:.3g}</source>
+            <translation>{metric} 0–{top:.3g}</translation>
         </message>
         <message>
             <source>{name} · step {step} · “{token}” · {metric} = {value:.4f}</source>

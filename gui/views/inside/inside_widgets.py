@@ -144,4 +144,4 @@ def lane_swatch(state: RunState, lane: int) -> str:
     import html
 
     entry = state.lanes[lane]
-    return f'<span style="color:{style.lane_color_hex(entry.colour)}">■</span> {html.escape(entry.name)}'
+    return f'{style.lane_swatch(entry.colour)} {html.escape(entry.name)}'

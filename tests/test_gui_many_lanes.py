@@ -1,0 +1,79 @@
+"""Many lanes in the window (issue 23, item 6): a user adds lanes from the Add menu until there are thirteen and
+runs; every lane keeps a colour of its own (twelve distinct on screen, the thirteenth dashed), and the timeline
+draws one strip per lane on the shared step axis, switchable back to overlaid lines."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QImage, QPainter
+
+from gui.present import colours
+from gui.views import style
+from tests.gui_helpers import colour_counts, run_and_wait
+
+
+def _add_lanes_until(qtbot, window, count: int) -> None:
+    presets = itertools.cycle(window.lanes.add_button.menu().actions())
+    while len(window.state.lanes) < count:
+        next(presets).trigger()
+    qtbot.wait(10)
+
+
+def _strip_label_rects(timeline) -> list[QRectF]:
+    """Where the left axis writes each lane's name, as the axis lays its ticks out."""
+    axis = timeline._plot.getAxis("left")
+    image = QImage(axis.boundingRect().size().toSize(), QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    try:
+        specs = axis.generateDrawSpecs(painter)  # (axis spec, tick specs, text specs)
+    finally:
+        painter.end()
+    return [rect for rect, _flags, _text in specs[2]]
+
+
+def test_thirteen_lanes_keep_their_own_colours_and_strips(qtbot, window):
+    _add_lanes_until(qtbot, window, 13)
+    run_and_wait(qtbot, window, max_new_tokens=10)
+    lanes = window.state.lanes
+    assert len({lane.colour for lane in lanes}) == 13  # a colour index for life, none shared
+    window.charts.setCurrentWidget(window.timeline)
+    timeline = window.timeline
+    timeline.resize(1200, 900)
+    qtbot.wait(50)
+
+    # auto layout with 13 lanes: one strip per lane, the first lane on top, each named on the left
+    assert timeline.strips()
+    for index in range(len(lanes)):
+        ys = timeline.curve_data(index)[1]
+        base = len(lanes) - 1 - index
+        assert len(ys) == 10 and np.all((ys >= base) & (ys <= base + 0.8 + 1e-9))
+    rects = _strip_label_rects(timeline)
+    assert len(rects) == 13
+    assert not any(a.intersects(b) for a, b in itertools.combinations(rects, 2))
+
+    # twelve colours that differ on screen; the thirteenth shares the first's colour but not its line
+    pens = [timeline._series[i].curve.opts["pen"] for i in range(13)]
+    assert len({pen.color().name() for pen in pens[:12]}) == 12
+    assert pens[12].color() == pens[0].color() and pens[12].style() != pens[0].style()
+    drawn = colour_counts(timeline._view.grab().toImage())
+    for hex_colour in colours.current().lanes:
+        assert drawn.get(hex_colour.lower(), 0) > 20, f"{hex_colour} not drawn"
+    assert "╍╍" in timeline._legend.text() and style.lane_swatch(12) != style.lane_swatch(0)
+    timeline.grab().save("/tmp/shots23b/test_timeline_13_strips.png")
+
+    # overlaid again: the values as they are, on the metric's own axis
+    timeline._layout_combo.setCurrentIndex(1)
+    assert not timeline.strips()
+    for index, lane in enumerate(lanes):
+        assert list(timeline.curve_data(index)[1]) == [step.prob for step in lane.trace.steps]
+    assert timeline.view_state().layout == "overlay"
+    # a click in strips mode selects the clicked lane's step
+    timeline._layout_combo.setCurrentIndex(2)
+    qtbot.wait(20)
+    view = timeline._view
+    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=view.mapFromScene(timeline.scene_pos_of(7, 4)))
+    selection = window.state.selection
+    assert selection is not None and (selection.lane, selection.step) == (7, 4)
