@@ -2019,8 +2019,8 @@ score {score} · parent slot {parent}</source>
             <translation>熵（奈特）</translation>
         </message>
         <message>
-            <source>distinct continuations · mean first split step</source>
-            <translation>不同续写数 · 平均首次分开步</translation>
+            <source>members · step · tokens</source>
+            <translation>成员数 · 步 · 词元</translation>
         </message>
         <message>
             <source>{name} · step {step}: no sweep yet — “Sweep this step” computes it (the model recomputes this step once)</source>
@@ -2055,8 +2055,8 @@ score {score} · parent slot {parent}</source>
             <translation>多样性随温度的变化：“按温度扇出”会为所选采样泳道添加 T 0.3、0.7、1.0 和 1.5 的扇出；运行后在这里查看</translation>
         </message>
         <message>
-            <source>&lt;b&gt;{len} fan-outs of {members} seeds&lt;/b&gt;: how many distinct texts, and how soon the members part, at each temperature</source>
-            <translation>&lt;b&gt;{len} 个扇出，各 {members} 个种子&lt;/b&gt;：每种温度下有多少种不同文本，以及成员多早分开</translation>
+            <source>&lt;b&gt;{len} fan-outs of {members} seeds&lt;/b&gt;: how many distinct texts, how soon the members part, and how many tokens two members' texts differ by, at each temperature</source>
+            <translation>&lt;b&gt;{len} 组 {members} 个种子的扇出&lt;/b&gt;：每个温度下有多少种不同文本、成员多早分开，以及两个成员的文本平均相差多少个词元</translation>
         </message>
         <message>
             <source>distinct continuations</source>
@@ -2065,6 +2065,10 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>mean first split step</source>
             <translation>平均首次分开步</translation>
+        </message>
+        <message>
+            <source>mean pairwise edit distance (tokens)</source>
+            <translation>平均两两编辑距离（词元）</translation>
         </message>
     </context>
     <context>
