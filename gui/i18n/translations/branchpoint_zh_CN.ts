@@ -1121,6 +1121,14 @@ score {score} · parent slot {parent}</source>
             <translation>悬停分支查看其文本 · 点击选中其第一个成员的该步</translation>
         </message>
         <message>
+            <source>all steps</source>
+            <translation>全部步骤</translation>
+        </message>
+        <message>
+            <source>The tree opens on its splits: show every step (the wheel zooms, dragging pans)</source>
+            <translation>树先显示各分叉处：显示全部步（滚轮缩放，拖动平移）</translation>
+        </message>
+        <message>
             <source>members</source>
             <translation>成员</translation>
         </message>
