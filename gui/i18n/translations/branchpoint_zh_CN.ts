@@ -552,6 +552,14 @@
             <translation>谁关注它</translation>
         </message>
         <message>
+            <source>leave out position 0 (the start token)</source>
+            <translation>不看位置 0（起始词元）</translation>
+        </message>
+        <message>
+            <source>leave out position 0</source>
+            <translation>去掉位置 0</translation>
+        </message>
+        <message>
             <source>Where the token looks (its attention over every earlier token), or who looks at it (every later token's attention to it)</source>
             <translation>该词元关注哪里（它对之前每个词元的注意力），或谁关注它（之后每个词元对它的注意力）</translation>
         </message>
@@ -562,10 +570,6 @@
         <message>
             <source>Average the heads, show each layer's strongest head, or one head</source>
             <translation>对各注意力头取平均、显示每层最强的头，或只看某一个头</translation>
-        </message>
-        <message>
-            <source>leave out position 0</source>
-            <translation>去掉位置 0</translation>
         </message>
         <message>
             <source>Position 0 takes most of many heads' attention (an attention sink): blank it and rescale the rest of each row to sum to 1</source>
@@ -626,6 +630,10 @@
         <message>
             <source>colour: the strongest head's own weight, &lt;b&gt;position 0 left out&lt;/b&gt; (not rescaled)</source>
             <translation>颜色：最强头自身的权重，&lt;b&gt;去掉位置 0&lt;/b&gt;（未重新归一化）</translation>
+        </message>
+        <message>
+            <source>position 0 is &lt;b&gt;‹start›&lt;/b&gt;, the model's start token {token}, put in front of the plain prompt as a chat prompt has it: it takes the attention sink, so the prompt's first word (position 1) is not hidden in it</source>
+            <translation>位置 0 是 &lt;b&gt;‹起始›&lt;/b&gt;，即模型的起始词元 {token}，像对话提示那样放在纯文本提示之前：它承接注意力汇聚，提示的第一个词（位置 1）因而不会被它掩盖</translation>
         </message>
         <message>
             <source>layer {layer}, each head</source>
@@ -1163,6 +1171,13 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>steps {start}–{max} · members {names}: “{branch_text}”</source>
             <translation>第 {start}–{max} 步 · 成员 {names}：“{branch_text}”</translation>
+        </message>
+    </context>
+    <context>
+        <name>inside_data</name>
+        <message>
+            <source>‹start›</source>
+            <translation>‹起始›</translation>
         </message>
     </context>
     <context>

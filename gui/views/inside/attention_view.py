@@ -5,7 +5,9 @@ The heads are averaged, one head is shown, or each cell's strongest head; a clic
 that layer for that pair beside it, with the strongest heads in words, and the tokens attended most are listed.
 
 Position 0 takes most of many heads' attention (an "attention sink"), which flattens everything else: "leave out
-position 0" blanks it and rescales the rest of each row to sum to 1 (said in the legend).
+position 0" blanks it and rescales the rest of each row to sum to 1 (said in the legend). A plain prompt is
+explained with the model's start token in front (decoding.explain.with_start_token), so its first word is not the
+sink: that token is ‹start› on the axis, the legend says why, and it is left out from the start.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from gui.present.inside_data import (
     MEAN,
     SINK_LIMIT,
     STRONGEST,
+    explained_start,
     head_weights,
     inside_lane,
     looked_at_grid,
@@ -65,6 +68,7 @@ class AttentionView(QWidget):
         self._mode = LOOKS_AT
         self._heads: str | int = MEAN
         self._drop_first = False
+        self._start_added = False  # position 0 is a start token put in front of a plain prompt
         self._grid = np.zeros((0, 0))
         self._title = ""
         self._picked: tuple[int, int] | None = None  # (layer, column) whose heads are shown
@@ -184,9 +188,17 @@ class AttentionView(QWidget):
         result = self.state.explanation(self._lane) if self._lane is not None else None
         if result is not self._result:
             self._result = result
-            self._labels = token_labels(result) if result is not None else []
+            self._start_added = explained_start(self.state, result)
+            self._labels = token_labels(result, self._start_added) if result is not None else []
             self._fill_token_combo()
             self._fill_heads_combo()
+            self._drop_box.setText(translate("attention_view", "leave out position 0 (the start token)")
+                                   if self._start_added else translate("attention_view", "leave out position 0"))
+            if self._start_added:  # the sink is the start token: what the prompt's words get shows without it
+                self._drop_box.blockSignals(True)
+                self._drop_box.setChecked(True)
+                self._drop_box.blockSignals(False)
+                self._drop_first = True
         selection = self.state.selection
         if result is not None and selection is not None:
             position = result.prompt_length + selection.step
@@ -426,6 +438,12 @@ class AttentionView(QWidget):
         elif self._drop_first:
             parts[0] = translate("attention_view", "colour: the strongest head's own weight, <b>position 0 left "
                                                    "out</b> (not rescaled)")
+        if self._start_added:
+            start = translate("attention_view", "position 0 is <b>‹start›</b>, the model's start token {token}, put in "
+                                                "front of the plain prompt as a chat prompt has it: it takes the "
+                                                "attention sink, so the prompt's first word (position 1) is not "
+                                                "hidden in it")
+            parts.insert(0, start.format(token=html.escape(self._result.tokens[0].text)))
         self._legend.setText(" · ".join(parts))
 
     def _draw_picked(self) -> None:

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QScrollArea, QVBox
 from decoding.explain import ExplainResult
 from gui.i18n import translate
 from gui.present.inside_data import (
+    explained_start,
     inside_lane,
     journey,
     lens_row_label,
@@ -119,7 +120,7 @@ class LensView(QWidget):
         result = self.state.explanation(self._lane) if self._lane is not None else None
         if result is not self._result:
             self._result = result
-            self._labels = token_labels(result) if result is not None else []
+            self._labels = token_labels(result, explained_start(self.state, result)) if result is not None else []
             self._fill_combo()
         selection = self.state.selection
         if result is not None and selection is not None:
