@@ -68,6 +68,38 @@ def test_a_plain_prompt_shows_but_looking_back_at_although(qtbot, make_window, d
     assert not view._drop_box.isChecked() and view_top(view, result, but)[0].position == 0
 
 
+def test_the_lens_shows_readable_cells_in_the_step_panel(qtbot, make_window, default_model_dir):
+    """At 1280×800 the step panel is about 340 px wide: ten ranks there read "·P…". The lens shows the best
+    ranks that fit at a readable width, each cell's text whole or cut after several characters; widened, all ten."""
+    from PySide6.QtGui import QFontMetrics
+
+    from gui.views import style
+    from gui.views.inside.lens_view import MIN_CELL_PX, MIN_RANKS
+    from tests.gui_helpers import run_and_wait
+
+    window = make_window(default_model_dir)
+    window.resize(1280, 800)
+    window.prompt.editor.setPlainText("Although the road was long and the night was cold, she kept walking, but")
+    run_and_wait(qtbot, window, max_new_tokens=4, timeout_ms=120_000)
+    window.state.select(0, 1)
+    window.commands.explain_lane(0)
+    wait_idle(qtbot, window, 600_000)
+    window.step_views.setCurrentWidget(window.lens)
+    qtbot.wait(100)
+    lens = window.lens
+    ranks = lens._probs.shape[1]
+    cell_px = lens._table.vb.width() / ranks
+    assert 3 <= ranks < 10 and (cell_px >= MIN_CELL_PX - 1 or ranks == MIN_RANKS)
+    metrics = QFontMetrics(style.ui_font(8))
+    for row in range(lens._probs.shape[0]):
+        for rank in range(ranks):
+            text = lens.drawn_texts()[row * ranks + rank]
+            assert metrics.horizontalAdvance(text) <= cell_px
+            assert text == lens.cell(row, rank)[0] or len(text) >= 4, text  # never "·P…"
+    lens.resize(1100, lens.height())
+    qtbot.waitUntil(lambda: lens._probs.shape[1] == 10, timeout=3000)
+
+
 def view_top(view, result, token):
     from gui.present.inside_data import LOOKS_AT, top_attended
 
