@@ -325,3 +325,19 @@ def test_the_attention_controls_fit_the_step_panels_default_width(qtbot, english
     view = shown(qtbot, AttentionView(english), width=380, height=600)
     for widget in (view._mode_combo, view._token_combo, view._heads_combo, view._drop_box):
         assert widget.width() >= widget.sizeHint().width(), widget
+
+
+def test_the_heatmap_keeps_a_readable_size_in_the_step_panel(qtbot, english):
+    # at 1280×800 the step panel is about 340 × 390 px: the controls, legend and a five-line readout left the
+    # heatmap a strip a few dozen pixels high
+    view = shown(qtbot, AttentionView(english), width=340, height=390)
+    english.select(0, 0)
+    view.set_token(samples.ENGLISH["contrast"])
+    qtbot.wait(50)
+    box = view._plot.vb.sceneBoundingRect()
+    assert box.height() >= 90 and box.width() >= 180, box  # was 23 px high
+    assert not view.strip_shown()  # the picked row's bars again: left out where they squeezed the heatmap
+    assert view._readout.text()  # the readout is there, scrolling past its lines
+    view.resize(340, 800)  # a taller panel: room for the bars too
+    qtbot.waitUntil(view.strip_shown, timeout=2000)
+    assert view._plot.vb.sceneBoundingRect().height() > box.height()

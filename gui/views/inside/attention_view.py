@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtCore import QEvent, QPointF, Qt, Signal
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from decoding.explain import ExplainResult
@@ -52,7 +52,10 @@ _COLOURS = ["#ffffff", "#deebf7", "#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#
 COLOUR_MAP = pg.ColorMap(np.linspace(0.0, 1.0, len(_COLOURS)), [pg.mkColor(c) for c in _COLOURS])
 PICKED_COLOUR = "#E69F00"
 COLOUR_BAR_PX = 64
-READOUT_LINES = 5  # the readout scrolls past this: in a short panel the heatmap keeps its height
+STRIP_FROM_PX = 300  # a canvas shorter than this leaves out the bars above the heatmap (its picked row again):
+# in the step panel at 1280×800 they and their title took twice the heatmap's height
+READOUT_LINES = 3  # the readout scrolls past this: in a short panel the heatmap keeps its height (five left it
+# a few dozen pixels at 1280×800)
 
 
 class AttentionView(QWidget):
@@ -245,6 +248,7 @@ class AttentionView(QWidget):
         self._legend.setFont(style.ui_font(8.5))
         self._legend.setWordWrap(True)
         self._canvas = style.make_canvas()
+        self._canvas.installEventFilter(self)
         self._axis = TokenAxis()
         # the picked layer's row as bars above the heatmap, column for column (same left axis width)
         self._strip_plot = self._canvas.addPlot(row=0, col=0)
@@ -294,6 +298,20 @@ class AttentionView(QWidget):
         layout.addWidget(self._legend)
         layout.addWidget(self._canvas, 1)
         layout.addWidget(capped_scroll(self._readout, READOUT_LINES))
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt override)
+        if watched is self._canvas and event.type() == QEvent.Type.Resize:
+            self._fit_strip(event.size().height())
+        return super().eventFilter(watched, event)
+
+    def _fit_strip(self, canvas_height: int) -> None:
+        """The bars above the heatmap only where the canvas has room for both."""
+        room = canvas_height >= STRIP_FROM_PX
+        self._strip_plot.setVisible(room)
+        self._strip_plot.setMaximumHeight(16_777_215 if room else 0)
+
+    def strip_shown(self) -> bool:
+        return self._strip_plot.isVisible()
 
     def _fill_token_combo(self) -> None:
         self._token_combo.blockSignals(True)
