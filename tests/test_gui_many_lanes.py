@@ -77,3 +77,39 @@ def test_thirteen_lanes_keep_their_own_colours_and_strips(qtbot, window):
     qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=view.mapFromScene(timeline.scene_pos_of(7, 4)))
     selection = window.state.selection
     assert selection is not None and (selection.lane, selection.step) == (7, 4)
+
+
+def test_exports_of_nine_lanes_a_fanout_and_a_long_beam_tree_are_readable(qtbot, window, tmp_path):
+    """Nine lanes (one a beam lane, one fanned out to 16 seeds), 64 tokens, Export images: the beam tree keeps
+    its token labels however long the run (it was capped at 3,000 px, and a 64-step tree lost them all), the
+    timeline has room for each lane's strip, and the report fills its width with the charts in rows instead of
+    one column down its left side (the long tree scaled to its width, whole in its own image)."""
+    from gui.shell import image_export
+    from gui.views.registry import VIEWS
+
+    _add_lanes_until(qtbot, window, 9)
+    names = [lane.name for lane in window.state.lanes]
+    window.state.set_fanout(names.index("T 1.3"), 16)  # not "top-k 50": its members' names would be taken
+    run_and_wait(qtbot, window, max_new_tokens=64)
+    window.state.select(0, 3)
+    paths = {p.name: p for p in window.export_images(tmp_path)}
+    beam_steps = max(len(lane.trace.steps) for lane in window.state.lanes if lane.spec.is_beam)
+    assert beam_steps == 64
+    beam = QImage(str(paths["beam_tree.png"]))
+    assert beam.width() >= 64 * beam_steps
+    row = next(row for row in VIEWS if row.id == "beam_tree")
+    drawn = image_export._drawn_off_screen(row, window.state.snapshot(), window.views["beam_tree"])
+    try:
+        labels = drawn.visible_labels()
+        assert len(labels) == len(drawn._nodes) > 64  # every node of the tree labelled, pruned ones too
+    finally:
+        drawn.deleteLater()
+    timeline = QImage(str(paths["timeline.png"]))
+    assert timeline.height() >= 36 * 9
+    report = QImage(str(paths["report.png"]))
+    parts = [QImage(str(paths[name])) for name in ("text.png", *(f"{r.file_name}.png" for r in VIEWS))
+             if name in paths]
+    filled = sum(part.width() * part.height() * min(1.0, report.width() / part.width()) ** 2 for part in parts)
+    assert filled >= 0.6 * report.width() * report.height()  # stacked in one column: about 0.4
+    assert report.width() < beam.width()  # the long tree is scaled into the report
+    report.scaledToWidth(1400).save("/tmp/shots23b/test_report_9_lanes.png")
