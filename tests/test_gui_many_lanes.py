@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-from PySide6.QtCore import QRectF, Qt
+from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QImage, QPainter
 
 from gui.present import colours
@@ -113,3 +113,46 @@ def test_exports_of_nine_lanes_a_fanout_and_a_long_beam_tree_are_readable(qtbot,
     assert filled >= 0.6 * report.width() * report.height()  # stacked in one column: about 0.4
     assert report.width() < beam.width()  # the long tree is scaled into the report
     report.scaledToWidth(1400).save("/tmp/shots23b/test_report_9_lanes.png")
+
+
+def test_the_lane_map_groups_a_fanouts_members_under_its_lane(qtbot, window):
+    """Nine lanes, one fanned out to 16 seeds, Run, Lane map: one row per lane, the fan-out's collapsed to its
+    own ("▸ T 1.3 ×16") with names that never cover each other; clicking the name shows its members under it
+    ("#1" … "#15"), clicking again hides them; a member selected in the Fan-out tab shows its row."""
+    _add_lanes_until(qtbot, window, 9)
+    names = [lane.name for lane in window.state.lanes]
+    fanned = names.index("T 1.3")
+    window.state.set_fanout(fanned, 16)
+    run_and_wait(qtbot, window, max_new_tokens=12)
+    lane_map = window.views["lane_map"]
+    window.charts.setCurrentWidget(lane_map)
+    qtbot.wait(50)
+    assert lane_map.rows() == [(index, 0) for index in range(9)]
+    assert lane_map.row_labels()[fanned] == "▸ T 1.3 ×16"
+    rects = _axis_label_rects(lane_map._plot.getAxis("left"))
+    assert len(rects) == 9 and not any(a.intersects(b) for a, b in itertools.combinations(rects, 2))
+
+    view = lane_map._view
+    axis = lane_map._plot.getAxis("left").sceneBoundingRect()
+    name_at = QPointF(axis.center().x(), lane_map.scene_pos_of(fanned, 0).y())
+    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=view.mapFromScene(name_at))
+    rows = lane_map.rows()
+    assert len(rows) == 9 + 15 and rows[fanned + 1: fanned + 16] == [(fanned, k) for k in range(1, 16)]
+    assert lane_map.row_labels()[fanned] == "▾ T 1.3 ×16" and lane_map.row_labels()[fanned + 15] == "#15"
+    qtbot.wait(500)  # not a double click
+    name_at = QPointF(axis.center().x(), lane_map.scene_pos_of(fanned, 0).y())  # the rows are lower now
+    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=view.mapFromScene(name_at))
+    assert len(lane_map.rows()) == 9
+
+    window.state.select(fanned, 2, 7)  # what clicking member #7's branch in the Fan-out tab does
+    assert (fanned, 7) in lane_map.rows()
+    assert lane_map._cursor.getData()[1][0] == lane_map.rows().index((fanned, 7)) + 0.5
+
+
+def _axis_label_rects(axis) -> list[QRectF]:
+    image = QImage(axis.boundingRect().size().toSize(), QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    try:
+        return [rect for rect, _flags, _text in axis.generateDrawSpecs(painter)[2]]
+    finally:
+        painter.end()

@@ -1379,8 +1379,8 @@ score {score} · parent slot {parent}</source>
             <translation>单元格颜色所表示的量</translation>
         </message>
         <message>
-            <source>hover a cell for its token · click selects the step</source>
-            <translation>悬停单元格查看词元 · 单击选中该步</translation>
+            <source>hover a cell for its token · click selects the step · click a fan-out's name: its members</source>
+            <translation>悬停单元格查看词元 · 点击选中该步 · 点击扇出的名称：展开其成员</translation>
         </message>
         <message>
             <source>step</source>
