@@ -156,3 +156,11 @@ def _axis_label_rects(axis) -> list[QRectF]:
         return [rect for rect, _flags, _text in axis.generateDrawSpecs(painter)[2]]
     finally:
         painter.end()
+
+
+def test_the_timelines_controls_show_whole_in_the_charts_panel(qtbot, window):
+    window.resize(1280, 800)
+    window.charts.setCurrentWidget(window.timeline)
+    qtbot.wait(50)
+    for combo in (window.timeline._combo, window.timeline._layout_combo):
+        assert combo.width() >= combo.sizeHint().width(), combo.currentText()

@@ -15,7 +15,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QColor, QKeyEvent
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
 from decoding.trace import StepRecord
 from gui.i18n import translate
@@ -347,6 +347,8 @@ class Timeline(QWidget):
         self._layout_combo.currentIndexChanged.connect(self._on_layout_changed)
         self._hover = QLabel(translate("timeline", "click a point to select its step · ←/→ move through steps"))
         self._hover.setStyleSheet(f"color: {colours.current().muted}")
+        # the hover line gives way (cut) before the combo boxes do: a cut "auto: strips from (" named nothing
+        self._hover.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self._zoom_reset = QToolButton()
         self._zoom_reset.setText(translate("timeline", "all steps"))
         self._zoom_reset.setToolTip(translate("timeline", "Show every step (the mouse wheel zooms the step axis, "

@@ -632,8 +632,8 @@
             <translation>颜色：最强头自身的权重，&lt;b&gt;去掉位置 0&lt;/b&gt;（未重新归一化）</translation>
         </message>
         <message>
-            <source>position 0 is &lt;b&gt;‹start›&lt;/b&gt;, the model's start token {token}, put in front of the plain prompt as a chat prompt has it: it takes the attention sink, so the prompt's first word (position 1) is not hidden in it</source>
-            <translation>位置 0 是 &lt;b&gt;‹起始›&lt;/b&gt;，即模型的起始词元 {token}，像对话提示那样放在纯文本提示之前：它承接注意力汇聚，提示的第一个词（位置 1）因而不会被它掩盖</translation>
+            <source>&lt;b&gt;‹start›&lt;/b&gt;: the model's start token {token}, put in front of the plain prompt (as a chat has it) to take the attention sink, not its first word</source>
+            <translation>&lt;b&gt;‹起始›&lt;/b&gt;：模型的起始词元 {token}，像对话那样放在纯文本提示之前，由它而不是提示的第一个词承接注意力汇聚</translation>
         </message>
         <message>
             <source>layer {layer}, each head</source>

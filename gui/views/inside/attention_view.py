@@ -54,6 +54,7 @@ PICKED_COLOUR = "#E69F00"
 COLOUR_BAR_PX = 64
 STRIP_FROM_PX = 300  # a canvas shorter than this leaves out the bars above the heatmap (its picked row again):
 # in the step panel at 1280×800 they and their title took twice the heatmap's height
+LEGEND_LINES = 3  # the legend scrolls past this (with the start token's note it took six lines)
 READOUT_LINES = 3  # the readout scrolls past this: in a short panel the heatmap keeps its height (five left it
 # a few dozen pixels at 1280×800)
 
@@ -295,7 +296,7 @@ class AttentionView(QWidget):
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.header)
         layout.addLayout(controls)
-        layout.addWidget(self._legend)
+        layout.addWidget(capped_scroll(self._legend, LEGEND_LINES))
         layout.addWidget(self._canvas, 1)
         layout.addWidget(capped_scroll(self._readout, READOUT_LINES))
 
@@ -457,10 +458,9 @@ class AttentionView(QWidget):
             parts[0] = translate("attention_view", "colour: the strongest head's own weight, <b>position 0 left "
                                                    "out</b> (not rescaled)")
         if self._start_added:
-            start = translate("attention_view", "position 0 is <b>‹start›</b>, the model's start token {token}, put in "
-                                                "front of the plain prompt as a chat prompt has it: it takes the "
-                                                "attention sink, so the prompt's first word (position 1) is not "
-                                                "hidden in it")
+            start = translate("attention_view", "<b>‹start›</b>: the model's start token {token}, put in front of the "
+                                                "plain prompt (as a chat has it) to take the attention sink, not "
+                                                "its first word")
             parts.insert(0, start.format(token=html.escape(self._result.tokens[0].text)))
         self._legend.setText(" · ".join(parts))
 
