@@ -296,13 +296,16 @@ class AttentionView(QWidget):
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.header)
         layout.addLayout(controls)
-        layout.addWidget(capped_scroll(self._legend, LEGEND_LINES))
+        self._legend_area = capped_scroll(self._legend, LEGEND_LINES)
+        self._legend_cap = self._legend_area.maximumHeight()
+        layout.addWidget(self._legend_area)
         layout.addWidget(self._canvas, 1)
         layout.addWidget(capped_scroll(self._readout, READOUT_LINES))
 
     def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt override)
         if watched is self._canvas and event.type() == QEvent.Type.Resize:
             self._fit_strip(event.size().height())
+            self._fit_legend()  # a new width wraps it into more or fewer lines
         return super().eventFilter(watched, event)
 
     def _fit_strip(self, canvas_height: int) -> None:
@@ -463,6 +466,12 @@ class AttentionView(QWidget):
                                                 "its first word")
             parts.insert(0, start.format(token=html.escape(self._result.tokens[0].text)))
         self._legend.setText(" · ".join(parts))
+        self._fit_legend()
+
+    def _fit_legend(self) -> None:
+        """The legend's area as high as its text, up to LEGEND_LINES (a scroll area keeps its cap otherwise)."""
+        needed = self._legend.heightForWidth(max(self._legend_area.viewport().width(), 1)) + 2
+        self._legend_area.setFixedHeight(min(needed, self._legend_cap))
 
     def _draw_picked(self) -> None:
         result = self._result
