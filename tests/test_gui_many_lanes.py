@@ -62,7 +62,6 @@ def test_thirteen_lanes_keep_their_own_colours_and_strips(qtbot, window):
     for hex_colour in colours.current().lanes:
         assert drawn.get(hex_colour.lower(), 0) > 20, f"{hex_colour} not drawn"
     assert "╍╍" in timeline._legend.text() and style.lane_swatch(12) != style.lane_swatch(0)
-    timeline.grab().save("/tmp/shots23b/test_timeline_13_strips.png")
 
     # overlaid again: the values as they are, on the metric's own axis
     timeline._layout_combo.setCurrentIndex(1)
@@ -112,7 +111,6 @@ def test_exports_of_nine_lanes_a_fanout_and_a_long_beam_tree_are_readable(qtbot,
     filled = sum(part.width() * part.height() * min(1.0, report.width() / part.width()) ** 2 for part in parts)
     assert filled >= 0.6 * report.width() * report.height()  # stacked in one column: about 0.4
     assert report.width() < beam.width()  # the long tree is scaled into the report
-    report.scaledToWidth(1400).save("/tmp/shots23b/test_report_9_lanes.png")
 
 
 def test_the_lane_map_groups_a_fanouts_members_under_its_lane(qtbot, window):
