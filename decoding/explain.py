@@ -185,6 +185,24 @@ def explain_span(prompt_ids: list[int], continuation: list[int], max_positions: 
     return [*prompt_ids, *continuation][:limit]
 
 
+def with_start_token(prompt_ids: list[int], start_id: int | None) -> list[int]:
+    """A plain prompt as explain takes it: the model's start token in front, where a chat prompt has it, unless it
+    is there already (None: the model has none). Whatever comes first takes most heads' attention (an "attention
+    sink"); with the start token there, the prompt's first word is not hidden in that sink.
+
+    >>> with_start_token([5788, 260], 1), with_start_token([1, 5788], 1), with_start_token([5788], None)
+    ([1, 5788, 260], [1, 5788], [5788])
+    """
+    return [start_id, *prompt_ids] if start_id is not None and prompt_ids[:1] != [start_id] else list(prompt_ids)
+
+
+def start_token_added(result: ExplainResult, prompt_ids: list[int]) -> bool:
+    """Whether `result` explains `prompt_ids` with a start token put in front (with_start_token): its position 0
+    is not the prompt's, and each prompt token is one position later."""
+    prompt = list(prompt_ids)
+    return result.prompt_length == len(prompt) + 1 and result.token_ids[1 : result.prompt_length] == prompt
+
+
 def head_mean(result: ExplainResult, layer: int, position: int) -> np.ndarray:
     """How much the token at `position` attends to each position 0..position in `layer`, averaged over heads."""
     return result.attention[layer, :, position, : position + 1].mean(axis=0)

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from itertools import combinations
 
+import numpy as np
+
 from decoding.compare import first_difference
 from decoding.parameters import check_int
 from decoding.spec import FanoutMember, LaneSpec, assign_seeds
@@ -136,6 +138,31 @@ def pairwise_divergence_steps(tokens: dict[str, list[int]]) -> list[int]:
     """The first differing step of every pair of members that differ over their common length."""
     steps = (first_difference(tokens[a], tokens[b]) for a, b in combinations(tokens, 2))
     return [step for step in steps if step is not None]
+
+
+def edit_distance(a: Sequence[int], b: Sequence[int]) -> int:
+    """Levenshtein distance between two token sequences (insertions, deletions, substitutions), one numpy row
+    at a time: a row's substitutions and deletions at once, then its insertions as a running minimum.
+
+    >>> edit_distance([1, 2, 3, 4], [1, 3, 4, 5])
+    2
+    """
+    previous = np.arange(len(b) + 1)
+    right = np.asarray(b)
+    offsets = np.arange(len(b) + 1)
+    for i, token in enumerate(a, start=1):
+        row = np.empty_like(previous)
+        row[0] = i
+        row[1:] = np.minimum(previous[1:] + 1, previous[:-1] + (right != token))
+        previous = np.minimum.accumulate(row - offsets) + offsets  # insertions: row[j] <= row[j-1] + 1
+    return int(previous[-1])
+
+
+def mean_pairwise_edit_distance(tokens: Sequence[Sequence[int]]) -> float | None:
+    """How far apart members' continuations are on average, in tokens: the mean edit distance over every pair.
+    Unlike counting distinct continuations, it keeps growing once every member differs (None: fewer than two).
+    """
+    return _mean(edit_distance(a, b) for a, b in combinations(tokens, 2))
 
 
 def _mean(values) -> float | None:

@@ -10,7 +10,8 @@ distribution on the token the lane's processors rank first. The sweep, not the l
 (RunTrace.sweeps).
 
 `temperature_fanouts` builds fan-outs of one lane at several temperatures (same seeds, so the members differ
-by temperature only); `diversity_by_temperature` reads their diversity numbers back from a run's analysis.
+by temperature only); `diversity_by_temperature` reads their diversity numbers back from a run's analysis, with
+the members' mean pairwise edit distance, which still separates temperatures once every member differs.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from decoding.chain import build_processors
-from decoding.fanout import fan_out
+from decoding.fanout import fan_out, mean_pairwise_edit_distance
 from decoding.parameters import Strategies, parameter
 from decoding.processors import apply_processors
 from decoding.spec import LaneSpec, assign_seeds, lane_spec
@@ -137,6 +138,7 @@ class DiversityPoint:
     distinct_continuations: int
     mean_first_split_step: float | None
     mean_pairwise_divergence_step: float | None
+    mean_edit_distance: float | None  # tokens between two members' continuations, on average over pairs
 
 
 def temperature_fanouts(
@@ -165,5 +167,6 @@ def diversity_by_temperature(trace: RunTrace) -> list[DiversityPoint]:
             distinct_continuations=found.distinct_continuations,
             mean_first_split_step=found.mean_first_split_step,
             mean_pairwise_divergence_step=found.mean_pairwise_divergence_step,
+            mean_edit_distance=mean_pairwise_edit_distance([trace.lane(name).token_ids for name in found.members]),
         ))
     return sorted(points, key=lambda point: point.temperature)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, overload
 
-from decoding.explain import ExplainResult
+from decoding.explain import ExplainResult, start_token_added
 from decoding.model_info import ModelInfo
 
 
@@ -419,7 +419,11 @@ class RunTrace:
         """The longest stored explanation of `lane`'s sequence (the prompt, then its tokens) or of its beginning:
         the model is causal, so an explanation of a sequence's first n tokens holds for every lane starting
         with them."""
-        sequence = [*self.prompt.ids, *lane.token_ids]
-        found = [e for e in self.explanations
-                 if e.prompt_length == len(self.prompt.ids) and e.token_ids == sequence[: len(e.tokens)]]
-        return max(found, key=lambda e: len(e.tokens), default=None)
+        prompt = list(self.prompt.ids)
+        sequence = [*prompt, *lane.token_ids]
+
+        def explains(e: ExplainResult) -> bool:  # a start token put in front of the prompt is not the lane's
+            ids = e.token_ids[1:] if start_token_added(e, prompt) else e.token_ids
+            return e.prompt_length - (len(e.token_ids) - len(ids)) == len(prompt) and ids == sequence[: len(ids)]
+
+        return max(filter(explains, self.explanations), key=lambda e: len(e.tokens), default=None)

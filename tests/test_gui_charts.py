@@ -301,8 +301,9 @@ def test_export_to_an_unwritable_place_raises(inspector, tmp_path):
 
 
 def test_lane_colours_are_stable_and_distinct():
-    assert style.lane_color_hex(0) == style.lane_color_hex(8)
-    assert len({style.lane_color_hex(i) for i in range(8)}) == 8
+    assert style.lane_color_hex(0) == style.lane_color_hex(12)
+    assert style.lane_pen_style(0) != style.lane_pen_style(12)
+    assert len({style.lane_color_hex(i) for i in range(12)}) == 12
 
 
 def test_inspector_shows_fewer_rows_when_short_but_keeps_the_chosen_token(qtbot, inspector):
@@ -328,3 +329,36 @@ def test_the_draw_label_stays_inside_the_cumulative_plot(qtbot, width):
     view = widget._cum_plot.vb.sceneBoundingRect()
     drawn = label.sceneBoundingRect()
     assert label.isVisible() and view.left() - 1 <= drawn.left() and drawn.right() <= view.right() + 1
+
+
+@pytest.mark.parametrize("width", [380, 520, 700])
+def test_the_draw_and_top_p_labels_never_cover_each_other(qtbot, width):
+    # at 1280×800 "top-p 0.9", drawn left of its line in the narrow step panel, sat on "u=0.248"
+    others = samples.timeline_lanes(samples.EN_CANDIDATES, steps=2)
+    overlapped = 0
+    for u in (0.2, 0.3, 0.45, 0.55, 0.62, 0.7, 0.75, 0.79):
+        sampled = samples.sampled_lane(samples.EN_CANDIDATES)
+        sampled.steps[0].draw = u
+        widget = _shown(qtbot, StepInspector(samples.model_of([*others, sampled])), width=width)
+        widget.set_step(3, 0)
+        qtbot.wait(10)
+        draw, top_p = widget._draw_line.label, widget._top_p_line.label
+        assert draw.isVisible() and top_p.isVisible() and "top-p 0.8" in top_p.toPlainText()
+        assert not draw.sceneBoundingRect().intersects(top_p.sceneBoundingRect()), f"u={u}"
+        overlapped += draw.orthoPos != 0.98  # moved off its usual height to stay clear
+        view = widget._cum_plot.vb.sceneBoundingRect()
+        drawn = draw.sceneBoundingRect()
+        assert view.top() - 1 <= drawn.top() and drawn.bottom() <= view.bottom() + 1
+        widget.close()
+    assert overlapped  # some of these draws would have covered the top-p label
+
+
+def test_the_picked_rows_readout_has_the_panels_width(qtbot, inspector):
+    inspector.resize(340, 390)  # the step panel at 1280×800
+    qtbot.wait(20)
+    _click(qtbot, inspector._canvas, inspector.scene_pos_of_row(2) + QPointF(4, 0))
+    label = inspector._picked_label
+    assert f"(id {inspector.rows()[2].token_id})" in label.text()
+    assert label.width() >= inspector.width() - 20  # not a third of it beside the controls
+    needed = label.heightForWidth(label.width())
+    assert needed <= label.height(), "the picked row's readout is cut"

@@ -23,7 +23,7 @@ class FakeModel:
     provider = "CPUExecutionProvider"
 
     def encode_prompt(self, text: str, chat: bool = False, system: str | None = None) -> PromptInfo:
-        return PromptInfo(text, self.encode(text))
+        return PromptInfo(text, self.encode(text), chat=chat, system=system)
 
     def encode(self, text: str) -> list[int]:
         return [1 + len(word) for word in text.split()]

@@ -91,6 +91,7 @@ def test_every_setting_survives_a_restart(qtbot, make_window, tiny_model_dir, tm
     first.controller.set_device("cpu")
     first.charts.setCurrentIndex(1)
     first.timeline.set_metric("entropy")
+    first.timeline.set_layout("strips")
     first.inspector.set_overlay(True)
     first.branch_strategy.setCurrentIndex(first.branch_strategy.findData("Top-p 0.9"))
     first.theme.set_mode("dark")
@@ -116,6 +117,7 @@ def test_every_setting_survives_a_restart(qtbot, make_window, tiny_model_dir, tm
     assert second.controller.holder.path == tiny_model_dir and second.controller.device == "cpu"
     assert second.controller.holder.device == "cpu"
     assert second.charts.currentIndex() == 1 and second.timeline.current_metric() == "entropy"
+    assert second.timeline.view_state().layout == "strips"
     assert second.inspector.is_overlay() and second.branch_strategy.currentData() == "Top-p 0.9"
     assert second.theme.mode == "dark" and second.theme.is_dark()
     assert second.chrome.language == "zh_CN" and Settings(path).choice("view/language", ("system",)) != ""

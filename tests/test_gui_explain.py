@@ -47,6 +47,7 @@ class ExplainingHolder(FakeHolder):
     """A model folder whose manifest names the weights it was exported from (an inspection model can be built)."""
 
     positions: int | None = 512
+    start: int | None = None  # the model's start token (None: it has none)
 
     def __init__(self, folder: Path) -> None:
         super().__init__()
@@ -59,6 +60,9 @@ class ExplainingHolder(FakeHolder):
 
     def max_positions(self) -> int | None:
         return self.positions
+
+    def start_token_id(self) -> int | None:
+        return self.start
 
     @property
     def explainer_open(self) -> bool:
@@ -97,6 +101,32 @@ def test_explain_stores_the_lanes_sequence_with_the_run_and_keeps_the_run(tmp_pa
     assert result is not None and result.token_ids == sequence
     assert model.explanation(0) is None  # another lane: other tokens
     assert "explained 11 tokens" in view.events[-1][1]
+
+
+def test_a_plain_prompt_is_explained_with_the_start_token_in_front_and_a_chat_prompt_as_it_is(tmp_path):
+    from dataclasses import replace
+
+    from decoding.explain import start_token_added
+
+    model, controller, view, _ = explaining(tmp_path)
+    controller.holder.start = 1
+    controller.run(request(tokens=6))
+    assert controller.explain_lane(1)
+    prompt = model.trace.prompt.ids
+    sequence = [*prompt, *model.lanes[1].trace.token_ids]
+    assert controller.holder.explainer().calls == [([1, *sequence], len(prompt) + 1)]
+    result = model.explanation(1)  # the lane's explanation although position 0 is not the prompt's
+    assert result is not None and start_token_added(result, prompt) and result.token_ids[1:] == sequence
+    assert model.explanation(0) is None
+    jobs = sum(1 for event in view.events if event[0] == "run_started")
+    assert controller.explain_lane(1)  # stored: nothing to run again
+    assert sum(1 for event in view.events if event[0] == "run_started") == jobs
+    controller.run(replace(request(tokens=6), chat=True))  # a chat prompt starts with its own special tokens
+    controller.explain_lane(1)
+    chat_prompt = model.trace.prompt.ids
+    assert controller.holder.explainer().calls[-1] == ([*chat_prompt, *model.lanes[1].trace.token_ids],
+                                                       len(chat_prompt))
+    assert not start_token_added(model.explanation(1), chat_prompt)
 
 
 def test_an_explained_lane_is_shown_again_without_a_job_and_the_inspection_model_opens_once(tmp_path):

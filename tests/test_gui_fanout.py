@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QTabWidget, QWidget
 from decoding.spec import specs_of
 from decoding.trace import LaneTrace, ModelInfo, PromptInfo, RunTrace, StepRecord, TokenProb
 from gui.state.run_state import RunState, Selection
+from gui.views import style
 from gui.views.fanout_view import FanoutView, build_tree, place, walk
 from gui.views.redraw import RedrawScheduler
 
@@ -149,3 +150,29 @@ def test_a_split_inside_a_chinese_character_is_labelled_with_the_characters(qtbo
     finally:
         for key in text:
             TEXT.pop(key, None)
+
+
+def test_a_sixteen_member_tree_opens_on_its_splits_with_labels_clear_of_the_lines(qtbot):
+    """Sixteen members part within the first three of 32 steps: the step axis opens on the splits (a few steps
+    past the last), labels never cover one another and sit on their own box over the lines; "all steps" shows
+    the whole run."""
+    tokens = [[5, 6 + k % 2, 20 + k // 2 % 4, 30 + k // 8] + [8] * 28 for k in range(16)]
+    for token in (*range(20, 24), 30, 31):
+        TEXT.setdefault(token, f" w{token}")
+    view = shown_view(qtbot, tokens, 1000, 560)
+    (left, right), _ = view._tree_plot.vb.viewRange()
+    assert left < 0 and 3 + 2 <= right <= 3 + 4  # the last split is at step 3
+    image = view._canvas.grab().toImage()  # painted: the labels have their places on screen
+    shown = [item for item in view._labels if item.isVisible()]
+    assert len(shown) >= 8
+    rects = [item.sceneBoundingRect() for item in shown]
+    assert all(not a.intersects(b) for i, a in enumerate(rects) for b in rects[i + 1:])
+    lane_colour = view.state.lanes[0].colour
+    ratio = image.width() / view._canvas.width()
+    pure = style.lane_color(lane_colour).name()
+    for rect in rects:
+        box = view._canvas.mapFromScene(rect.center())
+        for dx in range(-8, 9, 2):  # the label's middle row: ink and its box, no tree line drawn over them
+            assert image.pixelColor(int((box.x() + dx) * ratio), int(box.y() * ratio)).name() != pure
+    qtbot.mouseClick(view._all_steps, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: view._tree_plot.vb.viewRange()[0][1] >= 31)

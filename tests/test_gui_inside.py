@@ -302,7 +302,11 @@ def test_each_inside_view_exports_a_figure(qtbot, english, tmp_path):
 
 def test_lens_cell_texts_fit_their_cells_when_the_panel_narrows(qtbot, english):
     # a narrow panel (the step views beside the run views): long pieces (the embeddings' row) ran into their
-    # neighbours' cells; each is cut to its cell, and hovering a cell reads it whole (cell())
+    # neighbours' cells; each is cut to its cell, and hovering a cell reads it whole (cell()). Below the width of
+    # every rank at MIN_CELL_PX the best ranks are shown (at least MIN_RANKS: the samples have three): in the
+    # default model's ten, tests/test_gui_inside_default_model.py
+    from gui.views.inside.lens_view import MIN_RANKS
+
     view = shown(qtbot, LensView(english), width=1000, height=700)
     view.set_position(samples.ENGLISH["contrast"])
     view._texts[0][0] = "·unbelievably_long_piece"
@@ -311,6 +315,7 @@ def test_lens_cell_texts_fit_their_cells_when_the_panel_narrows(qtbot, english):
     assert view.drawn_texts()[0] == "·unbelievably_long_piece"  # wide enough
     view.resize(170, 700)
     qtbot.waitUntil(lambda: view.drawn_texts()[0].endswith("…"), timeout=2000)
+    assert view._probs.shape[1] == MIN_RANKS == samples.TOP_K
     cell_px = view._table.vb.width() / samples.TOP_K
     assert all(metrics.horizontalAdvance(text) <= cell_px for text in view.drawn_texts())
 
@@ -320,3 +325,19 @@ def test_the_attention_controls_fit_the_step_panels_default_width(qtbot, english
     view = shown(qtbot, AttentionView(english), width=380, height=600)
     for widget in (view._mode_combo, view._token_combo, view._heads_combo, view._drop_box):
         assert widget.width() >= widget.sizeHint().width(), widget
+
+
+def test_the_heatmap_keeps_a_readable_size_in_the_step_panel(qtbot, english):
+    # at 1280×800 the step panel is about 340 × 390 px: the controls, legend and a five-line readout left the
+    # heatmap a strip a few dozen pixels high
+    view = shown(qtbot, AttentionView(english), width=340, height=390)
+    english.select(0, 0)
+    view.set_token(samples.ENGLISH["contrast"])
+    qtbot.wait(50)
+    box = view._plot.vb.sceneBoundingRect()
+    assert box.height() >= 90 and box.width() >= 180, box  # was 23 px high
+    assert not view.strip_shown()  # the picked row's bars again: left out where they squeezed the heatmap
+    assert view._readout.text()  # the readout is there, scrolling past its lines
+    view.resize(340, 800)  # a taller panel: room for the bars too
+    qtbot.waitUntil(view.strip_shown, timeout=2000)
+    assert view._plot.vb.sceneBoundingRect().height() > box.height()

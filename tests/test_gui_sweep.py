@@ -4,6 +4,7 @@ the other lines the most likely other tokens; nothing is drawn before a sweep ex
 from __future__ import annotations
 
 import pytest
+from PySide6.QtCore import Qt
 
 from decoding.trace import SweepPoint, TemperatureSweep, TokenProb
 from gui.views.sweep_view import SweepView, sweep_lines
@@ -59,3 +60,31 @@ def test_the_stacked_plots_show_the_same_temperatures(qtbot):
     qtbot.wait(50)
     assert view._dist.vb.width() == pytest.approx(view._stats.vb.width(), abs=1)
     assert view._dist.vb.viewRange()[0] == pytest.approx(view._stats.vb.viewRange()[0], abs=1e-3)
+
+
+def test_fanouts_over_t_plot_how_far_apart_the_members_are(qtbot, window):
+    """Click a sampled lane's token → "Fan-outs over T" → Run → Temperature view "diversity": the plot has the
+    members' mean pairwise edit distance beside the distinct-continuation count, at every temperature."""
+    from decoding.sweep import diversity_by_temperature
+    from tests.gui_helpers import run_and_wait, token_point
+
+    run_and_wait(qtbot, window, max_new_tokens=10)
+    sampled = next(i for i, lane in enumerate(window.state.lanes) if lane.spec.do_sample and not lane.spec.is_beam)
+    browser = window.text.columns[sampled].browser
+    qtbot.mouseClick(browser.viewport(), Qt.MouseButton.LeftButton, pos=token_point(qtbot, window, sampled, 2))
+    view = window.views["sweep"]
+    window.charts.setCurrentWidget(view)
+    qtbot.mouseClick(view._fanout_button, Qt.MouseButton.LeftButton)
+    fanouts = [lane.name for lane in window.state.lanes if lane.fanout > 1]
+    assert fanouts == ["T 0.3 ×8", "T 0.7 ×8", "T 1 ×8", "T 1.5 ×8"]
+    run_and_wait(qtbot, window, max_new_tokens=10)
+    view._mode.setCurrentIndex(1)
+    qtbot.wait(20)
+    points = diversity_by_temperature(window.state.shown_trace())
+    lines = {item.name(): item.getData() for plot, item in view._lines if plot is view._diversity}
+    xs, ys = lines["mean pairwise edit distance (tokens)"]
+    assert list(xs) == [0.3, 0.7, 1.0, 1.5]
+    assert list(ys) == pytest.approx([p.mean_edit_distance for p in points])
+    assert all(0 < y <= 10 for y in ys)  # tokens apart, at most the run's length
+    assert list(lines["distinct continuations"][1]) == [p.distinct_continuations for p in points]
+    assert "how many tokens two members' texts differ by" in view._title.text()

@@ -279,6 +279,8 @@ def test_a_fan_out_from_the_lanes_editor_shows_its_members_everywhere(qtbot, win
     lane = window.state.lanes[4]
     distinct = len({tuple(member.token_ids) for member in lane.members})
     assert len(lane.members) == 4 and f"fan-out ×4</b>: {distinct} distinct" in window.text.columns[4].title.text()
+    assert window.lane_map.rows()[4:] == [(4, 0)]  # the members grouped under their lane, collapsed
+    window.lane_map.toggle_members(4)  # what clicking "▸ T 1.3 ×4" does
     assert window.lane_map.rows()[4:8] == [(4, 0), (4, 1), (4, 2), (4, 3)]
     assert window.fanout.tree() is not None and "<b>4 members</b>" in window.fanout.summary()
     window.state.select(4, 1, 3)

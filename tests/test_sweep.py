@@ -9,6 +9,7 @@ import pytest
 
 from decoding.chain import build_processors
 from decoding.engine import Engine
+from decoding.fanout import edit_distance, mean_pairwise_edit_distance
 from decoding.processors import apply_processors
 from decoding.spec import Branch, LaneSpec
 from decoding.stats import Softmax, distribution
@@ -131,3 +132,34 @@ def test_a_branch_lanes_copied_steps_are_swept_through_its_parents_processors():
     trace.lanes = trace.lanes[1:]
     with pytest.raises(ValueError, match="it copies lane 'top-p', not in this run"):
         sweep_inputs(trace, "b", 2)
+
+
+def _levenshtein(a: list[int], b: list[int]) -> int:
+    """The textbook dynamic programme, cell by cell: what decoding.fanout.edit_distance must agree with."""
+    table = [[i + j if i * j == 0 else 0 for j in range(len(b) + 1)] for i in range(len(a) + 1)]
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            table[i][j] = min(table[i - 1][j] + 1, table[i][j - 1] + 1, table[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
+    return table[-1][-1]
+
+
+def test_edit_distance_agrees_with_the_textbook_programme():
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        a, b = (list(rng.integers(0, 4, size=rng.integers(0, 12))) for _ in range(2))
+        assert edit_distance(a, b) == _levenshtein(a, b)
+    assert mean_pairwise_edit_distance([[1, 2, 3]]) is None
+    assert mean_pairwise_edit_distance([[1, 2, 3], [1, 2, 4], [1, 2, 3]]) == pytest.approx(2 / 3)
+
+
+def test_edit_distance_separates_temperatures_when_every_member_differs():
+    """Eight members at each of four temperatures all differ, so "distinct continuations" is 8 at every
+    temperature; the mean pairwise edit distance still rises with T."""
+    specs = temperature_fanouts(LaneSpec("hot", do_sample=True, seed=5), [0.7, 1.0, 1.5, 2.0], 8)
+    trace = Engine(FakeSource(vocab_size=40, peak=3.0), FakeTokenizer(), []).run(PROMPT, specs, max_new_tokens=12)
+    points = diversity_by_temperature(trace)
+    assert [p.distinct_continuations for p in points] == [8, 8, 8, 8]
+    distances = [p.mean_edit_distance for p in points]
+    assert distances == sorted(distances) and distances[-1] - distances[0] > 2
+    members = trace.analysis.fanouts[points[0].group].members
+    assert distances[0] == pytest.approx(mean_pairwise_edit_distance([trace.lane(m).token_ids for m in members]))

@@ -125,9 +125,9 @@ def test_what_is_drawn_stays_readable(qtbot, window, mode):
         for item in view.scene().items():
             if isinstance(item, pg.AxisItem) and item.isVisible():
                 assert contrast(item.textPen().color(), background) >= 4.5
-    background = drawn_background(window.timeline._view)
     window.charts.setCurrentWidget(window.timeline)
     qtbot.wait(20)
+    background = drawn_background(window.timeline._view)  # once shown: a hidden chart is not laid out yet
     lines = [window.timeline._series[i].curve.opts["pen"].color() for i in range(len(window.state.lanes))]
     floor = 3.0 if mode == "dark" else 2.0  # Okabe–Ito orange and sky blue are 2.3:1 on white
     assert min(contrast(line, background) for line in lines) >= floor

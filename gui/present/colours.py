@@ -1,7 +1,9 @@
 """The colours the views draw with, for a light and a dark palette (Qt-free: gui.present.lane_html reads them too).
 gui.shell.theme sets the current set when the palette changes; views read `current()` when they draw.
 
-Light lanes are Okabe–Ito (distinguishable with colour-vision deficiencies); the dark set keeps each lane's
+Light lanes are Okabe–Ito (distinguishable with colour-vision deficiencies), then four of Paul Tol's and a red:
+twelve colours at least ΔE 20 apart (CIELAB); lanes beyond twelve repeat them with a dashed, dotted or
+dash-dotted line (`lane_pattern`). The dark set keeps each lane's
 hue, lighter, so every lane line, mark and token text stays at WCAG contrast on its background (text ≥ 4.5:1,
 lines and marks ≥ 3:1; tests/test_theme.py measures what is drawn).
 """
@@ -11,6 +13,12 @@ from __future__ import annotations
 import colorsys
 from contextlib import contextmanager
 from dataclasses import dataclass
+
+LINE_PATTERNS = ("solid", "dash", "dot", "dashdot")
+# A legend's key for a lane's line, in its pattern
+PATTERN_KEYS = {"solid": "━━", "dash": "╍╍", "dot": "┉┉", "dashdot": "━╍"}
+# A lane's swatch beside its name, in its pattern
+PATTERN_SWATCHES = {"solid": "■", "dash": "▨", "dot": "▩", "dashdot": "◪"}
 
 
 @dataclass(frozen=True)
@@ -50,6 +58,11 @@ class Colours:
     def lane(self, index: int) -> str:
         return self.lanes[index % len(self.lanes)]
 
+    def lane_pattern(self, index: int) -> str:
+        """How a lane's line is drawn: solid for the first round of colours, then dashed, dotted, dash-dotted,
+        so the 13th lane shares the 1st's colour but not its line."""
+        return LINE_PATTERNS[index // len(self.lanes) % len(LINE_PATTERNS)]
+
     def probability(self, p: float) -> str:
         """Background of a token of probability p: red (unlikely) through yellow to green (near certain)."""
         p = min(max(float(p), 0.0), 1.0)
@@ -64,7 +77,8 @@ LIGHT = Colours(
     muted="#555555",
     faint="#888888",
     label_fill=(255, 255, 255, 200),
-    lanes=("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#8C564B"),
+    lanes=("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#8C564B",
+           "#332288", "#882255", "#999933", "#E31A1C"),
     hidden_lane="#bbbbbb",
     marks={"divergence": "#c2185b", "critical": "#e65100", "branch": "#1565c0", "forced": "#6a1b9a"},
     token_lightness=0.80,
@@ -98,7 +112,8 @@ DARK = Colours(
     muted="#b0b0b0",
     faint="#a6a6a6",
     label_fill=(31, 31, 31, 210),
-    lanes=("#5AA9E6", "#F07A2E", "#2BC49A", "#E08FC0", "#F2B233", "#9ED8FF", "#E6E6E6", "#C4907F"),
+    lanes=("#5AA9E6", "#F07A2E", "#2BC49A", "#E08FC0", "#F2B233", "#9ED8FF", "#E6E6E6", "#C4907F",
+           "#9A8CFF", "#E0679A", "#C9C94A", "#FF6B6B"),
     hidden_lane="#5a5a5a",
     marks={"divergence": "#f06292", "critical": "#ffb74d", "branch": "#64b5f6", "forced": "#ce93d8"},
     token_lightness=0.25,

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from decoding.explain import ExplainResult, LensEntry, first_top1_row
+from decoding.explain import ExplainResult, LensEntry, first_top1_row, start_token_added
+from gui.i18n import translate
 from gui.present.lane_html import CharacterShare, lane_characters, piece_label
 from gui.state.run_state import RunState
 
@@ -29,12 +30,21 @@ def inside_lane(state: RunState) -> int | None:
     return next((i for i in range(len(state.lanes)) if state.explanation(i) is not None), None)
 
 
-def token_labels(result: ExplainResult) -> list[str]:
+def token_labels(result: ExplainResult, start_added: bool = False) -> list[str]:
     """Every position's token as a short label: whitespace visible, a character spread over several
-    byte-level tokens shown on each of them (gui.present.lane_html.piece_label)."""
+    byte-level tokens shown on each of them (gui.present.lane_html.piece_label); a start token put in front of
+    the prompt (decoding.explain.with_start_token) as ‹start›."""
     pieces = [token.text for token in result.tokens]
     shares = lane_characters(pieces)
-    return [piece_label(piece, shares.get(i), compact=True) for i, piece in enumerate(pieces)]
+    labels = [piece_label(piece, shares.get(i), compact=True) for i, piece in enumerate(pieces)]
+    if start_added:
+        labels[0] = translate("inside_data", "‹start›")
+    return labels
+
+
+def explained_start(state: RunState, result: ExplainResult | None) -> bool:
+    """Whether `result` (of the shown run) has a start token put in front of the run's plain prompt."""
+    return result is not None and state.trace is not None and start_token_added(result, state.trace.prompt.ids)
 
 
 def position_label(result: ExplainResult, position: int, labels: list[str] | None = None) -> str:

@@ -17,7 +17,7 @@ from gui.present.lane_fields import describe
 from gui.present.lane_html import lane_fragments, lane_summary
 from gui.state.run_state import RunState
 from gui.views.figure import Figure
-from gui.views.style import lane_color_hex, ui_font
+from gui.views.style import lane_swatch, ui_font
 
 COLUMN_PX = 380  # width of one lane's column in the text image
 COLUMNS_PER_ROW = 4
@@ -45,7 +45,7 @@ def text_document(state: RunState, legend: str = "") -> QTextDocument:
             text = "".join(lane_fragments(index, lane.trace.steps, marks))
             parts.append(
                 f"<td valign=top width={COLUMN_PX} style='border:1px solid #cccccc'>"
-                f"<span style='color:{lane_color_hex(lane.colour)}'>■</span> <b>{html.escape(lane.name)}</b><br>"
+                f"{lane_swatch(lane.colour)} <b>{html.escape(lane.name)}</b><br>"
                 f"<span style='color:#555'>{html.escape(describe(lane.spec, seed=True))}</span><br>"
                 f"<span style='color:#555'>{html.escape(summary)}</span><br>"
                 f"<span style='white-space:pre-wrap'>{text}</span></td>")
@@ -141,22 +141,47 @@ def save_figure_svg(figure: Figure, path: Path) -> Path:
     return path
 
 
+def report_layout(text: QSize, sizes: list[QSize]) -> tuple[QSize, list[QRectF]]:
+    """Where each figure of `sizes` goes under the text: as wide as the text or two usual figures side by side,
+    the figures left to right in rows (stacked in one column under a 2,200 px beam tree, a report was mostly
+    empty), and one wider than that (a long beam tree) after them, scaled to the report's width (its own PNG
+    has it at full size). Returns the report's size and each figure's rectangle."""
+    widths = sorted(size.width() for size in sizes)
+    width = max(text.width(), 2 * widths[len(widths) // 2] if widths else 0)
+    usual = [index for index, size in enumerate(sizes) if size.width() <= width]
+    wide = [index for index, size in enumerate(sizes) if size.width() > width]
+    places: dict[int, QRectF] = {}
+    x, y, row_height = 0, text.height(), 0
+    for index in usual:
+        size = sizes[index]
+        if x and x + size.width() > width:  # a new row
+            x, y, row_height = 0, y + row_height, 0
+        places[index] = QRectF(x, y, size.width(), size.height())
+        x += size.width()
+        row_height = max(row_height, size.height())
+    y += row_height
+    for index in wide:
+        height = sizes[index].height() * width / sizes[index].width()
+        places[index] = QRectF(0, y, width, height)
+        y += height
+    return QSize(width, int(y)), [places[index] for index in range(len(sizes))]
+
+
 def report_image(document: QTextDocument, figures: list[Figure]) -> QImage:
-    """The text image, then every figure, stacked."""
+    """The text image, then every figure, in rows (report_layout)."""
     text = document_image(document)
-    width = max([text.width(), *(figure_width(figure) for figure in figures)])
-    heights = [_figure_layout(figure)[3] for figure in figures]
-    image = _blank(QSize(width, text.height() + sum(heights)))
+    sizes = [QSize(figure_width(figure), _figure_layout(figure)[3]) for figure in figures]
+    size, places = report_layout(text.size(), sizes)
+    image = _blank(size)
     painter = QPainter(image)
     painter.setRenderHint(QPainter.RenderHint.Antialiasing)
     painter.drawImage(0, 0, text)
-    y = text.height()
-    for figure, height in zip(figures, heights, strict=True):
+    for figure, own, place in zip(figures, sizes, places, strict=True):
         painter.save()
-        painter.translate(0, y)
+        painter.translate(place.topLeft())
+        painter.scale(place.width() / own.width(), place.height() / own.height())
         paint_figure(painter, figure)
         painter.restore()
-        y += height
     painter.end()
     return image
 

@@ -35,7 +35,7 @@ from gui.shell.unsaved import UnsavedRun
 from gui.state.controller import RunController
 from gui.state.requests import DEVICES
 from gui.state.run_state import RunState
-from gui.state.view_state import InspectorViewState, TimelineViewState
+from gui.state.view_state import TIMELINE_LAYOUTS, InspectorViewState
 from gui.views.lanes_editor import LanesEditor, preset_add_menu, preset_replace_menu
 from gui.views.registry import STEP, VIEWS
 
@@ -128,7 +128,9 @@ class WindowChrome(QObject):
                           lambda v: setattr(self.unsaved, "ask_before_run", as_bool(v)))
         timeline, inspector = views["timeline"], views["inspector"]
         settings.register("charts/timeline_metric", lambda: timeline.view_state().metric,
-                          lambda v: timeline.set_view_state(TimelineViewState(as_text(v))))
+                          lambda v: timeline.set_metric(as_text(v)))
+        settings.register("charts/timeline_layout", lambda: timeline.view_state().layout,
+                          lambda v: timeline.set_layout(one_of(v, TIMELINE_LAYOUTS)))
         settings.register("inspector/overlay", lambda: inspector.view_state().overlay,
                           lambda v: inspector.set_view_state(InspectorViewState(as_bool(v))))
         settings.restore(self.state)

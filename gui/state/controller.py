@@ -19,7 +19,7 @@ from typing import Protocol
 from decoding import fanout
 from decoding.branch_not_taken import not_taken_spec
 from decoding.critical import runner_up
-from decoding.explain import MAX_EXPLAIN_TOKENS, ExplainResult, explain_span
+from decoding.explain import MAX_EXPLAIN_TOKENS, ExplainResult, explain_span, with_start_token
 from decoding.spec import PRESETS, Branch, LaneSpec, assign_seeds, specs_of, unique_name
 from decoding.trace import LaneTrace, RunTrace
 from gui.i18n import QT_TRANSLATE_NOOP, translate
@@ -388,8 +388,11 @@ class RunController:
             return False
         if not self._use_model_of(state.trace):
             return False
+        prompt = list(state.trace.prompt.ids)
+        if not state.trace.prompt.chat:  # a plain prompt's first word would be the attention sink: see the view
+            prompt = with_start_token(prompt, self.holder.start_token_id())
         try:
-            ids = explain_span(state.trace.prompt.ids, lane.trace.token_ids, self.holder.max_positions())
+            ids = explain_span(prompt, lane.trace.token_ids, self.holder.max_positions())
         except ValueError as error:
             state.show_notice(translate("controller",
                                         "Cannot explain “{name}”: the prompt: {error}.").format(name=lane.name,
@@ -409,8 +412,7 @@ class RunController:
                                         .format(len=len(ids), name=lane.name, sequence=sequence,
                                                 len2=len(ids)), level="info",
                 cause="explain")
-        prompt_length = len(state.trace.prompt.ids)
-        self._start(JobKind.EXPLAIN, {}, jobs.explain_job(self.holder, ids, prompt_length), state.run_limit)
+        self._start(JobKind.EXPLAIN, {}, jobs.explain_job(self.holder, ids, len(prompt)), state.run_limit)
         return True
 
     def _inspection_ready(self, lane: str) -> bool:

@@ -93,6 +93,12 @@ class ModelHolder:
             self._tokenizer = Tokenizer.from_model_dir(self.path)
         return self._tokenizer
 
+    def start_token_id(self) -> int | None:
+        """The id of the model's start (bos) token, None when it names none."""
+        tokenizer = self.tokenizer()
+        text = tokenizer.special_tokens.get("bos_token")
+        return tokenizer.backend.token_to_id(text) if text is not None else None
+
     def max_positions(self) -> int | None:
         """The positions the model takes (its config's), None when it does not say."""
         from runtime.model_files import max_positions_from, read_json

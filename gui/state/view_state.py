@@ -10,6 +10,11 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class TimelineViewState:
     metric: str = "prob"
+    layout: str = "auto"  # "overlay": one plot of every lane; "strips": one strip per lane; "auto": strips at 6+
+
+
+TIMELINE_LAYOUTS = ("auto", "overlay", "strips")
+STRIPS_FROM = 6  # lanes from which "auto" draws one strip per lane (overlaid lines become spaghetti)
 
 
 @dataclass(frozen=True)

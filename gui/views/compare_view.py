@@ -187,8 +187,7 @@ class CompareView(QWidget):
                                          other_token=display_token(b.token_text, 20)))
         for side, record, other_record, lane in (("a", a, b, lanes[0]), ("b", b, a, lanes[1])):
             self._draw_side(side, record, other_record.token_id)
-            colour = style.lane_color_hex(lane.colour)
-            self._plots[side].setTitle(f'<span style="color:{colour}">■</span> {html.escape(lane.name)}', size="9pt")
+            self._plots[side].setTitle(f'{style.lane_swatch(lane.colour)} {html.escape(lane.name)}', size="9pt")
             chose = translate("compare_view", "<b>{name}</b>: chose “{token}” p {p}; ").format(
                 name=html.escape(lane.name), token=html.escape(display_token(record.token_text, 20)),
                 p=format_prob(record.prob))

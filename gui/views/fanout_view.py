@@ -1,8 +1,10 @@
 """Fan-out tree, a view of the RunState: a sampled lane run as K seed members, drawn as a tree of trajectories —
 shared prefixes merge, each split is a node at its step with the tokens that parted (line width: how many
 members took that way). Below it, on the same step axis, the members' mean entropy and margin, so
-splits can be seen to happen where the distribution is wide or tied. Hover a branch for its text; click it
-to select that step of its first member."""
+splits can be seen to happen where the distribution is wide or tied. The step axis opens on the splits
+(members that part in the first steps get the width, not a corner of it; "all steps" shows the rest), and
+labels sit on a filled box above the lines. Hover a branch for its text; click it to select that step of its
+first member."""
 
 from __future__ import annotations
 
@@ -13,11 +15,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
 from decoding.fanout import fanout_group
 from decoding.trace import LaneTrace
 from gui.i18n import translate
+from gui.present import colours
 from gui.present.chart_rows import display_token
 from gui.present.lane_html import lane_characters, pending_bytes, plain_fragments
 from gui.state.run_state import RunState, Selection
@@ -84,7 +87,15 @@ class _Label:
 
 
 HOVER_CHARS = 110  # of a hovered branch's readout above the tree
-LABEL_SIZE_PX = (70, 12)  # about what an 8 pt label covers (a short token and "×N")
+LABEL_SIZE_PX = (70, 15)  # about what an 8 pt label covers with its filled box (a short token and "×N")
+STEPS_AFTER_LAST_SPLIT = 4  # shown after the last split when the axis opens on the splits
+
+
+def split_range(splits: list[int], steps: int) -> tuple[float, float]:
+    """The steps the tree opens on: from the start to a few steps past the last split (all of them when the
+    splits reach near the end, or when there are none)."""
+    end = max(splits, default=steps) + STEPS_AFTER_LAST_SPLIT
+    return -0.7, min(end, steps) - 0.3
 
 
 def readable(labels: list[_Label], px_per_step: float, px_per_row: float) -> list[_Label]:
@@ -218,6 +229,12 @@ class FanoutView(DrawnWhenShown, QWidget):
         header = QHBoxLayout()
         header.addWidget(self._combo)
         header.addWidget(self._hover, 1)
+        self._all_steps = QToolButton()
+        self._all_steps.setText(translate("fanout_view", "all steps"))
+        self._all_steps.setToolTip(translate("fanout_view", "The tree opens on its splits: show every step (the "
+                                                            "wheel zooms, dragging pans)"))
+        self._all_steps.clicked.connect(lambda: self._tree_plot.enableAutoRange(axis="x"))
+        header.addWidget(self._all_steps)
         self._summary = QLabel()
         self._summary.setWordWrap(True)
         self._canvas = style.make_canvas()
@@ -228,6 +245,7 @@ class FanoutView(DrawnWhenShown, QWidget):
         for plot in (self._tree_plot, self._stats_plot):
             style.style_plot(plot, pan_x=True, ink=False)
         self._stats_plot.setXLink(self._tree_plot)
+        self._stats_plot.enableAutoRange(axis="x", enable=False)  # the tree decides the steps shown
         self._tree_plot.invertY(True)
         self._tree_plot.vb.sigRangeChanged.connect(self._on_view_changed)  # zoom or pan: other labels fit
         self._tree_plot.vb.sigResized.connect(self._on_view_changed)
@@ -289,6 +307,9 @@ class FanoutView(DrawnWhenShown, QWidget):
         place(self._tree, [0])
         self._draw_tree(members)
         self._draw_stats(members)
+        # after the statistics: their plot shares the step axis and would widen it again to every step
+        splits = [branch.end for branch in walk(self._tree) if branch.children]
+        self._tree_plot.setXRange(*split_range(splits, max(len(member.steps) for member in members)), padding=0)
         self._summary.setText(self._summary_text(members))
         self._show_cursor(self.state.selection)
 
@@ -320,7 +341,7 @@ class FanoutView(DrawnWhenShown, QWidget):
         leaves = sum(1 for b in walk(self._tree) if not b.children)
         # room above the first row for its label (drawn above its line): the rows' pixels shrink as leaves grow
         height = self._tree_plot.vb.boundingRect().height()
-        label_px = LABEL_SIZE_PX[1] + 6  # with the text item's margins
+        label_px = LABEL_SIZE_PX[1] + 3  # with a little air
         top = max(0.8, label_px * (leaves - 0.2) / max(height - label_px, 1.0)) if labels else 0.8
         self._tree_plot.setYRange(-top, max(leaves - 1, 0) + 0.8, padding=0)
         self._split_labels = labels
@@ -340,8 +361,10 @@ class FanoutView(DrawnWhenShown, QWidget):
         branches keep theirs and the others are left to hover (redone when the view is resized or zoomed)."""
         labels = readable(self._split_labels, *self._pixels_per_unit())
         while len(self._labels) < len(labels):
-            label = pg.TextItem(color=style.FOREGROUND, anchor=(0, 1.05))
+            label = pg.TextItem(color=style.FOREGROUND, anchor=(0, 1.05), fill=pg.mkBrush(colours.current().label_fill))
             label.setFont(style.ui_font(8))
+            label.setZValue(5)  # over the edges that pass behind it
+            label.textItem.document().setDocumentMargin(1)  # the filled box hugs the text
             self._tree_plot.addItem(label)
             self._labels.append(label)
         for item, label in zip(self._labels, labels, strict=False):

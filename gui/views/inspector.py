@@ -39,6 +39,7 @@ from gui.views.figure import Figure
 
 _BAR = 0.38  # bar thickness in row units; two of them side by side fill most of a row
 _ROW_PX = 16  # the least height a row needs for its token label to stay readable
+_DRAW_LABEL_POSITIONS = (0.98, 0.8, 0.62, 0.44, 0.26)  # the "u=" label's heights to try, lowest first
 _AXIS_PX = 64  # height the bottom axis, its title and the plot margins take inside the canvas
 _MIN_ROWS = 5
 
@@ -187,6 +188,8 @@ class StepInspector(QWidget):
         if watched is self._canvas and event.type() == QEvent.Type.Resize and self._step is not None:
             if self._fitting_rows() != len(self._rows):
                 self._redraw()
+            else:
+                self._separate_labels()  # the lines' labels keep their places in pixels: a new width moves them
         return super().eventFilter(watched, event)
 
     # ---- construction ------------------------------------------------------------------------------------
@@ -230,10 +233,13 @@ class StepInspector(QWidget):
         layout.addWidget(self._legend)
         layout.addWidget(self._canvas, 1)
         numbers = self._build_numbers()
-        picked_row = QHBoxLayout()
-        picked_row.addWidget(self._picked_label, 1)
-        picked_row.addLayout(self._controls)
-        layout.addLayout(picked_row)
+        # the picked row's readout on a line of its own, the panel's whole width: beside the controls it had a
+        # third of it and was cut after two lines
+        layout.addWidget(self._picked_label)
+        controls = QHBoxLayout()
+        controls.addStretch(1)
+        controls.addLayout(self._controls)
+        layout.addLayout(controls)
         layout.addWidget(numbers)
         self.clear()
 
@@ -355,7 +361,7 @@ class StepInspector(QWidget):
         self._rows = inspector_rows(step, self._fitting_rows())
         self._cutoffs = step_cutoffs(step, self._rows, self._lane.config, self._lane.processors)
         lane = self.state.lanes[self._lane_index]
-        swatch = f'<span style="color:{style.lane_color_hex(lane.colour)}">■</span> '
+        swatch = style.lane_swatch(lane.colour) + ' '
         self._title.setText(swatch + html.escape(self._title_text()))
         self._title.setToolTip(self._title_text())
         self._set_rows_visible(True)
@@ -451,6 +457,19 @@ class StepInspector(QWidget):
         self._place(self._top_p_line, c.top_p, f"top-p {c.top_p:g}" if c.top_p else None)
         draw = self._step.draw
         self._place(self._draw_line, draw, f"u={draw:.3f}" if draw is not None else None)
+        self._separate_labels()
+
+    def _separate_labels(self) -> None:
+        """The cumulative plot's "u=" label moved up a row or more where it would cover another line's label
+        ("top-p 0.9" drawn left of its line in a narrow plot sat on "u=0.248")."""
+        label = self._draw_line.label
+        others = [line.label for line in (self._top_p_line, self._min_p_line, self._top_k_line)
+                  if line.isVisible() and getattr(line, "label", None) is not None and line.getViewBox() is
+                  self._draw_line.getViewBox()]
+        for position in _DRAW_LABEL_POSITIONS:
+            label.setPosition(position)
+            if not any(label.sceneBoundingRect().intersects(other.sceneBoundingRect()) for other in others):
+                return
 
     @staticmethod
     def _place(line: pg.InfiniteLine, value: float | None, label: str | None) -> None:

@@ -1,7 +1,8 @@
 """Lane × step map, a view of the RunState that stays readable with 10+ lanes and fan-outs: one row per lane, one
 cell per step, coloured by the chosen token's probability (or entropy, or margin — a selector), with the
-divergence (◆), critical point (▲) and branch (↳) marks on top. Hover a cell for its token; click it to select the
-step everywhere. The line chart stays for a few chosen lanes."""
+divergence (◆), critical point (▲) and branch (↳) marks on top. A fan-out lane's members are grouped under it,
+collapsed to the lane's own row ("▸ ×16") until its name is clicked (or one of its members selected elsewhere).
+Hover a cell for its token; click it to select the step everywhere. The line chart stays for a few chosen lanes."""
 
 from __future__ import annotations
 
@@ -31,9 +32,21 @@ METRICS: dict[str, tuple[str, tuple[float, float] | None]] = {
 _EMPTY = float("nan")  # a step a lane did not reach
 
 
-def map_rows(state: RunState) -> list[tuple[int, int]]:
-    """(lane index, member) of every row: each lane, then the other members of a fan-out lane under it."""
-    return [(index, member) for index, lane in enumerate(state.lanes) for member in range(max(len(lane.members), 1))]
+def map_rows(state: RunState, expanded: set[int] = frozenset()) -> list[tuple[int, int]]:
+    """(lane index, member) of every row: each lane, then, for a fan-out lane whose key is in `expanded`, its
+    other members under it."""
+    return [(index, member) for index, lane in enumerate(state.lanes)
+            for member in range(max(len(lane.members), 1) if lane.key in expanded else 1)]
+
+
+def row_label(state: RunState, index: int, member: int, expanded: set[int]) -> str:
+    """A row's name on the left axis: a lane, ▸/▾ and its member count for a fan-out lane, "#k" for a member."""
+    if member:
+        return f"#{member}"
+    lane = state.lanes[index]
+    if len(lane.members) <= 1:
+        return lane.name
+    return f"{'▾' if lane.key in expanded else '▸'} {lane.name} ×{len(lane.members)}"
 
 
 def metric_grid(state: RunState, metric: str, rows: list[tuple[int, int]]) -> np.ndarray:
@@ -63,6 +76,7 @@ class LaneStepMap(DrawnWhenShown, QWidget):
         self._metric = "prob"
         self._grid = np.zeros((0, 0))
         self._rows: list[tuple[int, int]] = []
+        self._expanded: set[int] = set()  # keys of the fan-out lanes whose members have rows of their own
         self._build_ui()
         for name in ("lanes_reset", "lane_inserted", "lane_removed", "lane_moved", "lane_changed", "run_finished",
                      "marks_changed"):
@@ -91,6 +105,16 @@ class LaneStepMap(DrawnWhenShown, QWidget):
         low, high = self._levels()
         position = 0.0 if high <= low else (value - low) / (high - low)
         return colour_map(self._metric).map(min(max(position, 0.0), 1.0), mode="qcolor").name()
+
+    def toggle_members(self, index: int) -> None:
+        """Show or hide the members of fan-out lane `index` under it (a click on its name)."""
+        key = self.state.lanes[index].key
+        self._expanded ^= {key}
+        self.redraw()
+
+    def row_labels(self) -> list[str]:
+        self._draw_if_stale()
+        return [row_label(self.state, index, member, self._expanded) for index, member in self._rows]
 
     def rows(self) -> list[tuple[int, int]]:
         """(lane index, member) shown in each row."""
@@ -121,6 +145,10 @@ class LaneStepMap(DrawnWhenShown, QWidget):
         self._scheduler.mark("charts", ("lane_map",), self.redraw)
 
     def _on_selection_changed(self, selection: Selection | None) -> None:
+        if selection is not None and selection.member and self.state.lanes[selection.lane].key not in self._expanded:
+            self._expanded.add(self.state.lanes[selection.lane].key)  # a member selected elsewhere: show its row
+            self.redraw()
+            return
         target = None if selection is None else (selection.lane, selection.member)
         if target not in self._rows:
             self._cursor.setData([], [])
@@ -134,6 +162,7 @@ class LaneStepMap(DrawnWhenShown, QWidget):
         self._combo.setToolTip(translate("lane_map", "What a cell's colour shows"))
         self._combo.currentIndexChanged.connect(self._on_metric_changed)
         self._hover = QLabel(_hover_hint())
+        self._hover.setWordWrap(True)
         self._hover.setStyleSheet("color:#555")
         header = QHBoxLayout()
         header.addWidget(self._combo)
@@ -175,7 +204,9 @@ class LaneStepMap(DrawnWhenShown, QWidget):
     # ---- drawing -----------------------------------------------------------------------------------------
     def _draw(self) -> None:
         self._hover.setText(_hover_hint())  # what was under the mouse may be gone or different now
-        self._rows = map_rows(self.state)
+        keys = {lane.key for lane in self.state.lanes}
+        self._expanded &= keys  # removed lanes
+        self._rows = map_rows(self.state, self._expanded)
         self._grid = metric_grid(self.state, self._metric, self._rows)
         rows, steps = self._grid.shape
         self._image.setColorMap(colour_map(self._metric))
@@ -187,7 +218,7 @@ class LaneStepMap(DrawnWhenShown, QWidget):
         self._bar.setColorMap(colour_map(self._metric))
         self._bar.setLevels(self._levels())
         self._bar.axis.setLabel(translate("chart_data", METRICS[self._metric][0]))
-        ticks = [(row + 0.5, self.state.lanes[index].name if member == 0 else f"#{member}")
+        ticks = [(row + 0.5, row_label(self.state, index, member, self._expanded))
                  for row, (index, member) in enumerate(self._rows)]
         self._plot.getAxis("left").setTicks([ticks])
         self._plot.setYRange(0, max(rows, 1), padding=0.02)
@@ -238,10 +269,25 @@ class LaneStepMap(DrawnWhenShown, QWidget):
     def _on_click(self, event) -> None:
         if event.button() != Qt.MouseButton.LeftButton:
             return
+        lane = self._lane_named_at(event.scenePos())
+        if lane is not None:
+            self.toggle_members(lane)
+            return
         cell = self._cell_at(event.scenePos())
         if cell is not None:
             index, member = self._rows[cell[0]]
             self.state.select(index, cell[1], member)
+
+    def _lane_named_at(self, scene_pos: QPointF) -> int | None:
+        """The fan-out lane whose name (on the left axis) is at a scene position."""
+        axis = self._plot.getAxis("left")
+        if not axis.sceneBoundingRect().contains(scene_pos):
+            return None
+        row = math.floor(self._plot.vb.mapSceneToView(scene_pos).y())
+        if not 0 <= row < len(self._rows):
+            return None
+        index, member = self._rows[row]
+        return index if member == 0 and len(self.state.lanes[index].members) > 1 else None
 
     def _on_hover(self, scene_pos: QPointF) -> None:
         cell = self._cell_at(scene_pos)
@@ -259,4 +305,5 @@ class LaneStepMap(DrawnWhenShown, QWidget):
 
 
 def _hover_hint() -> str:
-    return translate("lane_map", "hover a cell for its token · click selects the step")
+    return translate("lane_map", "hover a cell for its token · click selects the step · click a fan-out's name: its "
+                                 "members")

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QWidget
 
 from gui.i18n import QT_TRANSLATE_NOOP
 from gui.state.run_state import RunState
+from gui.state.view_state import STRIPS_FROM
 from gui.views.beam_tree import BeamTreeView
 from gui.views.compare_view import CompareView
 from gui.views.fanout_view import FanoutView
@@ -48,13 +49,20 @@ def _fixed(width: int, height: int) -> Callable[[RunState], tuple[int, int]]:
     return lambda _state: (width, height)
 
 
+def _timeline_size(state: RunState) -> tuple[int, int]:
+    """Room for each lane's strip (36 px) where the timeline draws strips (gui.views.timeline)."""
+    return 1000, 440 if len(state.lanes) < STRIPS_FROM else 36 * len(state.lanes) + 160
+
+
 def _lane_map_size(state: RunState) -> tuple[int, int]:
     return 1000, max(260, 26 * len(state.lanes) + 120)
 
 
 def _beam_tree_size(state: RunState) -> tuple[int, int]:
     steps = max((len(lane.trace.steps) for lane in state.lanes if lane.spec.is_beam), default=0)
-    return min(3000, max(900, 64 * steps + 120)), 520
+    # 64 px a step keeps every token label (below 46 the view hides them): capped at 3000 px, a 64-step tree
+    # was exported without any
+    return max(900, 64 * steps + 120), 520
 
 
 def _lens_size(state: RunState) -> tuple[int, int]:
@@ -71,7 +79,7 @@ VIEWS: tuple[ViewRow, ...] = (
             {"explainRequested": "explain_lane"}, export_name="logit_lens", export_rank=9),
     ViewRow("tokens_view", lambda s, _r: TokenView(s), STEP, QT_TRANSLATE_NOOP("views", "Tokens"),
             _fixed(1000, 400), export_name="tokens", export_rank=7),
-    ViewRow("timeline", Timeline, CHARTS, QT_TRANSLATE_NOOP("views", "Timeline"), _fixed(1000, 440), export_rank=0),
+    ViewRow("timeline", Timeline, CHARTS, QT_TRANSLATE_NOOP("views", "Timeline"), _timeline_size, export_rank=0),
     ViewRow("lane_map", LaneStepMap, CHARTS, QT_TRANSLATE_NOOP("views", "Lane map"), _lane_map_size, export_rank=1),
     ViewRow("compare", lambda s, _r: CompareView(s), CHARTS, QT_TRANSLATE_NOOP("views", "Side by side"),
             _fixed(1000, 460), export_name="side_by_side", export_rank=3),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyqtgraph as pg
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont, QPainterPath, QTransform
 from PySide6.QtWidgets import QApplication, QWidget
 
@@ -42,6 +43,25 @@ def glyph_symbol(glyph: str) -> QPainterPath:
     box = path.boundingRect()
     scale = 1 / max(box.width(), box.height(), 1e-6)
     return QTransform().scale(scale, scale).translate(-box.center().x(), -box.center().y()).map(path)
+
+
+_PEN_STYLES = {"solid": Qt.PenStyle.SolidLine, "dash": Qt.PenStyle.DashLine, "dot": Qt.PenStyle.DotLine,
+               "dashdot": Qt.PenStyle.DashDotLine}
+
+
+def lane_pen_style(index: int) -> Qt.PenStyle:
+    """Solid for the first twelve lanes' colours, then another pattern for each round of them."""
+    return _PEN_STYLES[colours.current().lane_pattern(index)]
+
+
+def lane_key(index: int, glyphs: dict[str, str] = colours.PATTERN_KEYS) -> str:
+    """A lane's legend key (its line, in its colour and pattern) as rich text."""
+    return f'<span style="color:{lane_color_hex(index)}">{glyphs[colours.current().lane_pattern(index)]}</span>'
+
+
+def lane_swatch(index: int) -> str:
+    """A lane's swatch beside its name (■, or a patterned square past the first twelve) as rich text."""
+    return lane_key(index, colours.PATTERN_SWATCHES)
 
 
 def ui_font(point_size: float = 9.0) -> QFont:

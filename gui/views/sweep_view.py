@@ -133,7 +133,7 @@ class SweepView(QWidget):
             plot.getAxis("right").setWidth(RIGHT_AXIS_PX)
         self._stats.vb.sigResized.connect(lambda: self._kept.setGeometry(self._stats.vb.sceneBoundingRect()))
         self._diversity.setLabel("bottom", translate("sweep_view", "temperature"))
-        self._diversity.setLabel("left", translate("sweep_view", "distinct continuations · mean first split step"))
+        self._diversity.setLabel("left", translate("sweep_view", "members · step · tokens"))
         self._diversity.addLegend(offset=(-4, -4), labelTextSize="8pt")  # bottom right: clear of the lines
         self._lines: list = []
         layout = QVBoxLayout(self)
@@ -219,7 +219,8 @@ class SweepView(QWidget):
                                                         "1.5; run them, then look here"))
             return False
         self._title.setText(translate("sweep_view", "<b>{len} fan-outs of {members} seeds</b>: how many distinct "
-                                                    "texts, and how soon the members part, at each temperature")
+                                                    "texts, how soon the members part, and how many tokens two "
+                                                    "members' texts differ by, at each temperature")
                                                     .format(len=len(points), members=points[0].members))
         temperatures = [p.temperature for p in points]
         self._add(self._diversity, pg.PlotDataItem(temperatures, [p.distinct_continuations for p in points],
@@ -232,6 +233,10 @@ class SweepView(QWidget):
                                                                                                      "mean first split "
                                                                                                      "step"),
                                                    connect="finite"))
+        apart = [p.mean_edit_distance if p.mean_edit_distance is not None else float("nan") for p in points]
+        name = translate("sweep_view", "mean pairwise edit distance (tokens)")
+        self._add(self._diversity, pg.PlotDataItem(temperatures, apart, pen=pg.mkPen("#0072B2", width=2), symbol="t",
+                                                   symbolBrush="#0072B2", connect="finite", name=name))
         return True
 
     # ---- commands ----------------------------------------------------------------------------------------

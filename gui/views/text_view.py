@@ -47,7 +47,7 @@ from gui.present.lane_html import (
 )
 from gui.state.run_state import RunState, Selection, running_beam_pieces
 from gui.views.redraw import RedrawScheduler
-from gui.views.style import lane_color_hex
+from gui.views.style import lane_swatch
 
 MIN_COLUMN_WIDTH = 170
 
@@ -286,7 +286,7 @@ class LaneColumn(QFrame):
 
     def _show_header(self, state: RunState) -> None:
         lane = state.lanes[self.index]
-        swatch = f'<span style="color:{lane_color_hex(lane.colour)}">■</span>'
+        swatch = lane_swatch(lane.colour)
         palette = colours.current()
         reference = translate("text_view", "(reference)")
         role = f" <span style='color:{palette.faint}'>{reference}</span>" if self.index == state.reference else ""

@@ -1,8 +1,9 @@
 """Timeline, a view of the RunState: one curve per lane over the steps (chosen-token probability, entropy or
-top-1/top-2 margin) in the lane's own colour, with divergence points (◆), critical points (▲) and branch points (↳)
-marked, a cursor on the selected step, click-to-select and Left/Right scrubbing. Clicking a lane in the
-legend hides or shows its line; the wheel zooms the step axis. Items are created once; streaming steps only
-appends to per-lane buffers and re-sets one curve."""
+top-1/top-2 margin) in the lane's own colour, overlaid in one plot or (from six lanes, or when chosen) as small
+multiples: one strip per lane on the shared step axis, named on the left. Divergence points (◆), critical
+points (▲) and branch points (↳) are marked, with a cursor on the selected step, click-to-select and Left/Right
+scrubbing. Clicking a lane in the legend hides or shows its line; the wheel zooms the step axis. Items are
+created once; streaming steps only appends to per-lane buffers and re-sets one curve."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QColor, QKeyEvent
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
 from decoding.trace import StepRecord
 from gui.i18n import translate
@@ -22,7 +23,7 @@ from gui.present import colours
 from gui.present.chart_rows import TIMELINE_METRICS, display_token, metric_label, metric_values
 from gui.present.lane_html import BRANCH_GLYPH, MARK_COLOURS, mark_legend
 from gui.state.run_state import RunState, Selection
-from gui.state.view_state import TimelineViewState
+from gui.state.view_state import STRIPS_FROM, TIMELINE_LAYOUTS, TimelineViewState
 from gui.views import style
 from gui.views.figure import Figure
 from gui.views.redraw import RedrawScheduler
@@ -55,16 +56,31 @@ class _LaneSeries:
         self.values = np.zeros(max(64, len(self.records)))
         self.values[: len(self.records)] = metric_values(self.records, metric)
 
-    def refresh_curve(self) -> None:
+    def refresh_curve(self, band: _Band) -> None:
         n = len(self.records)
-        self.curve.setData(np.arange(n, dtype=float), self.values[:n])
+        self.curve.setData(np.arange(n, dtype=float), band.place(self.values[:n]))
+
+
+class _Band:
+    """Where a lane's values are drawn: as they are (overlaid), or scaled into the lane's own strip."""
+
+    HEIGHT = 0.8  # of a strip's unit height: the rest separates it from the next
+
+    def __init__(self, base: float = 0.0, factor: float = 1.0) -> None:
+        self.base, self.factor = base, factor
+
+    def place(self, values: np.ndarray) -> np.ndarray:
+        return self.base + np.asarray(values, dtype=float) * self.factor
+
+
+OVERLAID = _Band()
 
 
 def _style_curve(curve: pg.PlotDataItem, lane, emphasised: bool, faded: bool) -> None:
     colour = QColor(style.lane_color(lane.colour))
     if faded:
         colour.setAlphaF(FADED_ALPHA)
-    curve.setPen(pg.mkPen(colour, width=3.5 if emphasised else 2))
+    curve.setPen(pg.mkPen(colour, width=3.5 if emphasised else 2, style=style.lane_pen_style(lane.colour)))
     curve.setSymbolBrush(colour)
     curve.setZValue(2 if emphasised else 0)
 
@@ -75,6 +91,8 @@ class Timeline(QWidget):
         self.state = state
         self._scheduler = scheduler
         self._metric = "prob"
+        self._layout = "auto"  # TIMELINE_LAYOUTS
+        self._strip_scale = 1.0  # the value at the top of every strip
         self._series: list[_LaneSeries] = []
         self._divergences: list[tuple[int, int]] = []
         self._criticals: list[tuple[int, int]] = []
@@ -136,6 +154,9 @@ class Timeline(QWidget):
         self._series = []
         for lane in lanes:
             self._series.append(self._series_for(lane, previous.get(lane.key)))
+        if self.strips():
+            self._redraw_curves()  # a strip's place follows the lane's index and the number of lanes
+        self._apply_axis()
         self._update_legend()
         self._set_markers()
         if self.state.selection is not None:
@@ -148,7 +169,7 @@ class Timeline(QWidget):
             curve = previous.curve if previous is not None else self._new_curve()
             series = _LaneSeries(lane.key, curve)
             series.append(lane.trace.steps, self._metric)
-            series.refresh_curve()
+            series.refresh_curve(OVERLAID)
         series.curve.setVisible(not lane.hidden)
         _style_curve(series.curve, lane, emphasised=False, faded=False)  # set_lanes selects again after
         return series
@@ -177,7 +198,10 @@ class Timeline(QWidget):
         else:
             series.records = []
             series.append(steps, self._metric)
-        series.refresh_curve()
+        if self.strips() and self._strip_scale != self._scale_of_strips():
+            self._redraw_curves()  # a new highest value: every strip is scaled to it
+        else:
+            series.refresh_curve(self._band(index))
         if self._divergences or self._criticals or self._branches:
             self._update_markers()
 
@@ -219,10 +243,45 @@ class Timeline(QWidget):
         return self._metric
 
     def view_state(self) -> TimelineViewState:
-        return TimelineViewState(self._metric)
+        return TimelineViewState(self._metric, self._layout)
 
     def set_view_state(self, state: TimelineViewState) -> None:
         self.set_metric(state.metric)
+        self.set_layout(state.layout)
+
+    def set_layout(self, layout: str) -> None:
+        """"overlay", "strips" or "auto" (strips from STRIPS_FROM lanes)."""
+        if layout not in TIMELINE_LAYOUTS:
+            raise ValueError(f"layout={layout!r} is not one of {TIMELINE_LAYOUTS}")
+        self._layout_combo.setCurrentIndex(TIMELINE_LAYOUTS.index(layout))
+
+    def strips(self) -> bool:
+        """Whether each lane is drawn in a strip of its own."""
+        return self._layout == "strips" or (self._layout == "auto" and len(self.state.lanes) >= STRIPS_FROM)
+
+    def _on_layout_changed(self, index: int) -> None:
+        self._layout = TIMELINE_LAYOUTS[index]
+        self._redraw_curves()
+        self._apply_axis()
+
+    def _scale_of_strips(self) -> float:
+        """The value at a strip's top: 1 for metrics in [0, 1], else the highest value of any lane."""
+        if self._metric in _BOUNDED:
+            return 1.0
+        highest = max((float(series.values[: len(series.records)].max(initial=0.0)) for series in self._series),
+                      default=0.0)
+        return highest if highest > 0 else 1.0
+
+    def _band(self, index: int) -> _Band:
+        if not self.strips():
+            return OVERLAID
+        return _Band(base=len(self._series) - 1 - index, factor=_Band.HEIGHT / self._strip_scale)
+
+    def _redraw_curves(self) -> None:
+        self._strip_scale = self._scale_of_strips()
+        for index, series in enumerate(self._series):
+            series.refresh_curve(self._band(index))
+        self._update_markers()
 
     def set_metric(self, metric: str) -> None:
         if metric not in TIMELINE_METRICS:
@@ -260,7 +319,7 @@ class Timeline(QWidget):
 
     def scene_pos_of(self, lane_index: int, step: int) -> QPointF:
         """Where a lane's point at a step is drawn, in scene coordinates (tests click there)."""
-        value = float(self._series[lane_index].values[step])
+        value = float(self._band(lane_index).place(self._series[lane_index].values[step]))
         return self._plot.vb.mapViewToScene(QPointF(step, value))
 
     def export_png(self, path: str | Path) -> Path:
@@ -268,7 +327,7 @@ class Timeline(QWidget):
 
     def figure(self) -> Figure:
         """The plot with its axes, a title and the lanes' legend, for export (no controls)."""
-        keys = [f'<span style="color:{style.lane_color_hex(lane.colour)}">━━</span>&nbsp;{html.escape(lane.name)}'
+        keys = [f'{style.lane_key(lane.colour)}&nbsp;{html.escape(lane.name)}'
                 for lane in self.state.lanes if lane.trace.steps and not lane.hidden]
         keys += mark_legend(short=True)
         title = translate("timeline", "{metric} per step").format(metric=metric_label(self._metric))
@@ -279,8 +338,17 @@ class Timeline(QWidget):
         self._combo = QComboBox()
         self._combo.addItems([metric_label(metric) for metric in TIMELINE_METRICS])
         self._combo.currentIndexChanged.connect(self._on_metric_changed)
+        self._layout_combo = QComboBox()
+        self._layout_combo.addItems([translate("timeline", "auto: strips from {n} lanes").format(n=STRIPS_FROM),
+                                     translate("timeline", "lines overlaid"),
+                                     translate("timeline", "one strip per lane")])
+        self._layout_combo.setToolTip(translate("timeline", "Draw every lane in one plot, or each lane in a strip "
+                                                            "of its own on the shared step axis"))
+        self._layout_combo.currentIndexChanged.connect(self._on_layout_changed)
         self._hover = QLabel(translate("timeline", "click a point to select its step · ←/→ move through steps"))
         self._hover.setStyleSheet(f"color: {colours.current().muted}")
+        # the hover line gives way (cut) before the combo boxes do: a cut "auto: strips from (" named nothing
+        self._hover.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self._zoom_reset = QToolButton()
         self._zoom_reset.setText(translate("timeline", "all steps"))
         self._zoom_reset.setToolTip(translate("timeline", "Show every step (the mouse wheel zooms the step axis, "
@@ -288,6 +356,7 @@ class Timeline(QWidget):
         self._zoom_reset.clicked.connect(self.reset_zoom)
         header = QHBoxLayout()
         header.addWidget(self._combo)
+        header.addWidget(self._layout_combo)
         header.addWidget(self._hover, 1)
         header.addWidget(self._zoom_reset)
         self._legend = QLabel()
@@ -303,7 +372,7 @@ class Timeline(QWidget):
         # No grid: pyqtgraph paints it into the axes at every repaint, most of the cost of a streamed step.
         self._plot.setLabel("bottom", translate("timeline", "step"))
         self._create_items()
-        self._apply_metric_axis()
+        self._apply_axis()
         self._view.scene().sigMouseClicked.connect(self._on_click)
         self._view.scene().sigMouseMoved.connect(self._on_hover)
 
@@ -332,6 +401,7 @@ class Timeline(QWidget):
             angle=90, movable=False, pen=pg.mkPen(style.FOREGROUND, width=1, style=Qt.PenStyle.DashLine)
         )
         self._cursor.setVisible(False)
+        self._strip_lines: list[pg.InfiniteLine] = []
         for item in (self._divergence_marks, self._critical_marks, self._branch_marks, self._selected_mark):
             item.setZValue(10)
             self._plot.addItem(item)
@@ -340,11 +410,11 @@ class Timeline(QWidget):
     def _update_legend(self) -> None:
         """Lanes (click one to hide or show its line) and the marks."""
         keys = []
+        hidden_key = f'<span style="color:{colours.current().hidden_lane}">━━</span>'
         for lane in self.state.lanes:
-            colour = colours.current().hidden_lane if lane.hidden else style.lane_color_hex(lane.colour)
             name = f"<s>{lane.name}</s>" if lane.hidden else lane.name
             keys.append(f'<a href="lane:{lane.key}" style="text-decoration:none;color:{style.FOREGROUND}">'
-                        f'<span style="color:{colour}">━━</span>&nbsp;{name}</a>')
+                        f'{hidden_key if lane.hidden else style.lane_key(lane.colour)}&nbsp;{name}</a>')
         keys += mark_legend(short=True)
         self._legend.setText("&nbsp;&nbsp; ".join(keys))
 
@@ -363,24 +433,47 @@ class Timeline(QWidget):
         self._metric = list(TIMELINE_METRICS)[index]
         for series in self._series:
             series.recompute(self._metric)
-            series.refresh_curve()
-        self._apply_metric_axis()
-        self._update_markers()
+        self._redraw_curves()
+        self._apply_axis()
         self._show_hover()
 
-    def _apply_metric_axis(self) -> None:
-        self._plot.setLabel("left", metric_label(self._metric))
-        if self._metric in _BOUNDED:
-            self._plot.setYRange(0, 1, padding=0.04)
-        else:
-            self._plot.enableAutoRange(axis="y")
+    def _apply_axis(self) -> None:
+        """Overlaid: the metric's own scale. Strips: each lane's name at its strip, the scale in the axis title,
+        a dotted baseline under every strip."""
+        axis = self._plot.getAxis("left")
+        if not self.strips():
+            axis.setTicks(None)
+            self._set_strip_lines(0)
+            self._plot.setLabel("left", metric_label(self._metric))
+            if self._metric in _BOUNDED:
+                self._plot.setYRange(0, 1, padding=0.04)
+            else:
+                self._plot.enableAutoRange(axis="y")
+            return
+        count = len(self.state.lanes)
+        axis.setTicks([[(count - 1 - index + _Band.HEIGHT / 2, lane.name)
+                        for index, lane in enumerate(self.state.lanes)], []])
+        label = translate("timeline", "{metric} 0–{top:.3g}")  # each strip's range
+        self._plot.setLabel("left", label.format(metric=metric_label(self._metric), top=self._strip_scale))
+        self._set_strip_lines(count)
+        self._plot.setYRange(-0.1, max(count, 1), padding=0)
+
+    def _set_strip_lines(self, count: int) -> None:
+        """A dotted baseline under each of `count` strips."""
+        while len(self._strip_lines) > count:
+            self._plot.removeItem(self._strip_lines.pop())
+        pen = pg.mkPen(colours.current().faint, width=1, style=Qt.PenStyle.DotLine)
+        while len(self._strip_lines) < count:
+            line = pg.InfiniteLine(pos=len(self._strip_lines), angle=0, movable=False, pen=pen)
+            self._plot.addItem(line, ignoreBounds=True)
+            self._strip_lines.append(line)
 
     def _points(self, pairs: list[tuple[int, int]]) -> tuple[list[float], list[float]]:
         xs, ys = [], []
         for lane, step in pairs:
             if 0 <= lane < len(self._series) and 0 <= step < len(self._series[lane].records):
                 xs.append(step)
-                ys.append(float(self._series[lane].values[step]))
+                ys.append(float(self._band(lane).place(self._series[lane].values[step])))
         return xs, ys
 
     def _update_markers(self) -> None:

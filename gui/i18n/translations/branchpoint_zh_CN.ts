@@ -552,6 +552,14 @@
             <translation>谁关注它</translation>
         </message>
         <message>
+            <source>leave out position 0 (the start token)</source>
+            <translation>不看位置 0（起始词元）</translation>
+        </message>
+        <message>
+            <source>leave out position 0</source>
+            <translation>去掉位置 0</translation>
+        </message>
+        <message>
             <source>Where the token looks (its attention over every earlier token), or who looks at it (every later token's attention to it)</source>
             <translation>该词元关注哪里（它对之前每个词元的注意力），或谁关注它（之后每个词元对它的注意力）</translation>
         </message>
@@ -562,10 +570,6 @@
         <message>
             <source>Average the heads, show each layer's strongest head, or one head</source>
             <translation>对各注意力头取平均、显示每层最强的头，或只看某一个头</translation>
-        </message>
-        <message>
-            <source>leave out position 0</source>
-            <translation>去掉位置 0</translation>
         </message>
         <message>
             <source>Position 0 takes most of many heads' attention (an attention sink): blank it and rescale the rest of each row to sum to 1</source>
@@ -626,6 +630,10 @@
         <message>
             <source>colour: the strongest head's own weight, &lt;b&gt;position 0 left out&lt;/b&gt; (not rescaled)</source>
             <translation>颜色：最强头自身的权重，&lt;b&gt;去掉位置 0&lt;/b&gt;（未重新归一化）</translation>
+        </message>
+        <message>
+            <source>&lt;b&gt;‹start›&lt;/b&gt;: the model's start token {token}, put in front of the plain prompt (as a chat has it) to take the attention sink, not its first word</source>
+            <translation>&lt;b&gt;‹起始›&lt;/b&gt;：模型的起始词元 {token}，像对话那样放在纯文本提示之前，由它而不是提示的第一个词承接注意力汇聚</translation>
         </message>
         <message>
             <source>layer {layer}, each head</source>
@@ -1121,6 +1129,14 @@ score {score} · parent slot {parent}</source>
             <translation>悬停分支查看其文本 · 点击选中其第一个成员的该步</translation>
         </message>
         <message>
+            <source>all steps</source>
+            <translation>全部步骤</translation>
+        </message>
+        <message>
+            <source>The tree opens on its splits: show every step (the wheel zooms, dragging pans)</source>
+            <translation>树先显示各分叉处：显示全部步（滚轮缩放，拖动平移）</translation>
+        </message>
+        <message>
             <source>members</source>
             <translation>成员</translation>
         </message>
@@ -1162,6 +1178,13 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>Unexpected error: {error}. The window may show something out of date until the next run; the details are in {log}.</source>
             <translation>意外错误：{error}。在下次运行之前，窗口显示的内容可能已过时；详细信息见 {log}。</translation>
+        </message>
+    </context>
+    <context>
+        <name>inside_data</name>
+        <message>
+            <source>‹start›</source>
+            <translation>‹起始›</translation>
         </message>
     </context>
     <context>
@@ -1371,8 +1394,8 @@ score {score} · parent slot {parent}</source>
             <translation>{name} · 第 {step} 步 · “{token}” · {metric} = {value:.4f}</translation>
         </message>
         <message>
-            <source>hover a cell for its token · click selects the step</source>
-            <translation>悬停单元格查看词元 · 单击选中该步</translation>
+            <source>hover a cell for its token · click selects the step · click a fan-out's name: its members</source>
+            <translation>悬停单元格查看词元 · 点击选中该步 · 点击扇出的名称：展开其成员</translation>
         </message>
     </context>
     <context>
@@ -2026,8 +2049,8 @@ score {score} · parent slot {parent}</source>
             <translation>熵（奈特）</translation>
         </message>
         <message>
-            <source>distinct continuations · mean first split step</source>
-            <translation>不同续写数 · 平均首次分开步</translation>
+            <source>members · step · tokens</source>
+            <translation>成员数 · 步 · 词元</translation>
         </message>
         <message>
             <source>{name} · step {step}: no sweep yet — “Sweep this step” computes it (the model recomputes this step once)</source>
@@ -2062,8 +2085,8 @@ score {score} · parent slot {parent}</source>
             <translation>多样性随温度的变化：“按温度扇出”会为所选采样泳道添加 T 0.3、0.7、1.0 和 1.5 的扇出；运行后在这里查看</translation>
         </message>
         <message>
-            <source>&lt;b&gt;{len} fan-outs of {members} seeds&lt;/b&gt;: how many distinct texts, and how soon the members part, at each temperature</source>
-            <translation>&lt;b&gt;{len} 个扇出，各 {members} 个种子&lt;/b&gt;：每种温度下有多少种不同文本，以及成员多早分开</translation>
+            <source>&lt;b&gt;{len} fan-outs of {members} seeds&lt;/b&gt;: how many distinct texts, how soon the members part, and how many tokens two members' texts differ by, at each temperature</source>
+            <translation>&lt;b&gt;{len} 组 {members} 个种子的扇出&lt;/b&gt;：每个温度下有多少种不同文本、成员多早分开，以及两个成员的文本平均相差多少个词元</translation>
         </message>
         <message>
             <source>distinct continuations</source>
@@ -2072,6 +2095,10 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>mean first split step</source>
             <translation>平均首次分开步</translation>
+        </message>
+        <message>
+            <source>mean pairwise edit distance (tokens)</source>
+            <translation>平均两两编辑距离（词元）</translation>
         </message>
     </context>
     <context>
@@ -2200,6 +2227,22 @@ score {score} · parent slot {parent}</source>
             <translation>每步的{metric}</translation>
         </message>
         <message>
+            <source>auto: strips from {n} lanes</source>
+            <translation>自动：{n} 条通道起分条显示</translation>
+        </message>
+        <message>
+            <source>lines overlaid</source>
+            <translation>曲线叠加</translation>
+        </message>
+        <message>
+            <source>one strip per lane</source>
+            <translation>每条通道一条带</translation>
+        </message>
+        <message>
+            <source>Draw every lane in one plot, or each lane in a strip of its own on the shared step axis</source>
+            <translation>所有通道画在同一图中，或每条通道在共用步数轴上各占一条带</translation>
+        </message>
+        <message>
             <source>click a point to select its step · ←/→ move through steps</source>
             <translation>单击点以选中该步 · ←/→ 逐步移动</translation>
         </message>
@@ -2218,6 +2261,10 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>step</source>
             <translation>步</translation>
+        </message>
+        <message>
+            <source>{metric} 0–{top:.3g}</source>
+            <translation>{metric} 0–{top:.3g}</translation>
         </message>
         <message>
             <source>{name} · step {step} · “{token}” · {metric} = {value:.4f}</source>

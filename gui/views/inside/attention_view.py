@@ -5,7 +5,9 @@ The heads are averaged, one head is shown, or each cell's strongest head; a clic
 that layer for that pair beside it, with the strongest heads in words, and the tokens attended most are listed.
 
 Position 0 takes most of many heads' attention (an "attention sink"), which flattens everything else: "leave out
-position 0" blanks it and rescales the rest of each row to sum to 1 (said in the legend).
+position 0" blanks it and rescales the rest of each row to sum to 1 (said in the legend). A plain prompt is
+explained with the model's start token in front (decoding.explain.with_start_token), so its first word is not the
+sink: that token is ‹start› on the axis, the legend says why, and it is left out from the start.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtCore import QEvent, QPointF, Qt, Signal
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from decoding.explain import ExplainResult
@@ -26,6 +28,7 @@ from gui.present.inside_data import (
     MEAN,
     SINK_LIMIT,
     STRONGEST,
+    explained_start,
     head_weights,
     inside_lane,
     looked_at_grid,
@@ -49,7 +52,11 @@ _COLOURS = ["#ffffff", "#deebf7", "#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#
 COLOUR_MAP = pg.ColorMap(np.linspace(0.0, 1.0, len(_COLOURS)), [pg.mkColor(c) for c in _COLOURS])
 PICKED_COLOUR = "#E69F00"
 COLOUR_BAR_PX = 64
-READOUT_LINES = 5  # the readout scrolls past this: in a short panel the heatmap keeps its height
+STRIP_FROM_PX = 300  # a canvas shorter than this leaves out the bars above the heatmap (its picked row again):
+# in the step panel at 1280×800 they and their title took twice the heatmap's height
+LEGEND_LINES = 3  # the legend scrolls past this (with the start token's note it took six lines)
+READOUT_LINES = 3  # the readout scrolls past this: in a short panel the heatmap keeps its height (five left it
+# a few dozen pixels at 1280×800)
 
 
 class AttentionView(QWidget):
@@ -65,6 +72,7 @@ class AttentionView(QWidget):
         self._mode = LOOKS_AT
         self._heads: str | int = MEAN
         self._drop_first = False
+        self._start_added = False  # position 0 is a start token put in front of a plain prompt
         self._grid = np.zeros((0, 0))
         self._title = ""
         self._picked: tuple[int, int] | None = None  # (layer, column) whose heads are shown
@@ -184,9 +192,17 @@ class AttentionView(QWidget):
         result = self.state.explanation(self._lane) if self._lane is not None else None
         if result is not self._result:
             self._result = result
-            self._labels = token_labels(result) if result is not None else []
+            self._start_added = explained_start(self.state, result)
+            self._labels = token_labels(result, self._start_added) if result is not None else []
             self._fill_token_combo()
             self._fill_heads_combo()
+            self._drop_box.setText(translate("attention_view", "leave out position 0 (the start token)")
+                                   if self._start_added else translate("attention_view", "leave out position 0"))
+            if self._start_added:  # the sink is the start token: what the prompt's words get shows without it
+                self._drop_box.blockSignals(True)
+                self._drop_box.setChecked(True)
+                self._drop_box.blockSignals(False)
+                self._drop_first = True
         selection = self.state.selection
         if result is not None and selection is not None:
             position = result.prompt_length + selection.step
@@ -233,6 +249,7 @@ class AttentionView(QWidget):
         self._legend.setFont(style.ui_font(8.5))
         self._legend.setWordWrap(True)
         self._canvas = style.make_canvas()
+        self._canvas.installEventFilter(self)
         self._axis = TokenAxis()
         # the picked layer's row as bars above the heatmap, column for column (same left axis width)
         self._strip_plot = self._canvas.addPlot(row=0, col=0)
@@ -279,9 +296,26 @@ class AttentionView(QWidget):
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.header)
         layout.addLayout(controls)
-        layout.addWidget(self._legend)
+        self._legend_area = capped_scroll(self._legend, LEGEND_LINES)
+        self._legend_cap = self._legend_area.maximumHeight()
+        layout.addWidget(self._legend_area)
         layout.addWidget(self._canvas, 1)
         layout.addWidget(capped_scroll(self._readout, READOUT_LINES))
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt override)
+        if watched is self._canvas and event.type() == QEvent.Type.Resize:
+            self._fit_strip(event.size().height())
+            self._fit_legend()  # a new width wraps it into more or fewer lines
+        return super().eventFilter(watched, event)
+
+    def _fit_strip(self, canvas_height: int) -> None:
+        """The bars above the heatmap only where the canvas has room for both."""
+        room = canvas_height >= STRIP_FROM_PX
+        self._strip_plot.setVisible(room)
+        self._strip_plot.setMaximumHeight(16_777_215 if room else 0)
+
+    def strip_shown(self) -> bool:
+        return self._strip_plot.isVisible()
 
     def _fill_token_combo(self) -> None:
         self._token_combo.blockSignals(True)
@@ -426,7 +460,18 @@ class AttentionView(QWidget):
         elif self._drop_first:
             parts[0] = translate("attention_view", "colour: the strongest head's own weight, <b>position 0 left "
                                                    "out</b> (not rescaled)")
+        if self._start_added:
+            start = translate("attention_view", "<b>‹start›</b>: the model's start token {token}, put in front of the "
+                                                "plain prompt (as a chat has it) to take the attention sink, not "
+                                                "its first word")
+            parts.insert(0, start.format(token=html.escape(self._result.tokens[0].text)))
         self._legend.setText(" · ".join(parts))
+        self._fit_legend()
+
+    def _fit_legend(self) -> None:
+        """The legend's area as high as its text, up to LEGEND_LINES (a scroll area keeps its cap otherwise)."""
+        needed = self._legend.heightForWidth(max(self._legend_area.viewport().width(), 1)) + 2
+        self._legend_area.setFixedHeight(min(needed, self._legend_cap))
 
     def _draw_picked(self) -> None:
         result = self._result

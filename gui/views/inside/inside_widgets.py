@@ -16,6 +16,8 @@ from gui.state.run_state import RunState
 from gui.views import style
 
 LABEL_CHARS = 12  # longer token labels are cut (their whole text is in the readouts)
+LABEL_PX = 76  # the most a turned label takes below the heatmap (longer ones are elided): 110 left a short
+# panel's heatmap a few dozen pixels high
 
 
 class TokenAxis(pg.AxisItem):
@@ -35,7 +37,7 @@ class TokenAxis(pg.AxisItem):
         self.setTicks([[(i + 0.5, "") for i in range(len(labels))]])
         metrics = QFontMetricsF(style.ui_font(8.5))
         width = max((metrics.horizontalAdvance(label) for label in self.labels), default=0.0)
-        self.setHeight(int(min(width, 110)) + 12)
+        self.setHeight(int(min(width, LABEL_PX)) + 12)
         self.picture = None
         self.update()
 
@@ -75,8 +77,9 @@ class TokenAxis(pg.AxisItem):
                 p.drawText(QRectF(-line, 0, 2 * line, line), int(Qt.AlignmentFlag.AlignCenter), label)
             else:
                 p.rotate(-90)
+                text = QFontMetricsF(p.font()).elidedText(label, Qt.TextElideMode.ElideRight, length)
                 p.drawText(QRectF(-length, -line / 2, length, line),
-                           int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter), label)
+                           int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter), text)
             p.restore()
 
 
@@ -144,4 +147,4 @@ def lane_swatch(state: RunState, lane: int) -> str:
     import html
 
     entry = state.lanes[lane]
-    return f'<span style="color:{style.lane_color_hex(entry.colour)}">■</span> {html.escape(entry.name)}'
+    return f'{style.lane_swatch(entry.colour)} {html.escape(entry.name)}'

@@ -1,15 +1,17 @@
 """Logit lens, a view of the RunState over an explained lane ("the token's journey"): for one position, what the
 model would predict next if it stopped after each layer (that layer's output through the final norm and
 lm_head), as a table of rows (embeddings, then layer 0 … the last layer, which is the model's own distribution)
-× the 10 most likely tokens, coloured by probability. The model's final choice is framed wherever it appears,
-its probability is drawn layer by layer beside the table, and the readout says after which layer it first
-becomes top-1 and from which layer on it stays there.
+× the most likely tokens (the best 10, or as many as the panel's width shows readably), coloured by
+probability. The model's final choice is framed wherever it appears, its probability is drawn layer by layer
+beside the table, and the readout says after which layer it first becomes top-1 and from which layer on it
+stays there.
 """
 
 from __future__ import annotations
 
 import html
 import math
+from dataclasses import replace
 
 import numpy as np
 import pyqtgraph as pg
@@ -20,6 +22,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QScrollArea, QVBox
 from decoding.explain import ExplainResult
 from gui.i18n import translate
 from gui.present.inside_data import (
+    explained_start,
     inside_lane,
     journey,
     lens_row_label,
@@ -36,6 +39,8 @@ from gui.views.figure import Figure
 from gui.views.inside.inside_widgets import InsideHeader, lane_swatch, readout_label
 
 ROW_PX = 19  # a table row: one line of text
+MIN_CELL_PX = 52  # a cell's least width: a short word at 8 pt (ten cells in the step panel read "·P…")
+MIN_RANKS = 3
 CELL_CHARS = 9
 FINAL_COLOUR = "#C62828"  # the frame around the model's final choice
 ACTUAL_COLOUR = "#6A1B9A"  # the token that really followed, when it is not the final top-1 (a sampled lane)
@@ -119,7 +124,7 @@ class LensView(QWidget):
         result = self.state.explanation(self._lane) if self._lane is not None else None
         if result is not self._result:
             self._result = result
-            self._labels = token_labels(result) if result is not None else []
+            self._labels = token_labels(result, explained_start(self.state, result)) if result is not None else []
             self._fill_combo()
         selection = self.state.selection
         if result is not None and selection is not None:
@@ -234,6 +239,8 @@ class LensView(QWidget):
             self.header.show_lane(self.state, lane, False, why)
             return
         rows = lens_rows(result, self._position)
+        shown = self._ranks_that_fit(max((len(row.entries) for row in rows), default=0))
+        rows = [replace(row, entries=row.entries[:shown]) for row in rows]
         self._probs = np.array([[entry.prob for entry in row.entries] for row in rows], dtype=np.float64)
         self._texts = [[_cell_text(entry.text) for entry in row.entries] for row in rows]
         count, ranks = self._probs.shape
@@ -265,11 +272,22 @@ class LensView(QWidget):
             item.hide()
         self._fit_cells()
 
+    def _ranks_that_fit(self, available: int) -> int:
+        """How many ranks the table shows: every one the lens has where each cell gets MIN_CELL_PX, else as many
+        as do (at least MIN_RANKS)."""
+        width = self._table.vb.width()
+        fitting = int(width // MIN_CELL_PX) if width > 0 else available
+        return min(available, max(MIN_RANKS, fitting))
+
     def _fit_cells(self) -> None:
         """Each cell's text cut to its cell's width in pixels (the table narrows with its panel: long pieces
-        of the embeddings' row ran into their neighbours)."""
+        of the embeddings' row ran into their neighbours); a new width that fits more or fewer ranks redraws."""
         ranks = max((len(entries) for entries in self._texts), default=0)
         if not ranks:
+            return
+        available = self._result.lens_ids.shape[2] if self._result is not None else ranks
+        if self._ranks_that_fit(available) != ranks:
+            QTimer.singleShot(0, self.redraw)  # not inside the resize that asked
             return
         width = max(int(self._table.vb.width() / ranks) - 2, 8)
         metrics = QFontMetrics(style.ui_font(8))
