@@ -1,0 +1,116 @@
+"""The lane editor's new parameters and its chain, as a user works them: list-valued parameters typed on one line,
+the llama.cpp samplers, refusals naming two parameters, the chain reordered with ▲▼ and by preset, the order pair
+added from the Add lane menu, run, saved and opened again with its order."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+
+from decoding.parameters import LLAMA_CPP_ORDER
+from decoding.spec import ORDER_PAIR, LaneSpec
+from gui.state.run_state import RunState
+from gui.views.lanes_editor import LanesEditor, auto_name
+from tests.gui_helpers import run_and_wait
+
+
+def _editor(qtbot, *specs: LaneSpec) -> LanesEditor:
+    editor = LanesEditor(RunState(list(specs) or [LaneSpec("greedy")]))
+    qtbot.addWidget(editor)
+    editor.show()
+    return editor
+
+
+def _type(qtbot, editor: LanesEditor, name: str, text: str) -> None:
+    widget = editor.form.widgets[name]
+    widget.clear()
+    qtbot.keyClicks(widget, text)
+    qtbot.keyClick(widget, Qt.Key.Key_Return)
+
+
+def _strategy(editor: LanesEditor, row: int) -> str:
+    return editor.table.item(row, 1).text()
+
+
+def test_list_valued_parameters_name_the_lane_and_read_back(qtbot):
+    lane = LaneSpec("suppress", do_sample=True, suppress_tokens=(28, 30), sequence_bias=(((5, 6), -2.5),))
+    assert auto_name(lane) == "sequence-bias 5 6:-2.5 suppress-tokens 28|30"  # `:g` raised on these lists
+    editor = _editor(qtbot, lane)
+    assert editor.form.widgets["suppress_tokens"].text() == "28|30"
+    assert editor.form.widgets["sequence_bias"].text() == "5 6:-2.5"
+    _type(qtbot, editor, "bad_words_ids", "5 6|7")
+    spec = editor.specs()[0]
+    assert spec.bad_words_ids == ((5, 6), (7,)) and spec.suppress_tokens == (28, 30)  # the others kept
+    assert "bad_words_ids 5 6|7" in _strategy(editor, 0)
+    _type(qtbot, editor, "suppress_tokens", "28|x")
+    assert editor.message.text() == ("Refused: invalid suppress_tokens='28|x': allowed a list of token ids "
+                                     "(integers >= 0)")
+    assert editor.specs()[0].suppress_tokens == (28, 30) and editor.form.widgets["suppress_tokens"].text() == "28|30"
+
+
+def test_the_llama_cpp_samplers_and_their_rules(qtbot):
+    editor = _editor(qtbot, LaneSpec("T", do_sample=True, temperature=0.8, top_k=40))
+    widgets = editor.form.widgets
+    widgets["top_n_sigma"].setValue(1.5)
+    widgets["dry_multiplier"].setValue(0.8)
+    spec = editor.specs()[0]
+    assert (spec.top_n_sigma, spec.dry_multiplier, spec.dry_base) == (1.5, 0.8, 1.75)  # DRY's companions: defaults
+    assert spec.name == "T 0.8 dry-multiplier 0.8 top-k 40 top-n-sigma 1.5"
+    assert editor.form.chain.chain() == ["dry_multiplier", "temperature", "top_k", "top_n_sigma"]
+    widgets["mirostat"].setValue(2)  # mirostat with top-k: refused, naming both
+    assert editor.message.text() == ("Refused: invalid top_k=40: allowed unset with mirostat=2 (mirostat chooses its "
+                                     "own truncation, as llama.cpp's mirostat replaces its other samplers)")
+    assert editor.specs()[0].mirostat is None and widgets["mirostat"].value() == 0
+    widgets["do_sample"].setChecked(False)  # greedy: the sampling-only parameters go, DRY stays
+    spec = editor.specs()[0]
+    assert (spec.top_n_sigma, spec.top_k, spec.dry_multiplier) == (None, None, 0.8)
+    assert editor.form.chain.chain() == ["dry_multiplier"] and editor.message.text() == ""
+    assert not widgets["top_n_sigma"].isEnabled() and widgets["dry_base"].isEnabled()
+    widgets["dry_multiplier"].setValue(0.0)
+    widgets["dry_base"].setValue(2.0)  # a companion without its processor
+    assert editor.message.text() == ("Refused: invalid dry_base=2.0: allowed its default (1.75) unless "
+                                     "dry_multiplier is set: it configures that processor")
+
+
+def test_the_chain_reorders_with_the_buttons_and_the_presets(qtbot):
+    editor = _editor(qtbot, ORDER_PAIR[0])
+    chain = editor.form.chain
+    assert chain.chain() == ["temperature", "top_k", "top_p", "min_p"]
+    assert chain.preset.currentText() == "transformers order" and chain.selector.text() == "then sample"
+    assert [chain.list.item(i).text() for i in range(4)] == ["1. temperature", "2. top_k", "3. top_p", "4. min_p"]
+    chain.list.setCurrentRow(0)
+    for _ in range(3):
+        qtbot.mouseClick(chain.down, Qt.MouseButton.LeftButton)
+    spec = editor.specs()[0]
+    assert spec.processors() == ["top_k", "top_p", "min_p", "temperature"]
+    assert chain.preset.currentText() == "llama.cpp order"  # the same chain as llama.cpp orders it
+    assert chain.list.currentRow() == 3 and chain.chain()[3] == "temperature"
+    chain.list.setCurrentRow(2)
+    qtbot.mouseClick(chain.up, Qt.MouseButton.LeftButton)  # min_p before top_p: neither preset
+    assert editor.specs()[0].processors() == ["top_k", "min_p", "top_p", "temperature"]
+    assert chain.preset.currentText() == "custom order" and _strategy(editor, 0).endswith("custom order")
+    chain.preset.activated.emit(0)  # the user picks "transformers order"
+    assert editor.specs()[0].processor_order is None and chain.chain()[0] == "temperature"
+    chain.preset.activated.emit(1)
+    assert editor.specs()[0].processor_order == LLAMA_CPP_ORDER
+    assert "llama.cpp order" in _strategy(editor, 0)
+
+
+def test_the_order_pair_runs_saves_and_reopens_with_its_order(qtbot, window, make_window, tmp_path):
+    editor = window.lanes
+    pair = next(a for a in editor.add_button.menu().actions() if a.text() == "Order pair: transformers vs llama.cpp")
+    before = len(editor.specs())
+    pair.trigger()
+    specs = editor.specs()
+    assert specs[before:] == list(ORDER_PAIR) and editor.selected_index() == before + 1
+    assert editor.form.chain.preset.currentText() == "llama.cpp order"
+    assert editor.form.chain.chain() == ["top_k", "top_p", "min_p", "temperature"]
+    run_and_wait(qtbot, window, max_new_tokens=6)
+    stages = [[stage.name for stage in window.state.traces[i].steps[0].stages] for i in (before, before + 1)]
+    assert stages == [["temperature", "top_k", "top_p", "min_p"], ["top_k", "top_p", "min_p", "temperature"]]
+    path = tmp_path / "pair.json"
+    window.files.save(path)
+    reopened = make_window(None)
+    reopened.files.open(path)
+    assert reopened.lanes.specs()[before + 1].processor_order == LLAMA_CPP_ORDER
+    reopened.lanes.table.selectRow(before + 1)
+    assert reopened.lanes.form.chain.preset.currentText() == "llama.cpp order"
