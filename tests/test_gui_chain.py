@@ -10,7 +10,7 @@ from decoding.parameters import LLAMA_CPP_ORDER
 from decoding.spec import ORDER_PAIR, LaneSpec
 from gui.state.run_state import RunState
 from gui.views.lanes_editor import LanesEditor, auto_name
-from tests.gui_helpers import run_and_wait
+from tests.gui_helpers import run_and_wait, wait_idle
 
 
 def _editor(qtbot, *specs: LaneSpec) -> LanesEditor:
@@ -114,3 +114,30 @@ def test_the_order_pair_runs_saves_and_reopens_with_its_order(qtbot, window, mak
     assert reopened.lanes.specs()[before + 1].processor_order == LLAMA_CPP_ORDER
     reopened.lanes.table.selectRow(before + 1)
     assert reopened.lanes.form.chain.preset.currentText() == "llama.cpp order"
+
+
+def test_the_inspector_shows_the_chain_stage_by_stage(qtbot, window):
+    window.lanes.add_order_pair()
+    llama = len(window.state.lanes) - 1
+    run_and_wait(qtbot, window, max_new_tokens=6)
+    window.state.select(llama, 2)
+    record = window.state.traces[llama].steps[2]
+    table = window.inspector.stage_table()
+    assert table[0] == ["stage", "kept", "mass kept", "rank of chosen", "p(chosen)"]
+    assert [line[0] for line in table[1:]] == ["raw (before the chain)", "top_k", "top_p", "min_p", "temperature"]
+    assert table[2][1] == "40" and table[-1][4] == f"{record.prob:.4f}"  # top-k kept 40; the last stage: the record
+    for line, stage in zip(table[2:], record.stages, strict=True):
+        assert line[1:3] == [f"{stage.kept:,}", f"{stage.mass:.4f}"] and line[3].endswith(f"#{stage.rank + 1}")
+    assert "varentropy" in window.inspector.numbers_text()
+    outsider = 383  # not among the 40 most likely at step 2 (the tiny model's last id): the top-k stage removes it
+    assert outsider not in record.top_raw.ids
+    window.inspector.forceRequested.emit(2, outsider)  # "Force … for all lanes at step 2"
+    wait_idle(qtbot, window)
+    window.state.select(llama, 2)
+    stages = window.state.traces[llama].steps[2].stages
+    assert [stage.rank for stage in stages] == [None] * 4
+    table = window.inspector.stage_table()
+    assert table[2][0] == "top_k" and table[2][3] == "✗ removed here" and table[3][3] == "—"
+    greedy = 0
+    window.state.select(greedy, 2)  # no chain: no table
+    assert window.inspector.stage_table() == [] and not window.inspector._stages.isVisible()

@@ -844,6 +844,14 @@ score {score} · parent slot {parent}</source>
             <translation>尾部概率质量</translation>
         </message>
         <message>
+            <source>varentropy</source>
+            <translation>变熵</translation>
+        </message>
+        <message>
+            <source>nats²</source>
+            <translation>奈特²</translation>
+        </message>
+        <message>
             <source>draw u</source>
             <translation>抽样值 u</translation>
         </message>
@@ -866,6 +874,42 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>flags</source>
             <translation>标记</translation>
+        </message>
+        <message>
+            <source>adaptive</source>
+            <translation>自适应</translation>
+        </message>
+        <message>
+            <source>XTC coin</source>
+            <translation>XTC 硬币</translation>
+        </message>
+        <message>
+            <source>mirostat μ</source>
+            <translation>mirostat μ</translation>
+        </message>
+        <message>
+            <source>bits</source>
+            <translation>比特</translation>
+        </message>
+        <message>
+            <source>argmax (sure)</source>
+            <translation>取最大值（确定）</translation>
+        </message>
+        <message>
+            <source>sample</source>
+            <translation>采样</translation>
+        </message>
+        <message>
+            <source>widen (higher T, top-k)</source>
+            <translation>放宽（更高的 T、top-k）</translation>
+        </message>
+        <message>
+            <source>raw (before the chain)</source>
+            <translation>原始（处理链之前）</translation>
+        </message>
+        <message>
+            <source>✗ removed here</source>
+            <translation>✗ 在此被去掉</translation>
         </message>
         <message>
             <source>{draw} in [{low}, {high})</source>
@@ -1338,6 +1382,10 @@ score {score} · parent slot {parent}</source>
             <translation>top-p</translation>
         </message>
         <message>
+            <source>The lane's chain, stage by stage: after each processor, the tokens it left, the share of the probability before it that it kept, and the chosen token's rank and probability</source>
+            <translation>泳道的处理链，逐阶段：每个处理器之后剩下的词元、它保留了之前概率的多少份额，以及所选词元的排名和概率</translation>
+        </message>
+        <message>
             <source> · forced</source>
             <translation> · 强制</translation>
         </message>
@@ -1348,6 +1396,26 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>click a row: numbers · double-click: branch</source>
             <translation>单击一行：查看数值 · 双击：分支</translation>
+        </message>
+        <message>
+            <source>stage</source>
+            <translation>阶段</translation>
+        </message>
+        <message>
+            <source>mass kept</source>
+            <translation>保留的概率</translation>
+        </message>
+        <message>
+            <source>rank of chosen</source>
+            <translation>所选词元排名</translation>
+        </message>
+        <message>
+            <source>p(chosen)</source>
+            <translation>p(所选)</translation>
+        </message>
+        <message>
+            <source>The chain, stage by stage (the chosen token)</source>
+            <translation>处理链，逐阶段（所选词元）</translation>
         </message>
         <message>
             <source>filtered</source>
