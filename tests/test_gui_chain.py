@@ -141,3 +141,30 @@ def test_the_inspector_shows_the_chain_stage_by_stage(qtbot, window):
     greedy = 0
     window.state.select(greedy, 2)  # no chain: no table
     assert window.inspector.stage_table() == [] and not window.inspector._stages.isVisible()
+
+
+def test_the_entropy_plane_shows_every_step_and_the_adaptive_decisions(qtbot, window):
+    window.lanes.add_spec(LaneSpec("adaptive", do_sample=True, adaptive=True, seed=3))
+    adaptive = len(window.state.lanes) - 1
+    run_and_wait(qtbot, window, max_new_tokens=8)
+    window.show_view("entropy_plane")
+    plane = window.entropy_plane
+    assert plane.isVisible()
+    for index, lane in enumerate(window.state.traces):
+        points = plane.points(index)
+        assert [(p.step, p.entropy, p.varentropy) for p in points] == [
+            (s.step, s.entropy_raw, s.varentropy_raw) for s in lane.steps]
+    decisions = [p.decision for p in plane.points(adaptive)]
+    assert decisions == [s.adaptive for s in window.state.traces[adaptive].steps] and None not in decisions
+    assert all(p.decision is None for p in plane.points(0))
+    assert "adaptive" in plane._legend.text() and "sample" in plane._legend.text()
+    position = plane._view.mapFromScene(plane.scene_pos_of(adaptive, 3))
+    qtbot.mouseClick(plane._view.viewport(), Qt.MouseButton.LeftButton, pos=position)
+    selected = window.state.selection  # step 3, or a step drawn on top of it (the tiny model's steps look alike)
+    picked = plane._view.mapFromScene(plane.scene_pos_of(selected.lane, selected.step))
+    assert selected.lane == adaptive and (picked - position).manhattanLength() <= 8
+    assert plane.selected_ring() == plane.points(adaptive)[selected.step].xy
+    record = window.state.traces[adaptive].steps[selected.step]
+    assert f"adaptive {record.adaptive}" in window.inspector.numbers_text()
+    plane._distribution.setCurrentIndex(1)  # after the lane's processors
+    assert [p.varentropy for p in plane.points(adaptive)] == [s.varentropy for s in window.state.traces[adaptive].steps]

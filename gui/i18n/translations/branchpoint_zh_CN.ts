@@ -1242,6 +1242,57 @@ score {score} · parent slot {parent}</source>
         </message>
     </context>
     <context>
+        <name>entropy_plane</name>
+        <message>
+            <source>low H, low V: sure → argmax</source>
+            <translation>低 H、低 V：确定 → 取最大值</translation>
+        </message>
+        <message>
+            <source>low H, high V: a few strong candidates, forks → sample</source>
+            <translation>低 H、高 V：少数强候选，分岔 → 采样</translation>
+        </message>
+        <message>
+            <source>high H, low V: many alike → sample</source>
+            <translation>高 H、低 V：众多相近候选 → 采样</translation>
+        </message>
+        <message>
+            <source>high H, high V: lost → widen</source>
+            <translation>高 H、高 V：迷失 → 放宽</translation>
+        </message>
+        <message>
+            <source>raw distribution (what adaptive decides by)</source>
+            <translation>原始分布（自适应据此决定）</translation>
+        </message>
+        <message>
+            <source>after the lane's processors</source>
+            <translation>经过泳道的处理器之后</translation>
+        </message>
+        <message>
+            <source>click a point to select its step</source>
+            <translation>点击一个点以选中其步骤</translation>
+        </message>
+        <message>
+            <source>entropy H (nats)</source>
+            <translation>熵 H（奈特）</translation>
+        </message>
+        <message>
+            <source>varentropy V (nats²)</source>
+            <translation>变熵 V（奈特²）</translation>
+        </message>
+        <message>
+            <source>{lane} · step {step}: H {entropy} nats, V {varentropy} nats²</source>
+            <translation>{lane} · 第 {step} 步：H {entropy} 奈特，V {varentropy} 奈特²</translation>
+        </message>
+        <message>
+            <source>raw</source>
+            <translation>原始</translation>
+        </message>
+        <message>
+            <source>Entropy × varentropy per step ({which})</source>
+            <translation>每一步的熵 × 变熵（{which}）</translation>
+        </message>
+    </context>
+    <context>
         <name>fanout_view</name>
         <message>
             <source>The fan-out lane shown (set a sampled lane's fan-out in the lanes editor)</source>
@@ -2646,6 +2697,10 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>Beam tree</source>
             <translation>束搜索树</translation>
+        </message>
+        <message>
+            <source>Entropy × varentropy</source>
+            <translation>熵 × 变熵</translation>
         </message>
     </context>
 </TS>
