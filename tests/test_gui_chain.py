@@ -168,3 +168,17 @@ def test_the_entropy_plane_shows_every_step_and_the_adaptive_decisions(qtbot, wi
     assert f"adaptive {record.adaptive}" in window.inspector.numbers_text()
     plane._distribution.setCurrentIndex(1)  # after the lane's processors
     assert [p.varentropy for p in plane.points(adaptive)] == [s.varentropy for s in window.state.traces[adaptive].steps]
+
+
+def test_the_order_pair_tour_stop_selects_where_the_two_orders_part(qtbot, window):
+    assert window.tour.start("order_pair")
+    for _ in range(2):  # the run, then the selection after it
+        wait_idle(qtbot, window)
+        qtbot.wait(50)
+    assert [lane.spec for lane in window.state.lanes] == list(ORDER_PAIR) and window.view_shown("compare")
+    parted = window.state.divergence_step(1)
+    assert parted is not None  # the same seed, another order: the texts part
+    assert window.state.traces[0].token_ids[:parted] == window.state.traces[1].token_ids[:parted]
+    assert (window.state.selection.lane, window.state.selection.step) == (1, parted)
+    assert [line[0] for line in window.inspector.stage_table()[2:]] == ["top_k", "top_p", "min_p", "temperature"]
+    assert window.state.notice.text.startswith("The same settings in two orders: transformers vs llama.cpp — ")

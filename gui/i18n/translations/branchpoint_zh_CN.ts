@@ -2617,6 +2617,14 @@ score {score} · parent slot {parent}</source>
             <translation>贪心解码很容易陷入循环：一个短语重复过一次，再重复一次就成了最可能的选择。重复惩罚压低已经用过的词，no_repeat_ngram_size 禁止重复的 n 元组——两者都能打破循环。</translation>
         </message>
         <message>
+            <source>The same settings in two orders: transformers vs llama.cpp</source>
+            <translation>同样的设置，两种顺序：transformers 与 llama.cpp</translation>
+        </message>
+        <message>
+            <source>Both lanes set temperature 1.5, top-k 40, top-p 0.9 and min-p 0.05 and draw with the same seed. transformers divides by the temperature first, so top-p and min-p cut a flattened distribution and keep more tokens; llama.cpp cuts first and applies the temperature last. The ◆ marks the step where their texts part: the Step tab shows the lane's chain there stage by stage, the lanes editor its order.</source>
+            <translation>两条泳道都设置温度 1.5、top-k 40、top-p 0.9 和 min-p 0.05，并用同一个种子抽样。transformers 先除以温度，于是 top-p 和 min-p 截断的是一个被拉平的分布，保留的词元更多；llama.cpp 先截断，最后才应用温度。◆ 标出两段文本分开的那一步：“步骤”标签页逐阶段显示该泳道在那里的处理链，泳道编辑器显示它的顺序。</translation>
+        </message>
+        <message>
             <source>Delayed release: “but” looks back at “Although”</source>
             <translation>延迟释放：“but”回看“Although”</translation>
         </message>
