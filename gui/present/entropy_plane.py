@@ -61,14 +61,15 @@ def regime(entropy: float, varentropy: float) -> str:
     return "forks" if varentropy > entropy else "spread"
 
 
-# The regimes (context "entropy_plane"), shown through regime_text; where each one's words sit on the plane
-# (log10 of entropy, of varentropy).
+# The regimes (context "entropy_plane"), shown through regime_text; where each one's words sit on the plane (log10
+# of entropy, of varentropy) and which end of them sits there (0: their left end, 1: their right end, inside the
+# plot's right edge).
 REGIMES = {
-    "sure": (QT_TRANSLATE_NOOP("entropy_plane", "low H, low V: sure → argmax"), (-2.9, -2.6)),
+    "sure": (QT_TRANSLATE_NOOP("entropy_plane", "low H, low V: sure → argmax"), (-2.9, -2.6), 0),
     "forks": (QT_TRANSLATE_NOOP("entropy_plane", "low H, high V: a few strong candidates, forks → sample"),
-              (-2.9, 1.7)),
-    "spread": (QT_TRANSLATE_NOOP("entropy_plane", "high H, low V: many alike → sample"), (0.75, -2.6)),
-    "lost": (QT_TRANSLATE_NOOP("entropy_plane", "high H, high V: lost → widen"), (0.75, 1.7)),
+              (-2.9, 1.7), 0),
+    "spread": (QT_TRANSLATE_NOOP("entropy_plane", "high H, low V: many alike → sample"), (1.95, -2.6), 1),
+    "lost": (QT_TRANSLATE_NOOP("entropy_plane", "high H, high V: lost → widen"), (1.95, 1.7), 1),
 }
 # The corners the adaptive strategy acts on: (entropy low, high), (varentropy low, high), in nats and nats².
 CORNERS = {"sure": ((FLOOR, LOW_ENTROPY), (FLOOR, LOW_VARENTROPY)),

@@ -87,8 +87,7 @@ class ChainEditor(QWidget):
             self.list.item(number - 1).setData(Qt.ItemDataRole.UserRole, name)
         self.list.blockSignals(False)
         rows = max(len(chain), 1)
-        self.list.setFixedHeight(self.list.sizeHintForRow(0) * rows + 2 * self.list.frameWidth() + 2 if chain
-                                 else self.fontMetrics().lineSpacing() + 8)
+        self.list.setFixedHeight((self.list.sizeHintForRow(0) + 1) * rows + 2 * self.list.frameWidth() + 6)
         self.list.setVisible(bool(chain))
         movable = len(chain) > 1
         self.up.setEnabled(movable)

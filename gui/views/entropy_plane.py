@@ -144,8 +144,8 @@ class EntropyPlane(DrawnWhenShown, QWidget):
         thresholds = [(low_entropy, 90), (high_entropy, 90), (low_varentropy, 0), (high_varentropy, 0)]
         for value, angle in thresholds:
             self._plot.addItem(pg.InfiniteLine(log_position(value), angle=angle, pen=dash), ignoreBounds=True)
-        for key, (_, (x, y)) in REGIMES.items():
-            label = pg.TextItem(regime_text(key), color=colours.current().muted, anchor=(0, 0.5))
+        for key, (_, (x, y), end) in REGIMES.items():
+            label = pg.TextItem(regime_text(key), color=colours.current().muted, anchor=(end, 0.5))
             label.setFont(style.ui_font(8))
             label.setPos(x, y)
             self._plot.addItem(label, ignoreBounds=True)

@@ -170,7 +170,7 @@ class LaneForm(QWidget):
         chain_label = QLabel(translate("lanes_editor", "chain"))
         chain_label.setToolTip(translate("lanes_editor", "The processors this lane applies, in order "
                                                          "(transformers' order by default)"))
-        layout.addRow(chain_label, self.chain)
+        layout.insertRow(0, chain_label, self.chain)  # first: the order is what the fields below feed
 
     def _order_changed(self, order: tuple[str, ...] | None) -> None:
         self._on_edit({**self.values(), "processor_order": order})
