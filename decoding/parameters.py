@@ -212,7 +212,6 @@ class Parameter:
     follows: str = "transformers"  # "transformers" | "llama.cpp" | "entropix" (Branchpoint's thresholds)
     stage: str | None = None  # a companion row: the processor (its turning-on row's name) it configures
     activates: bool = False  # a companion that turns its stage on by itself when set (presence_penalty)
-    editor: bool = True  # the window's lane editor shows it (the llama.cpp rows wait for the chain editor)
     in_generation_config: bool = True  # a GenerationConfig key (seed is not)
     hf_default: Any = None  # what GenerationConfig assumes when a generation_config.json leaves the key out
     # the window's lane editor
@@ -389,131 +388,128 @@ PARAMETERS: tuple[Parameter, ...] = (  # in the editor's order
         "epsilon_cutoff", "float", "Truncation sampling: drop the tokens whose probability is below epsilon_cutoff.",
         range=Range(0.0, 1.0, high_open=True), off=0.0, order=14, processor_range=Range(0.0, 1.0, True, True),
         applies_to=Strategies.SAMPLING, hf="EpsilonLogitsWarper", hf_default=0.0, step=0.0001, decimals=4,
-        editor=False,
     ),
     Parameter(
         "eta_cutoff", "float", "Eta sampling: drop the tokens whose probability is below min(eta_cutoff, "
         "sqrt(eta_cutoff) * exp(-entropy)).",
         range=Range(0.0, 1.0, high_open=True), off=0.0, order=15, processor_range=Range(0.0, 1.0, True, True),
         applies_to=Strategies.SAMPLING, hf="EtaLogitsWarper", hf_default=0.0, step=0.0001, decimals=4,
-        editor=False,
     ),
     Parameter(
         "suppress_tokens", "ids", "Never produce these token ids (their scores become -inf).",
-        default=(), order=7, hf="SuppressTokensLogitsProcessor", editor=False,
+        default=(), order=7, hf="SuppressTokensLogitsProcessor",
     ),
     Parameter(
         "bad_words_ids", "id_lists", "Forbid these token sequences: the last token of each is banned where the "
         "tokens before it were just produced (a single id is always banned; an eos id alone is not).",
-        default=(), order=5, hf="NoBadWordsLogitsProcessor", editor=False,
+        default=(), order=5, hf="NoBadWordsLogitsProcessor",
     ),
     Parameter(
         "sequence_bias", "biases", "Add a bias to the score of the last token of each sequence where the tokens "
         "before it were just produced (a single id: always).",
-        default=(), order=0, hf="SequenceBiasLogitsProcessor", editor=False,
+        default=(), order=0, hf="SequenceBiasLogitsProcessor",
     ),
     Parameter(
         "frequency_penalty", "float", "Subtract frequency_penalty times the number of times a token occurs in the "
         "penalty window (plus presence_penalty once if it occurs) from its logit.",
         range=Range(), off=0.0, order=2, hf="llama_sampler_init_penalties", follows="llama.cpp",
-        in_generation_config=False, step=0.05, decimals=2, editor_max=10.0, editor=False,
+        in_generation_config=False, step=0.05, decimals=2, editor_max=10.0,
     ),
     Parameter(
         "presence_penalty", "float", "Subtract this from the logit of every token that occurs in the penalty window "
         "(with frequency_penalty, in one llama.cpp penalties stage).",
         range=Range(), off=0.0, stage="frequency_penalty", activates=True, hf="llama_sampler_init_penalties",
-        follows="llama.cpp", in_generation_config=False, step=0.05, decimals=2, editor_max=10.0, editor=False,
+        follows="llama.cpp", in_generation_config=False, step=0.05, decimals=2, editor_max=10.0,
     ),
     Parameter(
         "penalty_last_n", "int", "The penalty window: the last penalty_last_n ids of prompt and output that "
         "repetition_penalty, frequency_penalty and presence_penalty look at (unset: all of them).",
         range=integers(1), hf="llama_sampler_init_penalties", follows="llama.cpp", in_generation_config=False,
-        editor_max=1_000_000, editor=False,
+        editor_max=1_000_000, unset_label="all",
     ),
     Parameter(
         "dry_multiplier", "float", "DRY (don't repeat yourself): penalise a token that would extend a sequence "
         "already in the text by dry_multiplier * dry_base^(length - dry_allowed_length).",
         range=Range(0.0), off=0.0, order=3, hf="llama_sampler_init_dry", follows="llama.cpp",
-        in_generation_config=False, step=0.05, decimals=2, editor_max=10.0, editor=False,
+        in_generation_config=False, step=0.05, decimals=2, editor_max=10.0,
     ),
     Parameter(
         "dry_base", "float", "DRY: the base of the penalty's exponential growth with the repeated length.",
         default=1.75, range=Range(1.0), stage="dry_multiplier", hf="llama_sampler_init_dry", follows="llama.cpp",
-        in_generation_config=False, step=0.05, decimals=2, editor_max=10.0, editor=False,
+        in_generation_config=False, step=0.05, decimals=2, editor_max=10.0,
     ),
     Parameter(
         "dry_allowed_length", "int", "DRY: repeated sequences up to this length are not penalised.",
         default=2, range=integers(0), stage="dry_multiplier", hf="llama_sampler_init_dry", follows="llama.cpp",
-        in_generation_config=False, editor_max=1000, editor=False,
+        in_generation_config=False, editor_max=1000,
     ),
     Parameter(
         "dry_penalty_last_n", "int", "DRY: how many of the last ids it scans for repeats (-1: all of them, 0: "
         "none, which turns DRY off).",
         default=-1, range=integers(-1), stage="dry_multiplier", hf="llama_sampler_init_dry", follows="llama.cpp",
-        in_generation_config=False, editor_max=1_000_000, editor=False,
+        in_generation_config=False, editor_max=1_000_000,
     ),
     Parameter(
         "dry_sequence_breakers", "text", "DRY: a repeat does not extend across these strings.",
         default=("\n", ":", "\"", "*"), stage="dry_multiplier", hf="llama_sampler_init_dry", follows="llama.cpp",
-        in_generation_config=False, editor=False,
+        in_generation_config=False,
     ),
     Parameter(
         "top_n_sigma", "float", "Keep the tokens whose logit is within top_n_sigma standard deviations (of the "
         "finite logits) of the largest logit.",
         range=Range(0.0), off=0.0, order=16, processor_range=Range(0.0, low_open=True),
         applies_to=Strategies.SAMPLING, hf="llama_sampler_init_top_n_sigma", follows="llama.cpp",
-        in_generation_config=False, step=0.1, decimals=2, editor_max=10.0, editor=False,
+        in_generation_config=False, step=0.1, decimals=2, editor_max=10.0,
     ),
     Parameter(
         "xtc_probability", "float", "XTC (exclude top choices): with this probability per step, drop every token "
         "at least as likely as xtc_threshold except the least likely of them.",
         range=Range(0.0, 1.0), off=0.0, order=17, processor_range=Range(0.0, 1.0, low_open=True),
         applies_to=Strategies.SAMPLING, hf="llama_sampler_init_xtc", follows="llama.cpp",
-        in_generation_config=False, step=0.05, decimals=2, editor=False,
+        in_generation_config=False, step=0.05, decimals=2,
     ),
     Parameter(
         "xtc_threshold", "float", "XTC: the probability a top choice must reach to be excluded (above 0.5 XTC does "
         "nothing).",
         default=0.1, range=Range(0.0, 1.0), stage="xtc_probability", applies_to=Strategies.SAMPLING,
         hf="llama_sampler_init_xtc", follows="llama.cpp", in_generation_config=False, step=0.01, decimals=2,
-        editor=False,
     ),
     Parameter(
         "mirostat", "int", "Mirostat: keep the text's surprise near mirostat_tau by truncating each step with a "
         "running threshold mu (1: version 1, 2: version 2; 0: off).",
         range=integers(0, 2), off=0, order=18, applies_to=Strategies.SAMPLING,
-        hf="llama_sampler_init_mirostat", follows="llama.cpp", in_generation_config=False, editor=False,
+        hf="llama_sampler_init_mirostat", follows="llama.cpp", in_generation_config=False,
     ),
     Parameter(
         "mirostat_tau", "float", "Mirostat: the target surprise in bits (mu starts at twice it).",
         default=5.0, range=Range(0.0), stage="mirostat", applies_to=Strategies.SAMPLING,
         hf="llama_sampler_init_mirostat", follows="llama.cpp", in_generation_config=False, step=0.1, decimals=2,
-        editor_max=20.0, editor=False,
+        editor_max=20.0,
     ),
     Parameter(
         "mirostat_eta", "float", "Mirostat: the learning rate of mu.",
         default=0.1, range=Range(0.0), stage="mirostat", applies_to=Strategies.SAMPLING,
         hf="llama_sampler_init_mirostat", follows="llama.cpp", in_generation_config=False, step=0.01, decimals=3,
-        editor_max=1.0, editor=False,
+        editor_max=1.0,
     ),
     Parameter(
         "dynatemp_range", "float", "Dynamic temperature: a temperature between temperature - dynatemp_range and "
         "temperature + dynatemp_range, higher where the distribution's entropy is higher (in place of "
         "temperature).",
         range=Range(0.0), off=0.0, order=9, applies_to=Strategies.SAMPLING, hf="llama_sampler_init_temp_ext",
-        follows="llama.cpp", in_generation_config=False, step=0.05, decimals=2, editor_max=10.0, editor=False,
+        follows="llama.cpp", in_generation_config=False, step=0.05, decimals=2, editor_max=10.0,
     ),
     Parameter(
         "dynatemp_exponent", "float", "Dynamic temperature: the exponent applied to the normalised entropy.",
         default=1.0, range=Range(0.0), stage="dynatemp_range", applies_to=Strategies.SAMPLING,
         hf="llama_sampler_init_temp_ext", follows="llama.cpp", in_generation_config=False, step=0.1, decimals=2,
-        editor_max=10.0, editor=False,
+        editor_max=10.0,
     ),
     Parameter(
         "adaptive", "bool", "Adaptive sampling (entropix-style): each step takes the most likely token, samples, "
         "or samples wider (higher temperature, top-k) by the raw distribution's entropy and varentropy.",
         default=False, applies_to=Strategies.SAMPLING, hf="decoding/adaptive.py", follows="entropix",
-        in_generation_config=False, editor=False,
+        in_generation_config=False,
     ),
     Parameter(
         "max_new_tokens", "int", "This lane's own limit on new tokens (unset: the run's max_new_tokens).",

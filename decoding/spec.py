@@ -25,6 +25,7 @@ from decoding.parameters import (
     ORDER_PRESETS,
     PARAMETERS,
     PROCESSOR_ORDER,
+    Parameter,
     active_processors,
     as_json,
     canonical,
@@ -410,7 +411,7 @@ def _parse_value(key: str, raw: str) -> Any:
     if p.kind == "text":
         return parse_stop_strings(raw)
     if p.kind in ("ids", "id_lists", "biases"):
-        return _parse_id_list(p, raw)
+        return parse_id_list(p, raw)
     if p.kind in ("bool", "choice"):
         words = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
         words.update({choice: choice for choice in p.choices if isinstance(choice, str)})
@@ -423,7 +424,7 @@ def _parse_value(key: str, raw: str) -> Any:
         fail(key, raw, p.allowed_values())
 
 
-def _parse_id_list(p, raw: str) -> tuple:
+def parse_id_list(p: Parameter, raw: str) -> tuple:
     """Token ids on the command line: `ids` as `5|7`, `id_lists` as `5 6|7` (ids of one sequence by spaces,
     sequences by |), `biases` as `5 6:-2.5|7:1` (a sequence, a colon, its bias)."""
     try:
@@ -481,14 +482,14 @@ def format_stop_strings(strings: Sequence[str]) -> str:
 def _auto_name(kind: str, values: dict[str, Any]) -> str:
     if kind == "beam":
         return f"beam-{values['num_beams']}"
-    parts = [f"{key.replace('_', '-')} {_short(value)}" for key, value in values.items()
+    parts = [f"{key.replace('_', '-')} {short_value(value)}" for key, value in values.items()
              if key in PROCESSOR_ORDER and key != "temperature"]
     if "temperature" in values:
         parts.insert(0, f"T {values['temperature']}")
     return " ".join(parts) or kind
 
 
-def _short(value: Any) -> str:
+def short_value(value: Any) -> str:
     """A value in a lane's name: token ids as the command line writes them (28|30, 5 6|7, 5 6:-2.0), else as is."""
     if not isinstance(value, tuple):
         return str(value)

@@ -23,8 +23,9 @@ def _editor(qtbot) -> LanesEditor:
 
 def test_add_menu_lists_every_preset_and_adds_the_picked_one(qtbot):
     editor = _editor(qtbot)
-    titles = [a.data() for a in editor.add_button.menu().actions()]
-    assert titles == list(PRESETS)
+    actions = [a for a in editor.add_button.menu().actions() if not a.isSeparator()]
+    assert [a.data() for a in actions[:-1]] == list(PRESETS)
+    assert actions[-1].text() == "Order pair: transformers vs llama.cpp"  # two lanes at once (tests/test_gui_chain)
     before = len(editor.specs())
     _pick(editor.add_button, "Min-p 0.05")
     specs = editor.specs()

@@ -42,8 +42,8 @@ KEPT_WORDS = {p.name for p in decoding.parameters.PARAMETERS} | {
     "Branchpoint", "English", "CPU", "CUDA", "PNG", "SVG", "JSON", "ONNX", "True", "False", "never", "id",
     "T", "p", "p₁", "p₂", "u", "H", "lp", "rep", "no-repeat", "typical", "top-k", "top-p", "min-p", "Top-k",
     "Top-p", "Min-p",
-    "Logit", "logit", "logits", "lm_head", "transformers", "Hugging", "Face", "Ctrl", "Shift", "Alt", "Esc", "Up",
-    "Down", "Left", "Right", "Home", "End", "Enter", "Return", "L", "O", "S", "E", "Z", "Q", "F1", "F11",
+    "Logit", "logit", "logits", "lm_head", "transformers", "llama", "cpp", "Hugging", "Face", "Ctrl", "Shift", "Alt",
+    "Esc", "Up", "Down", "Left", "Right", "Home", "End", "Enter", "Return", "L", "O", "S", "E", "Z", "Q", "F1", "F11",
 }
 
 
@@ -193,7 +193,7 @@ def test_the_lane_editors_tooltips_are_chinese(chinese):
     # edited meaning must not silently fall back to English
     from gui.present.lane_fields import FIELDS, MEANINGS
 
-    assert set(MEANINGS) == {p.meaning for p in decoding.parameters.PARAMETERS if p.editor}
+    assert set(MEANINGS) == {p.meaning for p in decoding.parameters.PARAMETERS}
     for field in FIELDS:
         assert CJK.search(field.tooltip) and "Allowed" not in field.tooltip, field.name
 
@@ -212,5 +212,9 @@ def test_refusals_from_decoding_read_in_chinese(chinese):
     assert refusals[0] == "无效的 top_p=1.5：允许值为 [0, 1] 范围内的浮点数"
     assert refusals[1] == "无效的 do_sample=True：允许值为 num_beams > 1 时须为 false（不支持束采样）"
     assert all(text.startswith("无效的") and CJK.search(text.split("：", 1)[1]) for text in refusals), refusals
+    with pytest.raises(ValueError) as refused:  # a rule naming a second parameter, its value kept
+        LaneSpec("x", do_sample=True, mirostat=2, top_k=4)
+    assert error_text(refused.value) == ("无效的 top_k=4：允许值为 mirostat=2 时不设置（mirostat 自行决定截断，正如 "
+                                         "llama.cpp 的 mirostat 取代其他采样器）")
     assert error_text(ValueError("something else")) == "something else"  # other shapes as they are
     assert not any(phrase in field.tooltip for field in FIELDS for phrase in ("a float", "an integer", " or "))

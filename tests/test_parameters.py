@@ -248,7 +248,7 @@ def test_every_processor_has_its_row_and_its_place_in_each_order():
 def test_the_lane_editor_offers_the_tables_values_and_its_open_ends():
     """The widgets reach exactly the table's range, an open end included: typing it (temperature 0) must get
     LaneSpec's refusal in words, not snap silently to the nearest allowed value."""
-    for p in (p for p in PARAMETERS if p.editor):
+    for p in PARAMETERS:
         f = FIELDS_BY_NAME[p.name]
         assert f.kind == p.kind and p.meaning in f.tooltip and p.allowed() in f.tooltip
         if p.range is None:
@@ -256,7 +256,7 @@ def test_the_lane_editor_offers_the_tables_values_and_its_open_ends():
         lowest = f.minimum + 1 if f.special_text else f.minimum  # the spin box's minimum then means "unset"
         assert p.range.contains(lowest) or (p.range.low_open and lowest == p.range.low), p.name
         assert p.range.contains(f.maximum) or (p.range.high_open and f.maximum == p.range.high), p.name
-        assert f.off == (p.off if p.is_processor else p.default if not f.special_text else f.minimum)
+        assert f.off == (p.off if p.off is not None else p.default if not f.special_text else f.minimum)
 
 
 def test_messages_name_the_parameter_value_and_range():

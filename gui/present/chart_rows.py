@@ -162,8 +162,13 @@ def step_summary(lane: LaneTrace, step: StepRecord, marks=None) -> list[tuple[st
         (translate("chart_data", "tail mass"),
          with_raw.format(value=f"{step.tail_mass:.4f}", raw=f"{step.tail_mass_raw:.4f}")),
     ]
+    if step.varentropy is not None:
+        pairs.append((translate("chart_data", "varentropy"),
+                      with_raw.format(value=f"{step.varentropy:.3f}", raw=f"{step.varentropy_raw:.3f}") + " "
+                      + translate("chart_data", "nats²")))
     if step.draw is not None:
         pairs.append((translate("chart_data", "draw u"), _draw_text(step)))
+    pairs += _sampler_state(step)
     named = ((translate("chart_data", "▲ critical point"), marks is not None and marks.critical),
              (translate("chart_data", "◆ first divergence from the reference"), marks is not None and marks.divergence),
              (translate("chart_data", "↳ branch point"), is_branch_step(lane, step.step)),
@@ -171,6 +176,72 @@ def step_summary(lane: LaneTrace, step: StepRecord, marks=None) -> list[tuple[st
     flags = [name for name, on in named if on]
     pairs.append((translate("chart_data", "flags"), ", ".join(flags) if flags else "—"))
     return pairs
+
+
+def _sampler_state(step: StepRecord) -> list[tuple[str, str]]:
+    """What a lane's stateful samplers did this step: the adaptive decision, XTC's coin, mirostat's mu."""
+    pairs = []
+    if step.adaptive is not None:
+        pairs.append((translate("chart_data", "adaptive"), decision_name(step.adaptive)))
+    if step.xtc_coin is not None:
+        pairs.append((translate("chart_data", "XTC coin"), f"{step.xtc_coin:.4f}"))
+    if step.mirostat_mu is not None:
+        pairs.append((translate("chart_data", "mirostat μ"), f"{step.mirostat_mu:.3f} "
+                      + translate("chart_data", "bits")))
+    return pairs
+
+
+# The adaptive strategy's decisions (decoding.adaptive), shown through decision_name.
+DECISIONS = {
+    "argmax": QT_TRANSLATE_NOOP("chart_data", "argmax (sure)"),
+    "sample": QT_TRANSLATE_NOOP("chart_data", "sample"),
+    "widen": QT_TRANSLATE_NOOP("chart_data", "widen (higher T, top-k)"),
+}
+
+
+def decision_name(decision: str) -> str:
+    return translate("chart_data", DECISIONS[decision])
+
+
+@dataclass(frozen=True)
+class StageRow:
+    """One line of the inspector's chain table: the distribution after a stage (the first line: before the
+    chain), as the step recorded it (decoding.stages)."""
+
+    name: str  # the stage's parameter name; "" for the raw distribution before the chain
+    kept: int | None  # tokens left (None: the raw line, the whole vocabulary)
+    mass: float | None  # the share of the previous line's probability the stage kept
+    rank: int | None  # the chosen token's rank, 0 = most likely (None: removed, or beyond the raw top list)
+    prob: float  # the chosen token's probability
+    removed_here: bool  # this stage removed the chosen token (a forced token the chain would not keep)
+
+
+def stage_rows(step: StepRecord) -> list[StageRow]:
+    """The chain stage by stage for the chosen token; no rows for a step without a recorded chain."""
+    if not step.stages:
+        return []
+    raw_rank = next((t.rank for t in step.top_raw if t.id == step.token_id), None)
+    rows = [StageRow("", None, None, raw_rank, step.prob_raw, False)]
+    alive = True
+    for stage in step.stages:
+        rows.append(StageRow(stage.name, stage.kept, stage.mass, stage.rank, stage.prob,
+                             alive and stage.rank is None))
+        alive = alive and stage.rank is not None
+    return rows
+
+
+def stage_cells(row: StageRow, previous: StageRow | None) -> list[str]:
+    """A chain line as the table shows it: stage, kept, kept mass, the chosen token's rank (1 = top) and
+    probability; a rank that a stage changed shows where from."""
+    if not row.name:
+        rank = "—" if row.rank is None else f"#{row.rank + 1}"
+        return [translate("chart_data", "raw (before the chain)"), "—", "—", rank, f"{row.prob:.4f}"]
+    if row.rank is None:
+        rank = translate("chart_data", "✗ removed here") if row.removed_here else "—"
+    else:
+        moved = previous is not None and previous.rank is not None and previous.rank != row.rank
+        rank = f"#{previous.rank + 1} → #{row.rank + 1}" if moved else f"#{row.rank + 1}"
+    return [row.name, f"{row.kept:,}", f"{row.mass:.4f}", rank, f"{row.prob:.4f}"]
 
 
 def _draw_text(step: StepRecord) -> str:

@@ -10,18 +10,28 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from decoding.parameters import PARAMETERS, Allowed, Parameter, ParameterError, Strategies, parameter
-from decoding.spec import LaneSpec, format_stop_strings, parse_stop_strings
+from decoding.parameters import (
+    LIST_KINDS,
+    PARAMETERS,
+    Allowed,
+    Parameter,
+    ParameterError,
+    Strategies,
+    parameter,
+)
+from decoding.spec import LaneSpec, format_stop_strings, parse_id_list, parse_stop_strings, short_value
 from gui.i18n import QT_TRANSLATE_NOOP, translate
+from gui.present.chain import order_choice, order_name
 
 
 @dataclass(frozen=True)
 class Field:
     name: str  # Hugging Face GenerationConfig name (= LaneSpec attribute)
-    kind: str  # "bool" | "int" | "float" | "choice" | "text"
+    kind: str  # "bool" | "int" | "float" | "choice" | "text" | "ids" | "id_lists" | "biases" (one line each)
     minimum: float = 0
     maximum: float = 0
     step: float = 1
@@ -48,7 +58,7 @@ class Field:
 
 def _field(p: Parameter) -> Field:
     """The editor's widget for one row of the parameter table."""
-    off = p.off if p.is_processor else p.default
+    off = p.default if p.off is None else p.off  # a companion that turns its stage on has an off value too
     minimum = maximum = 0.0
     if p.range is not None:
         # An open end is reachable in the widget, so typing it (temperature 0) gets LaneSpec's refusal in words
@@ -57,8 +67,8 @@ def _field(p: Parameter) -> Field:
         maximum = p.editor_max if p.range.high == math.inf else p.range.high
         if p.unset_label:  # one below the range stands for "unset"
             minimum = off = p.range.low - 1
-    if p.kind == "text":
-        off = format_stop_strings(p.default)
+    if p.kind in LIST_KINDS:
+        off = format_list(p, p.default)
     return Field(
         name=p.name,
         kind=p.kind,
@@ -79,22 +89,75 @@ def _tooltip(p: Parameter) -> str:
         parts.append(translate("lane_fields", "{off} = off.").format(off=json.dumps(p.off)))
     if p.unset_label:
         parts.append(translate("lane_fields", "{unset} = unset.").format(unset=translate("lane_fields", p.unset_label)))
-    if p.kind == "text":
-        parts.append(translate("lane_fields", "Separate several with |; write a newline as \\n. Empty = none."))
-    parts.append(translate("lane_fields", "Allowed: {allowed}. Follows transformers' {name}.").format(
-        allowed=allowed_text(p.allowed_values()), name=p.hf_name))
+    if p.kind in LIST_KINDS:
+        parts.append(translate("lane_fields", LIST_HINTS[p.kind]))
+    follows = (translate("lane_fields", "Allowed: {allowed}. Follows transformers' {name}.") if p.follows ==
+               "transformers" else translate("lane_fields", "Allowed: {allowed}. Follows {name}."))
+    parts.append(follows.format(allowed=allowed_text(p.allowed_values()), name=p.hf_name))
     return " ".join(parts)
 
 
+# How each list kind is typed on one line (as the command line takes it), for the tooltips.
+LIST_HINTS = {
+    "text": QT_TRANSLATE_NOOP("lane_fields", "Separate several with |; write a newline as \\n. Empty = none."),
+    "ids": QT_TRANSLATE_NOOP("lane_fields", "Token ids separated by |, e.g. 28|30. Empty = none."),
+    "id_lists": QT_TRANSLATE_NOOP("lane_fields", "Sequences separated by |, the ids of one by spaces, e.g. 5 6|7. "
+                                  "Empty = none."),
+    "biases": QT_TRANSLATE_NOOP("lane_fields", "Each sequence, a colon and its bias, separated by |, e.g. "
+                                "5 6:-2.5|7:1. Empty = none."),
+}
+
+
+def format_list(p: Parameter, value: Any) -> str:
+    """A list-valued parameter as the editor's one line shows it (read back by parse_list)."""
+    return format_stop_strings(value) if p.kind == "text" else short_value(tuple(value))
+
+
+def parse_list(p: Parameter, line: str) -> tuple:
+    """The editor's one line as a list-valued parameter; a ParameterError when it does not parse."""
+    return parse_stop_strings(line) if p.kind == "text" else parse_id_list(p, line)
+
+
 # The rules decoding/ states in English rather than as a range or a list (decoding.parameters
-# Strategies.requirement, decoding.spec's rules), for the catalogue: the window looks each one up by its
-# English text; a rule the catalogue lacks is shown as it is.
+# Strategies.requirement and its list kinds, the rules between parameters of decoding.parameters and
+# decoding.spec), for the catalogue: the window matches a rule against these templates ({field}: any text, kept
+# as it is) and shows the matching template's translation; a rule none matches is shown as it is.
 RULES = (
     QT_TRANSLATE_NOOP("allowed", "unset unless do_sample=true (it applies to sample: lanes only)"),
     QT_TRANSLATE_NOOP("allowed", "none on a beam lane (beams stop on eos and length)"),
     QT_TRANSLATE_NOOP("allowed", "false when num_beams > 1 (beam sampling is not supported)"),
     QT_TRANSLATE_NOOP("allowed", "a non-empty string"),
+    QT_TRANSLATE_NOOP("allowed", "a list of token ids (integers >= 0)"),
+    QT_TRANSLATE_NOOP("allowed", "a list of non-empty lists of token ids"),
+    QT_TRANSLATE_NOOP("allowed", "a list of [non-empty list of token ids, finite float] pairs"),
+    QT_TRANSLATE_NOOP("allowed", "its default ({default}) unless {stage} is set: it configures that processor"),
+    QT_TRANSLATE_NOOP("allowed", "unset with mirostat={mirostat} (mirostat chooses its own truncation, as "
+                      "llama.cpp's mirostat replaces its other samplers)"),
+    QT_TRANSLATE_NOOP("allowed", "false with mirostat={mirostat} (both decide each step's truncation)"),
+    QT_TRANSLATE_NOOP("allowed", "unset unless repetition_penalty, frequency_penalty or presence_penalty is set "
+                      "(it is their window)"),
+    QT_TRANSLATE_NOOP("allowed", "an order naming every active processor (missing {missing})"),
+    QT_TRANSLATE_NOOP("allowed", "mirostat last (it draws the token, as in llama.cpp)"),
+    QT_TRANSLATE_NOOP("allowed", "{presets}, or distinct names among {names}"),
 )
+
+
+def _rule_pattern(template: str) -> re.Pattern:
+    pieces = re.split(r"\{(\w+)\}", template)  # text, field, text, field, ..., text
+    return re.compile("".join(re.escape(piece) if i % 2 == 0 else f"(?P<{piece}>.+?)"
+                              for i, piece in enumerate(pieces)))
+
+
+_RULE_PATTERNS = tuple((template, _rule_pattern(template)) for template in RULES)
+
+
+def rule_text(rule: str) -> str:
+    """A rule from decoding/ in the interface's language: the template it matches, translated, with its fields."""
+    for template, pattern in _RULE_PATTERNS:
+        found = pattern.fullmatch(rule)
+        if found:
+            return translate("allowed", template).format(**found.groupdict())
+    return rule
 
 
 def allowed_text(allowed: Allowed) -> str:
@@ -118,7 +181,7 @@ def allowed_text(allowed: Allowed) -> str:
         return translate("allowed", "{first} or {last}").format(first=", ".join(shown[:-1]), last=shown[-1])
     if allowed.kind == "texts":
         return translate("allowed", "a list of non-empty strings")
-    return translate("allowed", allowed.rule)
+    return rule_text(allowed.rule)
 
 
 def error_text(error: Exception | str) -> str:
@@ -151,6 +214,44 @@ MEANINGS = (
                       " are divided by it, negative ones multiplied."),
     QT_TRANSLATE_NOOP("parameters", "Forbid any n-gram of this size from appearing twice (prompt included)."),
     QT_TRANSLATE_NOOP("parameters", "Suppress the end-of-sequence tokens until this many tokens are generated."),
+    QT_TRANSLATE_NOOP("parameters", "Truncation sampling: drop the tokens whose probability is below epsilon_cutoff."),
+    QT_TRANSLATE_NOOP("parameters", "Eta sampling: drop the tokens whose probability is below min(eta_cutoff, "
+                      "sqrt(eta_cutoff) * exp(-entropy))."),
+    QT_TRANSLATE_NOOP("parameters", "Never produce these token ids (their scores become -inf)."),
+    QT_TRANSLATE_NOOP("parameters", "Forbid these token sequences: the last token of each is banned where the tokens "
+                      "before it were just produced (a single id is always banned; an eos id alone is not)."),
+    QT_TRANSLATE_NOOP("parameters", "Add a bias to the score of the last token of each sequence where the tokens "
+                      "before it were just produced (a single id: always)."),
+    QT_TRANSLATE_NOOP("parameters", "Subtract frequency_penalty times the number of times a token occurs in the "
+                      "penalty window (plus presence_penalty once if it occurs) from its logit."),
+    QT_TRANSLATE_NOOP("parameters", "Subtract this from the logit of every token that occurs in the penalty window "
+                      "(with frequency_penalty, in one llama.cpp penalties stage)."),
+    QT_TRANSLATE_NOOP("parameters", "The penalty window: the last penalty_last_n ids of prompt and output that "
+                      "repetition_penalty, frequency_penalty and presence_penalty look at (unset: all of them)."),
+    QT_TRANSLATE_NOOP("parameters", "DRY (don't repeat yourself): penalise a token that would extend a sequence "
+                      "already in the text by dry_multiplier * dry_base^(length - dry_allowed_length)."),
+    QT_TRANSLATE_NOOP("parameters", "DRY: the base of the penalty's exponential growth with the repeated length."),
+    QT_TRANSLATE_NOOP("parameters", "DRY: repeated sequences up to this length are not penalised."),
+    QT_TRANSLATE_NOOP("parameters", "DRY: how many of the last ids it scans for repeats (-1: all of them, 0: none, "
+                      "which turns DRY off)."),
+    QT_TRANSLATE_NOOP("parameters", "DRY: a repeat does not extend across these strings."),
+    QT_TRANSLATE_NOOP("parameters", "Keep the tokens whose logit is within top_n_sigma standard deviations (of the "
+                      "finite logits) of the largest logit."),
+    QT_TRANSLATE_NOOP("parameters", "XTC (exclude top choices): with this probability per step, drop every token at "
+                      "least as likely as xtc_threshold except the least likely of them."),
+    QT_TRANSLATE_NOOP("parameters", "XTC: the probability a top choice must reach to be excluded (above 0.5 XTC does "
+                      "nothing)."),
+    QT_TRANSLATE_NOOP("parameters", "Mirostat: keep the text's surprise near mirostat_tau by truncating each step "
+                      "with a running threshold mu (1: version 1, 2: version 2; 0: off)."),
+    QT_TRANSLATE_NOOP("parameters", "Mirostat: the target surprise in bits (mu starts at twice it)."),
+    QT_TRANSLATE_NOOP("parameters", "Mirostat: the learning rate of mu."),
+    QT_TRANSLATE_NOOP("parameters", "Dynamic temperature: a temperature between temperature - dynatemp_range and "
+                      "temperature + dynatemp_range, higher where the distribution's entropy is higher (in place "
+                      "of temperature)."),
+    QT_TRANSLATE_NOOP("parameters", "Dynamic temperature: the exponent applied to the normalised entropy."),
+    QT_TRANSLATE_NOOP("parameters", "Adaptive sampling (entropix-style): each step takes the most likely token, "
+                      "samples, or samples wider (higher temperature, top-k) by the raw distribution's entropy and "
+                      "varentropy."),
     QT_TRANSLATE_NOOP("parameters", "This lane's own limit on new tokens (unset: the run's max_new_tokens)."),
     QT_TRANSLATE_NOOP("parameters", "Stop the lane as soon as its text contains one of these strings."),
     QT_TRANSLATE_NOOP("parameters", "Beam search: a finished hypothesis scores sum(logprobs) / length^length_penalty;"
@@ -164,7 +265,7 @@ MEANINGS = (
 )
 
 
-FIELDS: tuple[Field, ...] = tuple(_field(p) for p in PARAMETERS if p.editor)  # rows the editor shows yet
+FIELDS: tuple[Field, ...] = tuple(_field(p) for p in PARAMETERS)
 FIELDS_BY_NAME = {f.name: f for f in FIELDS}
 BEAM_ONLY = frozenset(f.name for f in FIELDS if f.needs_beams)
 EARLY_STOPPING_CHOICES = FIELDS_BY_NAME["early_stopping"].choices
@@ -180,38 +281,50 @@ def display_value(spec: LaneSpec, f: Field) -> Any:
     value = getattr(spec, f.name)
     if f.name == "early_stopping":
         return str(value)
-    if f.name == "stop_strings":
-        return format_stop_strings(value)
+    if f.kind in LIST_KINDS:
+        return format_list(parameter(f.name), value)
     return f.off if value is None else value
 
 
 def spec_from_values(name: str, values: dict[str, Any], base: LaneSpec | None = None) -> LaneSpec:
-    """Build a LaneSpec from widget values. Parameters that do not apply take their LaneSpec default, those at
-    their off value are left unset (None), so the lane applies exactly what the user set. Raises ValueError
-    (from LaneSpec) on invalid input."""
+    """Build a LaneSpec from widget values (and `processor_order`, the chain editor's: None for transformers'
+    order). Parameters that do not apply take their LaneSpec default, those at their off value are left unset
+    (None), so the lane applies exactly what the user set; what `values` leaves out stays as in `base`. Raises
+    ValueError (from LaneSpec) on invalid input."""
     do_sample = bool(values.get("do_sample", False))
     num_beams = int(values.get("num_beams", 1))
     kwargs: dict[str, Any] = {"do_sample": do_sample, "num_beams": num_beams}
-    for f in FIELDS:
-        if f.name in kwargs:
+    for p in PARAMETERS:
+        if p.name in kwargs:
             continue
-        if not field_applies(f, do_sample, num_beams):
-            kwargs[f.name] = parameter(f.name).default
-        elif f.name in values:
-            kwargs[f.name] = _spec_value(f, values[f.name])
+        if not p.applies_to.include(do_sample, num_beams):
+            kwargs[p.name] = p.default
+        elif p.name in values:
+            kwargs[p.name] = _spec_value(FIELDS_BY_NAME[p.name], values[p.name])
+    if "processor_order" in values:
+        kwargs["processor_order"] = values["processor_order"]
     if base is not None:
         return base.with_changes(name=name, **kwargs)
     return LaneSpec(name=name, **kwargs)
 
 
 def _spec_value(f: Field, value: Any) -> Any:
+    p = parameter(f.name)
     if f.name == "early_stopping":
         return {"True": True, "False": False}.get(value, value)
-    if f.name == "stop_strings":
-        return parse_stop_strings(value)
-    if f.needs_beams:
+    if f.kind in LIST_KINDS:
+        return parse_list(p, value)
+    if p.default is not None:  # a value of its own everywhere (beam settings, companions): never unset
         return value
     return None if value == f.off else value
+
+
+def value_text(value: Any) -> str:
+    """A parameter's value in a lane's name or summary: numbers short (0.9, 40), token-id lists as the command
+    line writes them (28|30, 5 6|7, 5 6:-2.5)."""
+    if isinstance(value, tuple):
+        return short_value(value)
+    return f"{value:g}" if isinstance(value, int | float) and not isinstance(value, bool) else str(value)
 
 
 def describe(spec: LaneSpec, seed: bool = True) -> str:
@@ -222,8 +335,9 @@ def describe(spec: LaneSpec, seed: bool = True) -> str:
             parts.append(f"lp {spec.length_penalty:g}")
     elif spec.do_sample:
         parts = [translate("lane_fields", "sample")]
-        parts += [f"{label} {getattr(spec, attr):g}" for attr, label in _SHORT
-                  if getattr(spec, attr) is not None]
+        parts += [f"{_SHORT.get(name, name)} {value_text(getattr(spec, name))}" for name in _summarised(spec)]
+        if spec.adaptive:
+            parts.append(translate("lane_fields", "adaptive"))
         if seed and spec.seed is not None:
             parts.append(translate("lane_fields", "seed {seed}").format(seed=spec.seed))
     else:
@@ -232,6 +346,9 @@ def describe(spec: LaneSpec, seed: bool = True) -> str:
         parts.append(f"rep {spec.repetition_penalty:g}")
     if spec.no_repeat_ngram_size:
         parts.append(f"no-repeat {spec.no_repeat_ngram_size}")
+    order = order_choice(spec)
+    if order != "transformers":
+        parts.append(order_name(order))
     if spec.max_new_tokens:
         parts.append(translate("lane_fields", "max {count}").format(count=spec.max_new_tokens))
     if spec.stop_strings:
@@ -243,12 +360,18 @@ def describe(spec: LaneSpec, seed: bool = True) -> str:
     return " · ".join(parts)
 
 
-_SHORT = (("temperature", "T"), ("top_k", "top-k"), ("top_p", "top-p"), ("min_p", "min-p"), ("typical_p",
-"typical"))
+def _summarised(spec: LaneSpec) -> list[str]:
+    """The processors a sampled lane's summary names with their values, in its chain's order (the penalties have
+    their own words, after the strategy)."""
+    return [name for name in spec.processors() if name not in ("repetition_penalty", "no_repeat_ngram_size")]
+
+
+_SHORT = {"temperature": "T", "top_k": "top-k", "top_p": "top-p", "min_p": "min-p", "typical_p": "typical"}
 
 
 # What the spin boxes show for "unset" (decoding.parameters' unset_label), for the catalogue.
-UNSET_LABELS = (QT_TRANSLATE_NOOP("lane_fields", "run's"), QT_TRANSLATE_NOOP("lane_fields", "auto"))
+UNSET_LABELS = (QT_TRANSLATE_NOOP("lane_fields", "run's"), QT_TRANSLATE_NOOP("lane_fields", "auto"),
+                QT_TRANSLATE_NOOP("lane_fields", "all"))
 
 # The presets' titles (decoding.spec.PRESETS), for the catalogue; shown through preset_title.
 PRESET_TITLES = (QT_TRANSLATE_NOOP("presets", "Greedy"), QT_TRANSLATE_NOOP("presets", "Beam 4"),

@@ -1,8 +1,8 @@
 """Help → Tour, run: a stop's prompt, lanes and view are set up (after "Save changes?", so Cancel leaves the
 window as it was), its run starts with the stop's own seed (the user's seed setting is never changed), and the
-stop's after-action (gui.state.tour.AFTER_ACTIONS) follows the run: replay a near-tie, select a critical point,
-add temperature fan-outs, run again, or explain lane 0 and show the attention or the logit lens. The stop's
-banner goes with the first run that is not the tour's."""
+stop's after-action (gui.state.tour.AFTER_ACTIONS) follows the run: replay a near-tie, select a critical point or
+where two lanes part, add temperature fan-outs, run again, or explain lane 0 and show the attention or the logit
+lens. The stop's banner goes with the first run that is not the tour's."""
 
 from __future__ import annotations
 
@@ -89,6 +89,8 @@ class TourRunner(QObject):
                 state.select(lane, step)
         elif stop.after == "select_first_critical" and first is not None:
             state.select(*first)
+        elif stop.after == "select_first_divergence" and state.divergence_step(1) is not None:
+            state.select(1, state.divergence_step(1))
         elif stop.after == "temperature_fanouts":
             self.controller.add_temperature_fanouts(0)
             self.show_view("sweep").show_diversity()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from decoding.spec import LaneSpec
+from decoding.spec import ORDER_PAIR, LaneSpec
 from gui.i18n import QT_TRANSLATE_NOOP, translate
 
 # What a stop does once its run has finished (gui.main_window.MainWindow._after_tour_run):
@@ -16,6 +16,7 @@ AFTER_ACTIONS = {
     "temperature_fanouts": "add fan-outs of lane 0 at several temperatures and run again",
     "run_again": "run again with the same seeds and compare",
     "select_first_critical": "select the first critical point",
+    "select_first_divergence": "select lane 1 where its text first departs from lane 0's",
     "explain_contrast": "explain lane 0 and show where extra['contrast'] looks back at extra['concessive']",
     "explain_journey": "explain lane 0 and show the logit lens where its choice settles latest",
 }
@@ -143,6 +144,27 @@ STOPS: list[TourStop] = [
             "Greedy decoding falls into loops easily: once a phrase has repeated, repeating it again is the most "
             "likely choice. A repetition penalty lowers the tokens already used, and no_repeat_ngram_size bans "
             "repeated n-grams — both break the loop.",
+        ),
+    ),
+]
+
+# The chain's order (issue 24): the same settings and seed in transformers' order and in llama.cpp's.
+STOPS += [
+    TourStop(
+        key="order_pair",
+        title=QT_TRANSLATE_NOOP("tour", "The same settings in two orders: transformers vs llama.cpp"),
+        prompt="The old lighthouse keeper opened the door and saw",
+        lanes=tuple(TourLane(spec) for spec in ORDER_PAIR),
+        view="compare",
+        after="select_first_divergence",
+        max_new_tokens=32,
+        text=QT_TRANSLATE_NOOP(
+            "tour",
+            "Both lanes set temperature 1.5, top-k 40, top-p 0.9 and min-p 0.05 and draw with the same seed. "
+            "transformers divides by the temperature first, so top-p and min-p cut a flattened distribution and "
+            "keep more tokens; llama.cpp cuts first and applies the temperature last. The ◆ marks the step where "
+            "their texts part: the Step tab shows the lane's chain there stage by stage, the lanes editor its "
+            "order.",
         ),
     ),
 ]

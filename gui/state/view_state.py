@@ -23,6 +23,11 @@ class InspectorViewState:
 
 
 @dataclass(frozen=True)
+class EntropyPlaneViewState:
+    raw: bool = True  # the raw distribution's entropy and varentropy (what adaptive decides by), not the processed
+
+
+@dataclass(frozen=True)
 class CompareViewState:
     other: int = 0  # the other lane's index in the list (the reference lane first)
 

@@ -5,6 +5,8 @@ processors, the chosen token highlighted, the top-k / kept-set boundaries and th
 Right plot: the same rows on the cumulative scale — the raw running sum against the top-p line, each row's
 slice of the processed distribution, and the uniform draw u of a sampled step falling into the chosen token's
 slice.
+Below: the step's numbers, and the lane's chain stage by stage (the distribution after each processor: tokens
+kept, probability kept, the chosen token's rank and probability), so a user sees which stage cut what.
 """
 
 from __future__ import annotations
@@ -30,7 +32,16 @@ from decoding.critical import critical_point, runner_up
 from decoding.trace import StepRecord
 from gui.i18n import translate
 from gui.present import colours
-from gui.present.chart_rows import Cutoffs, TokenRow, display_token, inspector_rows, step_cutoffs, step_summary
+from gui.present.chart_rows import (
+    Cutoffs,
+    TokenRow,
+    display_token,
+    inspector_rows,
+    stage_cells,
+    stage_rows,
+    step_cutoffs,
+    step_summary,
+)
 from gui.present.lane_html import lane_characters, pending_bytes
 from gui.state.run_state import RunState, Selection
 from gui.state.view_state import InspectorViewState
@@ -108,6 +119,8 @@ class StepInspector(QWidget):
         self._title.setText(translate("inspector", "No step selected"))
         self._set_rows_visible(False)
         self._numbers.setText("")
+        self._stages.setText("")
+        self._stages.setVisible(False)
 
     def set_max_rows(self, rows: int) -> None:
         if rows < 2:
@@ -176,7 +189,7 @@ class StepInspector(QWidget):
         if self._step is None:
             return None
         return Figure(self._title_text(), self._legend.text(), self._canvas.scene(),
-                      self._canvas.ci.sceneBoundingRect(), self._numbers.text())
+                      self._canvas.ci.sceneBoundingRect(), self._numbers.text() + self._stages.text())
 
     def _fitting_rows(self) -> int:
         """As many rows as fit the canvas at a readable height, at most max_rows: labels never overlap."""
@@ -241,6 +254,7 @@ class StepInspector(QWidget):
         controls.addLayout(self._controls)
         layout.addLayout(controls)
         layout.addWidget(numbers)
+        layout.addWidget(self._stages)
         self.clear()
 
     @staticmethod
@@ -351,6 +365,13 @@ class StepInspector(QWidget):
         self._numbers.setWordWrap(True)
         self._numbers.setTextFormat(Qt.TextFormat.RichText)
         self._numbers.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._stages = QLabel()
+        self._stages.setObjectName("stageTable")
+        self._stages.setTextFormat(Qt.TextFormat.RichText)
+        self._stages.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._stages.setToolTip(translate("inspector", "The lane's chain, stage by stage: after each processor, the "
+                                                       "tokens it left, the share of the probability before it that "
+                                                       "it kept, and the chosen token's rank and probability"))
         return self._numbers
 
     # ---- drawing -----------------------------------------------------------------------------------------
@@ -369,6 +390,7 @@ class StepInspector(QWidget):
         self._draw_cutoffs()
         self._draw_cumulative()
         self._fill_numbers()
+        self._fill_stages()
 
     @property
     def _lane(self):
@@ -513,6 +535,37 @@ class StepInspector(QWidget):
         hint = translate("inspector", "click a row: numbers · double-click: branch")
         self._picked_label.setText(self._picked_text(self._rows[self._picked]) if picked else
                                    f"<span style='color:{colours.current().muted}'>{hint}</span>")
+
+    def _fill_stages(self) -> None:
+        """The chain table: a line per stage, the stage that removed the chosen token (a forced one) in red."""
+        rows = stage_rows(self._step)
+        self._stages.setVisible(bool(rows))
+        if not rows:
+            self._stages.setText("")
+            return
+        scheme = colours.current()
+        heads = [translate("inspector", "stage"), translate("inspector", "kept"), translate("inspector", "mass kept"),
+                 translate("inspector", "rank of chosen"), translate("inspector", "p(chosen)")]
+        lines = ["<tr>" + "".join(f'<th align="{"left" if i == 0 else "right"}" style="color:{scheme.muted}">'
+                                  f"{html.escape(head)}</th>" for i, head in enumerate(heads)) + "</tr>"]
+        for index, row in enumerate(rows):
+            cells = stage_cells(row, rows[index - 1] if index else None)
+            colour = f' style="color:{scheme.error}"' if row.removed_here else ""
+            lines.append(f"<tr{colour}>" + "".join(f'<td align="{"left" if i == 0 else "right"}">{html.escape(cell)}'
+                                                   "</td>" for i, cell in enumerate(cells)) + "</tr>")
+        caption = translate("inspector", "The chain, stage by stage (the chosen token)")
+        self._stages.setText(f"<b>{html.escape(caption)}</b>"
+                             f'<table cellspacing="0" cellpadding="1" width="100%">{"".join(lines)}</table>')
+
+    def stage_table(self) -> list[list[str]]:
+        """The chain table as a user reads it: its lines' cells, the header first (none without a chain)."""
+        document = QTextDocument()
+        document.setHtml(self._stages.text())
+        table = document.rootFrame().childFrames()[0] if document.rootFrame().childFrames() else None
+        if table is None:
+            return []
+        return [[table.cellAt(r, c).firstCursorPosition().block().text() for c in range(table.columns())]
+                for r in range(table.rows())]
 
     def _picked_text(self, row: TokenRow) -> str:
         raw = "—" if row.prob_raw is None else f"{row.prob_raw:.4f}"

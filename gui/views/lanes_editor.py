@@ -34,11 +34,12 @@ from PySide6.QtWidgets import (
 )
 
 from decoding.fanout import MAX_FANOUT, refusal
-from decoding.spec import PRESETS, PROCESSOR_ORDER, LaneSpec, unique_name
+from decoding.spec import ORDER_PAIR, PRESETS, PROCESSOR_ORDER, LaneSpec, unique_name
 from gui.i18n import translate
 from gui.present import colours
 from gui.present.lane_fields import (
     FIELDS,
+    LIST_KINDS,
     Field,
     describe,
     display_value,
@@ -46,8 +47,10 @@ from gui.present.lane_fields import (
     field_applies,
     preset_title,
     spec_from_values,
+    value_text,
 )
 from gui.state.run_state import Lane, RunState, Selection
+from gui.views.chain_editor import ChainEditor
 from gui.views.spin_boxes import CheckedDoubleSpinBox, CheckedSpinBox
 from gui.views.style import lane_color_hex
 
@@ -61,7 +64,7 @@ def auto_name(spec: LaneSpec) -> str:
     if spec.is_beam:
         return f"beam-{spec.num_beams}"
     active = spec.processors()
-    parts = [f"{name.replace('_', '-')} {getattr(spec, name):g}" for name in PROCESSOR_ORDER
+    parts = [f"{name.replace('_', '-')} {value_text(getattr(spec, name))}" for name in PROCESSOR_ORDER
              if name in active and name != "temperature"]
     if "temperature" in active:
         parts.insert(0, f"T {spec.temperature:g}")
@@ -105,7 +108,7 @@ def _make_widget(f: Field) -> QWidget:
     elif f.kind == "choice":
         widget = QComboBox()
         widget.addItems(list(f.choices))
-    elif f.kind == "text":
+    elif f.kind in LIST_KINDS:
         widget = QLineEdit()
         widget.setPlaceholderText(translate("lanes_editor", "none"))
     elif f.kind == "int":
@@ -168,11 +171,15 @@ class LaneForm(QWidget):
             label.setToolTip(widget.toolTip())
             layout.addRow(label, widget)
             self._connect(widget)
-        self.processors = QLabel()
-        self.processors.setWordWrap(True)
-        self.processors.setToolTip(translate("lanes_editor", "The processors this lane applies, in order "
-                                                             "(transformers' order by default)"))
-        layout.addRow(translate("lanes_editor", "applies"), self.processors)
+        self._order: tuple[str, ...] | None = None
+        self.chain = ChainEditor(self._order_changed)
+        chain_label = QLabel(translate("lanes_editor", "chain"))
+        chain_label.setToolTip(translate("lanes_editor", "The processors this lane applies, in order "
+                                                         "(transformers' order by default)"))
+        layout.insertRow(0, chain_label, self.chain)  # first: the order is what the fields below feed
+
+    def _order_changed(self, order: tuple[str, ...] | None) -> None:
+        self._on_edit({**self.values(), "processor_order": order})
 
     def _connect(self, widget: QWidget) -> None:
         if isinstance(widget, QCheckBox):
@@ -189,7 +196,9 @@ class LaneForm(QWidget):
         self._on_edit(self.values())
 
     def values(self) -> dict[str, Any]:
-        return {name: _widget_value(widget) for name, widget in self.widgets.items()}
+        """Every field's value and the lane's processor order."""
+        values = {name: _widget_value(widget) for name, widget in self.widgets.items()}
+        return {**values, "processor_order": self._order}
 
     def show_spec(self, spec: LaneSpec | None) -> None:
         self.setEnabled(spec is not None)
@@ -201,14 +210,8 @@ class LaneForm(QWidget):
             _set_widget_value(widget, display_value(spec, f))
             widget.blockSignals(False)
             widget.setEnabled(field_applies(f, spec.do_sample, spec.num_beams))
-        processors = spec.processors()
-        self.processors.setText(" → ".join(processors) + (" → " if processors else "") + _selector_name(spec))
-
-
-def _selector_name(spec: LaneSpec) -> str:
-    if spec.is_beam:
-        return translate("lanes_editor", "beam search ({beams})").format(beams=spec.num_beams)
-    return translate("lanes_editor", "sample") if spec.do_sample else translate("lanes_editor", "argmax")
+        self._order = spec.processor_order
+        self.chain.show_spec(spec)
 
 
 class LanesEditor(QWidget):
@@ -288,14 +291,17 @@ class LanesEditor(QWidget):
 
     # ------------------------------------------------------------------------------------------- buttons
 
-    def _preset_menu_button(self, text: str, tip: str, on_pick) -> QToolButton:
-        """A tool button whose menu lists the presets; picking one calls `on_pick(action)`."""
+    def _preset_menu_button(self, text: str, tip: str, on_pick, pair: bool = False) -> QToolButton:
+        """A tool button whose menu lists the presets (and with `pair`, the order pair); picking a preset calls
+        `on_pick(action)`."""
         button = self._tool(text, tip, None)
         button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         menu = QMenu(button)
         for title in PRESETS:
             menu.addAction(preset_title(title)).setData(title)
         menu.triggered.connect(on_pick)
+        if pair:
+            _add_pair_action(menu, self.add_order_pair)
         button.setMenu(menu)
         return button
 
@@ -303,7 +309,7 @@ class LanesEditor(QWidget):
         row = QHBoxLayout()
         self.add_button = self._preset_menu_button(
             translate("lanes_editor", "Add lane"),
-            translate("lanes_editor", "Add a new lane from a preset (Ctrl+L: greedy)"), self._on_add_preset)
+            translate("lanes_editor", "Add a new lane from a preset (Ctrl+L: greedy)"), self._on_add_preset, pair=True)
         self.preset_button = self._preset_menu_button(
             translate("lanes_editor", "Replace with preset"),
             translate("lanes_editor", "Replace the selected lane's parameters by a preset's"), self._on_apply_preset)
@@ -368,6 +374,16 @@ class LanesEditor(QWidget):
         """A new lane from the preset `title` (a key of PRESETS), at the end. Returns its index."""
         self.show_message("")
         return self.add_spec(preset_for_window(PRESETS[title]))
+
+    def add_order_pair(self) -> int:
+        """The order pair at the end (decoding.spec.ORDER_PAIR): the same settings and seed in transformers' order
+        and in llama.cpp's, side by side. Returns the first one's index."""
+        self.show_message("")
+        first = self.add_spec(ORDER_PAIR[0])
+        if first >= 0:
+            self.add_spec(ORDER_PAIR[1])
+            self._select_row(first + 1)
+        return first
 
     def apply_preset(self, title: str) -> None:
         """The selected lane takes the preset `title`'s parameters (its name too, unless the user named it)."""
@@ -519,8 +535,17 @@ def _swatch(colour: int) -> QPixmap:
 
 
 def preset_add_menu(editor: LanesEditor, parent: QMenu) -> QMenu:
-    """Lanes → Add lane from preset ▸ (every preset)."""
-    return _preset_menu(parent, translate("lanes_editor", "Add lane from &preset"), editor.add_preset)
+    """Lanes → Add lane from preset ▸ (every preset, then the order pair)."""
+    menu = _preset_menu(parent, translate("lanes_editor", "Add lane from &preset"), editor.add_preset)
+    _add_pair_action(menu, editor.add_order_pair)
+    return menu
+
+
+def _add_pair_action(menu: QMenu, add_pair) -> None:
+    menu.addSeparator()
+    action = menu.addAction(translate("lanes_editor", "Order pair: transformers vs llama.cpp"), add_pair)
+    action.setToolTip(translate("lanes_editor", "Two lanes with the same settings and seed, one in transformers' "
+                                                "order (temperature first), one in llama.cpp's (temperature last)"))
 
 
 def preset_replace_menu(editor: LanesEditor, parent: QMenu) -> QMenu:

@@ -15,6 +15,7 @@ from gui.state.run_state import RunState
 from gui.state.view_state import STRIPS_FROM
 from gui.views.beam_tree import BeamTreeView
 from gui.views.compare_view import CompareView
+from gui.views.entropy_plane import EntropyPlane
 from gui.views.fanout_view import FanoutView
 from gui.views.inside.attention_view import AttentionView
 from gui.views.inside.lens_view import LensView
@@ -88,6 +89,8 @@ VIEWS: tuple[ViewRow, ...] = (
             _fixed(1000, 560), {"sweepRequested": "sweep", "fanoutsRequested": "add_temperature_fanouts"},
             export_name="temperature", export_rank=5),
     ViewRow("beam_tree", BeamTreeView, CHARTS, QT_TRANSLATE_NOOP("views", "Beam tree"), _beam_tree_size, export_rank=6),
+    ViewRow("entropy_plane", EntropyPlane, CHARTS, QT_TRANSLATE_NOOP("views", "Entropy × varentropy"),
+            _fixed(1000, 620), export_rank=10),
 )
 
 

@@ -498,6 +498,46 @@
             <translation>非空字符串</translation>
         </message>
         <message>
+            <source>a list of token ids (integers &gt;= 0)</source>
+            <translation>词元 id 的列表（&gt;= 0 的整数）</translation>
+        </message>
+        <message>
+            <source>a list of non-empty lists of token ids</source>
+            <translation>由词元 id 组成的非空列表的列表</translation>
+        </message>
+        <message>
+            <source>a list of [non-empty list of token ids, finite float] pairs</source>
+            <translation>[词元 id 的非空列表, 有限浮点数] 对的列表</translation>
+        </message>
+        <message>
+            <source>its default ({default}) unless {stage} is set: it configures that processor</source>
+            <translation>除非设置了 {stage}，否则须为默认值（{default}）：它配置的是那个处理器</translation>
+        </message>
+        <message>
+            <source>unset with mirostat={mirostat} (mirostat chooses its own truncation, as llama.cpp's mirostat replaces its other samplers)</source>
+            <translation>mirostat={mirostat} 时不设置（mirostat 自行决定截断，正如 llama.cpp 的 mirostat 取代其他采样器）</translation>
+        </message>
+        <message>
+            <source>false with mirostat={mirostat} (both decide each step's truncation)</source>
+            <translation>mirostat={mirostat} 时须为 false（两者都决定每一步的截断）</translation>
+        </message>
+        <message>
+            <source>unset unless repetition_penalty, frequency_penalty or presence_penalty is set (it is their window)</source>
+            <translation>除非设置了 repetition_penalty、frequency_penalty 或 presence_penalty，否则不设置（它是它们的窗口）</translation>
+        </message>
+        <message>
+            <source>an order naming every active processor (missing {missing})</source>
+            <translation>列出每个生效处理器的顺序（缺少 {missing}）</translation>
+        </message>
+        <message>
+            <source>mirostat last (it draws the token, as in llama.cpp)</source>
+            <translation>mirostat 放在最后（它抽取词元，与 llama.cpp 相同）</translation>
+        </message>
+        <message>
+            <source>{presets}, or distinct names among {names}</source>
+            <translation>{presets}，或 {names} 中互不重复的名称</translation>
+        </message>
+        <message>
             <source>an integer &gt;= {low}</source>
             <translation>≥ {low} 的整数</translation>
         </message>
@@ -727,6 +767,57 @@ score {score} · parent slot {parent}</source>
         </message>
     </context>
     <context>
+        <name>chain</name>
+        <message>
+            <source>transformers order</source>
+            <translation>transformers 顺序</translation>
+        </message>
+        <message>
+            <source>llama.cpp order</source>
+            <translation>llama.cpp 顺序</translation>
+        </message>
+        <message>
+            <source>custom order</source>
+            <translation>自定义顺序</translation>
+        </message>
+        <message>
+            <source>transformers applies temperature before its truncations, llama.cpp after them: the same settings give different distributions. Reorder the chain below for an order of your own.</source>
+            <translation>transformers 在截断之前应用温度，llama.cpp 在截断之后：同样的设置会得到不同的分布。在下方重新排列处理链，可得到自己的顺序。</translation>
+        </message>
+        <message>
+            <source>The processors this lane applies, first to last: drag one, or select it and use ▲▼, to change the order</source>
+            <translation>此泳道依次应用的处理器：拖动其中一个，或选中后用 ▲▼ 改变顺序</translation>
+        </message>
+        <message>
+            <source>Apply the selected processor earlier</source>
+            <translation>提前应用所选处理器</translation>
+        </message>
+        <message>
+            <source>Apply the selected processor later</source>
+            <translation>推后应用所选处理器</translation>
+        </message>
+        <message>
+            <source>beam search ({beams})</source>
+            <translation>束搜索（{beams}）</translation>
+        </message>
+        <message>
+            <source>sample</source>
+            <translation>采样</translation>
+        </message>
+        <message>
+            <source>argmax</source>
+            <translation>取最大值</translation>
+        </message>
+        <message>
+            <source>no processors: {selector} of the model's distribution</source>
+            <translation>无处理器：对模型的分布{selector}</translation>
+        </message>
+        <message>
+            <source>then {selector}</source>
+            <translation>然后{selector}</translation>
+        </message>
+    </context>
+    <context>
         <name>chart_data</name>
         <message>
             <source>{value}  (raw {raw})</source>
@@ -761,6 +852,14 @@ score {score} · parent slot {parent}</source>
             <translation>尾部概率质量</translation>
         </message>
         <message>
+            <source>varentropy</source>
+            <translation>变熵</translation>
+        </message>
+        <message>
+            <source>nats²</source>
+            <translation>奈特²</translation>
+        </message>
+        <message>
             <source>draw u</source>
             <translation>抽样值 u</translation>
         </message>
@@ -783,6 +882,42 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>flags</source>
             <translation>标记</translation>
+        </message>
+        <message>
+            <source>adaptive</source>
+            <translation>自适应</translation>
+        </message>
+        <message>
+            <source>XTC coin</source>
+            <translation>XTC 硬币</translation>
+        </message>
+        <message>
+            <source>mirostat μ</source>
+            <translation>mirostat μ</translation>
+        </message>
+        <message>
+            <source>bits</source>
+            <translation>比特</translation>
+        </message>
+        <message>
+            <source>argmax (sure)</source>
+            <translation>取最大值（确定）</translation>
+        </message>
+        <message>
+            <source>sample</source>
+            <translation>采样</translation>
+        </message>
+        <message>
+            <source>widen (higher T, top-k)</source>
+            <translation>放宽（更高的 T、top-k）</translation>
+        </message>
+        <message>
+            <source>raw (before the chain)</source>
+            <translation>原始（处理链之前）</translation>
+        </message>
+        <message>
+            <source>✗ removed here</source>
+            <translation>✗ 在此被去掉</translation>
         </message>
         <message>
             <source>{draw} in [{low}, {high})</source>
@@ -1115,6 +1250,57 @@ score {score} · parent slot {parent}</source>
         </message>
     </context>
     <context>
+        <name>entropy_plane</name>
+        <message>
+            <source>low H, low V: sure → argmax</source>
+            <translation>低 H、低 V：确定 → 取最大值</translation>
+        </message>
+        <message>
+            <source>low H, high V: a few strong candidates, forks → sample</source>
+            <translation>低 H、高 V：少数强候选，分岔 → 采样</translation>
+        </message>
+        <message>
+            <source>high H, low V: many alike → sample</source>
+            <translation>高 H、低 V：众多相近候选 → 采样</translation>
+        </message>
+        <message>
+            <source>high H, high V: lost → widen</source>
+            <translation>高 H、高 V：迷失 → 放宽</translation>
+        </message>
+        <message>
+            <source>raw distribution (what adaptive decides by)</source>
+            <translation>原始分布（自适应据此决定）</translation>
+        </message>
+        <message>
+            <source>after the lane's processors</source>
+            <translation>经过泳道的处理器之后</translation>
+        </message>
+        <message>
+            <source>click a point to select its step</source>
+            <translation>点击一个点以选中其步骤</translation>
+        </message>
+        <message>
+            <source>entropy H (nats)</source>
+            <translation>熵 H（奈特）</translation>
+        </message>
+        <message>
+            <source>varentropy V (nats²)</source>
+            <translation>变熵 V（奈特²）</translation>
+        </message>
+        <message>
+            <source>{lane} · step {step}: H {entropy} nats, V {varentropy} nats²</source>
+            <translation>{lane} · 第 {step} 步：H {entropy} 奈特，V {varentropy} 奈特²</translation>
+        </message>
+        <message>
+            <source>raw</source>
+            <translation>原始</translation>
+        </message>
+        <message>
+            <source>Entropy × varentropy per step ({which})</source>
+            <translation>每一步的熵 × 变熵（{which}）</translation>
+        </message>
+    </context>
+    <context>
         <name>fanout_view</name>
         <message>
             <source>The fan-out lane shown (set a sampled lane's fan-out in the lanes editor)</source>
@@ -1277,6 +1463,10 @@ score {score} · parent slot {parent}</source>
             <translation>top-p</translation>
         </message>
         <message>
+            <source>The lane's chain, stage by stage: after each processor, the tokens it left, the share of the probability before it that it kept, and the chosen token's rank and probability</source>
+            <translation>泳道的处理链，逐阶段：每个处理器之后剩下的词元、它保留了之前概率的多少份额，以及所选词元的排名和概率</translation>
+        </message>
+        <message>
             <source> · forced</source>
             <translation> · 强制</translation>
         </message>
@@ -1287,6 +1477,26 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>click a row: numbers · double-click: branch</source>
             <translation>单击一行：查看数值 · 双击：分支</translation>
+        </message>
+        <message>
+            <source>stage</source>
+            <translation>阶段</translation>
+        </message>
+        <message>
+            <source>mass kept</source>
+            <translation>保留的概率</translation>
+        </message>
+        <message>
+            <source>rank of chosen</source>
+            <translation>所选词元排名</translation>
+        </message>
+        <message>
+            <source>p(chosen)</source>
+            <translation>p(所选)</translation>
+        </message>
+        <message>
+            <source>The chain, stage by stage (the chosen token)</source>
+            <translation>处理链，逐阶段（所选词元）</translation>
         </message>
         <message>
             <source>filtered</source>
@@ -1331,12 +1541,28 @@ score {score} · parent slot {parent}</source>
             <translation>{unset} = 未设置。</translation>
         </message>
         <message>
+            <source>Allowed: {allowed}. Follows transformers' {name}.</source>
+            <translation>允许值：{allowed}。与 transformers 的 {name} 一致。</translation>
+        </message>
+        <message>
+            <source>Allowed: {allowed}. Follows {name}.</source>
+            <translation>允许值：{allowed}。与 {name} 一致。</translation>
+        </message>
+        <message>
             <source>Separate several with |; write a newline as \n. Empty = none.</source>
             <translation>多个之间用 | 分隔；换行写作 \n。留空 = 无。</translation>
         </message>
         <message>
-            <source>Allowed: {allowed}. Follows transformers' {name}.</source>
-            <translation>允许值：{allowed}。与 transformers 的 {name} 一致。</translation>
+            <source>Token ids separated by |, e.g. 28|30. Empty = none.</source>
+            <translation>词元 id 之间用 | 分隔，例如 28|30。留空 = 无。</translation>
+        </message>
+        <message>
+            <source>Sequences separated by |, the ids of one by spaces, e.g. 5 6|7. Empty = none.</source>
+            <translation>序列之间用 | 分隔，同一序列的 id 之间用空格分隔，例如 5 6|7。留空 = 无。</translation>
+        </message>
+        <message>
+            <source>Each sequence, a colon and its bias, separated by |, e.g. 5 6:-2.5|7:1. Empty = none.</source>
+            <translation>每项为序列、冒号和偏置，各项之间用 | 分隔，例如 5 6:-2.5|7:1。留空 = 无。</translation>
         </message>
         <message>
             <source>beam {beams}</source>
@@ -1345,6 +1571,10 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>sample</source>
             <translation>采样</translation>
+        </message>
+        <message>
+            <source>adaptive</source>
+            <translation>自适应</translation>
         </message>
         <message>
             <source>seed {seed}</source>
@@ -1378,6 +1608,10 @@ score {score} · parent slot {parent}</source>
             <source>auto</source>
             <translation>自动</translation>
         </message>
+        <message>
+            <source>all</source>
+            <translation>全部</translation>
+        </message>
     </context>
     <context>
         <name>lane_map</name>
@@ -1409,24 +1643,12 @@ score {score} · parent slot {parent}</source>
             <translation>无</translation>
         </message>
         <message>
+            <source>chain</source>
+            <translation>处理链</translation>
+        </message>
+        <message>
             <source>The processors this lane applies, in order (transformers' order by default)</source>
             <translation>该泳道依次应用的处理器（默认采用 transformers 的顺序）</translation>
-        </message>
-        <message>
-            <source>applies</source>
-            <translation>应用</translation>
-        </message>
-        <message>
-            <source>beam search ({beams})</source>
-            <translation>束搜索（{beams}）</translation>
-        </message>
-        <message>
-            <source>sample</source>
-            <translation>采样</translation>
-        </message>
-        <message>
-            <source>argmax</source>
-            <translation>取最大值</translation>
         </message>
         <message>
             <source>Lane</source>
@@ -1527,6 +1749,14 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>Add lane from &amp;preset</source>
             <translation>从预设添加泳道(&amp;P)</translation>
+        </message>
+        <message>
+            <source>Order pair: transformers vs llama.cpp</source>
+            <translation>顺序对照：transformers 与 llama.cpp</translation>
+        </message>
+        <message>
+            <source>Two lanes with the same settings and seed, one in transformers' order (temperature first), one in llama.cpp's (temperature last)</source>
+            <translation>设置和种子相同的两条泳道：一条用 transformers 的顺序（温度在前），一条用 llama.cpp 的顺序（温度在后）</translation>
         </message>
         <message>
             <source>&amp;Replace selected lane with preset</source>
@@ -1710,6 +1940,94 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>Suppress the end-of-sequence tokens until this many tokens are generated.</source>
             <translation>在生成这么多词元之前屏蔽序列结束词元。</translation>
+        </message>
+        <message>
+            <source>Truncation sampling: drop the tokens whose probability is below epsilon_cutoff.</source>
+            <translation>截断采样：去掉概率低于 epsilon_cutoff 的词元。</translation>
+        </message>
+        <message>
+            <source>Eta sampling: drop the tokens whose probability is below min(eta_cutoff, sqrt(eta_cutoff) * exp(-entropy)).</source>
+            <translation>Eta 采样：去掉概率低于 min(eta_cutoff, sqrt(eta_cutoff) * exp(-entropy)) 的词元。</translation>
+        </message>
+        <message>
+            <source>Never produce these token ids (their scores become -inf).</source>
+            <translation>永不生成这些词元 id（它们的分数变为 -inf）。</translation>
+        </message>
+        <message>
+            <source>Forbid these token sequences: the last token of each is banned where the tokens before it were just produced (a single id is always banned; an eos id alone is not).</source>
+            <translation>禁止这些词元序列：在刚生成了某序列前面的词元时，禁止其最后一个词元（单个 id 总是被禁止；单独的 eos id 不会）。</translation>
+        </message>
+        <message>
+            <source>Add a bias to the score of the last token of each sequence where the tokens before it were just produced (a single id: always).</source>
+            <translation>在刚生成了某序列前面的词元时，给其最后一个词元的分数加上偏置（单个 id：总是）。</translation>
+        </message>
+        <message>
+            <source>Subtract frequency_penalty times the number of times a token occurs in the penalty window (plus presence_penalty once if it occurs) from its logit.</source>
+            <translation>从词元的 logit 中减去 frequency_penalty 乘以它在惩罚窗口中出现的次数（若出现，再减一次 presence_penalty）。</translation>
+        </message>
+        <message>
+            <source>Subtract this from the logit of every token that occurs in the penalty window (with frequency_penalty, in one llama.cpp penalties stage).</source>
+            <translation>从惩罚窗口中出现过的每个词元的 logit 中减去此值（与 frequency_penalty 同属 llama.cpp 的一个惩罚阶段）。</translation>
+        </message>
+        <message>
+            <source>The penalty window: the last penalty_last_n ids of prompt and output that repetition_penalty, frequency_penalty and presence_penalty look at (unset: all of them).</source>
+            <translation>惩罚窗口：repetition_penalty、frequency_penalty 和 presence_penalty 所看的提示与输出中最后 penalty_last_n 个 id（不设置：全部）。</translation>
+        </message>
+        <message>
+            <source>DRY (don't repeat yourself): penalise a token that would extend a sequence already in the text by dry_multiplier * dry_base^(length - dry_allowed_length).</source>
+            <translation>DRY（不要重复自己）：若某词元会延续文本中已出现的序列，则按 dry_multiplier * dry_base^(length - dry_allowed_length) 惩罚它。</translation>
+        </message>
+        <message>
+            <source>DRY: the base of the penalty's exponential growth with the repeated length.</source>
+            <translation>DRY：惩罚随重复长度指数增长的底数。</translation>
+        </message>
+        <message>
+            <source>DRY: repeated sequences up to this length are not penalised.</source>
+            <translation>DRY：不超过此长度的重复序列不受惩罚。</translation>
+        </message>
+        <message>
+            <source>DRY: how many of the last ids it scans for repeats (-1: all of them, 0: none, which turns DRY off).</source>
+            <translation>DRY：检查重复时扫描最后多少个 id（-1：全部；0：不扫描，即关闭 DRY）。</translation>
+        </message>
+        <message>
+            <source>DRY: a repeat does not extend across these strings.</source>
+            <translation>DRY：重复不会跨越这些字符串。</translation>
+        </message>
+        <message>
+            <source>Keep the tokens whose logit is within top_n_sigma standard deviations (of the finite logits) of the largest logit.</source>
+            <translation>保留 logit 与最大 logit 相差不超过 top_n_sigma 个标准差（按有限 logit 计算）的词元。</translation>
+        </message>
+        <message>
+            <source>XTC (exclude top choices): with this probability per step, drop every token at least as likely as xtc_threshold except the least likely of them.</source>
+            <translation>XTC（排除最优选项）：每一步以此概率去掉概率不低于 xtc_threshold 的词元，只留下其中概率最低的一个。</translation>
+        </message>
+        <message>
+            <source>XTC: the probability a top choice must reach to be excluded (above 0.5 XTC does nothing).</source>
+            <translation>XTC：最优选项被排除所需达到的概率（高于 0.5 时 XTC 不起作用）。</translation>
+        </message>
+        <message>
+            <source>Mirostat: keep the text's surprise near mirostat_tau by truncating each step with a running threshold mu (1: version 1, 2: version 2; 0: off).</source>
+            <translation>Mirostat：每一步用一个动态阈值 mu 截断，使文本的意外度保持在 mirostat_tau 附近（1：第 1 版，2：第 2 版；0：关闭）。</translation>
+        </message>
+        <message>
+            <source>Mirostat: the target surprise in bits (mu starts at twice it).</source>
+            <translation>Mirostat：目标意外度，单位为比特（mu 从它的两倍开始）。</translation>
+        </message>
+        <message>
+            <source>Mirostat: the learning rate of mu.</source>
+            <translation>Mirostat：mu 的学习率。</translation>
+        </message>
+        <message>
+            <source>Dynamic temperature: a temperature between temperature - dynatemp_range and temperature + dynatemp_range, higher where the distribution's entropy is higher (in place of temperature).</source>
+            <translation>动态温度：温度在 temperature - dynatemp_range 与 temperature + dynatemp_range 之间，分布的熵越高温度越高（代替 temperature）。</translation>
+        </message>
+        <message>
+            <source>Dynamic temperature: the exponent applied to the normalised entropy.</source>
+            <translation>动态温度：作用于归一化熵的指数。</translation>
+        </message>
+        <message>
+            <source>Adaptive sampling (entropix-style): each step takes the most likely token, samples, or samples wider (higher temperature, top-k) by the raw distribution's entropy and varentropy.</source>
+            <translation>自适应采样（entropix 式）：每一步根据原始分布的熵和变熵，选取最可能的词元、采样，或放宽后采样（更高的温度、top-k）。</translation>
         </message>
         <message>
             <source>This lane's own limit on new tokens (unset: the run's max_new_tokens).</source>
@@ -2377,6 +2695,14 @@ score {score} · parent slot {parent}</source>
             <translation>贪心解码很容易陷入循环：一个短语重复过一次，再重复一次就成了最可能的选择。重复惩罚压低已经用过的词，no_repeat_ngram_size 禁止重复的 n 元组——两者都能打破循环。</translation>
         </message>
         <message>
+            <source>The same settings in two orders: transformers vs llama.cpp</source>
+            <translation>同样的设置，两种顺序：transformers 与 llama.cpp</translation>
+        </message>
+        <message>
+            <source>Both lanes set temperature 1.5, top-k 40, top-p 0.9 and min-p 0.05 and draw with the same seed. transformers divides by the temperature first, so top-p and min-p cut a flattened distribution and keep more tokens; llama.cpp cuts first and applies the temperature last. The ◆ marks the step where their texts part: the Step tab shows the lane's chain there stage by stage, the lanes editor its order.</source>
+            <translation>两条泳道都设置温度 1.5、top-k 40、top-p 0.9 和 min-p 0.05，并用同一个种子抽样。transformers 先除以温度，于是 top-p 和 min-p 截断的是一个被拉平的分布，保留的词元更多；llama.cpp 先截断，最后才应用温度。◆ 标出两段文本分开的那一步：“步骤”标签页逐阶段显示该泳道在那里的处理链，泳道编辑器显示它的顺序。</translation>
+        </message>
+        <message>
             <source>Delayed release: “but” looks back at “Although”</source>
             <translation>延迟释放：“but”回看“Although”</translation>
         </message>
@@ -2465,6 +2791,10 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>Beam tree</source>
             <translation>束搜索树</translation>
+        </message>
+        <message>
+            <source>Entropy × varentropy</source>
+            <translation>熵 × 变熵</translation>
         </message>
     </context>
 </TS>
