@@ -187,19 +187,25 @@ def check_same_model(trace: RunTrace, node: TreeNode, model: str) -> None:
 
 
 def reproduce(engine: Engine, trace: RunTrace, node_id: int, model: str) -> LaneTrace:
-    """Make node `node_id` again with `engine`: its whole lane (records from step 0), by running each node of
-    its path from its parent's records. ValueError when a node of the path was made with another model or does
-    not come out with the tokens the tree holds (the model or the files changed)."""
-    lane: LaneTrace | None = None
+    """Make node `node_id` again with `engine`: its whole lane (records from step 0). See reproduce_path."""
+    return reproduce_path(engine, trace, node_id, model)[-1]
+
+
+def reproduce_path(engine: Engine, trace: RunTrace, node_id: int, model: str) -> list[LaneTrace]:
+    """The lanes of every node on the path to `node_id`, made again with `engine`, each from its parent's
+    records. ValueError when a node of the path was made with another model or does not come out with the
+    tokens the tree holds (the model or the files changed); RuntimeError when the model fails."""
+    lanes: list[LaneTrace] = []
     for node in path(trace.tree, node_id):
         check_same_model(trace, node, model)
-        lane = _run_node(engine, trace, node, lane)
+        lane = _run_node(engine, trace, node, lanes[-1] if lanes else None)
         expected = full_tokens(trace.tree, node.id)
         if lane.token_ids != expected:
             step = next((i for i, (a, b) in enumerate(zip(lane.token_ids, expected, strict=False)) if a != b),
                         min(len(lane.token_ids), len(expected)))
             raise ValueError(f"node {node.id} ({node.lane!r}) did not come out as recorded: it differs at step {step}")
-    return lane
+        lanes.append(lane)
+    return lanes
 
 
 def _run_node(engine: Engine, trace: RunTrace, node: TreeNode, parent: LaneTrace | None) -> LaneTrace:

@@ -56,6 +56,12 @@ class RunCommands(QObject):
     def undo_branch(self) -> None:
         self.controller.undo_branch()
 
+    @Slot(int)
+    def bring_back(self, node_id: int) -> None:
+        """A session tree node's path becomes the lanes again."""
+        if self._may_replace_run():
+            self.controller.bring_back(node_id)
+
     @Slot(int, int)
     def sweep(self, lane: int, step: int) -> None:
         self.controller.sweep(lane, step)

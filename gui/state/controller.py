@@ -349,6 +349,7 @@ class RunController:
             except KeyError:
                 continue
             removed = self.state.remove_lane(index)
+            self.state.remove_leaf_of(removed.key)
             self.state.set_status(translate("controller", "removed branch lane “{name}”").format(name=removed.name))
             return True
         self.state.set_status(translate("controller", "no branch lane to undo"))
@@ -460,6 +461,31 @@ class RunController:
         specs = list(targets.values())
         self._start(JobKind.REPLAY, targets, jobs.run_job(self.holder, request, specs), _run_limit(specs, request))
         return request
+
+    def bring_back(self, node_id: int) -> bool:
+        """Make the lanes of the path to session tree node `node_id` the lanes again (each made again with the
+        model from its parent's tokens, checked token by token); the tree keeps every node."""
+        from decoding import session_tree
+
+        state = self.state
+        trace = state.shown_trace()
+        if trace is None or self.holder is None or self.runner.is_running():
+            state.show_notice(translate("controller", "Bringing a node back needs a run (run or open one) and a "
+                                                      "model."))
+            return False
+        nodes = session_tree.path(state.tree, node_id)
+        try:
+            for node in nodes:
+                session_tree.check_same_model(trace, node, self.holder.name)
+        except ValueError as error:
+            state.show_notice(translate("controller", "Cannot bring the node back: {error}.").format(error=error))
+            return False
+        state.set_specs([session_tree.node_spec(node) for node in nodes])
+        state.trace = trace
+        targets = {(lane.key, 0): lane.spec for lane in state.lanes}
+        self._start(JobKind.RESTORE, targets, jobs.restore_job(self.holder, trace, node_id),
+                    max(len(session_tree.full_tokens(state.tree, node.id)) for node in nodes))
+        return True
 
     def _use_model_of(self, trace: RunTrace) -> bool:
         """Switch to the model the run was made with (by name or path); False with a notice if it is not
@@ -582,6 +608,8 @@ class RunController:
         finished: dict[tuple[int, int], LaneTrace] = dict(zip(self._targets, result.lanes, strict=True))
         if kind is JobKind.BRANCH:
             self.state.finish_job(None, finished)
+        elif kind is JobKind.RESTORE:
+            self.state.finish_job(replace(result, lanes=[]), finished)
         else:
             self.state.finish_job(result, finished)
         failed = [lane for lane in result.lanes if lane.error]

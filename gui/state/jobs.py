@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from decoding import session_tree
 from decoding.engine import branch_prefix, replay_prefix
 from decoding.explain import ExplainResult
 from decoding.lane_state import empty_trace
@@ -119,6 +120,19 @@ def replay_not_taken_job(holder: ModelHolder, trace: RunTrace, spec: LaneSpec) -
         return holder.engine().run(trace.prompt, [spec], max_new_tokens=trace.settings.max_new_tokens,
                                    model=model.info, provider=model.provider, prefix=replay_prefix(trace, spec),
                                    cancel=cancelled, on_step=lambda _lane, record: emit(StepMessage(0, record)))
+
+    return job
+
+
+def restore_job(holder: ModelHolder, trace: RunTrace, node_id: int) -> Job:
+    """The lanes of every node on the path to session tree node `node_id` of `trace`, made again
+    (decoding.session_tree.reproduce_path): the result's lanes, parents first."""
+
+    def job(emit: Emit, _cancelled: Callable[[], bool]) -> RunTrace:
+        model = holder.get()
+        emit(ProviderMessage(model.provider))
+        lanes = session_tree.reproduce_path(holder.engine(), trace, node_id, trace.model.name)
+        return replace(trace, lanes=lanes, provider=model.provider)
 
     return job
 

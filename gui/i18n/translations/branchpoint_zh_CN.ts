@@ -991,6 +991,14 @@ score {score} · parent slot {parent}</source>
             <translation>无法重放：{error}。</translation>
         </message>
         <message>
+            <source>Bringing a node back needs a run (run or open one) and a model.</source>
+            <translation>恢复节点需要一次运行（运行或打开一次）和一个模型。</translation>
+        </message>
+        <message>
+            <source>Cannot bring the node back: {error}.</source>
+            <translation>无法恢复该节点：{error}。</translation>
+        </message>
+        <message>
             <source>The run was made with model {name!r}, which is not prepared here.</source>
             <translation>该运行使用的模型 {name!r} 在本机尚未准备。</translation>
         </message>
@@ -1899,6 +1907,65 @@ score {score} · parent slot {parent}</source>
         </message>
     </context>
     <context>
+        <name>session_tree</name>
+        <message>
+            <source>pruned {count} node(s) from the tree: {names}</source>
+            <translation>已从树中剪除 {count} 个节点：{names}</translation>
+        </message>
+        <message>
+            <source>Every run and branch of the session</source>
+            <translation>本次会话的每次运行和每个分支</translation>
+        </message>
+        <message>
+            <source>click a node: its lane and step · double-click: bring it back as the lanes · right-click: bookmark, note, hide, prune</source>
+            <translation>单击节点：选中其泳道和步 · 双击：恢复为当前泳道 · 右键：书签、备注、隐藏、剪除</translation>
+        </message>
+        <message>
+            <source>step</source>
+            <translation>步</translation>
+        </message>
+        <message>
+            <source>“{name}” is not among the lanes: double-click it to bring it back</source>
+            <translation>“{name}”不在当前泳道中：双击以恢复它</translation>
+        </message>
+        <message>
+            <source>Remove bookmark</source>
+            <translation>移除书签</translation>
+        </message>
+        <message>
+            <source>Bookmark</source>
+            <translation>书签</translation>
+        </message>
+        <message>
+            <source>Note…</source>
+            <translation>备注…</translation>
+        </message>
+        <message>
+            <source>Show subtree</source>
+            <translation>显示子树</translation>
+        </message>
+        <message>
+            <source>Hide subtree</source>
+            <translation>隐藏子树</translation>
+        </message>
+        <message>
+            <source>Prune subtree</source>
+            <translation>剪除子树</translation>
+        </message>
+        <message>
+            <source>Bring back as the lanes</source>
+            <translation>恢复为当前泳道</translation>
+        </message>
+        <message>
+            <source>Note</source>
+            <translation>备注</translation>
+        </message>
+        <message>
+            <source>A short note on this node:</source>
+            <translation>为此节点写一条简短备注：</translation>
+        </message>
+    </context>
+    <context>
         <name>setup_dialog</name>
         <message>
             <source>starting…</source>
@@ -2363,6 +2430,10 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>Lane map</source>
             <translation>泳道图</translation>
+        </message>
+        <message>
+            <source>Session tree</source>
+            <translation>会话树</translation>
         </message>
         <message>
             <source>Side by side</source>
