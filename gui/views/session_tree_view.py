@@ -85,6 +85,7 @@ class SessionTreeView(DrawnWhenShown, QWidget):
         self._hint = QLabel(translate("session_tree", "click a node: its lane and step · double-click: bring it "
                                                       "back as the lanes · right-click: bookmark, note, hide, prune"))
         self._hint.setStyleSheet("color:#555")
+        self._hint.setWordWrap(True)
         self._view = style.make_plot_widget()
         self._plot = self._view.getPlotItem()
         self._plot.invertY(True)
