@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from decoding.engine import Engine, Prefix
+from decoding.engine import Engine, Prefix, check_positions
+from decoding.protocol import PositionLimit
 from decoding.replay import replay_not_taken
 from decoding.spec import LaneSpec
 from decoding.trace import LaneTrace, RunTrace, TreeNode
@@ -62,10 +63,11 @@ def depth(nodes: Sequence[TreeNode], node_id: int) -> int:
 
 def subtree(nodes: Sequence[TreeNode], node_id: int) -> list[TreeNode]:
     """The node and every node below it, parents before children."""
-    found = [node_of(nodes, node_id)]
-    for node in nodes:
-        if node.parent is not None and node.parent in {f.id for f in found} and node not in found:
+    found, ids = [node_of(nodes, node_id)], {node_id}
+    for node in nodes:  # parents come before their children
+        if node.parent in ids and node.id not in ids:
             found.append(node)
+            ids.add(node.id)
     return found
 
 
@@ -234,8 +236,10 @@ def continue_from(engine: Engine, trace: RunTrace, node_id: int, model: str, spe
     if specs is None:
         specs = [replace(node_spec(node), branch=None, replay_of=None, fanout=None)]
     specs = [replace(spec, max_new_tokens=limit, forced={}) for spec in specs]
+    source = engine.source
     try:
-        engine.start(trace.prompt, specs, max_new_tokens=limit, prefix=Prefix(tokens, [None] * len(tokens)))
+        check_positions(len(trace.prompt.ids), limit, source.max_positions if isinstance(source, PositionLimit)
+                        else None)
     except ValueError as error:
         raise ValueError(f"cannot continue node {node_id} ({len(tokens)} tokens after the prompt's "
                          f"{len(trace.prompt.ids)}): {error}") from error
