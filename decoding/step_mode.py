@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from decoding.engine import Engine, Prefix
+from decoding.lane_state import empty_trace
 from decoding.spec import LaneSpec, assign_seeds
 from decoding.trace import LaneTrace, ModelInfo, PromptInfo, StepRecord
 
@@ -67,6 +68,14 @@ class StepSession:
         """The lane's next step as proposed (its distribution, its own pick), or None."""
         proposal = self.lane(name).proposal
         return None if proposal is None else proposal.steps[-1]
+
+    def shown(self, name: str) -> LaneTrace:
+        """The lane as the window shows it: the steps taken, then the proposed next step (if computed)."""
+        lane = self.lane(name)
+        shown = lane.proposal or lane.trace
+        if shown is None:
+            return replace(empty_trace(self.spec_of(name)))
+        return replace(shown, steps=list(shown.steps), token_ids=list(shown.token_ids))
 
     def running(self) -> list[str]:
         return [name for name, lane in self.lanes.items() if not lane.ended]

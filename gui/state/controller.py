@@ -57,6 +57,8 @@ class RunController:
         self._branch_keys: list[int] = []  # branch lanes in the order they were made (Undo removes the last)
         self._replayed: RunTrace | None = None  # the run being replayed (its lanes are not touched by the replay)
         self._compared: RunTrace | None = None  # the run a "Run again and compare" compares the new one with
+        self.stepping: list = []  # step mode's StepSession (decoding.step_mode) while it is on, made by its first job
+        self.step_mode = False
 
     # ------------------------------------------------------------------------------------------------ model
 
@@ -216,7 +218,10 @@ class RunController:
 
     def branch(self, index: int, step: int, token_id: int) -> bool:
         """A new lane after lane `index` that takes `token_id` at `step` and continues from there (with the
-        branch strategy, or the parent's); it runs at once from the parent's first `step` tokens."""
+        branch strategy, or the parent's); it runs at once from the parent's first `step` tokens. In step mode,
+        a candidate of a lane's proposed step is taken instead of the lane's pick."""
+        if self.step_mode:
+            return self.step_take(index, step, token_id)
         state = self.state
         if self.runner.is_running() or state.trace is None or self.holder is None:
             state.show_notice(translate("controller", "Branching needs a finished run and a model."))
@@ -438,6 +443,91 @@ class RunController:
         self.state.show_notice(translate("controller", "“{lane}” was not explained: {why}.").format(lane=lane, why=why))
         return False
 
+    # --------------------------------------------------------------------------------------------- step mode
+
+    def toggle_step_mode(self) -> bool:
+        """Step mode on: every lane starts again, one token at a time (the first step proposed at once); off: the
+        lanes keep the steps taken, their specs with the user's picks forced (Replay makes the same tokens)."""
+        if self.step_mode:
+            return self._end_step_mode()
+        state = self.state
+        if self.runner.is_running() or self.holder is None or not self._check_can_run(state.request):
+            return False
+        if any(lane.spec.branch or lane.spec.replay_of for lane in state.lanes):
+            state.show_notice(translate("controller", "Step mode starts every lane at step 0: remove the branch "
+                                                      "lanes first (or Run them as ordinary lanes)."), level="info")
+            return False
+        self.step_mode, self.stepping = True, []
+        specs = state.specs
+        job = jobs.step_job(self.holder, state.request, specs, self.stepping, lambda _session: None)
+        self._start(JobKind.STEP, {(lane.key, 0): lane.spec for lane in state.lanes}, job,
+                    _run_limit(specs, state.request))
+        return True
+
+    def step_all(self) -> bool:
+        """Every lane takes its own pick at its proposed step."""
+        return self._step(lambda session: session.step_all())
+
+    def step_lane(self, index: int) -> bool:
+        name = self.state.lanes[index].name
+        return self._step(lambda session: session.accept(name))
+
+    def step_take(self, index: int, step: int, token_id: int) -> bool:
+        """Lane `index` takes `token_id` at its proposed step `step` instead of its own pick (a forced token)."""
+        name = self.state.lanes[index].name
+        proposed = len(self.state.lanes[index].trace.steps) - 1
+        if step != proposed:
+            self.state.show_notice(translate("controller", "In step mode a lane takes a token at its next step "
+                                                           "({step}) only.").format(step=proposed), level="info")
+            return False
+        return self._step(lambda session: session.take(name, token_id))
+
+    def run_lane_to_end(self, index: int) -> bool:
+        name = self.state.lanes[index].name
+        return self._step(lambda session: session.run_to_end(name))
+
+    def _step(self, advance) -> bool:
+        if not self.step_mode or self.runner.is_running():
+            return False
+        state = self.state
+        self._start(JobKind.STEP, {}, jobs.step_job(self.holder, state.request, state.specs, self.stepping, advance),
+                    state.run_limit)
+        return True
+
+    def _end_step_mode(self) -> bool:
+        if self.runner.is_running():
+            return False
+        self.step_mode = False
+        session = self.stepping[0] if self.stepping else None
+        self.stepping = []
+        if session is None:
+            return True
+        state = self.state
+        finished = {}
+        for index, lane in enumerate(state.lanes):
+            taken, spec = session.lane(lane.name).trace, session.spec_of(lane.name)
+            if taken is None:  # no step taken: the lane as it was
+                continue
+            taken = replace(taken, steps=list(taken.steps), token_ids=list(taken.token_ids))
+            if taken.finish_reason is None:  # the user stopped here: the lane's length (Replay makes the same)
+                spec = replace(spec, max_new_tokens=len(taken.steps))
+                taken.finish_reason, taken.config = "length", spec.to_config()
+            finished[(lane.key, 0)] = taken
+            state.keep_stepped(index, spec)
+        state.finish_job(state.trace, finished)
+        state.set_status(translate("controller", "step mode off: the lanes keep the steps taken"))
+        return True
+
+    def _finish_step(self, result: RunTrace) -> None:
+        state = self.state
+        first = state.trace is None
+        finished = {(lane.key, 0): result.lane(lane.name) for lane in state.lanes}
+        state.finish_job(result if first else None, finished, grow=False)
+        lane = state.selection.lane if state.selection else 0
+        state.select(lane, len(state.lanes[lane].trace.steps) - 1)
+        state.set_status(translate("controller", "step mode: double-click a candidate to take it, Run for one "
+                                                 "step of every lane"))
+
     # ------------------------------------------------------------------------------------------------ replay
 
     def replay(self) -> RunRequest | None:
@@ -604,6 +694,9 @@ class RunController:
             return
         if kind is JobKind.EXPLAIN:
             self._finish_explain(result)
+            return
+        if kind is JobKind.STEP:
+            self._finish_step(result)
             return
         finished: dict[tuple[int, int], LaneTrace] = dict(zip(self._targets, result.lanes, strict=True))
         if kind is JobKind.BRANCH:

@@ -77,6 +77,7 @@ class JobKind(Enum):
     SWEEP = "sweep"  # computes a temperature sweep of one step: no lane changes
     EXPLAIN = "explain"  # a lane's attention and logit lens (the shown run stays)
     RESTORE = "restore"  # a session tree node's path made again: it becomes the lanes
+    STEP = "step"  # step mode advances its lanes (its first step starts them, as a run does)
 
 
 @dataclass(frozen=True)
@@ -320,6 +321,11 @@ class RunState:
                     lane.trace.branch = {**lane.trace.branch, "parent": new}
                 self.events.emit("lane_changed", index)
 
+    def keep_stepped(self, index: int, spec: LaneSpec) -> None:
+        """Step mode ended: the lane's spec is the one its shown steps were made with (the user's picks forced)."""
+        self.lanes[index].spec, self.lanes[index].stale = spec, False
+        self.events.emit("lane_changed", index)
+
     def pin_seed(self, index: int, seed: int) -> None:
         """Keep the seed a lane ran with (its shown text stays current)."""
         lane = self.lanes[index]
@@ -366,7 +372,7 @@ class RunState:
         empty; a lane with members >= 1 is a fan-out). A run or replay replaces the shown run; a branch adds to
         it; a sweep or an explanation keeps it. `limit`: the steps of the job's longest lane."""
         self.job = job
-        replaces_run = job in (JobKind.RUN, JobKind.REPLAY, JobKind.RESTORE)
+        replaces_run = job in (JobKind.RUN, JobKind.REPLAY, JobKind.RESTORE) or (job is JobKind.STEP and targets)
         if targets:
             self.run_limit = limit
         if replaces_run:
@@ -394,9 +400,10 @@ class RunState:
         else:
             self.events.emit("member_step_added", index, member, record)
 
-    def finish_job(self, trace: RunTrace | None, finished: dict[tuple[int, int], LaneTrace]) -> None:
+    def finish_job(self, trace: RunTrace | None, finished: dict[tuple[int, int], LaneTrace], grow: bool = True) -> None:
         """The job ended: `finished` maps (lane key, member) to the engine's final traces (beam lanes' best
-        paths, finish reasons); `trace` (None for a branch) is the run's timing, settings and error."""
+        paths, finish reasons); `trace` (None for a branch) is the run's timing, settings and error. `grow`:
+        its lanes become session tree nodes (not step mode's steps: its lanes do when it ends)."""
         for lane in self.lanes:
             if lane.members:
                 lane.members = [finished.get((lane.key, k), old) for k, old in enumerate(lane.members)]
@@ -406,7 +413,8 @@ class RunState:
                 lane.trace.name = lane.name
         if trace is not None:
             self.trace = trace
-        self._grow_tree(finished)
+        if grow:
+            self._grow_tree(finished)
         self.job = None
         self._refresh_analysis()
         self.events.emit("run_finished")

@@ -415,6 +415,26 @@
             <translation>移除最近的分支泳道（Ctrl+Z）</translation>
         </message>
         <message>
+            <source>Step mode</source>
+            <translation>单步模式</translation>
+        </message>
+        <message>
+            <source>One token at a time: Run (or F7) advances every lane one step, F8 the selected lane, F9 runs it to the end; double-click a candidate to take it instead</source>
+            <translation>一次一个词元：运行（或 F7）让每条泳道前进一步，F8 只推进选中的泳道，F9 让它运行到结束；双击某个候选词元可改选它</translation>
+        </message>
+        <message>
+            <source>One step of every lane</source>
+            <translation>每条泳道前进一步</translation>
+        </message>
+        <message>
+            <source>One step of the selected lane</source>
+            <translation>选中的泳道前进一步</translation>
+        </message>
+        <message>
+            <source>Run the selected lane to the end</source>
+            <translation>让选中的泳道运行到结束</translation>
+        </message>
+        <message>
             <source>Explain lane</source>
             <translation>解释泳道</translation>
         </message>
@@ -981,6 +1001,22 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>“{lane}” was not explained: {why}.</source>
             <translation>“{lane}”未被解释：{why}。</translation>
+        </message>
+        <message>
+            <source>Step mode starts every lane at step 0: remove the branch lanes first (or Run them as ordinary lanes).</source>
+            <translation>单步模式让每条泳道从第 0 步开始：请先移除分支泳道（或将它们作为普通泳道运行）。</translation>
+        </message>
+        <message>
+            <source>In step mode a lane takes a token at its next step ({step}) only.</source>
+            <translation>在单步模式下，泳道只能在其下一步（{step}）改选词元。</translation>
+        </message>
+        <message>
+            <source>step mode off: the lanes keep the steps taken</source>
+            <translation>单步模式已关闭：各泳道保留已走的步</translation>
+        </message>
+        <message>
+            <source>step mode: double-click a candidate to take it, Run for one step of every lane</source>
+            <translation>单步模式：双击候选词元以改选它，运行让每条泳道前进一步</translation>
         </message>
         <message>
             <source>Replay needs a run (run or open one) and a model.</source>
