@@ -34,7 +34,7 @@ def test_twenty_steps_by_hand_then_replay_makes_the_same_tokens(qtbot, window):
     beam = next(i for i, lane in enumerate(window.state.lanes) if lane.spec.is_beam)
     qtbot.keyClick(window, Qt.Key.Key_F6)
     wait_idle(qtbot, window)
-    assert window.controller.step_mode and window.window_actions["toggle_step_mode"].isChecked()
+    assert window.controller.step_mode and "step mode" in window.status.currentMessage()
     for index, lane in enumerate(window.state.lanes):
         assert len(lane.trace.steps) == (len(lane.trace.steps) if index == beam else 1), lane.name
     assert window.state.lanes[beam].trace.finish_reason in ("eos", "length")
@@ -62,7 +62,7 @@ def test_twenty_steps_by_hand_then_replay_makes_the_same_tokens(qtbot, window):
         assert window.inspector._step.step == selection.step  # the inspector shows the proposed step
     qtbot.keyClick(window, Qt.Key.Key_F6)
     wait_idle(qtbot, window)
-    assert not window.controller.step_mode
+    assert not window.controller.step_mode and "step mode off" in window.status.currentMessage()
     for index, lane in enumerate(window.state.lanes):
         if index != beam:
             assert len(lane.trace.steps) == 20 and not lane.stale, lane.name
@@ -71,4 +71,22 @@ def test_twenty_steps_by_hand_then_replay_makes_the_same_tokens(qtbot, window):
     window.controller.replay()
     wait_idle(qtbot, window)
     assert {lane.name: lane.trace.token_ids for lane in window.state.lanes} == before
+    assert "every token identical" in window.status.currentMessage()
+
+
+def test_replay_in_step_mode_ends_it_and_replays_the_steps_taken(qtbot, window):
+    window.prompt.editor.setPlainText("Once upon a time")
+    window.prompt.max_new_tokens.setValue(12)
+    qtbot.keyClick(window, Qt.Key.Key_F6)
+    wait_idle(qtbot, window)
+    for _ in range(3):
+        qtbot.keyClick(window, Qt.Key.Key_F7)
+        wait_idle(qtbot, window)
+    greedy = window.state.lanes[0]
+    assert len(greedy.trace.steps) == 4  # three taken, the fourth proposed
+    taken = greedy.trace.token_ids[:3]
+    window.controller.replay()
+    wait_idle(qtbot, window)
+    assert not window.controller.step_mode
+    assert window.state.lanes[0].trace.token_ids == taken
     assert "every token identical" in window.status.currentMessage()

@@ -113,7 +113,6 @@ ACTIONS: tuple[ActionRow, ...] = (
         ("F6",),
         QT_TRANSLATE_NOOP("actions", "One token at a time: Run (or F7) advances every lane one step, F8 the selected "
                                      "lane, F9 runs it to the end; double-click a candidate to take it instead"),
-        checkable=True,
     ),
     ActionRow("step_all", QT_TRANSLATE_NOOP("actions", "One step of every lane"), ("F7",)),
     ActionRow("step_selected_lane", QT_TRANSLATE_NOOP("actions", "One step of the selected lane"), ("F8",)),

@@ -533,6 +533,8 @@ class RunController:
     def replay(self) -> RunRequest | None:
         """Re-run the shown run with the model (its lanes take the specs it was made with, seeds included);
         afterwards report whether every token matched. Returns the run's request (for the prompt panel)."""
+        if self.step_mode:
+            self._end_step_mode()  # the steps taken are replayed, not the proposed ones
         trace = self.state.shown_trace()
         if trace is None or self.holder is None or self.runner.is_running() or not trace.lanes:
             self.state.show_notice(translate("controller", "Replay needs a run (run or open one) and a model."))
@@ -654,6 +656,7 @@ class RunController:
                                                                                                     error=error))
             return None
         self.state.clear_notice()
+        self.step_mode, self.stepping = False, []  # the opened run's lanes are not step mode's
         self.state.show_trace(trace, specs)
         self._branch_keys = []
         self.state.set_model_name(f"{trace.model.name} (opened run)", trace.provider)
