@@ -6,7 +6,9 @@
     python main.py prepare [SOURCE]     # convert/export a model into the cache
     python main.py models               # list prepared models
     python main.py run --prompt TEXT …  # side-by-side decoding in the terminal
+    python main.py run --from RUN.json --node ID …  # continue a saved run's session tree from a node
     python main.py replay FILE.json     # re-run an exported run and verify every token
+    python main.py tree RUN.json        # print a saved run's session tree
     python main.py explain --prompt TEXT --json FILE   # attention and logit lens of one sequence
     python main.py bench                # benchmark suite (ratios)
 
@@ -27,6 +29,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "models": ("cli.models_command", "list prepared models"),
     "run": ("cli.run_command", "decode one prompt under several strategies side by side"),
     "replay": ("cli.replay_command", "re-run an exported JSON run with the model and verify every token"),
+    "tree": ("cli.tree_command", "print a saved run's session tree: every run and branch, indented"),
     "explain": ("cli.explain_command", "attention weights and logit lens of one sequence, as JSON"),
     "bench": ("bench.__main__", "run the benchmark suite and print ratios"),
 }

@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         trace = jsonio.load(args.file)
-        model = load_model(args.model or _recorded_model(trace), args.device)
+        model = load_model(args.model or recorded_model(trace), args.device)
         engine = model.engine(
             top_n=trace.settings.top_n,
             near_tie_threshold=trace.settings.near_tie_threshold,
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _recorded_model(trace) -> str | None:
+def recorded_model(trace) -> str | None:
     path = trace.model.path
     if path and (Path(path) / "model.onnx").is_file():
         return path

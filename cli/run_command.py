@@ -5,6 +5,11 @@
         --lane sample:top_p=0.9,temperature=0.8,seed=7 --json run.json
     python main.py run --prompt "Once upon a time" --lane sample:temperature=1.0,seed=11 --fanout 8
 
+`--from RUN.json --node ID` continues a saved run's session tree from node ID (see `main.py tree RUN.json`):
+the node is made again from the file's specs (checked token by token), then the lanes (default: the node's own)
+generate --max-new-tokens more tokens after it; `--json` writes the run with the file's tree and the new lanes
+under the node (the file read is never changed unless it is also the --json path, and then only whole).
+
 `--fanout K` runs every sampled lane as K members with seeds seed, seed+1, ... (decoding.fanout); the terminal
 then shows each fan-out as its distinct continuations instead of K columns.
 
@@ -25,7 +30,8 @@ from pathlib import Path
 
 from cli import terminal_text
 from cli.common import UsageError, check_writable, fail, load_model, load_model_text, one_line
-from decoding import jsonio
+from cli.replay_command import recorded_model
+from decoding import jsonio, session_tree
 from decoding.engine import check_positions
 from decoding.fanout import MAX_FANOUT, fan_out_sampled
 from decoding.parameters import lane_help
@@ -36,7 +42,11 @@ from models.open_model import ModelText
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--prompt", required=True, help="the prompt text")
+    parser.add_argument("--prompt", default=None, help="the prompt text (required unless --from)")
+    parser.add_argument("--from", dest="from_file", type=Path, default=None, metavar="RUN.json",
+                        help="continue a saved run from a node of its session tree (with --node)")
+    parser.add_argument("--node", type=int, default=None, metavar="ID",
+                        help="the node of --from's session tree to continue (ids: `main.py tree RUN.json`)")
     parser.add_argument("--chat", action="store_true", help="wrap the prompt in the model's chat template")
     parser.add_argument("--system", default=None, help="system prompt (with --chat)")
     parser.add_argument(
@@ -107,6 +117,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.from_file is not None or args.node is not None:
+        return continue_run(args)
     try:
         specs = lane_specs(args)
         check_arguments(args)
@@ -129,12 +141,18 @@ def run(args: argparse.Namespace) -> int:
     except (UsageError, ValueError) as exc:
         return fail(str(exc))
     trace = generate(run_, cancel, bar)
+    trace.tree = session_tree.tree_of_lanes(trace)
+    return report(args, trace, model.tokenizer)
+
+
+def report(args: argparse.Namespace, trace: RunTrace, tokenizer) -> int:
+    """Print the run, write its JSON when asked; exit code 1 when the model stopped it early."""
     width = shutil.get_terminal_size((120, 24)).columns
     if args.fanout is None:
-        print(terminal_text.render(trace, model.tokenizer, width))
+        print(terminal_text.render(trace, tokenizer, width))
         print(summary(trace))
     else:
-        print(terminal_text.render_fanout_run(trace, model.tokenizer, width))
+        print(terminal_text.render_fanout_run(trace, tokenizer, width))
         print(fanout_summary(trace))
     if args.json is not None:
         jsonio.save(trace, args.json)
@@ -143,6 +161,35 @@ def run(args: argparse.Namespace) -> int:
         print(f"branchpoint: the run stopped early: {one_line(trace.error)}", file=sys.stderr)
         return 1
     return 0
+
+
+def continue_run(args: argparse.Namespace) -> int:
+    """`--from RUN.json --node ID`: the saved run continued from the node (decoding.session_tree.continue_from)."""
+    try:
+        if args.from_file is None or args.node is None:
+            raise UsageError("--from and --node go together: --from RUN.json --node ID")
+        if args.prompt is not None or args.fanout is not None:
+            raise UsageError("--from continues the file's prompt: leave out --prompt and --fanout")
+        if args.max_new_tokens < 1:
+            raise UsageError(f"invalid --max-new-tokens={args.max_new_tokens}: allowed an integer >= 1")
+        if args.json is not None:
+            check_writable(args.json)
+        saved = jsonio.load(args.from_file)
+        session_tree.node_of(saved.tree, args.node)
+        specs = lane_specs(args) if args.lane else None
+        model = load_model(args.model or recorded_model(saved), args.device)
+        engine = model.engine(top_n=saved.settings.top_n, near_tie_threshold=saved.settings.near_tie_threshold,
+                              critical=saved.settings.critical)
+        trace = session_tree.continue_from(engine, saved, args.node, model.info.name, specs, args.max_new_tokens,
+                                           provider=model.provider)
+    except KeyError as exc:
+        return fail(f"{args.from_file}: {exc.args[0]} (ids: `main.py tree {args.from_file}`)")
+    except (UsageError, ValueError) as exc:
+        return fail(str(exc))
+    except RuntimeError as exc:
+        print(f"branchpoint: the run stopped: {one_line(str(exc))}", file=sys.stderr)
+        return 1
+    return report(args, trace, model.tokenizer)
 
 
 def checked_prompt(args: argparse.Namespace, specs: list[LaneSpec], text: ModelText) -> PromptInfo:
@@ -185,6 +232,8 @@ def critical_settings(args: argparse.Namespace) -> CriticalSettings:
 
 
 def check_arguments(args: argparse.Namespace) -> None:
+    if args.prompt is None:
+        raise UsageError("the following argument is required: --prompt (or --from RUN.json --node ID)")
     if not args.prompt.strip():
         raise UsageError("invalid --prompt: it is empty (allowed: non-empty text)")
     if args.max_new_tokens < 1:

@@ -10,7 +10,9 @@ Version 1 files (before fan-outs, critical points, branch-not-taken replays and 
 their settings get the default critical-point thresholds and their analysis is computed again from the lanes
 (the same function made it), so they read as current runs without fan-outs, replays or sweeps. Version 2 files
 (before the llama.cpp samplers and the transformers processors beyond the core set) have no `xtc_coin` or
-`mirostat_mu` in their steps: they read as runs whose lanes use neither, and save as version 3.
+`mirostat_mu` in their steps: they read as runs whose lanes use neither. Version 3 files (before the session
+tree, decoding.session_tree) read with a tree made of their lanes: each under the prompt, or under the lane it
+branches from. Every older file saves as version 4.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 from decoding.analysis import analyze
 from decoding.atomic_write import write_text_atomic
 from decoding.explain import ExplainResult
+from decoding.session_tree import tree_of_lanes
 from decoding.trace import (
     READABLE_VERSIONS,
     Analysis,
@@ -52,6 +55,7 @@ from decoding.trace import (
     TemperatureSweep,
     TokenProb,
     TopList,
+    TreeNode,
 )
 from decoding.trace_check import check_trace
 
@@ -179,12 +183,15 @@ def from_dict(data: dict[str, Any]) -> RunTrace:
         timing=RunTiming(**data["timing"]),
         error=data.get("error"),
         sweeps=[_sweep(sweep) for sweep in data.get("sweeps", [])],
+        tree=[TreeNode(**node) for node in data.get("tree", [])],
         explanations=[ExplainResult.from_dict(item) for item in data.get("explanations", [])],
     )
     if analysis is not None and data["schema_version"] == 1:  # no critical points, fan-outs or replays yet
         trace.analysis = analyze(trace, analysis["near_tie_threshold"])
     elif analysis is not None:
         trace.analysis = _analysis(analysis)
+    if data["schema_version"] < 4:  # before the session tree: the file's lanes are its nodes
+        trace.tree = tree_of_lanes(trace)
     return trace
 
 

@@ -186,8 +186,35 @@ class LaneTrace:
     replay_of: dict[str, Any] | None = None  # {"lane", "step", "token_id"}: a branch-not-taken replay
 
 
-SCHEMA_VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)  # 1: no fan-outs, critical points, replays, sweeps; 2: no llama.cpp samplers
+SCHEMA_VERSION = 4
+# 1: no fan-outs, critical points, replays, sweeps; 2: no llama.cpp samplers; 3: no session tree
+READABLE_VERSIONS = (1, 2, 3, 4)
+
+
+@dataclass
+class TreeNode:
+    """One node of the session tree (decoding.session_tree): a lane's tokens from the step where it leaves its
+    parent node's sequence (`step`; 0 and `parent` None for a node under the prompt), with the spec that made
+    them (the lane's name, config and markers, as a LaneTrace holds them) and the user's bookmark, note and
+    hidden flag. Its first token is its branch token when it has a parent."""
+
+    id: int
+    parent: int | None
+    step: int
+    lane: str
+    kind: str  # "run", "branch", "replay", "fanout", "forced" or "continue" (decoding.session_tree.KINDS)
+    config: dict[str, Any]
+    token_ids: list[int]
+    text: str  # the text of token_ids
+    model: str  # the name of the model that made it
+    branch_text: str = ""  # the text of its first token (its branch token under a parent)
+    finish_reason: str | None = None
+    branch: dict[str, Any] | None = None
+    fanout: dict[str, Any] | None = None
+    replay_of: dict[str, Any] | None = None
+    bookmark: bool = False
+    note: str = ""
+    hidden: bool = False
 
 
 @dataclass
@@ -404,6 +431,7 @@ class RunTrace:
     analysis: Analysis | None = None
     error: str | None = None  # the source failure that ended the run early (lanes keep what they generated)
     sweeps: list[TemperatureSweep] = field(default_factory=list)  # by lane and step, as the user asked for them
+    tree: list[TreeNode] = field(default_factory=list)  # the session tree, parents before children
     schema_version: int = SCHEMA_VERSION
     # lanes explained from the app (decoding.explain): each holds its whole token sequence, prompt first, so it
     # belongs to the lane whose tokens it repeats (RunTrace.explanation_of); written last, one line each

@@ -15,6 +15,7 @@ import typing
 from functools import cache
 from typing import Any
 
+from decoding.session_tree import check_tree, node_spec
 from decoding.spec import lane_spec
 from decoding.trace import LaneTrace, RunTrace, TokenProb, TopList
 
@@ -33,6 +34,12 @@ def check_trace(trace: RunTrace) -> None:
     _check_ids(trace.prompt.ids, "run.prompt.ids")
     for index, lane in enumerate(trace.lanes):
         _check_lane(lane, f"run.lanes[{index}] ({lane.name!r})")
+    check_tree(trace.tree)
+    for index, node in enumerate(trace.tree):
+        try:
+            node_spec(node)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"run.tree[{index}] (node {node.id}): its config is not a lane's: {exc}") from exc
 
 
 def check_value(value: Any, hint: Any, path: str) -> None:

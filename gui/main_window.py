@@ -120,7 +120,8 @@ class MainWindow(QMainWindow):
         commands, files, lanes = self.commands, self.files, self.lanes
         table = {name: getattr(commands, name) for name in (
             "run", "stop", "replay", "run_again_and_compare", "undo_branch", "explain_selected_lane",
-            "previous_lane", "next_lane")}
+            "previous_lane", "next_lane", "toggle_step_mode", "step_selected_lane", "run_selected_lane_to_end")}
+        table["step_all"] = commands.run
         return {**table, "open": files.open_dialog, "save": files.save_dialog, "export": files.export_dialog,
                 "edit_thresholds": self.text.edit_thresholds,
                 "add_lane": partial(lanes.add_preset, "Greedy"), "duplicate_lane": lanes.duplicate_selected,

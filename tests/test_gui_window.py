@@ -145,8 +145,10 @@ def test_save_then_open_restores_an_identical_view(qtbot, window, make_window, t
         assert a.token_ids == b.token_ids and len(a.steps) == len(b.steps)
     reopened.state.select(1, 2)
     images = reopened.export_images(tmp_path / "png")
+    assert reopened.state.tree == window.state.tree and len(reopened.state.tree) == len(window.state.lanes)
     # no explanation: no others
-    charts = ["timeline", "lane_map", "inspector", "side_by_side", "beam_tree", "tokens", "entropy_plane"]
+    charts = ["timeline", "lane_map", "inspector", "side_by_side", "beam_tree", "tokens", "entropy_plane",
+              "session_tree"]
     assert [p.name for p in images] == ["text.png", "report.png", *(f"{c}.{e}" for c in charts for e in ("png", "svg"))]
     assert all(p.stat().st_size > 1000 for p in images)
     counts = {p.name: colour_counts(QImage(str(p))) for p in images if p.suffix == ".png"}

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from decoding import jsonio
+from decoding import jsonio, session_tree
 from decoding.engine import Engine
 from decoding.explain import ExplainResult, TokenInfo
 from decoding.fanout import fan_out
@@ -180,6 +180,9 @@ def every_field_run() -> RunTrace:
     inputs = sweep_inputs(trace, "sampled", 1)
     trace.sweeps = [temperature_sweep(_logits(engine, trace), inputs, [0.0, 0.7, 1.5], text=lambda i: f"t{i}")]
     trace.explanations = [explanation(trace, "greedy")]
+    trace.tree = session_tree.tree_of_lanes(trace)
+    trace.tree[1].bookmark, trace.tree[1].note, trace.tree[2].hidden = True, "a note ✓", True
+    session_tree.grow(trace.tree, [trace.lane("greedy")], "fake", under=(0, 2))
     return trace
 
 

@@ -22,8 +22,26 @@ class RunCommands(QObject):
 
     @Slot()
     def run(self) -> None:
-        if self._may_replace_run():
+        """Run every lane; in step mode, one step of every lane."""
+        if self.controller.step_mode:
+            self.controller.step_all()
+        elif self._may_replace_run():
             self.controller.run()
+
+    @Slot()
+    def toggle_step_mode(self) -> None:
+        if self.controller.step_mode or self._may_replace_run():
+            self.controller.toggle_step_mode()
+
+    @Slot()
+    def step_selected_lane(self) -> None:
+        if self.state.selection is not None:
+            self.controller.step_lane(self.state.selection.lane)
+
+    @Slot()
+    def run_selected_lane_to_end(self) -> None:
+        if self.state.selection is not None:
+            self.controller.run_lane_to_end(self.state.selection.lane)
 
     @Slot()
     def run_again_and_compare(self) -> None:
@@ -55,6 +73,12 @@ class RunCommands(QObject):
     @Slot()
     def undo_branch(self) -> None:
         self.controller.undo_branch()
+
+    @Slot(int)
+    def bring_back(self, node_id: int) -> None:
+        """A session tree node's path becomes the lanes again."""
+        if self._may_replace_run():
+            self.controller.bring_back(node_id)
 
     @Slot(int, int)
     def sweep(self, lane: int, step: int) -> None:

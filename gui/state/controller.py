@@ -57,6 +57,8 @@ class RunController:
         self._branch_keys: list[int] = []  # branch lanes in the order they were made (Undo removes the last)
         self._replayed: RunTrace | None = None  # the run being replayed (its lanes are not touched by the replay)
         self._compared: RunTrace | None = None  # the run a "Run again and compare" compares the new one with
+        self.stepping: list = []  # step mode's StepSession (decoding.step_mode) while it is on, made by its first job
+        self.step_mode = False
 
     # ------------------------------------------------------------------------------------------------ model
 
@@ -215,7 +217,10 @@ class RunController:
 
     def branch(self, index: int, step: int, token_id: int) -> bool:
         """A new lane after lane `index` that takes `token_id` at `step` and continues from there (with the
-        branch strategy, or the parent's); it runs at once from the parent's first `step` tokens."""
+        branch strategy, or the parent's); it runs at once from the parent's first `step` tokens. In step mode,
+        a candidate of a lane's proposed step is taken instead of the lane's pick."""
+        if self.step_mode:
+            return self.step_take(index, step, token_id)
         state = self.state
         if self.runner.is_running() or state.trace is None or self.holder is None:
             state.show_notice(translate("controller", "Branching needs a finished run and a model."))
@@ -349,6 +354,7 @@ class RunController:
             except KeyError:
                 continue
             removed = self.state.remove_lane(index)
+            self.state.remove_leaf_of(removed.key)
             self.state.set_status(translate("controller", "removed branch lane “{name}”").format(name=removed.name))
             return True
         self.state.set_status(translate("controller", "no branch lane to undo"))
@@ -439,11 +445,98 @@ class RunController:
         self.state.show_notice(translate("controller", "“{lane}” was not explained: {why}.").format(lane=lane, why=why))
         return False
 
+    # --------------------------------------------------------------------------------------------- step mode
+
+    def toggle_step_mode(self) -> bool:
+        """Step mode on: every lane starts again, one token at a time (the first step proposed at once); off: the
+        lanes keep the steps taken, their specs with the user's picks forced (Replay makes the same tokens)."""
+        if self.step_mode:
+            return self._end_step_mode()
+        state = self.state
+        if self.runner.is_running() or self.holder is None or not self._check_can_run(state.request):
+            return False
+        if any(lane.spec.branch or lane.spec.replay_of for lane in state.lanes):
+            state.show_notice(translate("controller", "Step mode starts every lane at step 0: remove the branch "
+                                                      "lanes first (or Run them as ordinary lanes)."), level="info")
+            return False
+        self.step_mode, self.stepping = True, []
+        specs = state.specs
+        job = jobs.step_job(self.holder, state.request, specs, self.stepping, lambda _session: None)
+        self._start(JobKind.STEP, {(lane.key, 0): lane.spec for lane in state.lanes}, job,
+                    _run_limit(specs, state.request))
+        return True
+
+    def step_all(self) -> bool:
+        """Every lane takes its own pick at its proposed step."""
+        return self._step(lambda session: session.step_all())
+
+    def step_lane(self, index: int) -> bool:
+        name = self.state.lanes[index].name
+        return self._step(lambda session: session.accept(name))
+
+    def step_take(self, index: int, step: int, token_id: int) -> bool:
+        """Lane `index` takes `token_id` at its proposed step `step` instead of its own pick (a forced token)."""
+        name = self.state.lanes[index].name
+        proposed = len(self.state.lanes[index].trace.steps) - 1
+        if step != proposed:
+            self.state.show_notice(translate("controller", "In step mode a lane takes a token at its next step "
+                                                           "({step}) only.").format(step=proposed), level="info")
+            return False
+        return self._step(lambda session: session.take(name, token_id))
+
+    def run_lane_to_end(self, index: int) -> bool:
+        name = self.state.lanes[index].name
+        return self._step(lambda session: session.run_to_end(name))
+
+    def _step(self, advance) -> bool:
+        if not self.step_mode or self.runner.is_running():
+            return False
+        state = self.state
+        self._start(JobKind.STEP, {}, jobs.step_job(self.holder, state.request, state.specs, self.stepping, advance),
+                    state.run_limit)
+        return True
+
+    def _end_step_mode(self) -> bool:
+        if self.runner.is_running():
+            return False
+        self.step_mode = False
+        session = self.stepping[0] if self.stepping else None
+        self.stepping = []
+        if session is None:
+            return True
+        state = self.state
+        finished = {}
+        for index, lane in enumerate(state.lanes):
+            taken, spec = session.lane(lane.name).trace, session.spec_of(lane.name)
+            if taken is None:  # no step taken: the lane as it was
+                continue
+            taken = replace(taken, steps=list(taken.steps), token_ids=list(taken.token_ids))
+            if taken.finish_reason is None:  # the user stopped here: the lane's length (Replay makes the same)
+                spec = replace(spec, max_new_tokens=len(taken.steps))
+                taken.finish_reason, taken.config = "length", spec.to_config()
+            finished[(lane.key, 0)] = taken
+            state.keep_stepped(index, spec)
+        state.finish_job(state.trace, finished)
+        state.set_status(translate("controller", "step mode off: the lanes keep the steps taken"))
+        return True
+
+    def _finish_step(self, result: RunTrace) -> None:
+        state = self.state
+        first = state.trace is None
+        finished = {(lane.key, 0): result.lane(lane.name) for lane in state.lanes}
+        state.finish_job(result if first else None, finished, grow=False)
+        lane = state.selection.lane if state.selection else 0
+        state.select(lane, len(state.lanes[lane].trace.steps) - 1)
+        state.set_status(translate("controller", "step mode: double-click a candidate to take it, Run for one "
+                                                 "step of every lane"))
+
     # ------------------------------------------------------------------------------------------------ replay
 
     def replay(self) -> RunRequest | None:
         """Re-run the shown run with the model (its lanes take the specs it was made with, seeds included);
         afterwards report whether every token matched. Returns the run's request (for the prompt panel)."""
+        if self.step_mode:
+            self._end_step_mode()  # the steps taken are replayed, not the proposed ones
         trace = self.state.shown_trace()
         if trace is None or self.holder is None or self.runner.is_running() or not trace.lanes:
             self.state.show_notice(translate("controller", "Replay needs a run (run or open one) and a model."))
@@ -462,6 +555,31 @@ class RunController:
         specs = list(targets.values())
         self._start(JobKind.REPLAY, targets, jobs.run_job(self.holder, request, specs), _run_limit(specs, request))
         return request
+
+    def bring_back(self, node_id: int) -> bool:
+        """Make the lanes of the path to session tree node `node_id` the lanes again (each made again with the
+        model from its parent's tokens, checked token by token); the tree keeps every node."""
+        from decoding import session_tree
+
+        state = self.state
+        trace = state.shown_trace()
+        if trace is None or self.holder is None or self.runner.is_running():
+            state.show_notice(translate("controller", "Bringing a node back needs a run (run or open one) and a "
+                                                      "model."))
+            return False
+        nodes = session_tree.path(state.tree, node_id)
+        try:
+            for node in nodes:
+                session_tree.check_same_model(trace, node, self.holder.name)
+        except ValueError as error:
+            state.show_notice(translate("controller", "Cannot bring the node back: {error}.").format(error=error))
+            return False
+        state.set_specs([session_tree.node_spec(node) for node in nodes])
+        state.trace = trace
+        targets = {(lane.key, 0): lane.spec for lane in state.lanes}
+        self._start(JobKind.RESTORE, targets, jobs.restore_job(self.holder, trace, node_id),
+                    max(len(session_tree.full_tokens(state.tree, node.id)) for node in nodes))
+        return True
 
     def _use_model_of(self, trace: RunTrace) -> bool:
         """Switch to the model the run was made with (by name or path); False with a notice if it is not
@@ -540,6 +658,7 @@ class RunController:
                                                                                                     error=error))
             return None
         self.state.clear_notice()
+        self.step_mode, self.stepping = False, []  # the opened run's lanes are not step mode's
         self.state.show_trace(trace, specs)
         self._branch_keys = []
         self.state.set_model_name(f"{trace.model.name} (opened run)", trace.provider)
@@ -584,9 +703,14 @@ class RunController:
         if kind is JobKind.EXPLAIN:
             self._finish_explain(result)
             return
+        if kind is JobKind.STEP:
+            self._finish_step(result)
+            return
         finished: dict[tuple[int, int], LaneTrace] = dict(zip(self._targets, result.lanes, strict=True))
         if kind is JobKind.BRANCH:
             self.state.finish_job(None, finished)
+        elif kind is JobKind.RESTORE:
+            self.state.finish_job(replace(result, lanes=[]), finished)
         else:
             self.state.finish_job(result, finished)
         failed = [lane for lane in result.lanes if lane.error]

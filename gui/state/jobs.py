@@ -12,10 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from decoding import session_tree
 from decoding.engine import branch_prefix, replay_prefix
 from decoding.explain import ExplainResult
 from decoding.lane_state import empty_trace
 from decoding.spec import LaneSpec, follows_in_run
+from decoding.step_mode import StepSession
 from decoding.sweep import sweep_inputs, temperature_sweep
 from decoding.trace import LaneTrace, RunTrace, StepRecord, TemperatureSweep
 from gui.i18n import translate
@@ -127,6 +129,48 @@ def replay_not_taken_job(holder: ModelHolder, trace: RunTrace, spec: LaneSpec) -
                                    model=model.info, provider=model.provider, prefix=replay_prefix(trace, spec),
                                    cancel=cancelled, on_step=lambda _lane, record: emit(StepMessage(0, record)),
                                    on_prefill=_prefill_reporter(emit))
+
+    return job
+
+
+def restore_job(holder: ModelHolder, trace: RunTrace, node_id: int) -> Job:
+    """The lanes of every node on the path to session tree node `node_id` of `trace`, made again
+    (decoding.session_tree.reproduce_path): the result's lanes, parents first."""
+
+    def job(emit: Emit, _cancelled: Callable[[], bool]) -> RunTrace:
+        model = holder.get()
+        emit(ProviderMessage(model.provider))
+        lanes = session_tree.reproduce_path(holder.engine(), trace, node_id, trace.model.name)
+        return replace(trace, lanes=lanes, provider=model.provider)
+
+    return job
+
+
+def step_job(holder: ModelHolder, request: RunRequest, specs: list[LaneSpec], session_box: list,
+             advance: Callable[[StepSession], None]) -> Job:
+    """Step mode: `advance` the session in `session_box` (made first, from `specs` and `request`, when the box is
+    empty; its beam lanes run to the end then), then every running lane's next step is proposed. The result's
+    lanes are the session's lanes as shown (steps taken, the proposed next step last)."""
+
+    def job(emit: Emit, _cancelled: Callable[[], bool]) -> RunTrace:
+        model = holder.get()
+        emit(ProviderMessage(model.provider))
+        if not session_box:
+            session = StepSession(holder.engine(), prompt_info(model, request), specs,
+                                  max_new_tokens=request.max_new_tokens, base_seed=request.seed, model=model.info)
+            session_box.append(session)
+            for spec in specs:
+                if spec.is_beam:
+                    session.run_to_end(spec.name)
+        session = session_box[0]
+        advance(session)
+        for name in session.running():
+            if not session.lane(name).spec.is_beam:
+                session.propose(name)
+        trace = holder.engine().start(session.prompt, specs, max_new_tokens=request.max_new_tokens,
+                                      model=model.info, provider=model.provider, base_seed=request.seed).trace
+        trace.lanes = [session.shown(spec.name) for spec in specs]
+        return trace
 
     return job
 

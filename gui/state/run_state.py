@@ -16,12 +16,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
+from decoding import session_tree
 from decoding.compare import first_difference
 from decoding.critical import critical_point
 from decoding.explain import ExplainResult
 from decoding.lane_state import empty_trace
 from decoding.spec import LaneSpec
-from decoding.trace import CriticalSettings, LaneTrace, RunTrace, StepRecord
+from decoding.trace import CriticalSettings, LaneTrace, RunTrace, StepRecord, TreeNode
 from gui.present.lane_html import TokenMarks
 from gui.state.requests import RunRequest
 
@@ -45,6 +46,7 @@ EVENTS: dict[str, str] = {
     "explanations_changed": "()  a lane's explanation (attention, logit lens) was added to the shown run",
     "prefill_progress": "(done, total)  prompt tokens read so far while a job reads its prompt; (0, 0) when done",
     "request_changed": "(request)  the RunRequest the next run is asked for (prompt, settings, branch, device)",
+    "tree_changed": "()  the session tree grew, lost nodes, or a node's bookmark, note or visibility changed",
 }
 
 
@@ -75,6 +77,8 @@ class JobKind(Enum):
     REPLAY = "replay"
     SWEEP = "sweep"  # computes a temperature sweep of one step: no lane changes
     EXPLAIN = "explain"  # a lane's attention and logit lens (the shown run stays)
+    RESTORE = "restore"  # a session tree node's path made again: it becomes the lanes
+    STEP = "step"  # step mode advances its lanes (its first step starts them, as a run does)
 
 
 @dataclass(frozen=True)
@@ -144,6 +148,9 @@ class RunState:
         self.prefill: tuple[int, int] | None = None  # (tokens read, prompt tokens) while a job reads its prompt
         # the shown run's model's (tokenizer, positions) when that model is here, else (None, None): the controller's
         self.model_files: Callable[[], tuple[object | None, int | None]] = lambda: (None, None)
+        self.tree: list[TreeNode] = []  # the session tree (decoding.session_tree) of the shown prompt
+        self.tree_prompt: tuple | None = None  # the prompt (text, chat, system) the tree grows from
+        self.lane_nodes: dict[int, int] = {}  # lane key -> the tree node of what it shows
         for spec in specs:
             self.lanes.append(self._new_lane(spec))
 
@@ -216,6 +223,7 @@ class RunState:
             return None
         ran = [lane for lane in self.lanes if lane.trace.steps or lane.trace.finish_reason]
         self.trace.lanes = [trace for lane in ran for trace in lane.traces()]
+        self.trace.tree = self.tree
         explained = {id(self.trace.explanation_of(lane)) for lane in self.trace.lanes}
         self.trace.explanations = [e for e in self.trace.explanations if id(e) in explained]  # removed lanes' go
         return self.trace
@@ -232,7 +240,7 @@ class RunState:
         copy = RunState()
         copy.lanes = list(self.lanes)
         for name in ("trace", "selection", "critical", "reference", "run_limit", "model_name", "provider",
-                     "request", "model_files"):
+                     "request", "model_files", "tree", "tree_prompt", "lane_nodes"):
             setattr(copy, name, getattr(self, name))
         return copy
 
@@ -245,7 +253,8 @@ class RunState:
             return None
         traces = [trace for lane in self.lanes for trace in lane.traces() if trace.steps]
         lanes = [replace(trace, steps=list(trace.steps), token_ids=list(trace.token_ids)) for trace in traces]
-        return replace(trace, lanes=lanes, sweeps=list(trace.sweeps), explanations=list(trace.explanations))
+        return replace(trace, lanes=lanes, sweeps=list(trace.sweeps), explanations=list(trace.explanations),
+                       tree=[replace(node) for node in self.tree])
 
     # ---------------------------------------------------------------------------------------- editing lanes
 
@@ -325,6 +334,11 @@ class RunState:
                     lane.trace.branch = {**lane.trace.branch, "parent": new}
                 self.events.emit("lane_changed", index)
 
+    def keep_stepped(self, index: int, spec: LaneSpec) -> None:
+        """Step mode ended: the lane's spec is the one its shown steps were made with (the user's picks forced)."""
+        self.lanes[index].spec, self.lanes[index].stale = spec, False
+        self.events.emit("lane_changed", index)
+
     def pin_seed(self, index: int, seed: int) -> None:
         """Keep the seed a lane ran with (its shown text stays current)."""
         lane = self.lanes[index]
@@ -371,7 +385,7 @@ class RunState:
         empty; a lane with members >= 1 is a fan-out). A run or replay replaces the shown run; a branch adds to
         it; a sweep or an explanation keeps it. `limit`: the steps of the job's longest lane."""
         self.job = job
-        replaces_run = job in (JobKind.RUN, JobKind.REPLAY)
+        replaces_run = job in (JobKind.RUN, JobKind.REPLAY, JobKind.RESTORE) or (job is JobKind.STEP and targets)
         if targets:
             self.run_limit = limit
         if replaces_run:
@@ -410,9 +424,10 @@ class RunState:
         else:
             self.events.emit("member_step_added", index, member, record)
 
-    def finish_job(self, trace: RunTrace | None, finished: dict[tuple[int, int], LaneTrace]) -> None:
+    def finish_job(self, trace: RunTrace | None, finished: dict[tuple[int, int], LaneTrace], grow: bool = True) -> None:
         """The job ended: `finished` maps (lane key, member) to the engine's final traces (beam lanes' best
-        paths, finish reasons); `trace` (None for a branch) is the run's timing, settings and error."""
+        paths, finish reasons); `trace` (None for a branch) is the run's timing, settings and error. `grow`:
+        its lanes become session tree nodes (not step mode's steps: its lanes do when it ends)."""
         for lane in self.lanes:
             if lane.members:
                 lane.members = [finished.get((lane.key, k), old) for k, old in enumerate(lane.members)]
@@ -422,10 +437,25 @@ class RunState:
                 lane.trace.name = lane.name
         if trace is not None:
             self.trace = trace
+        if grow:
+            self._grow_tree(finished)
         self.job = None
         self._end_prefill()
         self._refresh_analysis()
         self.events.emit("run_finished")
+
+    def _grow_tree(self, finished: dict[tuple[int, int], LaneTrace]) -> None:
+        """The lanes a job finished become nodes of the session tree (a run of another prompt starts a new one)."""
+        if self.trace is None or not finished:
+            return
+        if self.tree_prompt != prompt_key(self.trace):
+            self.tree, self.lane_nodes, self.tree_prompt = [], {}, prompt_key(self.trace)
+        keys = list(finished)
+        nodes = session_tree.grow(self.tree, [finished[key] for key in keys], self.trace.model.name)
+        grown = dict(zip([key for key in keys if finished[key].steps or finished[key].token_ids], nodes,
+                         strict=True))
+        self.lane_nodes.update({key: node.id for (key, member), node in grown.items() if member == 0})
+        self.events.emit("tree_changed")
 
     def add_sweep(self, sweep) -> None:
         """A temperature sweep of one step of the shown run (it replaces an older one of the same step)."""
@@ -480,9 +510,47 @@ class RunState:
         self.critical = trace.settings.critical
         self.reference = 0
         self.run_limit = max((len(lane.steps) for lane in trace.lanes), default=0)
+        self.tree, self.tree_prompt = trace.tree, prompt_key(trace)
+        self.lane_nodes = {lane.key: node.id for lane in self.lanes
+                           if (node := _node_showing(self.tree, lane.trace)) is not None}
+        self.events.emit("tree_changed")
         self._set_selection(None)
         self.events.emit("lanes_reset")
         self.events.emit("run_finished")
+
+    # --------------------------------------------------------------------------------------- session tree
+
+    def node_lane(self, node_id: int) -> int | None:
+        """The index of the lane showing node `node_id`, or None."""
+        keys = [key for key, node in self.lane_nodes.items() if node == node_id]
+        indexes = [index for index, lane in enumerate(self.lanes) if lane.key in keys]
+        return indexes[0] if indexes else None
+
+    def set_node_marks(self, node_id: int, **marks) -> None:
+        """Change a node's bookmark, note or hidden flag (TreeNode's field names)."""
+        node = session_tree.node_of(self.tree, node_id)
+        for name, value in marks.items():
+            if name not in ("bookmark", "note", "hidden"):
+                raise KeyError(f"no node mark {name!r}: allowed bookmark, note, hidden")
+            setattr(node, name, value)
+        self.events.emit("tree_changed")
+
+    def prune_node(self, node_id: int) -> list[TreeNode]:
+        """Remove a node and everything under it from the tree (the user asked to); their lanes stay."""
+        removed = session_tree.prune(self.tree, node_id)
+        gone = {node.id for node in removed}
+        self.lane_nodes = {key: node for key, node in self.lane_nodes.items() if node not in gone}
+        self.events.emit("tree_changed")
+        return removed
+
+    def remove_leaf_of(self, lane_key: int) -> TreeNode | None:
+        """Undo a branch: its node goes when no other node hangs from it and no other lane shows it."""
+        node_id = self.lane_nodes.pop(lane_key, None)
+        if node_id is None or node_id in self.lane_nodes.values() or session_tree.children(self.tree, node_id):
+            return None
+        removed = session_tree.remove_leaf(self.tree, node_id)
+        self.events.emit("tree_changed")
+        return removed
 
     # ------------------------------------------------------------------------------------------ selection
 
@@ -551,6 +619,12 @@ class RunState:
         self.shown_trace()
         self.trace.settings = replaced(self.trace.settings, critical=self.critical)
         self.trace.analysis = analysis.analyze(self.trace)
+
+
+def _node_showing(tree: list[TreeNode], lane: LaneTrace) -> TreeNode | None:
+    """The newest node of the lane's name holding its tokens."""
+    return next((node for node in reversed(tree) if node.lane == lane.name
+                 and session_tree.full_tokens(tree, node.id) == lane.token_ids), None)
 
 
 def prompt_key(trace: RunTrace) -> tuple:

@@ -23,6 +23,7 @@ from gui.views.inside.token_view import TokenView
 from gui.views.inspector import StepInspector
 from gui.views.lane_map import LaneStepMap
 from gui.views.redraw import RedrawScheduler
+from gui.views.session_tree_view import SessionTreeView
 from gui.views.sweep_view import SweepView
 from gui.views.timeline import Timeline
 
@@ -59,6 +60,10 @@ def _lane_map_size(state: RunState) -> tuple[int, int]:
     return 1000, max(260, 26 * len(state.lanes) + 120)
 
 
+def _session_tree_size(state: RunState) -> tuple[int, int]:
+    return 1000, max(260, 26 * len(state.tree) + 120)
+
+
 def _beam_tree_size(state: RunState) -> tuple[int, int]:
     steps = max((len(lane.trace.steps) for lane in state.lanes if lane.spec.is_beam), default=0)
     # 64 px a step keeps every token label (below 46 the view hides them): capped at 3000 px, a 64-step tree
@@ -82,6 +87,8 @@ VIEWS: tuple[ViewRow, ...] = (
             _fixed(1000, 400), export_name="tokens", export_rank=7),
     ViewRow("timeline", Timeline, CHARTS, QT_TRANSLATE_NOOP("views", "Timeline"), _timeline_size, export_rank=0),
     ViewRow("lane_map", LaneStepMap, CHARTS, QT_TRANSLATE_NOOP("views", "Lane map"), _lane_map_size, export_rank=1),
+    ViewRow("session_tree", SessionTreeView, CHARTS, QT_TRANSLATE_NOOP("views", "Session tree"), _session_tree_size,
+            {"restoreRequested": "bring_back"}, export_rank=11),
     ViewRow("compare", lambda s, _r: CompareView(s), CHARTS, QT_TRANSLATE_NOOP("views", "Side by side"),
             _fixed(1000, 460), export_name="side_by_side", export_rank=3),
     ViewRow("fanout", FanoutView, CHARTS, QT_TRANSLATE_NOOP("views", "Fan-out"), _fixed(1000, 560), export_rank=4),

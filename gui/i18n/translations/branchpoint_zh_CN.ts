@@ -415,6 +415,26 @@
             <translation>移除最近的分支泳道（Ctrl+Z）</translation>
         </message>
         <message>
+            <source>Step mode</source>
+            <translation>单步模式</translation>
+        </message>
+        <message>
+            <source>One token at a time: Run (or F7) advances every lane one step, F8 the selected lane, F9 runs it to the end; double-click a candidate to take it instead</source>
+            <translation>一次一个词元：运行（或 F7）让每条泳道前进一步，F8 只推进选中的泳道，F9 让它运行到结束；双击某个候选词元可改选它</translation>
+        </message>
+        <message>
+            <source>One step of every lane</source>
+            <translation>每条泳道前进一步</translation>
+        </message>
+        <message>
+            <source>One step of the selected lane</source>
+            <translation>选中的泳道前进一步</translation>
+        </message>
+        <message>
+            <source>Run the selected lane to the end</source>
+            <translation>让选中的泳道运行到结束</translation>
+        </message>
+        <message>
             <source>Explain lane</source>
             <translation>解释泳道</translation>
         </message>
@@ -1126,12 +1146,36 @@ score {score} · parent slot {parent}</source>
             <translation>“{lane}”未被解释：{why}。</translation>
         </message>
         <message>
+            <source>Step mode starts every lane at step 0: remove the branch lanes first (or Run them as ordinary lanes).</source>
+            <translation>单步模式让每条泳道从第 0 步开始：请先移除分支泳道（或将它们作为普通泳道运行）。</translation>
+        </message>
+        <message>
+            <source>In step mode a lane takes a token at its next step ({step}) only.</source>
+            <translation>在单步模式下，泳道只能在其下一步（{step}）改选词元。</translation>
+        </message>
+        <message>
+            <source>step mode off: the lanes keep the steps taken</source>
+            <translation>单步模式已关闭：各泳道保留已走的步</translation>
+        </message>
+        <message>
+            <source>step mode: double-click a candidate to take it, Run for one step of every lane</source>
+            <translation>单步模式：双击候选词元以改选它，运行让每条泳道前进一步</translation>
+        </message>
+        <message>
             <source>Replay needs a run (run or open one) and a model.</source>
             <translation>重放需要一次运行（运行或打开一次）和一个模型。</translation>
         </message>
         <message>
             <source>Cannot replay: {error}.</source>
             <translation>无法重放：{error}。</translation>
+        </message>
+        <message>
+            <source>Bringing a node back needs a run (run or open one) and a model.</source>
+            <translation>恢复节点需要一次运行（运行或打开一次）和一个模型。</translation>
+        </message>
+        <message>
+            <source>Cannot bring the node back: {error}.</source>
+            <translation>无法恢复该节点：{error}。</translation>
         </message>
         <message>
             <source>The run was made with model {name!r}, which is not prepared here.</source>
@@ -2247,6 +2291,65 @@ score {score} · parent slot {parent}</source>
         </message>
     </context>
     <context>
+        <name>session_tree</name>
+        <message>
+            <source>pruned {count} node(s) from the tree: {names}</source>
+            <translation>已从树中剪除 {count} 个节点：{names}</translation>
+        </message>
+        <message>
+            <source>Every run and branch of the session</source>
+            <translation>本次会话的每次运行和每个分支</translation>
+        </message>
+        <message>
+            <source>click a node: its lane and step · double-click: bring it back as the lanes · right-click: bookmark, note, hide, prune</source>
+            <translation>单击节点：选中其泳道和步 · 双击：恢复为当前泳道 · 右键：书签、备注、隐藏、剪除</translation>
+        </message>
+        <message>
+            <source>step</source>
+            <translation>步</translation>
+        </message>
+        <message>
+            <source>“{name}” is not among the lanes: double-click it to bring it back</source>
+            <translation>“{name}”不在当前泳道中：双击以恢复它</translation>
+        </message>
+        <message>
+            <source>Remove bookmark</source>
+            <translation>移除书签</translation>
+        </message>
+        <message>
+            <source>Bookmark</source>
+            <translation>书签</translation>
+        </message>
+        <message>
+            <source>Note…</source>
+            <translation>备注…</translation>
+        </message>
+        <message>
+            <source>Show subtree</source>
+            <translation>显示子树</translation>
+        </message>
+        <message>
+            <source>Hide subtree</source>
+            <translation>隐藏子树</translation>
+        </message>
+        <message>
+            <source>Prune subtree</source>
+            <translation>剪除子树</translation>
+        </message>
+        <message>
+            <source>Bring back as the lanes</source>
+            <translation>恢复为当前泳道</translation>
+        </message>
+        <message>
+            <source>Note</source>
+            <translation>备注</translation>
+        </message>
+        <message>
+            <source>A short note on this node:</source>
+            <translation>为此节点写一条简短备注：</translation>
+        </message>
+    </context>
+    <context>
         <name>setup_dialog</name>
         <message>
             <source>starting…</source>
@@ -2775,6 +2878,10 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>Lane map</source>
             <translation>泳道图</translation>
+        </message>
+        <message>
+            <source>Session tree</source>
+            <translation>会话树</translation>
         </message>
         <message>
             <source>Side by side</source>

@@ -1,0 +1,92 @@
+"""Step mode in the window, as a user walks it with the tiny model: F6 turns it on (every lane's first step
+proposed, the beam lane run to the end), twenty steps by Run / F7 and by double-clicking another candidate in the
+inspector (taken as a forced token with its rank), the views showing each proposed step; F6 off keeps the steps
+taken, and Replay makes every token again."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPointF, Qt
+
+from tests.gui_helpers import wait_idle
+
+
+def take_candidate(qtbot, window, lane: int) -> tuple[int, int]:
+    """Double-click the inspector's first bar the lane did not pick at its proposed step; returns its token id and
+    the lane's own pick."""
+    window.state.select(lane, len(window.state.lanes[lane].trace.steps) - 1)
+    own = window.state.lanes[lane].trace.steps[-1].token_id
+    qtbot.wait(30)
+    inspector = window.inspector
+    row = next(i for i, r in enumerate(inspector.rows()) if not r.chosen)
+    token = inspector.rows()[row].token_id
+    view = inspector._canvas
+    pos = view.mapFromScene(inspector.scene_pos_of_row(row) + QPointF(4, 0))
+    qtbot.mouseDClick(view.viewport(), Qt.MouseButton.LeftButton, pos=pos)
+    qtbot.mouseRelease(view.viewport(), Qt.MouseButton.LeftButton, pos=pos)
+    wait_idle(qtbot, window)
+    return token, own
+
+
+def test_twenty_steps_by_hand_then_replay_makes_the_same_tokens(qtbot, window):
+    window.prompt.editor.setPlainText("Once upon a time")
+    window.prompt.max_new_tokens.setValue(24)
+    names = [lane.name for lane in window.state.lanes]
+    beam = next(i for i, lane in enumerate(window.state.lanes) if lane.spec.is_beam)
+    qtbot.keyClick(window, Qt.Key.Key_F6)
+    wait_idle(qtbot, window)
+    assert window.controller.step_mode and "step mode" in window.status.currentMessage()
+    for index, lane in enumerate(window.state.lanes):
+        assert len(lane.trace.steps) == (len(lane.trace.steps) if index == beam else 1), lane.name
+    assert window.state.lanes[beam].trace.finish_reason in ("eos", "length")
+    picks: dict[str, dict[int, int]] = {}
+    for step in range(20):
+        if step % 4 == 2:
+            for lane in (0, 2):  # greedy and a sampled lane: another candidate, by hand
+                token, own = take_candidate(qtbot, window, lane)
+                record = window.state.lanes[lane].trace.steps[step]
+                assert record.forced and record.token_id == token != own and record.top.rank_of(token) is not None
+                picks.setdefault(names[lane], {})[step] = token
+            for index in (1, 3, 4):  # the others one step each, by F8 on the selected lane
+                if index != beam:
+                    window.state.select(index, len(window.state.lanes[index].trace.steps) - 1)
+                    qtbot.keyClick(window, Qt.Key.Key_F8)
+                    wait_idle(qtbot, window)
+        else:
+            qtbot.keyClick(window, Qt.Key.Key_F7)  # every lane one step
+            wait_idle(qtbot, window)
+        for index, lane in enumerate(window.state.lanes):
+            if index != beam:
+                assert len(lane.trace.steps) == step + 2, (step, lane.name)  # steps taken + the proposed one
+        selection = window.state.selection
+        assert selection is not None and selection.step == len(window.state.lanes[selection.lane].trace.steps) - 1
+        assert window.inspector._step.step == selection.step  # the inspector shows the proposed step
+    qtbot.keyClick(window, Qt.Key.Key_F6)
+    wait_idle(qtbot, window)
+    assert not window.controller.step_mode and "step mode off" in window.status.currentMessage()
+    for index, lane in enumerate(window.state.lanes):
+        if index != beam:
+            assert len(lane.trace.steps) == 20 and not lane.stale, lane.name
+            assert lane.spec.forced == picks.get(lane.name, {}), lane.name
+    before = {lane.name: list(lane.trace.token_ids) for lane in window.state.lanes}
+    window.controller.replay()
+    wait_idle(qtbot, window)
+    assert {lane.name: lane.trace.token_ids for lane in window.state.lanes} == before
+    assert "every token identical" in window.status.currentMessage()
+
+
+def test_replay_in_step_mode_ends_it_and_replays_the_steps_taken(qtbot, window):
+    window.prompt.editor.setPlainText("Once upon a time")
+    window.prompt.max_new_tokens.setValue(12)
+    qtbot.keyClick(window, Qt.Key.Key_F6)
+    wait_idle(qtbot, window)
+    for _ in range(3):
+        qtbot.keyClick(window, Qt.Key.Key_F7)
+        wait_idle(qtbot, window)
+    greedy = window.state.lanes[0]
+    assert len(greedy.trace.steps) == 4  # three taken, the fourth proposed
+    taken = greedy.trace.token_ids[:3]
+    window.controller.replay()
+    wait_idle(qtbot, window)
+    assert not window.controller.step_mode
+    assert window.state.lanes[0].trace.token_ids == taken
+    assert "every token identical" in window.status.currentMessage()
