@@ -90,7 +90,8 @@ class ModelInfo:
 def describe_source(manifest: dict) -> str:
     source = manifest.get("source") or {}
     kind = source.get("kind", "unknown")
-    detail = source.get("package") or source.get("model_id") or source.get("path") or source.get("gguf") or ""
+    keys = ("base", "package", "model_id", "path", "gguf")
+    detail = next((source[k] for k in keys if source.get(k)), "")
     return f"{kind}: {detail}" if detail else kind
 
 
