@@ -9,8 +9,11 @@
 - `q4_1`: the GGUF's own blocks, run exactly. A Q4_1 block of 32 weights is w = d·q + m (q in 0..15); MatMulNBits
   with no zero point computes d·(q − 8), so each MatMul becomes MatMulNBits(A) + blocksum(A) · (m + 8d), where
   blocksum(A) sums A over each block of 32 along K: the fp32 product of the dequantized weights to ~1e-6. The
-  tied lm_head is the GGUF's Q8_0 (w = d·q, q int8): MatMulNBits with 8 bits and its default zero point 128 on
-  q + 128, exact with no correction. Each GGUF matrix is matched to its ONNX MatMul by name and to its rows by
+  tied lm_head is the GGUF's Q8_0 (w = d·q, q int8); it stays the fp32 MatMul of those values dequantized
+  (exact already). MatMulNBits with 8 bits (zero point 128 on q + 128, `lm_head_q8=True`) is exact too, but
+  ONNX Runtime 1.32's CPU kernel for it at accuracy_level 0 took 146 ms for the 576 x 49152 lm_head of one row
+  against the fp32 MatMul's 6.7 ms (accuracy_level 4 is fast but rounds activations to int8: off by 0.27).
+  Each GGUF matrix is matched to its ONNX MatMul by name and to its rows by
   value (llama.cpp permutes q/k rows for its rope; transformers undoes it), and must reproduce the fp32 graph's
   weights bit for bit, else the preparation stops.
 """
@@ -172,18 +175,17 @@ def pack_nibbles(q: np.ndarray) -> np.ndarray:
     return (q[..., 0::2] | (q[..., 1::2] << 4)).astype(np.uint8)
 
 
-def q4_1_nodes(node, base: str, q, d, m, k: int, n: int) -> tuple[list, list]:
-    """MatMulNBits(A) + blocksum(A) · (m + 8d) for one MatMul: (nodes, initializers)."""
+def q4_1_nodes(node, base: str, q, d, m, k: int, n: int, sums: str | None) -> tuple[list, list, str]:
+    """MatMulNBits(A) + blocksum(A) · (m + 8d) for one MatMul: (nodes, initializers, blocksum's name). `sums`:
+    the block sums of this A already computed for an earlier MatMul (q, k and v read one input, as do gate and
+    up), else they are computed here."""
     from onnx import helper, numpy_helper
 
-    blocks = k // BLOCK
     a, out = node.input[0], node.output[0]
     inits = [
         numpy_helper.from_array(pack_nibbles(q), f"{base}_q4_1"),
         numpy_helper.from_array(np.ascontiguousarray(d), f"{base}_q4_1_scales"),
         numpy_helper.from_array(np.ascontiguousarray((m + 8.0 * d).T), f"{base}_q4_1_offsets"),
-        numpy_helper.from_array(np.array([0, 0, blocks, BLOCK], np.int64), f"{base}_q4_1_blocks"),
-        numpy_helper.from_array(np.array([-1], np.int64), f"{base}_q4_1_axis"),
     ]
     nodes = [
         helper.make_node(
@@ -196,21 +198,25 @@ def q4_1_nodes(node, base: str, q, d, m, k: int, n: int) -> tuple[list, list]:
             N=n,
             bits=4,
             block_size=BLOCK,
-        ),
-        helper.make_node("Reshape", [a, f"{base}_q4_1_blocks"], [f"{out}_q4_1_a_blocks"], name=f"{node.name}_q4_1_r"),
-        helper.make_node(
-            "ReduceSum",
-            [f"{out}_q4_1_a_blocks", f"{base}_q4_1_axis"],
-            [f"{out}_q4_1_sums"],
-            name=f"{node.name}_q4_1_sum",
-            keepdims=0,
-        ),
-        helper.make_node(
-            "MatMul", [f"{out}_q4_1_sums", f"{base}_q4_1_offsets"], [f"{out}_q4_1_fix"], name=f"{node.name}_q4_1_c"
-        ),
+        )
+    ]
+    if sums is None:
+        sums, shape, axis = f"{out}_q4_1_sums", f"{out}_q4_1_blocks", f"{out}_q4_1_axis"
+        inits += [
+            numpy_helper.from_array(np.array([0, 0, k // BLOCK, BLOCK], np.int64), shape),
+            numpy_helper.from_array(np.array([-1], np.int64), axis),
+        ]
+        nodes += [
+            helper.make_node("Reshape", [a, shape], [f"{out}_q4_1_a_blocks"], name=f"{node.name}_q4_1_r"),
+            helper.make_node(
+                "ReduceSum", [f"{out}_q4_1_a_blocks", axis], [sums], name=f"{node.name}_q4_1_sum", keepdims=0
+            ),
+        ]
+    nodes += [
+        helper.make_node("MatMul", [sums, f"{base}_q4_1_offsets"], [f"{out}_q4_1_fix"], name=f"{node.name}_q4_1_c"),
         helper.make_node("Add", [f"{out}_q4_1_main", f"{out}_q4_1_fix"], [out], name=f"{node.name}_q4_1_add"),
     ]
-    return nodes, inits
+    return nodes, inits, sums
 
 
 def q8_0_nodes(node, base: str, q, d, k: int, n: int) -> tuple[list, list]:
@@ -260,9 +266,10 @@ def row_order(exported: np.ndarray, dequantized: np.ndarray, what: str) -> np.nd
     return order
 
 
-def to_q4_1_exact(model, gguf_path: Path, tick: Tick | None = None):
-    """The GGUF's Q4_1 (and Q8_0 lm_head) blocks run exactly (see the module docstring). Returns (model, report):
-    report counts the matrices replaced by kind and the largest |dequantized − fp32 weight| (0.0 expected)."""
+def to_q4_1_exact(model, gguf_path: Path, tick: Tick | None = None, lm_head_q8: bool = False):
+    """The GGUF's Q4_1 blocks (and with `lm_head_q8` its Q8_0 lm_head) run exactly (see the module docstring).
+    Returns (model, report): report counts the matrices replaced by kind, the ones kept in fp32, and the largest
+    |dequantized − fp32 weight| (0.0 expected)."""
     from gguf import GGUFReader
     from gguf.quants import dequantize
     from onnx import numpy_helper
@@ -273,11 +280,12 @@ def to_q4_1_exact(model, gguf_path: Path, tick: Tick | None = None):
     inits = initializers(graph)
     nodes = weight_matmuls(graph)
     report = {"q4_1": 0, "q8_0": 0, "kept_fp32": [], "max_abs_weight_diff": 0.0}
+    block_sums: dict[str, str] = {}  # input name -> its block sums (nodes are visited in graph order)
     for count, node in enumerate(nodes):
         name = gguf_name_for(node)
         tensor = tensors.get(name) if name else None
         kind = tensor.tensor_type.name if tensor is not None else None
-        if kind not in ("Q4_1", "Q8_0"):
+        if kind not in ("Q4_1", "Q8_0") or (kind == "Q8_0" and not lm_head_q8):
             report["kept_fp32"].append(node.name)
             continue
         exported = numpy_helper.to_array(inits[node.input[1]]).T  # [N, K]
@@ -291,7 +299,8 @@ def to_q4_1_exact(model, gguf_path: Path, tick: Tick | None = None):
         if kind == "Q4_1":
             q, d, m = gguf_q4_1_rows(raw, k)
             values = (d[..., None] * q + m[..., None]).reshape(n, k)
-            new_nodes, new_inits = q4_1_nodes(node, base, q, d, m, k, n)
+            new_nodes, new_inits, sums = q4_1_nodes(node, base, q, d, m, k, n, block_sums.get(node.input[0]))
+            block_sums[node.input[0]] = sums
         else:
             q, d = gguf_q8_0_rows(raw, k)
             values = (d[..., None] * q).reshape(n, k)

@@ -25,7 +25,7 @@ VARIANTS = {
     "fp16": "fp16 weights (weight-only: stored as float16, computed in float32)",
     "int8": "int8 weights per channel, ONNX Runtime dynamic quantization (MatMul)",
     "int4": "int4 weights, ONNX Runtime's stock block-32 asymmetric re-quantizer (MatMulNBits)",
-    "q4_1": "the GGUF's Q4_1 blocks run exactly (MatMulNBits + block-sum correction), lm_head Q8_0",
+    "q4_1": "the GGUF's Q4_1 blocks run exactly (MatMulNBits + block-sum correction); lm_head fp32 (= its Q8_0)",
 }
 GGUF_VARIANTS = ("q4_1",)
 VARIANT_PLAN = [("setup", 0.2), ("source", 2), ("quantize", 20), ("save", 4), ("validate", 12), ("install", 1)]

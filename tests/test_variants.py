@@ -64,7 +64,7 @@ def test_q4_1_rewrite_reproduces_the_dequantized_product(tmp_path):
     path, model, wq, embed = tiny_gguf_and_graph(tmp_path)
     x = np.random.default_rng(1).normal(0, 1, (2, 3, K)).astype(np.float32)
     reference = (x.astype(np.float64) @ wq.T.astype(np.float64)) @ embed.T.astype(np.float64)
-    rewritten, report = quantize.to_q4_1_exact(model, path)
+    rewritten, report = quantize.to_q4_1_exact(model, path, lm_head_q8=True)
     assert report["q4_1"] == 1 and report["q8_0"] == 1 and report["max_abs_weight_diff"] == 0.0
     ops = [n.op_type for n in rewritten.graph.node]
     assert ops.count("MatMulNBits") == 2 and "ReduceSum" in ops  # the block-sum correction is there
@@ -72,11 +72,20 @@ def test_q4_1_rewrite_reproduces_the_dequantized_product(tmp_path):
     assert np.max(np.abs(out - reference)) < 1e-4 * max(1.0, np.max(np.abs(reference)))
 
 
+def test_q4_1_keeps_the_q8_0_lm_head_in_fp32_by_default(tmp_path):
+    path, model, wq, embed = tiny_gguf_and_graph(tmp_path)
+    x = np.random.default_rng(5).normal(0, 1, (1, 4, K)).astype(np.float32)
+    rewritten, report = quantize.to_q4_1_exact(model, path)
+    assert report["q4_1"] == 1 and report["q8_0"] == 0 and report["kept_fp32"] == ["/lm_head/MatMul"]
+    reference = (x.astype(np.float64) @ wq.T) @ embed.T
+    assert np.max(np.abs(run(rewritten, x) - reference)) < 1e-4 * max(1.0, np.max(np.abs(reference)))
+
+
 def test_q4_1_without_the_correction_is_not_exact(tmp_path):
     """The block-sum correction carries the m + 8d offsets: dropping it changes the product (so the test above
     checks something)."""
     path, model, wq, embed = tiny_gguf_and_graph(tmp_path, permute=False)
-    rewritten, _ = quantize.to_q4_1_exact(model, path)
+    rewritten, _ = quantize.to_q4_1_exact(model, path, lm_head_q8=True)
     add = next(n for n in rewritten.graph.node if n.op_type == "Add")
     main = add.input[0]
     for node in rewritten.graph.node:
@@ -190,7 +199,7 @@ def test_q4_1_of_the_default_model_is_exact(default_model_dir, tmp_path, monkeyp
         shutil.copy2(default_model_dir / name, base / name)
     monkeypatch.setenv("BRANCHPOINT_CACHE_DIR", str(tmp_path / "cache"))
     record = read_manifest(prepare_variant("q4_1"))["variant"]
-    assert record["transform"]["q4_1"] == 210 and record["transform"]["q8_0"] == 1
+    assert record["transform"]["q4_1"] == 210 and record["transform"]["kept_fp32"] == ["/lm_head/MatMul"]
     assert record["transform"]["max_abs_weight_diff"] == 0.0
     assert record["kl_max"] < 1e-8 and record["top1_agreement"] == 1.0
     assert record["greedy"]["ids"] == record["greedy"]["base_ids"]
