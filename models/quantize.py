@@ -11,7 +11,7 @@
   blocksum(A) sums A over each block of 32 along K: the fp32 product of the dequantized weights to ~1e-6. The
   tied lm_head is the GGUF's Q8_0 (w = d·q, q int8); it stays the fp32 MatMul of those values dequantized
   (exact already). MatMulNBits with 8 bits (zero point 128 on q + 128, `lm_head_q8=True`) is exact too, but
-  ONNX Runtime 1.32's CPU kernel for it at accuracy_level 0 took 146 ms for the 576 x 49152 lm_head of one row
+  ONNX Runtime 1.31's CPU kernel for it at accuracy_level 0 took 146 ms for the 576 x 49152 lm_head of one row
   against the fp32 MatMul's 6.7 ms (accuracy_level 4 is fast but rounds activations to int8: off by 0.27).
   Each GGUF matrix is matched to its ONNX MatMul by name and to its rows by
   value (llama.cpp permutes q/k rows for its rope; transformers undoes it), and must reproduce the fp32 graph's
