@@ -164,7 +164,11 @@ def transform(variant: str, base_dir: Path, build: Path, gguf: Path | None, stag
     with stages.stage("quantize", f"{variant}: rewriting the weights"):
         model = onnx.load(str(base_dir / MODEL_FILE))
         stages.check_cancel()
-        tick = stages.report
+
+        def tick(fraction: float, message: str) -> None:  # after each matrix: progress, and a cancel stops here
+            stages.report(fraction, message)
+            stages.check_cancel()
+
         report: dict = {}
         if variant == "fp16":
             quantize.to_fp16(model, tick)

@@ -155,6 +155,37 @@ def test_variant_of_the_tiny_model(tiny_cache, variant):
     assert marker in ops
 
 
+def test_a_cancelled_variant_leaves_nothing(tiny_cache):
+    from models.errors import PrepareCancelled
+    from models.variants import prepare_variant
+
+    matrices_done = []
+
+    def progress(stage: str, fraction: float, message: str) -> None:
+        if stage == "quantize" and message.startswith("int4: /"):  # one matrix re-quantized
+            matrices_done.append(message)
+
+    def cancel() -> bool:  # the user cancels once the first matrix is done
+        return bool(matrices_done)
+
+    with pytest.raises(PrepareCancelled):
+        prepare_variant("int4", "tiny", progress=progress, cancel=cancel)
+    assert not (tiny_cache / "tiny-int4").exists()
+    assert not [p for p in tiny_cache.iterdir() if p.name.startswith(".partial")]
+
+
+def test_fp16_weights_are_read_as_float32(tiny_cache):
+    """ORT folds the fp16 variant's casts at load: the bench's floor counts float32 bytes for it, not float16."""
+    from bench.bandwidth import weight_bytes
+    from bench.variant_items import runtime_weight_bytes
+    from models.variants import prepare_variant
+
+    fp16 = prepare_variant("fp16", "tiny") / "model.onnx"
+    base = tiny_cache / "tiny" / "model.onnx"
+    assert runtime_weight_bytes(fp16) == runtime_weight_bytes(base) == weight_bytes(base)
+    assert weight_bytes(fp16) < weight_bytes(base)
+
+
 def test_q4_1_of_a_model_without_a_gguf_is_refused(tiny_cache):
     from models.errors import PrepareError
     from models.variants import prepare_variant
