@@ -19,7 +19,7 @@ from models.errors import PrepareError
 from models.manifest import build_manifest, write_manifest
 from models.optimized_graph import MODEL_FILE, WEIGHTS_FILE
 from models.progress import CancelCheck, ProgressCallback, Stages
-from models.sources import GGUF_NAME, GGUF_SHA256, sha256_file
+from models.sources import GGUF_NAME, sha256_file
 
 VARIANTS = {
     "fp16": "fp16 weights (weight-only: stored as float16, computed in float32)",
@@ -101,7 +101,9 @@ def prepare_variant(
     base_name = base_manifest.get("name", base_dir.name)
     name = variant_name(base_name, variant)
     final = models_dir() / name
-    if is_prepared(final, force, stages):
+    base_files = {n: e["sha256"] for n, e in base_manifest["files"].items() if n.startswith("model.")}
+    made_from = (read_manifest(final).get("source") or {}).get("base_files_sha256")
+    if is_prepared(final, force or made_from != base_files, stages):  # a base prepared again: made again
         return final
     with build_folder(name, stages) as build:
         with stages.stage("source", f"checking the source of {base_name}"):
@@ -122,10 +124,10 @@ def prepare_variant(
             "kind": "variant",
             "base": base_name,
             "precision": variant,
-            "base_files_sha256": {n: e["sha256"] for n, e in base_manifest["files"].items() if n.startswith("model.")},
+            "base_files_sha256": base_files,
         }
         if gguf is not None:
-            source |= {"gguf": gguf.name, "gguf_sha256": GGUF_SHA256}
+            source |= {"gguf": gguf.name, "gguf_sha256": base_manifest["source"]["gguf_sha256"]}
         with stages.stage("install", f"installing into {final}"):
             known = {n: e["sha256"] for n, e in base_manifest["files"].items() if not n.startswith("model.")}
             edits = {

@@ -141,6 +141,9 @@ def test_variant_of_the_tiny_model(tiny_cache, variant):
     folder = prepare_variant(variant, "tiny", progress=lambda stage, fraction, message: stages.append(stage))
     assert folder == tiny_cache / f"tiny-{variant}" and manifest_is_valid(folder)
     assert {"quantize", "validate", "install"} <= set(stages)
+    stages.clear()
+    assert prepare_variant(variant, "tiny", progress=lambda stage, fraction, message: stages.append(stage)) == folder
+    assert "quantize" not in stages  # already prepared from this base: instant
     assert not [p for p in tiny_cache.iterdir() if p.name.startswith(".partial")]
     manifest = read_manifest(folder)
     assert precision_of(manifest) == variant
