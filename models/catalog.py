@@ -55,11 +55,12 @@ def manifest_is_valid(model_dir: str | Path) -> bool:
 
 def needs_migration(model_dir: str | Path) -> bool:
     """True for an intact folder prepared with an earlier schema that can be migrated (see SCHEMA_VERSION), which
-    `prepare` brings up to date without exporting again. Folders registered as is are registered again."""
+    `prepare` brings up to date without exporting again. Folders registered as is are registered again, and
+    precision variants (models.variants) are made again from their base."""
     manifest = read_manifest(model_dir)
     return (
         manifest.get("schema_version") in MIGRATABLE_SCHEMAS
-        and (manifest.get("source") or {}).get("kind") != "onnx-folder"
+        and (manifest.get("source") or {}).get("kind") not in ("onnx-folder", "variant")
         and files_intact(Path(model_dir), manifest)
     )
 

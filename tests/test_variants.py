@@ -237,3 +237,15 @@ def test_q4_1_of_the_default_model_is_exact(default_model_dir, tmp_path, monkeyp
     assert record["transform"]["max_abs_weight_diff"] == 0.0
     assert record["kl_max"] < 1e-8 and record["top1_agreement"] == 1.0
     assert record["greedy"]["ids"] == record["greedy"]["base_ids"]
+
+
+def test_an_old_schema_variant_is_made_again_not_migrated(tiny_cache):
+    from models import catalog
+    from models.manifest import write_manifest
+    from models.variants import prepare_variant
+
+    folder = prepare_variant("fp16", "tiny")
+    manifest = catalog.read_manifest(folder)
+    write_manifest(folder, manifest | {"schema_version": catalog.MIGRATABLE_SCHEMAS[-1]})
+    assert not catalog.needs_migration(folder) and not catalog.manifest_is_valid(folder)
+    assert catalog.manifest_is_valid(prepare_variant("fp16", "tiny"))
