@@ -30,6 +30,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("cli.run_command", "decode one prompt under several strategies side by side"),
     "replay": ("cli.replay_command", "re-run an exported JSON run with the model and verify every token"),
     "tree": ("cli.tree_command", "print a saved run's session tree: every run and branch, indented"),
+    "compare-models": (
+        "cli.compare_models_command",
+        "teacher-forced comparison of two models: per-token KL, top-1 agreement, where greedy texts part",
+    ),
     "explain": ("cli.explain_command", "attention weights and logit lens of one sequence, as JSON"),
     "bench": ("bench.__main__", "run the benchmark suite and print ratios"),
 }

@@ -34,6 +34,7 @@ ITEMS = {  # the issue's items first, then the measured proposals
     "long_prompts": "bench.long_prompt_items:measure_long_prompts",
     "explain": "bench.long_prompt_items:measure_explain",
     "precision": "bench.precision:measure_precision",
+    "variants": "bench.variant_items:measure_variants",
     "prefill_edit": "bench.decoder_items:measure_prefill_edit",
     "attention_edit": "bench.decoder_items:measure_attention_edit",
     "ort_options": "bench.ort_options:measure_ort_options",

@@ -36,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from models.catalog import list_models, models_dir
+    from models.variants import describe, precision_of
 
     models = list_models()
     supported, no_cuda = providers() if models else ("", None)
@@ -44,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
             {
                 "name": m.name,
                 "path": str(m.path),
+                "precision": precision_of(m.manifest),
+                "variant": m.manifest.get("variant"),
                 "size_bytes": m.size_bytes,
                 "source": m.source,
                 "created": m.created,
@@ -57,9 +60,17 @@ def run(args: argparse.Namespace) -> int:
     if not models:
         print(f"no prepared models in {models_dir()}; run `python main.py prepare`")
         return 0
-    header = ["NAME", "SIZE", "SOURCE", "CREATED", "PROVIDERS", "STATUS"]
+    header = ["NAME", "PRECISION", "SIZE", "SOURCE", "CREATED", "PROVIDERS", "STATUS"]
     rows = [
-        [m.name, human_size(m.size_bytes), m.source, m.created, supported, "ok" if m.valid else "incomplete"]
+        [
+            m.name,
+            describe(m.manifest),
+            human_size(m.size_bytes),
+            m.source,
+            m.created,
+            supported,
+            "ok" if m.valid else "incomplete",
+        ]
         for m in models
     ]
     print(table([header, *rows]))

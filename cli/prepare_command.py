@@ -17,6 +17,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--hf-folder", type=Path, help="a local Hugging Face causal LM folder to export")
     source.add_argument("--hub", metavar="MODEL_ID", help="a Hugging Face hub model id to download and export")
     source.add_argument("--onnx-folder", type=Path, help="an existing optimum ONNX export to register as it is")
+    parser.add_argument(
+        "--variant",
+        choices=("fp16", "int8", "int4", "q4_1"),
+        help="a precision variant of a prepared model (--base, default: the default model) into its own folder: "
+        "fp16 weights, int8 (ORT dynamic, per channel), int4 (ORT's stock re-quantizer), q4_1 (the GGUF's own "
+        "blocks, exact)",
+    )
+    parser.add_argument("--base", help="with --variant: the prepared fp32 model to make it from (name or folder)")
     parser.add_argument("--name", help="name in the cache (default: the folder or model id's last part)")
     parser.add_argument("--force", action="store_true", help="prepare again even if already prepared")
 
@@ -61,6 +69,14 @@ def prepare(args: argparse.Namespace, progress: ProgressBar) -> Path:
     from models import prepare as p
 
     common = {"force": args.force, "progress": progress}
+    if args.variant:
+        if args.wheel or args.gguf or args.hf_folder or args.hub or args.onnx_folder or args.name:
+            raise ValueError("--variant is made from a prepared model (--base); prepare that model first")
+        from models.variants import prepare_variant
+
+        return prepare_variant(args.variant, args.base, **common)
+    if args.base:
+        raise ValueError("--base applies to --variant")
     if args.hf_folder:
         return p.prepare_hf_folder(args.hf_folder, name=args.name, **common)
     if args.hub:
@@ -86,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         progress.close()
         print(f"branchpoint: {exc}; nothing was left half-written", file=sys.stderr)
         return 130
-    except (PrepareError, ValueError) as exc:
+    except (PrepareError, ValueError, FileNotFoundError) as exc:
         progress.close()
         print(f"branchpoint: {exc}", file=sys.stderr)
         return 2

@@ -55,11 +55,12 @@ def manifest_is_valid(model_dir: str | Path) -> bool:
 
 def needs_migration(model_dir: str | Path) -> bool:
     """True for an intact folder prepared with an earlier schema that can be migrated (see SCHEMA_VERSION), which
-    `prepare` brings up to date without exporting again. Folders registered as is are registered again."""
+    `prepare` brings up to date without exporting again. Folders registered as is are registered again, and
+    precision variants (models.variants) are made again from their base."""
     manifest = read_manifest(model_dir)
     return (
         manifest.get("schema_version") in MIGRATABLE_SCHEMAS
-        and (manifest.get("source") or {}).get("kind") != "onnx-folder"
+        and (manifest.get("source") or {}).get("kind") not in ("onnx-folder", "variant")
         and files_intact(Path(model_dir), manifest)
     )
 
@@ -90,7 +91,8 @@ class ModelInfo:
 def describe_source(manifest: dict) -> str:
     source = manifest.get("source") or {}
     kind = source.get("kind", "unknown")
-    detail = source.get("package") or source.get("model_id") or source.get("path") or source.get("gguf") or ""
+    keys = ("base", "package", "model_id", "path", "gguf")
+    detail = next((source[k] for k in keys if source.get(k)), "")
     return f"{kind}: {detail}" if detail else kind
 
 

@@ -96,16 +96,23 @@ def _try_cuda_session(model: str | bytes, options: ort.SessionOptions) -> ort.In
 
 
 def create_session(
-    model: str | Path | bytes, device: str = "auto", threads: int | None = None, spinning: bool = True
+    model: str | Path | bytes,
+    device: str = "auto",
+    threads: int | None = None,
+    spinning: bool = True,
+    external_data_dir: Path | None = None,
 ) -> tuple[ort.InferenceSession, Placement]:
     """Create an InferenceSession on `device` ("auto", "cpu" or "cuda") and report where it really runs.
 
     "cuda" raises DeviceError unless the CUDA EP is really active; "auto" takes CUDA when it is, else CPU.
-    `spinning=False` for sessions run once in a while beside the decoder (see session_options)."""
+    `spinning=False` for sessions run once in a while beside the decoder (see session_options).
+    `external_data_dir`: where a graph given as bytes finds its external weights files."""
     if device not in DEVICES:
         raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
     model = str(model) if isinstance(model, Path) else model
     options = session_options(threads, spinning)
+    if external_data_dir is not None:
+        options.add_session_config_entry("session.model_external_initializers_file_folder_path", str(external_data_dir))
     if device != "cpu":
         reason = cuda_unavailable_reason()
         if reason is None:

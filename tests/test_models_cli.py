@@ -42,9 +42,9 @@ def test_models_lists_prepared_models(cache, tiny_model_dir, capsys):
     prepare.register_onnx_folder(tiny_model_dir, name="tiny")
     assert main.main(["models"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].split() == ["NAME", "SIZE", "SOURCE", "CREATED", "PROVIDERS", "STATUS"]
+    assert out[0].split() == ["NAME", "PRECISION", "SIZE", "SOURCE", "CREATED", "PROVIDERS", "STATUS"]
     row = out[1]
-    assert row.startswith("tiny ") and "onnx-folder:" in row and "CPU" in row and row.endswith("ok")
+    assert row.split()[:2] == ["tiny", "fp32"] and "onnx-folder:" in row and "CPU" in row and row.endswith("ok")
 
 
 def test_models_json(cache, tiny_model_dir, capsys):

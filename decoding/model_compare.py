@@ -1,0 +1,142 @@
+"""Teacher-forced comparison of two models on one token sequence (pure numpy).
+
+Model A (the reference) produced a sequence; model B reads the same tokens. At every generated step both give a
+next-token distribution over the same vocabulary; per step this records KL(A ‖ B) in nats, whether their top-1
+tokens agree, and how the probability of the token A chose changes (p_B − p_A) — the numbers
+`llama-perplexity --kl-divergence` prints as aggregates, here per token. The summary adds the first step where
+two free-running greedy continuations (one per model) part.
+
+Rows are logits [steps, vocab] (any float dtype); softmaxes are taken in float64.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+FORMAT = "branchpoint-model-comparison"
+VERSION = 1
+
+
+@dataclass(frozen=True)
+class StepComparison:
+    step: int
+    token_id: int  # the token A chose at this step (B is fed it too)
+    kl: float  # KL(p_A ‖ p_B), nats
+    top1_reference: int
+    top1_other: int
+    p_reference: float  # p_A(token_id)
+    p_other: float  # p_B(token_id)
+
+    @property
+    def top1_agree(self) -> bool:
+        return self.top1_reference == self.top1_other
+
+    @property
+    def delta_p(self) -> float:
+        return self.p_other - self.p_reference
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    """Row-wise log-softmax in float64."""
+    x = np.asarray(logits, dtype=np.float64)
+    x = x - x.max(axis=-1, keepdims=True)
+    return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
+
+
+def kl_rows(reference: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """KL(softmax(reference_i) ‖ softmax(other_i)) for each row i, nats (clipped at 0 against rounding)."""
+    lp, lq = log_softmax(reference), log_softmax(other)
+    return np.maximum((np.exp(lp) * (lp - lq)).sum(axis=-1), 0.0)
+
+
+def teacher_forced(reference: np.ndarray, other: np.ndarray, chosen: Sequence[int]) -> list[StepComparison]:
+    """Per-step comparison of two models' logits rows for the same positions; `chosen[i]` is the token taken
+    after row i (A's). Raises ValueError when the shapes do not line up (e.g. different vocabularies)."""
+    reference, other = np.asarray(reference), np.asarray(other)
+    if reference.ndim != 2 or reference.shape != other.shape:
+        raise ValueError(
+            f"logits of different shapes {reference.shape} and {other.shape}: a token-aligned comparison needs "
+            "the same vocabulary and the same positions"
+        )
+    if len(chosen) != reference.shape[0]:
+        raise ValueError(f"{len(chosen)} chosen tokens for {reference.shape[0]} rows")
+    lp, lq = log_softmax(reference), log_softmax(other)
+    kls = np.maximum((np.exp(lp) * (lp - lq)).sum(axis=-1), 0.0)
+    ids = np.asarray(chosen, dtype=np.int64)
+    rows = np.arange(len(ids))
+    p_ref, p_other = np.exp(lp[rows, ids]), np.exp(lq[rows, ids])
+    top_ref, top_other = lp.argmax(axis=-1), lq.argmax(axis=-1)
+    return [
+        StepComparison(
+            i, int(ids[i]), float(kls[i]), int(top_ref[i]), int(top_other[i]), float(p_ref[i]), float(p_other[i])
+        )
+        for i in range(len(ids))
+    ]
+
+
+def first_divergence(a: Sequence, b: Sequence) -> int | None:
+    """The first index where two sequences (token ids or texts) differ; the shorter one's length when one is a
+    proper prefix of the other; None when they are equal."""
+    for index, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return index
+    return None if len(a) == len(b) else min(len(a), len(b))
+
+
+def summarize(steps: list[StepComparison]) -> dict:
+    """Mean and max KL (with its step), top-1 agreement, the first step where the top-1 tokens differ."""
+    if not steps:
+        return {
+            "steps": 0,
+            "mean_kl": 0.0,
+            "max_kl": 0.0,
+            "max_kl_step": None,
+            "top1_agreement": 1.0,
+            "first_top1_flip": None,
+            "mean_delta_p": 0.0,
+        }
+    kls = np.array([s.kl for s in steps])
+    flips = [s.step for s in steps if not s.top1_agree]
+    return {
+        "steps": len(steps),
+        "mean_kl": float(kls.mean()),
+        "max_kl": float(kls.max()),
+        "max_kl_step": int(kls.argmax()),
+        "top1_agreement": 1.0 - len(flips) / len(steps),
+        "first_top1_flip": flips[0] if flips else None,
+        "mean_delta_p": float(np.mean([s.delta_p for s in steps])),
+    }
+
+
+def comparison_record(
+    prompt: dict,
+    reference: dict,
+    other: dict,
+    steps: list[StepComparison],
+    token_texts: Sequence[str],
+    greedy: dict,
+) -> dict:
+    """The JSON document of a comparison (docs/json-format.md, "Model comparison files"). `reference` / `other`:
+    name, precision, file hashes (and the reference's lane spec); `greedy`: both free-running greedy id lists
+    and texts."""
+    ids_a, ids_b = greedy["reference_ids"], greedy["other_ids"]
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "prompt": prompt,
+        "reference": reference,
+        "other": other,
+        "steps": [
+            asdict(step) | {"token": text, "top1_agree": step.top1_agree, "delta_p": step.delta_p}
+            for step, text in zip(steps, token_texts, strict=True)
+        ],
+        "summary": summarize(steps)
+        | {
+            "greedy_first_divergence_step": first_divergence(ids_a, ids_b),
+            "greedy_first_divergence_char": first_divergence(greedy["reference_text"], greedy["other_text"]),
+        },
+        "greedy": greedy,
+    }

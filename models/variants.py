@@ -1,0 +1,273 @@
+"""Precision variants of a prepared model, made offline into model folders of their own
+(`<base>-<variant>`, e.g. SmolLM2-135M-Instruct-q4_1), all-or-nothing like every preparation.
+
+fp16, int8 and int4 transform the base model's fp32 graph (for the default model that graph is the GGUF's weights
+dequantized, so they come from the same GGUF); q4_1 runs the GGUF's own blocks and needs the base model's GGUF
+source (see models.quantize). Each variant is validated before it is installed: the usual smoke test, greedy
+tokens on a fixed prompt beside the base model's, and KL(base ‖ variant) of the next-token distributions after
+a few fixed prompts; all recorded in its manifest under "variant" (its precision also as "precision")."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from models.catalog import MANIFEST_NAME, manifest_is_valid, models_dir, read_manifest, resolve
+from models.errors import PrepareError
+from models.manifest import build_manifest, write_manifest
+from models.optimized_graph import MODEL_FILE, WEIGHTS_FILE
+from models.progress import CancelCheck, ProgressCallback, Stages
+from models.sources import GGUF_NAME, sha256_file
+
+VARIANTS = {
+    "fp16": "fp16 weights (weight-only: stored as float16, computed in float32)",
+    "int8": "int8 weights per channel, ONNX Runtime dynamic quantization (MatMul)",
+    "int4": "int4 weights, ONNX Runtime's stock block-32 asymmetric re-quantizer (MatMulNBits)",
+    "q4_1": "the GGUF's Q4_1 blocks run exactly (MatMulNBits + block-sum correction); lm_head fp32 (= its Q8_0)",
+}
+GGUF_VARIANTS = ("q4_1",)
+VARIANT_PLAN = [("setup", 0.2), ("source", 2), ("quantize", 20), ("save", 4), ("validate", 12), ("install", 1)]
+GREEDY_PROMPT = "Once upon a time, in a small village by the sea,"
+GREEDY_TOKENS = 16
+KL_PROMPTS = (
+    "Although I was tired, I still decided to",
+    "The capital of France is",
+    "def fibonacci(n):",
+    "Once upon a time, in a small village by the sea,",
+    "The three most important things to remember when learning a language are",
+)
+# Dynamic int8 quantizes activations with one scale per call: a prefill of the whole sequence and the same
+# sequence read step by step through the KV cache see different scales, so their logits differ by design (the
+# difference is recorded in the manifest's smoke_test.cache_max_abs_diff).
+SMOKE_TOLERANCE = {"int8": float("inf")}
+EXACT_KL = 1e-6  # q4_1 reproduces the fp32 graph's weights: anything above this is a bug, not noise
+
+
+def variant_name(base: str, variant: str) -> str:
+    return f"{base}-{variant}"
+
+
+def precision_of(manifest: dict) -> str:
+    """A prepared model's precision: its variant's, else its graph's dtype ("fp32" / "fp16")."""
+    if manifest.get("precision"):
+        return manifest["precision"]
+    return "fp16" if manifest.get("dtype") == "float16" else "fp32"
+
+
+def base_gguf(base_dir: Path, manifest: dict) -> Path:
+    """The GGUF the base model was prepared from, kept in its folder with the recorded hash; a clear
+    PrepareError when the base has no GGUF source."""
+    source = manifest.get("source") or {}
+    recorded = source.get("gguf_sha256")
+    if source.get("kind") not in ("pypi-wheel", "gguf-file") or not recorded:
+        raise PrepareError(
+            "source",
+            f"{manifest.get('name', base_dir.name)} has no GGUF source "
+            f"(prepared from {source.get('kind', 'unknown')}); "
+            "the q4_1 variant runs a GGUF's own blocks, so it can only be made from the default model "
+            "(fp16, int8 and int4 work from any prepared fp32 model)",
+        )
+    path = base_dir / source.get("gguf", GGUF_NAME)
+    if not path.is_file():
+        raise PrepareError("source", f"{path} is missing; prepare the base model again (`main.py prepare --force`)")
+    actual = sha256_file(path)
+    if actual != recorded:
+        raise PrepareError("source", f"{path} has sha256 {actual}, its manifest records {recorded}")
+    return path
+
+
+def prepare_variant(
+    variant: str,
+    base: str | Path | None = None,
+    *,
+    force: bool = False,
+    progress: ProgressCallback | None = None,
+    cancel: CancelCheck = None,
+) -> Path:
+    """Prepare `variant` (fp16 | int8 | int4 | q4_1) of the prepared model `base` (default: the default model)."""
+    from models.prepare import build_folder, is_prepared, replace_folder
+
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown precision variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+    stages = Stages(VARIANT_PLAN, progress, cancel)
+    base_dir = resolve(base)
+    base_manifest = read_manifest(base_dir)
+    if not manifest_is_valid(base_dir):
+        raise PrepareError("setup", f"{base_dir} is not a complete prepared model; run `main.py prepare` first")
+    if base_manifest.get("source", {}).get("kind") == "variant":
+        raise PrepareError("setup", f"{base_manifest['name']} is itself a precision variant; name its fp32 base")
+    base_name = base_manifest.get("name", base_dir.name)
+    name = variant_name(base_name, variant)
+    final = models_dir() / name
+    base_files = {n: e["sha256"] for n, e in base_manifest["files"].items() if n.startswith("model.")}
+    made_from = (read_manifest(final).get("source") or {}).get("base_files_sha256")
+    if is_prepared(final, force or made_from != base_files, stages):  # a base prepared again: made again
+        return final
+    with build_folder(name, stages) as build:
+        with stages.stage("source", f"checking the source of {base_name}"):
+            gguf = base_gguf(base_dir, base_manifest) if variant in GGUF_VARIANTS else None
+            copy_side_files(base_dir, build)
+        report = transform(variant, base_dir, build, gguf, stages)
+        with stages.stage("validate", "greedy tokens and KL against the fp32 model"):
+            from models.validate import smoke_test
+
+            smoke = smoke_test(build, tolerance=SMOKE_TOLERANCE.get(variant))
+            validation = validate_variant(base_dir, build)
+            stages.check_cancel()
+        if variant == "q4_1" and validation["kl_max"] > EXACT_KL:
+            raise PrepareError(
+                "validate", f"q4_1 should reproduce the fp32 model, but KL is {validation['kl_max']:.2e}"
+            )
+        source = {
+            "kind": "variant",
+            "base": base_name,
+            "precision": variant,
+            "base_files_sha256": base_files,
+        }
+        if gguf is not None:
+            source |= {"gguf": gguf.name, "gguf_sha256": base_manifest["source"]["gguf_sha256"]}
+        with stages.stage("install", f"installing into {final}"):
+            known = {n: e["sha256"] for n, e in base_manifest["files"].items() if not n.startswith("model.")}
+            edits = {
+                "applied": base_manifest.get("graph_edits", []),
+                "skipped": base_manifest.get("graph_edits_skipped", {}),
+            }
+            manifest = build_manifest(name, build, source, smoke, known, dict(stages.seconds), edits, "none")
+            manifest["precision"] = variant
+            manifest["variant"] = {"precision": variant, "meaning": VARIANTS[variant], "transform": report}
+            manifest["variant"] |= validation
+            write_manifest(build, manifest)
+            stages.check_cancel()
+            replace_folder(build, final)
+        return final
+
+
+def copy_side_files(base_dir: Path, build: Path) -> None:
+    """Everything but the graph, its weights, the GGUF, the manifest and the inspection model."""
+    skip = {MANIFEST_NAME, MODEL_FILE, WEIGHTS_FILE, GGUF_NAME}
+    for path in base_dir.iterdir():
+        if path.is_file() and path.name not in skip and not path.name.endswith(".gguf"):
+            shutil.copy2(path, build / path.name)
+
+
+def transform(variant: str, base_dir: Path, build: Path, gguf: Path | None, stages: Stages) -> dict:
+    import onnx
+
+    from models import quantize
+
+    if variant == "int8":
+        with stages.stage("quantize", "ONNX Runtime dynamic quantization (int8 per channel)"):
+            quantize.to_int8_dynamic(base_dir / MODEL_FILE, build / MODEL_FILE)
+        with stages.stage("save", "int8 graph written by the quantizer"):
+            rename_weights(build)
+        return {"tool": "onnxruntime.quantization.quantize_dynamic", "per_channel": True, "weight_type": "QInt8"}
+    with stages.stage("quantize", f"{variant}: rewriting the weights"):
+        model = onnx.load(str(base_dir / MODEL_FILE))
+        stages.check_cancel()
+
+        def tick(fraction: float, message: str) -> None:  # after each matrix: progress, and a cancel stops here
+            stages.report(fraction, message)
+            stages.check_cancel()
+
+        report: dict = {}
+        if variant == "fp16":
+            quantize.to_fp16(model, tick)
+        elif variant == "int4":
+            quantize.to_int4_stock(model, tick)
+            report = {"tool": "onnxruntime quantize_matmul_4bits", "block_size": 32, "symmetric": False}
+        else:
+            assert gguf is not None
+            try:
+                model, report = quantize.to_q4_1_exact(model, gguf, tick)
+            except quantize.QuantizeError as exc:
+                raise PrepareError("quantize", str(exc)) from exc
+    with stages.stage("save", "writing model.onnx and its weights"):
+        onnx.save(
+            model, str(build / MODEL_FILE), save_as_external_data=True, location=WEIGHTS_FILE, size_threshold=1024
+        )
+    return report
+
+
+def rename_weights(build: Path) -> None:
+    """quantize_dynamic names the external weights file after the model; keep it as model.onnx_data."""
+    import onnx
+
+    data = [p for p in build.iterdir() if p.name.endswith(".data") or p.name == WEIGHTS_FILE]
+    if data and data[0].name != WEIGHTS_FILE:
+        model = onnx.load(str(build / MODEL_FILE))
+        for p in data:
+            p.unlink()
+        (build / MODEL_FILE).unlink()
+        onnx.save(
+            model, str(build / MODEL_FILE), save_as_external_data=True, location=WEIGHTS_FILE, size_threshold=1024
+        )
+
+
+def next_token_logits(session, layout: dict, ids: list[int]) -> np.ndarray:
+    from models.validate import empty_past, run_step
+
+    logits, _ = run_step(session, layout, np.array([ids], dtype=np.int64), empty_past(layout), 0)
+    return logits
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    x = logits.astype(np.float64)
+    x = x - x.max()
+    return x - np.log(np.exp(x).sum())
+
+
+def kl(reference: np.ndarray, other: np.ndarray) -> float:
+    """KL(p_reference ‖ p_other) in nats of two logits rows."""
+    lp, lq = log_softmax(reference), log_softmax(other)
+    return float(np.sum(np.exp(lp) * (lp - lq)))
+
+
+def validate_variant(base_dir: Path, variant_dir: Path) -> dict:
+    """Greedy tokens on GREEDY_PROMPT (base and variant, with the KV cache) and KL(base ‖ variant) of the
+    next-token distribution after each of KL_PROMPTS."""
+    from tokenizers import Tokenizer
+
+    from models.validate import greedy_with_cache, kv_layout, open_session
+
+    tokenizer = Tokenizer.from_file(str(variant_dir / "tokenizer.json"))
+    sessions = [open_session(d / MODEL_FILE) for d in (base_dir, variant_dir)]
+    layouts = [kv_layout(s) for s in sessions]
+    prompt_ids = tokenizer.encode(GREEDY_PROMPT, add_special_tokens=False).ids
+    greedy = [greedy_with_cache(s, lay, prompt_ids, GREEDY_TOKENS)[0] for s, lay in zip(sessions, layouts, strict=True)]
+    same = next((i for i, (a, b) in enumerate(zip(*greedy, strict=True)) if a != b), GREEDY_TOKENS)
+    rows = []
+    for prompt in KL_PROMPTS:
+        ids = tokenizer.encode(prompt, add_special_tokens=False).ids
+        base_logits, logits = (next_token_logits(s, lay, ids) for s, lay in zip(sessions, layouts, strict=True))
+        rows.append(
+            {
+                "prompt": prompt,
+                "kl": kl(base_logits, logits),
+                "top1_base": int(np.argmax(base_logits)),
+                "top1": int(np.argmax(logits)),
+            }
+        )
+    kls = [r["kl"] for r in rows]
+    return {
+        "greedy": {
+            "prompt": GREEDY_PROMPT,
+            "base_ids": greedy[0],
+            "ids": greedy[1],
+            "text": tokenizer.decode(greedy[1]),
+            "same_prefix": same,
+        },
+        "kl_prompts": rows,
+        "kl_mean": float(np.mean(kls)),
+        "kl_max": float(np.max(kls)),
+        "top1_agreement": sum(r["top1"] == r["top1_base"] for r in rows) / len(rows),
+    }
+
+
+def describe(manifest: dict) -> str:
+    """One line for `main.py models`: precision, and for a variant its KL against fp32."""
+    variant = manifest.get("variant")
+    if not variant:
+        return precision_of(manifest)
+    return f"{variant['precision']} (KL {variant['kl_mean']:.2g})"

@@ -1,0 +1,251 @@
+"""Precision variants: the exact Q4_1 / Q8_0 rewrite against numpy on a tiny GGUF, and the variant preparation
+path (fp16 / int8 / int4, the refusal of q4_1 without a GGUF) on the tiny exported model."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from models import quantize
+
+K, N, VOCAB = 64, 64, 96
+
+
+def tiny_gguf_and_graph(tmp_path, permute: bool = True):
+    """A GGUF with one Q4_1 projection and a Q8_0 token embedding, and an ONNX graph shaped like optimum's export
+    (a q_proj MatMul, then the logits MatMul) whose fp32 weights are the GGUF's, dequantized (q rows permuted like
+    transformers' undoing of llama.cpp's rope permutation)."""
+    import gguf
+    import onnx
+    from gguf.quants import dequantize
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    q4 = gguf.quants.quantize(rng.normal(0, 0.2, (N, K)).astype(np.float32), gguf.GGMLQuantizationType.Q4_1)
+    q8 = gguf.quants.quantize(rng.normal(0, 0.2, (VOCAB, N)).astype(np.float32), gguf.GGMLQuantizationType.Q8_0)
+    path = tmp_path / "tiny.gguf"
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_tensor("blk.0.attn_q.weight", q4, raw_dtype=gguf.GGMLQuantizationType.Q4_1)
+    writer.add_tensor("token_embd.weight", q8, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    order = rng.permutation(N) if permute else np.arange(N)
+    wq = dequantize(q4, gguf.GGMLQuantizationType.Q4_1)[order]
+    embed = dequantize(q8, gguf.GGMLQuantizationType.Q8_0)
+    nodes = [
+        helper.make_node("MatMul", ["x", "wq"], ["h"], name="/model/layers.0/self_attn/q_proj/MatMul"),
+        helper.make_node("MatMul", ["h", "lm_head"], ["logits"], name="/lm_head/MatMul"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "tiny",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "s", K])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["b", "s", VOCAB])],
+        [numpy_helper.from_array(wq.T.copy(), "wq"), numpy_helper.from_array(embed.T.copy(), "lm_head")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return path, model, wq, embed
+
+
+def run(model, x):
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, {"x": x})[0]
+
+
+def test_q4_1_rewrite_reproduces_the_dequantized_product(tmp_path):
+    path, model, wq, embed = tiny_gguf_and_graph(tmp_path)
+    x = np.random.default_rng(1).normal(0, 1, (2, 3, K)).astype(np.float32)
+    reference = (x.astype(np.float64) @ wq.T.astype(np.float64)) @ embed.T.astype(np.float64)
+    rewritten, report = quantize.to_q4_1_exact(model, path, lm_head_q8=True)
+    assert report["q4_1"] == 1 and report["q8_0"] == 1 and report["max_abs_weight_diff"] == 0.0
+    ops = [n.op_type for n in rewritten.graph.node]
+    assert ops.count("MatMulNBits") == 2 and "ReduceSum" in ops  # the block-sum correction is there
+    out = run(rewritten, x)
+    assert np.max(np.abs(out - reference)) < 1e-4 * max(1.0, np.max(np.abs(reference)))
+
+
+def test_q4_1_keeps_the_q8_0_lm_head_in_fp32_by_default(tmp_path):
+    path, model, wq, embed = tiny_gguf_and_graph(tmp_path)
+    x = np.random.default_rng(5).normal(0, 1, (1, 4, K)).astype(np.float32)
+    rewritten, report = quantize.to_q4_1_exact(model, path)
+    assert report["q4_1"] == 1 and report["q8_0"] == 0 and report["kept_fp32"] == ["/lm_head/MatMul"]
+    reference = (x.astype(np.float64) @ wq.T) @ embed.T
+    assert np.max(np.abs(run(rewritten, x) - reference)) < 1e-4 * max(1.0, np.max(np.abs(reference)))
+
+
+def test_q4_1_without_the_correction_is_not_exact(tmp_path):
+    """The block-sum correction carries the m + 8d offsets: dropping it changes the product (so the test above
+    checks something)."""
+    path, model, wq, embed = tiny_gguf_and_graph(tmp_path, permute=False)
+    rewritten, _ = quantize.to_q4_1_exact(model, path, lm_head_q8=True)
+    add = next(n for n in rewritten.graph.node if n.op_type == "Add")
+    main = add.input[0]
+    for node in rewritten.graph.node:
+        for i, name in enumerate(node.input):
+            if name == add.output[0]:
+                node.input[i] = main
+    x = np.ones((1, 1, K), np.float32)
+    reference = (x @ wq.T) @ embed.T
+    assert np.max(np.abs(run(rewritten, x) - reference)) > 1e-2
+
+
+def test_q4_1_refuses_weights_that_are_not_the_ggufs(tmp_path):
+    from onnx import numpy_helper
+
+    path, model, wq, _ = tiny_gguf_and_graph(tmp_path)
+    other = numpy_helper.from_array((wq.T + 1e-3).astype(np.float32), "wq")
+    model.graph.initializer[0].CopyFrom(other)
+    with pytest.raises(quantize.QuantizeError, match="not the GGUF's dequantized rows"):
+        quantize.to_q4_1_exact(model, path)
+
+
+def test_nibble_packing_matches_gguf_dequantize():
+    import gguf
+    from gguf.quants import dequantize
+
+    rng = np.random.default_rng(2)
+    raw = gguf.quants.quantize(rng.normal(0, 1, (4, 64)).astype(np.float32), gguf.GGMLQuantizationType.Q4_1)
+    q, d, m = quantize.gguf_q4_1_rows(raw, 64)
+    np.testing.assert_array_equal(
+        (d[..., None] * q + m[..., None]).reshape(4, 64), dequantize(raw, gguf.GGMLQuantizationType.Q4_1)
+    )
+    packed = quantize.pack_nibbles(q)
+    assert packed.shape == (4, 2, 16)
+    np.testing.assert_array_equal(packed[..., 0] & 0x0F, q[..., 0])
+    np.testing.assert_array_equal(packed[..., 0] >> 4, q[..., 1])
+
+
+@pytest.fixture
+def tiny_cache(tmp_path, monkeypatch, tiny_model_dir):
+    from models import prepare
+
+    monkeypatch.setenv("BRANCHPOINT_CACHE_DIR", str(tmp_path / "cache"))
+    prepare.register_onnx_folder(tiny_model_dir, name="tiny")
+    return tmp_path / "cache" / "models"
+
+
+@pytest.mark.parametrize("variant", ["fp16", "int8", "int4"])
+def test_variant_of_the_tiny_model(tiny_cache, variant):
+    from models.catalog import manifest_is_valid, read_manifest
+    from models.variants import precision_of, prepare_variant
+
+    stages = []
+    folder = prepare_variant(variant, "tiny", progress=lambda stage, fraction, message: stages.append(stage))
+    assert folder == tiny_cache / f"tiny-{variant}" and manifest_is_valid(folder)
+    assert {"quantize", "validate", "install"} <= set(stages)
+    stages.clear()
+    assert prepare_variant(variant, "tiny", progress=lambda stage, fraction, message: stages.append(stage)) == folder
+    assert "quantize" not in stages  # already prepared from this base: instant
+    assert not [p for p in tiny_cache.iterdir() if p.name.startswith(".partial")]
+    manifest = read_manifest(folder)
+    assert precision_of(manifest) == variant
+    assert manifest["source"]["kind"] == "variant" and manifest["source"]["base"] == "tiny"
+    record = manifest["variant"]
+    assert len(record["kl_prompts"]) == 5 and all(r["kl"] >= -1e-9 for r in record["kl_prompts"])
+    assert len(record["greedy"]["ids"]) == 16
+    if variant == "fp16":  # float16 rounding of weights: a tiny, non-zero change
+        assert 0 < record["kl_max"] < 1e-3
+    ops = (folder / "model.onnx").read_bytes()
+    marker = {"fp16": b"Cast", "int8": b"DynamicQuantizeLinear", "int4": b"MatMulNBits"}[variant]
+    assert marker in ops
+
+
+def test_a_cancelled_variant_leaves_nothing(tiny_cache):
+    from models.errors import PrepareCancelled
+    from models.variants import prepare_variant
+
+    matrices_done = []
+
+    def progress(stage: str, fraction: float, message: str) -> None:
+        if stage == "quantize" and message.startswith("int4: /"):  # one matrix re-quantized
+            matrices_done.append(message)
+
+    def cancel() -> bool:  # the user cancels once the first matrix is done
+        return bool(matrices_done)
+
+    with pytest.raises(PrepareCancelled):
+        prepare_variant("int4", "tiny", progress=progress, cancel=cancel)
+    assert not (tiny_cache / "tiny-int4").exists()
+    assert not [p for p in tiny_cache.iterdir() if p.name.startswith(".partial")]
+
+
+def test_fp16_weights_are_read_as_float32(tiny_cache):
+    """ORT folds the fp16 variant's casts at load: the bench's floor counts float32 bytes for it, not float16."""
+    from bench.bandwidth import weight_bytes
+    from bench.variant_items import runtime_weight_bytes
+    from models.variants import prepare_variant
+
+    fp16 = prepare_variant("fp16", "tiny") / "model.onnx"
+    base = tiny_cache / "tiny" / "model.onnx"
+    assert runtime_weight_bytes(fp16) == runtime_weight_bytes(base) == weight_bytes(base)
+    assert weight_bytes(fp16) < weight_bytes(base)
+
+
+def test_q4_1_of_a_model_without_a_gguf_is_refused(tiny_cache):
+    from models.errors import PrepareError
+    from models.variants import prepare_variant
+
+    with pytest.raises(PrepareError, match="tiny has no GGUF source"):
+        prepare_variant("q4_1", "tiny")
+    assert not (tiny_cache / "tiny-q4_1").exists()
+    assert not [p for p in tiny_cache.iterdir() if p.name.startswith(".partial")]
+
+
+def test_models_command_lists_precision(tiny_cache, capsys):
+    import argparse
+
+    from cli import models_command
+    from models.variants import prepare_variant
+
+    prepare_variant("fp16", "tiny")
+    models_command.run(argparse.Namespace(json=True))
+    records = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert records["tiny"]["precision"] == "fp32" and records["tiny-fp16"]["precision"] == "fp16"
+    assert records["tiny-fp16"]["size_bytes"] > 0
+    models_command.run(argparse.Namespace(json=False))
+    table = capsys.readouterr().out
+    assert "PRECISION" in table and "fp16 (KL" in table
+
+
+@pytest.mark.slow
+def test_q4_1_of_the_default_model_is_exact(default_model_dir, tmp_path, monkeypatch):
+    """The real GGUF's blocks through MatMulNBits + the block-sum correction: the same distributions as fp32."""
+    import shutil
+
+    from models.catalog import read_manifest
+    from models.prepare import link_tree
+    from models.variants import prepare_variant
+
+    base = tmp_path / "cache" / "models" / default_model_dir.name
+    base.mkdir(parents=True)
+    link_tree(default_model_dir, base)
+    shutil.rmtree(base / "inspection", ignore_errors=True)
+    for name in ("manifest.json", "model.onnx", "model.onnx_data"):  # onnx refuses hard-linked external data
+        (base / name).unlink(missing_ok=True)
+        shutil.copy2(default_model_dir / name, base / name)
+    monkeypatch.setenv("BRANCHPOINT_CACHE_DIR", str(tmp_path / "cache"))
+    record = read_manifest(prepare_variant("q4_1"))["variant"]
+    assert record["transform"]["q4_1"] == 210 and record["transform"]["kept_fp32"] == ["/lm_head/MatMul"]
+    assert record["transform"]["max_abs_weight_diff"] == 0.0
+    assert record["kl_max"] < 1e-8 and record["top1_agreement"] == 1.0
+    assert record["greedy"]["ids"] == record["greedy"]["base_ids"]
+
+
+def test_an_old_schema_variant_is_made_again_not_migrated(tiny_cache):
+    from models import catalog
+    from models.manifest import write_manifest
+    from models.variants import prepare_variant
+
+    folder = prepare_variant("fp16", "tiny")
+    manifest = catalog.read_manifest(folder)
+    write_manifest(folder, manifest | {"schema_version": catalog.MIGRATABLE_SCHEMAS[-1]})
+    assert not catalog.needs_migration(folder) and not catalog.manifest_is_valid(folder)
+    assert catalog.manifest_is_valid(prepare_variant("fp16", "tiny"))
