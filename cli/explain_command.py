@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from cli.common import UsageError, check_writable, fail
-from cli.prepare_command import ProgressBar
+from cli.prepare_command import StageProgress
 from decoding.explain import ExplainResult, check_length, first_top1_row, most_attended
 
 
@@ -98,7 +98,7 @@ def prepare(model_dir: Path) -> bool:
     if inspection_is_prepared(model_dir):
         return True
     print(f"preparing the inspection model of {model_dir.name} (once per model)", file=sys.stderr)
-    progress = ProgressBar()
+    progress = StageProgress()
     try:
         prepare_inspection(model_dir, progress=progress)
     except PrepareError as exc:

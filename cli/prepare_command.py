@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="prepare again even if already prepared")
 
 
-class ProgressBar:
+class StageProgress:
     """One redrawn line on a terminal (at most 10 per second); one line per stage otherwise."""
 
     def __init__(self, stream: TextIO | None = None):
@@ -65,7 +65,7 @@ class ProgressBar:
             self.drawn = False
 
 
-def prepare(args: argparse.Namespace, progress: ProgressBar) -> Path:
+def prepare(args: argparse.Namespace, progress: StageProgress) -> Path:
     from models import prepare as p
 
     common = {"force": args.force, "progress": progress}
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
 
     for folder in remove_all_stale_builds():
         print(f"branchpoint: removed {folder.name}, left by an interrupted preparation", file=sys.stderr)
-    progress = ProgressBar()
+    progress = StageProgress()
     started = time.monotonic()
     try:
         path = prepare(args, progress)

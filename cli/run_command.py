@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         prompt = checked_prompt(args, specs, text)
         model = load_model(args.model, args.device, text)
         cancel = threading.Event()
-        bar = ProgressBar(args.max_new_tokens, len(specs))
+        bar = StepProgress(args.max_new_tokens, len(specs))
         run_ = model.engine(top_n=args.top_n, near_tie_threshold=args.near_tie, critical=critical).start(
             prompt,
             specs,
@@ -250,7 +250,7 @@ def check_arguments(args: argparse.Namespace) -> None:
         check_writable(args.json)
 
 
-def generate(run, cancel: threading.Event, bar: ProgressBar) -> RunTrace:
+def generate(run, cancel: threading.Event, bar: StepProgress) -> RunTrace:
     """Iterate a run with a progress bar on stderr; Ctrl-C cancels at the next step, or while the prompt is
     read after the chunk being read (the trace stays consistent, finish_reason "cancelled")."""
     previous = signal.signal(signal.SIGINT, lambda *_: cancel.set())
@@ -263,7 +263,7 @@ def generate(run, cancel: threading.Event, bar: ProgressBar) -> RunTrace:
     return run.trace
 
 
-class ProgressBar:
+class StepProgress:
     """One stderr line: while the prompt is read, how much of it; then the furthest step any lane reached,
     tokens per second."""
 

@@ -272,9 +272,9 @@ def test_critical_settings_are_recorded(capsys, tiny_model_dir, tmp_path):
 
 
 def test_the_progress_line_counts_the_prompt_tokens_read(capsys):
-    from cli.run_command import ProgressBar
+    from cli.run_command import StepProgress
 
-    bar = ProgressBar(total=8, lanes=1, width=10)
+    bar = StepProgress(total=8, lanes=1, width=10)
     bar.live = True  # as on a terminal
     bar.prefill(1536, 4000)
     bar.prefill(4000, 4000)  # read: the step line takes over
