@@ -63,10 +63,10 @@ class FakeTerminal(io.StringIO):
 
 
 def test_progress_bar_redraws_one_line_on_a_terminal():
-    from cli.prepare_command import ProgressBar
+    from cli.prepare_command import StageProgress
 
     stream = FakeTerminal()
-    bar = ProgressBar(stream)
+    bar = StageProgress(stream)
     bar("export", 0.5, "exporting")
     bar("install", 1.0, "install done")
     bar.close()
