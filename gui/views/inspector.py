@@ -19,9 +19,11 @@ from PySide6.QtCore import QEvent, QPointF, Qt, Signal
 from PySide6.QtGui import QCursor, QFontMetrics, QTextDocument
 from PySide6.QtWidgets import (
     QComboBox,
+    QFrame,
     QHBoxLayout,
     QLabel,
     QMenu,
+    QScrollArea,
     QSizePolicy,
     QToolButton,
     QVBoxLayout,
@@ -53,6 +55,7 @@ _ROW_PX = 16  # the least height a row needs for its token label to stay readabl
 _DRAW_LABEL_POSITIONS = (0.98, 0.8, 0.62, 0.44, 0.26)  # the "u=" label's heights to try, lowest first
 _AXIS_PX = 64  # height the bottom axis, its title and the plot margins take inside the canvas
 _MIN_ROWS = 5
+CANVAS_MIN_HEIGHT = _AXIS_PX + _MIN_ROWS * _ROW_PX  # the bars stay readable however short the panel
 
 
 def _unbreakable(text: str) -> str:
@@ -244,6 +247,7 @@ class StepInspector(QWidget):
         layout.addWidget(self._title)
         self._legend = self._legend_label()
         layout.addWidget(self._legend)
+        self._canvas.setMinimumHeight(CANVAS_MIN_HEIGHT)
         layout.addWidget(self._canvas, 1)
         numbers = self._build_numbers()
         # the picked row's readout on a line of its own, the panel's whole width: beside the controls it had a
@@ -253,9 +257,26 @@ class StepInspector(QWidget):
         controls.addStretch(1)
         controls.addLayout(self._controls)
         layout.addLayout(controls)
-        layout.addWidget(numbers)
-        layout.addWidget(self._stages)
+        layout.addWidget(self._details(numbers, self._stages))
         self.clear()
+
+    @staticmethod
+    def _details(*widgets: QWidget) -> QScrollArea:
+        """The numbers and the stage table scroll under the chart: in a short panel (1280×800) they took its
+        height and squashed the bars to a few pixels."""
+        box = QWidget()
+        column = QVBoxLayout(box)
+        column.setContentsMargins(0, 0, 0, 0)
+        for widget in widgets:
+            widget.setMinimumWidth(1)  # wrapped to the viewport, whatever width the scroll bar leaves
+            column.addWidget(widget)
+        column.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setWidget(box)
+        return scroll
 
     @staticmethod
     def _legend_label() -> QLabel:
