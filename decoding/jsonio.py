@@ -3,8 +3,9 @@
 The file is the RunTrace's dataclasses as JSON objects, fields in declaration order (docs/json-format.md,
 decoding/schema.json). Floats are written with Python's shortest round-trip repr, so export -> import ->
 export is byte-identical. JSON has no infinities: a -inf log-probability or beam score (a filtered token) is
-written as null and read back as -inf. Lanes explained from the app (decoding.explain) are stored under
-`explanations`, each in the explain files' own format on one line.
+written as null and read back as -inf. The window's `colour` of a lane or tree node is written only when set. Lanes
+explained from the app (decoding.explain) are stored under `explanations`, each in the explain files' own format
+on one line.
 
 Version 1 files (before fan-outs, critical points, branch-not-taken replays and temperature sweeps) open too:
 their settings get the default critical-point thresholds and their analysis is computed again from the lanes
@@ -71,6 +72,9 @@ def to_dict(trace: RunTrace) -> dict[str, Any]:
     """The run as JSON data; `explanations` only when the run has some (a run without has no such key)."""
     data = _finite(asdict(replace(trace, explanations=[])))
     del data["explanations"]
+    for record in [*data["lanes"], *data["tree"]]:  # optional: runs made outside the window have no colours, and
+        if record["colour"] is None:  # their files stay as they were
+            del record["colour"]
     if trace.explanations:
         data["explanations"] = [explanation.to_dict() for explanation in trace.explanations]
     return data

@@ -78,7 +78,7 @@ def node_spec(node: TreeNode) -> LaneSpec:
 
 def check_tree(nodes: Sequence[TreeNode]) -> None:
     """ValueError naming the first node that does not hold together: a repeated id, a parent that is missing
-    (or comes after it), a step beyond its parent's sequence, an unknown kind, a negative token id."""
+    (or comes after it), a step beyond its parent's sequence, an unknown kind, a negative token id or colour."""
     seen: dict[int, int] = {}  # id -> length of its full sequence
     for index, node in enumerate(nodes):
         where = f"run.tree[{index}] (node {node.id})"
@@ -88,6 +88,8 @@ def check_tree(nodes: Sequence[TreeNode]) -> None:
             raise ValueError(f"{where}: kind {node.kind!r} is not one of {', '.join(KINDS)}")
         if any(token < 0 for token in node.token_ids):
             raise ValueError(f"{where}: negative token id")
+        if node.colour is not None and node.colour < 0:
+            raise ValueError(f"{where}: colour {node.colour} (allowed: a colour index, 0 or more)")
         if node.parent is None:
             if node.step != 0:
                 raise ValueError(f"{where}: a node under the prompt starts at step 0, not {node.step}")
@@ -130,6 +132,7 @@ def grow(nodes: list[TreeNode], lanes: Sequence[LaneTrace], model: str,
             text="".join(record.token_text for record in lane.steps[step:]), model=model,
             branch_text=lane.steps[step].token_text if step < len(lane.steps) else "",
             finish_reason=lane.finish_reason, branch=lane.branch, fanout=lane.fanout, replay_of=lane.replay_of,
+            colour=lane.colour,
         )
         same = next((n for n in nodes if _same_place(n, node)), None)
         if same is None:

@@ -184,6 +184,9 @@ class LaneTrace:
     error: str | None = None  # why the lane ended with finish_reason "error"
     fanout: dict[str, Any] | None = None  # {"group": lane name, "member": k}: member k of a seed fan-out
     replay_of: dict[str, Any] | None = None  # {"lane", "step", "token_id"}: a branch-not-taken replay
+    # the window's colour index of the lane (gui.present.colours: its nth colour, then patterns), so a saved or
+    # autosaved run opens with each lane in its colour; None (not written): a run made outside the window
+    colour: int | None = None
 
 
 SCHEMA_VERSION = 4
@@ -215,6 +218,7 @@ class TreeNode:
     bookmark: bool = False
     note: str = ""
     hidden: bool = False
+    colour: int | None = None  # the window's colour of the lane that made it (LaneTrace.colour); None: not written
 
 
 @dataclass

@@ -97,6 +97,8 @@ def _check_lane(lane: LaneTrace, path: str) -> None:
         if len({step.draw is None, step.draw_low is None, step.draw_high is None}) > 1:
             raise ValueError(f"{path}.steps[{index}]: draw, draw_low and draw_high are set together or not at all")
     _check_ids(lane.token_ids, f"{path}.token_ids")
+    if lane.colour is not None and lane.colour < 0:
+        raise ValueError(f"{path}.colour: {lane.colour} (allowed: a colour index, 0 or more)")
     if lane.branch is not None:
         for key, hint in (("parent", str), ("step", int), ("token_id", int)):
             check_value(lane.branch.get(key), hint, f"{path}.branch.{key}")

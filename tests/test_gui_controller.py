@@ -401,3 +401,55 @@ def test_a_lane_that_fails_is_named_and_the_others_go_on():
     text = model.notice.text
     failed = [lane for lane in model.lanes if lane.trace.error]
     assert failed and f"“{failed[0].name}” stopped at step" in text
+
+
+def test_lanes_keep_their_colours_through_save_open_and_bring_back_fanout_members_share_theirs(tmp_path):
+    """A lane's colour is its own for life (issue 23: colours were handed out by position after a restore): the
+    run file records it, Open gives it back, a fan-out's members carry their lane's, bring-back keeps them."""
+    from decoding import jsonio, session_tree
+
+    model, controller, _ = make([*LANES, LaneSpec("T 1.3", do_sample=True, temperature=1.3)])
+    model.set_fanout(3, 3)
+    controller.run(request(seed=5))
+    model.remove_lane(1)
+    model.move_lane(2, 0)  # "T 1.3" first: [T 1.3, greedy, beam-2]
+    colours = [lane.colour for lane in model.lanes]
+    assert colours == [3, 0, 2]
+    path = tmp_path / "run.json"
+    assert controller.save(path)
+    saved = jsonio.load(path)
+    assert [(t.name, t.colour) for t in saved.lanes] == [
+        ("T 1.3 #0", 3), ("T 1.3 #1", 3), ("T 1.3 #2", 3), ("greedy", 0), ("beam-2", 2)]
+    other, other_controller, _ = make([LaneSpec("x")])
+    assert other_controller.open(path)
+    assert [(lane.name, lane.colour) for lane in other.lanes] == [("T 1.3", 3), ("greedy", 0), ("beam-2", 2)]
+    other.insert_lane(3, LaneSpec("new"))
+    assert other.lanes[3].colour == 1  # a new lane takes the lowest free colour, as before
+
+    node = other.lane_nodes[other.lanes[2].key]  # bring beam-2 back: its lane is made again, in its colour
+    assert other_controller.bring_back(node)
+    assert [(lane.name, lane.colour) for lane in other.lanes] == [("beam-2", 2)]
+    member = next(n for n in other.tree if n.lane == "T 1.3 #1")  # no lane shows it: the colour it recorded
+    assert other_controller.bring_back(member.id)
+    assert [lane.colour for lane in other.lanes] == [3] and session_tree.node_of(other.tree, member.id)
+
+
+def test_a_files_colours_are_kept_where_they_are_distinct_and_the_rest_take_free_ones(tmp_path):
+    """Hand-edited or merged files: a colour two lanes claim goes to the first, a lane without one (a run the
+    command line wrote) takes the lowest colour no other lane has."""
+    from decoding import jsonio
+
+    model, controller, _ = make([*LANES, LaneSpec("fourth")])
+    controller.run(request())
+    trace = model.shown_trace()
+    for lane, colour in zip(trace.lanes, [5, None, 5, 0], strict=True):
+        lane.colour = colour
+    path = jsonio.save(trace, tmp_path / "edited.json")
+    other, other_controller, _ = make([LaneSpec("x")])
+    other_controller.open(path)
+    assert [lane.colour for lane in other.lanes] == [5, 1, 2, 0]
+    for lane in trace.lanes:
+        lane.colour = None
+    jsonio.save(trace, path)
+    other_controller.open(path)
+    assert [lane.colour for lane in other.lanes] == [0, 1, 2, 3]  # by position, as a run without colours always was

@@ -116,6 +116,9 @@ def test_ten_branches_are_reached_again_from_the_tree_and_survive_save_open_brin
     wait_idle(qtbot, reopened)
     chain = session_tree.path(reopened.state.tree, deep.id)
     assert names(reopened) == [node.lane for node in chain]
+    colours = {lane.name: lane.colour for lane in window.state.lanes}  # brought back in the colours they had
+    assert [lane.colour for lane in reopened.state.lanes] == [colours[node.lane] for node in chain] != list(
+        range(len(chain)))
     assert reopened.state.lanes[-1].trace.token_ids == session_tree.full_tokens(reopened.state.tree, deep.id)
     assert reopened.state.tree == window.state.tree  # every node kept
     assert reopened.state.notice is None

@@ -325,3 +325,58 @@ def test_a_top_lists_texts_are_looked_up_when_first_read():
     assert copied._text_of is None and copied.texts == ("<7>",) and pickle.loads(pickle.dumps(top)) == top
     with pytest.raises(ValueError, match="as many texts"):
         TopList([1, 2], ["a"], [0.5, 0.5])
+
+
+def test_a_lanes_colour_is_written_only_when_set_and_round_trips_byte_identical(tmp_path):
+    """The window records each lane's colour; runs made elsewhere (the command line) have none, and their files
+    keep exactly the keys they had before the field existed."""
+    from decoding import session_tree
+
+    plain = fake_trace()
+    plain.tree = session_tree.tree_of_lanes(plain)  # as the command line's runs have it
+    assert plain.tree and '"colour"' not in jsonio.dumps(plain)
+    assert [list(lane) for lane in jsonio.to_dict(plain)["lanes"]] == [[
+        "name", "config", "processors", "token_ids", "text", "steps", "finish_reason", "sequences",
+        "sequence_scores", "branch", "error", "fanout", "replay_of"]] * len(LANES)
+    assert all(lane.colour is None for lane in jsonio.loads(jsonio.dumps(plain)).lanes)
+    coloured = fake_trace()
+    for lane, colour in zip(coloured.lanes, [0, 7, 2, 13, None, 5], strict=True):
+        lane.colour = colour
+    coloured.tree = session_tree.tree_of_lanes(coloured)  # a node records its lane's colour
+    assert [node.colour for node in coloured.tree] == [0, 7, 2, 13, None, 5]
+    data = jsonio.to_dict(coloured)
+    jsonschema.validate(data, jsonio.schema())
+    assert [lane.get("colour") for lane in data["lanes"]] == [0, 7, 2, 13, None, 5]
+    assert [node.get("colour") for node in data["tree"]] == [0, 7, 2, 13, None, 5]
+    first = jsonio.save(coloured, tmp_path / "run.json")
+    loaded = jsonio.load(first)
+    assert [lane.colour for lane in loaded.lanes] == [0, 7, 2, 13, None, 5]
+    assert loaded.tree == coloured.tree
+    assert jsonio.save(loaded, tmp_path / "again.json").read_bytes() == first.read_bytes()
+
+
+@pytest.mark.parametrize("colour, refusal", [(-1, r"run.lanes\[0\] \('greedy'\).colour: -1 \(allowed: a colour"),
+                                             (True, "colour: expected an integer or null, got True"),
+                                             ("blue", "colour: expected an integer or null, got 'blue'"),
+                                             (1.5, "colour: expected an integer or null, got 1.5")])
+def test_a_bad_lane_colour_is_refused_naming_the_place(colour, refusal):
+    data = jsonio.to_dict(fake_trace())
+    data["lanes"][0]["colour"] = colour
+    with pytest.raises(jsonio.TraceFormatError, match=refusal):
+        jsonio.loads(json.dumps(data))
+    if not isinstance(colour, bool):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(data, jsonio.schema())
+
+
+def test_a_negative_node_colour_is_refused_naming_the_node():
+    from decoding import session_tree
+
+    trace = fake_trace()
+    trace.tree = session_tree.tree_of_lanes(trace)
+    data = jsonio.to_dict(trace)
+    data["tree"][2]["colour"] = -3
+    with pytest.raises(jsonio.TraceFormatError, match=r"run.tree\[2\] \(node 2\): colour -3 \(allowed"):
+        jsonio.loads(json.dumps(data))
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(data, jsonio.schema())

@@ -163,6 +163,8 @@ def every_field_run() -> RunTrace:
     trace = engine.run(prompt, LANES, max_new_tokens=8, base_seed=5, provider="CPUExecutionProvider",
                        model=ModelInfo("fake", {"model.onnx": "ab12"}, "/models/fake"))
     trace.error = "RuntimeError: the source failed at step 8"
+    for colour, lane in enumerate(trace.lanes, start=3):  # as the window records them: every lane its own
+        lane.colour = colour
     failed = trace.lane("sampled")
     failed.finish_reason, failed.error = "error", "RuntimeError: the source failed at step 8"
     for step in trace.lane("greedy").steps:

@@ -574,12 +574,20 @@ class RunController:
         except ValueError as error:
             state.show_notice(translate("controller", "Cannot bring the node back: {error}.").format(error=error))
             return False
-        state.set_specs([session_tree.node_spec(node) for node in nodes])
+        state.set_specs([session_tree.node_spec(node) for node in nodes], [self._colour_of(node) for node in nodes])
         state.trace = trace
         targets = {(lane.key, 0): lane.spec for lane in state.lanes}
         self._start(JobKind.RESTORE, targets, jobs.restore_job(self.holder, trace, node_id),
                     max(len(session_tree.full_tokens(state.tree, node.id)) for node in nodes))
         return True
+
+    def _colour_of(self, node) -> int | None:
+        """The colour a lane brought back from session tree node `node` gets: the colour of the lane showing it,
+        else the one the node recorded, else that of the lane of its name (None: a free one)."""
+        state = self.state
+        showing = [lane.colour for lane in state.lanes if state.lane_nodes.get(lane.key) == node.id]
+        named = [lane.colour for lane in state.lanes if lane.name == node.lane]
+        return next(iter(showing), node.colour if node.colour is not None else next(iter(named), None))
 
     def _use_model_of(self, trace: RunTrace) -> bool:
         """Switch to the model the run was made with (by name or path); False with a notice if it is not

@@ -222,6 +222,9 @@ class RunState:
         if self.trace is None:
             return None
         ran = [lane for lane in self.lanes if lane.trace.steps or lane.trace.finish_reason]
+        for lane in ran:  # the file keeps each lane's colour (a fan-out's members share it)
+            for trace in lane.traces():
+                trace.colour = lane.colour
         self.trace.lanes = [trace for lane in ran for trace in lane.traces()]
         self.trace.tree = self.tree
         explained = {id(self.trace.explanation_of(lane)) for lane in self.trace.lanes}
@@ -251,20 +254,20 @@ class RunState:
         trace = self.running_trace if self.job in (JobKind.RUN, JobKind.REPLAY) else self.shown_trace()
         if trace is None:
             return None
-        traces = [trace for lane in self.lanes for trace in lane.traces() if trace.steps]
-        lanes = [replace(trace, steps=list(trace.steps), token_ids=list(trace.token_ids)) for trace in traces]
+        lanes = [replace(trace, steps=list(trace.steps), token_ids=list(trace.token_ids), colour=lane.colour)
+                 for lane in self.lanes for trace in lane.traces() if trace.steps]
         return replace(trace, lanes=lanes, sweeps=list(trace.sweeps), explanations=list(trace.explanations),
                        tree=[replace(node) for node in self.tree])
 
     # ---------------------------------------------------------------------------------------- editing lanes
 
-    def set_specs(self, specs: Iterable[LaneSpec]) -> None:
-        """Replace every lane (no run shown for them)."""
+    def set_specs(self, specs: Iterable[LaneSpec], colours: Iterable[int | None] = ()) -> None:
+        """Replace every lane (no run shown for them). `colours`: the colour each lane should keep, in order
+        (None or missing: the next free one)."""
         self._set_selection(None)  # while its lane still exists: views redraw it unselected
         self.trace = None
-        self.lanes = []
-        for spec in specs:
-            self.lanes.append(self._new_lane(spec))
+        self.lanes = [self._new_lane(spec) for spec in specs]
+        self._give_colours(list(colours))
         self.events.emit("lanes_reset")
 
     def insert_lane(self, index: int, spec: LaneSpec, **attributes) -> Lane:
@@ -428,6 +431,9 @@ class RunState:
         """The job ended: `finished` maps (lane key, member) to the engine's final traces (beam lanes' best
         paths, finish reasons); `trace` (None for a branch) is the run's timing, settings and error. `grow`:
         its lanes become session tree nodes (not step mode's steps: its lanes do when it ends)."""
+        colours = {lane.key: lane.colour for lane in self.lanes}
+        for (key, _member), lane_trace in finished.items():  # recorded with them: the nodes keep them too
+            lane_trace.colour = colours.get(key, lane_trace.colour)
         for lane in self.lanes:
             if lane.members:
                 lane.members = [finished.get((lane.key, k), old) for k, old in enumerate(lane.members)]
@@ -487,12 +493,14 @@ class RunState:
         self.events.emit("run_finished")
 
     def show_trace(self, trace: RunTrace, specs: list[LaneSpec]) -> None:
-        """Show a saved run: one lane per trace lane, with the spec it was made with; a fan-out's members
-        become one lane again (its spec is member 0's, named as the group)."""
+        """Show a saved run: one lane per trace lane, with the spec it was made with and the colour it recorded
+        (else a free one); a fan-out's members become one lane again (its spec is member 0's, named as the
+        group)."""
         self._set_selection(None)  # while its lane still exists: views redraw it unselected
         self.trace = trace
         self.lanes = []
         groups: dict[str, Lane] = {}
+        wanted: list[int | None] = []  # the colour each lane's trace recorded
         for spec, lane_trace in zip(specs, trace.lanes, strict=True):
             if spec.fanout is not None and spec.fanout.group in groups:
                 group = groups[spec.fanout.group]
@@ -503,10 +511,12 @@ class RunState:
                 spec = replace(spec, name=spec.fanout.group, fanout=None)
             lane = self._new_lane(spec)
             lane.trace = lane_trace
+            wanted.append(lane_trace.colour)
             lane.branch_prompt = prompt_key(trace) if spec.branch or spec.replay_of else None
             if lane_trace.fanout:
                 lane.members, groups[spec.name] = [lane_trace], lane
             self.lanes.append(lane)
+        self._give_colours(wanted)
         self.critical = trace.settings.critical
         self.reference = 0
         self.run_limit = max((len(lane.steps) for lane in trace.lanes), default=0)
@@ -607,6 +617,17 @@ class RunState:
     def _free_colour(self) -> int:
         used = {lane.colour for lane in self.lanes}
         return next(colour for colour in itertools.count() if colour not in used)
+
+    def _give_colours(self, wanted: list[int | None]) -> None:
+        """Lane i gets colour wanted[i] (the one it had: a run file or a session tree node's lane recorded it),
+        unless an earlier lane got it; the others the lowest colours no lane has, so colours stay distinct."""
+        colours: list[int | None] = [None] * len(self.lanes)
+        for index, colour in enumerate(wanted[:len(self.lanes)]):
+            if colour is not None and colour >= 0 and colour not in colours:
+                colours[index] = colour
+        free = (colour for colour in itertools.count() if colour not in colours)
+        for lane, colour in zip(self.lanes, colours, strict=True):
+            lane.colour = next(free) if colour is None else colour
 
     def _refresh_analysis(self) -> None:
         """The shown run's analysis, over its lanes in the window's order, by the window's critical thresholds."""
