@@ -13,7 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SOAK_RUNS = int(os.environ.get("BRANCHPOINT_SOAK_RUNS", "200"))  # raise it for a longer soak
-MAX_GROWTH_MB = 50.0
+MAX_GROWTH_MB = 50.0  # memory the process allocated and has not freed (malloc's in-use bytes: the leak signal)
+# Resident memory also holds what glibc's and ONNX Runtime's arenas keep after it was freed (a 32-member fan-out's
+# [32, 49152] float rows come and go each step): it may drift more than the allocations without a leak.
+MAX_RSS_GROWTH_MB = 100.0
 
 
 class _MallInfo2(ctypes.Structure):
@@ -60,7 +63,7 @@ def measure() -> Resources:
 
 
 def assert_flat(before: Resources, after: Resources) -> None:
-    assert after.rss_mb - before.rss_mb < MAX_GROWTH_MB, (before, after)
+    assert after.rss_mb - before.rss_mb < MAX_RSS_GROWTH_MB, (before, after)
     assert after.allocated_mb - before.allocated_mb < MAX_GROWTH_MB, (before, after)
     assert after.python_threads <= before.python_threads, (before, after)
     assert after.os_threads <= before.os_threads, (before, after)
