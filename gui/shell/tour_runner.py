@@ -102,13 +102,16 @@ class TourRunner(QObject):
             self.controller.explain_lane(0)
 
     def _on_explained(self) -> None:
-        stop, self._inside_stop = self._inside_stop, None
-        if stop is not None:  # once every view has taken the explanation in
-            QTimer.singleShot(0, lambda: self._show_inside(stop))
+        if self._inside_stop is not None:  # once every view has taken the explanation in
+            QTimer.singleShot(0, self._show_inside)
 
-    def _show_inside(self, stop: tour.TourStop) -> None:
+    def _show_inside(self) -> None:
         """Lane 0's explanation: where its contrast word looks back at the concessive one, or the logit lens where
-        the lane's choice settles latest (that step selected)."""
+        the lane's choice settles latest (that step selected). The stop stays pending until now, so the window
+        knows the view to show is the tour's."""
+        stop, self._inside_stop = self._inside_stop, None
+        if stop is None:  # a run started in between
+            return
         result = self.state.explanation(0)
         if stop.after == "explain_contrast":
             prompt = result.prompt_length
