@@ -43,7 +43,7 @@ from gui.views.model_picker import ModelPicker
 from gui.views.notice_bar import NoticeBar
 from gui.views.prompt_panel import PromptPanel
 from gui.views.redraw import RedrawScheduler
-from gui.views.registry import VIEWS
+from gui.views.registry import BRANCH_SIGNALS, VIEWS
 from gui.views.status import StatusBar
 from gui.views.text_view import TextPanel
 
@@ -97,11 +97,8 @@ class MainWindow(QMainWindow):
         for row in VIEWS:
             view = self.views[row.id] = row.make(state, scheduler)
             view.setMinimumWidth(240)  # narrower than their headers' hints: the window must fit 1280 px
-            for signal, command in row.signals.items():
-                getattr(view, signal).connect(getattr(commands, command))
-        for signal, command in (("branchRequested", "branch"), ("forceRequested", "force_for_all"),
-                                ("replayRequested", "replay_not_taken"), ("explainRequested", "explain_lane")):
-            getattr(self.text, signal).connect(getattr(commands, command))
+            _connect(view, row.signals, commands)
+        _connect(self.text, {**BRANCH_SIGNALS, "explainRequested": "explain_lane"}, commands)
         self.error_banner = NoticeBar(state)
         self.branch_strategy = BranchStrategyBox(state)
         self.model_picker = ModelPicker()
@@ -243,3 +240,9 @@ class MainWindow(QMainWindow):
             self.settings.save()
         self.shutdown()
         super().closeEvent(event)
+
+
+def _connect(view: QWidget, signals: dict[str, str], commands: RunCommands) -> None:
+    """Each of the view's signals runs the command the table names."""
+    for signal, command in signals.items():
+        getattr(view, signal).connect(getattr(commands, command))
