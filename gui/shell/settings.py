@@ -23,13 +23,12 @@ from typing import Any
 from PySide6.QtCore import QByteArray, QSettings, Qt
 from PySide6.QtWidgets import QMainWindow, QSplitter, QTabWidget
 
-from decoding.parameters import parameter
 from decoding.spec import PRESETS, LaneSpec
 from gui.i18n import translate
 from gui.state.run_state import RunState
+from gui.views.prompt_panel import MAX_NEW_TOKENS_LIMIT
 
 FILE_NAME = "branchpoint.ini"
-MAX_NEW_TOKENS = int(parameter("max_new_tokens").editor_max)
 DEFAULT_SIZE = (1280, 800)  # the window at first start and after View → Reset layout
 THEMES = ("system", "light", "dark")
 LANGUAGES = ("system", "en", "zh_CN")
@@ -184,7 +183,7 @@ def register_run_state(settings: Settings, state: RunState) -> None:
     settings.register("prompt/system", lambda: request().system or "",
                       lambda v: state.update_request(system=as_text(v) or None))
     settings.register("prompt/max_new_tokens", lambda: request().max_new_tokens,
-                      lambda v: state.update_request(max_new_tokens=as_bounded(v, 1, MAX_NEW_TOKENS)))
+                      lambda v: state.update_request(max_new_tokens=as_bounded(v, 1, MAX_NEW_TOKENS_LIMIT)))
     settings.register("branch/strategy", lambda: request().branch_strategy,
                       lambda v: state.update_request(branch_strategy=one_of(v, ("", *PRESETS))))
 
