@@ -275,6 +275,7 @@ class Run:
         self._external_cancel = cancel
         self._on_prefill = on_prefill
         self.error: str | None = None
+        self.lanes: list[LaneState] = []  # the lanes' states once iterated (step mode reads a beam lane's beams)
         self._started = False
         source = engine.source
         self._summarize = source.summarize if isinstance(source, RowSummarizer) else None
@@ -298,7 +299,7 @@ class Run:
 
     def _loop(self) -> Iterator[tuple[int, StepRecord]]:
         t_start = time.perf_counter()
-        lanes = self._make_lanes()
+        lanes = self.lanes = self._make_lanes()
         self.trace.lanes = [lane.trace for lane in lanes]
         for lane in lanes:
             for record in self.prefix.records:

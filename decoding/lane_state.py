@@ -15,13 +15,13 @@ import math
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
 
 from decoding.adaptive import decision, widened
-from decoding.beam import BeamSearch
+from decoding.beam import NEG, BeamSearch
 from decoding.chain import build_processors
 from decoding.llama_samplers import Mirostat, Xtc, breaker_sequences
 from decoding.processors import MaskProcessor, apply_processors
@@ -325,6 +325,16 @@ class SingleRowLaneState(LaneState):
         return self.forced[step]
 
 
+@dataclass
+class BeamParent:
+    """One running beam at a beam lane's step, as step mode shows it."""
+
+    beam: int
+    token_ids: list[int]  # its tokens before the step
+    score: float  # its cumulative processed log-probability
+    record: StepRecord  # its processed distribution at the step (top lists; token_id its best candidate)
+
+
 class BeamLaneState(LaneState):
     """A beam lane: num_beams rows reordered every step by BeamSearch; its trace follows the best sequence."""
 
@@ -336,6 +346,7 @@ class BeamLaneState(LaneState):
         self.beam_records: list[list[StepRecord]] = []
         self.finished_records: dict[tuple[int, ...], list[StepRecord]] = {}
         self.pending: list[tuple[int, int]] = []
+        self._last_step: tuple | None = None  # what the last step read (its rows, scores, beams): parents() shows it
 
     def attach(self, batch: LogitsRowCache, row: int) -> None:
         spec = self.spec
@@ -359,12 +370,14 @@ class BeamLaneState(LaneState):
         raw = [self.batch.row(row) for row in self.rows]
         softmaxes = [self.batch.softmax(row) for row in self.rows]  # shared with the raw statistics
         best = self._best_logprobs(softmaxes) if self._plain_step() else None
+        before = (self.step, self.step in self.forced, self.beam_tokens, self.beam.running_scores())
         if best is not None:  # the candidates are among each beam's best tokens: no [beams, vocab] scores
             scores, result = None, self.beam.step_top(*best)
         else:
             scores = self._beam_scores(raw, softmaxes)
             result = self.beam.step(scores)
         new_records = self._hypothesis_records(raw, softmaxes, scores, result.hypotheses)
+        self._last_step = (raw, softmaxes, scores, *before)  # references only: a run that never asks pays nothing
         elapsed = source_ms + (time.perf_counter() - started) * 1000.0
         for record in new_records.values():
             record.time_ms = elapsed
@@ -379,6 +392,24 @@ class BeamLaneState(LaneState):
     def queue(self, feed: list[tuple[int, int]]) -> None:
         if self.running:
             feed.extend(self.pending)
+
+    def parents(self) -> list[BeamParent]:
+        """The beams the last step extended (the live ones: at step 0 only beam 0), each with its tokens, its
+        score and its processed distribution at that step (the record's token: its best candidate)."""
+        if self._last_step is None:
+            return []
+        raw, softmaxes, scores, step, forced, tokens, beam_scores = self._last_step
+        shown = []
+        for beam, (own, score) in enumerate(zip(tokens, beam_scores, strict=True)):
+            if score <= NEG / 2:  # not a hypothesis yet (transformers' -1e9 start)
+                continue
+            processed = raw[beam] if scores is None else scores[beam]
+            softmax = softmaxes[beam] if scores is None else None
+            token = softmax.best_token() if softmax is not None else int(np.argmax(processed))
+            record = self._record(raw[beam], processed, token, forced=forced, raw_softmax=softmaxes[beam],
+                                  softmax=softmax)
+            shown.append(BeamParent(beam, self.tokens[: self.prefix_len] + own, score, replace(record, step=step)))
+        return shown
 
     def close(self) -> None:
         self.running = False

@@ -9,18 +9,59 @@ lets the lane go on by itself. `spec_of(lane)` is the lane's spec with the user'
 of it from step 0 makes exactly the same tokens (a forced step draws nothing, so every accepted sampled step
 draws what it drew here).
 
-Beam lanes keep several hypotheses, which a one-sequence prefix cannot hold: they only run to the end here.
+A beam lane keeps several hypotheses, which a one-sequence prefix cannot hold: it is one ordinary run of its
+spec, paused after each step (a BeamWalk), so every step it takes is the uninterrupted run's. Its proposed step
+is the search's next step (`beams(lane)`: every beam it extended, with that beam's candidates); it is accepted
+or run on, never forced (a forced token would leave the search: branch from the beam lane instead).
+`kept(lane)` is what a lane keeps when step mode ends: a beam lane stopped early becomes the search with that
+many tokens, so that a replay makes it again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
-from decoding.engine import Engine, Prefix
-from decoding.lane_state import empty_trace
+from decoding.engine import Engine, Prefix, Run
+from decoding.lane_state import BeamLaneState, BeamParent, empty_trace
 from decoding.spec import LaneSpec, assign_seeds
 from decoding.trace import LaneTrace, ModelInfo, PromptInfo, StepRecord
+
+
+@dataclass
+class BeamWalk:
+    """A beam lane's run, paused after each of its steps."""
+
+    run: Run
+    records: Iterator[tuple[int, StepRecord]]
+
+    @property
+    def state(self) -> BeamLaneState:
+        return self.run.lanes[0]
+
+    @property
+    def ended(self) -> bool:
+        return self.run.trace.lanes[0].finish_reason is not None
+
+    def advance(self) -> None:
+        """One step of the search (the run's end too, when that step ended it)."""
+        next(self.records, None)
+        if not self.state.running:
+            next(self.records, None)  # closes the run: the best final sequence becomes the lane's steps
+
+    def finish(self) -> LaneTrace:
+        for _ in self.records:
+            pass
+        return self.run.trace.lanes[0]
+
+    def shown(self, decode) -> LaneTrace:
+        """The lane so far: the best running beam's steps (the final best sequence once ended)."""
+        if self.ended:
+            return self.run.trace.lanes[0]
+        state = self.state
+        path = state.trace.steps[: state.prefix_len] + (state.beam_records[0] if state.beam_records else [])
+        tokens = [record.token_id for record in path]
+        return replace(state.trace, steps=[replace(r) for r in path], token_ids=tokens, text=decode(tokens))
 
 
 @dataclass
@@ -30,6 +71,7 @@ class SteppedLane:
     trace: LaneTrace | None = None  # the steps taken so far (None before the first)
     picks: dict[int, int] = field(default_factory=dict)  # step -> token the user took instead of the lane's
     proposal: LaneTrace | None = None  # the one-step run whose last record is the lane's next step
+    walk: BeamWalk | None = None  # a beam lane's run, one step ahead of `trace` while a step is proposed
 
     @property
     def steps(self) -> list[StepRecord]:
@@ -69,6 +111,11 @@ class StepSession:
         proposal = self.lane(name).proposal
         return None if proposal is None else proposal.steps[-1]
 
+    def beams(self, name: str) -> list[BeamParent]:
+        """A beam lane's beams at its last computed step, each with its candidates; [] for other lanes."""
+        walk = self.lane(name).walk
+        return [] if walk is None else walk.state.parents()
+
     def shown(self, name: str) -> LaneTrace:
         """The lane as the window shows it: the steps taken, then the proposed next step (if computed)."""
         lane = self.lane(name)
@@ -80,16 +127,32 @@ class StepSession:
     def running(self) -> list[str]:
         return [name for name, lane in self.lanes.items() if not lane.ended]
 
+    def kept(self, name: str) -> tuple[LaneSpec, LaneTrace] | None:
+        """What the lane keeps when step mode ends (None: no step taken): its spec with the picks forced and its
+        steps taken; stopped early, its spec's length is the steps taken, so that a replay makes them again (a
+        beam lane: the search with that many tokens, made now, whose best sequence may differ from the best
+        running beam's)."""
+        lane = self.lane(name)
+        if lane.trace is None:
+            return None
+        spec, taken = self.spec_of(name), lane.trace
+        if taken.finish_reason is None:
+            spec = replace(spec, max_new_tokens=len(taken.steps))
+            if lane.walk is not None:
+                return spec, self._alone(spec)
+            taken = replace(taken, finish_reason="length", config=spec.to_config())
+        return spec, replace(taken, steps=list(taken.steps), token_ids=list(taken.token_ids))
+
     # ---- stepping ----------------------------------------------------------------------------------------
     def propose(self, name: str) -> StepRecord | None:
         """Compute the lane's next step (once: a second call returns the same); None when the lane has ended."""
         lane = self.lane(name)
-        if lane.spec.is_beam:
-            raise ValueError(f"lane {name!r} is a beam lane: in step mode it can only run to the end")
         if lane.ended:
             return None
         if lane.proposal is None:
-            lane.proposal = self._one_step(lane, {})
+            lane.proposal = self._next_beam_step(lane) if lane.spec.is_beam else self._one_step(lane, {})
+        if lane.spec.is_beam:
+            return lane.proposal.steps[-1] if lane.proposal.steps else None
         return lane.proposal.steps[-1] if len(lane.proposal.steps) > len(lane.steps) else None
 
     def accept(self, name: str) -> StepRecord | None:
@@ -101,7 +164,10 @@ class StepSession:
         return lane.steps[-1]
 
     def take(self, name: str, token_id: int) -> StepRecord | None:
-        """Take `token_id` at the lane's next step instead of its own pick (a forced step)."""
+        """Take `token_id` at the lane's next step instead of its own pick (a forced step). ValueError for a
+        beam lane (its step is the search's: accepted or run on)."""
+        if self.lane(name).spec.is_beam:
+            raise ValueError(f"lane {name!r} is a beam lane: in step mode its step is accepted or run on")
         record = self.propose(name)
         if record is None:
             return None
@@ -115,20 +181,46 @@ class StepSession:
         return lane.steps[-1]
 
     def step_all(self) -> list[StepRecord]:
-        """Accept every running lane's own pick (beam lanes excepted)."""
-        return [record for name in self.running() if not self.lane(name).spec.is_beam
-                for record in [self.accept(name)] if record is not None]
+        """Accept every running lane's own pick."""
+        return [record for name in self.running() for record in [self.accept(name)] if record is not None]
 
     def run_to_end(self, name: str) -> LaneTrace:
         """Let the lane go on by itself from where it is to its end."""
         lane = self.lane(name)
-        if not lane.ended:
-            lane.trace, lane.proposal = self._run(lane, {}, lane.limit), None
+        if lane.ended:
+            return lane.trace
+        if lane.spec.is_beam:
+            lane.trace = self._walk(lane).finish()
+        else:
+            lane.trace = self._run(lane, {}, lane.limit)
+        lane.proposal = None
         return lane.trace
 
     # ---- internals ---------------------------------------------------------------------------------------
     def _one_step(self, lane: SteppedLane, forced: dict[int, int]) -> LaneTrace:
         return self._run(lane, forced, len(lane.steps) + 1)
+
+    def _walk(self, lane: SteppedLane) -> BeamWalk:
+        if lane.walk is None:
+            run = self.engine.start(self.prompt, [lane.spec], max_new_tokens=self.max_new_tokens,
+                                    base_seed=self.base_seed, model=self.model)
+            lane.walk = BeamWalk(run, iter(run))
+        return lane.walk
+
+    def _next_beam_step(self, lane: SteppedLane) -> LaneTrace:
+        walk = self._walk(lane)
+        walk.advance()
+        if walk.run.error:
+            raise RuntimeError(walk.run.error)
+        return walk.shown(self.engine.tokenizer.decode)
+
+    def _alone(self, spec: LaneSpec) -> LaneTrace:
+        """An ordinary run of `spec` from step 0."""
+        run = self.engine.run(self.prompt, [spec], max_new_tokens=self.max_new_tokens, base_seed=self.base_seed,
+                              model=self.model)
+        if run.error:
+            raise RuntimeError(run.error)
+        return run.lanes[0]
 
     def _run(self, lane: SteppedLane, forced: dict[int, int], limit: int) -> LaneTrace:
         """The lane run from its steps so far to `limit` tokens, `forced` taken besides its own forced steps."""

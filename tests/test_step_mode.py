@@ -1,6 +1,7 @@
 """Step mode (decoding.step_mode) with the tiny model: twenty tokens walked one step at a time with the user's
 own picks (greedy and sampled lanes), each step showing the lane's processed distribution; the lanes' specs with
-those picks forced replay the same tokens and draws in one ordinary run; beam lanes run to the end."""
+those picks forced replay the same tokens and draws in one ordinary run; a beam lane runs on to its end
+(its steps one by one: tests/test_step_mode_beams.py)."""
 
 from __future__ import annotations
 
@@ -45,8 +46,7 @@ def test_twenty_steps_with_hand_picks_replay_exactly(model):
         assert lane.trace.config["forced"] == {str(s): t for s, t in sorted(picks[name].items())}
     beam = session.run_to_end("beam")
     assert beam.finish_reason in ("eos", "length") and beam.steps[0].beams
-    with pytest.raises(ValueError, match="'beam' is a beam lane: in step mode it can only run to the end"):
-        session.propose("beam")
+    assert session.propose("beam") is None  # ended: nothing more to propose
     replayed = model.engine().run(prompt, [replace_limit(session.spec_of(n), 20) for n in ("greedy", "hot")],
                                   max_new_tokens=20, base_seed=9)
     for lane in replayed.lanes:
