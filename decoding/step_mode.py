@@ -72,6 +72,7 @@ class SteppedLane:
     picks: dict[int, int] = field(default_factory=dict)  # step -> token the user took instead of the lane's
     proposal: LaneTrace | None = None  # the one-step run whose last record is the lane's next step
     walk: BeamWalk | None = None  # a beam lane's run, one step ahead of `trace` while a step is proposed
+    beams: list[BeamParent] = field(default_factory=list)  # a beam lane's beams at its last computed step
 
     @property
     def steps(self) -> list[StepRecord]:
@@ -113,8 +114,7 @@ class StepSession:
 
     def beams(self, name: str) -> list[BeamParent]:
         """A beam lane's beams at its last computed step, each with its candidates; [] for other lanes."""
-        walk = self.lane(name).walk
-        return [] if walk is None else walk.state.parents()
+        return list(self.lane(name).beams)
 
     def shown(self, name: str) -> LaneTrace:
         """The lane as the window shows it: the steps taken, then the proposed next step (if computed)."""
@@ -212,6 +212,7 @@ class StepSession:
         walk.advance()
         if walk.run.error:
             raise RuntimeError(walk.run.error)
+        lane.beams = walk.state.parents()
         return walk.shown(self.engine.tokenizer.decode)
 
     def _alone(self, spec: LaneSpec) -> LaneTrace:

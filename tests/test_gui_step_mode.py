@@ -1,5 +1,5 @@
 """Step mode in the window, as a user walks it with the tiny model: F6 turns it on (every lane's first step
-proposed, the beam lane run to the end), twenty steps by Run / F7 and by double-clicking another candidate in the
+proposed, the beam lane's too), twenty steps by Run / F7 and by double-clicking another candidate in the
 inspector (taken as a forced token with its rank), the views showing each proposed step; F6 off keeps the steps
 taken, and Replay makes every token again."""
 
@@ -35,9 +35,9 @@ def test_twenty_steps_by_hand_then_replay_makes_the_same_tokens(qtbot, window):
     qtbot.keyClick(window, Qt.Key.Key_F6)
     wait_idle(qtbot, window)
     assert window.controller.step_mode and "step mode" in window.status.currentMessage()
-    for index, lane in enumerate(window.state.lanes):
-        assert len(lane.trace.steps) == (len(lane.trace.steps) if index == beam else 1), lane.name
-    assert window.state.lanes[beam].trace.finish_reason in ("eos", "length")
+    for lane in window.state.lanes:
+        assert len(lane.trace.steps) == 1 and lane.trace.finish_reason is None, lane.name
+    assert window.state.proposals[beam].beams  # the beam lane's step shows its beams
     picks: dict[str, dict[int, int]] = {}
     for step in range(20):
         if step % 4 == 2:
@@ -47,26 +47,24 @@ def test_twenty_steps_by_hand_then_replay_makes_the_same_tokens(qtbot, window):
                 assert record.forced and record.token_id == token != own and record.top.rank_of(token) is not None
                 picks.setdefault(names[lane], {})[step] = token
             for index in (1, 3, 4):  # the others one step each, by F8 on the selected lane
-                if index != beam:
-                    window.state.select(index, len(window.state.lanes[index].trace.steps) - 1)
-                    qtbot.keyClick(window, Qt.Key.Key_F8)
-                    wait_idle(qtbot, window)
+                window.state.select(index, len(window.state.lanes[index].trace.steps) - 1)
+                qtbot.keyClick(window, Qt.Key.Key_F8)
+                wait_idle(qtbot, window)
         else:
             qtbot.keyClick(window, Qt.Key.Key_F7)  # every lane one step
             wait_idle(qtbot, window)
-        for index, lane in enumerate(window.state.lanes):
-            if index != beam:
-                assert len(lane.trace.steps) == step + 2, (step, lane.name)  # steps taken + the proposed one
+        for lane in window.state.lanes:
+            assert len(lane.trace.steps) == step + 2, (step, lane.name)  # steps taken + the proposed one
         selection = window.state.selection
         assert selection is not None and selection.step == len(window.state.lanes[selection.lane].trace.steps) - 1
         assert window.inspector._step.step == selection.step  # the inspector shows the proposed step
     qtbot.keyClick(window, Qt.Key.Key_F6)
     wait_idle(qtbot, window)
     assert not window.controller.step_mode and "step mode off" in window.status.currentMessage()
-    for index, lane in enumerate(window.state.lanes):
-        if index != beam:
-            assert len(lane.trace.steps) == 20 and not lane.stale, lane.name
-            assert lane.spec.forced == picks.get(lane.name, {}), lane.name
+    for lane in window.state.lanes:
+        assert lane.spec.max_new_tokens == 20 and not lane.stale, lane.name
+        assert lane.spec.forced == picks.get(lane.name, {}), lane.name
+        assert len(lane.trace.steps) == 20 or lane.spec.is_beam and lane.trace.finish_reason == "eos", lane.name
     before = {lane.name: list(lane.trace.token_ids) for lane in window.state.lanes}
     window.controller.replay()
     wait_idle(qtbot, window)

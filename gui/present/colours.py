@@ -37,6 +37,7 @@ class Colours:
     token_text: str
     selected_background: str
     selected_text: str
+    proposed_background: str  # step mode's proposed token (its text: marks["proposed"])
     raw: str  # raw-distribution bars and lines
     processed: str
     chosen: str
@@ -80,12 +81,14 @@ LIGHT = Colours(
     lanes=("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#8C564B",
            "#332288", "#882255", "#999933", "#E31A1C"),
     hidden_lane="#bbbbbb",
-    marks={"divergence": "#c2185b", "critical": "#e65100", "branch": "#1565c0", "forced": "#6a1b9a"},
+    marks={"divergence": "#c2185b", "critical": "#e65100", "branch": "#1565c0", "forced": "#6a1b9a",
+           "proposed": "#455a64"},
     token_lightness=0.80,
     token_saturation=0.75,
     token_text="#000000",
     selected_background="#1565c0",
     selected_text="#ffffff",
+    proposed_background="#eceff1",
     raw="#A8A8A8",
     processed="#0072B2",
     chosen="#E69F00",
@@ -115,12 +118,14 @@ DARK = Colours(
     lanes=("#5AA9E6", "#F07A2E", "#2BC49A", "#E08FC0", "#F2B233", "#9ED8FF", "#E6E6E6", "#C4907F",
            "#9A8CFF", "#E0679A", "#C9C94A", "#FF6B6B"),
     hidden_lane="#5a5a5a",
-    marks={"divergence": "#f06292", "critical": "#ffb74d", "branch": "#64b5f6", "forced": "#ce93d8"},
+    marks={"divergence": "#f06292", "critical": "#ffb74d", "branch": "#64b5f6", "forced": "#ce93d8",
+           "proposed": "#b0bec5"},
     token_lightness=0.25,
     token_saturation=0.50,
     token_text="#f0f0f0",
     selected_background="#1565c0",
     selected_text="#ffffff",
+    proposed_background="#37474f",
     raw="#8a8a8a",
     processed="#5AA9E6",
     chosen="#F2B233",
@@ -175,7 +180,7 @@ def _pairs() -> dict[str, str]:
     pairs: dict[str, str] = {}
     for name in ("background", "ink", "muted", "faint", "hidden_lane", "token_text", "raw", "processed", "chosen",
                  "cutoff", "top_k", "draw", "beam_kept", "beam_kept_edge", "beam_pruned", "beam_pruned_fill",
-                 "beam_pruned_edge", "beam_finished", "beam_best", "error", "warning"):
+                 "beam_pruned_edge", "beam_finished", "beam_best", "error", "warning", "proposed_background"):
         pairs[getattr(LIGHT, name).lower()] = getattr(DARK, name).lower()
     for light, dark in zip(LIGHT.lanes, DARK.lanes, strict=True):
         pairs[light.lower()] = dark.lower()

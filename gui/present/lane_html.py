@@ -24,6 +24,7 @@ DIVERGENCE_GLYPH = "◆"
 CRITICAL_GLYPH = "▲"
 BRANCH_GLYPH = "↳"
 FORCED_GLYPH = "★"
+PROPOSED_GLYPH = "◌"
 
 
 def probability_colour(p: float) -> str:
@@ -153,6 +154,7 @@ class TokenMarks:
     critical: bool = False  # a critical point: a small change would have picked another strong token
     branch: bool = False  # the branch point of a branched lane (the picked token)
     selected: bool = False
+    proposed: bool = False  # step mode's proposed step, not yet taken
 
 
 def token_html(lane: int, step: StepRecord, marks: TokenMarks, text: str | None = None,
@@ -171,9 +173,13 @@ def _anchor_html(lane: int, step: int, text: str, p: float, marks: TokenMarks, f
     palette = colours.DARK if dark else colours.LIGHT
     background = palette.selected_background if marks.selected else palette.probability(p)
     colour = palette.selected_text if marks.selected else palette.token_text
+    if marks.proposed and not marks.selected:  # a ghost: not taken yet, whatever its probability
+        background, colour = palette.proposed_background, palette.marks["proposed"]
     style = [f"background-color:{background}", f"color:{colour}", "text-decoration:none"]
     if marks.selected or marks.divergence or marks.branch:
         style += ["font-weight:bold", "text-decoration:underline"]
+    if marks.proposed:
+        style.append("font-style:italic")
     prefix = "".join(_glyph(kind) for kind, on in _mark_kinds(marks, forced) if on)
     suffix = _glyph("critical", small=True) if marks.critical else ""
     shown = html.escape(visible_piece(text)).replace("\n", "<br>")
@@ -181,15 +187,15 @@ def _anchor_html(lane: int, step: int, text: str, p: float, marks: TokenMarks, f
 
 
 def _mark_kinds(marks: TokenMarks, forced: bool) -> list[tuple[str, bool]]:
-    return [("branch", marks.branch), ("divergence", marks.divergence and not marks.branch),
-            ("forced", forced and not marks.branch)]
+    return [("proposed", marks.proposed), ("branch", marks.branch),
+            ("divergence", marks.divergence and not marks.branch), ("forced", forced and not marks.branch)]
 
 
 def _glyph(kind: str, small: bool = False) -> str:
     """A coloured mark glyph; small ones (critical points, after their token) are raised and reduced to keep the
     text readable."""
     glyph = {"divergence": DIVERGENCE_GLYPH, "critical": CRITICAL_GLYPH, "branch": BRANCH_GLYPH,
-             "forced": FORCED_GLYPH}[kind]
+             "forced": FORCED_GLYPH, "proposed": PROPOSED_GLYPH}[kind]
     size = "font-size:7pt;vertical-align:super;" if small else ""
     return f'<span style="color:{MARK_COLOURS[kind]};font-weight:bold;{size}">{glyph}</span>'
 
@@ -211,7 +217,7 @@ def lane_fragments(lane: int, steps: Sequence[StepRecord], marks: Sequence[Token
 
 
 def _merge_marks(marks: Sequence[TokenMarks]) -> TokenMarks:
-    names = ("divergence", "critical", "branch", "selected")
+    names = ("divergence", "critical", "branch", "selected", "proposed")
     return TokenMarks(*(any(getattr(m, name) for m in marks) for name in names))
 
 
@@ -328,7 +334,20 @@ MARK_WORDS = {  # shown translated (mark_legend)
     "strong token")),
     "branch": (BRANCH_GLYPH, QT_TRANSLATE_NOOP("render", "branch point")),
     "forced": (FORCED_GLYPH, QT_TRANSLATE_NOOP("render", "forced token")),
+    "proposed": (PROPOSED_GLYPH, QT_TRANSLATE_NOOP("render", "proposed step, not yet taken")),
 }
+
+
+def proposed_tip(beam: bool) -> str:
+    """What a proposed step's token says on hover, before its alternatives."""
+    if beam:
+        words = translate("render", "proposed, not yet taken — F8 accepts it, F9 runs the lane on (a beam lane's "
+                                    "step is the search's: no candidate can be taken instead)")
+    else:
+        words = translate("render", "proposed, not yet taken — F8 accepts it (F7: every lane's), double-click "
+                                    "another candidate in the inspector to take it instead")
+    return f'<span style="color:{MARK_COLOURS["proposed"]}"><b>{PROPOSED_GLYPH}</b> <i>{html.escape(words)}</i></span>'
+
 
 
 def mark_legend(kinds=("divergence", "critical", "branch"), short: bool = False) -> list[str]:

@@ -28,7 +28,7 @@ from gui.state import jobs
 from gui.state.jobs import Job, Message, PrefillMessage, ProviderMessage, RunStartedMessage, StatusMessage, StepMessage
 from gui.state.model_holder import ModelHolder
 from gui.state.requests import RunRequest, request_of
-from gui.state.run_state import JobKind, Lane, RunState, prompt_key
+from gui.state.run_state import JobKind, Lane, Proposal, RunState, prompt_key
 
 
 class JobRunner(Protocol):
@@ -478,6 +478,12 @@ class RunController:
         """Lane `index` takes `token_id` at its proposed step `step` instead of its own pick (a forced token)."""
         name = self.state.lanes[index].name
         proposed = len(self.state.lanes[index].trace.steps) - 1
+        if self.state.lanes[index].spec.is_beam:
+            self.state.show_notice(translate("controller", "A beam lane's step in step mode is its search's: accept "
+                                                           "it (F8) or run the lane on (F9). To force a token, "
+                                                           "branch from the beam lane after step mode."),
+                                   level="info")
+            return False
         if step != proposed:
             self.state.show_notice(translate("controller", "In step mode a lane takes a token at its next step "
                                                            "({step}) only.").format(step=proposed), level="info")
@@ -505,16 +511,13 @@ class RunController:
         if session is None:
             return True
         state = self.state
+        state.set_proposals({})
         finished = {}
         for index, lane in enumerate(state.lanes):
-            taken, spec = session.lane(lane.name).trace, session.spec_of(lane.name)
-            if taken is None:  # no step taken: the lane as it was
+            kept = session.kept(lane.name)  # a beam lane stopped early: its search of that length, made now
+            if kept is None:  # no step taken: the lane as it was
                 continue
-            taken = replace(taken, steps=list(taken.steps), token_ids=list(taken.token_ids))
-            if taken.finish_reason is None:  # the user stopped here: the lane's length (Replay makes the same)
-                spec = replace(spec, max_new_tokens=len(taken.steps))
-                taken.finish_reason, taken.config = "length", spec.to_config()
-            finished[(lane.key, 0)] = taken
+            spec, finished[(lane.key, 0)] = kept
             state.keep_stepped(index, spec)
         state.finish_job(state.trace, finished)
         state.set_status(translate("controller", "step mode off: the lanes keep the steps taken"))
@@ -524,6 +527,10 @@ class RunController:
         state = self.state
         first = state.trace is None
         finished = {(lane.key, 0): result.lane(lane.name) for lane in state.lanes}
+        session = self.stepping[0]
+        state.set_proposals({index: Proposal(len(trace.steps) - 1, tuple(session.beams(trace.name)))
+                             for index, trace in enumerate(result.lanes)
+                             if session.lane(trace.name).proposal is not None})
         state.finish_job(result if first else None, finished, grow=False)
         lane = state.selection.lane if state.selection else 0
         state.select(lane, len(state.lanes[lane].trace.steps) - 1)
@@ -667,6 +674,7 @@ class RunController:
             return None
         self.state.clear_notice()
         self.step_mode, self.stepping = False, []  # the opened run's lanes are not step mode's
+        self.state.set_proposals({})
         self.state.show_trace(trace, specs)
         self._branch_keys = []
         self.state.set_model_name(f"{trace.model.name} (opened run)", trace.provider)

@@ -149,24 +149,20 @@ def restore_job(holder: ModelHolder, trace: RunTrace, node_id: int) -> Job:
 def step_job(holder: ModelHolder, request: RunRequest, specs: list[LaneSpec], session_box: list,
              advance: Callable[[StepSession], None]) -> Job:
     """Step mode: `advance` the session in `session_box` (made first, from `specs` and `request`, when the box is
-    empty; its beam lanes run to the end then), then every running lane's next step is proposed. The result's
+    empty), then every running lane's next step is proposed (a beam lane's: its search's next step). The result's
     lanes are the session's lanes as shown (steps taken, the proposed next step last)."""
 
     def job(emit: Emit, _cancelled: Callable[[], bool]) -> RunTrace:
         model = holder.get()
         emit(ProviderMessage(model.provider))
         if not session_box:
-            session = StepSession(holder.engine(), prompt_info(model, request), specs,
-                                  max_new_tokens=request.max_new_tokens, base_seed=request.seed, model=model.info)
-            session_box.append(session)
-            for spec in specs:
-                if spec.is_beam:
-                    session.run_to_end(spec.name)
+            session_box.append(StepSession(holder.engine(), prompt_info(model, request), specs,
+                                           max_new_tokens=request.max_new_tokens, base_seed=request.seed,
+                                           model=model.info))
         session = session_box[0]
         advance(session)
         for name in session.running():
-            if not session.lane(name).spec.is_beam:
-                session.propose(name)
+            session.propose(name)
         trace = holder.engine().start(session.prompt, specs, max_new_tokens=request.max_new_tokens,
                                       model=model.info, provider=model.provider, base_seed=request.seed).trace
         trace.lanes = [session.shown(spec.name) for spec in specs]

@@ -41,7 +41,8 @@ EVENTS: dict[str, str] = {
     "notice_changed": "(notice)  a Notice or None",
     "status": "(text)  a passing status message",
     "model_changed": "()  the model's name or its execution provider changed",
-    "marks_changed": "()  what makes a critical point changed: every lane's marks may differ",
+    "marks_changed": "()  what makes a critical point, or step mode's proposed steps, changed: every lane's marks "
+                     "may differ",
     "sweeps_changed": "()  a temperature sweep was added to the shown run",
     "explanations_changed": "()  a lane's explanation (attention, logit lens) was added to the shown run",
     "prefill_progress": "(done, total)  prompt tokens read so far while a job reads its prompt; (0, 0) when done",
@@ -86,6 +87,15 @@ class Selection:
     lane: int
     step: int
     member: int = 0  # of a fan-out lane: which member's step (0: the lane itself)
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """Step mode: a lane's proposed step (its last shown step, not yet taken), and a beam lane's beams at it
+    (decoding.lane_state.BeamParent: each beam the step extends, with its candidates)."""
+
+    step: int
+    beams: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -151,6 +161,7 @@ class RunState:
         self.tree: list[TreeNode] = []  # the session tree (decoding.session_tree) of the shown prompt
         self.tree_prompt: tuple | None = None  # the prompt (text, chat, system) the tree grows from
         self.lane_nodes: dict[int, int] = {}  # lane key -> the tree node of what it shows
+        self.proposals: dict[int, Proposal] = {}  # step mode: lane index -> its proposed, not yet taken, step
         for spec in specs:
             self.lanes.append(self._new_lane(spec))
 
@@ -199,15 +210,28 @@ class RunState:
         branch = self.branch_step(lane)
         selection = self.selection
         selected = selection.step if selection and selection.lane == lane and selection.member == 0 else None
+        proposed = self.proposed_step(lane)
         return [
             TokenMarks(
                 divergence=index == divergence,
                 critical=critical_point(record, self.critical) is not None,
                 branch=index == branch,
                 selected=index == selected,
+                proposed=index == proposed,
             )
             for index, record in enumerate(self.lanes[lane].trace.steps)
         ]
+
+    def proposed_step(self, lane: int) -> int | None:
+        """Step mode: the lane's proposed step, or None."""
+        proposal = self.proposals.get(lane)
+        return None if proposal is None else proposal.step
+
+    def set_proposals(self, proposals: dict[int, Proposal]) -> None:
+        """Step mode's proposed steps (empty when it ends): every lane's marks may differ."""
+        if proposals != self.proposals:
+            self.proposals = proposals
+            self.events.emit("marks_changed")
 
     def max_steps(self) -> int:
         return max((len(lane.trace.steps) for lane in self.lanes), default=0)
@@ -391,6 +415,8 @@ class RunState:
         replaces_run = job in (JobKind.RUN, JobKind.REPLAY, JobKind.RESTORE) or (job is JobKind.STEP and targets)
         if targets:
             self.run_limit = limit
+        if job is not JobKind.STEP:
+            self.proposals = {}  # step mode's proposals end with it
         if replaces_run:
             self.trace = self.running_trace = None
             self._set_selection(None)

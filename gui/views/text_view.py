@@ -31,6 +31,7 @@ from gui.i18n import translate
 from gui.present import colours
 from gui.present.lane_fields import describe
 from gui.present.lane_html import (
+    PROPOSED_GLYPH,
     alternatives_html,
     format_prob,
     known_pieces,
@@ -43,6 +44,7 @@ from gui.present.lane_html import (
     plain_fragments,
     prefill_text,
     probability_colour,
+    proposed_tip,
     replay_words,
 )
 from gui.state.run_state import RunState, Selection, running_beam_pieces
@@ -154,8 +156,12 @@ class TokenBrowser(QTextBrowser):
         record = self._panel.state.step_record(*target) if target else None
         if record is None:
             return ""
-        return alternatives_html(record, character=self._panel.character_of(*target),
-                                 pending=self._panel.pending_of(*target))
+        alternatives = alternatives_html(record, character=self._panel.character_of(*target),
+                                         pending=self._panel.pending_of(*target))
+        state = self._panel.state
+        if state.proposed_step(target[0]) != target[1]:
+            return alternatives
+        return proposed_tip(state.lanes[target[0]].spec.is_beam) + "<br>" + alternatives
 
     def _show_tooltip(self, event: QEvent) -> None:
         text = self.tooltip_at(event.pos())
@@ -519,7 +525,8 @@ class TextPanel(QWidget):
     def refresh_lane(self, index: int) -> None:
         column = self.columns[index]
         lane = self.state.lanes[index].trace
-        running = running_beam_pieces(lane.steps) if lane.finish_reason is None else None
+        stepping = self.state.proposed_step(index) is not None  # step mode shows a beam lane's best path, marked
+        running = running_beam_pieces(lane.steps) if lane.finish_reason is None and not stepping else None
         if running is not None:  # a streaming beam lane: its best running hypothesis, plain
             best = translate("text_view", "best running beam…")
             header = f"<i style='color:{colours.current().faint}'>{best}</i><br>"
@@ -534,6 +541,9 @@ class TextPanel(QWidget):
             column.show_summary(translate("text_view", "running… {count} tok").format(count=len(lane.steps)), "")
         else:
             text, tip = lane_summary(lane, self.state.divergence_step(index), self.state.critical_count(index))
+            if stepping:
+                text += "\n" + translate("text_view", "{glyph} step {step} proposed").format(
+                    glyph=PROPOSED_GLYPH, step=self.state.proposed_step(index))
             comparison = self.state.replay_comparison(index)
             if comparison is not None:
                 text += "\n" + translate("text_view", "vs {lane}: {comparison}").format(
