@@ -331,6 +331,7 @@ class BeamParent:
 
     beam: int
     token_ids: list[int]  # its tokens before the step
+    text: str  # their text
     score: float  # its cumulative processed log-probability
     record: StepRecord  # its processed distribution at the step (top lists; token_id its best candidate)
 
@@ -408,7 +409,8 @@ class BeamLaneState(LaneState):
             token = softmax.best_token() if softmax is not None else int(np.argmax(processed))
             record = self._record(raw[beam], processed, token, forced=forced, raw_softmax=softmaxes[beam],
                                   softmax=softmax)
-            shown.append(BeamParent(beam, self.tokens[: self.prefix_len] + own, score, replace(record, step=step)))
+            ids = self.tokens[: self.prefix_len] + own
+            shown.append(BeamParent(beam, ids, self.tokenizer.decode(ids), score, replace(record, step=step)))
         return shown
 
     def close(self) -> None:

@@ -34,6 +34,7 @@ from decoding.critical import critical_point, runner_up
 from decoding.trace import StepRecord
 from gui.i18n import translate
 from gui.present import colours
+from gui.present.beam_step import beam_step_html
 from gui.present.chart_rows import (
     Cutoffs,
     TokenRow,
@@ -124,6 +125,8 @@ class StepInspector(QWidget):
         self._numbers.setText("")
         self._stages.setText("")
         self._stages.setVisible(False)
+        self._beams.setText("")
+        self._beams.setVisible(False)
 
     def set_max_rows(self, rows: int) -> None:
         if rows < 2:
@@ -257,7 +260,7 @@ class StepInspector(QWidget):
         controls.addStretch(1)
         controls.addLayout(self._controls)
         layout.addLayout(controls)
-        layout.addWidget(self._details(numbers, self._stages))
+        layout.addWidget(self._details(self._beams, numbers, self._stages))
         self.clear()
 
     @staticmethod
@@ -386,6 +389,11 @@ class StepInspector(QWidget):
         self._numbers.setWordWrap(True)
         self._numbers.setTextFormat(Qt.TextFormat.RichText)
         self._numbers.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._beams = QLabel()  # step mode: a beam lane's proposed step, beam by beam
+        self._beams.setObjectName("stepBeams")
+        self._beams.setWordWrap(True)
+        self._beams.setTextFormat(Qt.TextFormat.RichText)
+        self._beams.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self._stages = QLabel()
         self._stages.setObjectName("stageTable")
         self._stages.setTextFormat(Qt.TextFormat.RichText)
@@ -410,6 +418,7 @@ class StepInspector(QWidget):
         self._draw_bars()
         self._draw_cutoffs()
         self._draw_cumulative()
+        self._fill_beams()
         self._fill_numbers()
         self._fill_stages()
 
@@ -422,6 +431,8 @@ class StepInspector(QWidget):
         share = lane_characters([s.token_text for s in self._lane.steps]).get(step.step)
         token = display_token(step.token_text, 32, share)
         forced = translate("inspector", " · forced") if step.forced else ""
+        if self._member == 0 and self.state.proposed_step(self._lane_index) == step.step:
+            forced += translate("inspector", " · proposed, not yet taken")
         name = self._lane.name if self._member else self.state.lanes[self._lane_index].name
         title = translate("inspector", "{name} · step {step} · chose “{token}” (id {token_id}){forced}")
         return title.format(name=name, step=step.step, token=token, token_id=step.token_id, forced=forced)
@@ -556,6 +567,19 @@ class StepInspector(QWidget):
         hint = translate("inspector", "click a row: numbers · double-click: branch")
         self._picked_label.setText(self._picked_text(self._rows[self._picked]) if picked else
                                    f"<span style='color:{colours.current().muted}'>{hint}</span>")
+
+    def _fill_beams(self) -> None:
+        """Step mode, a beam lane's proposed step: every beam it extends, with its candidates."""
+        proposal = self.state.proposals.get(self._lane_index) if self._member == 0 else None
+        shown = proposal is not None and proposal.step == self._step.step and bool(proposal.beams)
+        self._beams.setVisible(shown)
+        self._beams.setText(beam_step_html(proposal.beams, self._step.beams or []) if shown else "")
+
+    def beams_text(self) -> str:
+        """The step's beams as a user reads them ('' unless step mode shows a beam lane's proposed step)."""
+        document = QTextDocument()
+        document.setHtml(self._beams.text())
+        return document.toPlainText().replace("\u00a0", " ")
 
     def _fill_stages(self) -> None:
         """The chain table: a line per stage, the stage that removed the chosen token (a forced one) in red."""

@@ -70,7 +70,7 @@ def legend_html(critical: CriticalSettings | None = None) -> str:
     the thresholds that make a critical point."""
     scale = "".join(f'<span style="background:{probability_colour(p)}">&nbsp;{p:g}&nbsp;</span>'
                     for p in (0.0, 0.25, 0.5, 0.75, 1.0))
-    keys = mark_legend(("divergence", "critical", "branch", "forced"), short=True)
+    keys = mark_legend(("divergence", "critical", "branch", "forced", "proposed"), short=True)
     if critical is not None:
         thresholds = translate("text_view", "(draw within {distance:g} of p ≥ {prob:g}; p₂/p₁ ≥ {ratio:g})")
         keys[1] += (f" <span style='color:{colours.current().faint}'>"
@@ -83,7 +83,7 @@ def legend_html(critical: CriticalSettings | None = None) -> str:
 
 def legend_tip() -> str:
     """The legend's words in full (its tooltip)."""
-    return "<br>".join(mark_legend(("divergence", "critical", "branch", "forced")))
+    return "<br>".join(mark_legend(("divergence", "critical", "branch", "forced", "proposed")))
 
 
 class TokenBrowser(QTextBrowser):

@@ -740,6 +740,21 @@
         </message>
     </context>
     <context>
+        <name>beam_step</name>
+        <message>
+            <source>{kept} kept: a beam from now on · {finished} finished · the others pruned</source>
+            <translation>{kept} 保留：此后为一束 · {finished} 已完成 · 其余被剪枝</translation>
+        </message>
+        <message>
+            <source>Every beam at this step</source>
+            <translation>此步的每一束</translation>
+        </message>
+        <message>
+            <source>beam {beam} · score {score}</source>
+            <translation>第 {beam} 束 · 得分 {score}</translation>
+        </message>
+    </context>
+    <context>
         <name>beam_tree</name>
         <message>
             <source>kept</source>
@@ -1150,6 +1165,10 @@ score {score} · parent slot {parent}</source>
             <translation>单步模式让每条泳道从第 0 步开始：请先移除分支泳道（或将它们作为普通泳道运行）。</translation>
         </message>
         <message>
+            <source>A beam lane's step in step mode is its search's: accept it (F8) or run the lane on (F9). To force a token, branch from the beam lane after step mode.</source>
+            <translation>单步模式中，束搜索泳道的一步由搜索决定：接受它（F8）或让该泳道继续运行（F9）。若要强制某个词元，请在退出单步模式后从该束搜索泳道分支。</translation>
+        </message>
+        <message>
             <source>In step mode a lane takes a token at its next step ({step}) only.</source>
             <translation>在单步模式下，泳道只能在其下一步（{step}）改选词元。</translation>
         </message>
@@ -1513,6 +1532,10 @@ score {score} · parent slot {parent}</source>
         <message>
             <source> · forced</source>
             <translation> · 强制</translation>
+        </message>
+        <message>
+            <source> · proposed, not yet taken</source>
+            <translation> · 建议的一步，尚未采纳</translation>
         </message>
         <message>
             <source>{name} · step {step} · chose “{token}” (id {token_id}){forced}</source>
@@ -2239,6 +2262,18 @@ score {score} · parent slot {parent}</source>
             <translation>强制词元</translation>
         </message>
         <message>
+            <source>proposed step, not yet taken</source>
+            <translation>建议的一步，尚未采纳</translation>
+        </message>
+        <message>
+            <source>proposed, not yet taken — F8 accepts it, F9 runs the lane on (a beam lane's step is the search's: no candidate can be taken instead)</source>
+            <translation>建议的一步，尚未采纳 —— F8 接受，F9 让该泳道继续运行（束搜索泳道的一步由搜索决定：不能改选其他候选）</translation>
+        </message>
+        <message>
+            <source>proposed, not yet taken — F8 accepts it (F7: every lane's), double-click another candidate in the inspector to take it instead</source>
+            <translation>建议的一步，尚未采纳 —— F8 接受（F7：所有泳道），在检查器中双击另一个候选词元即可改选它</translation>
+        </message>
+        <message>
             <source>the same {count} tokens after the swap</source>
             <translation>替换后的 {count} 个词元完全相同</translation>
         </message>
@@ -2615,6 +2650,10 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>running… {count} tok</source>
             <translation>运行中… {count} 词元</translation>
+        </message>
+        <message>
+            <source>{glyph} step {step} proposed</source>
+            <translation>{glyph} 第 {step} 步（建议）</translation>
         </message>
         <message>
             <source>vs {lane}: {comparison}</source>
