@@ -115,16 +115,19 @@ def kind_of(lane: LaneTrace) -> str:
 
 
 def grow(nodes: list[TreeNode], lanes: Sequence[LaneTrace], model: str,
-         under: tuple[int, int] | None = None) -> list[TreeNode]:
+         under: tuple[int, int] | None = None, one_level: bool = False) -> list[TreeNode]:
     """Add a node per lane that ran to `nodes` and return the lanes' nodes (in the lanes' order). A branch
     (or branch not taken) goes under the newest node of its parent lane whose sequence it continues; `under`
-    (node id, step) puts every lane there (continuations). A lane the tree already holds (same place, spec and
-    tokens: a run made again) is not added twice."""
+    (node id, step) puts every lane there (continuations); `one_level` puts every lane under the prompt. A lane
+    the tree already holds (same place, spec and tokens: a run made again) is not added twice."""
     made = []
     for lane in lanes:
         if not lane.steps and not lane.token_ids:
             continue
-        parent, step = under if under is not None else _parent_of(nodes, lane)
+        if under is not None:
+            parent, step = under
+        else:
+            parent, step = (None, 0) if one_level else _parent_of(nodes, lane)
         kind = "continue" if under is not None else kind_of(lane)
         node = TreeNode(
             id=max((n.id for n in nodes), default=-1) + 1, parent=parent, step=step, lane=lane.name, kind=kind,
@@ -158,10 +161,11 @@ def _same_place(a: TreeNode, b: TreeNode) -> bool:
 
 
 def tree_of_lanes(trace: RunTrace) -> list[TreeNode]:
-    """The tree of a file saved before the session tree (schema version < 4): its lanes, under the prompt or
-    under the lane they branch from."""
+    """The tree of a file saved before the session tree (schema version < 4): one level, every lane a node under
+    the prompt with its whole sequence. A lane that branched keeps its branch marker (`branch`, `replay_of`):
+    what it came from is the lane's data, not a place in a tree the file never had."""
     nodes: list[TreeNode] = []
-    grow(nodes, trace.lanes, trace.model.name)
+    grow(nodes, trace.lanes, trace.model.name, one_level=True)
     return nodes
 
 
@@ -214,14 +218,30 @@ def reproduce_path(engine: Engine, trace: RunTrace, node_id: int, model: str) ->
 
 
 def _run_node(engine: Engine, trace: RunTrace, node: TreeNode, parent: LaneTrace | None) -> LaneTrace:
-    spec = node_spec(node)
+    spec, step = node_spec(node), node.step
+    marker = spec.branch or spec.replay_of
+    if parent is None and marker is not None and marker.step:  # one level (a file older than the tree)
+        step, parent = marker.step, _lead_in(engine, trace, spec, node.token_ids[: marker.step])
     if parent is not None and spec.replay_of is not None:
         replayed = replace(trace, lanes=[replace(parent, name=spec.replay_of.lane)], tree=[])
         return replay_not_taken(engine, replayed, spec)
-    prefix = None if parent is None else Prefix(parent.token_ids[: node.step], [replace(r) for r in
-                                                                                 parent.steps[: node.step]])
+    prefix = None if parent is None else Prefix(parent.token_ids[:step], [replace(r) for r in parent.steps[:step]])
     run = engine.run(trace.prompt, [spec], max_new_tokens=trace.settings.max_new_tokens, model=trace.model,
                      base_seed=trace.settings.seed, prefix=prefix)
+    if run.error:
+        raise RuntimeError(run.error)
+    return run.lanes[0]
+
+
+def _lead_in(engine: Engine, trace: RunTrace, spec: LaneSpec, tokens: list[int]) -> LaneTrace:
+    """The steps a node under the prompt that branched takes over from the lane it came from (which the tree
+    does not hold): its own tokens before the branch step, forced on its spec (forced steps draw nothing, as a
+    branch's copied steps; a sampled branch not taken, which replays its parent's draws, comes out different
+    and `reproduce` says so)."""
+    plain = replace(spec, branch=None, replay_of=None, fanout=None, max_new_tokens=len(tokens),
+                    forced=dict(enumerate(tokens)))
+    run = engine.run(trace.prompt, [plain], max_new_tokens=len(tokens), model=trace.model,
+                     base_seed=trace.settings.seed)
     if run.error:
         raise RuntimeError(run.error)
     return run.lanes[0]

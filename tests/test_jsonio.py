@@ -209,9 +209,11 @@ def test_a_version_1_file_opens_with_its_analysis_and_critical_points():
     assert stored["schema_version"] == 1
     trace = jsonio.load(path)
     assert trace.schema_version == 4 and trace.sweeps == []
-    # before the session tree: the lanes are its nodes, the branch under the lane it branches from
+    # before the session tree: one level, every lane a node under the prompt; the branch keeps its marker
     assert [(node.lane, node.parent, node.step) for node in trace.tree] == [
-        ("greedy", None, 0), ("beam-2", None, 0), ("hot", None, 0), ("branch", 0, trace.lane("branch").branch["step"])]
+        ("greedy", None, 0), ("beam-2", None, 0), ("hot", None, 0), ("branch", None, 0)]
+    assert trace.tree[3].branch == trace.lane("branch").branch and trace.tree[3].kind == "branch"
+    assert trace.tree[3].token_ids == trace.lane("branch").token_ids
     assert trace.settings.critical == type(trace.settings.critical)()  # the default thresholds
     for key in ("divergences", "near_ties", "close_draws", "forced", "near_tie_threshold"):
         assert jsonio.to_dict(trace)["analysis"][key] == stored["analysis"][key], key

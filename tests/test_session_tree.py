@@ -152,3 +152,36 @@ def test_a_node_beyond_the_models_positions_or_of_another_model_is_refused_with_
         session_tree.continue_from(engine(), trace, node.id, "other", None, 2)
     before = json.dumps(jsonio.to_dict(trace))
     assert json.dumps(jsonio.to_dict(trace)) == before  # nothing of the run changed
+
+
+def older_file(trace: RunTrace, path) -> None:
+    """`trace` written as a version 3 file (before the session tree): no `tree`."""
+    data = jsonio.to_dict(trace)
+    del data["tree"]
+    data["schema_version"] = 3
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+def test_a_file_older_than_the_tree_reads_as_one_level_whose_branches_come_back(tmp_path):
+    """Lanes branched in the run, after it, and a branch not taken: each a node under the prompt holding its whole
+    sequence and its branch marker; each made again from that alone (its steps before the branch forced)."""
+    lanes = [*LANES, LaneSpec("in-run", branch=Branch("greedy", 3, 11))]
+    trace = engine().run(PromptInfo("a prompt", [1, 4, 9]), lanes, max_new_tokens=10, model=ModelInfo(MODEL),
+                         base_seed=5)
+    trace.tree = []
+    session_tree.grow(trace.tree, trace.lanes, MODEL)
+    for parent, step, token, name in (("hot", 2, 12, "after"), ("beam", 4, 13, "of beam")):
+        branch_after_run(trace, parent, step, token, name)
+    replay = replay_not_taken(engine(), trace, not_taken_spec(lane_spec(trace.lane("greedy")), 2, 7, "runner-up"))
+    trace.lanes.append(replay)
+    assert [n.parent is None for n in session_tree.tree_of_lanes(trace)] == [True] * 8
+    older_file(trace, tmp_path / "v3.json")
+    opened = jsonio.load(tmp_path / "v3.json")
+    assert [(n.lane, n.parent, n.step, n.kind) for n in opened.tree] == [
+        (lane.name, None, 0, session_tree.kind_of(lane)) for lane in trace.lanes]
+    for node in opened.tree:
+        lane = opened.lane(node.lane)
+        assert node.token_ids == lane.token_ids and node.branch == lane.branch and node.replay_of == lane.replay_of
+        assert session_tree.reproduce(engine(), opened, node.id, MODEL).token_ids == lane.token_ids, node.lane
+    again = jsonio.loads(jsonio.dumps(opened))  # saved again: a version 4 file, the same one-level tree
+    assert again.schema_version == 4 and again.tree == opened.tree
