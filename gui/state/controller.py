@@ -642,8 +642,12 @@ class RunController:
     # ------------------------------------------------------------------------------------------------- files
 
     def save(self, path: Path) -> bool:
+        """Write the shown run; in step mode, the steps taken (step mode ends first: the proposed steps are not
+        the run's, and the lanes' specs with the picks forced are what a replay of the file makes again)."""
         from decoding import jsonio
 
+        if self.step_mode:
+            self._end_step_mode()
         trace = self.state.shown_trace()
         if trace is None or self.runner.is_running():
             self.state.show_notice(translate("controller", "Nothing to save yet: run or open a run first."))
