@@ -12,8 +12,8 @@ their settings get the default critical-point thresholds and their analysis is c
 (the same function made it), so they read as current runs without fan-outs, replays or sweeps. Version 2 files
 (before the llama.cpp samplers and the transformers processors beyond the core set) have no `xtc_coin` or
 `mirostat_mu` in their steps: they read as runs whose lanes use neither. Version 3 files (before the session
-tree, decoding.session_tree) read with a tree made of their lanes: each under the prompt, or under the lane it
-branches from. Every older file saves as version 4.
+tree, decoding.session_tree) read with a tree of one level made of their lanes: each under the prompt, a branched
+lane keeping its branch marker. Every older file saves as version 4.
 """
 
 from __future__ import annotations
