@@ -88,3 +88,14 @@ def test_replay_in_step_mode_ends_it_and_replays_the_steps_taken(qtbot, window):
     assert not window.controller.step_mode
     assert window.state.lanes[0].trace.token_ids == taken
     assert "every token identical" in window.status.currentMessage()
+
+
+def test_step_mode_ended_before_any_step_keeps_no_proposed_step(qtbot, window):
+    window.prompt.editor.setPlainText("Once upon a time")
+    window.prompt.max_new_tokens.setValue(8)
+    assert window.controller.toggle_step_mode()
+    wait_idle(qtbot, window)
+    assert all(len(lane.trace.steps) == 1 for lane in window.state.lanes)  # each lane's first step, proposed
+    assert window.controller.toggle_step_mode()  # off: none was taken
+    assert all(not lane.trace.steps for lane in window.state.lanes) and window.state.proposals == {}
+    assert window.state.tree == []

@@ -182,7 +182,8 @@ def every_field_run() -> RunTrace:
     inputs = sweep_inputs(trace, "sampled", 1)
     trace.sweeps = [temperature_sweep(_logits(engine, trace), inputs, [0.0, 0.7, 1.5], text=lambda i: f"t{i}")]
     trace.explanations = [explanation(trace, "greedy")]
-    trace.tree = session_tree.tree_of_lanes(trace)
+    trace.tree = []
+    session_tree.grow(trace.tree, trace.lanes, trace.model.name)  # a branch under the lane it comes from
     trace.tree[1].bookmark, trace.tree[1].note, trace.tree[2].hidden = True, "a note ✓", True
     session_tree.grow(trace.tree, [trace.lane("greedy")], "fake", under=(0, 2))
     return trace

@@ -20,6 +20,7 @@ from decoding import fanout
 from decoding.branch_not_taken import not_taken_spec
 from decoding.critical import runner_up
 from decoding.explain import MAX_EXPLAIN_TOKENS, ExplainResult, explain_span, with_start_token
+from decoding.lane_state import empty_trace
 from decoding.spec import PRESETS, Branch, LaneSpec, assign_seeds, specs_of, unique_name
 from decoding.trace import LaneTrace, RunTrace
 from gui.i18n import QT_TRANSLATE_NOOP, translate
@@ -515,7 +516,8 @@ class RunController:
         finished = {}
         for index, lane in enumerate(state.lanes):
             kept = session.kept(lane.name)  # a beam lane stopped early: its search of that length, made now
-            if kept is None:  # no step taken: the lane as it was
+            if kept is None:  # no step taken: its proposed step goes, it was never the lane's
+                finished[(lane.key, 0)] = empty_trace(lane.spec)
                 continue
             spec, finished[(lane.key, 0)] = kept
             state.keep_stepped(index, spec)
