@@ -497,8 +497,10 @@ class RunController:
         except (OSError, ValueError) as error:
             sizes, why = None, str(error)
         else:
-            why = "" if sizes is None else translate("controller", "its vocabulary differs ({a} vs {b} tokens)"
-                                                     ).format(a=sizes[0], b=sizes[1])
+            why = ("" if sizes is None else
+                   translate("controller", "its vocabulary differs ({a} vs {b} tokens)").format(a=sizes[0], b=sizes[1])
+                   if sizes[0] != sizes[1] else
+                   translate("controller", "its vocabulary has other tokens ({a} each)").format(a=sizes[0]))
         if why:
             self.state.show_notice(translate("controller", "Cannot compare {model} with {other} token by token: {why}. "
                                                            "A teacher-forced comparison needs the same tokenizer.")
