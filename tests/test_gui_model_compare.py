@@ -206,7 +206,7 @@ def test_the_chinese_interface_shows_the_view_in_chinese(qtbot, tmp_path, tiny_m
         lane = window.state.lanes[0]
         count = len(lane.trace.token_ids)
         rng = np.random.default_rng(1)
-        logits = rng.normal(0, 2, (2, count, 20))
+        logits = rng.normal(0, 2, (2, count, max(lane.trace.token_ids) + 20))
         sides = (ModelSide(window.state.model_name, "fp32"), ModelSide("other", "int4"))
         greedy = {"reference_ids": [1, 2], "other_ids": [1, 3], "reference_text": "", "other_text": ""}
         window.show_view("timeline")

@@ -49,11 +49,11 @@ def test_strip_bars_mark_exactly_the_flips(made):
     assert [bar.token for bar in bars] == [PIECES[t] for t in chosen]
 
 
-def test_tick_labels_thin_out_but_keep_flips(made):
+def test_tick_labels_thin_out_and_flip_labels_need_room(made):
     bars = rows.strip_bars(made[3])
-    assert rows.tick_labels(bars) == [(bar.step, bar.token) for bar in bars]
-    thinned = rows.tick_labels(bars, limit=3)
-    assert [step for step, _ in thinned] == [0, 2, 3, 5, 6]  # every 3rd, and the flips 2 and 5
+    assert rows.tick_labels(bars, limit=8) == [(bar.step, bar.token) for bar in bars]
+    assert [step for step, _ in rows.tick_labels(bars, limit=3)] == [0, 3, 6]  # every 3rd
+    assert rows.flip_text(bars[2], step_px=100) == bars[2].flip_label and rows.flip_text(bars[2], 10) == "↯"
 
 
 def test_distribution_rows_are_each_models_top_tokens(made):
@@ -112,3 +112,18 @@ def test_empty_summary_and_top_tokens():
     assert summary_of([], None)["mean_abs_delta_p"] == 0.0
     tops = top_tokens(np.array([[0.0, 1.0, 2.0]]), str, count=10)
     assert [t.id for t in tops[0]] == [2, 1, 0]
+
+
+def test_tokens_text_shows_a_character_split_over_tokens_once():
+    """年 is three bytes; a byte-level model may write it as two tokens ("\\xe5\\xb9", "\\xb4"): one character
+    linked to its first step, flagged when either piece flips."""
+    pieces = ["\\xe5\\xb9", "\\xb4", "x", "y"]
+    a = np.zeros((3, 4))
+    b = a.copy()
+    a[:, 0], b[1, 1] = 1.0, 2.0  # step 1 flips
+    comparison = comparison_of(0, "x", (ModelSide("A", "fp32"), ModelSide("B", "int4")), (a, b), [0, 1, 2],
+                               pieces.__getitem__, None)
+    text = rows.tokens_html(comparison, selected=None)
+    assert "年" in text and "\\x" not in text
+    assert 'href="step:0"' in text and 'href="step:1"' not in text and 'href="step:2"' in text
+    assert text.count("↯") == 1

@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from gui.i18n import translate
 from gui.present import colours
 from gui.present.chart_rows import display_token
-from gui.present.lane_html import format_prob
+from gui.present.lane_html import format_prob, group_tokens, visible_piece
 from gui.state.model_comparison import ModelComparison, ModelSide
 
-MAX_TICKS = 40  # token labels under the strip: every n-th beyond this many steps (they would overlap)
+TICK_PX = 48  # room a token label under the strip takes: beyond width / TICK_PX steps, every n-th is labelled
+LABEL_CHAR_PX = 7  # a flip's "A→B" label is written out where a step has this much room per character, else ↯
 
 
 @dataclass(frozen=True)
@@ -45,10 +46,16 @@ def strip_bars(comparison: ModelComparison) -> list[StripBar]:
     return bars
 
 
-def tick_labels(bars: list[StripBar], limit: int = MAX_TICKS) -> list[tuple[int, str]]:
-    """(step, token) ticks under the strip: every token, or every n-th when more than `limit` (flips always)."""
-    every = max(1, -(-len(bars) // limit))
-    return [(bar.step, bar.token) for bar in bars if bar.step % every == 0 or bar.flip]
+def tick_labels(bars: list[StripBar], limit: int) -> list[tuple[int, str]]:
+    """(step, token) ticks under the strip: every token, or every n-th when more than `limit` (they would
+    overlap; the running text below has them all)."""
+    every = max(1, -(-len(bars) // max(limit, 1)))
+    return [(bar.step, bar.token) for bar in bars if bar.step % every == 0]
+
+
+def flip_text(bar: StripBar, step_px: float) -> str:
+    """A flip's label where its bar has room for it, else just ↯."""
+    return bar.flip_label if step_px >= LABEL_CHAR_PX * len(bar.flip_label) else "↯"
 
 
 def distribution_rows(comparison: ModelComparison, step: int, side: int) -> list[DistributionRow]:
@@ -117,22 +124,25 @@ def format_kl(kl: float) -> str:
 
 def tokens_html(comparison: ModelComparison, selected: int | None) -> str:
     """The lane's tokens as running text, each on a background from green (KL near 0) to red (the largest KL of
-    the lane), a top-1 flip marked ↯ (in the flip colour) and
-    underlined in bold, the selected step in the selection colour; each token
-    a link "step:<n>" (Qt's rich text draws no borders on inline text)."""
+    the lane), a top-1 flip marked ↯ (in the flip colour) and underlined in bold, the selected step in the
+    selection colour; each token a link "step:<n>" (Qt's rich text draws no borders on inline text). Tokens that
+    only together spell a character (byte-level pieces) show it once, as the lane's text does: linked to its
+    first step, with the largest KL and any flip of its pieces."""
     palette = colours.current()
     top = max((s.kl for s in comparison.steps), default=0.0) or 1.0
     parts = []
-    for step, text in zip(comparison.steps, comparison.token_texts, strict=True):
-        shown = html.escape(text).replace("\n", "↵")
-        if step.step == selected:
+    for group in group_tokens(comparison.token_texts):
+        steps = [comparison.steps[i] for i in group.steps]
+        kl, flip = max(s.kl for s in steps), any(not s.top1_agree for s in steps)
+        if selected in group.steps:
             look = f"background:{palette.selected_background};color:{palette.selected_text}"
         else:
-            look = f"background:{palette.probability(1.0 - min(step.kl / top, 1.0))};color:{palette.token_text}"
+            look = f"background:{palette.probability(1.0 - min(kl / top, 1.0))};color:{palette.token_text}"
         mark = ""
-        if not step.top1_agree:
+        if flip:
             look += ";font-weight:bold;text-decoration:underline"
             mark = f'<span style="color:{palette.cutoff}">↯</span>'
-        parts.append(f'<a href="step:{step.step}" style="text-decoration:none">{mark}<span style="{look}">{shown}'
-                     '</span></a>')
+        shown = html.escape(visible_piece(group.text)).replace("\n", "<br>")
+        parts.append(f'<a href="step:{group.steps[0]}" style="text-decoration:none">{mark}<span style="{look}">'
+                     f'{shown}</span></a>')
     return f'<span style="white-space:pre-wrap">{"".join(parts)}</span>'

@@ -16,9 +16,11 @@ from gui.i18n import translate
 from gui.present import colours
 from gui.present.chart_rows import display_token
 from gui.present.model_compare_rows import (
+    TICK_PX,
     DistributionRow,
     StripBar,
     distribution_rows,
+    flip_text,
     heading,
     model_label,
     step_caption,
@@ -132,8 +134,8 @@ class ModelCompareView(QWidget):
         for side, plot in self._plots.items():
             self._dist_bars[side] = pg.BarGraphItem(x0=[], y=[], width=[], height=0.7)
             plot.addItem(self._dist_bars[side])
-        self._canvas.ci.layout.setRowStretchFactor(0, 2)
-        self._canvas.ci.layout.setRowStretchFactor(1, 3)
+        self._canvas.ci.layout.setRowStretchFactor(0, 1)
+        self._canvas.ci.layout.setRowStretchFactor(1, 1)
         self._canvas.scene().sigMouseClicked.connect(self._on_click)
         self._tokens = QLabel()
         self._tokens.setWordWrap(True)
@@ -147,6 +149,11 @@ class ModelCompareView(QWidget):
                                 (self._caption, 0)):
             layout.addWidget(widget, stretch)
         layout.insertLayout(0, header)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().resizeEvent(event)
+        if self.state.model_comparison is not None:  # token and flip labels as many as fit the new width
+            self.redraw()
 
     # ---- state events ------------------------------------------------------------------------------------
     def _on_state_event(self, *_args) -> None:
@@ -218,14 +225,16 @@ class ModelCompareView(QWidget):
         for label in self._flip_labels:
             self._strip.removeItem(label)
         self._flip_labels = []
+        width = self._strip.vb.width() or self._canvas.width() - 80  # before the first layout: the canvas's
         for bar in self._bars:
             if bar.flip:
-                label = pg.TextItem(bar.flip_label, color=palette.cutoff, anchor=(0.5, 1.0))
+                text = flip_text(bar, width / max(len(self._bars), 1))
+                label = pg.TextItem(text, color=palette.cutoff, anchor=(0.5, 1.0))
                 label.setFont(style.ui_font(7.5))
                 label.setPos(bar.step, bar.kl)
                 self._strip.addItem(label)
                 self._flip_labels.append(label)
-        self._strip.getAxis("bottom").setTicks([tick_labels(self._bars)])
+        self._strip.getAxis("bottom").setTicks([tick_labels(self._bars, int(width // TICK_PX))])
         self._strip.setXRange(-0.6, len(self._bars) - 0.4, padding=0)
         self._strip.setYRange(0, top * 1.3, padding=0)
         self._marker.setPos(self._step)
@@ -245,8 +254,8 @@ class ModelCompareView(QWidget):
         plot.setXRange(0, max(widths + [1e-6]) * 1.1, padding=0)
         plot.setYRange(-0.6, len(rows) - 0.4, padding=0)
         model = comparison.reference if side == 0 else comparison.other
-        plot.setTitle(html.escape(f"{'AB'[side]}: {model_label(model)} · {translate('model_compare_view', 'step')} "
-                                  f"{self._step}"), size="9pt")
+        title = translate("model_compare_view", "{side}: {model} · step {step}")
+        plot.setTitle(html.escape(title.format(side="AB"[side], model=model_label(model), step=self._step)), size="9pt")
 
     def _clear(self) -> None:
         self._step, self._bars = None, []
