@@ -110,7 +110,7 @@ def test_compare_a_greedy_lane_with_the_int4_variant(qtbot, make_window, default
         assert step.p_reference == pytest.approx(record.prob_raw, abs=1e-4)
 
     # a click on a flip's bar: both distributions side by side, the lane's token selected in the window
-    step = flips[0]
+    step = next((f for f in flips if f != view.step), flips[0])
     click_strip(qtbot, view, step)
     assert view.step == step and window.state.selection == Selection(0, step)
     for side, probs in ((0, p[step]), (1, q[step])):
@@ -119,7 +119,9 @@ def test_compare_a_greedy_lane_with_the_int4_variant(qtbot, make_window, default
         assert [row.token_id for row in shown[:10]] == [int(i) for i in best]
         np.testing.assert_allclose([row.prob for row in shown[:10]], probs[best], rtol=1e-3, atol=1e-6)
         assert [row.token_id for row in shown if row.chosen] == [tokens[step]]
-    assert [row.token_id for row in view.rows(0) if row.other_top1] == [int(np.argmax(q[step]))]
+    for side, other_top1 in ((0, int(np.argmax(q[step]))), (1, int(np.argmax(p[step])))):  # marked where shown
+        shown = [row.token_id for row in view.rows(side)]
+        assert [row.token_id for row in view.rows(side) if row.other_top1] == [t for t in shown if t == other_top1]
     texts = view.texts()
     assert texts["step"].startswith(f"step {step}:") and "top-1 flips" in texts["step"]
     agreement = 1 - len(flips) / STEPS
@@ -171,7 +173,8 @@ def other_vocabulary(model_dir: Path, folder: Path) -> Path:
     return folder
 
 
-def test_refusals_leave_the_run_as_it_was(qtbot, make_window, default_model_dir, int4_dir, tmp_path):
+def test_refusals_and_stop_leave_the_run_as_it_was(qtbot, make_window, default_model_dir, int4_dir, tmp_path,
+                                                  monkeypatch):
     window = make_window(default_model_dir)
     controller, state = window.controller, window.state
     state.set_specs([LaneSpec("greedy")])
@@ -180,6 +183,19 @@ def test_refusals_leave_the_run_as_it_was(qtbot, make_window, default_model_dir,
     window.prompt.editor.setPlainText(PROMPT)
     run_and_wait(qtbot, window, max_new_tokens=4)
     tokens = list(state.lanes[0].trace.token_ids)
+    state.clear_notice()
+    # the token's menu offers the command; the user cancels the model list: nothing happens
+    asked = []
+    monkeypatch.setattr(model_choice, "ask_model", lambda *args: asked.append(args) or None)
+    menu = window.text.columns[0].browser.alternatives_menu(0, state.lanes[0].trace.steps[1])
+    next(a for a in menu.actions() if a.text() == "Compare this lane with another model…").trigger()
+    assert asked and asked[0][2:] == ("greedy", default_model_dir.name)
+    assert state.notice is None and not window.worker.is_running()
+    # Stop while it compares: nothing shown, the lanes kept
+    assert controller.compare_with_model(0, int4_dir)
+    window.window_actions["stop"].trigger()
+    wait_idle(qtbot, window, COMPARE_TIMEOUT_MS)
+    assert state.model_comparison is None and state.job is None and state.lanes[0].trace.token_ids == tokens
     refusals = {
         "SmolLM2-135M-Instruct-missing": "is not prepared here",
         default_model_dir: "the run's own model",
