@@ -109,6 +109,8 @@ class ModelCompareView(QWidget):
         button.setToolTip(translate("model_compare_view", "Read the selected lane's tokens with a second prepared "
                                                           "model (a precision variant, say) and compare step by step"))
         button.clicked.connect(self.compareRequested)
+        self.state.events.connect("run_started", lambda _job: button.setEnabled(False))  # the action waits too
+        self.state.events.connect("run_finished", lambda: button.setEnabled(True))
         header = QHBoxLayout()
         header.addWidget(self._title, 1)
         header.addWidget(button)
