@@ -45,24 +45,18 @@ def model_names(text: str) -> tuple[str, str]:
     return names[0], names[1]
 
 
-def vocabulary(model_dir: Path) -> tuple[dict, list]:
-    data = json.loads((model_dir / "tokenizer.json").read_text(encoding="utf-8"))
-    added = sorted((t["id"], t["content"]) for t in data.get("added_tokens", []))
-    return data.get("model", {}).get("vocab", {}), added
-
-
 def check_same_vocabulary(a: str, b: str) -> None:
     """UsageError unless both models' tokenizers have the same vocabulary (ids and tokens)."""
-    from models.catalog import resolve
+    from models.catalog import resolve, tokenizer_vocabulary, vocabulary_size
 
     try:
-        vocab_a, vocab_b = vocabulary(resolve(a)), vocabulary(resolve(b))
+        vocab_a, vocab_b = tokenizer_vocabulary(resolve(a)), tokenizer_vocabulary(resolve(b))
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from exc
     if vocab_a != vocab_b:
         raise UsageError(
-            f"{a} and {b} have different vocabularies ({len(vocab_a[0]) + len(vocab_a[1])} vs "
-            f"{len(vocab_b[0]) + len(vocab_b[1])} tokens): a token-aligned comparison needs the same tokenizer; "
+            f"{a} and {b} have different vocabularies ({vocabulary_size(vocab_a)} vs "
+            f"{vocabulary_size(vocab_b)} tokens): a token-aligned comparison needs the same tokenizer; "
             "compare their texts instead (`main.py run --model ...` for each)"
         )
 

@@ -43,7 +43,7 @@ from gui.views.model_picker import ModelPicker
 from gui.views.notice_bar import NoticeBar
 from gui.views.prompt_panel import PromptPanel
 from gui.views.redraw import RedrawScheduler
-from gui.views.registry import BRANCH_SIGNALS, VIEWS
+from gui.views.registry import TEXT_SIGNALS, VIEWS
 from gui.views.status import StatusBar
 from gui.views.text_view import TextPanel
 
@@ -98,7 +98,7 @@ class MainWindow(QMainWindow):
             view = self.views[row.id] = row.make(state, scheduler)
             view.setMinimumWidth(240)  # narrower than their headers' hints: the window must fit 1280 px
             _connect(view, row.signals, commands)
-        _connect(self.text, {**BRANCH_SIGNALS, "explainRequested": "explain_lane"}, commands)
+        _connect(self.text, TEXT_SIGNALS, commands)
         self.error_banner = NoticeBar(state)
         self.branch_strategy = BranchStrategyBox(state)
         self.model_picker = ModelPicker()
@@ -116,8 +116,8 @@ class MainWindow(QMainWindow):
     def _command_table(self) -> dict:
         commands, files, lanes = self.commands, self.files, self.lanes
         table = {name: getattr(commands, name) for name in (
-            "run", "stop", "replay", "run_again_and_compare", "undo_branch", "explain_selected_lane",
-            "previous_lane", "next_lane", "toggle_step_mode", "step_selected_lane", "run_selected_lane_to_end")}
+            "run", "stop", "replay", "run_again_and_compare", "undo_branch", "explain_selected_lane", "previous_lane",
+            "next_lane", "toggle_step_mode", "step_selected_lane", "run_selected_lane_to_end", "compare_with_model")}
         table["step_all"] = commands.run
         return {**table, "open": files.open_dialog, "save": files.save_dialog, "export": files.export_dialog,
                 "edit_thresholds": self.text.edit_thresholds,

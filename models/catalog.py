@@ -136,3 +136,16 @@ def resolve(name_or_path: str | Path | None = None) -> Path:
     raise FileNotFoundError(
         f"no prepared model named or at {str(name_or_path)!r} (prepared: {known}); run `python main.py prepare`"
     )
+
+
+def tokenizer_vocabulary(model_dir: str | Path) -> tuple[dict, list]:
+    """A prepared model's vocabulary as its tokenizer.json has it: (token -> id, sorted added (id, token)).
+    FileNotFoundError when the folder has no tokenizer.json."""
+    data = json.loads((Path(model_dir) / "tokenizer.json").read_text(encoding="utf-8"))
+    added = sorted((t["id"], t["content"]) for t in data.get("added_tokens", []))
+    return data.get("model", {}).get("vocab", {}), added
+
+
+def vocabulary_size(vocabulary: tuple[dict, list]) -> int:
+    return len(vocabulary[0]) + len(vocabulary[1])
+

@@ -128,6 +128,17 @@ ACTIONS: tuple[ActionRow, ...] = (
         ),
         idle_only=True,
     ),
+    ActionRow(
+        "compare_with_model",
+        QT_TRANSLATE_NOOP("actions", "Compare with model…"),
+        (),
+        QT_TRANSLATE_NOOP(
+            "actions",
+            "Read the selected lane's tokens with a second prepared model (a precision variant, say): per-step KL, "
+            "top-1 flips, change in p(chosen) (Model comparison tab)",
+        ),
+        idle_only=True,
+    ),
     # View
     ActionRow("previous_lane", QT_TRANSLATE_NOOP("actions", "&Previous lane"), ("Up",), lane_views_only=True),
     ActionRow("next_lane", QT_TRANSLATE_NOOP("actions", "&Next lane"), ("Down",), lane_views_only=True),
@@ -194,6 +205,8 @@ MENUS: dict[str, tuple[str, ...]] = {
         "export_generation_config",
         "-",
         "undo_branch",
+        "-",
+        "compare_with_model",
     ),
     QT_TRANSLATE_NOOP("actions", "&View"): (
         "@theme",

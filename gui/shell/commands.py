@@ -102,6 +102,32 @@ class RunCommands(QObject):
         self.explain_lane(self.state.selection.lane)
 
     @Slot()
+    def compare_with_model(self) -> None:
+        """The selected lane read by a second model the user picks."""
+        if self.state.selection is None:
+            self.state.show_notice(translate("RunCommands", "Select a token of the lane to compare with another model "
+                                                            "(click it in the text)."), level="info")
+            return
+        self.compare_lane_with_model(self.state.selection.lane)
+
+    @Slot(int)
+    def compare_lane_with_model(self, lane: int) -> None:
+        from gui.dialogs import model_choice
+        from gui.state.model_comparison import other_models
+
+        holder = self.controller.holder
+        choices = other_models(holder.path if holder is not None else None)
+        if not choices:
+            self.state.show_notice(translate("RunCommands", "No other prepared model to compare with: prepare a "
+                                                            "precision variant first (python main.py prepare "
+                                                            "--variant int4)."), level="info")
+            return
+        name = self.state.lanes[lane].name if 0 <= lane < len(self.state.lanes) else ""
+        path = model_choice.ask_model(self.parent(), choices, name, holder.name if holder else "")
+        if path is not None:
+            self.controller.compare_with_model(lane, path)
+
+    @Slot()
     def previous_lane(self) -> None:
         self.select_neighbour_lane(-1)
 

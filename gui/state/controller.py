@@ -446,6 +446,68 @@ class RunController:
         self.state.show_notice(translate("controller", "“{lane}” was not explained: {why}.").format(lane=lane, why=why))
         return False
 
+    # ------------------------------------------------------------------------------------- model comparison
+
+    def compare_with_model(self, index: int, other: str | Path) -> bool:
+        """Lane `index`'s tokens read by a second prepared model (`other`: a name or folder) and by the run's own,
+        teacher-forced: per-step KL, top-1 agreement, change in p(chosen), shown in the Model comparison view.
+        Refused with a notice (nothing changes) without a finished lane, a prepared model or the same tokenizer."""
+        state = self.state
+        lane = state.lanes[index] if 0 <= index < len(state.lanes) and state.trace is not None else None
+        if self.runner.is_running() or lane is None or not lane.trace.token_ids or self.holder is None:
+            state.show_notice(translate("controller", "Comparing with another model needs a lane of a finished run "
+                                                      "and its model: run, then pick a lane."), level="info")
+            return False
+        if lane.members:
+            state.show_notice(translate("controller", "“{name}” runs as a fan-out: compare a lane without one.")
+                              .format(name=lane.name), level="info")
+            return False
+        path = self._comparable_model(other)
+        if path is None or not self._use_model_of(state.trace):
+            return False
+        if path.resolve() == self.holder.path.resolve():
+            state.show_notice(translate("controller", "{model} is the run's own model: pick another one to compare "
+                                                      "with.").format(model=self.holder.name), level="info")
+            return False
+        if not self._same_vocabulary(path):
+            return False
+        job = jobs.model_compare_job(self.holder, path, state.shown_trace(), lane.key, lane.name)
+        self._start(JobKind.MODEL_COMPARE, {}, job, state.run_limit)
+        return True
+
+    def _comparable_model(self, other: str | Path) -> Path | None:
+        """The prepared model's folder, or None with a notice when it is not prepared (or not intact)."""
+        from models.catalog import files_intact, read_manifest, resolve
+
+        try:
+            path = resolve(other)
+        except FileNotFoundError:
+            path = None
+        if path is None or not files_intact(path, read_manifest(path)):
+            self.state.show_notice(translate("controller", "Cannot compare with {model}: it is not prepared here "
+                                                           "(python main.py prepare --variant …, or Add local folder "
+                                                           "in the Model list).").format(model=other))
+            return None
+        return path
+
+    def _same_vocabulary(self, other: Path) -> bool:
+        from gui.state.model_comparison import vocabulary_sizes
+
+        try:
+            sizes = vocabulary_sizes(self.holder.path, other)
+        except (OSError, ValueError) as error:
+            sizes, why = None, str(error)
+        else:
+            why = ("" if sizes is None else
+                   translate("controller", "its vocabulary differs ({a} vs {b} tokens)").format(a=sizes[0], b=sizes[1])
+                   if sizes[0] != sizes[1] else
+                   translate("controller", "its vocabulary has other tokens ({a} each)").format(a=sizes[0]))
+        if why:
+            self.state.show_notice(translate("controller", "Cannot compare {model} with {other} token by token: {why}. "
+                                                           "A teacher-forced comparison needs the same tokenizer.")
+                                   .format(model=self.holder.name, other=other.name, why=why))
+        return not why
+
     # --------------------------------------------------------------------------------------------- step mode
 
     def toggle_step_mode(self) -> bool:
@@ -728,6 +790,9 @@ class RunController:
         if kind is JobKind.STEP:
             self._finish_step(result)
             return
+        if kind is JobKind.MODEL_COMPARE:
+            self._finish_model_compare(result)
+            return
         finished: dict[tuple[int, int], LaneTrace] = dict(zip(self._targets, result.lanes, strict=True))
         if kind is JobKind.BRANCH:
             self.state.finish_job(None, finished)
@@ -769,13 +834,26 @@ class RunController:
                                                       .format(len=len(result.tokens), layers=result.layers,
                                                               heads=result.heads))
 
+    def _finish_model_compare(self, result) -> None:
+        if result is None:  # stopped
+            self.state.fail_job()
+            self.state.set_status(translate("controller", "stopped"))
+            return
+        self.state.set_model_comparison(result)
+        self.state.set_status(translate("controller", "compared “{lane}” with {model}: see the Model comparison tab")
+                              .format(lane=result.lane_name, model=result.other.name))
+
     def on_failed(self, message: str, _details: str = "") -> None:
-        explaining = self.state.job is JobKind.EXPLAIN
+        kind = self.state.job
         self.state.fail_job()
         self.state.set_status(translate("controller", "failed"))
+        if kind is JobKind.MODEL_COMPARE:
+            self.state.show_notice(translate("controller", "Could not compare the models: {message}.")
+                                   .format(message=message))
+            return
         self.state.show_notice(translate("controller",
                                          "Could not explain the lane: {message}.")
-                                         .format(message=message) if explaining else
+                                         .format(message=message) if kind is JobKind.EXPLAIN else
                                translate("controller", "{message}. The text so far is kept.").format(message=message))
 
 

@@ -11,16 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from decoding import session_tree
 from decoding.engine import branch_prefix, replay_prefix
 from decoding.explain import ExplainResult
 from decoding.lane_state import empty_trace
-from decoding.spec import LaneSpec, follows_in_run
+from decoding.spec import LaneSpec, follows_in_run, parse_lane
 from decoding.step_mode import StepSession
 from decoding.sweep import sweep_inputs, temperature_sweep
 from decoding.trace import LaneTrace, RunTrace, StepRecord, TemperatureSweep
-from gui.i18n import translate
+from gui.i18n import QT_TRANSLATE_NOOP, translate
+from gui.state.model_comparison import ModelComparison, compared_rows, comparison_of, side_of
 from gui.state.model_holder import ModelHolder, RunRequest, prompt_info
 
 
@@ -201,6 +203,63 @@ def explain_job(holder: ModelHolder, token_ids: list[int], prompt_length: int) -
         return explainer.explain(token_ids, prompt_length)
 
     return job
+
+
+COMPARE_STAGES = (  # each for model A, then model B
+    QT_TRANSLATE_NOOP("jobs", "{lane}'s tokens through {model}"),
+    QT_TRANSLATE_NOOP("jobs", "free-running greedy of {model}"),
+)
+
+
+def model_compare_job(holder: ModelHolder, other: Path, trace: RunTrace, lane_key: int, lane_name: str) -> Callable:
+    """Lane `lane_name`'s tokens in `trace` read by the holder's model (the run's) and by the prepared model in
+    `other`, one prefill of the whole sequence each; then each model's free-running greedy continuation of the
+    prompt (as long as the run's max_new_tokens). A ModelComparison; None when stopped."""
+    token_ids = list(trace.lane(lane_name).token_ids)
+
+    def job(emit: Emit, cancelled: Callable[[], bool]) -> ModelComparison | None:
+        from runtime.sequence_logits import SequenceScorer
+
+        sides = (side_of(holder.path), side_of(other))
+        paths = (holder.path, other)
+
+        def stage(index: int) -> None:
+            words = translate("jobs", COMPARE_STAGES[index // 2]).format(lane=f"“{lane_name}”",
+                                                                        model=sides[index % 2].name)
+            emit(StatusMessage(translate("jobs", "comparing models ({done}/4): {stage}…").format(done=index + 1,
+                                                                                             stage=words)))
+
+        logits = compared_rows(*(lambda p=p: SequenceScorer(p, holder.device) for p in paths), trace.prompt.ids,
+                               token_ids, cancelled, stage)
+        greedy = None if logits is None else _greedy_pair(holder, other, trace, cancelled, stage)
+        if greedy is None:
+            return None
+        return comparison_of(lane_key, lane_name, sides, logits, token_ids, holder.tokenizer().piece, greedy)
+
+    return job
+
+
+def _greedy_pair(holder: ModelHolder, other: Path, trace: RunTrace, cancelled, stage) -> dict | None:
+    """Both models' free-running greedy ids and texts from the run's prompt (compare-models' `greedy` record);
+    None when stopped."""
+    from models.open_model import open_model
+
+    tokenizer = holder.tokenizer()
+    ids = []
+    for index, opened in ((2, holder.get), (3, lambda: open_model(other, holder.device, tokenizer))):
+        if cancelled():
+            return None
+        stage(index)
+        model = opened()
+        run = model.engine().start(trace.prompt, [parse_lane("greedy")], max_new_tokens=trace.settings.max_new_tokens,
+                                   model=model.info, provider=model.provider, cancel=cancelled)
+        for _ in run:
+            pass
+        if cancelled():
+            return None
+        ids.append(list(run.trace.lanes[0].token_ids))
+    return {"reference_ids": ids[0], "other_ids": ids[1], "reference_text": tokenizer.decode(ids[0]),
+            "other_text": tokenizer.decode(ids[1])}
 
 
 def _prefill_reporter(emit: Emit) -> Callable[[int, int], None]:

@@ -24,6 +24,7 @@ from decoding.lane_state import empty_trace
 from decoding.spec import LaneSpec
 from decoding.trace import CriticalSettings, LaneTrace, RunTrace, StepRecord, TreeNode
 from gui.present.lane_html import TokenMarks
+from gui.state.model_comparison import ModelComparison
 from gui.state.requests import RunRequest
 
 # Every event the model emits, with the arguments its listeners get.
@@ -45,6 +46,7 @@ EVENTS: dict[str, str] = {
                      "may differ",
     "sweeps_changed": "()  a temperature sweep was added to the shown run",
     "explanations_changed": "()  a lane's explanation (attention, logit lens) was added to the shown run",
+    "model_comparison_changed": "()  a lane's comparison with a second model was added or dropped",
     "prefill_progress": "(done, total)  prompt tokens read so far while a job reads its prompt; (0, 0) when done",
     "request_changed": "(request)  the RunRequest the next run is asked for (prompt, settings, branch, device)",
     "tree_changed": "()  the session tree grew, lost nodes, or a node's bookmark, note or visibility changed",
@@ -80,6 +82,7 @@ class JobKind(Enum):
     EXPLAIN = "explain"  # a lane's attention and logit lens (the shown run stays)
     RESTORE = "restore"  # a session tree node's path made again: it becomes the lanes
     STEP = "step"  # step mode advances its lanes (its first step starts them, as a run does)
+    MODEL_COMPARE = "model_compare"  # a lane's tokens read by a second model (the shown run stays)
 
 
 @dataclass(frozen=True)
@@ -162,6 +165,7 @@ class RunState:
         self.tree_prompt: tuple | None = None  # the prompt (text, chat, system) the tree grows from
         self.lane_nodes: dict[int, int] = {}  # lane key -> the tree node of what it shows
         self.proposals: dict[int, Proposal] = {}  # step mode: lane index -> its proposed, not yet taken, step
+        self.model_comparison: ModelComparison | None = None  # a lane of the shown run read by a second model
         for spec in specs:
             self.lanes.append(self._new_lane(spec))
 
@@ -267,7 +271,7 @@ class RunState:
         copy = RunState()
         copy.lanes = list(self.lanes)
         for name in ("trace", "selection", "critical", "reference", "run_limit", "model_name", "provider",
-                     "request", "model_files", "tree", "tree_prompt", "lane_nodes"):
+                     "request", "model_files", "tree", "tree_prompt", "lane_nodes", "model_comparison"):
             setattr(copy, name, getattr(self, name))
         return copy
 
@@ -290,6 +294,7 @@ class RunState:
         (None or missing: the next free one)."""
         self._set_selection(None)  # while its lane still exists: views redraw it unselected
         self.trace = None
+        self.set_model_comparison(None)
         self.lanes = [self._new_lane(spec) for spec in specs]
         self._give_colours(list(colours))
         self.events.emit("lanes_reset")
@@ -420,6 +425,7 @@ class RunState:
         if replaces_run:
             self.trace = self.running_trace = None
             self._set_selection(None)
+            self.set_model_comparison(None)
         for lane in self.lanes:
             mine = sorted((member, spec) for (key, member), spec in targets.items() if key == lane.key)
             if mine:
@@ -513,6 +519,32 @@ class RunState:
         self.events.emit("explanations_changed")
         self.events.emit("run_finished")
 
+    def set_model_comparison(self, comparison: ModelComparison | None) -> None:
+        """Show a lane's comparison with a second model (None: none); a job that made it has ended."""
+        if comparison is not None:
+            self.job = None
+        changed = comparison is not None or self.model_comparison is not None
+        self.model_comparison = comparison
+        if changed:
+            self.events.emit("model_comparison_changed")
+        if comparison is not None:
+            self.events.emit("run_finished")
+
+    def comparison_lane(self) -> int | None:
+        """The index of the lane the model comparison belongs to (None: no comparison, or its lane is gone)."""
+        comparison = self.model_comparison
+        keys = [lane.key for lane in self.lanes]
+        return keys.index(comparison.lane_key) if comparison is not None and comparison.lane_key in keys else None
+
+    def comparison_stale(self) -> bool:
+        """The comparison no longer shows its lane: the lane is gone, edited since (Run to update), or shows other
+        tokens."""
+        index = self.comparison_lane()
+        if self.model_comparison is None or index is None:
+            return self.model_comparison is not None
+        lane = self.lanes[index]
+        return lane.stale or lane.trace.token_ids != self.model_comparison.token_ids
+
     def fail_job(self) -> None:
         """The job failed: what streamed so far stays."""
         self.job = None
@@ -524,6 +556,7 @@ class RunState:
         group)."""
         self._set_selection(None)  # while its lane still exists: views redraw it unselected
         self.trace = trace
+        self.set_model_comparison(None)
         self.lanes = []
         groups: dict[str, Lane] = {}
         wanted: list[int | None] = []  # the colour each lane's trace recorded

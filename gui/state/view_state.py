@@ -49,3 +49,8 @@ class AttentionViewState:
 @dataclass(frozen=True)
 class LensViewState:
     position: int = 0
+
+
+@dataclass(frozen=True)
+class ModelCompareViewState:
+    step: int | None = None  # the step whose two distributions are shown side by side

@@ -22,6 +22,7 @@ from gui.views.inside.lens_view import LensView
 from gui.views.inside.token_view import TokenView
 from gui.views.inspector import StepInspector
 from gui.views.lane_map import LaneStepMap
+from gui.views.model_compare_view import ModelCompareView
 from gui.views.redraw import RedrawScheduler
 from gui.views.session_tree_view import SessionTreeView
 from gui.views.sweep_view import SweepView
@@ -29,6 +30,9 @@ from gui.views.timeline import Timeline
 
 STEP, CHARTS = "step", "charts"  # the tab groups: the selected step (left), the run (right)
 BRANCH_SIGNALS = {"branchRequested": "branch", "forceRequested": "force_for_all", "replayRequested": "replay_not_taken"}
+# the lane texts' signals (the text panel is not a tabbed view)
+TEXT_SIGNALS = {**BRANCH_SIGNALS, "explainRequested": "explain_lane",
+                "compareModelRequested": "compare_lane_with_model"}
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,9 @@ VIEWS: tuple[ViewRow, ...] = (
     ViewRow("beam_tree", BeamTreeView, CHARTS, QT_TRANSLATE_NOOP("views", "Beam tree"), _beam_tree_size, export_rank=6),
     ViewRow("entropy_plane", EntropyPlane, CHARTS, QT_TRANSLATE_NOOP("views", "Entropy × varentropy"),
             _fixed(1000, 620), export_rank=10),
+    ViewRow("model_compare", lambda s, _r: ModelCompareView(s), CHARTS, QT_TRANSLATE_NOOP("views", "Model comparison"),
+            _fixed(1000, 700), {"compareRequested": "compare_with_model"}, export_name="model_comparison",
+            export_rank=12),
 )
 
 

@@ -17,6 +17,7 @@ from gui.state.run_state import JobKind, RunState, Selection
 from gui.views.redraw import RedrawScheduler
 
 MESSAGE_MS = 8000
+NO_STEPS = (JobKind.EXPLAIN, JobKind.MODEL_COMPARE)  # one call over a finished lane: no steps to count
 
 
 def provider_label(provider: str) -> str:
@@ -76,12 +77,14 @@ class StatusBar(QStatusBar):
         self._streaming_since = None  # set by the first streamed step: loading is not generating
         self._tokens_before = self.state.total_tokens()
         self._job = job
-        explaining = job is JobKind.EXPLAIN  # one call over a finished lane: no steps
-        self.step.setText("" if explaining else translate("status",
-                                                          "step 0/{run_limit}").format(run_limit=self.state.run_limit))
-        if not explaining and job is not JobKind.SWEEP:
+        no_steps = job in NO_STEPS
+        self.step.setText("" if no_steps else translate("status",
+                                                        "step 0/{run_limit}").format(run_limit=self.state.run_limit))
+        if not no_steps and job is not JobKind.SWEEP:
             self.speed.setText("")
-        self.showMessage(translate("status", "explaining…") if explaining else translate("status", "running…"))
+        self.showMessage(translate("status", "explaining…") if job is JobKind.EXPLAIN else
+                         translate("status", "comparing models…") if job is JobKind.MODEL_COMPARE else
+                         translate("status", "running…"))
 
     def _on_prefill(self, done: int, total: int) -> None:
         if total:
@@ -93,7 +96,7 @@ class StatusBar(QStatusBar):
             self.showMessage(translate("status", "running…"))  # in place of "loading the model…"
 
     def _show_progress(self) -> None:
-        if not self.state.running or self.state.job is JobKind.EXPLAIN:
+        if not self.state.running or self.state.job in NO_STEPS:
             return
         tokens, seconds = self._job_tokens()
         step_text, speed_text = progress_text(self.state.max_steps(), self.state.run_limit, tokens, seconds)
@@ -114,7 +117,7 @@ class StatusBar(QStatusBar):
         tokens, seconds = self._job_tokens()
         if tokens and seconds > 0:  # the same measure as while it streamed
             self.speed.setText(progress_text(0, 0, tokens, seconds)[1])
-        elif self._job not in (JobKind.SWEEP, JobKind.EXPLAIN):  # an opened run: the last run's speed is not its
+        elif self._job not in (JobKind.SWEEP, *NO_STEPS):  # an opened run: the last run's speed is not its
             self.speed.setText("")
         self._streaming_since, self._job = None, None
         if trace is not None and trace.provider:

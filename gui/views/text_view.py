@@ -237,6 +237,8 @@ class TokenBrowser(QTextBrowser):
             _add(menu, label, self, lambda _checked=False: panel.request_replay(lane, record.step))
         _add(menu, translate("text_view", "Explain this lane: attention, logit lens"), self,
              lambda _checked=False: panel.request_explain(lane))
+        _add(menu, translate("text_view", "Compare this lane with another model…"), self,
+             lambda _checked=False: panel.request_compare_model(lane))
         return menu
 
 
@@ -369,6 +371,7 @@ class TextPanel(QWidget):
     forceRequested = Signal(int, int)  # step, token id (every lane)
     replayRequested = Signal(int, int)  # lane, step: the branch not taken
     explainRequested = Signal(int)  # lane
+    compareModelRequested = Signal(int)  # lane: read its tokens with a second model
 
     def __init__(self, state: RunState, scheduler: RedrawScheduler, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -431,6 +434,9 @@ class TextPanel(QWidget):
 
     def request_explain(self, lane: int) -> None:
         self.explainRequested.emit(lane)
+
+    def request_compare_model(self, lane: int) -> None:
+        self.compareModelRequested.emit(lane)
 
     def request_force(self, step: int, token_id: int) -> None:
         self.forceRequested.emit(step, token_id)

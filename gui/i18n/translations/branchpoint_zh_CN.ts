@@ -177,6 +177,14 @@
             <source>Select a token of the lane to explain (click it in the text).</source>
             <translation>请选择要解释的泳道中的一个词元（在文本中单击它）。</translation>
         </message>
+        <message>
+            <source>Select a token of the lane to compare with another model (click it in the text).</source>
+            <translation>请先选中要与另一个模型比较的泳道中的一个词元（在文本中点击它）。</translation>
+        </message>
+        <message>
+            <source>No other prepared model to compare with: prepare a precision variant first (python main.py prepare --variant int4).</source>
+            <translation>没有可供比较的其他已准备模型：请先准备一个精度变体（python main.py prepare --variant int4）。</translation>
+        </message>
     </context>
     <context>
         <name>RunFiles</name>
@@ -441,6 +449,14 @@
         <message>
             <source>Inside the model for the selected lane: every layer's attention per head and the logit lens (Attention and Logit lens tabs)</source>
             <translation>查看所选泳道在模型内部的情况：每层每个头的注意力和 logit 透镜（“注意力”和“Logit 透镜”标签页）</translation>
+        </message>
+        <message>
+            <source>Compare with model…</source>
+            <translation>与模型比较…</translation>
+        </message>
+        <message>
+            <source>Read the selected lane's tokens with a second prepared model (a precision variant, say): per-step KL, top-1 flips, change in p(chosen) (Model comparison tab)</source>
+            <translation>用第二个已准备的模型（例如一个精度变体）读取所选泳道的词元：逐步的 KL、首选翻转、所选词元概率 p 的变化（“模型比较”标签页）</translation>
         </message>
         <message>
             <source>&amp;Previous lane</source>
@@ -1161,6 +1177,34 @@ score {score} · parent slot {parent}</source>
             <translation>“{lane}”未被解释：{why}。</translation>
         </message>
         <message>
+            <source>Comparing with another model needs a lane of a finished run and its model: run, then pick a lane.</source>
+            <translation>与另一个模型比较需要一次已完成运行中的泳道及其模型：先运行，再选一条泳道。</translation>
+        </message>
+        <message>
+            <source>“{name}” runs as a fan-out: compare a lane without one.</source>
+            <translation>“{name}”以扇出方式运行：请比较没有扇出的泳道。</translation>
+        </message>
+        <message>
+            <source>{model} is the run's own model: pick another one to compare with.</source>
+            <translation>{model} 就是该运行自身的模型：请另选一个模型来比较。</translation>
+        </message>
+        <message>
+            <source>Cannot compare with {model}: it is not prepared here (python main.py prepare --variant …, or Add local folder in the Model list).</source>
+            <translation>无法与 {model} 比较：它在本机尚未准备（python main.py prepare --variant …，或在“模型”列表中选择“添加本地文件夹…”）。</translation>
+        </message>
+        <message>
+            <source>its vocabulary differs ({a} vs {b} tokens)</source>
+            <translation>它的词表不同（{a} 对 {b} 个词元）</translation>
+        </message>
+        <message>
+            <source>its vocabulary has other tokens ({a} each)</source>
+            <translation>它的词表含有不同的词元（各 {a} 个）</translation>
+        </message>
+        <message>
+            <source>Cannot compare {model} with {other} token by token: {why}. A teacher-forced comparison needs the same tokenizer.</source>
+            <translation>无法逐词元比较 {model} 与 {other}：{why}。教师强制的比较需要同一个分词器。</translation>
+        </message>
+        <message>
             <source>Step mode starts every lane at step 0: remove the branch lanes first (or Run them as ordinary lanes).</source>
             <translation>单步模式让每条泳道从第 0 步开始：请先移除分支泳道（或将它们作为普通泳道运行）。</translation>
         </message>
@@ -1281,8 +1325,16 @@ score {score} · parent slot {parent}</source>
             <translation>已解释 {len} 个词元（{layers} 层 × {heads} 个头）：请查看“注意力”和“Logit 透镜”标签页</translation>
         </message>
         <message>
+            <source>compared “{lane}” with {model}: see the Model comparison tab</source>
+            <translation>已将“{lane}”与 {model} 比较：见“模型比较”标签页</translation>
+        </message>
+        <message>
             <source>failed</source>
             <translation>失败</translation>
+        </message>
+        <message>
+            <source>Could not compare the models: {message}.</source>
+            <translation>无法比较这两个模型：{message}。</translation>
         </message>
         <message>
             <source>Could not explain the lane: {message}.</source>
@@ -1595,6 +1647,18 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>explaining {count} tokens: attention of every layer and head, logit lens…</source>
             <translation>正在解释 {count} 个词元：每层每个头的注意力、Logit 透镜…</translation>
+        </message>
+        <message>
+            <source>{lane}'s tokens through {model}</source>
+            <translation>用 {model} 读取 {lane} 的词元</translation>
+        </message>
+        <message>
+            <source>free-running greedy of {model}</source>
+            <translation>{model} 的自由贪心续写</translation>
+        </message>
+        <message>
+            <source>comparing models ({done}/4): {stage}…</source>
+            <translation>正在比较模型（{done}/4）：{stage}…</translation>
         </message>
     </context>
     <context>
@@ -1926,6 +1990,84 @@ score {score} · parent slot {parent}</source>
         <message>
             <source> Branch as </source>
             <translation> 分支策略 </translation>
+        </message>
+    </context>
+    <context>
+        <name>model_choice</name>
+        <message>
+            <source>Read “{lane}”'s tokens (made by {model}) with:</source>
+            <translation>用以下模型读取“{lane}”的词元（由 {model} 生成）：</translation>
+        </message>
+        <message>
+            <source>Compare with model</source>
+            <translation>与模型比较</translation>
+        </message>
+    </context>
+    <context>
+        <name>model_compare_view</name>
+        <message>
+            <source>“{lane}”: {a} → {b}, teacher-forced on the lane's {count} tokens</source>
+            <translation>“{lane}”：{a} → {b}，在该泳道的 {count} 个词元上教师强制</translation>
+        </message>
+        <message>
+            <source> — stale: the lane changed since (compare again)</source>
+            <translation> —— 已过时：泳道此后有改动（请重新比较）</translation>
+        </message>
+        <message>
+            <source>mean KL {mean} · max KL {max} (step {max_step}) · top-1 agreement {agreement} · mean |Δp(chosen)| {delta}</source>
+            <translation>平均 KL {mean} · 最大 KL {max}（第 {max_step} 步）· 首选一致率 {agreement} · 平均 |Δp(所选)| {delta}</translation>
+        </message>
+        <message>
+            <source>free-running greedy texts not computed</source>
+            <translation>未计算自由贪心续写文本</translation>
+        </message>
+        <message>
+            <source>free-running greedy texts never part ({count} tokens)</source>
+            <translation>自由贪心续写文本始终一致（{count} 个词元）</translation>
+        </message>
+        <message>
+            <source>free-running greedy texts part at step {step}</source>
+            <translation>自由贪心续写文本在第 {step} 步分开</translation>
+        </message>
+        <message>
+            <source>step {step}: “{token}” p {pa} under A, {pb} under B (Δ {delta:+.4f}) · KL {kl}</source>
+            <translation>第 {step} 步：“{token}” 在 A 下 p {pa}，在 B 下 {pb}（Δ {delta:+.4f}）· KL {kl}</translation>
+        </message>
+        <message>
+            <source>same top-1</source>
+            <translation>首选相同</translation>
+        </message>
+        <message>
+            <source>top-1 flips: A “{a}”, B “{b}”</source>
+            <translation>首选翻转：A “{a}”，B “{b}”</translation>
+        </message>
+        <message>
+            <source>Compare with model…</source>
+            <translation>与模型比较…</translation>
+        </message>
+        <message>
+            <source>Read the selected lane's tokens with a second prepared model (a precision variant, say) and compare step by step</source>
+            <translation>用第二个已准备的模型（例如一个精度变体）读取所选泳道的词元，并逐步比较</translation>
+        </message>
+        <message>
+            <source>KL(A‖B), nats</source>
+            <translation>KL(A‖B)，奈特</translation>
+        </message>
+        <message>
+            <source>probability</source>
+            <translation>概率</translation>
+        </message>
+        <message>
+            <source>&lt;span style="color:{KL}"&gt;■&lt;/span&gt;&amp;nbsp;KL(A‖B) at the step &amp;nbsp; &lt;span style="color:{FLIP}"&gt;■&lt;/span&gt;&amp;nbsp;↯ top-1 flips (A's → B's) &amp;nbsp; &lt;span style="color:{CHOSEN}"&gt;■&lt;/span&gt;&amp;nbsp;the lane's token &amp;nbsp; &lt;span style="color:{OTHER}"&gt;■&lt;/span&gt;&amp;nbsp;the other model's top-1 at a flip</source>
+            <translation>&lt;span style="color:{KL}"&gt;■&lt;/span&gt;&amp;nbsp;该步的 KL(A‖B) &amp;nbsp; &lt;span style="color:{FLIP}"&gt;■&lt;/span&gt;&amp;nbsp;↯ 首选翻转（A 的 → B 的） &amp;nbsp; &lt;span style="color:{CHOSEN}"&gt;■&lt;/span&gt;&amp;nbsp;泳道的词元 &amp;nbsp; &lt;span style="color:{OTHER}"&gt;■&lt;/span&gt;&amp;nbsp;翻转处另一个模型的首选</translation>
+        </message>
+        <message>
+            <source>{side}: {model} · step {step}</source>
+            <translation>{side}：{model} · 第 {step} 步</translation>
+        </message>
+        <message>
+            <source>No model comparison yet: select a token of a lane, then Compare with model… (Lanes menu, the token's menu, or the button here) to read the lane's tokens with a second model and see where the two differ.</source>
+            <translation>还没有模型比较：先选中某条泳道的一个词元，再选择“与模型比较…”（“泳道”菜单、词元的右键菜单或此处的按钮），用第二个模型读取该泳道的词元，看两者在哪里不同。</translation>
         </message>
     </context>
     <context>
@@ -2450,6 +2592,10 @@ score {score} · parent slot {parent}</source>
             <translation>正在解释…</translation>
         </message>
         <message>
+            <source>comparing models…</source>
+            <translation>正在比较模型…</translation>
+        </message>
+        <message>
             <source>running…</source>
             <translation>运行中…</translation>
         </message>
@@ -2602,6 +2748,10 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>Explain this lane: attention, logit lens</source>
             <translation>解释这条泳道：注意力、logit 透镜</translation>
+        </message>
+        <message>
+            <source>Compare this lane with another model…</source>
+            <translation>将此泳道与另一个模型比较…</translation>
         </message>
         <message>
             <source>all beams</source>
@@ -2941,6 +3091,10 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>Entropy × varentropy</source>
             <translation>熵 × 变熵</translation>
+        </message>
+        <message>
+            <source>Model comparison</source>
+            <translation>模型比较</translation>
         </message>
     </context>
 </TS>
