@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 
 class ModelHolder:
     """Loads the model on first use (on the worker thread), or ahead of it (`preload`), and keeps it, and one
-    Engine over it, for later runs; likewise its inspection model for explaining lanes."""
+    Engine over it, for later runs; likewise its inspection model for explaining lanes. The models lanes name
+    (LaneSpec.model) are opened by the engine's models.open_model.LaneModels on the first run that needs each,
+    and kept by name."""
 
     def __init__(self, path: Path, device: str = "auto") -> None:
         self.path = Path(path)
@@ -68,13 +70,13 @@ class ModelHolder:
         return self._loaded
 
     def get(self) -> OpenModel:
-        from models.open_model import open_model
+        from models.open_model import LaneModels, open_model
 
         with self._lock:
             if self._loaded is not None:
                 return self._loaded
             self._loaded = open_model(self.path, device=self.device, tokenizer=self._tokenizer)
-            self._engine = self._loaded.engine()
+            self._engine = self._loaded.engine(models=LaneModels(self._loaded, self.device))
         if self.on_loaded is not None:
             self.on_loaded(self._loaded)
         return self._loaded

@@ -1695,6 +1695,18 @@ score {score} · parent slot {parent}</source>
             <translation>该泳道依次应用的处理器（默认采用 transformers 的顺序）</translation>
         </message>
         <message>
+            <source>model</source>
+            <translation>模型</translation>
+        </message>
+        <message>
+            <source>(run's model)</source>
+            <translation>（运行的模型）</translation>
+        </message>
+        <message>
+            <source>The model this lane runs on: the run's (the model picker's) or another prepared model with the same tokenizer, such as a precision variant. Lanes on one model share its batched steps.</source>
+            <translation>此泳道运行所用的模型：运行的模型（模型选择器中的），或另一个分词器相同的已准备模型，例如某个精度变体。同一模型上的泳道共享其批量步骤。</translation>
+        </message>
+        <message>
             <source>Lane</source>
             <translation>泳道</translation>
         </message>
