@@ -200,14 +200,14 @@ class Engine:
             if name is None or name in opened:
                 continue
             if self.models is None:
-                _refuse_model(spec, "the run's model (this engine opens no other)")
+                refuse_model(spec, "the run's model (this engine opens no other)")
             try:
                 opened[name] = self.models(name)
             except LookupError as exc:
-                _refuse_model(spec, str(exc.args[0] if exc.args else exc))
+                refuse_model(spec, str(exc.args[0] if exc.args else exc))
             vocab = opened[name].source.vocab_size
             if vocab != self.source.vocab_size:
-                _refuse_model(spec, f"a model of the run's vocabulary of {self.source.vocab_size} tokens (it has "
+                refuse_model(spec, f"a model of the run's vocabulary of {self.source.vocab_size} tokens (it has "
                               f"{vocab})")
         _check_branch_models(specs, run_model)
         return opened
@@ -251,7 +251,8 @@ def own_model(spec: LaneSpec, run_model: str) -> str | None:
     return None if spec.model in (None, run_model) else spec.model
 
 
-def _refuse_model(spec: LaneSpec, allowed: str) -> None:
+def refuse_model(spec: LaneSpec, allowed: str) -> None:
+    """A ParameterError for the lane's model, naming the lane and what is allowed (why the model cannot run)."""
     fail("model", spec.model, f"{allowed} (lane {spec.name!r})")
 
 
@@ -260,7 +261,7 @@ def _check_branch_models(specs: Sequence[LaneSpec], run_model: str) -> None:
     for spec in specs:
         parent = next((s for s in specs if spec.branch is not None and s.name == spec.branch.parent), None)
         if parent is not None and own_model(spec, run_model) != own_model(parent, run_model):
-            _refuse_model(spec, f"its parent {parent.name!r}'s model {parent.model or run_model!r} for a branch "
+            refuse_model(spec, f"its parent {parent.name!r}'s model {parent.model or run_model!r} for a branch "
                           "made in the run (it continues the parent's rows)")
 
 

@@ -130,16 +130,21 @@ class LaneModels:
             return self._opened[name]
 
     def _open(self, name: str) -> LaneModel:
-        try:
-            model_dir = resolve(name)
-        except FileNotFoundError:
-            prepared = ", ".join(m.name for m in list_models()) or "none"
-            raise LookupError(f"a prepared model (prepared: {prepared})") from None
+        model_dir = lane_model_dir(name)
         if _tokenizer_bytes(model_dir) != _tokenizer_bytes(Path(self.run_model.info.path or "")):
             raise LookupError(f"a model with the run's tokenizer ({self.run_model.info.name}'s; token-by-token "
                               "analysis compares the lanes' ids)")
         opened = open_model(model_dir, self.device)
         return LaneModel(opened.decoder, lane_model_info(opened.info, opened.loaded.manifest))
+
+
+def lane_model_dir(name: str) -> Path:
+    """The folder of the model a lane names; LookupError naming the prepared ones when it is not prepared."""
+    try:
+        return resolve(name)
+    except FileNotFoundError:
+        prepared = ", ".join(m.name for m in list_models()) or "none"
+        raise LookupError(f"a prepared model (prepared: {prepared})") from None
 
 
 def lane_model_info(info: ModelInfo, manifest: dict) -> LaneModelInfo:

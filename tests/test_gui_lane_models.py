@@ -3,6 +3,8 @@ model, named and headed by its model, saved, opened and replayed token for token
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from decoding.spec import LaneSpec
 from models.open_model import open_model
 from tests.gui_helpers import run_and_wait, wait_idle
@@ -42,3 +44,13 @@ def test_a_lane_set_to_another_model_in_the_editor_runs_saves_opens_and_replays(
     assert not window.error_banner.isVisible()
     assert "identical" in window.status.currentMessage()
     assert [lane.token_ids for lane in window.state.traces] == [lane.token_ids for lane in trace.lanes]
+
+
+def test_a_lane_naming_a_model_that_is_gone_is_refused_in_words_and_the_run_shown_is_kept(qtbot, window):
+    run_and_wait(qtbot, window, max_new_tokens=4)
+    before = [lane.token_ids for lane in window.trace.lanes]
+    window.state.replace_spec(1, replace(window.state.lanes[1].spec, model="removed-model"))
+    run_and_wait(qtbot, window, max_new_tokens=4)
+    notice = window.state.notice
+    assert notice is not None and "removed-model" in notice.text and window.state.lanes[1].name in notice.text
+    assert [lane.token_ids for lane in window.trace.lanes] == before

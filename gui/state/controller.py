@@ -136,6 +136,7 @@ class RunController:
             targets = self._expand(self.state.lanes, request.seed)
             specs = list(targets.values())
             jobs.run_order(specs)
+            self.holder.check_lane_models(specs)
         except ValueError as error:
             self.state.show_notice(translate("controller", "Cannot run: {error}.").format(error=error_text(error)))
             return False
@@ -549,6 +550,7 @@ class RunController:
         self.state.show_trace(trace, specs_of(trace))  # the lanes as the run made them, seeds included
         try:
             targets = self._expand(self.state.lanes, request.seed)
+            self.holder.check_lane_models(list(targets.values()))
         except ValueError as error:
             self.state.show_notice(translate("controller", "Cannot replay: {error}.").format(error=error))
             return None

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from decoding.engine import Engine
+from decoding.spec import LaneSpec
 from decoding.trace import PromptInfo
 from gui.state.requests import RunRequest
 
@@ -106,6 +107,20 @@ class ModelHolder:
         from runtime.model_files import max_positions_from, read_json
 
         return max_positions_from(read_json(self.path / "config.json"))
+
+    def check_lane_models(self, specs: list[LaneSpec]) -> None:
+        """A ParameterError naming the lane for one whose model is not prepared (before a run, on the GUI
+        thread: folders only, no model opened; the engine checks the rest when it opens them)."""
+        from decoding.engine import own_model, refuse_model
+        from models.open_model import lane_model_dir
+
+        for spec in specs:
+            name = own_model(spec, self.name)
+            if name is not None:
+                try:
+                    lane_model_dir(name)
+                except LookupError as exc:
+                    refuse_model(spec, str(exc))
 
     @property
     def explainer_open(self) -> bool:
