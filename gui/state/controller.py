@@ -26,7 +26,7 @@ from gui.i18n import QT_TRANSLATE_NOOP, translate
 from gui.present.lane_fields import error_text
 from gui.state import jobs
 from gui.state.jobs import Job, Message, PrefillMessage, ProviderMessage, RunStartedMessage, StatusMessage, StepMessage
-from gui.state.model_holder import ModelHolder
+from gui.state.model_holder import ModelHolder, check_lane_models
 from gui.state.requests import RunRequest, request_of
 from gui.state.run_state import JobKind, Lane, RunState, prompt_key
 
@@ -136,7 +136,7 @@ class RunController:
             targets = self._expand(self.state.lanes, request.seed)
             specs = list(targets.values())
             jobs.run_order(specs)
-            self.holder.check_lane_models(specs)
+            check_lane_models(specs, self.holder.name)
         except ValueError as error:
             self.state.show_notice(translate("controller", "Cannot run: {error}.").format(error=error_text(error)))
             return False
@@ -550,7 +550,7 @@ class RunController:
         self.state.show_trace(trace, specs_of(trace))  # the lanes as the run made them, seeds included
         try:
             targets = self._expand(self.state.lanes, request.seed)
-            self.holder.check_lane_models(list(targets.values()))
+            check_lane_models(list(targets.values()), self.holder.name)
         except ValueError as error:
             self.state.show_notice(translate("controller", "Cannot replay: {error}.").format(error=error))
             return None

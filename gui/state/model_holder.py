@@ -108,20 +108,6 @@ class ModelHolder:
 
         return max_positions_from(read_json(self.path / "config.json"))
 
-    def check_lane_models(self, specs: list[LaneSpec]) -> None:
-        """A ParameterError naming the lane for one whose model is not prepared (before a run, on the GUI
-        thread: folders only, no model opened; the engine checks the rest when it opens them)."""
-        from decoding.engine import own_model, refuse_model
-        from models.open_model import lane_model_dir
-
-        for spec in specs:
-            name = own_model(spec, self.name)
-            if name is not None:
-                try:
-                    lane_model_dir(name)
-                except LookupError as exc:
-                    refuse_model(spec, str(exc))
-
     @property
     def explainer_open(self) -> bool:
         return self._explainer is not None
@@ -139,3 +125,18 @@ class ModelHolder:
 
 def prompt_info(model: OpenModel, request: RunRequest) -> PromptInfo:
     return model.encode_prompt(request.text, chat=request.chat, system=request.system)
+
+
+def check_lane_models(specs: list[LaneSpec], run_model: str) -> None:
+    """A ParameterError naming the lane for one whose model is not prepared (before a run, on the GUI thread:
+    folders only, no model opened; the engine checks the rest when it opens them)."""
+    from decoding.engine import own_model, refuse_model
+    from models.open_model import lane_model_dir
+
+    for spec in specs:
+        name = own_model(spec, run_model)
+        if name is not None:
+            try:
+                lane_model_dir(name)
+            except LookupError as exc:
+                refuse_model(spec, str(exc))
