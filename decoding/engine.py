@@ -204,7 +204,7 @@ class Engine:
             try:
                 opened[name] = self.models(name)
             except LookupError as exc:
-                refuse_model(spec, str(exc.args[0] if exc.args else exc))
+                refuse_model(spec, str(exc))
             vocab = opened[name].source.vocab_size
             if vocab != self.source.vocab_size:
                 refuse_model(spec, f"a model of the run's vocabulary of {self.source.vocab_size} tokens (it has "
