@@ -115,3 +115,18 @@ def test_on_the_default_model_an_fp32_and_a_q4_1_greedy_lane_in_one_run_equal_ea
     assert trace.lane("fp32").token_ids == run(fp32, specs[:1]).lane("fp32").token_ids
     assert trace.lane("q4_1").token_ids == run(open_model(variant, "cpu"), [LaneSpec("q4_1")]).lane("q4_1").token_ids
     assert trace.lane("q4_1").model.precision == "q4_1" and trace.lane("q4_1").model.hashes["model.onnx"]
+
+
+def test_a_temperature_sweep_of_a_lane_on_its_own_model_reads_that_models_logits(tiny_model_dir, tiny_model_b_dir):
+    from gui.state.jobs import sweep_job
+    from gui.state.model_holder import ModelHolder
+
+    holder = ModelHolder(tiny_model_dir, "cpu")
+    model = holder.get()
+    specs = [LaneSpec("s"), LaneSpec("s b", do_sample=True, seed=5, model=str(tiny_model_b_dir))]
+    trace = holder.engine().run(model.encode_prompt(PROMPT), specs, max_new_tokens=4, model=model.info)
+    sweep = sweep_job(holder, trace, "s b", 2)(lambda _message: None, lambda: False)
+    (point,) = [point for point in sweep.points if point.temperature == 1.0]
+    record = trace.lane("s b").steps[2]
+    assert point.top.ids == record.top.ids[:len(point.top)]  # the sweep's top 10 of the record's top 20
+    assert point.prob == pytest.approx(record.prob, rel=1e-5)  # a prefill, not the run's steps: float noise
