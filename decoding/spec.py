@@ -485,13 +485,15 @@ def format_stop_strings(strings: Sequence[str]) -> str:
 
 
 def _auto_name(kind: str, values: dict[str, Any]) -> str:
+    """The strategy's name, and the lane's own model's folder name after it ("greedy · SmolLM2-135M-Instruct-int4")."""
+    model = f" · {Path(values['model']).name}" if values.get("model") else ""
     if kind == "beam":
-        return f"beam-{values['num_beams']}"
+        return f"beam-{values['num_beams']}{model}"
     parts = [f"{key.replace('_', '-')} {short_value(value)}" for key, value in values.items()
              if key in PROCESSOR_ORDER and key != "temperature"]
     if "temperature" in values:
         parts.insert(0, f"T {values['temperature']}")
-    return " ".join(parts) or kind
+    return (" ".join(parts) or kind) + model
 
 
 def short_value(value: Any) -> str:

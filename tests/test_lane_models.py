@@ -105,7 +105,9 @@ def test_a_model_of_another_vocabulary_and_an_in_run_branch_across_models_are_re
 
 
 def test_the_command_line_lane_key_names_the_model():
-    assert parse_lane("greedy:model=SmolLM2-135M-Instruct-int4").model == "SmolLM2-135M-Instruct-int4"
+    lane = parse_lane("greedy:model=SmolLM2-135M-Instruct-int4")
+    assert lane.model == "SmolLM2-135M-Instruct-int4" and lane.name == "greedy · SmolLM2-135M-Instruct-int4"
+    assert parse_lane("beam:num_beams=2,model=/m/x-q4_1").name == "beam-2 · x-q4_1"
     assert LaneSpec("g", model="x").to_config() == {"do_sample": False, "num_beams": 1, "model": "x"}
     with pytest.raises(ParameterError, match="model"):
         LaneSpec("g", model=" ")

@@ -86,7 +86,7 @@ def test_the_command_line_refuses_an_unprepared_model_naming_the_lane(capsys, ti
     code, out, err = cli(capsys, "run", "--model", str(tiny_model_dir), "--prompt", PROMPT, "--lane",
                          "greedy:model=no-such-model", "--json", str(path), "--device", "cpu")
     assert code == 2
-    assert "invalid model='no-such-model'" in err and "lane 'greedy'" in err and "prepared:" in err
+    assert "invalid model='no-such-model'" in err and "lane 'greedy · no-such-model'" in err and "prepared:" in err
     assert len(err.strip().splitlines()) == 1 and not path.exists()
 
 
