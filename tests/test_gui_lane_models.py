@@ -35,6 +35,8 @@ def test_a_lane_set_to_another_model_in_the_editor_runs_saves_opens_and_replays(
     assert trace.lanes[0].model is None and trace.lanes[1].model.name == "tiny-random-llama-b"
     alone = open_model(tiny_model_b_dir, "cpu").engine().run(trace.prompt, [LaneSpec("greedy")], max_new_tokens=8)
     assert trace.lanes[1].token_ids == alone.lanes[0].token_ids != trace.lanes[0].token_ids
+    assert not window.controller.explain_lane(1)  # the inspection model is the run model's: said, not run
+    assert "Explain looks inside the run's model only" in window.state.notice.text
     path = tmp_path / "run.json"
     assert window.controller.save(path)
     assert window.controller.open(path) is not None

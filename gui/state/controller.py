@@ -382,6 +382,12 @@ class RunController:
                                                       "then pick a lane."),
                               level="info")
             return False
+        if lane.trace.model is not None:  # the inspection model is the run model's export
+            text = translate("controller", "“{name}” ran on {model}: Explain looks inside the run's model only "
+                                           "({run}).")
+            state.show_notice(text.format(name=lane.name, model=lane.trace.model.name, run=state.trace.model.name),
+                              level="info")
+            return False
         stored = state.explanation(index)
         sequence = len(state.trace.prompt.ids) + len(lane.trace.token_ids)
         if stored is not None and len(stored.tokens) == min(sequence, MAX_EXPLAIN_TOKENS):

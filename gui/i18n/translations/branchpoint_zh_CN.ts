@@ -1122,6 +1122,10 @@ score {score} · parent slot {parent}</source>
             <translation>解释需要已完成运行中的一条泳道：请先运行或打开一次运行，再选择泳道。</translation>
         </message>
         <message>
+            <source>“{name}” ran on {model}: Explain looks inside the run's model only ({run}).</source>
+            <translation>“{name}”运行在 {model} 上：解释只查看运行的模型（{run}）内部。</translation>
+        </message>
+        <message>
             <source>“{name}” is explained: see the Attention and Logit lens tabs</source>
             <translation>“{name}”已解释：请查看“注意力”和“Logit 透镜”标签页</translation>
         </message>
