@@ -1924,8 +1924,8 @@ score {score} · parent slot {parent}</source>
     <context>
         <name>model_picker</name>
         <message>
-            <source>The model every lane runs on</source>
-            <translation>所有泳道使用的模型</translation>
+            <source>The run's model: every lane that names no model of its own runs on it (the lanes editor's model field)</source>
+            <translation>运行的模型：未指定自己模型的泳道都使用它（见泳道编辑器的模型字段）</translation>
         </message>
         <message>
             <source>Add local folder…</source>
