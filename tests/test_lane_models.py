@@ -134,3 +134,13 @@ def test_replay_reruns_each_lane_on_its_own_model_and_refuses_an_unprepared_one(
     only_run_model = Engine(FakeSource(), FakeTokenizer(), eos_token_ids=[], models=fake_models({}))
     with pytest.raises(ParameterError, match="'greedy int4'"):
         replay(only_run_model, trace)
+
+
+def test_lanes_decided_one_by_one_give_the_same_records_on_several_models():
+    traces = []
+    for batched in (True, False):
+        source, other = FakeSource(), OtherWeightsSource()
+        engine = Engine(source, FakeTokenizer(), eos_token_ids=[], batched_rows=batched,
+                        models=fake_models({"fake-int4": other}))
+        traces.append(jsonio.to_dict(run(engine, LANES))["lanes"])
+    assert traces[0] == traces[1]
