@@ -51,6 +51,28 @@ def test_a_two_model_run_gives_each_lane_the_tokens_of_its_model_alone(models, t
     assert trace.lane("greedy").model is None
 
 
+def test_each_model_takes_one_batched_call_per_step(models, tiny_model_b_dir, monkeypatch):
+    a, _ = models
+    engine = a.engine(models=LaneModels(a, "cpu"))
+    calls: dict[str, list[int]] = {"a": [], "b": []}
+    for key, source in (("a", a.decoder), ("b", engine.models(str(tiny_model_b_dir)).source)):
+        monkeypatch.setattr(source, "step", counted(source.step, calls[key]))
+    specs = [LaneSpec("g"), LaneSpec("t", do_sample=True, temperature=1.5, seed=1), *own(LANES[:2], tiny_model_b_dir)]
+    trace = engine.run(a.encode_prompt(PROMPT), specs, max_new_tokens=6, model=a.info)
+    assert len(calls["a"]) == len(calls["b"]) == trace.timing.steps == 5
+    assert max(calls["a"]) == max(calls["b"]) == 2  # both lanes of a model in its one call
+
+
+def counted(step, calls: list[int]):
+    """A source's step that records how many rows each call advances."""
+
+    def counting(state, rows, tokens, *rest):
+        calls.append(len(rows))
+        return step(state, rows, tokens, *rest)
+
+    return counting
+
+
 def test_a_model_with_another_tokenizer_is_refused(models, tiny_model_b_dir, tmp_path):
     a, _ = models
     other = shutil.copytree(tiny_model_b_dir, tmp_path / "other-tokenizer")
