@@ -14,6 +14,8 @@ from pathlib import Path
 from cli.common import EXIT_MISMATCH, UsageError, fail, load_model, one_line
 from decoding import jsonio
 from decoding.replay import compare, replay
+from decoding.trace import ModelInfo, RunTrace
+from models.open_model import LaneModels
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,10 +36,11 @@ def run(args: argparse.Namespace) -> int:
             top_n=trace.settings.top_n,
             near_tie_threshold=trace.settings.near_tie_threshold,
             critical=trace.settings.critical,
+            models=LaneModels(model, args.device),
         )
     except (UsageError, ValueError) as exc:
         return fail(str(exc))
-    _warn_if_other_model(trace, model.info)
+    _warn_if_other_model(trace.model, model.info)
     try:
         replayed = replay(engine, trace, provider=model.provider)
     except ValueError as exc:  # the file asks for what the model cannot do (token ids outside its vocabulary)
@@ -45,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
     except RuntimeError as exc:  # the model failed during the replay
         print(f"branchpoint: the replay stopped: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_MISMATCH
+    _warn_if_other_lane_models(trace, replayed)
     mismatches = compare(trace, replayed)
     total = sum(len(lane.token_ids) for lane in trace.lanes)
     if mismatches:
@@ -65,10 +69,18 @@ def recorded_model(trace) -> str | None:
     return trace.model.name if (models_dir() / trace.model.name / "model.onnx").is_file() else None
 
 
-def _warn_if_other_model(trace, info) -> None:
-    recorded, loaded = trace.model.hashes.get("model.onnx"), info.hashes.get("model.onnx")
+def _warn_if_other_model(recorded_model: ModelInfo, info: ModelInfo, lane: str = "") -> None:
+    recorded, loaded = recorded_model.hashes.get("model.onnx"), info.hashes.get("model.onnx")
     if recorded and loaded and recorded != loaded:
         print(
-            f"warning: the model differs from the recorded one (model.onnx sha256 {loaded[:12]}… vs "
+            f"warning: {lane}the model differs from the recorded one (model.onnx sha256 {loaded[:12]}… vs "
             f"{recorded[:12]}…); tokens may differ"
         )
+
+
+def _warn_if_other_lane_models(trace: RunTrace, replayed: RunTrace) -> None:
+    """Each lane on its own model: the same warning as the run's model gets, naming the lane."""
+    for lane in trace.lanes:
+        got = next((other.model for other in replayed.lanes if other.name == lane.name), None)
+        if lane.model is not None and got is not None:
+            _warn_if_other_model(lane.model, got, f"lane {lane.name!r}: ")

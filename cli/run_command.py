@@ -38,7 +38,7 @@ from decoding.parameters import lane_help
 from decoding.spec import LaneSpec, assign_seeds, parse_lane, unique_names
 from decoding.stats import MIN_TOP_N
 from decoding.trace import CriticalSettings, PromptInfo, RunTrace
-from models.open_model import ModelText
+from models.open_model import LaneModels, ModelText
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,7 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SPEC",
         help="a lane: greedy | beam:num_beams=4,length_penalty=1.0 | "
         "sample:top_p=0.9,temperature=0.8,seed=7 | config:generation_config.json | a preset "
-        "name (repeatable; default: greedy; the parameters a lane may set are listed below)",
+        "name (repeatable; default: greedy; the parameters a lane may set are listed below; model=NAME runs the "
+        "lane on another prepared model with the same tokenizer, e.g. greedy:model=SmolLM2-135M-Instruct-int4)",
     )
     parser.formatter_class = argparse.RawDescriptionHelpFormatter  # keeps the parameter list's lines
     parser.epilog = (
@@ -128,7 +129,9 @@ def run(args: argparse.Namespace) -> int:
         model = load_model(args.model, args.device, text)
         cancel = threading.Event()
         bar = StepProgress(args.max_new_tokens, len(specs))
-        run_ = model.engine(top_n=args.top_n, near_tie_threshold=args.near_tie, critical=critical).start(
+        engine = model.engine(top_n=args.top_n, near_tie_threshold=args.near_tie, critical=critical,
+                              models=LaneModels(model, args.device))
+        run_ = engine.start(
             prompt,
             specs,
             max_new_tokens=args.max_new_tokens,
@@ -179,7 +182,7 @@ def continue_run(args: argparse.Namespace) -> int:
         specs = lane_specs(args) if args.lane else None
         model = load_model(args.model or recorded_model(saved), args.device)
         engine = model.engine(top_n=saved.settings.top_n, near_tie_threshold=saved.settings.near_tie_threshold,
-                              critical=saved.settings.critical)
+                              critical=saved.settings.critical, models=LaneModels(model, args.device))
         trace = session_tree.continue_from(engine, saved, args.node, model.info.name, specs, args.max_new_tokens,
                                            provider=model.provider)
     except KeyError as exc:

@@ -16,6 +16,10 @@ takes t at s from the parent's own logits row, and continues in a fork of the pa
 recomputed). A lane with `forced={s: t}` takes t at step s instead of choosing. `Engine.start(prefix=...)`
 continues from given tokens (prefilled with the prompt in one call) for branching after a run ended.
 
+Lanes on their own models: a lane whose spec names a `model` other than the run's advances on that model's source
+(from the Engine's `models` resolver), with its own prefill and KV rows; the lanes of one model still take one
+batched `source.step` per step, each model its own call, and records stream in the lanes' order as before.
+
 Replays of a branch not taken (`replay_of={lane, step s, token t}`, decoding.branch_not_taken) take t at s
 and, when sampled, still draw there, so their later draws are the replayed lane's. Seed fan-out members
 (decoding.fanout) are ordinary lanes.
@@ -27,13 +31,22 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
 from decoding import analysis
 from decoding.lane_state import LaneState, SingleRowLaneState, new_lane_state
-from decoding.parameters import Range, check_int, parameter
-from decoding.protocol import LogitsSource, PositionLimit, PrefillCancelled, RowSummarizer, TokenText
+from decoding.parameters import Range, check_int, fail, parameter
+from decoding.protocol import (
+    LaneModel,
+    LogitsSource,
+    ModelResolver,
+    PositionLimit,
+    PrefillCancelled,
+    RowSummarizer,
+    TokenText,
+)
 from decoding.row_batch import decide_together
 from decoding.selectors import WIDER_PREFIX
 from decoding.spec import LaneSpec, assign_seeds, follows_in_run
@@ -128,9 +141,11 @@ class Engine:
         near_tie_threshold: float = 0.05,
         critical: CriticalSettings | None = None,
         batched_rows: bool = True,
+        models: ModelResolver | None = None,
     ) -> None:
         """`batched_rows`: decide the single-row lanes that apply the same processors together
-        (decoding.row_batch); False decides every lane alone (the per-row reference, same records)."""
+        (decoding.row_batch); False decides every lane alone (the per-row reference, same records). `models`:
+        opens the models lanes name (LaneSpec.model); None: a lane naming another model is refused."""
         check_int("top_n", top_n, MIN_TOP_N)
         Range(0.0, 1.0).check("near_tie_threshold", near_tie_threshold)
         self.source = source
@@ -140,6 +155,7 @@ class Engine:
         self.near_tie_threshold = near_tie_threshold
         self.critical = critical or CriticalSettings()
         self.batched_rows = batched_rows
+        self.models = models
 
     def start(
         self,
@@ -162,15 +178,39 @@ class Engine:
         the chunk being read; the lanes then end "cancelled" with no step. An exception raised by `on_prefill`
         ends the run as a failed prefill (trace.error)."""
         prefix = prefix or Prefix([])
+        model = model or ModelInfo(name="unknown")
         _check_run_inputs(prompt, specs, max_new_tokens, prefix)
+        lane_models = self._lane_models(specs, model.name)
         longest = max(spec.max_new_tokens or max_new_tokens for spec in specs)
-        limit = self.source.max_positions if isinstance(self.source, PositionLimit) else None
-        check_positions(len(prompt.ids), longest, limit)
+        for source in [self.source, *(lane_model.source for lane_model in lane_models.values())]:
+            limit = source.max_positions if isinstance(source, PositionLimit) else None
+            check_positions(len(prompt.ids), longest, limit)
         specs = assign_seeds(list(specs), base_seed)  # every sampled lane records a seed: replayable
         settings = RunSettings(self.top_n, self.near_tie_threshold, max_new_tokens, base_seed,
                                list(self.eos_token_ids), self.critical)
-        trace = RunTrace(model=model or ModelInfo(name="unknown"), provider=provider, prompt=prompt, settings=settings)
-        return Run(self, trace, list(specs), prefix, cancel, on_prefill)
+        trace = RunTrace(model=model, provider=provider, prompt=prompt, settings=settings)
+        return Run(self, trace, list(specs), prefix, cancel, on_prefill, lane_models)
+
+    def _lane_models(self, specs: Sequence[LaneSpec], run_model: str) -> dict[str, LaneModel]:
+        """The models the lanes name besides the run's, each opened once; a ParameterError naming the lane, the
+        model and why (not prepared: the prepared ones) for one that cannot run, before any work."""
+        opened: dict[str, LaneModel] = {}
+        for spec in specs:
+            name = own_model(spec, run_model)
+            if name is None or name in opened:
+                continue
+            if self.models is None:
+                refuse_model(spec, "the run's model (this engine opens no other)")
+            try:
+                opened[name] = self.models(name)
+            except LookupError as exc:
+                refuse_model(spec, str(exc))
+            vocab = opened[name].source.vocab_size
+            if vocab != self.source.vocab_size:
+                refuse_model(spec, f"a model of the run's vocabulary of {self.source.vocab_size} tokens (it has "
+                              f"{vocab})")
+        _check_branch_models(specs, run_model)
+        return opened
 
     def run(
         self, prompt: PromptInfo, specs: Sequence[LaneSpec], *, on_step: StepCallback | None = None, **kwargs
@@ -204,6 +244,25 @@ def check_positions(prompt_tokens: int, max_new_tokens: int, max_positions: int 
         raise ValueError(f"invalid max_new_tokens={max_new_tokens}: after the prompt's {prompt_tokens} tokens it "
                          f"needs {needed} positions, the model has {max_positions} (allowed: max_new_tokens <= "
                          f"{max_positions - prompt_tokens + 1})")
+
+
+def own_model(spec: LaneSpec, run_model: str) -> str | None:
+    """The model a lane runs on when it is not the run's (None: the run's)."""
+    return None if spec.model in (None, run_model) else spec.model
+
+
+def refuse_model(spec: LaneSpec, allowed: str) -> None:
+    """A ParameterError for the lane's model, naming the lane and what is allowed (why the model cannot run)."""
+    fail("model", spec.model, f"{allowed} (lane {spec.name!r})")
+
+
+def _check_branch_models(specs: Sequence[LaneSpec], run_model: str) -> None:
+    """A branch followed in the run forks its parent's KV row: it must be on its parent's model."""
+    for spec in specs:
+        parent = next((s for s in specs if spec.branch is not None and s.name == spec.branch.parent), None)
+        if parent is not None and own_model(spec, run_model) != own_model(parent, run_model):
+            refuse_model(spec, f"its parent {parent.name!r}'s model {parent.model or run_model!r} for a branch "
+                          "made in the run (it continues the parent's rows)")
 
 
 def _check_run_inputs(prompt: PromptInfo, specs: Sequence[LaneSpec], max_new_tokens: int, prefix: Prefix) -> None:
@@ -254,6 +313,44 @@ def _check_branch(spec: LaneSpec, specs: Sequence[LaneSpec], limit: int, prefix_
         )
 
 
+@dataclass
+class _ModelGroup:
+    """The lanes on one model: its source, its KV rows (`state`, after the prefill) and the lanes advancing on
+    them; one batched `source.step` a step for all of them."""
+
+    source: LogitsSource
+    lanes: list[LaneState]
+    state: Any = None
+
+    def batch(self, logits: np.ndarray, top_n: int) -> LogitsRowCache:
+        """The new logits rows [rows, vocab] as float32, with the source's RowSummary of them when it makes one."""
+        logits = np.asarray(logits, dtype=np.float32)
+        top_k = max(top_n, WIDER_PREFIX)  # the statistics' top-N and a draw's wider prefix
+        summary = self.source.summarize(logits, top_k) if isinstance(self.source, RowSummarizer) else None
+        return LogitsRowCache(logits, summary)
+
+    def feed(self) -> list[tuple[int, int]]:
+        """The (old row, token) pairs its running lanes queue for the next step."""
+        feed: list[tuple[int, int]] = []
+        for lane in self.lanes:
+            lane.queue(feed)
+        return feed
+
+    def step(self, feed: list[tuple[int, int]], top_n: int) -> None:
+        """Advance the fed rows in one call (none when nothing is fed) and hand each lane its new rows."""
+        if not feed:
+            self.state = None  # its lanes have ended (or still follow a parent): its KV rows are not needed
+            for lane in self.lanes:
+                lane.receive(None, [], 0)
+            return
+        rows, tokens, slots = _share_identical_rows(feed)
+        self.state, logits = self.source.step(self.state, rows, tokens)
+        batch = self.batch(logits, top_n)
+        position = 0
+        for lane in self.lanes:
+            position = lane.receive(batch, slots, position)
+
+
 class Run:
     """One run: iterate it to advance; `trace` fills as it goes; `cancel()` stops before the next step (during
     the prefill: before the next chunk of the prompt)."""
@@ -266,6 +363,7 @@ class Run:
         prefix: Prefix,
         cancel: Cancel,
         on_prefill: PrefillCallback | None = None,
+        lane_models: dict[str, LaneModel] | None = None,
     ) -> None:
         self.engine = engine
         self.trace = trace
@@ -274,11 +372,10 @@ class Run:
         self._cancel_event = threading.Event()
         self._external_cancel = cancel
         self._on_prefill = on_prefill
+        self.lane_models = lane_models or {}
         self.error: str | None = None
         self.lanes: list[LaneState] = []  # the lanes' states once iterated (step mode reads a beam lane's beams)
         self._started = False
-        source = engine.source
-        self._summarize = source.summarize if isinstance(source, RowSummarizer) else None
 
     def cancel(self) -> None:
         self._cancel_event.set()
@@ -305,15 +402,13 @@ class Run:
             for record in self.prefix.records:
                 lane.trace.steps.append(replace(record))
                 yield lane.index, lane.trace.steps[-1]
-        state, batch, prefill_ms = self._prefill()
-        if state is None and self.error is None:
+        groups = self._groups(lanes)
+        prefill_ms = self._prefill(groups)
+        if prefill_ms is None and self.error is None:
             self._stop_all(lanes, "cancelled")
         elif self.error is None:
             self.trace.timing.prefill_ms = prefill_ms
-            for lane in lanes:
-                if lane.following is None:
-                    lane.attach(batch, 0)
-            yield from self._advance(lanes, state, prefill_ms)
+            yield from self._advance(lanes, groups, prefill_ms)
         self._finish(lanes, t_start)
 
     def _make_lanes(self) -> list[LaneState]:
@@ -339,33 +434,49 @@ class Run:
             branch = lane.spec.branch
             if branch is not None and branch.parent in names:
                 lane.following = lanes[names.index(branch.parent)]
+            name = own_model(lane.spec, self.trace.model.name)
+            if name is not None:
+                lane.trace.model = replace(self.lane_models[name].info)
         return lanes
 
-    def _prefill(self):
+    def _groups(self, lanes: list[LaneState]) -> list[_ModelGroup]:
+        """One group per model, the run's first (lanes in the run's order within each)."""
+        groups = {None: _ModelGroup(self.engine.source, [])}
+        for name, lane_model in self.lane_models.items():
+            groups[name] = _ModelGroup(lane_model.source, [])
+        for lane in lanes:
+            groups[own_model(lane.spec, self.trace.model.name)].lanes.append(lane)
+        return [group for group in groups.values() if group.lanes]
+
+    def _prefill(self, groups: list[_ModelGroup]) -> float | None:
+        """Each model reads the prompt (and prefix) into its own KV rows; its lanes start from its last logits
+        row. Returns the time it took, None when cancelled or failed (self.error says which)."""
         ids = list(self.trace.prompt.ids) + list(self.prefix.token_ids)
         started = time.perf_counter()
-        try:
-            state, logits = self.engine.source.prefill(ids, progress=self._prefill_progress)
-            batch = self._batch(np.reshape(logits, (1, -1)))
-        except PrefillCancelled:
-            return None, None, 0.0
-        except Exception as exc:  # noqa: BLE001 - a failing source ends the run with what it has
-            self.error = f"prefill failed: {type(exc).__name__}: {exc}"
-            return None, None, 0.0
-        return state, batch, (time.perf_counter() - started) * 1000.0
+        for index, group in enumerate(groups):
+            def progress(done: int, total: int, before: int = index * len(ids)) -> bool:
+                return self._prefill_progress(before + done, len(groups) * total)
+            try:
+                group.state, logits = group.source.prefill(ids, progress=progress)
+                batch = group.batch(np.reshape(logits, (1, -1)), self.engine.top_n)
+            except PrefillCancelled:
+                return None
+            except Exception as exc:  # noqa: BLE001 - a failing source ends the run with what it has
+                self.error = f"prefill failed: {type(exc).__name__}: {exc}"
+                return None
+            for lane in group.lanes:
+                if lane.following is None:
+                    lane.attach(batch, 0)
+        return (time.perf_counter() - started) * 1000.0
 
     def _prefill_progress(self, done: int, total: int) -> bool:
         if self._on_prefill is not None:
             self._on_prefill(done, total)
         return self.cancelled()
 
-    def _batch(self, logits: np.ndarray) -> LogitsRowCache:
-        """The new logits rows [rows, vocab] as float32, with the source's RowSummary of them when it makes one."""
-        logits = np.asarray(logits, dtype=np.float32)
-        top_k = max(self.engine.top_n, WIDER_PREFIX)  # the statistics' top-N and a draw's wider prefix
-        return LogitsRowCache(logits, None if self._summarize is None else self._summarize(logits, top_k))
-
-    def _advance(self, lanes: list[LaneState], state, step_ms: float) -> Iterator[tuple[int, StepRecord]]:
+    def _advance(
+        self, lanes: list[LaneState], groups: list[_ModelGroup], step_ms: float
+    ) -> Iterator[tuple[int, StepRecord]]:
         timing = self.trace.timing
         # followers after the others: at step s their parent has decided step s and still holds its logits
         order = [lane for lane in lanes if lane.following is None] + [
@@ -378,30 +489,24 @@ class Run:
                     yield lane.index, lane.trace.steps[-1]
                 elif lane.running:
                     yield from self._decide(lane, step_ms)
-            feed: list[tuple[int, int]] = []
-            for lane in lanes:
-                lane.queue(feed)
-            if not feed:
+            feeds = [group.feed() for group in groups]
+            if not any(feeds):
                 self._fail_orphans(lanes)
                 return
             if self.cancelled():
                 self._stop_all(lanes, "cancelled")
                 return
-            rows, tokens, slots = _share_identical_rows(feed)
             started = time.perf_counter()
             try:
-                state, logits = self.engine.source.step(state, rows, tokens)
-                batch = self._batch(logits)
+                for group, feed in zip(groups, feeds, strict=True):
+                    group.step(feed, self.engine.top_n)
             except Exception as exc:  # noqa: BLE001 - a failing source ends the run with what it has
                 self.error = f"step failed: {type(exc).__name__}: {exc}"
                 self._stop_all(lanes, "error")
                 return
             step_ms = (time.perf_counter() - started) * 1000.0
             timing.steps += 1
-            timing.tokens += len(feed)
-            position = 0
-            for lane in lanes:
-                position = lane.receive(batch, slots, position)
+            timing.tokens += sum(len(feed) for feed in feeds)
 
     def _decide_together(self, lanes: list[LaneState], step_ms: float) -> set[LaneState]:
         """With batched rows, decide the running single-row lanes that hold a usable row (not a beam, not a

@@ -13,7 +13,8 @@ their settings get the default critical-point thresholds and their analysis is c
 (before the llama.cpp samplers and the transformers processors beyond the core set) have no `xtc_coin` or
 `mirostat_mu` in their steps: they read as runs whose lanes use neither. Version 3 files (before the session
 tree, decoding.session_tree) read with a tree of one level made of their lanes: each under the prompt, a branched
-lane keeping its branch marker. Every older file saves as version 4.
+lane keeping its branch marker. Version 4 files (before lanes named their own model) read with every lane on the
+run's model. Every older file saves as version 5.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from decoding.trace import (
     Divergence,
     FanoutGroup,
     ForcedBranch,
+    LaneModelInfo,
     LaneTrace,
     ModelInfo,
     NearTie,
@@ -209,6 +211,8 @@ def _settings(data: dict[str, Any]) -> RunSettings:
 def _lane(data: dict[str, Any]) -> LaneTrace:
     fields = dict(data)
     fields["steps"] = [_step(step) for step in data["steps"]]
+    if data.get("model") is not None:
+        fields["model"] = LaneModelInfo(**data["model"])
     return LaneTrace(**fields)
 
 

@@ -102,7 +102,7 @@ class LaneState(ABC):
     def queue(self, feed: list[tuple[int, int]]) -> None:
         """Add the (old row, token) pairs of its next rows to the next batched call."""
 
-    def receive(self, batch: LogitsRowCache, slots: list[int], position: int) -> int:
+    def receive(self, batch: LogitsRowCache | None, slots: list[int], position: int) -> int:
         """Take this lane's rows from a batched call's output: `slots[position:]` are the new batch rows of
         the pairs this lane queued (shared with other lanes where identical). Returns the next position."""
         if not self.running:

@@ -10,3 +10,10 @@ class ModelInfo:
     name: str
     hashes: dict[str, str] = field(default_factory=dict)  # from the model's manifest (file -> sha256)
     path: str | None = None  # where it was loaded from (informative; replay resolves by name or path)
+
+
+@dataclass
+class LaneModelInfo(ModelInfo):
+    """The model a lane that names its own (LaneSpec.model) ran on; a lane on the run's model records none."""
+
+    precision: str | None = None  # "fp32", "fp16", "int8", "int4", "q4_1" (models.variants.precision_of)

@@ -13,6 +13,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from decoding.model_info import LaneModelInfo
+
 
 @dataclass(frozen=True)
 class RowSummary:
@@ -62,6 +64,21 @@ class LogitsSource(Protocol):
         """
         ...
 
+
+
+@dataclass(frozen=True)
+class LaneModel:
+    """A model a lane names (LaneSpec.model), opened by the front end: the source its lanes advance on (its own
+    session and KV rows) and the identity their traces record. It shares the run's tokenizer: the front end
+    refuses one that does not, the engine one of another vocabulary size."""
+
+    source: LogitsSource
+    info: LaneModelInfo
+
+
+# A model's name (or folder) -> its LaneModel, from the front end (decoding/ opens no model); raises LookupError
+# with why it cannot (not prepared: the prepared ones; another tokenizer) and the engine names the lane.
+ModelResolver = Callable[[str], LaneModel]
 
 
 # Optional capabilities: a source that has one satisfies its protocol too, and the engine uses it.

@@ -126,6 +126,7 @@ class LaneSpec:
     dynatemp_exponent: float = 1.0
     adaptive: bool = False  # entropix-style per-step decision (decoding.adaptive)
     processor_order: tuple[str, ...] | None = None  # None: transformers' order; a preset name becomes its list
+    model: str | None = None  # a prepared model's name or folder the lane runs on; None: the run's model
     branch: Branch | None = None
     forced: dict[int, int] = field(default_factory=dict)  # {step: token_id}
     fanout: FanoutMember | None = None
@@ -173,6 +174,8 @@ class LaneSpec:
             config["stop_strings"] = list(self.stop_strings)
         if self.processor_order is not None:
             config["processor_order"] = list(self.processor_order)
+        if self.model is not None:
+            config["model"] = self.model
         if self.forced:
             config["forced"] = {str(step): token for step, token in sorted(self.forced.items())}
         return config
@@ -239,6 +242,8 @@ def validate(spec: LaneSpec) -> None:
     """Each parameter against its row of the parameter table, then the rules between parameters."""
     if not isinstance(spec.name, str) or not spec.name.strip():
         fail("name", spec.name, "a non-empty string")
+    if spec.model is not None and (not isinstance(spec.model, str) or not spec.model.strip()):
+        fail("model", spec.model, "a prepared model's name (unset: the run's model)")
     for p in PARAMETERS:
         value = getattr(spec, p.name)
         if value is not None or p.default is not None:  # None is "unset" where the default is unset
@@ -400,13 +405,13 @@ def _parse_pairs(rest: str, text: str) -> dict[str, Any]:
 
 def _parse_value(key: str, raw: str) -> Any:
     """One CLI value as its parameter's type says; the range is checked by LaneSpec."""
-    if key == "name":
+    if key in ("name", "model"):
         return raw
     if key == "processor_order":
         return ORDER_PRESETS.get(raw) or tuple(item for item in raw.split("|") if item)
     p = BY_NAME.get(key)
     if p is None:
-        settable = ", ".join(["name", *BY_NAME, "processor_order"])
+        settable = ", ".join(["name", *BY_NAME, "processor_order", "model"])
         raise ValueError(f"unknown lane parameter {key!r}: allowed {settable}")
     if p.kind == "text":
         return parse_stop_strings(raw)
@@ -480,13 +485,15 @@ def format_stop_strings(strings: Sequence[str]) -> str:
 
 
 def _auto_name(kind: str, values: dict[str, Any]) -> str:
+    """The strategy's name, and the lane's own model's folder name after it ("greedy · SmolLM2-135M-Instruct-int4")."""
+    model = f" · {Path(values['model']).name}" if values.get("model") else ""
     if kind == "beam":
-        return f"beam-{values['num_beams']}"
+        return f"beam-{values['num_beams']}{model}"
     parts = [f"{key.replace('_', '-')} {short_value(value)}" for key, value in values.items()
              if key in PROCESSOR_ORDER and key != "temperature"]
     if "temperature" in values:
         parts.insert(0, f"T {values['temperature']}")
-    return " ".join(parts) or kind
+    return (" ".join(parts) or kind) + model
 
 
 def short_value(value: Any) -> str:

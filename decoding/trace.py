@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, overload
 
 from decoding.explain import ExplainResult, start_token_added
-from decoding.model_info import ModelInfo
+from decoding.model_info import LaneModelInfo, ModelInfo
 
 
 class TokenProb(NamedTuple):
@@ -184,14 +184,16 @@ class LaneTrace:
     error: str | None = None  # why the lane ended with finish_reason "error"
     fanout: dict[str, Any] | None = None  # {"group": lane name, "member": k}: member k of a seed fan-out
     replay_of: dict[str, Any] | None = None  # {"lane", "step", "token_id"}: a branch-not-taken replay
+    model: LaneModelInfo | None = None  # the lane's own model (LaneSpec.model); None: the run's model
     # the window's colour index of the lane (gui.present.colours: its nth colour, then patterns), so a saved or
     # autosaved run opens with each lane in its colour; None (not written): a run made outside the window
     colour: int | None = None
 
 
-SCHEMA_VERSION = 4
-# 1: no fan-outs, critical points, replays, sweeps; 2: no llama.cpp samplers; 3: no session tree
-READABLE_VERSIONS = (1, 2, 3, 4)
+SCHEMA_VERSION = 5
+# 1: no fan-outs, critical points, replays, sweeps; 2: no llama.cpp samplers; 3: no session tree; 4: every lane
+# on the run's model
+READABLE_VERSIONS = (1, 2, 3, 4, 5)
 
 
 @dataclass

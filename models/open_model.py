@@ -9,13 +9,16 @@ neither (it talks to a LogitsSource and a TokenText).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from decoding.engine import Engine
+from decoding.model_info import LaneModelInfo
+from decoding.protocol import LaneModel
 from decoding.trace import ModelInfo, PromptInfo
-from models.catalog import resolve
+from models.catalog import list_models, resolve
 from runtime import LoadedModel, load_model
 from runtime.model_files import max_positions_from, read_json
 from runtime.tokenizer import Tokenizer
@@ -45,7 +48,8 @@ class OpenModel:
         return list(self.loaded.eos_token_ids)
 
     def engine(self, **settings: Any) -> Engine:
-        """An Engine over this model; `settings` are Engine's keywords (top_n, near_tie_threshold)."""
+        """An Engine over this model; `settings` are Engine's keywords (top_n, near_tie_threshold, models: a
+        LaneModels over this model for lanes that name their own)."""
         return Engine(self.decoder, self.tokenizer, self.eos_token_ids, **settings)
 
     def encode_prompt(self, text: str, chat: bool = False, system: str | None = None) -> PromptInfo:
@@ -106,3 +110,52 @@ def open_model(
     model_dir = resolve(name_or_path)
     loaded = load_model(model_dir, device=device, tokenizer=tokenizer)
     return OpenModel(loaded, model_identity(model_dir, loaded.manifest))
+
+
+class LaneModels:
+    """The models lanes name (decoding.protocol.ModelResolver), opened on first use on the run model's device and
+    kept by name. Refuses (LookupError, in words) a model that is not prepared, naming the prepared ones, and one
+    whose tokenizer differs from the run model's: the engine's analysis compares lanes token by token."""
+
+    def __init__(self, run_model: OpenModel, device: str = "auto") -> None:
+        self.run_model = run_model
+        self.device = device
+        self._opened: dict[str, LaneModel] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, name: str) -> LaneModel:
+        with self._lock:
+            if name not in self._opened:
+                self._opened[name] = self._open(name)
+            return self._opened[name]
+
+    def _open(self, name: str) -> LaneModel:
+        model_dir = lane_model_dir(name)
+        if _tokenizer_bytes(model_dir) != _tokenizer_bytes(Path(self.run_model.info.path or "")):
+            raise LookupError(f"a model with the run's tokenizer ({self.run_model.info.name}'s; token-by-token "
+                              "analysis compares the lanes' ids)")
+        opened = open_model(model_dir, self.device)
+        return LaneModel(opened.decoder, lane_model_info(opened.info, opened.loaded.manifest))
+
+
+def lane_model_dir(name: str) -> Path:
+    """The folder of the model a lane names; LookupError naming the prepared ones when it is not prepared."""
+    try:
+        return resolve(name)
+    except FileNotFoundError:
+        prepared = ", ".join(m.name for m in list_models()) or "none"
+        raise LookupError(f"a prepared model (prepared: {prepared})") from None
+
+
+def lane_model_info(info: ModelInfo, manifest: dict) -> LaneModelInfo:
+    """A model's identity as a lane on it records it: the run's identity plus its precision."""
+    from models.variants import precision_of
+
+    return LaneModelInfo(**asdict(info), precision=precision_of(manifest))
+
+
+def _tokenizer_bytes(model_dir: Path) -> bytes | None:
+    try:
+        return (model_dir / "tokenizer.json").read_bytes()
+    except OSError:
+        return None

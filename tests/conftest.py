@@ -83,6 +83,14 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_model_b_dir(tmp_path_factory) -> Path:
+    """A second tiny model: the same tokenizer as tiny_model_dir's, other weights (lanes on their own model)."""
+    from tests.tiny_model import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-b") / "tiny-llama-b", seed=1, name="tiny-random-llama-b")
+
+
+@pytest.fixture(scope="session")
 def tiny_hf_dir(tiny_model_dir: Path) -> Path:
     return tiny_model_dir.parent / (tiny_model_dir.name + "-hf")
 

@@ -80,3 +80,28 @@ class FakeTokenizer:
 
     def decode(self, token_ids: Sequence[int]) -> str:
         return "".join(self.piece(t) for t in token_ids)
+
+
+class OtherWeightsSource(FakeSource):
+    """A FakeSource of other weights: the same history gives other logits (another model of one tokenizer)."""
+
+    def __init__(self, salt: int = 1, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.salt = salt
+
+    def logits_for(self, history: Sequence[int]) -> np.ndarray:
+        return super().logits_for([-self.salt, *history])
+
+
+def fake_models(models: dict[str, FakeSource], precision: str = "int4"):
+    """A decoding.protocol.ModelResolver over named fake sources (LookupError naming them for another name)."""
+    from decoding.model_info import LaneModelInfo
+    from decoding.protocol import LaneModel
+
+    def resolve(name: str) -> LaneModel:
+        if name not in models:
+            raise LookupError(f"a prepared model (prepared: {', '.join(models)})")
+        info = LaneModelInfo(name, {"model.onnx": f"{name}-hash"}, f"/models/{name}", precision)
+        return LaneModel(models[name], info)
+
+    return resolve

@@ -186,7 +186,7 @@ def test_fanouts_replays_and_sweeps_round_trip_byte_identical(tmp_path):
     trace = featured_trace()
     data = jsonio.to_dict(trace)
     jsonschema.validate(data, jsonio.schema())
-    assert data["schema_version"] == 4
+    assert data["schema_version"] == 5
     assert data["settings"]["critical"] == {"draw_distance": 0.05, "ratio": 0.7, "min_prob": 0.08}
     assert data["lanes"][2]["fanout"] == {"group": "hot", "member": 1} and data["lanes"][2]["config"]["seed"] == 5
     assert data["lanes"][-1]["replay_of"] == {"lane": "greedy", "step": 2, "token_id": 5}
@@ -208,7 +208,7 @@ def test_a_version_1_file_opens_with_its_analysis_and_critical_points():
     stored = json.loads(path.read_text(encoding="utf-8"))
     assert stored["schema_version"] == 1
     trace = jsonio.load(path)
-    assert trace.schema_version == 4 and trace.sweeps == []
+    assert trace.schema_version == 5 and trace.sweeps == []
     # before the session tree: one level, every lane a node under the prompt; the branch keeps its marker
     assert [(node.lane, node.parent, node.step) for node in trace.tree] == [
         ("greedy", None, 0), ("beam-2", None, 0), ("hot", None, 0), ("branch", None, 0)]
@@ -221,16 +221,16 @@ def test_a_version_1_file_opens_with_its_analysis_and_critical_points():
         lane["token_ids"] for lane in stored["lanes"]]
     assert set(trace.analysis.critical_points) == {"greedy", "beam-2", "hot", "branch"}
     assert trace.analysis.fanouts == {} and trace.analysis.replays == []
-    jsonschema.validate(jsonio.to_dict(trace), jsonio.schema())  # saved again, it is a version 4 file
+    jsonschema.validate(jsonio.to_dict(trace), jsonio.schema())  # saved again, it is a version 5 file
     again = jsonio.loads(jsonio.dumps(trace))
     assert jsonio.dumps(again) == jsonio.dumps(trace)
 
 
 def test_an_unreadable_version_names_the_readable_ones():
     data = jsonio.to_dict(fake_trace())
-    data["schema_version"] = 5
+    data["schema_version"] = 6
     with pytest.raises(jsonio.TraceFormatError,
-                       match="schema_version 5; this Branchpoint reads version 1 or 2 or 3 or 4"):
+                       match="schema_version 6; this Branchpoint reads version 1 or 2 or 3 or 4 or 5"):
         jsonio.loads(json.dumps(data))
 
 
@@ -339,7 +339,7 @@ def test_a_lanes_colour_is_written_only_when_set_and_round_trips_byte_identical(
     assert plain.tree and '"colour"' not in jsonio.dumps(plain)
     assert [list(lane) for lane in jsonio.to_dict(plain)["lanes"]] == [[
         "name", "config", "processors", "token_ids", "text", "steps", "finish_reason", "sequences",
-        "sequence_scores", "branch", "error", "fanout", "replay_of"]] * len(LANES)
+        "sequence_scores", "branch", "error", "fanout", "replay_of", "model"]] * len(LANES)
     assert all(lane.colour is None for lane in jsonio.loads(jsonio.dumps(plain)).lanes)
     coloured = fake_trace()
     for lane, colour in zip(coloured.lanes, [0, 7, 2, 13, None, 5], strict=True):

@@ -119,4 +119,4 @@ def test_a_version_2_file_opens_and_saves_as_version_3():
         for step in lane["steps"]:
             del step["xtc_coin"], step["mirostat_mu"]
     trace = jsonio.loads(json.dumps(data))
-    assert trace.schema_version == 4 and all(r.xtc_coin is None for lane in trace.lanes for r in lane.steps)
+    assert trace.schema_version == 5 and all(r.xtc_coin is None for lane in trace.lanes for r in lane.steps)

@@ -42,8 +42,9 @@ def build_tokenizer(vocab_size: int = 384):
     return tok
 
 
-def build_tiny_model(out_dir: Path, seed: int = 0) -> Path:
-    """Build, save and export the tiny model into out_dir (a prepared-model folder). Returns out_dir."""
+def build_tiny_model(out_dir: Path, seed: int = 0, name: str = "tiny-random-llama") -> Path:
+    """Build, save and export the tiny model into out_dir (a prepared-model folder named `name`): its weights
+    depend on `seed`, its tokenizer does not. Returns out_dir."""
     import torch
     from optimum.exporters.onnx import main_export
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -85,7 +86,7 @@ def build_tiny_model(out_dir: Path, seed: int = 0) -> Path:
     if not (out_dir / "chat_template.jinja").exists():
         (out_dir / "chat_template.jinja").write_text(CHAT_TEMPLATE, encoding="utf-8")
     # exported from hf_dir, as a prepared HF folder records it: its inspection model can be built from there
-    manifest = {"name": "tiny-random-llama", "source": {"kind": "hf-folder", "path": str(hf_dir), "seed": seed},
+    manifest = {"name": name, "source": {"kind": "hf-folder", "path": str(hf_dir), "seed": seed},
                 "hf_dir": str(hf_dir)}
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
     return out_dir

@@ -12,6 +12,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from decoding.parameters import (
@@ -26,6 +27,7 @@ from decoding.parameters import (
 from decoding.spec import LaneSpec, format_stop_strings, parse_id_list, parse_stop_strings, short_value
 from gui.i18n import QT_TRANSLATE_NOOP, translate
 from gui.present.chain import order_choice, order_name
+from models.variants import VARIANTS
 
 
 @dataclass(frozen=True)
@@ -288,9 +290,9 @@ def display_value(spec: LaneSpec, f: Field) -> Any:
 
 def spec_from_values(name: str, values: dict[str, Any], base: LaneSpec | None = None) -> LaneSpec:
     """Build a LaneSpec from widget values (and `processor_order`, the chain editor's: None for transformers'
-    order). Parameters that do not apply take their LaneSpec default, those at their off value are left unset
-    (None), so the lane applies exactly what the user set; what `values` leaves out stays as in `base`. Raises
-    ValueError (from LaneSpec) on invalid input."""
+    order; `model`, the model field's: None for the run's model). Parameters that do not apply take their
+    LaneSpec default, those at their off value are left unset (None), so the lane applies exactly what the user
+    set; what `values` leaves out stays as in `base`. Raises ValueError (from LaneSpec) on invalid input."""
     do_sample = bool(values.get("do_sample", False))
     num_beams = int(values.get("num_beams", 1))
     kwargs: dict[str, Any] = {"do_sample": do_sample, "num_beams": num_beams}
@@ -301,8 +303,9 @@ def spec_from_values(name: str, values: dict[str, Any], base: LaneSpec | None = 
             kwargs[p.name] = p.default
         elif p.name in values:
             kwargs[p.name] = _spec_value(FIELDS_BY_NAME[p.name], values[p.name])
-    if "processor_order" in values:
-        kwargs["processor_order"] = values["processor_order"]
+    for key in ("processor_order", "model"):  # the chain editor's order, the model field's name (None: the run's)
+        if key in values:
+            kwargs[key] = values[key]
     if base is not None:
         return base.with_changes(name=name, **kwargs)
     return LaneSpec(name=name, **kwargs)
@@ -357,7 +360,17 @@ def describe(spec: LaneSpec, seed: bool = True) -> str:
     if spec.branch is not None:
         branch = translate("lane_fields", "branch of {parent} @ {step}")
         parts.append(branch.format(parent=spec.branch.parent, step=spec.branch.step))
+    if spec.model is not None:
+        parts.append(model_label(spec.model))
     return " · ".join(parts)
+
+
+def model_label(model: str) -> str:
+    """A lane's own model as its name and summary show it: a precision variant by its precision ("int4"), any
+    other model by its name (a folder by its last part)."""
+    name = Path(model).name
+    base, _, precision = name.rpartition("-")
+    return precision if base and precision in VARIANTS else name
 
 
 def _summarised(spec: LaneSpec) -> list[str]:

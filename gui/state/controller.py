@@ -27,7 +27,7 @@ from gui.i18n import QT_TRANSLATE_NOOP, translate
 from gui.present.lane_fields import error_text
 from gui.state import jobs
 from gui.state.jobs import Job, Message, PrefillMessage, ProviderMessage, RunStartedMessage, StatusMessage, StepMessage
-from gui.state.model_holder import ModelHolder
+from gui.state.model_holder import ModelHolder, check_lane_models
 from gui.state.requests import RunRequest, request_of
 from gui.state.run_state import JobKind, Lane, Proposal, RunState, prompt_key
 
@@ -137,6 +137,7 @@ class RunController:
             targets = self._expand(self.state.lanes, request.seed)
             specs = list(targets.values())
             jobs.run_order(specs)
+            check_lane_models(specs, self.holder.name)
         except ValueError as error:
             self.state.show_notice(translate("controller", "Cannot run: {error}.").format(error=error_text(error)))
             return False
@@ -382,6 +383,12 @@ class RunController:
                                                       "then pick a lane."),
                               level="info")
             return False
+        if lane.trace.model is not None:  # the inspection model is the run model's export
+            text = translate("controller", "“{name}” ran on {model}: Explain looks inside the run's model only "
+                                           "({run}).")
+            state.show_notice(text.format(name=lane.name, model=lane.trace.model.name, run=state.trace.model.name),
+                              level="info")
+            return False
         stored = state.explanation(index)
         sequence = len(state.trace.prompt.ids) + len(lane.trace.token_ids)
         if stored is not None and len(stored.tokens) == min(sequence, MAX_EXPLAIN_TOKENS):
@@ -620,6 +627,7 @@ class RunController:
         self.state.show_trace(trace, specs_of(trace))  # the lanes as the run made them, seeds included
         try:
             targets = self._expand(self.state.lanes, request.seed)
+            check_lane_models(list(targets.values()), self.holder.name)
         except ValueError as error:
             self.state.show_notice(translate("controller", "Cannot replay: {error}.").format(error=error))
             return None

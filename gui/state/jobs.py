@@ -14,10 +14,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from decoding import session_tree
-from decoding.engine import branch_prefix, replay_prefix
+from decoding.engine import branch_prefix, own_model, replay_prefix
 from decoding.explain import ExplainResult
 from decoding.lane_state import empty_trace
-from decoding.spec import LaneSpec, follows_in_run, parse_lane
+from decoding.spec import LaneSpec, follows_in_run, lane_spec, parse_lane
 from decoding.step_mode import StepSession
 from decoding.sweep import sweep_inputs, temperature_sweep
 from decoding.trace import LaneTrace, RunTrace, StepRecord, TemperatureSweep
@@ -175,13 +175,16 @@ def step_job(holder: ModelHolder, request: RunRequest, specs: list[LaneSpec], se
 
 def sweep_job(holder: ModelHolder, trace: RunTrace, lane: str, step: int) -> Callable:
     """A temperature sweep of lane `lane`'s `step`: one prefill of the prompt and the lane's tokens before the
-    step gives its raw logits (exactly the run's), which go through the lane's processors at each temperature."""
+    step, on the lane's model, gives its raw logits (exactly the run's), which go through the lane's processors
+    at each temperature."""
 
     def job(emit: Emit, _cancelled: Callable[[], bool]) -> TemperatureSweep:
         model = holder.get()
         emit(ProviderMessage(model.provider))
         inputs = sweep_inputs(trace, lane, step)
-        _state, logits = model.decoder.prefill(inputs.ids)
+        own = own_model(lane_spec(trace.lane(lane)), trace.model.name)
+        source = model.decoder if own is None else holder.engine().models(own).source
+        _state, logits = source.prefill(inputs.ids)
         return temperature_sweep(logits, inputs, text=model.tokenizer.piece)
 
     return job

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from decoding.engine import Engine
+from decoding.spec import LaneSpec
 from decoding.trace import PromptInfo
 from gui.state.requests import RunRequest
 
@@ -20,7 +21,9 @@ if TYPE_CHECKING:
 
 class ModelHolder:
     """Loads the model on first use (on the worker thread), or ahead of it (`preload`), and keeps it, and one
-    Engine over it, for later runs; likewise its inspection model for explaining lanes."""
+    Engine over it, for later runs; likewise its inspection model for explaining lanes. The models lanes name
+    (LaneSpec.model) are opened by the engine's models.open_model.LaneModels on the first run that needs each,
+    and kept by name."""
 
     def __init__(self, path: Path, device: str = "auto") -> None:
         self.path = Path(path)
@@ -68,13 +71,13 @@ class ModelHolder:
         return self._loaded
 
     def get(self) -> OpenModel:
-        from models.open_model import open_model
+        from models.open_model import LaneModels, open_model
 
         with self._lock:
             if self._loaded is not None:
                 return self._loaded
             self._loaded = open_model(self.path, device=self.device, tokenizer=self._tokenizer)
-            self._engine = self._loaded.engine()
+            self._engine = self._loaded.engine(models=LaneModels(self._loaded, self.device))
         if self.on_loaded is not None:
             self.on_loaded(self._loaded)
         return self._loaded
@@ -122,3 +125,18 @@ class ModelHolder:
 
 def prompt_info(model: OpenModel, request: RunRequest) -> PromptInfo:
     return model.encode_prompt(request.text, chat=request.chat, system=request.system)
+
+
+def check_lane_models(specs: list[LaneSpec], run_model: str) -> None:
+    """A ParameterError naming the lane for one whose model is not prepared (before a run, on the GUI thread:
+    folders only, no model opened; the engine checks the rest when it opens them)."""
+    from decoding.engine import own_model, refuse_model
+    from models.open_model import lane_model_dir
+
+    for spec in specs:
+        name = own_model(spec, run_model)
+        if name is not None:
+            try:
+                lane_model_dir(name)
+            except LookupError as exc:
+                refuse_model(spec, str(exc))

@@ -45,6 +45,7 @@ from gui.present.lane_fields import (
     display_value,
     error_text,
     field_applies,
+    model_label,
     preset_title,
     spec_from_values,
     value_text,
@@ -56,6 +57,7 @@ from gui.views.style import lane_color_hex
 
 NAME_COLUMN, STRATEGY_COLUMN = 0, 1
 MESSAGE_LINES = 2  # the message area keeps room for this many lines, shown or not
+RUN_MODEL = ""  # the model field's entry for "the run's model" (LaneSpec.model None)
 
 
 def auto_name(spec: LaneSpec) -> str:
@@ -68,7 +70,8 @@ def auto_name(spec: LaneSpec) -> str:
              if name in active and name != "temperature"]
     if "temperature" in active:
         parts.insert(0, f"T {spec.temperature:g}")
-    return " ".join(parts) or ("sample" if spec.do_sample else "greedy")
+    name = " ".join(parts) or ("sample" if spec.do_sample else "greedy")
+    return name if spec.model is None else f"{name} · {model_label(spec.model)}"
 
 
 def follows_strategy(spec: LaneSpec) -> bool:
@@ -177,6 +180,11 @@ class LaneForm(QWidget):
         chain_label.setToolTip(translate("lanes_editor", "The processors this lane applies, in order "
                                                          "(transformers' order by default)"))
         layout.insertRow(0, chain_label, self.chain)  # first: the order is what the fields below feed
+        self.model = _model_field()
+        self.model.currentIndexChanged.connect(self._changed)
+        label = QLabel(translate("lanes_editor", "model"))
+        label.setToolTip(self.model.toolTip())
+        layout.insertRow(0, label, self.model)
 
     def _order_changed(self, order: tuple[str, ...] | None) -> None:
         self._on_edit({**self.values(), "processor_order": order})
@@ -198,7 +206,7 @@ class LaneForm(QWidget):
     def values(self) -> dict[str, Any]:
         """Every field's value and the lane's processor order."""
         values = {name: _widget_value(widget) for name, widget in self.widgets.items()}
-        return {**values, "processor_order": self._order}
+        return {**values, "processor_order": self._order, "model": self.model.currentData() or None}
 
     def show_spec(self, spec: LaneSpec | None) -> None:
         self.setEnabled(spec is not None)
@@ -212,6 +220,27 @@ class LaneForm(QWidget):
             widget.setEnabled(field_applies(f, spec.do_sample, spec.num_beams))
         self._order = spec.processor_order
         self.chain.show_spec(spec)
+        self.model.blockSignals(True)
+        model = spec.model or RUN_MODEL
+        if self.model.findData(model) < 0:  # a folder or a model prepared since: listed from now on
+            self.model.addItem(model_label(model), model)
+        self.model.setCurrentIndex(self.model.findData(model))
+        self.model.blockSignals(False)
+
+
+def _model_field() -> QComboBox:
+    """The lane's model: the run's (the model picker's), or one of the prepared models, each lane on its own."""
+    from models.catalog import list_models
+
+    field = QComboBox()
+    field.setObjectName("field_model")
+    field.addItem(translate("lanes_editor", "(run's model)"), RUN_MODEL)
+    for info in list_models():
+        field.addItem(info.name, info.path.name)
+    field.setToolTip(translate("lanes_editor", "The model this lane runs on: the run's (the model picker's) or "
+                                               "another prepared model with the same tokenizer, such as a precision "
+                                               "variant. Lanes on one model share its batched steps."))
+    return field
 
 
 class LanesEditor(QWidget):

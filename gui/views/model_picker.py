@@ -29,7 +29,8 @@ class ModelPicker(QComboBox):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setMinimumContentsLength(22)
-        self.setToolTip(translate("model_picker", "The model every lane runs on"))
+        self.setToolTip(translate("model_picker", "The run's model: every lane that names no model of its own runs "
+                                                  "on it (the lanes editor's model field)"))
         self._extra: list[Path] = []
         self.refresh()
         self.activated.connect(self._on_activated)

@@ -1153,6 +1153,10 @@ score {score} · parent slot {parent}</source>
             <translation>解释需要已完成运行中的一条泳道：请先运行或打开一次运行，再选择泳道。</translation>
         </message>
         <message>
+            <source>“{name}” ran on {model}: Explain looks inside the run's model only ({run}).</source>
+            <translation>“{name}”运行在 {model} 上：解释只查看运行的模型（{run}）内部。</translation>
+        </message>
+        <message>
             <source>“{name}” is explained: see the Attention and Logit lens tabs</source>
             <translation>“{name}”已解释：请查看“注意力”和“Logit 透镜”标签页</translation>
         </message>
@@ -1782,6 +1786,18 @@ score {score} · parent slot {parent}</source>
             <translation>该泳道依次应用的处理器（默认采用 transformers 的顺序）</translation>
         </message>
         <message>
+            <source>model</source>
+            <translation>模型</translation>
+        </message>
+        <message>
+            <source>(run's model)</source>
+            <translation>（运行的模型）</translation>
+        </message>
+        <message>
+            <source>The model this lane runs on: the run's (the model picker's) or another prepared model with the same tokenizer, such as a precision variant. Lanes on one model share its batched steps.</source>
+            <translation>此泳道运行所用的模型：运行的模型（模型选择器中的），或另一个分词器相同的已准备模型，例如某个精度变体。同一模型上的泳道共享其批量步骤。</translation>
+        </message>
+        <message>
             <source>Lane</source>
             <translation>泳道</translation>
         </message>
@@ -2073,8 +2089,8 @@ score {score} · parent slot {parent}</source>
     <context>
         <name>model_picker</name>
         <message>
-            <source>The model every lane runs on</source>
-            <translation>所有泳道使用的模型</translation>
+            <source>The run's model: every lane that names no model of its own runs on it (the lanes editor's model field)</source>
+            <translation>运行的模型：未指定自己模型的泳道都使用它（见泳道编辑器的模型字段）</translation>
         </message>
         <message>
             <source>Add local folder…</source>
