@@ -183,5 +183,5 @@ def test_a_file_older_than_the_tree_reads_as_one_level_whose_branches_come_back(
         lane = opened.lane(node.lane)
         assert node.token_ids == lane.token_ids and node.branch == lane.branch and node.replay_of == lane.replay_of
         assert session_tree.reproduce(engine(), opened, node.id, MODEL).token_ids == lane.token_ids, node.lane
-    again = jsonio.loads(jsonio.dumps(opened))  # saved again: a version 4 file, the same one-level tree
+    again = jsonio.loads(jsonio.dumps(opened))  # saved again: a version 5 file, the same one-level tree
     assert again.schema_version == 5 and again.tree == opened.tree
