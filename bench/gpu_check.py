@@ -122,6 +122,10 @@ class HostStepper:
     """The same step through plain session.run with numpy feeds: logits and KV go to the host and back."""
 
     def __init__(self, decoder, length: int, rows: int):
+        if decoder.io.in_place:  # plain runs feed the graph as exported (its Concat-grown cache)
+            from runtime.decoder import OnnxDecoder
+
+            decoder = OnnxDecoder(decoder.model_dir, decoder.device, in_place=False)
         io, self.session = decoder.io, decoder.session
         self.past_names = io.past_names
         self.outputs = ["logits", *io.present_names]
