@@ -59,9 +59,8 @@ def skeleton(model_dir: Path, out_dir: Path) -> Path:
 def make_skeletons(out: Path) -> None:
     from bench.precision import export_fp16, variant_dir
     from models.catalog import default_model_dir
-    from tests.tiny_model import build_tiny_model
-
     from models.graph_edits import edited_model_dir
+    from tests.tiny_model import build_tiny_model
 
     if not (out / "tiny" / "model.onnx").is_file():
         build_tiny_model(out / "tiny")
