@@ -20,13 +20,14 @@ from onnx import TensorProto
 
 from decoding.protocol import PrefillProgress, RowSummary
 from runtime.helper_graphs import ONNX_TYPES, last_logits_model, row_summary_model, summary_parts
-from runtime.in_place_kv import ATTENTION_MASK, WRITE_INDEX, in_place_graph
+from runtime.in_place_kv import ATTENTION_MASK, QUERY_SHAPE, WRITE_INDEX, in_place_graph
 from runtime.kv_cache import PREFILL_CHUNK, KVCache, RowGather
 from runtime.model_files import eos_ids_from, max_positions_from, read_json
 from runtime.session import ModelError, create_helper_session, create_session, ort_errors, ort_message
 
 PAST_NAME = re.compile(r"^past_key_values\.(\d+)\.(key|value)$")
 INT_TYPES = {"tensor(int64)": np.int64, "tensor(int32)": np.int32}
+REGROUP_BELOW = 16  # runs of fewer new tokens (steps) read each KV head once for its query heads (in_place_kv)
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,10 @@ class OnnxDecoder:
         heads = config.get("num_attention_heads") or 1
         self.query_groups = heads // (config.get("num_key_value_heads") or heads)  # query heads per KV head
         self.session, self.placement = self._open(device, threads, in_place, heads)
+        self._query_shapes = {  # by "regrouped?", when the graph takes the queries' shape (in_place_kv)
+            True: np.array([0, heads // self.query_groups, -1, 0], dtype=np.int64),
+            False: np.array([0, heads, -1, 0], dtype=np.int64),
+        } if QUERY_SHAPE in {i.name for i in self.session.get_inputs()} else None
         try:
             self.io = GraphIO.from_session(self.session, config)
         except (KeyError, IndexError, TypeError) as exc:  # an input of another type or rank than an export's
@@ -270,7 +275,10 @@ class OnnxDecoder:
         its past buffer: ONNX Runtime's TensorScatter then writes into it without copying."""
         if cache.in_place:
             cache = cache.writable(count)
-            write_index, mask = cache.run_masks(count, self.query_groups)
+            regroup = self._query_shapes is not None and count < REGROUP_BELOW
+            write_index, mask = cache.run_masks(count, self.query_groups if regroup else 1)
+            if self._query_shapes is not None:
+                binding.bind_cpu_input(QUERY_SHAPE, self._query_shapes[regroup])
             binding.bind_cpu_input(WRITE_INDEX, write_index)
             binding.bind_cpu_input(ATTENTION_MASK, mask)
             for past, present, value in zip(self.io.past_names, self.io.present_names, cache.tensors, strict=True):
