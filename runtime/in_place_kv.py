@@ -33,8 +33,12 @@ def in_place_graph(model_dir: Path, heads: int, kv_heads: int):
     """model.onnx of model_dir (weights left external) with its KV cache written in place, or None when the graph
     is not the prepared pattern (each present a Concat of its past, each layer's Attention reading the presents)."""
     import onnx
+    from google.protobuf.message import DecodeError
 
-    model = onnx.load(str(model_dir / MODEL_FILE), load_external_data=False)
+    try:
+        model = onnx.load(str(model_dir / MODEL_FILE), load_external_data=False)
+    except (DecodeError, OSError, ValueError):  # not a graph: ONNX Runtime's own load then says why, clearly
+        return None
     return model if _make_in_place(model, heads, kv_heads) else None
 
 
