@@ -35,6 +35,10 @@ class PlainStepper:
     """The same rows through plain `session.run`: numpy inputs, presents copied back to numpy every step."""
 
     def __init__(self, decoder, prompt_ids: list[int], rows: int):
+        if decoder.io.in_place:  # plain runs feed the graph as exported (its Concat-grown cache)
+            from runtime.decoder import OnnxDecoder
+
+            decoder = OnnxDecoder(decoder.model_dir, decoder.device, in_place=False)
         start = BoundStepper(decoder, prompt_ids, rows)
         self.session, self.io = decoder.session, decoder.io
         self.past = [value.numpy().copy() for value in start.state.tensors]

@@ -59,11 +59,14 @@ def skeleton(model_dir: Path, out_dir: Path) -> Path:
 def make_skeletons(out: Path) -> None:
     from bench.precision import export_fp16, variant_dir
     from models.catalog import default_model_dir
+    from models.graph_edits import edited_model_dir
     from tests.tiny_model import build_tiny_model
 
     if not (out / "tiny" / "model.onnx").is_file():
         build_tiny_model(out / "tiny")
         shutil.rmtree(out / "tiny-hf")  # only the ONNX folder travels
+    if not (out / "tiny-prepared" / "model.onnx").is_file():  # the prepared graph: its KV cache written in place
+        edited_model_dir(out / "tiny", out / "tiny-prepared")
     skeleton(default_model_dir(), out / "fp32")
     fp16 = variant_dir(default_model_dir())
     if not (fp16 / "model.onnx").is_file():
@@ -122,6 +125,10 @@ class HostStepper:
     """The same step through plain session.run with numpy feeds: logits and KV go to the host and back."""
 
     def __init__(self, decoder, length: int, rows: int):
+        if decoder.io.in_place:  # plain runs feed the graph as exported (its Concat-grown cache)
+            from runtime.decoder import OnnxDecoder
+
+            decoder = OnnxDecoder(decoder.model_dir, decoder.device, in_place=False)
         io, self.session = decoder.io, decoder.session
         self.past_names = io.past_names
         self.outputs = ["logits", *io.present_names]
@@ -181,11 +188,13 @@ def measure_variant(model_dir: Path, device: str, bandwidth: float) -> dict:
     return result
 
 
-def cuda_vs_cpu(tiny_dir: Path) -> dict:
-    """Max |logits diff| between the CUDA and CPU EPs over prefill, fork, reorder and 20 greedy steps."""
+def cuda_vs_cpu(tiny_dir: Path, cpu_in_place: bool = True) -> dict:
+    """Max |logits diff| between the CUDA and CPU EPs over prefill, fork, reorder and 20 greedy steps (on a
+    prepared graph: CUDA with its KV cache in place, the CPU as exported when `cpu_in_place` is False)."""
     from runtime.decoder import OnnxDecoder
 
-    gpu, cpu = OnnxDecoder(tiny_dir, device="cuda"), OnnxDecoder(tiny_dir, device="cpu")
+    gpu = OnnxDecoder(tiny_dir, device="cuda")
+    cpu = OnnxDecoder(tiny_dir, device="cpu", in_place=cpu_in_place)
     ids = [1, 5, 9, 33, 70, 12, 8]
     (sg, lg), (sc, lc) = gpu.prefill(ids), cpu.prefill(ids)
     worst, same = float(np.abs(lg - lc).max()), True
@@ -202,6 +211,7 @@ def cuda_vs_cpu(tiny_dir: Path) -> dict:
         "summary_max_weight_diff": float(np.abs(summary_gpu.weights - summary_cpu.weights).max()),
         "summary_top_ids_identical": bool((summary_gpu.top_ids == summary_cpu.top_ids).all()),
         "provider": gpu.provider,
+        "cuda_kv_in_place": gpu.io.in_place,
     }
 
 
@@ -229,6 +239,8 @@ def check(models: Path, out: Path, device: str) -> dict:
         report["gpu"] = torch.cuda.get_device_name(0)
     if (models / "tiny").is_dir() and device == "cuda":
         report["cuda_vs_cpu_tiny"] = cuda_vs_cpu(models / "tiny")
+    if (models / "tiny-prepared").is_dir() and device == "cuda":
+        report["cuda_in_place_vs_cpu_exported_tiny"] = cuda_vs_cpu(models / "tiny-prepared", cpu_in_place=False)
     bandwidth = gpu_read_bandwidth() if device == "cuda" else 10e9
     report["read_bandwidth_GBps"] = bandwidth / 1e9
     filled = {}

@@ -83,16 +83,29 @@ def measure_long_prompts(ctx: BenchContext) -> list[Row]:
 
 
 def _long_step(ctx: BenchContext, long: int) -> list[Row]:
+    """A step at a long and a short context, and (where the graph writes its KV cache in place) the long one
+    through the same graph as exported, which copies the whole cache every step (Concat)."""
+    from runtime.decoder import OnnxDecoder
+
     short = ctx.sizes.contexts[0]
     steppers = {"short": Stepper(ctx.decoder, ctx.random_ids(short), 1),
                 "long": Stepper(ctx.decoder, ctx.random_ids(long), 1)}
+    if ctx.decoder.io.in_place:
+        exported = OnnxDecoder(ctx.model_dir, ctx.device, ctx.threads, in_place=False)
+        exported.warmup()
+        steppers["exported"] = Stepper(exported, ctx.random_ids(long), 1)
     samples = interleaved(steppers, ctx.sizes.step_reps)
     ms = medians(samples)
-    return [
+    rows = [
         Row(ITEM, f"step at context {long} / at context {short}", paired_ratio(samples, "long", "short"),
             goal="<= 1.6"),
         Row(ITEM, f"single-row step at context {long}", ms["long"] * 1e3, unit="ms"),
+        Row(ITEM, f"single-row step at context {short}", ms["short"] * 1e3, unit="ms"),
     ]
+    if "exported" in samples:
+        rows.append(Row(ITEM, f"step at context {long}: KV cache in place / as exported (Concat)",
+                        paired_ratio(samples, "long", "exported")))
+    return rows
 
 
 class PeakRss:

@@ -20,12 +20,14 @@ from onnx import TensorProto
 
 from decoding.protocol import PrefillProgress, RowSummary
 from runtime.helper_graphs import ONNX_TYPES, last_logits_model, row_summary_model, summary_parts
+from runtime.in_place_kv import ATTENTION_MASK, QUERY_SHAPE, WRITE_INDEX, in_place_graph
 from runtime.kv_cache import PREFILL_CHUNK, KVCache, RowGather
 from runtime.model_files import eos_ids_from, max_positions_from, read_json
 from runtime.session import ModelError, create_helper_session, create_session, ort_errors, ort_message
 
 PAST_NAME = re.compile(r"^past_key_values\.(\d+)\.(key|value)$")
 INT_TYPES = {"tensor(int64)": np.int64, "tensor(int32)": np.int32}
+REGROUP_BELOW = 16  # runs of fewer new tokens (steps) read each KV head once for its query heads (in_place_kv)
 
 
 @dataclass(frozen=True)
@@ -44,12 +46,14 @@ class GraphIO:
     kv_heads: int
     head_dim: int
     vocab_size: int | None
+    in_place: bool  # the KV cache is written in place (runtime.in_place_kv), not grown by Concat
 
     @classmethod
     def from_session(cls, session: ort.InferenceSession, config: dict) -> GraphIO:
         inputs = {i.name: i for i in session.get_inputs()}
         outputs = {o.name: o for o in session.get_outputs()}
-        for required in ("input_ids", "attention_mask"):
+        in_place = WRITE_INDEX in inputs and ATTENTION_MASK in inputs
+        for required in ("input_ids",) if in_place else ("input_ids", "attention_mask"):
             if required not in inputs:
                 raise ValueError(f"model has no `{required}` input; export it with task text-generation-with-past")
         past = sorted((n for n in inputs if PAST_NAME.match(n)), key=_layer_order)
@@ -68,7 +72,7 @@ class GraphIO:
             present_names=present,
             has_position_ids="position_ids" in inputs,
             ids_dtype=INT_TYPES[inputs["input_ids"].type],
-            mask_dtype=INT_TYPES[inputs["attention_mask"].type],
+            mask_dtype=np.int64 if in_place else INT_TYPES[inputs["attention_mask"].type],
             positions_dtype=INT_TYPES[inputs["position_ids"].type] if "position_ids" in inputs else np.int64,
             kv_elem_type=ONNX_TYPES[kv.type],
             logits_elem_type=ONNX_TYPES[outputs["logits"].type],
@@ -76,6 +80,7 @@ class GraphIO:
             kv_heads=kv_heads,
             head_dim=head_dim,
             vocab_size=vocab if isinstance(vocab, int) else config.get("vocab_size"),
+            in_place=in_place,
         )
 
 
@@ -99,13 +104,25 @@ class OnnxDecoder:
     """LogitsSource over an exported model folder (model.onnx + config.json). See the module docstring."""
 
     def __init__(
-        self, model_dir: str | Path, device: str = "auto", threads: int | None = None, chunk: int = PREFILL_CHUNK
+        self,
+        model_dir: str | Path,
+        device: str = "auto",
+        threads: int | None = None,
+        chunk: int = PREFILL_CHUNK,
+        in_place: bool = True,
     ):
-        """`chunk`: the most prompt tokens one prefill run reads (KVCache.extend)."""
+        """`chunk`: the most prompt tokens one prefill run reads (KVCache.extend). `in_place`: write the KV cache
+        in place where the graph allows it (runtime.in_place_kv; False: as exported, for comparisons)."""
         self.model_dir = Path(model_dir)
         self.chunk = chunk
         config = read_json(self.model_dir / "config.json")
-        self.session, self.placement = create_session(self.model_dir / "model.onnx", device, threads)
+        heads = config.get("num_attention_heads") or 1
+        self.query_groups = heads // (config.get("num_key_value_heads") or heads)  # query heads per KV head
+        self.session, self.placement = self._open(device, threads, in_place, heads)
+        self._query_shapes = {  # by "regrouped?", when the graph takes the queries' shape (in_place_kv)
+            True: np.array([0, heads // self.query_groups, -1, 0], dtype=np.int64),
+            False: np.array([0, heads, -1, 0], dtype=np.int64),
+        } if QUERY_SHAPE in {i.name for i in self.session.get_inputs()} else None
         try:
             self.io = GraphIO.from_session(self.session, config)
         except (KeyError, IndexError, TypeError) as exc:  # an input of another type or rank than an export's
@@ -123,7 +140,18 @@ class OnnxDecoder:
         self._main_binding = self.session.io_binding()
         self._last_binding = self._last.io_binding()
         self._summary_binding = self._summary.io_binding()
-        self._empty_cache = KVCache.empty(self.row_gather, self.io.kv_heads, self.io.head_dim, self.io.mask_dtype)
+        self._empty_cache = KVCache.empty(
+            self.row_gather, self.io.kv_heads, self.io.head_dim, self.io.mask_dtype, self.io.in_place
+        )
+
+    def _open(self, device: str, threads: int | None, in_place: bool, heads: int):
+        path = self.model_dir / "model.onnx"
+        graph = None
+        if in_place and path.exists():
+            graph = in_place_graph(self.model_dir, heads, heads // self.query_groups)
+        if graph is None:
+            return create_session(path, device, threads)
+        return create_session(graph.SerializeToString(), device, threads, external_data_dir=self.model_dir)
 
     @property
     def provider(self) -> str:
@@ -228,23 +256,43 @@ class OnnxDecoder:
     def _run(self, cache: KVCache, ids: np.ndarray) -> tuple[KVCache, np.ndarray]:
         """One run appending ids [rows, S] to the cache's rows: the grown cache and float32 logits [rows, vocab]
         of the last position."""
-        binding, device = self._main_binding, self.placement
-        mask = cache.attention_mask(ids.shape[1])
+        binding, count = self._main_binding, ids.shape[1]
         binding.bind_cpu_input("input_ids", ids)
-        binding.bind_cpu_input("attention_mask", mask)
         if self.io.has_position_ids:
-            binding.bind_cpu_input("position_ids", cache.position_ids(ids.shape[1]).astype(self.io.positions_dtype))
-        for name, value in zip(self.io.past_names, cache.tensors, strict=True):
-            binding.bind_ortvalue_input(name, value)
+            binding.bind_cpu_input("position_ids", cache.position_ids(count).astype(self.io.positions_dtype))
         host_logits = self._bind_logits(binding, ids.shape)
-        for name in self.io.present_names:
-            binding.bind_output(name, device.device, device.device_id)
+        cache, grow = self._bind_cache(binding, cache, count)
         self.session.run_with_iobinding(binding)
         outputs = binding.get_outputs()
         binding.clear_binding_inputs()
         binding.clear_binding_outputs()
         logits = host_logits[:, 0] if host_logits is not None else self._last_position_logits(outputs[0])
-        return cache.grow(outputs[1:], mask), logits
+        return grow(outputs[1:]), logits
+
+    def _bind_cache(self, binding, cache: KVCache, count: int):
+        """Bind the cache's tensors and masks for a run appending `count` tokens. Returns the cache the run
+        continues and how to make the grown cache from the run's presents. In place, each present is bound to
+        its past buffer: ONNX Runtime's TensorScatter then writes into it without copying."""
+        if cache.in_place:
+            cache = cache.writable(count)
+            regroup = self._query_shapes is not None and count < REGROUP_BELOW
+            write_index, mask = cache.run_masks(count, self.query_groups if regroup else 1)
+            if self._query_shapes is not None:
+                binding.bind_cpu_input(QUERY_SHAPE, self._query_shapes[regroup])
+            binding.bind_cpu_input(WRITE_INDEX, write_index)
+            binding.bind_cpu_input(ATTENTION_MASK, mask)
+            for past, present, value in zip(self.io.past_names, self.io.present_names, cache.tensors, strict=True):
+                binding.bind_ortvalue_input(past, value)
+                binding.bind_ortvalue_output(present, value)
+            return cache, lambda presents: cache.grown_in_place(count)
+        device = self.placement
+        mask = cache.attention_mask(count)
+        binding.bind_cpu_input("attention_mask", mask)
+        for name, value in zip(self.io.past_names, cache.tensors, strict=True):
+            binding.bind_ortvalue_input(name, value)
+        for name in self.io.present_names:
+            binding.bind_output(name, device.device, device.device_id)
+        return cache, lambda presents: cache.grow(presents, mask)
 
     def _bind_logits(self, binding, ids_shape: tuple[int, int]) -> np.ndarray | None:
         """float32 logits of one position [rows, 1, vocab] (a decode step's, or any run's when the graph keeps the

@@ -17,18 +17,27 @@ def _model(nodes, inputs, outputs, initializers=()) -> bytes:
     return model.SerializeToString()
 
 
-def row_gather_model(num_tensors: int, elem_type: int) -> bytes:
+def row_gather_model(num_tensors: int, elem_type: int, gather: bool = True, padded: bool = False) -> bytes:
     """Inputs `indices` int64 [N] and `kv_{j}` [B, ...]; outputs `out_{j}` = kv_j[indices] (Gather on axis 0).
-    One call gathers the rows of every KV tensor at once (fork, reorder and drop in one go)."""
-    indices = helper.make_tensor_value_info("indices", TensorProto.INT64, ["rows"])
-    inputs = [indices]
+    One call gathers the rows of every KV tensor at once (fork, reorder and drop in one go). `padded`: a further
+    input `pads` int64 [8] (ONNX Pad's) zero-pads every output: how an in-place KV buffer grows; without
+    `gather` (and without `indices`) the rows stay as they are and are only padded."""
+    inputs = [helper.make_tensor_value_info("indices", TensorProto.INT64, ["rows"])] if gather else []
+    if padded:
+        inputs.append(helper.make_tensor_value_info("pads", TensorProto.INT64, [8]))
     outputs = []
     nodes = []
     for j in range(num_tensors):
         shape = ["batch", f"d1_{j}", f"d2_{j}", f"d3_{j}"]
         inputs.append(helper.make_tensor_value_info(f"kv_{j}", elem_type, shape))
-        outputs.append(helper.make_tensor_value_info(f"out_{j}", elem_type, ["rows", f"d1_{j}", f"d2_{j}", f"d3_{j}"]))
-        nodes.append(helper.make_node("Gather", [f"kv_{j}", "indices"], [f"out_{j}"], axis=0))
+        out_shape = ["rows", f"d1_{j}", f"p2_{j}" if padded else f"d2_{j}", f"d3_{j}"]
+        outputs.append(helper.make_tensor_value_info(f"out_{j}", elem_type, out_shape))
+        rows = f"kv_{j}"
+        if gather:
+            rows = f"gathered_{j}" if padded else f"out_{j}"
+            nodes.append(helper.make_node("Gather", [f"kv_{j}", "indices"], [rows], axis=0))
+        if padded:
+            nodes.append(helper.make_node("Pad", [rows, "pads"], [f"out_{j}"], mode="constant"))
     return _model(nodes, inputs, outputs)
 
 

@@ -17,6 +17,13 @@ Operations (each returns a new cache; a cache is never modified, so an old one s
   [rows, kv_heads, P + S, head_dim] and the mask it ran with (`attention_mask(S)`: this mask plus S columns of
   ones); every length grows by S.
 
+- In place (a graph from `runtime.in_place_kv`): the tensors are buffers of `capacity` >= P positions and a run
+  writes its S new positions into them at P (no copy of the cache per step). `writable(S)` is the cache a run
+  continues: itself, or a copy when the buffer is too short (grown with KV_SPARE positions to spare) or when a
+  newer cache has already written past P into the shared buffer (copy on write: a cache's own positions are
+  never overwritten, so an old cache stays valid here too). `run_masks(S)` gives the run's write index and
+  boolean attention mask over the capacity; `grown_in_place(S)` the cache after it.
+
 - `extend(ids, run, chunk, progress)`: a long input (a prompt) appended in chunks of at most `chunk` tokens, one
   model run each: attention costs chunk × context instead of S × S, a run's memory is bounded by the chunk, and
   progress is reported (and a stop honoured) between chunks.
@@ -39,31 +46,53 @@ from runtime.helper_graphs import row_gather_model
 from runtime.session import Placement, create_helper_session
 
 PREFILL_CHUNK = 256  # tokens per run of a long input (bench "prefill chunk"): see KVCache.extend
+KV_SPARE = 256  # positions an in-place buffer gets beyond what it needs when it is (re)allocated
 
 
 class RowGather:
-    """The row Gather helper graph on the model's device: one run takes the same rows of every KV tensor.
-    Not thread-safe (one IO binding, reused): use it from one thread at a time."""
+    """The row Gather helper graph on the model's device: one run takes the same rows of every KV tensor (and,
+    for an in-place buffer that grows, zero-pads them). Not thread-safe (one IO binding per graph, reused): use
+    it from one thread at a time."""
 
     def __init__(self, num_tensors: int, elem_type: int, placement: Placement):
         self.num_tensors = num_tensors
         self.elem_type = elem_type
         self.placement = placement
-        self.session = create_helper_session(row_gather_model(num_tensors, elem_type), placement)
-        self._binding = self.session.io_binding()
+        self._graphs: dict[tuple[bool, bool], tuple[ort.InferenceSession, ort.IOBinding]] = {}
 
-    def __call__(self, tensors: Sequence[ort.OrtValue], rows: np.ndarray) -> list[ort.OrtValue]:
-        """tensors[j][rows] for every j, as new OrtValues on the device. `rows`: int64 [N], already checked."""
-        binding, device = self._binding, self.placement
-        binding.bind_cpu_input("indices", rows)
+    def graph(self, gather: bool, padded: bool) -> tuple[ort.InferenceSession, ort.IOBinding]:
+        """The helper graph that gathers and/or pads, made on first use (only in-place buffers are padded)."""
+        if (gather, padded) not in self._graphs:
+            model = row_gather_model(self.num_tensors, self.elem_type, gather, padded)
+            session = create_helper_session(model, self.placement)
+            self._graphs[gather, padded] = session, session.io_binding()
+        return self._graphs[gather, padded]
+
+    def __call__(self, tensors: Sequence[ort.OrtValue], rows: np.ndarray | None, extra: int = 0) -> list[ort.OrtValue]:
+        """tensors[j][rows] for every j (rows None: all, as they are), as new OrtValues on the device, with
+        `extra` zero positions appended on the sequence axis. `rows`: int64 [N], already checked."""
+        session, binding = self.graph(rows is not None, extra > 0)
+        if extra:
+            binding.bind_cpu_input("pads", np.array([0, 0, 0, 0, 0, 0, extra, 0], dtype=np.int64))
+        if rows is not None:
+            binding.bind_cpu_input("indices", rows)
+        device = self.placement
         for j, value in enumerate(tensors):
             binding.bind_ortvalue_input(f"kv_{j}", value)
             binding.bind_output(f"out_{j}", device.device, device.device_id)
-        self.session.run_with_iobinding(binding)
+        session.run_with_iobinding(binding)
         outputs = binding.get_outputs()
         binding.clear_binding_inputs()
         binding.clear_binding_outputs()
         return outputs
+
+
+@dataclass
+class WriteMark:
+    """Positions written into an in-place buffer by the newest cache over it. A cache over the same buffer with
+    fewer positions is an older one: it copies the buffer before it writes (see KVCache.writable)."""
+
+    length: int
 
 
 @dataclass(frozen=True, eq=False)
@@ -76,17 +105,30 @@ class KVCache:
     mask: np.ndarray
     lengths: np.ndarray
     gather: RowGather
+    written: WriteMark | None = None  # in place: the buffer's write mark; None: runs return new presents
 
     @classmethod
-    def empty(cls, gather: RowGather, kv_heads: int, head_dim: int, mask_dtype: type) -> KVCache:
-        """One row of length 0 (P = 0): what a prefill continues."""
+    def empty(
+        cls, gather: RowGather, kv_heads: int, head_dim: int, mask_dtype: type, in_place: bool = False
+    ) -> KVCache:
+        """One row of length 0 (P = 0, no capacity yet): what a prefill continues."""
         device = gather.placement
         shape = [1, kv_heads, 0, head_dim]
         tensors = [
             ort.OrtValue.ortvalue_from_shape_and_type(shape, gather.elem_type, device.device, device.device_id)
             for _ in range(gather.num_tensors)
         ]
-        return cls(tensors, np.zeros((1, 0), dtype=mask_dtype), np.zeros(1, dtype=np.int64), gather)
+        mark = WriteMark(0) if in_place else None
+        return cls(tensors, np.zeros((1, 0), dtype=mask_dtype), np.zeros(1, dtype=np.int64), gather, mark)
+
+    @property
+    def in_place(self) -> bool:
+        return self.written is not None
+
+    @property
+    def capacity(self) -> int:
+        """Positions the tensors hold: P, or an in-place buffer's size."""
+        return int(self.tensors[0].shape()[2])
 
     @property
     def num_rows(self) -> int:
@@ -106,7 +148,8 @@ class KVCache:
             raise ValueError(f"rows must be in [0, {self.num_rows}), got {index.tolist()}")
         if index.shape[0] == self.num_rows and bool(np.all(index == np.arange(self.num_rows))):
             return self
-        return KVCache(self.gather(self.tensors, index), self.mask[index], self.lengths[index], self.gather)
+        mark = WriteMark(self.physical_length) if self.in_place else None
+        return KVCache(self.gather(self.tensors, index), self.mask[index], self.lengths[index], self.gather, mark)
 
     def truncate(self, lengths: Sequence[int | None] | np.ndarray) -> KVCache:
         """Row i keeps its first lengths[i] tokens (None: all of them): its mask is zeroed beyond them."""
@@ -124,7 +167,7 @@ class KVCache:
                 mask, kept = mask.copy(), kept.copy()
             mask[i, np.flatnonzero(mask[i])[keep:]] = 0
             kept[i] = keep
-        return self if mask is self.mask else KVCache(self.tensors, mask, kept, self.gather)
+        return self if mask is self.mask else KVCache(self.tensors, mask, kept, self.gather, self.written)
 
     def attention_mask(self, new_tokens: int = 1) -> np.ndarray:
         """The mask of a run that appends `new_tokens` to every row: [rows, P + new_tokens]."""
@@ -152,6 +195,35 @@ class KVCache:
             raise ValueError(f"presents must have one tensor per past input ({len(self.tensors)}), got {len(presents)}")
         return KVCache(list(presents), attention_mask, self.lengths + added, self.gather)
 
+    def writable(self, new_tokens: int, spare: int | None = None) -> KVCache:
+        """In place: the cache a run writing `new_tokens` positions continues (see the module docstring); a buffer
+        that must grow gets `spare` positions beyond them (default KV_SPARE)."""
+        past, needed = self.physical_length, self.physical_length + new_tokens
+        if needed > self.capacity:
+            extra = needed + (KV_SPARE if spare is None else spare) - self.capacity
+        elif self.written.length != past:
+            extra = 0
+        else:
+            return self
+        rows = None if extra else np.arange(self.num_rows, dtype=np.int64)  # the plain Gather copies
+        return KVCache(self.gather(self.tensors, rows, extra), self.mask, self.lengths, self.gather, WriteMark(past))
+
+    def run_masks(self, new_tokens: int = 1, groups: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """In place: a run's `kv_write_index` int64 [rows] (every row writes at P) and `kv_attention_mask` bool
+        [rows, 1, groups × S, capacity]: each row's own past positions, then the new ones causally (repeated for
+        the `groups` query heads that share a KV head, see runtime.in_place_kv)."""
+        past = self.physical_length
+        mask = np.zeros((self.num_rows, 1, new_tokens, self.capacity), dtype=bool)
+        mask[:, 0, :, :past] = self.mask[:, None, :] != 0
+        mask[:, 0, :, past : past + new_tokens] = np.tri(new_tokens, dtype=bool)
+        return np.full(self.num_rows, past, dtype=np.int64), np.tile(mask, (1, 1, groups, 1))
+
+    def grown_in_place(self, new_tokens: int) -> KVCache:
+        """In place: the cache after a run wrote `new_tokens` positions at P into its buffer."""
+        self.written.length = self.physical_length + new_tokens
+        return KVCache(self.tensors, self.attention_mask(new_tokens), self.lengths + new_tokens, self.gather,
+                       self.written)
+
     def extend(
         self,
         ids: np.ndarray,
@@ -169,7 +241,10 @@ class KVCache:
         cache, logits = self, None
         _report(progress, 0, total)
         for start in range(0, total, chunk):
-            cache, logits = run(cache, ids[:, start : start + chunk])
+            piece = ids[:, start : start + chunk]
+            if cache.in_place:  # grown exactly chunk by chunk (attention reads the whole buffer), spare at the end
+                cache = cache.writable(piece.shape[1], KV_SPARE if start + chunk >= total else 0)
+            cache, logits = run(cache, piece)
             _report(progress, min(start + chunk, total), total)
         return cache, logits
 

@@ -230,7 +230,8 @@ def test_helper_sessions_run_on_the_calling_thread(decoder):
     # a helper with its own worker threads leaves them spinning into the main session's next run (measured:
     # an 8-row step after a beam reorder took 1.9x as long), so helpers get one intra-op thread, or workers
     # that do not spin
-    for helper in (decoder.row_gather.session, decoder._last):
+    gathers = [decoder.row_gather.graph(gather, padded)[0] for gather, padded in ((True, False), (False, True))]
+    for helper in (*gathers, decoder._last):
         assert helper.get_session_options().intra_op_num_threads == 1
     entries = decoder._summary.get_session_options().get_session_config_entry("session.intra_op.allow_spinning")
     assert entries == "0"
