@@ -5,5 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")"
 bash scripts/setup.sh prepare,test
 .venv/bin/python main.py prepare
+# the precision variants the model-comparison tests read (each made from the wheel's GGUF, ~20 s, reused)
+.venv/bin/python main.py prepare --variant int4
+.venv/bin/python main.py prepare --variant q4_1
 .venv/bin/ruff check .
 exec .venv/bin/python -m pytest -q "$@"

@@ -256,6 +256,10 @@ def test_every_tour_stop_opens_and_runs(qtbot, window):
     from gui.state import tour
 
     for stop in tour.STOPS:
+        if "variant" in stop.extra:  # the tiny model has no precision variants: the stop says how to make one
+            assert not window.tour.start(stop.key)
+            assert "prepare --variant int4" in window.state.notice.text and window.state.notice.level == "info"
+            continue
         assert window.tour.start(stop.key)
         for _ in range(3):  # the run, then what the stop does after it (a replay, another run)
             wait_idle(qtbot, window, 120_000)

@@ -1,8 +1,9 @@
 """Help → Tour, run: a stop's prompt, lanes and view are set up (after "Save changes?", so Cancel leaves the
 window as it was), its run starts with the stop's own seed (the user's seed setting is never changed), and the
 stop's after-action (gui.state.tour.AFTER_ACTIONS) follows the run: replay a near-tie, select a critical point or
-where two lanes part, add temperature fan-outs, run again, or explain lane 0 and show the attention or the logit
-lens. The stop's banner goes with the first run that is not the tour's."""
+where two lanes part, add temperature fan-outs, run again, explain lane 0 and show the attention or the logit
+lens, or compare lane 0 with a precision variant of the model. The stop's banner goes with the first run that is
+not the tour's."""
 
 from __future__ import annotations
 
@@ -12,12 +13,15 @@ from dataclasses import replace
 from PySide6.QtCore import QObject, QTimer
 
 from decoding.critical import critical_point
+from decoding.spec import LaneSpec
 from gui.i18n import translate
 from gui.present.inside_data import latest_settling, word_span
 from gui.shell.unsaved import UnsavedRun
 from gui.state import tour
 from gui.state.controller import RunController
 from gui.state.run_state import JobKind, RunState
+from models.catalog import manifest_is_valid, models_dir
+from models.variants import variant_name
 
 
 class TourRunner(QObject):
@@ -40,9 +44,10 @@ class TourRunner(QObject):
         if self.controller.runner.is_running():
             self.state.show_notice(translate("TourRunner", "Stop the run before starting a tour stop."))
             return False
-        if not self.unsaved.may_discard(translate("TourRunner", "open a tour stop"), new_run=True):
+        specs = self._specs(stop)
+        if specs is None or not self.unsaved.may_discard(translate("TourRunner", "open a tour stop"), new_run=True):
             return False
-        self.state.set_specs(lane.spec for lane in stop.lanes)
+        self.state.set_specs(specs)
         for index, lane in enumerate(stop.lanes):
             if lane.fanout > 1:
                 self.state.set_fanout(index, lane.fanout)
@@ -52,6 +57,22 @@ class TourRunner(QObject):
         self._stop, self.last_key = stop, stop.key
         self._run(stop)
         return True
+
+    def _specs(self, stop: tour.TourStop) -> list[LaneSpec] | None:
+        """The stop's lanes; a stop comparing the run's model with its precision variant puts its last lane on
+        that variant, or says how to prepare it (None) when it is not prepared."""
+        specs = [lane.spec for lane in stop.lanes]
+        variant = stop.extra.get("variant")
+        if variant is None:
+            return specs
+        name = variant_name(self.controller.holder.name, variant) if self.controller.holder else variant
+        if not manifest_is_valid(models_dir() / name):
+            self.state.show_notice(translate(
+                "TourRunner", "This stop compares the model with its {variant} variant, {name}, which is not prepared "
+                              "here: prepare it first (Model → Add precision variant…, or python main.py prepare "
+                              "--variant {variant}).").format(variant=variant, name=name), level="info")
+            return None
+        return [*specs[:-1], replace(specs[-1], model=name)]
 
     def _run(self, stop: tour.TourStop) -> None:
         self._own(lambda: self.controller.run(replace(self.state.request, seed=stop.seed)))
@@ -91,6 +112,10 @@ class TourRunner(QObject):
             state.select(*first)
         elif stop.after == "select_first_divergence" and state.divergence_step(1) is not None:
             state.select(1, state.divergence_step(1))
+        elif stop.after == "compare_models":
+            if state.divergence_step(1) is not None:
+                state.select(0, state.divergence_step(1))  # the first lane's near-tie where the two part
+            self.controller.compare_with_model(0, state.lanes[1].spec.model)
         elif stop.after == "temperature_fanouts":
             self.controller.add_temperature_fanouts(0)
             self.show_view("sweep").show_diversity()

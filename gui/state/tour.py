@@ -19,6 +19,8 @@ AFTER_ACTIONS = {
     "select_first_divergence": "select lane 1 where its text first departs from lane 0's",
     "explain_contrast": "explain lane 0 and show where extra['contrast'] looks back at extra['concessive']",
     "explain_journey": "explain lane 0 and show the logit lens where its choice settles latest",
+    "compare_models": "select lane 0 where lane 1 (on extra['variant']) departs from it, and read lane 0's tokens "
+                      "with that variant (the Model comparison view)",
 }
 
 
@@ -218,6 +220,30 @@ STOPS += [
             "Each row is what the model would say if it stopped after that layer: the early layers mostly echo "
             "the current word, and the final choice reaches the top only late. The red frames follow it up "
             "the layers; the line above the table says where it settles.",
+        ),
+    ),
+]
+
+# Models side by side (issue 25): the run's model against its int4 variant, a greedy lane on each. The ORT int4
+# re-quantizer perturbs every logit; on this prompt fp32's first two candidates are " take" 0.118 and " go" 0.085,
+# int4 picks " go" (measured on the default model, 2026-12-01).
+STOPS += [
+    TourStop(
+        key="quantization",
+        title=QT_TRANSLATE_NOOP("tour", "Quantization noise flips near-ties"),
+        prompt="Although I was tired, I still decided to",
+        lanes=(TourLane(LaneSpec("greedy")), TourLane(LaneSpec("greedy · int4"))),
+        view="model_compare",
+        after="compare_models",
+        max_new_tokens=32,
+        extra={"variant": "int4"},
+        text=QT_TRANSLATE_NOOP(
+            "tour",
+            "Both lanes decode greedily; the second one on the int4 weights. Quantization shifts every "
+            "logit a little — the bars are the KL between the two models along the first lane's text. "
+            "The texts part where the first lane's top two candidates are nearly tied (the Step tab shows "
+            "them there): a shift smaller than that margin changes nothing, one larger swaps the winner, and "
+            "the rest of the text follows the new branch.",
         ),
     ),
 ]

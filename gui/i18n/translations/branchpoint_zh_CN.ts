@@ -292,6 +292,10 @@
             <source>open a tour stop</source>
             <translation>打开导览站点</translation>
         </message>
+        <message>
+            <source>This stop compares the model with its {variant} variant, {name}, which is not prepared here: prepare it first (Model → Add precision variant…, or python main.py prepare --variant {variant}).</source>
+            <translation>这一站把模型与它的 {variant} 变体 {name} 比较，但这里还没有准备它：请先准备（模型 → 添加精度变体…，或 python main.py prepare --variant {variant}）。</translation>
+        </message>
     </context>
     <context>
         <name>Unsaved</name>
@@ -3033,6 +3037,14 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>Each row is what the model would say if it stopped after that layer: the early layers mostly echo the current word, and the final choice reaches the top only late. The red frames follow it up the layers; the line above the table says where it settles.</source>
             <translation>每一行是模型在这一层之后就停下时会说出的词：前面的层大多只是重复当前的词，最终的选择很晚才升到第一。红框沿着各层跟踪它，表格上方的说明指出它在哪一层定下来。</translation>
+        </message>
+        <message>
+            <source>Quantization noise flips near-ties</source>
+            <translation>量化噪声翻转近乎平局的选择</translation>
+        </message>
+        <message>
+            <source>Both lanes decode greedily; the second one on the int4 weights. Quantization shifts every logit a little — the bars are the KL between the two models along the first lane's text. The texts part where the first lane's top two candidates are nearly tied (the Step tab shows them there): a shift smaller than that margin changes nothing, one larger swaps the winner, and the rest of the text follows the new branch.</source>
+            <translation>两条通道都用贪心解码，第二条用 int4 权重。量化让每个 logit 都偏移一点——柱形是两个模型沿第一条通道文本的逐步 KL。两段文本在第一条通道前两名候选几乎打平的地方分岔（“步骤”标签页显示那一步的它们）：偏移小于这个差距时什么都不变，大于它就换了赢家，之后的文本沿着新分支走下去。</translation>
         </message>
     </context>
     <context>
