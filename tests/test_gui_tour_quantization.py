@@ -44,6 +44,7 @@ def test_the_quantization_stop_parts_at_the_fp32_near_tie_and_compares(qtbot, ma
     flips = [s.step for s in comparison.steps if not s.top1_agree]
     assert flips[0] == parted  # teacher-forced on the same prefix, int4's top-1 is the int4 lane's token
     assert comparison.steps[parted].top1_other == state.traces[1].token_ids[parted]
+    assert window.views["model_compare"].step == parted  # both distributions shown where the lanes part
     assert state.notice.text.startswith(tour.title(tour.stop("quantization")))
 
     path = tmp_path / "quantization.json"

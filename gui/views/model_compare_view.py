@@ -165,9 +165,10 @@ class ModelCompareView(QWidget):
         self.redraw()
 
     def _on_compared(self) -> None:
-        """A new comparison comes to the front of its tab group, showing its largest KL first."""
+        """A new comparison comes to the front of its tab group, showing the compared lane's selected step (the
+        tour selects where two lanes part), else its largest KL."""
         self._step = None
-        self.redraw()
+        self._on_selection(self.state.selection)
         tabs = self.parentWidget()
         while tabs is not None and not isinstance(tabs, QTabWidget):
             tabs = tabs.parentWidget()
