@@ -82,8 +82,8 @@ def validation_text(manifest: dict) -> str:
         return ""
     greedy = record.get("greedy") or {}
     prompts = record.get("kl_prompts") or []
-    return translate("variant_rows", "greedy: {same} of {count} tokens as fp32 · top-1 agrees on {agree} of {prompts} "
-                                     "prompts · KL vs fp32 {mean:.2g} (max {max:.2g})").format(
+    return translate("variant_rows", "greedy: the first {same} of {count} tokens as fp32's · top-1 agrees on "
+                                     "{agree} of {prompts} prompts · KL vs fp32 {mean:.2g} (max {max:.2g})").format(
         same=greedy.get("same_prefix", 0), count=len(greedy.get("ids", [])),
         agree=round(record.get("top1_agreement", 0) * len(prompts)), prompts=len(prompts),
         mean=record["kl_mean"], max=record["kl_max"])
