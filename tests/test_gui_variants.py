@@ -59,13 +59,12 @@ def test_the_dialog_lists_the_four_variants_and_refuses_q4_1_without_a_gguf(qtbo
     picker = open_picker(qtbot, tiny_cache)  # held: the dialog is its child
     dialog = open_dialog(qtbot, picker)
     assert [row.variant for row in dialog.rows] == ["fp16", "int8", "int4", "q4_1"]
-    lines = [dialog.list.item(i).text() for i in range(dialog.list.count())]
+    lines = [dialog.row_text(i) for i in range(len(dialog.rows))]
     assert "near-exact" in lines[0] and "approximate" in lines[1] and "exact" in lines[3]
     assert all(re.search(r"about \d+(\.\d)? [KM]B on disk", line) for line in lines[:3]), lines
     assert "not prepared from a GGUF" in lines[3] and "q4_1 runs a GGUF's own blocks" in lines[3]
-    q4_1 = dialog.list.item(3)
-    assert not q4_1.flags() & Qt.ItemFlag.ItemIsEnabled
-    dialog.list.setCurrentRow(3)
+    assert not dialog.radios[3].isEnabled() and all(radio.isEnabled() for radio in dialog.radios[:3])
+    dialog.select("q4_1")
     assert not dialog.prepare_button.isEnabled()
     dialog.start()  # refused before any work: no thread, no folder
     assert not dialog.bar.isVisible() and leftovers(tiny_cache) == []
@@ -84,7 +83,7 @@ def test_preparing_int8_shows_progress_then_lists_it_with_its_check(qtbot, tiny_
     assert "tiny-int8 is prepared" in dialog.result.text() and "KL vs fp32" in dialog.result.text()
     assert len(set(values)) > 3 and values == sorted(values) and values[-1] == 1000
     row = dialog.rows[1]
-    assert row.prepared_size and "prepared ·" in dialog.list.item(1).text() and "greedy:" in row.status()
+    assert row.prepared_size and "prepared ·" in dialog.row_text(1) and "greedy:" in row.status()
     assert not dialog.prepare_button.isEnabled()  # prepared: nothing to make
     texts = [picker.itemText(i) for i in range(picker.count())]
     assert any(re.fullmatch(r"tiny-int8 · int8 · \d+(\.\d)? [KM]B", t) for t in texts), texts
@@ -135,7 +134,7 @@ def test_a_variant_chosen_in_the_picker_offers_its_base_s_variants(qtbot, tiny_c
     picker.select(fp16)
     dialog = open_dialog(qtbot, picker)
     assert "Precision variants of tiny," in dialog.heading.text()
-    assert dialog.rows[0].prepared_size and "KL vs fp32" in dialog.list.item(0).text()
+    assert dialog.rows[0].prepared_size and "KL vs fp32" in dialog.row_text(0)
     assert dialog.chosen().variant == "int8"  # the first one still to make
 
 
@@ -149,7 +148,7 @@ def test_a_folder_that_is_not_a_prepared_model_is_refused_in_words(qtbot, tiny_c
     dialog = VariantDialog(folder)
     qtbot.addWidget(dialog)
     assert "loose is not a complete prepared model" in dialog.heading.text()
-    assert dialog.list.count() == 0 and not dialog.prepare_button.isEnabled()
+    assert not dialog.radios and not dialog.prepare_button.isEnabled()
 
 
 def test_the_chinese_dialog_is_translated(qtbot, tiny_cache, monkeypatch):
@@ -164,7 +163,7 @@ def test_the_chinese_dialog_is_translated(qtbot, tiny_cache, monkeypatch):
         picker = open_picker(qtbot, tiny_cache)
         dialog = open_dialog(qtbot, picker)
         texts = [dialog.windowTitle(), dialog.heading.text(), dialog.prepare_button.text(),
-                 dialog.cancel_button.text(), *(dialog.list.item(i).text() for i in range(dialog.list.count())),
+                 dialog.cancel_button.text(), *(dialog.row_text(i) for i in range(len(dialog.rows))),
                  picker.itemText(picker.count() - 1)]
     finally:
         language.uninstall(app)
@@ -175,3 +174,19 @@ def test_the_chinese_dialog_is_translated(qtbot, tiny_cache, monkeypatch):
         words = re.findall(r"[A-Za-z][\w\-]*", text)
         english = [w for w in words if w not in kept and not re.fullmatch(r"e[-+]?\d+", w)]
         assert not english, (text, english)
+
+
+def test_the_run_menu_opens_the_dialog_for_the_window_s_model_and_its_notice(make_window, tiny_cache, monkeypatch):
+    from gui.dialogs.variant_dialog import VariantDialog
+
+    opened = []
+    monkeypatch.setattr(VariantDialog, "exec", lambda dialog: opened.append(dialog) or 0)
+    window = make_window(tiny_cache / "tiny")
+    run_menu = window.menuBar().actions()[1].menu()
+    action = window.window_actions["add_precision_variant"]
+    assert action in run_menu.actions() and action.text() == "Add precision &variant…"
+    action.trigger()
+    assert len(opened) == 1 and opened[0].base_dir == tiny_cache / "tiny"
+    assert window.model_picker.currentText().startswith("tiny · fp32 · ")
+    window.model_picker.variantPrepared.emit("Precision variant tiny-int8 prepared")
+    assert window.state.notice.text == "Precision variant tiny-int8 prepared" and window.state.notice.level == "info"

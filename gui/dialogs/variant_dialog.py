@@ -7,22 +7,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtCore import Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
+    QButtonGroup,
     QDialog,
     QDialogButtonBox,
     QLabel,
-    QListWidget,
-    QListWidgetItem,
     QProgressBar,
     QPushButton,
+    QRadioButton,
     QVBoxLayout,
     QWidget,
 )
 
 from gui.dialogs.setup_dialog import stage_label
 from gui.i18n import translate
+from gui.present import colours
 from gui.present.variant_rows import VariantRow, base_of, refusal, validation_text, variant_rows
 from gui.shell.worker import Worker
 
@@ -49,10 +50,13 @@ class VariantDialog(QDialog):
     def _build(self) -> None:
         self.heading = QLabel()
         self.heading.setWordWrap(True)
-        self.list = QListWidget()
-        self.list.setWordWrap(True)
-        self.list.setMinimumHeight(230)
-        self.list.currentRowChanged.connect(self._on_row_changed)
+        self.choices = QButtonGroup(self)  # one radio button per variant, its status line under it
+        self.choices.idToggled.connect(self._on_row_changed)
+        self.radios: list[QRadioButton] = []
+        self.statuses: list[QLabel] = []
+        self.list = QWidget()
+        self.list_layout = QVBoxLayout(self.list)
+        self.list_layout.setContentsMargins(0, 4, 0, 4)
         self.stage = QLabel()
         self.bar = QProgressBar()
         self.bar.setRange(0, 1000)
@@ -83,26 +87,51 @@ class VariantDialog(QDialog):
             "variant_dialog", "Precision variants of {name}, made offline from its prepared weights into model folders "
                               "of their own; each is checked against fp32 (greedy tokens and KL) before it is "
                               "installed.").format(name=name))
-        current = max(self.list.currentRow(), 0)
-        self.list.clear()
-        for row in self.rows:
-            item = QListWidgetItem(f"{row.variant} — {row.meaning}\n    {row.status()}")
-            if row.refused:
-                item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEnabled)
-            self.list.addItem(item)
+        current = max(self.choices.checkedId(), 0)
+        self._clear_rows()
+        for index, row in enumerate(self.rows):
+            self._add_row(index, row)
         choice = next((i for i, row in enumerate(self.rows) if row.can_prepare), current) if first else current
-        self.list.setCurrentRow(choice if self.rows else -1)
-        self._on_row_changed(self.list.currentRow())
+        if self.rows:
+            self.radios[choice].setChecked(True)
+        self._on_row_changed()
+
+    def _add_row(self, index: int, row: VariantRow) -> None:
+        radio = QRadioButton(f"{row.variant} — {row.meaning}")
+        radio.setEnabled(row.refused is None)
+        status = QLabel(row.status())
+        status.setWordWrap(True)
+        status.setIndent(24)  # under the radio button's text
+        status.setStyleSheet(f"color:{'#c62828' if row.refused else colours.current().muted}")
+        self.choices.addButton(radio, index)
+        self.radios.append(radio)
+        self.statuses.append(status)
+        self.list_layout.addWidget(radio)
+        self.list_layout.addWidget(status)
+        self.list_layout.addSpacing(6)
+
+    def _clear_rows(self) -> None:
+        for radio in self.radios:
+            self.choices.removeButton(radio)
+        for widget in (*self.radios, *self.statuses):
+            widget.deleteLater()
+        while self.list_layout.count():  # the rows and the spacing between them
+            self.list_layout.takeAt(0)
+        self.radios, self.statuses = [], []
+
+    def row_text(self, index: int) -> str:
+        """A row as shown: its radio button's line, then its status line."""
+        return f"{self.radios[index].text()}\n{self.statuses[index].text()}"
 
     def select(self, variant: str) -> None:
-        self.list.setCurrentRow(next(i for i, row in enumerate(self.rows) if row.variant == variant))
+        self.radios[next(i for i, row in enumerate(self.rows) if row.variant == variant)].setChecked(True)
 
     def chosen(self) -> VariantRow | None:
-        index = self.list.currentRow()
+        index = self.choices.checkedId()
         return self.rows[index] if 0 <= index < len(self.rows) else None
 
-    @Slot(int)
-    def _on_row_changed(self, _index: int) -> None:
+    @Slot()
+    def _on_row_changed(self, *_args) -> None:
         row = self.chosen()
         self.prepare_button.setEnabled(row is not None and row.can_prepare and not self._worker.is_running())
 
@@ -127,6 +156,7 @@ class VariantDialog(QDialog):
         self.list.setEnabled(False)
         self.prepare_button.setEnabled(False)
         self.cancel_button.setText(translate("variant_dialog", "Cancel"))
+        self.adjustSize()
         self._worker.start(lambda emit, cancelled: prepare(
             progress=lambda stage, fraction, message: emit((stage, fraction, message)), cancel=cancelled))
 
@@ -180,6 +210,8 @@ class VariantDialog(QDialog):
         self.cancel_button.setEnabled(True)
         self.cancel_button.setText(translate("variant_dialog", "Close"))
         self.refresh()
+        # the wrapped lines whole, once the new rows are shown and polished (queued by their layout)
+        QTimer.singleShot(0, self.adjustSize)
 
     # -------------------------------------------------------------------------------------------- closing
 
