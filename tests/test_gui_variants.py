@@ -151,6 +151,21 @@ def test_a_folder_that_is_not_a_prepared_model_is_refused_in_words(qtbot, tiny_c
     assert not dialog.radios and not dialog.prepare_button.isEnabled()
 
 
+def test_a_model_without_fp32_weights_is_refused_in_words(qtbot, tiny_cache):
+    from gui.dialogs.variant_dialog import VariantDialog
+    from models.catalog import manifest_is_valid, read_manifest
+    from models.manifest import write_manifest
+
+    folder = tiny_cache / "tiny"
+    write_manifest(folder, read_manifest(folder) | {"dtype": "float16"})  # as a registered float16 export reads
+    assert manifest_is_valid(folder)
+    make_application([])
+    dialog = VariantDialog(folder)
+    qtbot.addWidget(dialog)
+    assert dialog.heading.text() == "tiny has fp16 weights: precision variants are made from a model's fp32 weights."
+    assert not dialog.radios and not dialog.prepare_button.isEnabled()
+
+
 def test_the_chinese_dialog_is_translated(qtbot, tiny_cache, monkeypatch):
     from gui.i18n import language
 

@@ -59,6 +59,9 @@ def refusal(model_dir: Path) -> str | None:
     if (manifest.get("source") or {}).get("kind") == "variant":
         return translate("variant_rows", "{name} is itself a precision variant and its fp32 model is not "
                                          "prepared.").format(name=name)
+    if precision_of(manifest) != "fp32":  # e.g. a registered float16 ONNX export: nothing exact to start from
+        return translate("variant_rows", "{name} has {precision} weights: precision variants are made from a "
+                                         "model's fp32 weights.").format(name=name, precision=precision_of(manifest))
     return None
 
 

@@ -3168,6 +3168,10 @@ score {score} · parent slot {parent}</source>
             <translation>{name} 本身就是精度变体，而它的 fp32 模型尚未准备。</translation>
         </message>
         <message>
+            <source>{name} has {precision} weights: precision variants are made from a model's fp32 weights.</source>
+            <translation>{name} 的权重是 {precision}：精度变体只能由模型的 fp32 权重制作。</translation>
+        </message>
+        <message>
             <source>Not for {name}: it was not prepared from a GGUF, and q4_1 runs a GGUF's own blocks (the default model has one).</source>
             <translation>不适用于 {name}：它不是由 GGUF 准备的，而 q4_1 运行的是 GGUF 自带的块（默认模型有 GGUF）。</translation>
         </message>
