@@ -6,6 +6,7 @@ prepared model with its precision and size; the dialog in Chinese."""
 from __future__ import annotations
 
 import re
+import shutil
 import threading
 
 import pytest
@@ -136,6 +137,10 @@ def test_a_variant_chosen_in_the_picker_offers_its_base_s_variants(qtbot, tiny_c
     assert "Precision variants of tiny," in dialog.heading.text()
     assert dialog.rows[0].prepared_size and "KL vs fp32" in dialog.row_text(0)
     assert dialog.chosen().variant == "int8"  # the first one still to make
+    shutil.rmtree(tiny_cache / "tiny")  # its fp32 model gone: nothing to make variants from
+    dialog = open_dialog(qtbot, picker)
+    assert dialog.heading.text() == "tiny-fp16 is itself a precision variant and its fp32 model is not prepared."
+    assert not dialog.radios and not dialog.prepare_button.isEnabled()
 
 
 def test_a_folder_that_is_not_a_prepared_model_is_refused_in_words(qtbot, tiny_cache, tmp_path):
@@ -205,3 +210,22 @@ def test_the_run_menu_opens_the_dialog_for_the_window_s_model_and_its_notice(mak
     assert window.model_picker.currentText().startswith("tiny · fp32 · ")
     window.model_picker.variantPrepared.emit("Precision variant tiny-int8 prepared")
     assert window.state.notice.text == "Precision variant tiny-int8 prepared" and window.state.notice.level == "info"
+
+
+def test_a_failure_says_why_and_leaves_nothing(qtbot, tiny_cache, monkeypatch):
+    from models import quantize
+
+    def no_space(source, target):  # the quantizer wrote part of the graph, then the disk filled up
+        target.write_bytes(b"half a graph")
+        raise OSError(28, "No space left on device", str(target))
+
+    monkeypatch.setattr(quantize, "to_int8_dynamic", no_space)
+    picker = open_picker(qtbot, tiny_cache)
+    dialog = open_dialog(qtbot, picker)
+    dialog.select("int8")
+    dialog.start()
+    qtbot.waitUntil(lambda: dialog.result.isVisible(), timeout=TIMEOUT_MS)
+    assert dialog.result.text().startswith("tiny-int8 could not be made, and nothing of it was left on disk: ")
+    assert "quantize" in dialog.result.text() and "No space left on device" in dialog.result.text()
+    assert dialog.stage.text() == "failed" and leftovers(tiny_cache) == []
+    assert dialog.prepare_button.isEnabled()  # try again

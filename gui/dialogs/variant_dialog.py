@@ -130,8 +130,7 @@ class VariantDialog(QDialog):
         index = self.choices.checkedId()
         return self.rows[index] if 0 <= index < len(self.rows) else None
 
-    @Slot()
-    def _on_row_changed(self, *_args) -> None:
+    def _on_row_changed(self, *_args) -> None:  # a radio button toggled (id, checked), or the rows changed
         row = self.chosen()
         self.prepare_button.setEnabled(row is not None and row.can_prepare and not self._worker.is_running())
 

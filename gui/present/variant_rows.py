@@ -42,11 +42,10 @@ def model_line(info: ModelInfo) -> str:
 
 
 def base_of(model_dir: Path) -> Path:
-    """The fp32 model a variant was made from (itself for any other model)."""
+    """The fp32 model a variant was made from when it is prepared (else, and for any other model, itself)."""
     source = read_manifest(model_dir).get("source") or {}
-    if source.get("kind") == "variant" and source.get("base"):
-        return models_dir() / source["base"]
-    return model_dir
+    base = models_dir() / source["base"] if source.get("kind") == "variant" and source.get("base") else None
+    return base if base is not None and (base / MODEL_FILE).is_file() else model_dir
 
 
 def refusal(model_dir: Path) -> str | None:
