@@ -103,6 +103,7 @@ class MainWindow(QMainWindow):
         self.branch_strategy = BranchStrategyBox(state)
         self.model_picker = ModelPicker()
         self.model_picker.modelChosen.connect(self.set_model)
+        self.model_picker.variantPrepared.connect(partial(self.state.show_notice, level="info"))
         self.status = StatusBar(state, scheduler)
         self.setStatusBar(self.status)
 
@@ -126,7 +127,7 @@ class MainWindow(QMainWindow):
                 "move_lane_right": lanes.move_down,
                 "import_generation_config": partial(generation_configs.import_dialog, lanes),
                 "export_generation_config": partial(generation_configs.export_dialog, lanes),
-                "tour": self.show_tour}
+                "tour": self.show_tour, "add_precision_variant": self.model_picker.add_variant}
 
     def _build_desktop(self, settings: Settings | None) -> None:
         """Dropped run files, light and dark, inspection on demand, and the settings restored now."""

@@ -84,12 +84,12 @@ def test_model_picker_adds_a_local_onnx_folder_through_the_setup_dialog(qtbot, t
     make_application([])
     picker = ModelPicker()
     qtbot.addWidget(picker)
-    assert [picker.itemText(i) for i in range(picker.count())] == ["Add local folder…"]
+    assert [picker.itemText(i) for i in range(picker.count())] == ["Add local folder…", "Add precision variant…"]
     prepared = picker.prepare_folder(tiny_model_dir)  # runs models.prepare.register_onnx_folder in the dialog
     assert prepared is not None and (prepared / "model.onnx").is_file()
     assert prepared.parent == tmp_path / "cache" / "models"
     picker.refresh(prepared)
-    assert picker.currentText() == prepared.name and picker.count() == 2
+    assert picker.currentText().startswith(f"{prepared.name} · fp32 · ") and picker.count() == 3
 
 
 def glyph_image(font: QFont, text: str) -> QImage:

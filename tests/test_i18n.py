@@ -30,6 +30,7 @@ from decoding.trace import RunTrace
 from gui.app import make_application
 from gui.i18n import language
 from gui.main_window import MainWindow
+from gui.views.model_picker import ACTIONS
 from tests.test_jsonio import fake_trace
 
 REPO = Path(__file__).resolve().parents[1]
@@ -49,7 +50,8 @@ KEPT_WORDS = {p.name for p in decoding.parameters.PARAMETERS} | {
 
 def lane_and_model_names(window: MainWindow) -> set[str]:
     names = {lane.name for lane in window.state.lanes} | {window.state.model_name}
-    return names | {window.model_picker.itemText(i) for i in range(window.model_picker.count() - 1)}
+    picker = window.model_picker  # its models' lines (name · precision · size), not its command entries
+    return names | {picker.itemText(i) for i in range(picker.count()) if picker.itemData(i) not in ACTIONS}
 
 
 def visible_texts(window: MainWindow) -> list[tuple[str, str]]:

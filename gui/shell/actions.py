@@ -90,6 +90,17 @@ ACTIONS: tuple[ActionRow, ...] = (
         (),
         QT_TRANSLATE_NOOP("actions", "What makes a step a critical point (▲)"),
     ),
+    ActionRow(
+        "add_precision_variant",
+        QT_TRANSLATE_NOOP("actions", "Add precision &variant…"),
+        (),
+        QT_TRANSLATE_NOOP(
+            "actions",
+            "Make an fp16, int8, int4 or q4_1 copy of the chosen model offline, checked against fp32 (also in the "
+            "model picker)",
+        ),
+        idle_only=True,
+    ),
     # Lanes
     ActionRow("add_lane", QT_TRANSLATE_NOOP("actions", "&Add lane (greedy)"), ("Ctrl+L",)),
     ActionRow("duplicate_lane", QT_TRANSLATE_NOOP("actions", "&Duplicate selected lane")),
@@ -191,6 +202,7 @@ MENUS: dict[str, tuple[str, ...]] = {
         "-",
         "edit_thresholds",
         "@device",
+        "add_precision_variant",
     ),
     QT_TRANSLATE_NOOP("actions", "&Lanes"): (
         "add_lane",

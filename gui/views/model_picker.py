@@ -1,17 +1,21 @@
-"""Model picker: the prepared models in the cache plus "Add local folder…" (an optimum ONNX export is
-registered as it is, a Hugging Face model folder is exported; both run in the setup dialog)."""
+"""Model picker: the prepared models in the cache, each with its precision and size on disk, plus "Add local
+folder…" (an optimum ONNX export is registered as it is, a Hugging Face model folder is exported; both run in the
+setup dialog) and "Add precision variant…" (the variants dialog, for the current model)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Signal, Slot
+from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import QComboBox, QFileDialog, QMessageBox, QWidget
 
 from gui.dialogs.setup_dialog import SetupDialog
+from gui.dialogs.variant_dialog import VariantDialog
 from gui.i18n import translate
 
 ADD_FOLDER = "add-folder"
+ADD_VARIANT = "add-variant"
+ACTIONS = (ADD_FOLDER, ADD_VARIANT)  # the entries that are commands, not models
 
 
 def folder_kind(path: Path) -> str | None:
@@ -25,6 +29,7 @@ def folder_kind(path: Path) -> str | None:
 
 class ModelPicker(QComboBox):
     modelChosen = Signal(object)  # Path of a prepared model folder
+    variantPrepared = Signal(str)  # what the new variant is and how it reads against fp32 (a notice)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -32,24 +37,30 @@ class ModelPicker(QComboBox):
         self.setToolTip(translate("model_picker", "The run's model: every lane that names no model of its own runs "
                                                   "on it (the lanes editor's model field)"))
         self._extra: list[Path] = []
+        self.current: Path | None = None  # the model shown as chosen (the variants dialog's model)
         self.refresh()
         self.activated.connect(self._on_activated)
 
     def refresh(self, select: Path | None = None) -> None:
-        from models.catalog import list_models
+        from gui.present.variant_rows import model_line
+        from models.catalog import list_models, model_info
 
         self.blockSignals(True)
         self.clear()
         known = []
         for info in list_models():
-            self.addItem(info.name, str(info.path))
+            self.addItem(model_line(info), str(info.path))
             known.append(Path(info.path))
         for path in self._extra:
             if path not in known:
-                self.addItem(path.name, str(path))
+                self.addItem(model_line(model_info(path)), str(path))
         self.addItem(translate("model_picker", "Add local folder…"), ADD_FOLDER)
+        self.addItem(translate("model_picker", "Add precision variant…"), ADD_VARIANT)
+        self.setItemData(self.count() - 1, translate("model_picker", "fp16, int8, int4 or q4_1 weights of the chosen "
+                                                                    "model, made offline and checked against fp32"),
+                         Qt.ItemDataRole.ToolTipRole)
         self.blockSignals(False)
-        self.select(select)
+        self.select(select or self.current)
 
     def select(self, path: Path | None) -> None:
         if path is None:
@@ -59,24 +70,63 @@ class ModelPicker(QComboBox):
             self._extra.append(Path(path))
             self.refresh()
             index = self.findData(str(path))
+        self.current = Path(path)
         self.blockSignals(True)
         self.setCurrentIndex(index)
         self.blockSignals(False)
+
+    def show_current(self) -> None:
+        """Back to the chosen model's entry after a command entry was picked."""
+        index = self.findData(str(self.current)) if self.current is not None else -1
+        self.setCurrentIndex(max(index, 0))
 
     @Slot(int)
     def _on_activated(self, index: int) -> None:
         data = self.itemData(index)
         if data == ADD_FOLDER:
             self.add_folder()
+        elif data == ADD_VARIANT:
+            self.add_variant()
         elif data:
             self.modelChosen.emit(Path(data))
+
+    @Slot()
+    def add_variant(self) -> None:
+        """The variants dialog for the chosen model (else the first prepared one); new variants are listed."""
+        self.show_current()
+        model = self.current or next((Path(self.itemData(i)) for i in range(self.count())
+                                      if self.itemData(i) not in ACTIONS), None)
+        if model is None:
+            QMessageBox.information(self, translate("model_picker", "Add precision variant"),
+                                    translate("model_picker", "No model is prepared yet: a precision variant is made "
+                                                              "from a prepared model."))
+            return
+        dialog = self.variant_dialog(model)
+        dialog.exec()
+        dialog.deleteLater()
+
+    def variant_dialog(self, model: Path) -> VariantDialog:
+        dialog = VariantDialog(model, self)
+        dialog.prepared.connect(self._on_variant_prepared)
+        return dialog
+
+    @Slot(object)
+    def _on_variant_prepared(self, folder: Path) -> None:
+        from gui.present.variant_rows import validation_text
+        from models.catalog import model_info
+
+        self.refresh()
+        info = model_info(folder)
+        self.variantPrepared.emit(translate("model_picker", "Precision variant {line} prepared; against fp32: "
+                                                            "{check}.").format(
+            line=self.itemText(self.findData(str(folder))), check=validation_text(info.manifest)))
 
     @Slot()
     def add_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, translate("model_picker", "Model folder (ONNX export or "
                                                                                   "Hugging Face model)"))
         if not folder:
-            self.setCurrentIndex(0)
+            self.show_current()
             return
         prepared = self.prepare_folder(Path(folder))
         self.refresh(prepared)

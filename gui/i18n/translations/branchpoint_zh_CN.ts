@@ -391,6 +391,14 @@
             <translation>什么样的步骤算作临界点（▲）</translation>
         </message>
         <message>
+            <source>Add precision &amp;variant…</source>
+            <translation>添加精度变体(&amp;V)…</translation>
+        </message>
+        <message>
+            <source>Make an fp16, int8, int4 or q4_1 copy of the chosen model offline, checked against fp32 (also in the model picker)</source>
+            <translation>离线制作所选模型的 fp16、int8、int4 或 q4_1 副本，并与 fp32 对照检查（模型选择器中也有）</translation>
+        </message>
+        <message>
             <source>&amp;Add lane (greedy)</source>
             <translation>添加泳道（贪心）(&amp;A)</translation>
         </message>
@@ -2101,6 +2109,26 @@ score {score} · parent slot {parent}</source>
             <translation>添加本地文件夹…</translation>
         </message>
         <message>
+            <source>Add precision variant…</source>
+            <translation>添加精度变体…</translation>
+        </message>
+        <message>
+            <source>fp16, int8, int4 or q4_1 weights of the chosen model, made offline and checked against fp32</source>
+            <translation>所选模型的 fp16、int8、int4 或 q4_1 权重，离线制作并与 fp32 对照检查</translation>
+        </message>
+        <message>
+            <source>Add precision variant</source>
+            <translation>添加精度变体</translation>
+        </message>
+        <message>
+            <source>No model is prepared yet: a precision variant is made from a prepared model.</source>
+            <translation>尚未准备任何模型：精度变体由已准备的模型制作。</translation>
+        </message>
+        <message>
+            <source>Precision variant {line} prepared; against fp32: {check}.</source>
+            <translation>精度变体 {line} 已准备好；与 fp32 对照：{check}。</translation>
+        </message>
+        <message>
             <source>Model folder (ONNX export or Hugging Face model)</source>
             <translation>模型文件夹（ONNX 导出或 Hugging Face 模型）</translation>
         </message>
@@ -3068,6 +3096,116 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>&lt;h3&gt;{title}&lt;/h3&gt;&lt;p&gt;&lt;b&gt;Prompt&lt;/b&gt; “{prompt}”{chat} · &lt;b&gt;lanes&lt;/b&gt; {lanes}&lt;/p&gt;&lt;p&gt;{text}&lt;/p&gt;</source>
             <translation>&lt;h3&gt;{title}&lt;/h3&gt;&lt;p&gt;&lt;b&gt;提示词&lt;/b&gt;“{prompt}”{chat} · &lt;b&gt;泳道&lt;/b&gt; {lanes}&lt;/p&gt;&lt;p&gt;{text}&lt;/p&gt;</translation>
+        </message>
+    </context>
+    <context>
+        <name>variant_dialog</name>
+        <message>
+            <source>Add precision variant</source>
+            <translation>添加精度变体</translation>
+        </message>
+        <message>
+            <source>Prepare</source>
+            <translation>准备</translation>
+        </message>
+        <message>
+            <source>Close</source>
+            <translation>关闭</translation>
+        </message>
+        <message>
+            <source>Precision variants of {name}, made offline from its prepared weights into model folders of their own; each is checked against fp32 (greedy tokens and KL) before it is installed.</source>
+            <translation>{name} 的精度变体：由其已准备的权重离线制作，各自存入独立的模型文件夹；安装前都会与 fp32 对照检查（贪心词元和 KL）。</translation>
+        </message>
+        <message>
+            <source>preparing {name}…</source>
+            <translation>正在准备 {name}…</translation>
+        </message>
+        <message>
+            <source>Cancel</source>
+            <translation>取消</translation>
+        </message>
+        <message>
+            <source>cancelling…</source>
+            <translation>正在取消…</translation>
+        </message>
+        <message>
+            <source>done</source>
+            <translation>完成</translation>
+        </message>
+        <message>
+            <source>{name} is prepared: {check}. Pick it in the model picker, or name it in a lane's model field.</source>
+            <translation>{name} 已准备好：{check}。可在模型选择器中选择它，或在泳道的模型字段中指定它。</translation>
+        </message>
+        <message>
+            <source>Cancelled: {name} was not made, and nothing of it was left on disk.</source>
+            <translation>已取消：未制作 {name}，磁盘上没有留下任何残余。</translation>
+        </message>
+        <message>
+            <source>{name} could not be made, and nothing of it was left on disk: {error}</source>
+            <translation>无法制作 {name}，磁盘上没有留下任何残余：{error}</translation>
+        </message>
+        <message>
+            <source>cancelled</source>
+            <translation>已取消</translation>
+        </message>
+        <message>
+            <source>failed</source>
+            <translation>失败</translation>
+        </message>
+    </context>
+    <context>
+        <name>variant_rows</name>
+        <message>
+            <source>Weights stored as float16, computed in float32: near-exact (KL vs fp32 about 1e-6)</source>
+            <translation>权重以 float16 存储、以 float32 计算：几乎精确（与 fp32 的 KL 约 1e-6）</translation>
+        </message>
+        <message>
+            <source>8-bit weights, ONNX Runtime's dynamic quantization: approximate</source>
+            <translation>8 位权重，ONNX Runtime 动态量化：近似</translation>
+        </message>
+        <message>
+            <source>4-bit weights re-quantized by ONNX Runtime in blocks of 32: the smallest, approximate</source>
+            <translation>4 位权重，由 ONNX Runtime 以 32 个一块重新量化：最小，近似</translation>
+        </message>
+        <message>
+            <source>The GGUF's own 4-bit blocks run as they are: exact (the same distributions as fp32)</source>
+            <translation>直接运行 GGUF 自带的 4 位块：精确（与 fp32 的分布相同）</translation>
+        </message>
+        <message>
+            <source>{name} is not a complete prepared model (no valid manifest.json): variants are made from a model prepared into the cache.</source>
+            <translation>{name} 不是完整的已准备模型（没有有效的 manifest.json）：变体只能由已准备到缓存中的模型制作。</translation>
+        </message>
+        <message>
+            <source>{name} is itself a precision variant and its fp32 model is not prepared.</source>
+            <translation>{name} 本身就是精度变体，而它的 fp32 模型尚未准备。</translation>
+        </message>
+        <message>
+            <source>{name} has {precision} weights: precision variants are made from a model's fp32 weights.</source>
+            <translation>{name} 的权重是 {precision}：精度变体只能由模型的 fp32 权重制作。</translation>
+        </message>
+        <message>
+            <source>Not for {name}: it was not prepared from a GGUF, and q4_1 runs a GGUF's own blocks (the default model has one).</source>
+            <translation>不适用于 {name}：它不是由 GGUF 准备的，而 q4_1 运行的是 GGUF 自带的块（默认模型有 GGUF）。</translation>
+        </message>
+        <message>
+            <source>Not for {name}: its GGUF is missing from its folder (prepare the model again).</source>
+            <translation>不适用于 {name}：其文件夹中缺少 GGUF（请重新准备该模型）。</translation>
+        </message>
+        <message>
+            <source>greedy: the first {same} of {count} tokens as fp32's · top-1 agrees on {agree} of {prompts} prompts · KL vs fp32 {mean:.2g} (max {max:.2g})</source>
+            <translation>贪心：{count} 个词元中前 {same} 个与 fp32 相同 · {prompts} 个提示中 {agree} 个首选一致 · 与 fp32 的 KL {mean:.2g}（最大 {max:.2g}）</translation>
+        </message>
+        <message>
+            <source>prepared · {size} on disk · {check}</source>
+            <translation>已准备 · 占用磁盘 {size} · {check}</translation>
+        </message>
+        <message>
+            <source>about {size} on disk</source>
+            <translation>约占磁盘 {size}</translation>
+        </message>
+        <message>
+            <source> · made from an earlier preparation of its model: made again</source>
+            <translation> · 由其模型较早的一次准备制作：将重新制作</translation>
         </message>
     </context>
     <context>

@@ -1,0 +1,140 @@
+"""What the model picker and the "Add precision variant" dialog say about prepared models (Qt-free): a model's
+line (name · precision · size on disk), the precision variants a model can have, what each is, its expected size,
+whether it is prepared (its size and validation against fp32) and why one cannot be made."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from gui.i18n import QT_TRANSLATE_NOOP, translate
+from models.catalog import ModelInfo, folder_size, manifest_is_valid, models_dir, read_manifest
+from models.optimized_graph import MODEL_FILE, WEIGHTS_FILE
+from models.variants import GGUF_VARIANTS, VARIANTS, precision_of, variant_name
+
+# What each variant is, and how close to fp32 it reads (measured on the default model: bench/results.md).
+MEANINGS = {
+    "fp16": QT_TRANSLATE_NOOP("variant_rows", "Weights stored as float16, computed in float32: near-exact "
+                                              "(KL vs fp32 about 1e-6)"),
+    "int8": QT_TRANSLATE_NOOP("variant_rows", "8-bit weights, ONNX Runtime's dynamic quantization: approximate"),
+    "int4": QT_TRANSLATE_NOOP("variant_rows", "4-bit weights re-quantized by ONNX Runtime in blocks of 32: the "
+                                              "smallest, approximate"),
+    "q4_1": QT_TRANSLATE_NOOP("variant_rows", "The GGUF's own 4-bit blocks run as they are: exact (the same "
+                                              "distributions as fp32)"),
+}
+# A variant's weights over the fp32 model's, measured on the default model (its fp32 lm_head kept by q4_1).
+SIZE_RATIO = {"fp16": 0.50, "int8": 0.38, "int4": 0.31, "q4_1": 0.47}
+
+
+def human_size(size: int) -> str:
+    """'120 MB', '1.3 GB', '840 KB' (decimal units, as `main.py models`)."""
+    value = float(size)
+    for unit in ("B", "KB", "MB"):
+        if value < 1000:
+            return f"{value:.0f} {unit}"
+        value /= 1000
+    return f"{value:.1f} GB"
+
+
+def model_line(info: ModelInfo) -> str:
+    """The picker's line for a prepared model: 'SmolLM2-135M-Instruct-int4 · int4 · 195 MB'."""
+    return f"{info.name} · {precision_of(info.manifest)} · {human_size(info.size_bytes)}"
+
+
+def base_of(model_dir: Path) -> Path:
+    """The fp32 model a variant was made from when it is prepared (else, and for any other model, itself)."""
+    source = read_manifest(model_dir).get("source") or {}
+    base = models_dir() / source["base"] if source.get("kind") == "variant" and source.get("base") else None
+    return base if base is not None and (base / MODEL_FILE).is_file() else model_dir
+
+
+def refusal(model_dir: Path) -> str | None:
+    """Why no variant of this model can be made (None: they can)."""
+    manifest = read_manifest(model_dir)
+    name = manifest.get("name", model_dir.name)
+    if not manifest_is_valid(model_dir):
+        return translate("variant_rows", "{name} is not a complete prepared model (no valid manifest.json): "
+                                         "variants are made from a model prepared into the cache.").format(name=name)
+    if (manifest.get("source") or {}).get("kind") == "variant":
+        return translate("variant_rows", "{name} is itself a precision variant and its fp32 model is not "
+                                         "prepared.").format(name=name)
+    if precision_of(manifest) != "fp32":  # e.g. a registered float16 ONNX export: nothing exact to start from
+        return translate("variant_rows", "{name} has {precision} weights: precision variants are made from a "
+                                         "model's fp32 weights.").format(name=name, precision=precision_of(manifest))
+    return None
+
+
+def gguf_refusal(model_dir: Path, manifest: dict) -> str | None:
+    """Why q4_1 cannot be made from this model (None: it has its GGUF, checked by hash when preparing)."""
+    source = manifest.get("source") or {}
+    name = manifest.get("name", model_dir.name)
+    if source.get("kind") not in ("pypi-wheel", "gguf-file") or not source.get("gguf_sha256"):
+        return translate("variant_rows", "Not for {name}: it was not prepared from a GGUF, and q4_1 runs a GGUF's "
+                                         "own blocks (the default model has one).").format(name=name)
+    if not (model_dir / source.get("gguf", "")).is_file():
+        return translate("variant_rows", "Not for {name}: its GGUF is missing from its folder (prepare the model "
+                                         "again).").format(name=name)
+    return None
+
+
+def validation_text(manifest: dict) -> str:
+    """A prepared variant's check against fp32: greedy tokens alike, top-1 agreement, KL."""
+    record = manifest.get("variant") or {}
+    if "kl_mean" not in record:
+        return ""
+    greedy = record.get("greedy") or {}
+    prompts = record.get("kl_prompts") or []
+    return translate("variant_rows", "greedy: the first {same} of {count} tokens as fp32's · top-1 agrees on "
+                                     "{agree} of {prompts} prompts · KL vs fp32 {mean:.2g} (max {max:.2g})").format(
+        same=greedy.get("same_prefix", 0), count=len(greedy.get("ids", [])),
+        agree=round(record.get("top1_agreement", 0) * len(prompts)), prompts=len(prompts),
+        mean=record["kl_mean"], max=record["kl_max"])
+
+
+@dataclass(frozen=True)
+class VariantRow:
+    variant: str  # fp16 | int8 | int4 | q4_1
+    name: str  # its model folder's name
+    meaning: str  # what it is, exact or approximate
+    expected_size: int  # bytes, estimated from the base's weights
+    prepared_size: int | None  # bytes on disk when prepared from this base, else None
+    validation: str  # its check against fp32 when prepared
+    refused: str | None  # why it cannot be made from this base
+    stale: bool = False  # prepared from an earlier preparation of the base: made again
+
+    @property
+    def can_prepare(self) -> bool:
+        return self.prepared_size is None and self.refused is None
+
+    def status(self) -> str:
+        """The row's second line: why not, its size and check when prepared, else the expected size."""
+        if self.refused:
+            return self.refused
+        if self.prepared_size is not None:
+            return translate("variant_rows", "prepared · {size} on disk · {check}").format(
+                size=human_size(self.prepared_size), check=self.validation)
+        text = translate("variant_rows", "about {size} on disk").format(size=human_size(self.expected_size))
+        if self.stale:
+            text += translate("variant_rows", " · made from an earlier preparation of its model: made again")
+        return text
+
+
+def variant_rows(base_dir: Path) -> list[VariantRow]:
+    """The four variants of the prepared fp32 model in `base_dir`, each as the dialog lists it."""
+    manifest = read_manifest(base_dir)
+    base_name = manifest.get("name", base_dir.name)
+    weights = sum((base_dir / f).stat().st_size for f in (MODEL_FILE, WEIGHTS_FILE) if (base_dir / f).is_file())
+    side = sum(p.stat().st_size for p in base_dir.iterdir() if p.is_file() and p.name.startswith(("token", "config")))
+    base_files = {n: e["sha256"] for n, e in (manifest.get("files") or {}).items() if n.startswith("model.")}
+    rows = []
+    for variant in VARIANTS:
+        name = variant_name(base_name, variant)
+        folder = models_dir() / name
+        made_from = (read_manifest(folder).get("source") or {}).get("base_files_sha256")
+        prepared = manifest_is_valid(folder) and made_from == base_files
+        refused = gguf_refusal(base_dir, manifest) if variant in GGUF_VARIANTS else None
+        rows.append(VariantRow(
+            variant, name, translate("variant_rows", MEANINGS[variant]), round(SIZE_RATIO[variant] * weights) + side,
+            folder_size(folder) if prepared else None, validation_text(read_manifest(folder)) if prepared else "",
+            refused, stale=folder.is_dir() and not prepared))
+    return rows

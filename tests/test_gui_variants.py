@@ -1,0 +1,231 @@
+""""Add precision variant…" in the window: the dialog lists a model's variants (what each is, expected size,
+prepared ones with their size and check against fp32), prepares one of the tiny model on a worker thread with a
+progress bar, cancels leaving nothing behind, refuses q4_1 without a GGUF in words; the picker lists every
+prepared model with its precision and size; the dialog in Chinese."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import threading
+
+import pytest
+from PySide6.QtCore import Qt
+
+from gui.app import make_application
+
+TIMEOUT_MS = 60_000
+
+
+@pytest.fixture
+def tiny_cache(tmp_path, monkeypatch, tiny_model_dir):
+    """A models root of its own holding the tiny model, prepared as "tiny"."""
+    from models import prepare
+
+    monkeypatch.setenv("BRANCHPOINT_CACHE_DIR", str(tmp_path / "cache"))
+    prepare.register_onnx_folder(tiny_model_dir, name="tiny")
+    return tmp_path / "cache" / "models"
+
+
+def leftovers(root) -> list[str]:
+    return sorted(p.name for p in root.iterdir() if p.name != "tiny")
+
+
+def open_picker(qtbot, cache):
+    from gui.views.model_picker import ModelPicker
+
+    make_application([])
+    picker = ModelPicker()
+    qtbot.addWidget(picker)
+    picker.select(cache / "tiny")
+    return picker
+
+
+def open_dialog(qtbot, picker):
+    dialog = picker.variant_dialog(picker.current)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    return dialog
+
+
+def test_the_picker_lists_precision_and_size_and_the_two_commands(qtbot, tiny_cache):
+    picker = open_picker(qtbot, tiny_cache)
+    texts = [picker.itemText(i) for i in range(picker.count())]
+    assert re.fullmatch(r"tiny · fp32 · \d+(\.\d)? [KM]B", texts[0]), texts
+    assert texts[1:] == ["Add local folder…", "Add precision variant…"]
+    assert picker.currentIndex() == 0
+
+
+def test_the_dialog_lists_the_four_variants_and_refuses_q4_1_without_a_gguf(qtbot, tiny_cache):
+    picker = open_picker(qtbot, tiny_cache)  # held: the dialog is its child
+    dialog = open_dialog(qtbot, picker)
+    assert [row.variant for row in dialog.rows] == ["fp16", "int8", "int4", "q4_1"]
+    lines = [dialog.row_text(i) for i in range(len(dialog.rows))]
+    assert "near-exact" in lines[0] and "approximate" in lines[1] and "exact" in lines[3]
+    assert all(re.search(r"about \d+(\.\d)? [KM]B on disk", line) for line in lines[:3]), lines
+    assert "not prepared from a GGUF" in lines[3] and "q4_1 runs a GGUF's own blocks" in lines[3]
+    assert not dialog.radios[3].isEnabled() and all(radio.isEnabled() for radio in dialog.radios[:3])
+    dialog.select("q4_1")
+    assert not dialog.prepare_button.isEnabled()
+    dialog.start()  # refused before any work: no thread, no folder
+    assert not dialog.bar.isVisible() and leftovers(tiny_cache) == []
+
+
+def test_preparing_int8_shows_progress_then_lists_it_with_its_check(qtbot, tiny_cache):
+    picker = open_picker(qtbot, tiny_cache)
+    dialog = open_dialog(qtbot, picker)
+    dialog.select("int8")
+    values, notices = [], []
+    dialog.bar.valueChanged.connect(values.append)
+    picker.variantPrepared.connect(notices.append)
+    qtbot.mouseClick(dialog.prepare_button, Qt.MouseButton.LeftButton)
+    assert dialog.bar.isVisible() and dialog.cancel_button.text() == "Cancel"
+    qtbot.waitUntil(lambda: dialog.result.isVisible(), timeout=TIMEOUT_MS)
+    assert "tiny-int8 is prepared" in dialog.result.text() and "KL vs fp32" in dialog.result.text()
+    assert len(set(values)) > 3 and values == sorted(values) and values[-1] == 1000
+    row = dialog.rows[1]
+    assert row.prepared_size and "prepared ·" in dialog.row_text(1) and "greedy:" in row.status()
+    assert not dialog.prepare_button.isEnabled()  # prepared: nothing to make
+    texts = [picker.itemText(i) for i in range(picker.count())]
+    assert any(re.fullmatch(r"tiny-int8 · int8 · \d+(\.\d)? [KM]B", t) for t in texts), texts
+    assert picker.currentText().startswith("tiny · fp32")  # the run's model is still the chosen one
+    assert len(notices) == 1 and notices[0].startswith("Precision variant tiny-int8 · int8 · ")
+    assert "top-1 agrees on" in notices[0]
+    assert leftovers(tiny_cache) == ["tiny-int8"]
+
+
+def test_cancel_midway_leaves_nothing(qtbot, tiny_cache, monkeypatch):
+    """int4 re-quantizes matrix by matrix: the preparation waits after its first matrix until Cancel is clicked,
+    then stops at the next matrix."""
+    from models import quantize
+
+    reached, clicked = threading.Event(), threading.Event()
+    real = quantize.to_int4_stock
+
+    def first_matrix_then_wait(model, tick):
+        tick(0.1, "int4: /first")
+        reached.set()
+        clicked.wait(TIMEOUT_MS / 1000)
+        return real(model, tick)
+
+    monkeypatch.setattr(quantize, "to_int4_stock", first_matrix_then_wait)
+    picker = open_picker(qtbot, tiny_cache)
+    dialog = open_dialog(qtbot, picker)
+    dialog.select("int4")
+    dialog.start()
+    qtbot.waitUntil(reached.is_set, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: dialog.stage.text().startswith("quantize"), timeout=TIMEOUT_MS)
+    assert 0 < dialog.bar.value() < 1000
+    qtbot.mouseClick(dialog.cancel_button, Qt.MouseButton.LeftButton)
+    clicked.set()
+    qtbot.waitUntil(lambda: dialog.result.isVisible(), timeout=TIMEOUT_MS)
+    assert dialog.result.text() == "Cancelled: tiny-int4 was not made, and nothing of it was left on disk."
+    assert dialog.stage.text() == "cancelled" and dialog.cancel_button.text() == "Close"
+    assert leftovers(tiny_cache) == []  # neither tiny-int4 nor a .partial build folder
+    assert dialog.rows[2].can_prepare and dialog.prepare_button.isEnabled()
+
+
+def test_a_variant_chosen_in_the_picker_offers_its_base_s_variants(qtbot, tiny_cache):
+    from gui.present.variant_rows import base_of
+    from models.variants import prepare_variant
+
+    fp16 = prepare_variant("fp16", "tiny")
+    assert base_of(fp16) == tiny_cache / "tiny"
+    picker = open_picker(qtbot, tiny_cache)
+    picker.select(fp16)
+    dialog = open_dialog(qtbot, picker)
+    assert "Precision variants of tiny," in dialog.heading.text()
+    assert dialog.rows[0].prepared_size and "KL vs fp32" in dialog.row_text(0)
+    assert dialog.chosen().variant == "int8"  # the first one still to make
+    shutil.rmtree(tiny_cache / "tiny")  # its fp32 model gone: nothing to make variants from
+    dialog = open_dialog(qtbot, picker)
+    assert dialog.heading.text() == "tiny-fp16 is itself a precision variant and its fp32 model is not prepared."
+    assert not dialog.radios and not dialog.prepare_button.isEnabled()
+
+
+def test_a_folder_that_is_not_a_prepared_model_is_refused_in_words(qtbot, tiny_cache, tmp_path):
+    from gui.dialogs.variant_dialog import VariantDialog
+
+    folder = tmp_path / "loose"
+    folder.mkdir()
+    (folder / "model.onnx").write_bytes(b"")
+    make_application([])
+    dialog = VariantDialog(folder)
+    qtbot.addWidget(dialog)
+    assert "loose is not a complete prepared model" in dialog.heading.text()
+    assert not dialog.radios and not dialog.prepare_button.isEnabled()
+
+
+def test_a_model_without_fp32_weights_is_refused_in_words(qtbot, tiny_cache):
+    from gui.dialogs.variant_dialog import VariantDialog
+    from models.catalog import manifest_is_valid, read_manifest
+    from models.manifest import write_manifest
+
+    folder = tiny_cache / "tiny"
+    write_manifest(folder, read_manifest(folder) | {"dtype": "float16"})  # as a registered float16 export reads
+    assert manifest_is_valid(folder)
+    make_application([])
+    dialog = VariantDialog(folder)
+    qtbot.addWidget(dialog)
+    assert dialog.heading.text() == "tiny has fp16 weights: precision variants are made from a model's fp32 weights."
+    assert not dialog.radios and not dialog.prepare_button.isEnabled()
+
+
+def test_the_chinese_dialog_is_translated(qtbot, tiny_cache, monkeypatch):
+    from gui.i18n import language
+
+    for variable in ("LANGUAGE", "LC_ALL", "LC_MESSAGES"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("LANG", "zh_CN.UTF-8")
+    app = make_application([])
+    language.install(app, "zh_CN")
+    try:
+        picker = open_picker(qtbot, tiny_cache)
+        dialog = open_dialog(qtbot, picker)
+        texts = [dialog.windowTitle(), dialog.heading.text(), dialog.prepare_button.text(),
+                 dialog.cancel_button.text(), *(dialog.row_text(i) for i in range(len(dialog.rows))),
+                 picker.itemText(picker.count() - 1)]
+    finally:
+        language.uninstall(app)
+    kept = {"tiny", "fp16", "fp32", "int8", "int4", "q4_1", "float16", "float32", "ONNX", "Runtime", "GGUF", "KL",
+            "e", "MB", "KB"}
+    for text in texts:
+        assert re.search(r"[\u3400-\u9fff]", text), text
+        words = re.findall(r"[A-Za-z][\w\-]*", text)
+        english = [w for w in words if w not in kept and not re.fullmatch(r"e[-+]?\d+", w)]
+        assert not english, (text, english)
+
+
+def test_the_run_menu_opens_the_dialog_for_the_window_s_model_and_its_notice(make_window, tiny_cache, monkeypatch):
+    from gui.dialogs.variant_dialog import VariantDialog
+
+    opened = []
+    monkeypatch.setattr(VariantDialog, "exec", lambda dialog: opened.append(dialog) or 0)
+    window = make_window(tiny_cache / "tiny")
+    run_menu = window.menuBar().actions()[1].menu()
+    action = window.window_actions["add_precision_variant"]
+    assert action in run_menu.actions() and action.text() == "Add precision &variant…"
+    action.trigger()
+    assert len(opened) == 1 and opened[0].base_dir == tiny_cache / "tiny"
+    assert window.model_picker.currentText().startswith("tiny · fp32 · ")
+    window.model_picker.variantPrepared.emit("Precision variant tiny-int8 prepared")
+    assert window.state.notice.text == "Precision variant tiny-int8 prepared" and window.state.notice.level == "info"
+
+
+def test_a_failure_says_why_and_leaves_nothing(qtbot, tiny_cache, monkeypatch):
+    from models import quantize
+
+    def no_space(source, target):  # the quantizer wrote part of the graph, then the disk filled up
+        target.write_bytes(b"half a graph")
+        raise OSError(28, "No space left on device", str(target))
+
+    monkeypatch.setattr(quantize, "to_int8_dynamic", no_space)
+    picker = open_picker(qtbot, tiny_cache)
+    dialog = open_dialog(qtbot, picker)
+    dialog.select("int8")
+    dialog.start()
+    qtbot.waitUntil(lambda: dialog.result.isVisible(), timeout=TIMEOUT_MS)
+    assert dialog.result.text().startswith("tiny-int8 could not be made, and nothing of it was left on disk: ")
+    assert "quantize" in dialog.result.text() and "No space left on device" in dialog.result.text()
+    assert dialog.stage.text() == "failed" and leftovers(tiny_cache) == []
+    assert dialog.prepare_button.isEnabled()  # try again
