@@ -15,6 +15,7 @@ from decoding.branch_not_taken import replay_comparisons
 from decoding.compare import first_difference
 from decoding.critical import critical_points
 from decoding.fanout import fanout_groups
+from decoding.text_align import first_text_difference, token_aligned
 from decoding.trace import (
     Analysis,
     CloseDraw,
@@ -48,7 +49,14 @@ def analyze(trace: RunTrace, near_tie_threshold: float | None = None) -> Analysi
 
 
 def first_divergence(a: LaneTrace, b: LaneTrace) -> Divergence:
-    """The first step where two lanes chose different tokens (None: identical over their common length)."""
+    """The first step where two lanes chose different tokens (None: identical over their common length); for
+    lanes of different tokenizers, the first differing character and each lane's step holding it."""
+    if not token_aligned(a, b):
+        found = first_text_difference(a, b)
+        if found is None:
+            return Divergence(a.name, b.name, None)
+        return Divergence(a.name, b.name, found.step_a, a.token_ids[found.step_a], b.token_ids[found.step_b],
+                          found.char, found.step_b)
     step = first_difference(a.token_ids, b.token_ids)
     if step is None:
         return Divergence(a.name, b.name, None)

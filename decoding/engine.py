@@ -18,7 +18,9 @@ continues from given tokens (prefilled with the prompt in one call) for branchin
 
 Lanes on their own models: a lane whose spec names a `model` other than the run's advances on that model's source
 (from the Engine's `models` resolver), with its own prefill and KV rows; the lanes of one model still take one
-batched `source.step` per step, each model its own call, and records stream in the lanes' order as before.
+batched `source.step` per step, each model its own call, and records stream in the lanes' order as before. A
+model of another tokenizer (LaneModel.tokenizer) reads the prompt as its tokenizer encodes it (recorded in its
+lanes' `prompt_ids`), and its lanes' tokens, texts and eos ids are its own.
 
 Replays of a branch not taken (`replay_of={lane, step s, token t}`, decoding.branch_not_taken) take t at s
 and, when sampled, still draw there, so their later draws are the replayed lane's. Seed fan-out members
@@ -180,20 +182,23 @@ class Engine:
         prefix = prefix or Prefix([])
         model = model or ModelInfo(name="unknown")
         _check_run_inputs(prompt, specs, max_new_tokens, prefix)
-        lane_models = self._lane_models(specs, model.name)
+        lane_models = self._lane_models(specs, model.name, bool(prefix.token_ids))
+        prompts = {name: lane_model.tokenizer.encode(prompt) for name, lane_model in lane_models.items()
+                   if lane_model.tokenizer is not None}
         longest = max(spec.max_new_tokens or max_new_tokens for spec in specs)
-        for source in [self.source, *(lane_model.source for lane_model in lane_models.values())]:
+        for name, source in [(None, self.source), *((n, m.source) for n, m in lane_models.items())]:
             limit = source.max_positions if isinstance(source, PositionLimit) else None
-            check_positions(len(prompt.ids), longest, limit)
+            check_positions(len(prompts.get(name, prompt.ids)), longest, limit)
         specs = assign_seeds(list(specs), base_seed)  # every sampled lane records a seed: replayable
         settings = RunSettings(self.top_n, self.near_tie_threshold, max_new_tokens, base_seed,
                                list(self.eos_token_ids), self.critical)
         trace = RunTrace(model=model, provider=provider, prompt=prompt, settings=settings)
-        return Run(self, trace, list(specs), prefix, cancel, on_prefill, lane_models)
+        return Run(self, trace, list(specs), prefix, cancel, on_prefill, lane_models, prompts)
 
-    def _lane_models(self, specs: Sequence[LaneSpec], run_model: str) -> dict[str, LaneModel]:
+    def _lane_models(self, specs: Sequence[LaneSpec], run_model: str, prefixed: bool) -> dict[str, LaneModel]:
         """The models the lanes name besides the run's, each opened once; a ParameterError naming the lane, the
-        model and why (not prepared: the prepared ones) for one that cannot run, before any work."""
+        model and why (not prepared: the prepared ones) for one that cannot run, before any work. A model of
+        another tokenizer cannot continue given tokens (`prefixed`: they are the run tokenizer's ids)."""
         opened: dict[str, LaneModel] = {}
         for spec in specs:
             name = own_model(spec, run_model)
@@ -205,6 +210,11 @@ class Engine:
                 opened[name] = self.models(name)
             except LookupError as exc:
                 refuse_model(spec, str(exc))
+            if opened[name].tokenizer is not None:
+                if prefixed:
+                    refuse_model(spec, "a model with the run's tokenizer for a run continuing given tokens (a "
+                                 "branch or replay from a step: those tokens are the run tokenizer's)")
+                continue
             vocab = opened[name].source.vocab_size
             if vocab != self.source.vocab_size:
                 refuse_model(spec, f"a model of the run's vocabulary of {self.source.vocab_size} tokens (it has "
@@ -315,10 +325,11 @@ def _check_branch(spec: LaneSpec, specs: Sequence[LaneSpec], limit: int, prefix_
 
 @dataclass
 class _ModelGroup:
-    """The lanes on one model: its source, its KV rows (`state`, after the prefill) and the lanes advancing on
-    them; one batched `source.step` a step for all of them."""
+    """The lanes on one model: its source, the prompt's ids it reads, its KV rows (`state`, after the prefill)
+    and the lanes advancing on them; one batched `source.step` a step for all of them."""
 
     source: LogitsSource
+    prompt_ids: list[int]
     lanes: list[LaneState]
     state: Any = None
 
@@ -364,7 +375,9 @@ class Run:
         cancel: Cancel,
         on_prefill: PrefillCallback | None = None,
         lane_models: dict[str, LaneModel] | None = None,
+        prompts: dict[str, list[int]] | None = None,
     ) -> None:
+        """`prompts`: the prompt's ids for each lane model of another tokenizer (by name)."""
         self.engine = engine
         self.trace = trace
         self.specs = specs
@@ -373,6 +386,7 @@ class Run:
         self._external_cancel = cancel
         self._on_prefill = on_prefill
         self.lane_models = lane_models or {}
+        self.prompts = prompts or {}
         self.error: str | None = None
         self.lanes: list[LaneState] = []  # the lanes' states once iterated (step mode reads a beam lane's beams)
         self._started = False
@@ -412,22 +426,8 @@ class Run:
         self._finish(lanes, t_start)
 
     def _make_lanes(self) -> list[LaneState]:
-        engine = self.engine
-        prompt_ids = list(self.trace.prompt.ids)
+        lanes = [self._new_lane(index, spec) for index, spec in enumerate(self.specs)]
         names = [spec.name for spec in self.specs]
-        lanes = [
-            new_lane_state(
-                index,
-                spec,
-                prompt_ids,
-                self.prefix.token_ids,
-                engine.eos_token_ids,
-                self.trace.settings.max_new_tokens,
-                engine.top_n,
-                engine.tokenizer,
-            )
-            for index, spec in enumerate(self.specs)
-        ]
         for lane in lanes:
             if lane.sampler is not None:
                 lane.sampler.skip(self.prefix.draws)
@@ -437,13 +437,31 @@ class Run:
             name = own_model(lane.spec, self.trace.model.name)
             if name is not None:
                 lane.trace.model = replace(self.lane_models[name].info)
+            if name in self.prompts:
+                lane.trace.prompt_ids = list(self.prompts[name])
         return lanes
+
+    def _new_lane(self, index: int, spec: LaneSpec) -> LaneState:
+        """A lane's state, with its model's tokenizer, prompt ids and eos ids (the run's unless its own)."""
+        engine = self.engine
+        name = own_model(spec, self.trace.model.name)
+        own = self.lane_models[name].tokenizer if name is not None else None
+        return new_lane_state(
+            index,
+            spec,
+            list(self.prompts.get(name, self.trace.prompt.ids)),
+            self.prefix.token_ids,
+            engine.eos_token_ids if own is None else list(own.eos_token_ids),
+            self.trace.settings.max_new_tokens,
+            engine.top_n,
+            engine.tokenizer if own is None else own.text,
+        )
 
     def _groups(self, lanes: list[LaneState]) -> list[_ModelGroup]:
         """One group per model, the run's first (lanes in the run's order within each)."""
-        groups = {None: _ModelGroup(self.engine.source, [])}
+        groups = {None: _ModelGroup(self.engine.source, list(self.trace.prompt.ids), [])}
         for name, lane_model in self.lane_models.items():
-            groups[name] = _ModelGroup(lane_model.source, [])
+            groups[name] = _ModelGroup(lane_model.source, list(self.prompts.get(name, self.trace.prompt.ids)), [])
         for lane in lanes:
             groups[own_model(lane.spec, self.trace.model.name)].lanes.append(lane)
         return [group for group in groups.values() if group.lanes]
@@ -451,11 +469,14 @@ class Run:
     def _prefill(self, groups: list[_ModelGroup]) -> float | None:
         """Each model reads the prompt (and prefix) into its own KV rows; its lanes start from its last logits
         row. Returns the time it took, None when cancelled or failed (self.error says which)."""
-        ids = list(self.trace.prompt.ids) + list(self.prefix.token_ids)
-        started = time.perf_counter()
-        for index, group in enumerate(groups):
-            def progress(done: int, total: int, before: int = index * len(ids)) -> bool:
-                return self._prefill_progress(before + done, len(groups) * total)
+        prefix = list(self.prefix.token_ids)
+        total = sum(len(group.prompt_ids) + len(prefix) for group in groups)
+        started, before = time.perf_counter(), 0
+        for group in groups:
+            def progress(done: int, _total: int, before: int = before) -> bool:
+                return self._prefill_progress(before + done, total)
+            ids = group.prompt_ids + prefix
+            before += len(ids)
             try:
                 group.state, logits = group.source.prefill(ids, progress=progress)
                 batch = group.batch(np.reshape(logits, (1, -1)), self.engine.top_n)
@@ -519,7 +540,7 @@ class Run:
             if lane.running and lane.following is None and isinstance(lane, SingleRowLaneState)
             and lane.batch.problem(lane.rows[0]) is None
         ]
-        return set(decide_together(ready, step_ms, self.engine.top_n, self.engine.tokenizer.piece))
+        return set(decide_together(ready, step_ms, self.engine.top_n))
 
     def _decide(self, lane: LaneState, step_ms: float) -> Iterator[tuple[int, StepRecord]]:
         """One lane's step: choose and record (a follower copies its parent until the branch step)."""

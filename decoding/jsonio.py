@@ -14,7 +14,9 @@ their settings get the default critical-point thresholds and their analysis is c
 `mirostat_mu` in their steps: they read as runs whose lanes use neither. Version 3 files (before the session
 tree, decoding.session_tree) read with a tree of one level made of their lanes: each under the prompt, a branched
 lane keeping its branch marker. Version 4 files (before lanes named their own model) read with every lane on the
-run's model. Every older file saves as version 5.
+run's model. Every older file saves as version 5. A lane of another tokenizer than the run's (a later addition to
+version 5, optional) has `prompt_ids` and its model's `tokenizer`, and the divergences it takes part in the
+differing character `char` and the other lane's `step_b`; files without them read as before.
 """
 
 from __future__ import annotations
@@ -77,9 +79,20 @@ def to_dict(trace: RunTrace) -> dict[str, Any]:
     for record in [*data["lanes"], *data["tree"]]:  # optional: runs made outside the window have no colours, and
         if record["colour"] is None:  # their files stay as they were
             del record["colour"]
+    for lane in data["lanes"]:  # optional: only a lane of another tokenizer has them (files stay as they were)
+        _drop_unset(lane, "prompt_ids")
+        _drop_unset(lane["model"] or {}, "tokenizer")
+    for divergence in (data["analysis"] or {}).get("divergences", []):
+        _drop_unset(divergence, "char", "step_b")
     if trace.explanations:
         data["explanations"] = [explanation.to_dict() for explanation in trace.explanations]
     return data
+
+
+def _drop_unset(record: dict[str, Any], *keys: str) -> None:
+    for key in keys:
+        if record.get(key, 0) is None:
+            del record[key]
 
 
 def dumps(trace: RunTrace) -> str:

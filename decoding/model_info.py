@@ -17,3 +17,6 @@ class LaneModelInfo(ModelInfo):
     """The model a lane that names its own (LaneSpec.model) ran on; a lane on the run's model records none."""
 
     precision: str | None = None  # "fp32", "fp16", "int8", "int4", "q4_1" (models.variants.precision_of)
+    # its tokenizer's identity (tokenizer.json's sha256) when it is not the run's: the lane is compared with lanes
+    # of another tokenizer by text, not token by token; None (not written): the run's tokenizer
+    tokenizer: str | None = None

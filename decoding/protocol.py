@@ -67,13 +67,24 @@ class LogitsSource(Protocol):
 
 
 @dataclass(frozen=True)
+class OwnTokenizer:
+    """A lane model's tokenizer when it is not the run's: its lanes read the prompt as `encode` gives it (the
+    run's PromptInfo -> ids, a chat prompt through its own template), name their tokens and stop with it."""
+
+    text: TokenText
+    encode: Callable[[Any], list[int]]  # decoding.trace.PromptInfo -> the prompt's ids in this tokenizer
+    eos_token_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class LaneModel:
     """A model a lane names (LaneSpec.model), opened by the front end: the source its lanes advance on (its own
-    session and KV rows) and the identity their traces record. It shares the run's tokenizer: the front end
-    refuses one that does not, the engine one of another vocabulary size."""
+    session and KV rows) and the identity their traces record. `tokenizer`: its own when it differs from the
+    run's (its `info.tokenizer` then names it); None: the run's, and the engine refuses another vocabulary size."""
 
     source: LogitsSource
     info: LaneModelInfo
+    tokenizer: OwnTokenizer | None = None
 
 
 # A model's name (or folder) -> its LaneModel, from the front end (decoding/ opens no model); raises LookupError

@@ -42,9 +42,7 @@ from decoding.stats import (
 from decoding.trace import StepRecord
 
 
-def decide_together(
-    lanes: Sequence[SingleRowLaneState], source_ms: float, top_n: int, text: Callable[[int], str]
-) -> list[SingleRowLaneState]:
+def decide_together(lanes: Sequence[SingleRowLaneState], source_ms: float, top_n: int) -> list[SingleRowLaneState]:
     """Decide the step of the lanes in `lanes` (running single-row lanes with usable logits rows) that apply
     the same processors on the same batch as another: each group together, a record appended to each lane.
     Returns them; a lane alone in its group is left to the per-row path (nothing to share)."""
@@ -54,7 +52,7 @@ def decide_together(
     decided = []
     for group in groups.values():
         if len(group) > 1:
-            _RowGroup(group, top_n, text).decide(source_ms)
+            _RowGroup(group, top_n, group[0].tokenizer.piece).decide(source_ms)  # one batch: one model's pieces
             decided.extend(group)
     return decided
 

@@ -185,6 +185,8 @@ class LaneTrace:
     fanout: dict[str, Any] | None = None  # {"group": lane name, "member": k}: member k of a seed fan-out
     replay_of: dict[str, Any] | None = None  # {"lane", "step", "token_id"}: a branch-not-taken replay
     model: LaneModelInfo | None = None  # the lane's own model (LaneSpec.model); None: the run's model
+    # the prompt's ids in the lane's own tokenizer (model.tokenizer set); None (not written): the run's prompt ids
+    prompt_ids: list[int] | None = None
     # the window's colour index of the lane (gui.present.colours: its nth colour, then patterns), so a saved or
     # autosaved run opens with each lane in its colour; None (not written): a run made outside the window
     colour: int | None = None
@@ -288,6 +290,10 @@ class Divergence:
     step: int | None
     token_a: int | None = None
     token_b: int | None = None
+    # lanes of different tokenizers are compared by text: `char` is the first differing character of their texts,
+    # `step` a's step whose token holds it and `step_b` b's; None (not written): token-aligned
+    char: int | None = None
+    step_b: int | None = None
 
 
 @dataclass

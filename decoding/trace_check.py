@@ -97,6 +97,10 @@ def _check_lane(lane: LaneTrace, path: str) -> None:
         if len({step.draw is None, step.draw_low is None, step.draw_high is None}) > 1:
             raise ValueError(f"{path}.steps[{index}]: draw, draw_low and draw_high are set together or not at all")
     _check_ids(lane.token_ids, f"{path}.token_ids")
+    if (lane.prompt_ids is not None) != (lane.model is not None and lane.model.tokenizer is not None):
+        raise ValueError(f"{path}.prompt_ids: set exactly when the lane's model has a tokenizer of its own")
+    if lane.prompt_ids is not None:
+        _check_ids(lane.prompt_ids, f"{path}.prompt_ids")
     if lane.colour is not None and lane.colour < 0:
         raise ValueError(f"{path}.colour: {lane.colour} (allowed: a colour index, 0 or more)")
     if lane.branch is not None:

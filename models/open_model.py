@@ -9,14 +9,15 @@ neither (it talks to a LogitsSource and a TokenText).
 
 from __future__ import annotations
 
+import hashlib
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from decoding.engine import Engine
 from decoding.model_info import LaneModelInfo
-from decoding.protocol import LaneModel
+from decoding.protocol import LaneModel, OwnTokenizer
 from decoding.trace import ModelInfo, PromptInfo
 from models.catalog import list_models, resolve
 from runtime import LoadedModel, load_model
@@ -114,8 +115,9 @@ def open_model(
 
 class LaneModels:
     """The models lanes name (decoding.protocol.ModelResolver), opened on first use on the run model's device and
-    kept by name. Refuses (LookupError, in words) a model that is not prepared, naming the prepared ones, and one
-    whose tokenizer differs from the run model's: the engine's analysis compares lanes token by token."""
+    kept by name. Refuses (LookupError, in words) a model that is not prepared, naming the prepared ones. A model
+    whose tokenizer differs from the run model's brings it (LaneModel.tokenizer): its lanes read the prompt as it
+    encodes it, and are compared with the run's lanes by text."""
 
     def __init__(self, run_model: OpenModel, device: str = "auto") -> None:
         self.run_model = run_model
@@ -131,11 +133,19 @@ class LaneModels:
 
     def _open(self, name: str) -> LaneModel:
         model_dir = lane_model_dir(name)
-        if _tokenizer_bytes(model_dir) != _tokenizer_bytes(Path(self.run_model.info.path or "")):
-            raise LookupError(f"a model with the run's tokenizer ({self.run_model.info.name}'s; token-by-token "
-                              "analysis compares the lanes' ids)")
+        own = _tokenizer_bytes(model_dir)
         opened = open_model(model_dir, self.device)
-        return LaneModel(opened.decoder, lane_model_info(opened.info, opened.loaded.manifest))
+        info = lane_model_info(opened.info, opened.loaded.manifest)
+        if own == _tokenizer_bytes(Path(self.run_model.info.path or "")):
+            return LaneModel(opened.decoder, info)
+        tokenizer = OwnTokenizer(opened.tokenizer, lambda prompt: _encode_as_run(opened.tokenizer, prompt),
+                                 tuple(opened.eos_token_ids))
+        return LaneModel(opened.decoder, replace(info, tokenizer=hashlib.sha256(own or b"").hexdigest()), tokenizer)
+
+
+def _encode_as_run(tokenizer: Any, prompt: PromptInfo) -> list[int]:
+    """The run's prompt (its text, chat and system prompt) as another tokenizer encodes it."""
+    return encode_prompt(tokenizer, prompt.text, prompt.chat, prompt.system).ids
 
 
 def lane_model_dir(name: str) -> Path:

@@ -91,6 +91,16 @@ def tiny_model_b_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_model_other_tokenizer_dir(tmp_path_factory) -> Path:
+    """A third tiny model with another tokenizer (a smaller vocabulary: other ids, other splits) than
+    tiny_model_dir's: lanes compared by text."""
+    from tests.tiny_model import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-t") / "tiny-llama-t", seed=2, name="tiny-random-llama-t",
+                            vocab_size=320)
+
+
+@pytest.fixture(scope="session")
 def tiny_hf_dir(tiny_model_dir: Path) -> Path:
     return tiny_model_dir.parent / (tiny_model_dir.name + "-hf")
 

@@ -93,8 +93,27 @@ class OtherWeightsSource(FakeSource):
         return super().logits_for([-self.salt, *history])
 
 
-def fake_models(models: dict[str, FakeSource], precision: str = "int4"):
-    """A decoding.protocol.ModelResolver over named fake sources (LookupError naming them for another name)."""
+class OtherFakeTokenizer:
+    """A tokenizer other than FakeTokenizer: other pieces, and the prompt read with a start token 2 first."""
+
+    def piece(self, token_id: int) -> str:
+        return f"[{token_id}]"
+
+    def decode(self, token_ids: Sequence[int]) -> str:
+        return "".join(self.piece(t) for t in token_ids)
+
+    def own(self, eos_token_ids: Sequence[int] = (3,)):
+        """As a lane model brings it (decoding.protocol.OwnTokenizer)."""
+        from decoding.protocol import OwnTokenizer
+
+        return OwnTokenizer(self, lambda prompt: [2, *prompt.ids], tuple(eos_token_ids))
+
+
+def fake_models(models: dict[str, FakeSource], precision: str = "int4", other_tokenizer: Sequence[str] = ()):
+    """A decoding.protocol.ModelResolver over named fake sources (LookupError naming them for another name); the
+    models named in `other_tokenizer` bring an OtherFakeTokenizer."""
+    from dataclasses import replace
+
     from decoding.model_info import LaneModelInfo
     from decoding.protocol import LaneModel
 
@@ -102,6 +121,8 @@ def fake_models(models: dict[str, FakeSource], precision: str = "int4"):
         if name not in models:
             raise LookupError(f"a prepared model (prepared: {', '.join(models)})")
         info = LaneModelInfo(name, {"model.onnx": f"{name}-hash"}, f"/models/{name}", precision)
+        if name in other_tokenizer:
+            return LaneModel(models[name], replace(info, tokenizer=f"{name}-tokenizer"), OtherFakeTokenizer().own())
         return LaneModel(models[name], info)
 
     return resolve

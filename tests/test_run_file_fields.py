@@ -54,6 +54,7 @@ LANES = [
              mirostat=2, mirostat_tau=3.0, processor_order="llama.cpp"),
     LaneSpec("adaptive", do_sample=True, seed=7, adaptive=True),
     LaneSpec("own model", do_sample=True, seed=8, top_k=5, model="fake-int4"),
+    LaneSpec("other tokenizer", model="fake-other"),
 ]
 
 
@@ -156,10 +157,13 @@ def explanation(trace: RunTrace, lane_name: str) -> ExplainResult:
 
 def every_field_run() -> RunTrace:
     """A run of every lane kind (beams, sampled, a branch with a forced token, a fan-out, a branch-not-taken
-    replay, a lane on its own model), then what a real run only sometimes holds, set by hand: a lane's error, a
-    run's error, records of every analysis kind, a temperature sweep and an explanation."""
+    replay, a lane on its own model, one on a model of another tokenizer), then what a real run only sometimes
+    holds, set by hand: a lane's error, a run's error, records of every analysis kind, a temperature sweep and an
+    explanation."""
     engine = Engine(FakeSource(vocab_size=VOCAB), FakeTokenizer(), eos_token_ids=[3], top_n=24,
-                    near_tie_threshold=0.3, models=fake_models({"fake-int4": OtherWeightsSource(vocab_size=VOCAB)}))
+                    near_tie_threshold=0.3, models=fake_models({"fake-int4": OtherWeightsSource(vocab_size=VOCAB),
+                                       "fake-other": OtherWeightsSource(2, vocab_size=VOCAB + 8)},
+                                      other_tokenizer=["fake-other"]))
     prompt = PromptInfo("a prompt ✓ 中文", [1, 4, 9], chat=True, system="be brief", rendered="<s>a prompt")
     trace = engine.run(prompt, LANES, max_new_tokens=8, base_seed=5, provider="CPUExecutionProvider",
                        model=ModelInfo("fake", {"model.onnx": "ab12"}, "/models/fake"))

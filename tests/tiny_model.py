@@ -42,16 +42,16 @@ def build_tokenizer(vocab_size: int = 384):
     return tok
 
 
-def build_tiny_model(out_dir: Path, seed: int = 0, name: str = "tiny-random-llama") -> Path:
+def build_tiny_model(out_dir: Path, seed: int = 0, name: str = "tiny-random-llama", vocab_size: int = 384) -> Path:
     """Build, save and export the tiny model into out_dir (a prepared-model folder named `name`): its weights
-    depend on `seed`, its tokenizer does not. Returns out_dir."""
+    depend on `seed`, its tokenizer on `vocab_size` only. Returns out_dir."""
     import torch
     from optimum.exporters.onnx import main_export
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
     out_dir = Path(out_dir)
     hf_dir = out_dir.parent / (out_dir.name + "-hf")
-    tok = build_tokenizer()
+    tok = build_tokenizer(vocab_size)
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
         bos_token="<|im_start|>",
