@@ -4,12 +4,10 @@ token-exact against each lane run alone on its model; the command line's lane ke
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
 from decoding import jsonio
-from decoding.parameters import ParameterError
 from decoding.spec import LaneSpec
 from models.open_model import LaneModels, open_model
 from tests.test_cli_run import cli
@@ -71,16 +69,6 @@ def counted(step, calls: list[int]):
         return step(state, rows, tokens, *rest)
 
     return counting
-
-
-def test_a_model_with_another_tokenizer_is_refused(models, tiny_model_b_dir, tmp_path):
-    a, _ = models
-    other = shutil.copytree(tiny_model_b_dir, tmp_path / "other-tokenizer")
-    tokenizer = json.loads((other / "tokenizer.json").read_text(encoding="utf-8"))
-    tokenizer["added_tokens"][0]["content"] = "<|other|>"
-    (other / "tokenizer.json").write_text(json.dumps(tokenizer), encoding="utf-8")
-    with pytest.raises(ParameterError, match="the run's tokenizer"):
-        run(a, [LaneSpec("g", model=str(other))])
 
 
 def test_the_command_line_runs_a_lane_on_its_model_and_replays_it(capsys, tiny_model_dir, tiny_model_b_dir,
