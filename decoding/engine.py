@@ -53,6 +53,7 @@ from decoding.row_batch import decide_together
 from decoding.selectors import WIDER_PREFIX
 from decoding.spec import LaneSpec, assign_seeds, follows_in_run
 from decoding.stats import MIN_TOP_N, LogitsRowCache
+from decoding.text_align import tokenizer_of
 from decoding.trace import (
     CriticalSettings,
     ModelInfo,
@@ -76,6 +77,8 @@ class Prefix:
     token_ids: list[int]
     records: list[StepRecord] = field(default_factory=list)
     draws: int = 0  # sampled lanes skip this many draws first (a replay continuing a sampled lane's prefix)
+    # the tokenizer its ids are in (LaneModelInfo.tokenizer; None: the run's): only lanes of it can continue them
+    tokenizer: str | None = None
 
 
 def branch_prefix(trace: RunTrace, parent: str, step: int) -> Prefix:
@@ -83,7 +86,7 @@ def branch_prefix(trace: RunTrace, parent: str, step: int) -> Prefix:
     lane = trace.lane(parent)
     if not 0 <= step < len(lane.steps) + 1 or step > len(lane.token_ids):
         raise ValueError(f"invalid branch step={step}: allowed 0..{len(lane.token_ids)} for lane {parent!r}")
-    return Prefix(list(lane.token_ids[:step]), [replace(r) for r in lane.steps[:step]])
+    return Prefix(list(lane.token_ids[:step]), [replace(r) for r in lane.steps[:step]], tokenizer=tokenizer_of(lane))
 
 
 def replay_prefix(trace: RunTrace, spec: LaneSpec) -> Prefix:
@@ -96,7 +99,8 @@ def replay_prefix(trace: RunTrace, spec: LaneSpec) -> Prefix:
         raise ValueError(f"invalid replay step={marker.step}: allowed 0..{len(lane.steps)} for lane {lane.name!r}")
     own = [r for r in lane.steps[: marker.step] if lane.branch is None or r.step > lane.branch["step"]]
     draws = sum((r.draw is not None) + (r.xtc_coin is not None) for r in own)  # XTC's coins: the same generator
-    return Prefix(list(lane.token_ids[: marker.step]), [replace(r) for r in lane.steps[: marker.step]], draws)
+    return Prefix(list(lane.token_ids[: marker.step]), [replace(r) for r in lane.steps[: marker.step]], draws,
+                  tokenizer_of(lane))
 
 
 class Engine:
@@ -182,7 +186,9 @@ class Engine:
         prefix = prefix or Prefix([])
         model = model or ModelInfo(name="unknown")
         _check_run_inputs(prompt, specs, max_new_tokens, prefix)
-        lane_models = self._lane_models(specs, model.name, bool(prefix.token_ids))
+        lane_models = self._lane_models(specs, model.name)
+        if prefix.token_ids:
+            _check_prefix_tokenizer(specs, model.name, lane_models, prefix.tokenizer)
         prompts = {name: lane_model.tokenizer.encode(prompt) for name, lane_model in lane_models.items()
                    if lane_model.tokenizer is not None}
         longest = max(spec.max_new_tokens or max_new_tokens for spec in specs)
@@ -195,10 +201,9 @@ class Engine:
         trace = RunTrace(model=model, provider=provider, prompt=prompt, settings=settings)
         return Run(self, trace, list(specs), prefix, cancel, on_prefill, lane_models, prompts)
 
-    def _lane_models(self, specs: Sequence[LaneSpec], run_model: str, prefixed: bool) -> dict[str, LaneModel]:
+    def _lane_models(self, specs: Sequence[LaneSpec], run_model: str) -> dict[str, LaneModel]:
         """The models the lanes name besides the run's, each opened once; a ParameterError naming the lane, the
-        model and why (not prepared: the prepared ones) for one that cannot run, before any work. A model of
-        another tokenizer cannot continue given tokens (`prefixed`: they are the run tokenizer's ids)."""
+        model and why (not prepared: the prepared ones) for one that cannot run, before any work."""
         opened: dict[str, LaneModel] = {}
         for spec in specs:
             name = own_model(spec, run_model)
@@ -210,10 +215,7 @@ class Engine:
                 opened[name] = self.models(name)
             except LookupError as exc:
                 refuse_model(spec, str(exc))
-            if opened[name].tokenizer is not None:
-                if prefixed:
-                    refuse_model(spec, "a model with the run's tokenizer for a run continuing given tokens (a "
-                                 "branch or replay from a step: those tokens are the run tokenizer's)")
+            if opened[name].tokenizer is not None:  # its own ids: any vocabulary
                 continue
             vocab = opened[name].source.vocab_size
             if vocab != self.source.vocab_size:
@@ -221,6 +223,11 @@ class Engine:
                               f"{vocab})")
         _check_branch_models(specs, run_model)
         return opened
+
+    def tokenizer_of(self, spec: LaneSpec, run_model: str) -> str | None:
+        """The identity of the tokenizer a lane's tokens are in (LaneModelInfo.tokenizer; None: the run's)."""
+        name = own_model(spec, run_model)
+        return None if name is None or self.models is None else self.models(name).info.tokenizer
 
     def run(
         self, prompt: PromptInfo, specs: Sequence[LaneSpec], *, on_step: StepCallback | None = None, **kwargs
@@ -264,6 +271,18 @@ def own_model(spec: LaneSpec, run_model: str) -> str | None:
 def refuse_model(spec: LaneSpec, allowed: str) -> None:
     """A ParameterError for the lane's model, naming the lane and what is allowed (why the model cannot run)."""
     fail("model", spec.model, f"{allowed} (lane {spec.name!r})")
+
+
+def _check_prefix_tokenizer(
+    specs: Sequence[LaneSpec], run_model: str, lane_models: dict[str, LaneModel], tokenizer: str | None
+) -> None:
+    """A run continuing given tokens (a branch or replay from a step) needs lanes of the tokenizer they are in."""
+    for spec in specs:
+        name = own_model(spec, run_model)
+        if (None if name is None else lane_models[name].info.tokenizer) != tokenizer:
+            whose = "the run's" if tokenizer is None else "another"
+            refuse_model(spec, "a model of the tokenizer of the tokens it continues (a branch or replay from a "
+                         f"step of a lane of {whose} tokenizer)")
 
 
 def _check_branch_models(specs: Sequence[LaneSpec], run_model: str) -> None:

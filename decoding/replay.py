@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from decoding.compare import first_difference
 from decoding.engine import Cancel, Engine, Prefix, replay_prefix
 from decoding.spec import LaneSpec, follows_in_run, specs_of
+from decoding.text_align import tokenizer_of
 from decoding.trace import LaneTrace, RunTrace, StepRecord
 
 
@@ -58,7 +59,7 @@ def _prefix_from_file(trace: RunTrace, spec: LaneSpec) -> Prefix:
     """The branch lane's own recorded steps before its branch point (they are its parent's)."""
     lane = trace.lane(spec.name)
     step = spec.branch.step
-    return Prefix(list(lane.token_ids[:step]), list(lane.steps[:step]))
+    return Prefix(list(lane.token_ids[:step]), list(lane.steps[:step]), tokenizer=tokenizer_of(lane))
 
 
 def replay(engine: Engine, trace: RunTrace, provider: str = "") -> RunTrace:

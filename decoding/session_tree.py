@@ -21,6 +21,7 @@ from decoding.engine import Engine, Prefix, check_positions
 from decoding.protocol import PositionLimit
 from decoding.replay import replay_not_taken
 from decoding.spec import LaneSpec
+from decoding.text_align import tokenizer_of
 from decoding.trace import LaneTrace, RunTrace, TreeNode
 
 KINDS = ("run", "branch", "replay", "fanout", "forced", "continue")
@@ -225,7 +226,8 @@ def _run_node(engine: Engine, trace: RunTrace, node: TreeNode, parent: LaneTrace
     if parent is not None and spec.replay_of is not None:
         replayed = replace(trace, lanes=[replace(parent, name=spec.replay_of.lane)], tree=[])
         return replay_not_taken(engine, replayed, spec)
-    prefix = None if parent is None else Prefix(parent.token_ids[:step], [replace(r) for r in parent.steps[:step]])
+    prefix = None if parent is None else Prefix(parent.token_ids[:step], [replace(r) for r in parent.steps[:step]],
+                                                tokenizer=tokenizer_of(parent))
     run = engine.run(trace.prompt, [spec], max_new_tokens=trace.settings.max_new_tokens, model=trace.model,
                      base_seed=trace.settings.seed, prefix=prefix)
     if run.error:
@@ -267,7 +269,7 @@ def continue_from(engine: Engine, trace: RunTrace, node_id: int, model: str, spe
         raise ValueError(f"cannot continue node {node_id} ({len(tokens)} tokens after the prompt's "
                          f"{len(trace.prompt.ids)}): {error}") from error
     lane = reproduce(engine, trace, node_id, model)
-    prefix = Prefix(lane.token_ids, [replace(r) for r in lane.steps])
+    prefix = Prefix(lane.token_ids, [replace(r) for r in lane.steps], tokenizer=tokenizer_of(lane))
     result = engine.run(trace.prompt, specs, max_new_tokens=limit, model=trace.model, provider=provider,
                         base_seed=trace.settings.seed, prefix=prefix)
     result.settings.max_new_tokens = trace.settings.max_new_tokens  # the tree's other nodes' length

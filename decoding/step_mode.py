@@ -213,7 +213,7 @@ class StepSession:
         if walk.run.error:
             raise RuntimeError(walk.run.error)
         lane.beams = walk.state.parents()
-        return walk.shown(self.engine.tokenizer.decode)
+        return walk.shown(walk.state.tokenizer.decode)  # the lane model's tokenizer
 
     def _alone(self, spec: LaneSpec) -> LaneTrace:
         """An ordinary run of `spec` from step 0."""
@@ -227,8 +227,9 @@ class StepSession:
         """The lane run from its steps so far to `limit` tokens, `forced` taken besides its own forced steps."""
         steps = lane.steps
         draws = sum((r.draw is not None) + (r.xtc_coin is not None) for r in steps)
-        prefix = Prefix([r.token_id for r in steps], [replace(r) for r in steps], draws) if steps else None
         spec = self.spec_of(lane.spec.name)
+        tokenizer = self.engine.tokenizer_of(spec, self.model.name) if steps else None
+        prefix = Prefix([r.token_id for r in steps], [replace(r) for r in steps], draws, tokenizer) if steps else None
         spec = replace(spec, forced={**spec.forced, **forced}, max_new_tokens=limit)
         run = self.engine.run(self.prompt, [spec], max_new_tokens=limit, base_seed=self.base_seed,
                               model=self.model, prefix=prefix)

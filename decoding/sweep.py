@@ -58,7 +58,7 @@ def sweep_inputs(trace: RunTrace, lane: str, step: int) -> SweepInputs:
         if parent not in {other.name for other in trace.lanes}:
             raise ValueError(f"invalid sweep step={step} of lane {lane!r}: it copies lane {parent!r}, not in this run")
         return replace(sweep_inputs(trace, parent, step), lane=lane)
-    prompt = list(trace.prompt.ids)
+    prompt = list(trace.prompt.ids if found.prompt_ids is None else found.prompt_ids)  # its own tokenizer's
     return SweepInputs(
         lane=lane,
         step=step,

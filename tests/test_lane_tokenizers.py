@@ -108,13 +108,21 @@ def test_the_run_file_round_trips_and_replays_exactly(models, tiny_model_other_t
     assert "tokenizer encodes the prompt to other ids" in compare(opened, again)[0].describe()
 
 
-def test_a_branch_of_the_run_tokenizers_ids_onto_another_tokenizer_is_refused(models, tiny_model_other_tokenizer_dir):
-    a, _ = models
-    trace = run(a, [LaneSpec("greedy")])
-    spec = LaneSpec("b", model=str(tiny_model_other_tokenizer_dir), branch=Branch("greedy", 2, 5))
-    with pytest.raises(ParameterError, match="the run's tokenizer for a run continuing given tokens"):
-        a.engine(models=LaneModels(a, "cpu")).start(a.encode_prompt(PROMPT), [spec], max_new_tokens=6,
-                                                    model=a.info, prefix=branch_prefix(trace, "greedy", 2))
+def test_a_branch_continues_a_lane_on_its_own_tokenizer_and_refuses_another(models, tiny_model_other_tokenizer_dir):
+    a, t = models
+    model_t = str(tiny_model_other_tokenizer_dir)
+    trace = run(a, [LaneSpec("greedy"), LaneSpec("greedy t", model=model_t)])
+    engine = a.engine(models=LaneModels(a, "cpu"))
+    token = trace.lane("greedy t").steps[2].top[1].id
+    spec = LaneSpec("b", model=model_t, branch=Branch("greedy t", 2, token))
+    branch = engine.run(a.encode_prompt(PROMPT), [spec], max_new_tokens=10, model=a.info,
+                        prefix=branch_prefix(trace, "greedy t", 2)).lanes[0]
+    forced = LaneSpec("b", forced={**dict(enumerate(trace.lane("greedy t").token_ids[:2])), 2: token})
+    assert branch.token_ids == run(t, [forced]).lane("b").token_ids  # its model alone, the same tokens forced
+    for parent, onto in (("greedy", model_t), ("greedy t", None)):  # the run's ids onto another tokenizer, and back
+        with pytest.raises(ParameterError, match="a model of the tokenizer of the tokens it continues"):
+            engine.start(a.encode_prompt(PROMPT), [LaneSpec("b", model=onto, branch=Branch(parent, 2, 5))],
+                         max_new_tokens=6, model=a.info, prefix=branch_prefix(trace, parent, 2))
 
 
 def test_the_command_line_runs_and_replays_a_lane_on_another_tokenizer(capsys, tiny_model_dir,

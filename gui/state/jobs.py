@@ -183,9 +183,15 @@ def sweep_job(holder: ModelHolder, trace: RunTrace, lane: str, step: int) -> Cal
         emit(ProviderMessage(model.provider))
         inputs = sweep_inputs(trace, lane, step)
         own = own_model(lane_spec(trace.lane(lane)), trace.model.name)
-        source = model.decoder if own is None else holder.engine().models(own).source
+        lane_model = None if own is None else holder.engine().models(own)
+        source, tokenizer = model.decoder, model.tokenizer
+        if lane_model is not None:
+            source = lane_model.source
+        if lane_model is not None and lane_model.tokenizer is not None:  # a model of another tokenizer
+            tokenizer = lane_model.tokenizer.text
+            inputs = replace(inputs, eos_token_ids=list(lane_model.tokenizer.eos_token_ids))
         _state, logits = source.prefill(inputs.ids)
-        return temperature_sweep(logits, inputs, text=model.tokenizer.piece)
+        return temperature_sweep(logits, inputs, text=tokenizer.piece)
 
     return job
 
