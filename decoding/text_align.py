@@ -63,6 +63,14 @@ def first_text_difference(a: LaneTrace, b: LaneTrace) -> TextDifference | None:
     return TextDifference(char, bisect_right(_ends(pieces_a), index), bisect_right(_ends(pieces_b), index))
 
 
+def same_place(a: LaneTrace, step: int, b: LaneTrace) -> int | None:
+    """b's step whose token holds the first byte of a's token at `step` (None: b's text ends before it)."""
+    start = sum(len(piece) for piece in _bytes(a)[:step])
+    ends = _ends(_bytes(b))
+    index = bisect_right(ends, start)
+    return index if index < len(ends) else None
+
+
 def _bytes(lane: LaneTrace) -> list[bytes]:
     return [piece_bytes(record.token_text) for record in lane.steps]
 

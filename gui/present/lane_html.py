@@ -370,9 +370,15 @@ def replay_words(comparison) -> str:
                         edits=comparison.edit_distance)
 
 
-def lane_summary(lane, divergence: int | None, critical: int) -> tuple[str, str]:
+def comparison_words(aligned: bool) -> str:
+    """How two lanes are compared: token by token (one tokenizer) or by text (another tokenizer)."""
+    return translate("render", "token-aligned") if aligned else translate("render", "by text: other tokenizer")
+
+
+def lane_summary(lane, divergence: int | None, critical: int, aligned: bool | None = None) -> tuple[str, str]:
     """A lane's numbers for its column header: (short text, tooltip spelling them out), with its number of
-    critical points and its first divergence step. Empty before it ran."""
+    critical points and its first divergence step, and how it is compared with the reference lane (`aligned`,
+    RunState.aligned_with: said in the text when by text, in the tooltip always). Empty before it ran."""
     steps = lane.steps
     if not steps:
         return "", ""
@@ -388,6 +394,10 @@ def lane_summary(lane, divergence: int | None, critical: int) -> tuple[str, str]
                               "{critical} critical points; first divergence from the reference lane: {where}")
     tip = tip.format(count=len(steps), reason=lane.finish_reason or translate("render", "running"), p=f"{mean_p:.3f}",
                      entropy=f"{mean_h:.3f}", critical=ties, where=where)
+    if aligned is not None:
+        text += "" if aligned else f"  ({comparison_words(aligned)})"
+        tip += "; " + translate("render", "compared with the reference lane: {how}").format(
+            how=comparison_words(aligned))
     return text, tip
 
 

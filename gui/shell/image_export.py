@@ -40,7 +40,8 @@ def text_document(state: RunState, legend: str = "") -> QTextDocument:
     for row_start in range(0, len(lanes), COLUMNS_PER_ROW):
         parts.append("<tr>")
         for index, lane in lanes[row_start:row_start + COLUMNS_PER_ROW]:
-            summary, _ = lane_summary(lane.trace, state.divergence_step(index), state.critical_count(index))
+            summary, _ = lane_summary(lane.trace, state.divergence_step(index), state.critical_count(index),
+                                      state.aligned_with(index))
             marks = [replace(mark, selected=False) for mark in state.marks(index)]  # no selection in a shared image
             text = "".join(lane_fragments(index, lane.trace.steps, marks))
             parts.append(

@@ -235,8 +235,14 @@ class RunController:
                                                       "it.").format(name=parent.name),
                               level="info")
             return False
-        self._pin_parent_seed(index)
         spec = self._branch_spec(parent, step, token_id)
+        if parent.trace.prompt_ids is not None and spec.model != parent.spec.model:
+            state.show_notice(translate("controller", "“{name}” ran on a model of another tokenizer: a branch from it "
+                                                      "continues its tokens on its model ({model}); set the branch "
+                                                      "strategy's model to it.").format(
+                                  name=parent.name, model=parent.trace.model.name), level="info")
+            return False
+        self._pin_parent_seed(index)
         position = index + 1
         while position < len(state.lanes) and _branches_from(state.lanes[position], parent.name):
             position += 1
@@ -468,6 +474,11 @@ class RunController:
         if lane.members:
             state.show_notice(translate("controller", "“{name}” runs as a fan-out: compare a lane without one.")
                               .format(name=lane.name), level="info")
+            return False
+        if lane.trace.prompt_ids is not None:
+            text = translate("controller", "“{name}” ran on a model of another tokenizer: the teacher-forced "
+                                           "comparison reads a lane's tokens with the run's model, token by token.")
+            state.show_notice(text.format(name=lane.name), level="info")
             return False
         path = self._comparable_model(other)
         if path is None or not self._use_model_of(state.trace):

@@ -22,6 +22,7 @@ from decoding.critical import critical_point
 from decoding.explain import ExplainResult
 from decoding.lane_state import empty_trace
 from decoding.spec import LaneSpec
+from decoding.text_align import first_text_difference, same_place, token_aligned
 from decoding.trace import CriticalSettings, LaneTrace, RunTrace, StepRecord, TreeNode
 from gui.present.lane_html import TokenMarks
 from gui.state.model_comparison import ModelComparison
@@ -200,10 +201,30 @@ class RunState:
         return steps[step] if 0 <= step < len(steps) else None
 
     def divergence_step(self, lane: int) -> int | None:
-        """First step where `lane` departs from the reference lane (None for the reference itself or no split)."""
+        """First step where `lane` departs from the reference lane (None for the reference itself or no split); by
+        text for lanes of different tokenizers: its step holding the first differing character."""
         if lane == self.reference or not 0 <= self.reference < len(self.lanes):
             return None
-        return first_difference(self.lanes[lane].trace.token_ids, self.lanes[self.reference].trace.token_ids)
+        trace, reference = self.lanes[lane].trace, self.lanes[self.reference].trace
+        if not token_aligned(trace, reference):
+            found = first_text_difference(trace, reference)
+            return None if found is None else found.step_a
+        return first_difference(trace.token_ids, reference.token_ids)
+
+    def aligned_with(self, lane: int, other: int | None = None) -> bool | None:
+        """Whether `lane` compares with `other` (the reference lane by default) token by token (one tokenizer),
+        False: by text (another tokenizer); None when there is nothing to compare (the lane itself)."""
+        other = self.reference if other is None else other
+        if other == lane or not 0 <= other < len(self.lanes):
+            return None
+        return token_aligned(self.lanes[lane].trace, self.lanes[other].trace)
+
+    def other_step(self, lane: int, step: int, other: int) -> int | None:
+        """`other`'s step at the place of `lane`'s `step`: the same step token-aligned, else the step whose token
+        holds the same character of the text."""
+        if self.aligned_with(lane, other) is not False:
+            return step
+        return same_place(self.lanes[lane].trace, step, self.lanes[other].trace)
 
     def branch_step(self, lane: int) -> int | None:
         branch = self.lanes[lane].trace.branch

@@ -1,6 +1,8 @@
 """Divergence side by side, a view of the RunState: at the selected step, the selected lane's processed
 distribution beside another lane's (the reference lane by default, e.g. at a ◆ divergence): each lane's chosen
-token, where the other lane's token stands in it, and for sampled lanes where the draw fell."""
+token, where the other lane's token stands in it, and for sampled lanes where the draw fell. Lanes of different
+tokenizers are compared by text: the other lane's step is the one at the same place of the text, and its token,
+of another vocabulary, is not looked for in this lane's distribution; the header says which comparison it shows."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidg
 from decoding.trace import StepRecord
 from gui.i18n import translate
 from gui.present.chart_rows import display_token
-from gui.present.lane_html import format_prob
+from gui.present.lane_html import comparison_words, format_prob
 from gui.state.run_state import RunState, Selection
 from gui.state.view_state import CompareViewState
 from gui.views import style
@@ -33,21 +35,26 @@ class CompareRow:
     other: bool  # the other lane chose it
 
 
-def compare_rows(record: StepRecord, other_token: int, count: int = ROWS) -> list[CompareRow]:
-    """A lane's processed top `count` at a step, plus its chosen token and the other lane's if not among them."""
+def compare_rows(record: StepRecord, other_token: int | None, count: int = ROWS) -> list[CompareRow]:
+    """A lane's processed top `count` at a step, plus its chosen token and the other lane's if not among them
+    (`other_token` None: the other lane's token is of another tokenizer)."""
     top = [t for t in sorted(record.top, key=lambda t: t.rank) if t.prob > 0.0][:count]
     rows = [CompareRow(t.id, t.text, t.prob, t.id == record.token_id, t.id == other_token) for t in top]
     ids = {row.token_id for row in rows}
     if record.token_id not in ids:
         rows.append(CompareRow(record.token_id, record.token_text, record.prob, True, record.token_id == other_token))
-    if other_token not in ids | {record.token_id}:
+    if other_token is not None and other_token not in ids | {record.token_id}:
         known = next((t for t in record.top if t.id == other_token), None)
         rows.append(CompareRow(other_token, known.text if known else "", known.prob if known else None, False, True))
     return rows
 
 
-def describe_other(record: StepRecord, other_token: int, other_text: str) -> str:
-    """Where the other lane's token stands in this lane's distribution, in words."""
+def describe_other(record: StepRecord, other_token: int | None, other_text: str) -> str:
+    """Where the other lane's token stands in this lane's distribution, in words (`other_token` None: it is of
+    another tokenizer)."""
+    if other_token is None:
+        return translate("compare_view", "the other lane's “{token}” is a token of another tokenizer").format(
+            token=display_token(other_text, 20))
     if other_token == record.token_id:
         return translate("compare_view", "both lanes chose the same token here")
     known = next((t for t in record.top if t.id == other_token), None)
@@ -88,6 +95,10 @@ class CompareView(QWidget):
     def texts(self) -> tuple[str, str]:
         return self._captions["a"].text(), self._captions["b"].text()
 
+    def comparison_text(self) -> str:
+        """Which comparison it shows: "token-aligned" or "by text: other tokenizer" (empty without one)."""
+        return self._comparison.text()
+
     def figure(self) -> Figure | None:
         if not self._rows["a"]:
             return None
@@ -121,9 +132,15 @@ class CompareView(QWidget):
                                                          "lane by default)"))
         self._combo.currentIndexChanged.connect(self._on_other_chosen)
         header = QHBoxLayout()
+        self._comparison = QLabel()
+        self._comparison.setToolTip(translate("compare_view", "token-aligned: both lanes share a tokenizer and are "
+                                                              "compared step by step; by text: the lanes' tokenizers "
+                                                              "differ, and the other lane's step is the one at the "
+                                                              "same place of the text"))
         header.addWidget(self._title, 1)
         header.addWidget(QLabel(translate("compare_view", "compare with")))
         header.addWidget(self._combo)
+        header.addWidget(self._comparison)
         self._legend = QLabel(
             translate("compare_view", "<span style=\"color:{CHOSEN_COLOUR}\">■</span>&nbsp;this lane's choice &nbsp; "
                                       "<span style=\"color:{OTHER_COLOUR}\">■</span>&nbsp;the other lane's choice "
@@ -172,31 +189,38 @@ class CompareView(QWidget):
     def redraw(self) -> None:
         selection: Selection | None = self.state.selection
         other = None if selection is None else self._other_index(selection.lane)
-        records = None
+        records, aligned = None, None
         if selection is not None and other is not None:
+            aligned = self.state.aligned_with(selection.lane, other)
+            other_step = self.state.other_step(selection.lane, selection.step, other)
             records = (self.state.step_record(selection.lane, selection.step),
-                       self.state.step_record(other, selection.step))
+                       None if other_step is None else self.state.step_record(other, other_step))
+        self._comparison.setText("" if aligned is None else comparison_words(aligned))
         if records is None or None in records:
             self._clear(selection is not None and other is not None)
             return
         a, b = records
         lanes = (self.state.lanes[selection.lane], self.state.lanes[other])
-        title = translate("compare_view", "step {step}: {lane} chose “{token}”, {other} chose “{other_token}”")
+        title = (translate("compare_view", "step {step}: {lane} chose “{token}”, {other} chose “{other_token}”")
+                 if aligned else
+                 translate("compare_view", "step {step}: {lane} chose “{token}”; at the same place of the text "
+                                           "(its step {other_step}) {other} chose “{other_token}”"))
         self._title.setText(title.format(step=selection.step, lane=lanes[0].name,
                                          token=display_token(a.token_text, 20), other=lanes[1].name,
-                                         other_token=display_token(b.token_text, 20)))
+                                         other_token=display_token(b.token_text, 20), other_step=b.step))
         for side, record, other_record, lane in (("a", a, b, lanes[0]), ("b", b, a, lanes[1])):
-            self._draw_side(side, record, other_record.token_id)
+            self._draw_side(side, record, other_record.token_id if aligned else None)
             self._plots[side].setTitle(f'{style.lane_swatch(lane.colour)} {html.escape(lane.name)}', size="9pt")
             chose = translate("compare_view", "<b>{name}</b>: chose “{token}” p {p}; ").format(
                 name=html.escape(lane.name), token=html.escape(display_token(record.token_text, 20)),
                 p=format_prob(record.prob))
             self._captions[side].setText(
-                chose + html.escape(describe_other(record, other_record.token_id, other_record.token_text))
+                chose + html.escape(describe_other(record, other_record.token_id if aligned else None,
+                                                   other_record.token_text))
                 + (translate("compare_view", "; draw u = {draw}").format(draw=f"{record.draw:.3f}")
                    if record.draw is not None else ""))
 
-    def _draw_side(self, side: str, record: StepRecord, other_token: int) -> None:
+    def _draw_side(self, side: str, record: StepRecord, other_token: int | None) -> None:
         rows = compare_rows(record, other_token)
         self._rows[side] = rows
         colours = [style.CHOSEN_COLOUR if row.own else OTHER_COLOUR if row.other else style.PROCESSED_COLOUR

@@ -546,7 +546,8 @@ class TextPanel(QWidget):
         if self.state.running and lane.finish_reason is None:  # not the last run's numbers: this run's so far
             column.show_summary(translate("text_view", "running… {count} tok").format(count=len(lane.steps)), "")
         else:
-            text, tip = lane_summary(lane, self.state.divergence_step(index), self.state.critical_count(index))
+            text, tip = lane_summary(lane, self.state.divergence_step(index), self.state.critical_count(index),
+                                     self.state.aligned_with(index))
             if stepping:
                 text += "\n" + translate("text_view", "{glyph} step {step} proposed").format(
                     glyph=PROPOSED_GLYPH, step=self.state.proposed_step(index))
