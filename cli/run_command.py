@@ -57,7 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a lane: greedy | beam:num_beams=4,length_penalty=1.0 | "
         "sample:top_p=0.9,temperature=0.8,seed=7 | config:generation_config.json | a preset "
         "name (repeatable; default: greedy; the parameters a lane may set are listed below; model=NAME runs the "
-        "lane on another prepared model with the same tokenizer, e.g. greedy:model=SmolLM2-135M-Instruct-int4)",
+        "lane on another prepared model, e.g. greedy:model=SmolLM2-135M-Instruct-int4; one of another tokenizer "
+        "reads the prompt with its own and is compared with the others by text)",
     )
     parser.formatter_class = argparse.RawDescriptionHelpFormatter  # keeps the parameter list's lines
     parser.epilog = (

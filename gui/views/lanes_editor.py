@@ -238,8 +238,9 @@ def _model_field() -> QComboBox:
     for info in list_models():
         field.addItem(info.name, info.path.name)
     field.setToolTip(translate("lanes_editor", "The model this lane runs on: the run's (the model picker's) or "
-                                               "another prepared model with the same tokenizer, such as a precision "
-                                               "variant. Lanes on one model share its batched steps."))
+                                               "another prepared model, such as a precision variant. Lanes on one "
+                                               "model share its batched steps; a model of another tokenizer reads "
+                                               "the prompt with its own and is compared with the others by text."))
     return field
 
 

@@ -1010,6 +1010,10 @@ score {score} · parent slot {parent}</source>
     <context>
         <name>compare_view</name>
         <message>
+            <source>the other lane's “{token}” is a token of another tokenizer</source>
+            <translation>另一条泳道的“{token}”是另一种分词器的词元</translation>
+        </message>
+        <message>
             <source>both lanes chose the same token here</source>
             <translation>两条泳道在这里选了同一个词元</translation>
         </message>
@@ -1030,6 +1034,10 @@ score {score} · parent slot {parent}</source>
             <translation>与所选泳道比较的泳道（默认是参照泳道）</translation>
         </message>
         <message>
+            <source>token-aligned: both lanes share a tokenizer and are compared step by step; by text: the lanes' tokenizers differ, and the other lane's step is the one at the same place of the text</source>
+            <translation>按词元对齐：两条泳道使用同一分词器，逐步比较；按文本：两条泳道的分词器不同，另一条泳道的步是文本中同一位置的那一步</translation>
+        </message>
+        <message>
             <source>compare with</source>
             <translation>比较对象</translation>
         </message>
@@ -1044,6 +1052,10 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>step {step}: {lane} chose “{token}”, {other} chose “{other_token}”</source>
             <translation>第 {step} 步：{lane} 选了“{token}”，{other} 选了“{other_token}”</translation>
+        </message>
+        <message>
+            <source>step {step}: {lane} chose “{token}”; at the same place of the text (its step {other_step}) {other} chose “{other_token}”</source>
+            <translation>第 {step} 步：{lane} 选择了“{token}”；在文本的同一位置（其第 {other_step} 步），{other} 选择了“{other_token}”</translation>
         </message>
         <message>
             <source>&lt;b&gt;{name}&lt;/b&gt;: chose “{token}” p {p}; </source>
@@ -1111,6 +1123,10 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>“{name}” runs as a fan-out: set its fan-out to 1 to branch from it.</source>
             <translation>“{name}”以扇出方式运行：将其扇出设为 1 后才能从它分支。</translation>
+        </message>
+        <message>
+            <source>“{name}” ran on a model of another tokenizer: a branch from it continues its tokens on its model ({model}); set the branch strategy's model to it.</source>
+            <translation>“{name}”运行在另一种分词器的模型上：从它分支会在它的模型（{model}）上继续它的词元；请把分支策略的模型设为该模型。</translation>
         </message>
         <message>
             <source>“{name}” now keeps seed {seed} so its branch can be re-run; set its seed back to auto for fresh samples (its branch lanes then run as ordinary lanes).</source>
@@ -1199,6 +1215,10 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>“{name}” runs as a fan-out: compare a lane without one.</source>
             <translation>“{name}”以扇出方式运行：请比较没有扇出的泳道。</translation>
+        </message>
+        <message>
+            <source>“{name}” ran on a model of another tokenizer: the teacher-forced comparison reads a lane's tokens with the run's model, token by token.</source>
+            <translation>“{name}”运行在另一种分词器的模型上：教师强制比较用本次运行的模型逐个词元读取泳道的词元。</translation>
         </message>
         <message>
             <source>{model} is the run's own model: pick another one to compare with.</source>
@@ -1806,8 +1826,8 @@ score {score} · parent slot {parent}</source>
             <translation>（运行的模型）</translation>
         </message>
         <message>
-            <source>The model this lane runs on: the run's (the model picker's) or another prepared model with the same tokenizer, such as a precision variant. Lanes on one model share its batched steps.</source>
-            <translation>此泳道运行所用的模型：运行的模型（模型选择器中的），或另一个分词器相同的已准备模型，例如某个精度变体。同一模型上的泳道共享其批量步骤。</translation>
+            <source>The model this lane runs on: the run's (the model picker's) or another prepared model, such as a precision variant. Lanes on one model share its batched steps; a model of another tokenizer reads the prompt with its own and is compared with the others by text.</source>
+            <translation>此泳道运行的模型：本次运行的模型（模型选择器中的），或另一个已准备的模型，例如某个精度变体。同一模型上的泳道共享其批量步骤；另一种分词器的模型用自己的分词器读取提示，并按文本与其他泳道比较。</translation>
         </message>
         <message>
             <source>Lane</source>
@@ -2472,6 +2492,14 @@ score {score} · parent slot {parent}</source>
             <translation>替换后有 {count} 个相同词元，之后分开；距离 {distance}（{edits} 处编辑）</translation>
         </message>
         <message>
+            <source>token-aligned</source>
+            <translation>按词元对齐</translation>
+        </message>
+        <message>
+            <source>by text: other tokenizer</source>
+            <translation>按文本：另一种分词器</translation>
+        </message>
+        <message>
             <source>{count} tok</source>
             <translation>{count} 词元</translation>
         </message>
@@ -2490,6 +2518,10 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>running</source>
             <translation>运行中</translation>
+        </message>
+        <message>
+            <source>compared with the reference lane: {how}</source>
+            <translation>与参照泳道的比较方式：{how}</translation>
         </message>
     </context>
     <context>
