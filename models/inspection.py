@@ -33,7 +33,8 @@ from models.progress import CancelCheck, ProgressCallback, Stages
 INSPECTION_FOLDER = "inspection"
 MODEL_FILE = "model.onnx"
 # Bumped when the graph's inputs or outputs change; an inspection model of another format is prepared again.
-# 2: the lens's lm_head, softmax and top K moved out of the graph into its own (LENS_FILE), run where read.
+# 2: the lens's lm_head, softmax and top K moved out of the graph into its own (LENS_FILE), run where read;
+# the graph saved as ORT's basic optimisations leave it, its weights in model.onnx_data (models.optimized_graph).
 INSPECTION_FORMAT = 2
 # Expected seconds per stage (the default model, 2 cores): the progress bar's proportions.
 PLAN = [("setup", 0.2), ("load", 25), ("export", 60), ("check", 5), ("install", 2)]
@@ -115,7 +116,8 @@ def inspection_record(build: Path, weights: dict, check: dict, stage_seconds: di
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "made_with": (
             f"optimum onnx_export_from_model, task {EXPORT_TASK}, eager attention; the model patcher's forward also "
-            f"returns the logit lens's hidden states through the final norm; {LENS_FILE}: lm_head, softmax, top k"
+            f"returns the logit lens's hidden states through the final norm; {LENS_FILE}: lm_head, softmax, top k; "
+            "saved as ORT's basic optimisations leave it"
         ),
         "weights": weights,
         "outputs": list(OUTPUTS),

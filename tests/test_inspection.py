@@ -76,7 +76,7 @@ def test_prepare_records_the_inspection_model_and_second_call_is_instant(prepare
     assert record["format"] == inspection.INSPECTION_FORMAT
     assert record["weights"]["kind"] == "hf" and record["lens_top_k"] == 10
     assert record["outputs"] == ["attentions", "lens_hidden"]
-    assert sorted(record["files"]) == ["lens.onnx", "lens.onnx_data", "model.onnx"]
+    assert sorted(record["files"]) == ["lens.onnx", "lens.onnx_data", "model.onnx", "model.onnx_data"]
     assert record["files"]["model.onnx"]["size"] == path.stat().st_size
     assert record["check"]["attention_max_abs_diff"] < 1e-4 and record["check"]["lens_prob_max_abs_diff"] < 1e-3
     assert {"load", "export", "check"} <= set(record["prepare_seconds"])
