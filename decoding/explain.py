@@ -71,7 +71,11 @@ class LogitLens:
     Given whole (read from a file), or computed from the final-normed hidden states [R, T, D] where first read:
     every position costs R products with the [D, vocab] lm_head (the whole lens of 89 tokens 8x a forward pass
     over them on SmolLM2-135M), and the window reads one position at a time. A position is computed once, under
-    a lock: the window and the autosave thread may read the same lens."""
+    a lock: the window and the autosave thread may read the same lens. The lock is held for one call of `top`
+    over at most ROWS_PER_CALL rows, so a reader of one position waits for one such call (≈ 40 ms on 2 cores),
+    not for the whole lens, while another thread computes the rest."""
+
+    ROWS_PER_CALL = 256
 
     def __init__(self, ids: np.ndarray, probs: np.ndarray, texts: dict[int, str], known: np.ndarray,
                  hidden: np.ndarray | None = None, top: LensTop | None = None,
@@ -112,9 +116,16 @@ class LogitLens:
         return self._texts[token_id]
 
     def compute(self, positions: Iterable[int]) -> None:
-        """Compute the lens at `positions` where it is not known yet, in one call of `top`."""
+        """Compute the lens at `positions` where it is not known yet, in calls of `top` of up to ROWS_PER_CALL
+        rows."""
+        wanted = list(dict.fromkeys(positions))
+        step = max(1, self.ROWS_PER_CALL // self.shape[0])
+        for start in range(0, len(wanted), step):
+            self._compute(wanted[start : start + step])
+
+    def _compute(self, positions: list[int]) -> None:
         with self._lock:
-            todo = [p for p in dict.fromkeys(positions) if not self._known[p]]
+            todo = [p for p in positions if not self._known[p]]
             if not todo:
                 return
             ids, probs = self._top(self._hidden[:, todo])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from types import SimpleNamespace
 
 import numpy as np
@@ -192,7 +193,33 @@ def test_a_lens_of_hidden_states_computes_each_position_once_where_read():
     assert lazy.lens_top(0, 2)[0].text == f"<{expected_ids[0, 2, 0]}>"
     assert first_top1_row(lazy, 2) >= 0 and top.calls == [1]  # one position, once
     assert np.array_equal(lazy.lens_ids, expected_ids) and np.array_equal(lazy.lens_probs, expected_probs)
-    assert top.calls == [1, LENGTH - 1]  # the rest in one call, then never again
+    assert top.calls == [1, LENGTH - 1]  # the rest in one call (up to ROWS_PER_CALL rows), then never again
     whole = build_explain([5, 6, 300, 7, 8], 3, lazy.attention, whole_lens(expected_ids, expected_probs, Pieces()),
                           Pieces(), MODEL, "CPUExecutionProvider")
     assert lazy.to_json() == whole.to_json() and top.calls == [1, LENGTH - 1]
+
+
+def test_a_whole_lens_is_computed_in_calls_of_at_most_rows_per_call(monkeypatch):
+    rng = np.random.default_rng(2)
+    top = CountingTop(rng)
+    monkeypatch.setattr(LogitLens, "ROWS_PER_CALL", 2 * (LAYERS + 1))  # two positions a call
+    lens = LogitLens.of_hidden(rng.normal(size=(LAYERS + 1, LENGTH, 8)), top, Pieces().piece, TOP_K)
+    lens.arrays()
+    assert top.calls == [2, 2, 1]
+
+
+def test_threads_reading_one_lens_compute_each_position_once():
+    """The window and the autosave thread may read the same lens at once."""
+    rng = np.random.default_rng(3)
+    hidden, top = rng.normal(size=(LAYERS + 1, LENGTH, 8)), CountingTop(rng)
+    expected = top(hidden)
+    top.calls.clear()
+    lens = LogitLens.of_hidden(hidden, top, Pieces().piece, TOP_K)
+    readers = [threading.Thread(target=lens.arrays) for _ in range(3)]
+    readers += [threading.Thread(target=lens.column, args=(p,)) for p in range(LENGTH)]
+    for reader in readers:
+        reader.start()
+    for reader in readers:
+        reader.join()
+    assert sum(top.calls) == LENGTH
+    assert np.array_equal(lens.arrays()[0], expected[0]) and np.array_equal(lens.arrays()[1], expected[1])
