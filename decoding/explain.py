@@ -118,7 +118,7 @@ class LogitLens:
     def compute(self, positions: Iterable[int]) -> None:
         """Compute the lens at `positions` where it is not known yet, in calls of `top` of up to ROWS_PER_CALL
         rows."""
-        wanted = list(dict.fromkeys(positions))
+        wanted = [p for p in dict.fromkeys(positions) if not self._known[p]]  # known ones need no lock: never unset
         step = max(1, self.ROWS_PER_CALL // self.shape[0])
         for start in range(0, len(wanted), step):
             self._compute(wanted[start : start + step])
