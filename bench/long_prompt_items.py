@@ -175,39 +175,60 @@ def _prefill_memory(ctx: BenchContext, middle: int, long: int) -> list[Row]:
 
 
 def measure_explain(ctx: BenchContext) -> list[Row]:
-    """Explaining an 80-token lane (after the bench prompt): the inspection model's one call, and opening it,
-    against one plain forward of the decoding model over the same tokens."""
+    """Explaining an 80-token lane (after the bench prompt) as the window does, against one plain forward of the
+    decoding model over the same tokens, side by side: the inspection model's one call and the logit lens of the
+    position the lens view shows; also with every position's lens (what saving the explanation reads), and
+    opening the inspection model (once per model) with the first call."""
     from models.inspection import Explainer, inspection_is_prepared
 
     if not inspection_is_prepared(ctx.model_dir):
         raise SkipItem("the inspection model is not prepared (run `main.py explain` once)")
     ids = ctx.prompt_ids + ctx.random_ids(ctx.sizes.explain_tokens)
+    prompt_length, n = len(ctx.prompt_ids), len(ids)
     started = time.perf_counter()
     explainer = Explainer(ctx.model_dir, device=ctx.device)
     opened = time.perf_counter() - started
-    first = elapsed(lambda: explainer.explain(ids, len(ctx.prompt_ids)))
+    first = elapsed(lambda: _explain_shown(explainer, ids, prompt_length))
     samples = interleaved(
-        {"explain": lambda: explainer.explain(ids, len(ctx.prompt_ids)), "forward": lambda: ctx.decoder.prefill(ids)},
+        {
+            "explain": lambda: _explain_shown(explainer, ids, prompt_length),
+            "every position": lambda: explainer.explain(ids, prompt_length).lens_ids,
+            "forward": lambda: ctx.decoder.prefill(ids),
+        },
         ctx.sizes.prefill_reps,
         settle=SESSION_SETTLE,
     )
-    phases = _explain_phases(explainer, ids, len(ctx.prompt_ids))
-    n = len(ids)
+    forward = medians(samples)["forward"]
+    phases = _explain_phases(explainer, ids, prompt_length)
     return [
         Row(ITEM, f"explain of {n} tokens / one plain forward over them", paired_ratio(samples, "explain", "forward"),
-            goal="<= 3"),
+            goal="<= 3", note="the call and the logit lens of the one position the lens view shows"),
+        Row(ITEM, f"explain of {n} tokens with every position's lens / one plain forward",
+            paired_ratio(samples, "every position", "forward"), note="what saving the explanation reads"),
+        Row(ITEM, f"opening the inspection model and the first explain of {n} tokens / one plain forward",
+            (opened + first) / forward, note="once per model; the window keeps it open"),
         Row(ITEM, f"explain of {n} tokens: opening the inspection model", opened, unit="s"),
-        Row(ITEM, f"explain of {n} tokens: first call (after opening)", first, unit="s"),
-        Row(ITEM, f"explain of {n} tokens: inspection model run", phases["run"], unit="s"),
-        Row(ITEM, f"explain of {n} tokens: building the result (tokens, attention, lens)", phases["build"], unit="s"),
+        Row(ITEM, f"explain of {n} tokens: one plain forward", forward, unit="s"),
+        *(Row(ITEM, f"explain of {n} tokens: {phase}", seconds, unit="s") for phase, seconds in phases.items()),
     ]
 
 
-def _explain_phases(explainer, ids: list[int], prompt_length: int) -> dict[str, float]:
-    from decoding.explain import build_explain
+def _explain_shown(explainer, ids: list[int], prompt_length: int) -> None:
+    explainer.explain(ids, prompt_length).lens_column(len(ids) - 1)
 
+
+def _explain_phases(explainer, ids: list[int], prompt_length: int) -> dict[str, float]:
+    from decoding.explain import LogitLens, build_explain
+    from models.inspection import LENS_TOP_K
+
+    inspector = explainer.inspector
     arrays = []
-    run = elapsed(lambda: arrays.append(explainer.inspector.run(ids)))
-    build = elapsed(lambda: build_explain(ids, prompt_length, arrays[0], explainer.tokenizer, explainer.identity,
-                                          explainer.inspector.provider))
-    return {"run": run, "build": build}
+    run = elapsed(lambda: arrays.append(inspector.run(ids)))
+    hidden = arrays[0].hidden
+    column = elapsed(lambda: inspector.lens(hidden[:, -1]))
+    whole = elapsed(lambda: inspector.lens(hidden))
+    lens = LogitLens.of_hidden(hidden, inspector.lens, explainer.tokenizer.piece, LENS_TOP_K)
+    build = elapsed(lambda: build_explain(ids, prompt_length, arrays[0].attentions, lens, explainer.tokenizer,
+                                          explainer.identity, inspector.provider))
+    return {"inspection model run": run, "logit lens of one position": column,
+            "logit lens of every position": whole, "building the result (tokens)": build}

@@ -2,7 +2,8 @@
 and the logit lens (`python main.py explain`; the app's inside views). Built from runtime.inspection's arrays,
 written to and read from JSON (docs/json-format.md, "Explain files"). Pure numpy.
 
-    result = build_explain(token_ids, prompt_length, arrays, tokenizer, model, provider)
+    lens = LogitLens.of_hidden(arrays.hidden, inspector.lens, tokenizer.piece)   # computed where it is read
+    result = build_explain(token_ids, prompt_length, arrays.attentions, lens, tokenizer, model, provider)
     text = result.to_json();  ExplainResult.from_json(text).to_json() == text
 """
 
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -56,23 +59,98 @@ class LensEntry:
     prob: float
 
 
+# Hidden states [..., D] -> the lens's K best next tokens of each, best first: ids int64 [..., K], probabilities
+# float32 [..., K] (runtime.inspection.InspectionModel.lens).
+LensTop = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+class LogitLens:
+    """The logit lens of T positions read at R rows (0 = embeddings, R - 1 = the model's own): ids and
+    probabilities [R, T, K] of the K most likely next tokens, best first, with each id's readable piece.
+
+    Given whole (read from a file), or computed from the final-normed hidden states [R, T, D] where first read:
+    every position costs R products with the [D, vocab] lm_head (the whole lens of 89 tokens 8x a forward pass
+    over them on SmolLM2-135M), and the window reads one position at a time. A position is computed once, under
+    a lock: the window and the autosave thread may read the same lens. The lock is held for one call of `top`
+    over at most ROWS_PER_CALL rows, so a reader of one position waits for one such call (≈ 40 ms on 2 cores),
+    not for the whole lens, while another thread computes the rest."""
+
+    ROWS_PER_CALL = 256
+
+    def __init__(self, ids: np.ndarray, probs: np.ndarray, texts: dict[int, str], known: np.ndarray,
+                 hidden: np.ndarray | None = None, top: LensTop | None = None,
+                 piece: Callable[[int], str] | None = None):
+        self._ids, self._probs, self._texts, self._known = ids, probs, texts, known
+        self._hidden, self._top, self._piece = hidden, top, piece
+        self._lock = threading.Lock()
+
+    @classmethod
+    def whole(cls, ids: np.ndarray, probs: np.ndarray, texts: dict[int, str]) -> LogitLens:
+        ids = np.asarray(ids, dtype=np.int64)
+        return cls(ids, np.asarray(probs, dtype=np.float32), texts, np.ones(ids.shape[1:2], dtype=bool))
+
+    @classmethod
+    def of_hidden(cls, hidden: np.ndarray, top: LensTop, piece: Callable[[int], str], top_k: int) -> LogitLens:
+        """The lens of `hidden` [R, T, D], each position computed by `top` when first read; `piece`: an id's
+        text."""
+        rows, length = hidden.shape[:2]
+        ids = np.zeros((rows, length, top_k), dtype=np.int64)
+        probs = np.zeros((rows, length, top_k), dtype=np.float32)
+        return cls(ids, probs, {}, np.zeros(length, dtype=bool), hidden, top, piece)
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return self._ids.shape  # type: ignore[return-value]
+
+    def column(self, position: int) -> tuple[np.ndarray, np.ndarray]:
+        """ids and probabilities [R, K] of the lens after `position`."""
+        self.compute([position])
+        return self._ids[:, position], self._probs[:, position]
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """ids and probabilities [R, T, K] of every position (computed now where not yet)."""
+        self.compute(range(self.shape[1]))
+        return self._ids, self._probs
+
+    def text(self, token_id: int) -> str:
+        return self._texts[token_id]
+
+    def compute(self, positions: Iterable[int]) -> None:
+        """Compute the lens at `positions` where it is not known yet, in calls of `top` of up to ROWS_PER_CALL
+        rows."""
+        wanted = [p for p in dict.fromkeys(positions) if not self._known[p]]  # known ones need no lock: never unset
+        step = max(1, self.ROWS_PER_CALL // self.shape[0])
+        for start in range(0, len(wanted), step):
+            self._compute(wanted[start : start + step])
+
+    def _compute(self, positions: list[int]) -> None:
+        with self._lock:
+            todo = [p for p in positions if not self._known[p]]
+            if not todo:
+                return
+            ids, probs = self._top(self._hidden[:, todo])
+            self._ids[:, todo], self._probs[:, todo] = ids, probs
+            self._texts.update({int(i): self._piece(int(i)) for i in np.unique(ids) if int(i) not in self._texts})
+            self._known[todo] = True
+            if self._known.all():  # what computing needed can go: the session, the hidden states
+                self._hidden = self._top = self._piece = None
+
+
 @dataclass(eq=False)
 class ExplainResult:
     """One sequence of T tokens (the first `prompt_length` are the prompt) through a model of L layers, H heads.
 
     attention: float32 [L, H, T, T]; row q holds query position q's weights over key positions 0..q, 0 after q.
-    lens_ids, lens_probs: [L + 1, T, K]; row 0 reads the embedding output, row l the output of layer l through
-    the final norm and lm_head; row L is the model's own next-token distribution. Best first.
-    lens_text: the readable piece of every id in lens_ids."""
+    lens: [L + 1, T, K]; row 0 reads the embedding output, row l the output of layer l through the final norm
+    and lm_head; row L is the model's own next-token distribution. Best first. Read a position's with
+    lens_column (computed then), every position's with lens_ids / lens_probs."""
 
     model: ModelInfo
     provider: str
     prompt_length: int
     tokens: list[TokenInfo]
     attention: np.ndarray
-    lens_ids: np.ndarray
-    lens_probs: np.ndarray
-    lens_text: dict[int, str]
+    lens: LogitLens
     schema_version: int = EXPLAIN_SCHEMA_VERSION
 
     @property
@@ -87,10 +165,27 @@ class ExplainResult:
     def token_ids(self) -> list[int]:
         return [token.id for token in self.tokens]
 
+    @property
+    def lens_k(self) -> int:
+        return self.lens.shape[2]
+
+    @property
+    def lens_ids(self) -> np.ndarray:
+        """[L + 1, T, K], every position (computed now where not yet)."""
+        return self.lens.arrays()[0]
+
+    @property
+    def lens_probs(self) -> np.ndarray:
+        return self.lens.arrays()[1]
+
+    def lens_column(self, position: int) -> tuple[np.ndarray, np.ndarray]:
+        """ids and probabilities [L + 1, K] of the lens after `position`."""
+        return self.lens.column(position)
+
     def lens_top(self, row: int, position: int) -> list[LensEntry]:
         """The lens's best tokens after `position` as read at `row` (0 = embeddings, layers = the model's own)."""
-        ids, probs = self.lens_ids[row, position], self.lens_probs[row, position]
-        return [LensEntry(int(i), self.lens_text[int(i)], float(p)) for i, p in zip(ids, probs, strict=True)]
+        ids, probs = (column[row] for column in self.lens_column(position))
+        return [LensEntry(int(i), self.lens.text(int(i)), float(p)) for i, p in zip(ids, probs, strict=True)]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -102,7 +197,7 @@ class ExplainResult:
             "attention": {"layers": self.layers, "heads": self.heads, "weights": rounded(self.attention)},
             "logit_lens": [
                 [
-                    [{"id": i, "text": self.lens_text[i], "prob": p} for i, p in zip(ids, probs, strict=True)]
+                    [{"id": i, "text": self.lens.text(i), "prob": p} for i, p in zip(ids, probs, strict=True)]
                     for ids, probs in zip(row_ids, row_probs, strict=True)
                 ]
                 for row_ids, row_probs in zip(self.lens_ids.tolist(), rounded(self.lens_probs), strict=True)
@@ -145,26 +240,30 @@ class ExplainResult:
 def build_explain(
     token_ids: list[int],
     prompt_length: int,
-    arrays: Any,
+    attentions: np.ndarray,
+    lens: LogitLens,
     tokenizer: TokenPieces,
     model: ModelInfo,
     provider: str,
 ) -> ExplainResult:
-    """The result for `token_ids` from runtime.inspection's arrays (attentions, lens_ids, lens_probs)."""
+    """The result for `token_ids` from runtime.inspection's attentions and a logit lens."""
     tokens = [TokenInfo(int(i), tokenizer.piece(int(i)), list(tokenizer.token_bytes(int(i)))) for i in token_ids]
-    lens_ids = np.asarray(arrays.lens_ids, dtype=np.int64)
     result = ExplainResult(
         model=model,
         provider=provider,
         prompt_length=prompt_length,
         tokens=tokens,
-        attention=np.asarray(arrays.attentions, dtype=np.float32),
-        lens_ids=lens_ids,
-        lens_probs=np.asarray(arrays.lens_probs, dtype=np.float32),
-        lens_text={int(i): tokenizer.piece(int(i)) for i in np.unique(lens_ids)},
+        attention=np.asarray(attentions, dtype=np.float32),
+        lens=lens,
     )
     check_shapes(result)
     return result
+
+
+def whole_lens(ids: np.ndarray, probs: np.ndarray, tokenizer: TokenPieces) -> LogitLens:
+    """A lens known whole ([R, T, K] ids and probabilities), its texts from `tokenizer`."""
+    ids = np.asarray(ids, dtype=np.int64)
+    return LogitLens.whole(ids, probs, {int(i): tokenizer.piece(int(i)) for i in np.unique(ids)})
 
 
 def check_length(length: int, max_positions: int | None) -> None:
@@ -219,7 +318,7 @@ def most_attended(result: ExplainResult, position: int, layers: range | None = N
 
 def first_top1_row(result: ExplainResult, position: int) -> int:
     """The first lens row (0 = embeddings) whose best token after `position` is the model's own final choice."""
-    column = result.lens_ids[:, position, 0]
+    column = result.lens_column(position)[0][:, 0]
     return int(np.flatnonzero(column == column[-1])[0])
 
 
@@ -249,9 +348,11 @@ def parse(data: dict[str, Any]) -> ExplainResult:
         prompt_length=data["prompt_length"],
         tokens=[TokenInfo(**token) for token in data["tokens"]],
         attention=np.asarray(attention["weights"], dtype=np.float32),
-        lens_ids=np.asarray([[[e["id"] for e in entries] for entries in row] for row in lens], dtype=np.int64),
-        lens_probs=np.asarray([[[e["prob"] for e in entries] for entries in row] for row in lens], dtype=np.float32),
-        lens_text={e["id"]: e["text"] for row in lens for entries in row for e in entries},
+        lens=LogitLens.whole(
+            np.asarray([[[e["id"] for e in entries] for entries in row] for row in lens], dtype=np.int64),
+            np.asarray([[[e["prob"] for e in entries] for entries in row] for row in lens], dtype=np.float32),
+            {e["id"]: e["text"] for row in lens for entries in row for e in entries},
+        ),
         schema_version=data["schema_version"],
     )
     if (attention["layers"], attention["heads"]) != result.attention.shape[:2]:
@@ -273,9 +374,8 @@ def check_shapes(result: ExplainResult) -> None:
             f"attention weights are {list(result.attention.shape)}, expected [L, H, {length}, {length}]"
         )
     expected = (result.layers + 1, length)
-    for name in ("lens_ids", "lens_probs"):
-        shape = getattr(result, name).shape
-        if len(shape) != 3 or shape[:2] != expected or shape[2] < 1:
-            raise ExplainFormatError(f"logit lens {name} are {list(shape)}, expected [{expected[0]}, {length}, K]")
+    shape = result.lens.shape
+    if len(shape) != 3 or shape[:2] != expected or shape[2] < 1:
+        raise ExplainFormatError(f"the logit lens is {list(shape)}, expected [{expected[0]}, {length}, K]")
     if not 0 <= result.prompt_length <= length:
         raise ExplainFormatError(f"prompt_length {result.prompt_length} is outside [0, {length}]")

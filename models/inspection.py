@@ -19,12 +19,12 @@ import datetime as dt
 import json
 from pathlib import Path
 
-from decoding.explain import ExplainResult, build_explain, check_length
+from decoding.explain import ExplainResult, LogitLens, build_explain, check_length
 from decoding.trace import ModelInfo
 from models.catalog import read_manifest
 from models.errors import PrepareError
 from models.export_worker import INSPECTION_CHECK_NAME
-from models.inspection_export import EXPORT_TASK, LENS_TOP_K, OUTPUTS
+from models.inspection_export import EXPORT_TASK, LENS_FILE, LENS_TOP_K, OUTPUTS
 from models.manifest import file_entries, tool_versions, write_manifest
 from models.open_model import model_identity
 from models.prepare import build_folder, replace_folder, run_worker
@@ -33,7 +33,9 @@ from models.progress import CancelCheck, ProgressCallback, Stages
 INSPECTION_FOLDER = "inspection"
 MODEL_FILE = "model.onnx"
 # Bumped when the graph's inputs or outputs change; an inspection model of another format is prepared again.
-INSPECTION_FORMAT = 1
+# 2: the lens's lm_head, softmax and top K moved out of the graph into its own (LENS_FILE), run where read;
+# the graph saved as ORT's basic optimisations leave it, its weights in model.onnx_data (models.optimized_graph).
+INSPECTION_FORMAT = 2
 # Expected seconds per stage (the default model, 2 cores): the progress bar's proportions.
 PLAN = [("setup", 0.2), ("load", 25), ("export", 60), ("check", 5), ("install", 2)]
 
@@ -47,7 +49,7 @@ def inspection_is_prepared(model_dir: str | Path) -> bool:
     with their recorded sizes."""
     record = read_manifest(model_dir).get("inspection") or {}
     files = record.get("files") or {}
-    if record.get("format") != INSPECTION_FORMAT or MODEL_FILE not in files:
+    if record.get("format") != INSPECTION_FORMAT or not {MODEL_FILE, LENS_FILE} <= set(files):
         return False
     folder = Path(model_dir) / INSPECTION_FOLDER
     return all(
@@ -114,7 +116,8 @@ def inspection_record(build: Path, weights: dict, check: dict, stage_seconds: di
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "made_with": (
             f"optimum onnx_export_from_model, task {EXPORT_TASK}, eager attention; the model patcher's forward also "
-            "computes the logit lens (final norm, lm_head, softmax, top k) in the graph"
+            f"returns the logit lens's hidden states through the final norm; {LENS_FILE}: lm_head, softmax, top k; "
+            "saved as ORT's basic optimisations leave it"
         ),
         "weights": weights,
         "outputs": list(OUTPUTS),
@@ -146,7 +149,9 @@ class Explainer:
         explain does not take (decoding.explain.check_length) or ids outside the vocabulary."""
         check_length(len(token_ids), self.inspector.max_positions)
         arrays = self.inspector.run(token_ids)
-        return build_explain(token_ids, prompt_length, arrays, self.tokenizer, self.identity, self.inspector.provider)
+        lens = LogitLens.of_hidden(arrays.hidden, self.inspector.lens, self.tokenizer.piece, LENS_TOP_K)
+        return build_explain(token_ids, prompt_length, arrays.attentions, lens, self.tokenizer, self.identity,
+                             self.inspector.provider)
 
 
 def explain_sequence(

@@ -1,11 +1,15 @@
 """The inspection model (prepared by models.inspection) on ONNX Runtime: one call over a whole token sequence
-returns every layer's attention weights per head and the logit lens's best tokens, as numpy arrays.
+returns every layer's attention weights per head and the logit lens's hidden states, as numpy arrays; its lens
+graph turns any of those hidden states into the lens's best tokens.
 
     inspector = InspectionModel(model_dir, device="auto")
-    arrays = inspector.run(token_ids)    # arrays.attentions [L, H, T, T], arrays.lens_ids / lens_probs [L + 1, T, K]
+    arrays = inspector.run(token_ids)    # arrays.attentions [L, H, T, T], arrays.hidden [L + 1, T, D]
+    ids, probs = inspector.lens(arrays.hidden[:, -1])     # [L + 1, K] each: the lens after the last token
 
-It runs once over a finished sequence, never while decoding; its session's threads sleep as soon as a run
-ends so that they do not slow the decoder's next step.
+The lens is a call of its own because it costs 8x the forward pass over every row of every position (the
+[D, vocab] lm_head product of each), while a reader wants a few positions at a time. Both run once in a while,
+never while decoding; their sessions' threads sleep as soon as a run ends so that they do not slow the
+decoder's next step.
 """
 
 from __future__ import annotations
@@ -17,10 +21,14 @@ from pathlib import Path
 import numpy as np
 
 from runtime.decoder import INT_TYPES
-from runtime.model_files import INSPECTION_MODEL, max_positions_from, read_json
+from runtime.model_files import INSPECTION_LENS, INSPECTION_MODEL, max_positions_from, read_json
 from runtime.session import create_session
 
-OUTPUTS = ("attentions", "lens_ids", "lens_probs")
+OUTPUTS = ("attentions", "lens_hidden")
+LENS_OUTPUTS = ("lens_ids", "lens_probs")
+# Hidden-state rows per lens call: its logits and softmax are 2 x rows x vocab floats (100 MB at 256 rows of
+# SmolLM2's 49 152), a bound on what a whole sequence's lens holds at once.
+LENS_CHUNK = 256
 
 
 @dataclass(frozen=True)
@@ -28,13 +36,11 @@ class InspectionArrays:
     """One sequence of T tokens through a model of L layers and H heads.
 
     attentions: float32 [L, H, T, T], row q = query position q's softmax weights over key positions (0 after q).
-    lens_ids, lens_probs: int64 / float32 [L + 1, T, K], the logit lens: row 0 reads the embedding output, row l
-    the output of layer l (final norm, lm_head, softmax), row L is the model's own next-token distribution;
-    the K most likely tokens after each position, best first."""
+    hidden: float32 [L + 1, T, D], the logit lens's hidden states through the final norm: row 0 of the embedding
+    output, row l of the output of layer l; row L is what the model's lm_head reads (InspectionModel.lens)."""
 
     attentions: np.ndarray
-    lens_ids: np.ndarray
-    lens_probs: np.ndarray
+    hidden: np.ndarray
 
 
 class InspectionModel:
@@ -49,6 +55,8 @@ class InspectionModel:
         self.max_positions = max_positions_from(config)
         self.vocab_size: int | None = config.get("vocab_size")
         self.session, self.placement = create_session(path, device, threads, spinning=False)
+        self.lens_session, _ = create_session(model_dir / INSPECTION_LENS, self.placement.device, threads,
+                                              spinning=False)
         self.inputs = {i.name: INT_TYPES[i.type] for i in self.session.get_inputs()}
         missing = [name for name in OUTPUTS if name not in {o.name for o in self.session.get_outputs()}]
         if missing or "input_ids" not in self.inputs:
@@ -71,8 +79,18 @@ class InspectionModel:
             "position_ids": np.arange(ids.shape[1], dtype=np.int64)[None, :],
         }
         feed = {name: whole[name].astype(dtype) for name, dtype in self.inputs.items()}
-        attentions, lens_ids, lens_probs = self.session.run(list(OUTPUTS), feed)
-        return InspectionArrays(attentions[0], lens_ids[0].astype(np.int64), lens_probs[0])
+        attentions, hidden = self.session.run(list(OUTPUTS), feed)
+        return InspectionArrays(attentions[0], hidden[0])
+
+    def lens(self, hidden: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The logit lens of final-normed hidden states [..., D] (InspectionArrays.hidden, or rows of it):
+        lm_head, softmax, the K most likely next tokens, best first, as ids int64 [..., K] and probabilities
+        float32 [..., K]; in calls of at most LENS_CHUNK rows."""
+        rows = np.ascontiguousarray(hidden, dtype=np.float32).reshape(-1, hidden.shape[-1])
+        parts = [self.lens_session.run(list(LENS_OUTPUTS), {"hidden": rows[start : start + LENS_CHUNK]})
+                 for start in range(0, len(rows), LENS_CHUNK)]
+        ids, probs = (np.concatenate([part[i] for part in parts]) for i in range(2))
+        return ids.astype(np.int64).reshape(*hidden.shape[:-1], -1), probs.reshape(*hidden.shape[:-1], -1)
 
     def check_length(self, length: int) -> None:
         if length < 1:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 # The inspection model beside a prepared model's model.onnx (written by models.inspection).
 INSPECTION_MODEL = "inspection/model.onnx"
+INSPECTION_LENS = "inspection/lens.onnx"  # its logit lens: lm_head, softmax, top K (models.inspection_export)
 
 
 def read_json(path: Path) -> dict:

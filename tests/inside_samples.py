@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from decoding.analysis import analyze
-from decoding.explain import ExplainResult, TokenInfo
+from decoding.explain import ExplainResult, LogitLens, TokenInfo
 from decoding.trace import LaneTrace, ModelInfo, PromptInfo, RunTrace, StepRecord, TokenProb
 
 LAYERS, HEADS, TOP_K = 3, 2, 3
@@ -112,9 +112,9 @@ def explained_trace(sample: dict) -> RunTrace:
     lens_ids, lens_probs = designed_lens(ids, sample["contrast"], comma=777, settled=2)
     texts = {i: p for p, i in vocab.items()} | {777: ",", 900: "<end>", 901: " the", 902: " a", 950: "x"}
     tokens = [TokenInfo(i, p, list(_bytes(p))) for i, p in zip(ids, pieces, strict=True)]
+    lens = LogitLens.whole(lens_ids, lens_probs, {int(i): texts[int(i)] for i in np.unique(lens_ids)})
     trace.explanations = [ExplainResult(model, "CPUExecutionProvider", prompt_length, tokens,
-                                        designed_attention(len(ids), looks), lens_ids, lens_probs,
-                                        {int(i): texts[int(i)] for i in np.unique(lens_ids)})]
+                                        designed_attention(len(ids), looks), lens)]
     return trace
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from types import SimpleNamespace
 
 import numpy as np
@@ -15,11 +16,13 @@ from decoding.explain import (
     MAX_EXPLAIN_TOKENS,
     ExplainFormatError,
     ExplainResult,
+    LogitLens,
     build_explain,
     check_length,
     first_top1_row,
     head_mean,
     most_attended,
+    whole_lens,
 )
 from decoding.trace import ModelInfo
 
@@ -48,9 +51,30 @@ def arrays(seed: int = 0) -> SimpleNamespace:
     return SimpleNamespace(attentions=causal_softmax(rng), lens_ids=ids, lens_probs=probs.astype(np.float32))
 
 
+MODEL = ModelInfo("tiny", {"model.onnx": "ab" * 32, "inspection/model.onnx": "cd" * 32}, "/models/tiny")
+
+
 def result(seed: int = 0) -> ExplainResult:
-    model = ModelInfo("tiny", {"model.onnx": "ab" * 32, "inspection/model.onnx": "cd" * 32}, "/models/tiny")
-    return build_explain([5, 6, 300, 7, 8], 3, arrays(seed), Pieces(), model, "CPUExecutionProvider")
+    made = arrays(seed)
+    lens = whole_lens(made.lens_ids, made.lens_probs, Pieces())
+    return build_explain([5, 6, 300, 7, 8], 3, made.attentions, lens, Pieces(), MODEL, "CPUExecutionProvider")
+
+
+class CountingTop:
+    """A lens of hidden states [..., D] through a random [D, 1000] head (softmax, top TOP_K), counting the
+    rows of each call."""
+
+    def __init__(self, rng) -> None:
+        self.head = rng.normal(size=(8, 1000))
+        self.calls: list[int] = []
+
+    def __call__(self, hidden: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        self.calls.append(hidden.shape[1])
+        logits = hidden @ self.head
+        probs = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        probs /= probs.sum(axis=-1, keepdims=True)
+        ids = np.argsort(-probs, axis=-1, kind="stable")[..., :TOP_K]
+        return ids, np.take_along_axis(probs, ids, -1).astype(np.float32)
 
 
 def test_json_round_trip_is_byte_identical_and_keeps_the_arrays():
@@ -102,7 +126,7 @@ def test_lens_top_lists_best_first_with_text():
         (lambda d: d.pop("schema_version"), "not an explain result (no schema_version)"),
         (lambda d: d["attention"].update(layers=4), "attention says 4 layers x 2 heads, its weights are [3, 2, 5, 5]"),
         (lambda d: d["tokens"].pop(), "attention weights are [3, 2, 5, 5], expected [L, H, 4, 4]"),
-        (lambda d: d["logit_lens"].pop(), "logit lens lens_ids are [3, 5, 4], expected [4, 5, K]"),
+        (lambda d: d["logit_lens"].pop(), "the logit lens is [3, 5, 4], expected [4, 5, K]"),
         (lambda d: d.update(prompt_length=9), "prompt_length 9 is outside [0, 5]"),
         (lambda d: d["attention"]["weights"][0][0].pop(), "not a valid explain result: ValueError"),
         (lambda d: d.pop("logit_lens"), "not a valid explain result: KeyError: 'logit_lens'"),
@@ -156,3 +180,46 @@ def test_first_top1_row_is_where_the_final_choice_first_leads():
     assert first_top1_row(res, 0) == 0
     res.lens_ids[:, 0, 0] = [1, 2, 3, 4]
     assert first_top1_row(res, 0) == LAYERS
+
+
+def test_a_lens_of_hidden_states_computes_each_position_once_where_read():
+    rng = np.random.default_rng(1)
+    hidden, top = rng.normal(size=(LAYERS + 1, LENGTH, 8)), CountingTop(rng)
+    lazy = build_explain([5, 6, 300, 7, 8], 3, causal_softmax(rng), LogitLens.of_hidden(hidden, top, Pieces().piece,
+                         TOP_K), Pieces(), MODEL, "CPUExecutionProvider")
+    expected_ids, expected_probs = top(hidden)
+    top.calls.clear()
+    assert [e.id for e in lazy.lens_top(LAYERS, 2)] == expected_ids[LAYERS, 2].tolist()
+    assert lazy.lens_top(0, 2)[0].text == f"<{expected_ids[0, 2, 0]}>"
+    assert first_top1_row(lazy, 2) >= 0 and top.calls == [1]  # one position, once
+    assert np.array_equal(lazy.lens_ids, expected_ids) and np.array_equal(lazy.lens_probs, expected_probs)
+    assert top.calls == [1, LENGTH - 1]  # the rest in one call (up to ROWS_PER_CALL rows), then never again
+    whole = build_explain([5, 6, 300, 7, 8], 3, lazy.attention, whole_lens(expected_ids, expected_probs, Pieces()),
+                          Pieces(), MODEL, "CPUExecutionProvider")
+    assert lazy.to_json() == whole.to_json() and top.calls == [1, LENGTH - 1]
+
+
+def test_a_whole_lens_is_computed_in_calls_of_at_most_rows_per_call(monkeypatch):
+    rng = np.random.default_rng(2)
+    top = CountingTop(rng)
+    monkeypatch.setattr(LogitLens, "ROWS_PER_CALL", 2 * (LAYERS + 1))  # two positions a call
+    lens = LogitLens.of_hidden(rng.normal(size=(LAYERS + 1, LENGTH, 8)), top, Pieces().piece, TOP_K)
+    lens.arrays()
+    assert top.calls == [2, 2, 1]
+
+
+def test_threads_reading_one_lens_compute_each_position_once():
+    """The window and the autosave thread may read the same lens at once."""
+    rng = np.random.default_rng(3)
+    hidden, top = rng.normal(size=(LAYERS + 1, LENGTH, 8)), CountingTop(rng)
+    expected = top(hidden)
+    top.calls.clear()
+    lens = LogitLens.of_hidden(hidden, top, Pieces().piece, TOP_K)
+    readers = [threading.Thread(target=lens.arrays) for _ in range(3)]
+    readers += [threading.Thread(target=lens.column, args=(p,)) for p in range(LENGTH)]
+    for reader in readers:
+        reader.start()
+    for reader in readers:
+        reader.join()
+    assert sum(top.calls) == LENGTH
+    assert np.array_equal(lens.arrays()[0], expected[0]) and np.array_equal(lens.arrays()[1], expected[1])

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 
-from decoding.explain import MAX_EXPLAIN_TOKENS, build_explain
+from decoding.explain import MAX_EXPLAIN_TOKENS, build_explain, whole_lens
 from decoding.spec import LaneSpec
 from decoding.trace import ModelInfo
 from gui.state.run_state import JobKind
@@ -38,9 +37,9 @@ class FakeExplainer:
         attention = np.tril(np.ones((length, length), dtype=np.float32))
         attention /= attention.sum(axis=1, keepdims=True)
         ids = np.array([[[i, 99] for i in (*token_ids[1:], 98)]] * 3)
-        arrays = SimpleNamespace(attentions=np.broadcast_to(attention, (2, 2, length, length)), lens_ids=ids,
-                                 lens_probs=np.full(ids.shape, 0.4, dtype=np.float32))
-        return build_explain(token_ids, prompt_length, arrays, Pieces(), ModelInfo("fake"), "CPUExecutionProvider")
+        lens = whole_lens(ids, np.full(ids.shape, 0.4, dtype=np.float32), Pieces())
+        return build_explain(token_ids, prompt_length, np.broadcast_to(attention, (2, 2, length, length)), lens,
+                             Pieces(), ModelInfo("fake"), "CPUExecutionProvider")
 
 
 class ExplainingHolder(FakeHolder):

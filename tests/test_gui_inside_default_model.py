@@ -84,6 +84,9 @@ def test_the_lens_shows_readable_cells_in_the_step_panel(qtbot, make_window, def
     window.state.select(0, 1)
     window.commands.explain_lane(0)
     wait_idle(qtbot, window, 600_000)
+    # the autosave thread now computes every position's lens (both cores, ~0.5 s): let it end, or the panel's
+    # layout may settle only after the resize below and take the width back
+    window.autosaver.flush()
     window.step_views.setCurrentWidget(window.lens)
     qtbot.wait(100)
     lens = window.lens

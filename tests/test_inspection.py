@@ -75,7 +75,8 @@ def test_prepare_records_the_inspection_model_and_second_call_is_instant(prepare
     record = read_manifest(model_dir)["inspection"]
     assert record["format"] == inspection.INSPECTION_FORMAT
     assert record["weights"]["kind"] == "hf" and record["lens_top_k"] == 10
-    assert record["outputs"] == ["attentions", "lens_ids", "lens_probs"]
+    assert record["outputs"] == ["attentions", "lens_hidden"]
+    assert sorted(record["files"]) == ["lens.onnx", "lens.onnx_data", "model.onnx", "model.onnx_data"]
     assert record["files"]["model.onnx"]["size"] == path.stat().st_size
     assert record["check"]["attention_max_abs_diff"] < 1e-4 and record["check"]["lens_prob_max_abs_diff"] < 1e-3
     assert {"load", "export", "check"} <= set(record["prepare_seconds"])
@@ -94,10 +95,14 @@ def test_outputs_equal_transformers(prepared, reference, tokenizer):
         attentions, probs = attention_and_lens(reference, ids)
         assert arrays.attentions.shape == attentions.shape == (2, 4, len(ids), len(ids))
         assert np.abs(arrays.attentions - attentions).max() < 1e-4
-        assert arrays.lens_ids.shape == arrays.lens_probs.shape == (3, len(ids), 10)
-        assert np.abs(np.take_along_axis(probs, arrays.lens_ids, -1) - arrays.lens_probs).max() < 1e-3
+        assert arrays.hidden.shape[:2] == (3, len(ids))
+        lens_ids, lens_probs = inspector.lens(arrays.hidden)
+        assert lens_ids.shape == lens_probs.shape == (3, len(ids), 10)
+        assert np.abs(np.take_along_axis(probs, lens_ids, -1) - lens_probs).max() < 1e-3
         best = -np.sort(-probs, axis=-1)[..., :10]  # the lens holds the 10 best, best first
-        assert np.abs(best - arrays.lens_probs).max() < 1e-3
+        assert np.abs(best - lens_probs).max() < 1e-3
+        last_ids, last_probs = inspector.lens(arrays.hidden[:, -1])  # one position: the same numbers
+        assert np.array_equal(last_ids, lens_ids[:, -1]) and np.abs(last_probs - lens_probs[:, -1]).max() < 1e-6
 
 
 def test_attention_rows_are_distributions_over_earlier_positions(prepared, tokenizer):
@@ -111,14 +116,15 @@ def test_attention_rows_are_distributions_over_earlier_positions(prepared, token
 
 def test_last_lens_row_is_the_decoding_models_distribution(prepared, tokenizer):
     ids = tokenizer.encode(SENTENCES[0])
-    arrays = InspectionModel(prepared[0], device="cpu").run(ids)
+    inspector = InspectionModel(prepared[0], device="cpu")
+    lens_ids, lens_probs = inspector.lens(inspector.run(ids).hidden[-1])
     decoder = OnnxDecoder(prepared[0], device="cpu")
     for position in (0, len(ids) // 2, len(ids) - 1):
         _, logits = decoder.prefill(ids[: position + 1])
         probs = np.exp(logits - logits.max())
         probs /= probs.sum()
-        assert np.abs(probs[arrays.lens_ids[-1, position]] - arrays.lens_probs[-1, position]).max() < 1e-5
-        assert np.abs(-np.sort(-probs)[:10] - arrays.lens_probs[-1, position]).max() < 1e-5
+        assert np.abs(probs[lens_ids[position]] - lens_probs[position]).max() < 1e-5
+        assert np.abs(-np.sort(-probs)[:10] - lens_probs[position]).max() < 1e-5
 
 
 def test_a_cancelled_preparation_leaves_the_previous_one(prepared):

@@ -11,7 +11,7 @@ import pytest
 
 from decoding.explain import ExplainResult, head_mean
 from models.catalog import read_manifest
-from models.inspection import explain_sequence, prepare_inspection
+from models.inspection import Explainer, explain_sequence, prepare_inspection
 from runtime.decoder import OnnxDecoder
 from runtime.tokenizer import Tokenizer
 from tests.reference import attention_and_lens, load_eager_reference
@@ -69,6 +69,19 @@ def test_last_lens_row_is_the_decoding_models_distribution(model_dir, tokenizer)
         probs /= probs.sum()
         assert result.lens_ids[-1, position, 0] == int(np.argmax(logits))
         assert np.abs(probs[result.lens_ids[-1, position]] - result.lens_probs[-1, position]).max() < 1e-4
+
+
+def test_the_lens_read_a_position_at_a_time_equals_every_position_at_once(model_dir, tokenizer):
+    """The window reads the lens a position at a time (decoding.explain.LogitLens); saving reads every position at
+    once, in calls of up to 256 rows: the same tokens and probabilities."""
+    ids = tokenizer.encode_chat(ENGLISH)
+    explainer = Explainer(model_dir, device="cpu")
+    read, whole = explainer.explain(ids, len(ids)), explainer.explain(ids, len(ids))
+    columns = {position: read.lens_column(position) for position in (len(ids) - 1, 0, 7)}
+    for position, (column_ids, column_probs) in columns.items():
+        assert np.array_equal(column_ids, whole.lens_ids[:, position])
+        assert np.abs(column_probs - whole.lens_probs[:, position]).max() < 1e-6
+    assert np.array_equal(read.lens_ids, whole.lens_ids) and read.to_json() == whole.to_json()
 
 
 def token_span(result: ExplainResult, word: str, last: bool = False) -> list[int]:

@@ -19,7 +19,7 @@ import numpy as np
 
 from decoding import jsonio, session_tree
 from decoding.engine import Engine
-from decoding.explain import ExplainResult, TokenInfo
+from decoding.explain import ExplainResult, LogitLens, TokenInfo
 from decoding.fanout import fan_out
 from decoding.spec import Branch, LaneSpec, ReplayOf
 from decoding.sweep import sweep_inputs, temperature_sweep
@@ -122,6 +122,12 @@ def differences(saved: Any, opened: Any, path: str) -> list[str]:
             return [f"{path}: {type(saved).__name__} read back as {type(opened).__name__}"]
         return [d for name in field_names(type(saved))
                 for d in differences(getattr(saved, name), getattr(opened, name), f"{path}.{name}")]
+    if isinstance(saved, LogitLens):  # compared by what it reads: its arrays and each id's text
+        if not isinstance(opened, LogitLens):
+            return [f"{path}: a lens read back as {opened!r:.80}"]
+        read = [(*lens.arrays(), {int(i): lens.text(int(i)) for i in np.unique(lens.arrays()[0])})
+                for lens in (saved, opened)]
+        return differences(read[0], read[1], path)
     if isinstance(saved, np.ndarray):
         same = isinstance(opened, np.ndarray) and saved.shape == opened.shape and np.array_equal(saved, opened)
         return [] if same else [f"{path}: array differs"]
@@ -150,8 +156,9 @@ def explanation(trace: RunTrace, lane_name: str) -> ExplainResult:
     lens_ids = np.tile(np.array([11, 12], dtype=np.int64), (3, length, 1))
     lens_probs = np.tile(np.array([0.75, 0.125], dtype=np.float32), (3, length, 1))
     tokens = [TokenInfo(i, f"t{i}", [65 + i % 26]) for i in ids]
+    lens = LogitLens.whole(lens_ids, lens_probs, {11: "x", 12: "y"})
     return ExplainResult(ModelInfo("fake", {"model.onnx": "ab12"}, "/models/fake"), "CPUExecutionProvider",
-                         len(trace.prompt.ids), tokens, attention, lens_ids, lens_probs, {11: "x", 12: "y"},
+                         len(trace.prompt.ids), tokens, attention, lens,
                          schema_version=1)
 
 

@@ -186,7 +186,7 @@ class Journey:
 
 
 def journey(result: ExplainResult, position: int) -> Journey:
-    column = result.lens_ids[:, position, 0]
+    column = result.lens_column(position)[0][:, 0]
     final = result.lens_top(result.layers, position)[0]
     differs = np.flatnonzero(column != final.id)
     settled = int(differs[-1]) + 1 if differs.size else 0
@@ -197,10 +197,11 @@ def journey(result: ExplainResult, position: int) -> Journey:
 def token_probability(result: ExplainResult, position: int, token_id: int) -> list[float | None]:
     """Per lens row, the probability of `token_id` after `position` (None where it is not among the row's
     best)."""
+    ids, probs = result.lens_column(position)
     found = []
     for row in range(result.layers + 1):
-        hits = np.flatnonzero(result.lens_ids[row, position] == token_id)
-        found.append(float(result.lens_probs[row, position, hits[0]]) if hits.size else None)
+        hits = np.flatnonzero(ids[row] == token_id)
+        found.append(float(probs[row, hits[0]]) if hits.size else None)
     return found
 
 
@@ -256,13 +257,16 @@ def latest_settling(result: ExplainResult) -> int | None:
     """The position whose next token the model settles on latest (the generated tokens' only): the latest row
     from which its final top-1 stays top-1, then the latest first top-1, then the most confident final choice.
     None when no token was generated."""
+    if result.prompt_length < 1:
+        return None
     positions = range(result.prompt_length - 1, len(result.tokens) - 1)
+    result.lens.compute(positions)  # in one call, not one per position
 
     def lateness(position: int) -> tuple[int, int, float]:
         path = journey(result, position)
         return path.settled, path.first_top1, path.final.prob
 
-    return max(positions, key=lateness, default=None) if result.prompt_length >= 1 else None
+    return max(positions, key=lateness, default=None)
 
 
 def word_span(result: ExplainResult, word: str, last: bool = False, within: int | None = None) -> range:

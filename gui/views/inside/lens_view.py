@@ -285,7 +285,7 @@ class LensView(QWidget):
         ranks = max((len(entries) for entries in self._texts), default=0)
         if not ranks:
             return
-        available = self._result.lens_ids.shape[2] if self._result is not None else ranks
+        available = self._result.lens_k if self._result is not None else ranks
         if self._ranks_that_fit(available) != ranks:
             QTimer.singleShot(0, self.redraw)  # not inside the resize that asked
             return
