@@ -20,14 +20,13 @@ from onnx import TensorProto
 
 from decoding.protocol import PrefillProgress, RowSummary
 from runtime.helper_graphs import ONNX_TYPES, last_logits_model, row_summary_model, summary_parts
-from runtime.in_place_kv import ATTENTION_MASK, QUERY_SHAPE, WRITE_INDEX, in_place_graph
+from runtime.in_place_kv import ATTENTION_MASK, WRITE_INDEX, in_place_graph
 from runtime.kv_cache import PREFILL_CHUNK, KVCache, RowGather
 from runtime.model_files import eos_ids_from, max_positions_from, read_json
 from runtime.session import ModelError, create_helper_session, create_session, ort_errors, ort_message
 
 PAST_NAME = re.compile(r"^past_key_values\.(\d+)\.(key|value)$")
 INT_TYPES = {"tensor(int64)": np.int64, "tensor(int32)": np.int32}
-REGROUP_BELOW = 16  # runs of fewer new tokens (steps) read each KV head once for its query heads (in_place_kv)
 
 
 @dataclass(frozen=True)
@@ -116,13 +115,7 @@ class OnnxDecoder:
         self.model_dir = Path(model_dir)
         self.chunk = chunk
         config = read_json(self.model_dir / "config.json")
-        heads = config.get("num_attention_heads") or 1
-        self.query_groups = heads // (config.get("num_key_value_heads") or heads)  # query heads per KV head
-        self.session, self.placement = self._open(device, threads, in_place, heads)
-        self._query_shapes = {  # by "regrouped?", when the graph takes the queries' shape (in_place_kv)
-            True: np.array([0, heads // self.query_groups, -1, 0], dtype=np.int64),
-            False: np.array([0, heads, -1, 0], dtype=np.int64),
-        } if QUERY_SHAPE in {i.name for i in self.session.get_inputs()} else None
+        self.session, self.placement = self._open(device, threads, in_place)
         try:
             self.io = GraphIO.from_session(self.session, config)
         except (KeyError, IndexError, TypeError) as exc:  # an input of another type or rank than an export's
@@ -144,11 +137,9 @@ class OnnxDecoder:
             self.row_gather, self.io.kv_heads, self.io.head_dim, self.io.mask_dtype, self.io.in_place
         )
 
-    def _open(self, device: str, threads: int | None, in_place: bool, heads: int):
+    def _open(self, device: str, threads: int | None, in_place: bool):
         path = self.model_dir / "model.onnx"
-        graph = None
-        if in_place and path.exists():
-            graph = in_place_graph(self.model_dir, heads, heads // self.query_groups)
+        graph = in_place_graph(self.model_dir) if in_place and path.exists() else None
         if graph is None:
             return create_session(path, device, threads)
         return create_session(graph.SerializeToString(), device, threads, external_data_dir=self.model_dir)
@@ -275,10 +266,7 @@ class OnnxDecoder:
         its past buffer: ONNX Runtime's TensorScatter then writes into it without copying."""
         if cache.in_place:
             cache = cache.writable(count)
-            regroup = self._query_shapes is not None and count < REGROUP_BELOW
-            write_index, mask = cache.run_masks(count, self.query_groups if regroup else 1)
-            if self._query_shapes is not None:
-                binding.bind_cpu_input(QUERY_SHAPE, self._query_shapes[regroup])
+            write_index, mask = cache.run_masks(count)
             binding.bind_cpu_input(WRITE_INDEX, write_index)
             binding.bind_cpu_input(ATTENTION_MASK, mask)
             for past, present, value in zip(self.io.past_names, self.io.present_names, cache.tensors, strict=True):

@@ -4,18 +4,9 @@ The export grows each layer's cache by `present = Concat(past, new)`: every step
 cache again (176 MB per step at 4,000 tokens on the default model, a third of a step's time). Here, in memory at
 load time, each such Concat becomes an ONNX `TensorScatter` (opset 24) that writes the new keys and values into
 `past` at `kv_write_index` (one position per row), and each layer's `Attention` reads the whole buffer under a
-boolean mask given as an input, `kv_attention_mask` [rows, 1, groups × S, capacity] (True = attend), instead of
-the mask the export derives from `attention_mask` for a Concat-grown cache. Binding a present output to the very
-buffer bound to its past input, ONNX Runtime's TensorScatter writes in place (no copy; CPU and CUDA kernels alike).
-
-Grouped queries, for steps: the queries are reshaped to `kv_query_shape` ([0, n, -1, 0], an input). With n =
-kv_heads the `groups` query heads that share a KV head go to `Attention` as one head of groups × S rows (the
-mask's rows repeated to match), so a step reads each KV head once instead of once per query head (one layer of
-the default model at 4,000 tokens: 0.44 → 0.25 ms per step). A prompt chunk keeps n = heads (the op's own
-grouped-query attention): regrouped, a 256-token chunk at 3,744 tokens took 210 ms instead of 125.
-
-Applies only to graphs whose attention is the fused `Attention` op over the Concat presents (a prepared model;
-models.graph_edits `fused_attention`); other graphs run as exported (`in_place_graph` returns None).
+boolean mask given as an input, `kv_attention_mask` [rows, 1, S, capacity] (True = attend), instead of the mask
+the export derives from `attention_mask` for a Concat-grown cache. Binding a present output to the very buffer
+bound to its past input, ONNX Runtime's TensorScatter writes in place (no copy; CPU and CUDA kernels alike).
 """
 
 from __future__ import annotations
@@ -24,12 +15,11 @@ from pathlib import Path
 
 WRITE_INDEX = "kv_write_index"
 ATTENTION_MASK = "kv_attention_mask"
-QUERY_SHAPE = "kv_query_shape"
 SCATTER_OPSET = 24
 MODEL_FILE = "model.onnx"
 
 
-def in_place_graph(model_dir: Path, heads: int, kv_heads: int):
+def in_place_graph(model_dir: Path):
     """model.onnx of model_dir (weights left external) with its KV cache written in place, or None when the graph
     is not the prepared pattern (each present a Concat of its past, each layer's Attention reading the presents)."""
     import onnx
@@ -39,10 +29,10 @@ def in_place_graph(model_dir: Path, heads: int, kv_heads: int):
         model = onnx.load(str(model_dir / MODEL_FILE), load_external_data=False)
     except (DecodeError, OSError, ValueError):  # not a graph: ONNX Runtime's own load then says why, clearly
         return None
-    return model if _make_in_place(model, heads, kv_heads) else None
+    return model if _make_in_place(model) else None
 
 
-def _make_in_place(model, heads: int, kv_heads: int) -> bool:
+def _make_in_place(model) -> bool:
     from onnx import TensorProto, helper
 
     graph = model.graph
@@ -63,14 +53,9 @@ def _make_in_place(model, heads: int, kv_heads: int) -> bool:
     }
     for node in attention:  # before the node list is rebuilt: extend() copies the nodes
         node.input[3] = ATTENTION_MASK
-    nodes = []
-    for node in graph.node:
-        grouped = node.op_type == "Attention"
-        nodes.extend(_grouped(node, heads, kv_heads) if grouped else [scatters.get(node.name, node)])
+    nodes = [scatters.get(node.name, node) for node in graph.node]
     graph.ClearField("node")
     graph.node.extend(nodes)
-    graph.initializer.append(helper.make_tensor("bp_query_heads", TensorProto.INT64, [4], [0, heads, -1, 0]))
-    graph.input.append(helper.make_tensor_value_info(QUERY_SHAPE, TensorProto.INT64, [4]))
     graph.input.append(helper.make_tensor_value_info(WRITE_INDEX, TensorProto.INT64, ["batch_size"]))
     graph.input.append(helper.make_tensor_value_info(
         ATTENTION_MASK, TensorProto.BOOL, ["batch_size", 1, "sequence_length", "capacity"]))
@@ -80,22 +65,6 @@ def _make_in_place(model, heads: int, kv_heads: int) -> bool:
         if opset.domain in ("", "ai.onnx") and opset.version < SCATTER_OPSET:
             opset.version = SCATTER_OPSET
     return True
-
-
-def _grouped(attention, heads: int, kv_heads: int) -> list:
-    """The Attention node with its queries reshaped to QUERY_SHAPE, and its output back to `heads` heads."""
-    from onnx import helper
-
-    if heads == kv_heads:
-        return [attention]
-    query, output = attention.input[0], attention.output[0]
-    grouped_query, grouped_output = f"{query}_bp_grouped", f"{output}_bp_grouped"
-    attention.input[0], attention.output[0] = grouped_query, grouped_output
-    return [
-        helper.make_node("Reshape", [query, QUERY_SHAPE], [grouped_query], name=f"{grouped_query}_shape"),
-        attention,
-        helper.make_node("Reshape", [grouped_output, "bp_query_heads"], [output], name=f"{output}_bp_shape"),
-    ]
 
 
 def _is_past_concat(node) -> bool:

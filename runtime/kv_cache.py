@@ -208,15 +208,14 @@ class KVCache:
         rows = None if extra else np.arange(self.num_rows, dtype=np.int64)  # the plain Gather copies
         return KVCache(self.gather(self.tensors, rows, extra), self.mask, self.lengths, self.gather, WriteMark(past))
 
-    def run_masks(self, new_tokens: int = 1, groups: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    def run_masks(self, new_tokens: int = 1) -> tuple[np.ndarray, np.ndarray]:
         """In place: a run's `kv_write_index` int64 [rows] (every row writes at P) and `kv_attention_mask` bool
-        [rows, 1, groups × S, capacity]: each row's own past positions, then the new ones causally (repeated for
-        the `groups` query heads that share a KV head, see runtime.in_place_kv)."""
+        [rows, 1, S, capacity]: each row's own past positions, then the new ones causally."""
         past = self.physical_length
         mask = np.zeros((self.num_rows, 1, new_tokens, self.capacity), dtype=bool)
         mask[:, 0, :, :past] = self.mask[:, None, :] != 0
         mask[:, 0, :, past : past + new_tokens] = np.tri(new_tokens, dtype=bool)
-        return np.full(self.num_rows, past, dtype=np.int64), np.tile(mask, (1, 1, groups, 1))
+        return np.full(self.num_rows, past, dtype=np.int64), mask
 
     def grown_in_place(self, new_tokens: int) -> KVCache:
         """In place: the cache after a run wrote `new_tokens` positions at P into its buffer."""

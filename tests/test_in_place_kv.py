@@ -35,9 +35,9 @@ def pair(edited_dir: Path) -> tuple[OnnxDecoder, OnnxDecoder]:
 
 
 def test_only_the_prepared_pattern_is_made_in_place(tiny_model_dir: Path, edited_dir: Path, pair):
-    assert in_place_graph(tiny_model_dir, 4, 2) is None  # a plain export: its attention is not the fused op
+    assert in_place_graph(tiny_model_dir) is None  # a plain export: its attention is not the fused op
     assert not OnnxDecoder(tiny_model_dir, "cpu").io.in_place
-    graph = in_place_graph(edited_dir, 4, 2)
+    graph = in_place_graph(edited_dir)
     nodes = graph.graph.node
     assert sum(node.op_type == "TensorScatter" for node in nodes) == 4  # two layers' keys and values
     assert not any(node.op_type == "Concat" and node.input[0].startswith("past_key_values.") for node in nodes)
