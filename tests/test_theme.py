@@ -144,3 +144,22 @@ def test_a_colour_in_either_palette_has_one_counterpart():
         assert colours.counterpart(colours.counterpart(colour)) == colour
     assert QColor(colours.counterpart("#202020")).lightness() > 200  # ink becomes light
     assert colours.counterpart("#ffffff") == colours.DARK.background
+
+
+@pytest.mark.parametrize("mode", ["light", "dark"])
+def test_exported_images_keep_their_words_readable(qtbot, window, mode):
+    """A chart's exported image and the text image: the ground is the palette's page and the darkest or lightest
+    text on it (the title, the legend, the lanes' words) stands out from it, in either palette."""
+    from gui.shell import image_export
+
+    window.theme.set_mode(mode)
+    qtbot.wait(20)
+    window.charts.setCurrentWidget(window.timeline)
+    qtbot.wait(20)
+    figure = window.timeline.figure()
+    images = [image_export.figure_image(figure), image_export.document_image(image_export.text_document(window.state))]
+    for image in images:
+        ground = image.pixelColor(2, 2)
+        assert (ground.lightness() < 80) == (mode == "dark")
+        title = [image.pixelColor(x, y) for x in range(16, min(image.width(), 400)) for y in range(16, 40)]
+        assert max(contrast(pixel, ground) for pixel in title) >= 7.0, mode

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QImage, QPainter, QTextDocument
+from PySide6.QtGui import QColor, QImage, QPainter, QPalette, QTextDocument
 from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QApplication, QWidget
 
@@ -22,7 +22,17 @@ from gui.views.style import lane_swatch, ui_font
 COLUMN_PX = 380  # width of one lane's column in the text image
 COLUMNS_PER_ROW = 4
 MARGIN = 16
-BACKGROUND = QColor("#ffffff")
+
+
+def page_colour() -> QColor:
+    """The images' ground: the palette's page (white, or the dark palette's), so titles, legends and lane texts,
+    drawn in the palette's text colours, and the charts, drawn on the palette's background, stay readable."""
+    return QApplication.palette().color(QPalette.ColorRole.Base)
+
+
+def _secondary_text() -> str:
+    """Grey for the model line, a lane's strategy and summary: readable on either page."""
+    return "#555555" if page_colour().lightness() > 128 else "#b0b0b0"
 
 
 def text_document(state: RunState, legend: str = "") -> QTextDocument:
@@ -31,11 +41,12 @@ def text_document(state: RunState, legend: str = "") -> QTextDocument:
     lanes = [(index, lane) for index, lane in enumerate(state.lanes) if lane.trace.steps]
     trace = state.trace
     prompt = trace.prompt if trace is not None else None
+    grey = _secondary_text()
     parts = [f"<h3 style='margin:0'>{html.escape(prompt.text if prompt else '')}</h3>"]
     if prompt is not None and (prompt.chat or trace.model.name):
         chat = " · chat template" + (f" · system: {html.escape(prompt.system)}" if prompt.system else "") \
             if prompt.chat else ""
-        parts.append(f"<p style='color:#555;margin:2px 0 8px 0'>{html.escape(trace.model.name)}{chat}</p>")
+        parts.append(f"<p style='color:{grey};margin:2px 0 8px 0'>{html.escape(trace.model.name)}{chat}</p>")
     parts.append("<table cellspacing=6 cellpadding=4 width=100%>")
     for row_start in range(0, len(lanes), COLUMNS_PER_ROW):
         parts.append("<tr>")
@@ -47,13 +58,13 @@ def text_document(state: RunState, legend: str = "") -> QTextDocument:
             parts.append(
                 f"<td valign=top width={COLUMN_PX} style='border:1px solid #cccccc'>"
                 f"{lane_swatch(lane.colour)} <b>{html.escape(lane.name)}</b><br>"
-                f"<span style='color:#555'>{html.escape(describe(lane.spec, seed=True))}</span><br>"
-                f"<span style='color:#555'>{html.escape(summary)}</span><br>"
+                f"<span style='color:{grey}'>{html.escape(describe(lane.spec, seed=True))}</span><br>"
+                f"<span style='color:{grey}'>{html.escape(summary)}</span><br>"
                 f"<span style='white-space:pre-wrap'>{text}</span></td>")
         parts.append("</tr>")
     parts.append("</table>")
     if legend:
-        parts.append(f"<p style='color:#444'>{legend}</p>")
+        parts.append(f"<p style='color:{grey}'>{legend}</p>")
     document = QTextDocument()
     document.setDefaultFont(ui_font(9.5))
     document.setHtml("".join(parts))
@@ -134,7 +145,7 @@ def save_figure_svg(figure: Figure, path: Path) -> Path:
     generator.setViewBox(QRectF(0, 0, width, height))
     generator.setTitle(figure.title)
     painter = QPainter(generator)
-    painter.fillRect(QRectF(0, 0, width, height), BACKGROUND)
+    painter.fillRect(QRectF(0, 0, width, height), page_colour())
     paint_figure(painter, figure)
     painter.end()
     if not path.is_file():
@@ -195,7 +206,7 @@ def save_png(image: QImage, path: Path) -> Path:
 
 def _blank(size: QSize) -> QImage:
     image = QImage(size, QImage.Format.Format_ARGB32)
-    image.fill(BACKGROUND)
+    image.fill(page_colour())
     return image
 
 
