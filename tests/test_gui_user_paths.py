@@ -175,3 +175,21 @@ def test_any_damaged_run_file_that_is_accepted_opens_in_the_real_widgets(qtbot, 
     window.grab()
     assert not window.error_banner.isVisible()
 
+
+
+def test_a_run_file_with_a_far_beam_slot_draws_its_beam_tree(qtbot, window, tmp_path):
+    """The fuzz found it: a beam's parent slot damaged to 36 million is accepted, and the beam tree's y axis (its
+    edge goes to that slot), once ticked at every whole slot, asked numpy for petabytes while painting. Whole
+    ticks now space out as the range allows."""
+    data = json.loads(A_RUN)
+    beam_lane = next(lane for lane in data["lanes"] if any(step.get("beams") for step in lane["steps"]))
+    beam_lane["steps"][1]["beams"][0]["parent"] = 36_482_597
+    path = tmp_path / "far-slot.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    jsonio.load(path)  # accepted
+    window.files.open(path)
+    window.state.select(data["lanes"].index(beam_lane), 1)
+    window.charts.setCurrentWidget(window.beam_tree)
+    qtbot.wait(40)
+    window.grab()
+    assert not window.error_banner.isVisible()

@@ -85,11 +85,13 @@ class StepAxis(pg.AxisItem):
         return levels or [(1.0, 0.0)]
 
 
-def make_plot_widget(parent: QWidget | None = None, step_axis: bool = True) -> pg.PlotWidget:
-    """A plot on the palette's background with its ink on the axes, explicit fonts, no SI-prefix rescaling and
-    (by default) whole-step x ticks."""
-    axes = {"bottom": StepAxis("bottom")} if step_axis else None
-    widget = pg.PlotWidget(parent=parent, background=colours.current().background, axisItems=axes)
+def make_plot_widget(parent: QWidget | None = None, step_axis: bool = True, whole_left: bool = False) -> pg.PlotWidget:
+    """A plot on the palette's background with its ink on the axes, explicit fonts, no SI-prefix rescaling,
+    (by default) whole-step x ticks and (`whole_left`) whole-number y ticks."""
+    axes = {"bottom": StepAxis("bottom")} if step_axis else {}
+    if whole_left:
+        axes["left"] = StepAxis("left")
+    widget = pg.PlotWidget(parent=parent, background=colours.current().background, axisItems=axes or None)
     plot = widget.getPlotItem()
     plot.setMenuEnabled(False)
     plot.hideButtons()
