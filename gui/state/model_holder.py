@@ -33,7 +33,6 @@ class ModelHolder:
         self._explainer: Explainer | None = None
         self._tokenizer: Tokenizer | None = None
         self._lock = threading.Lock()
-        self._explainer_lock = threading.Lock()  # its own: a run's get() never waits for the explainer opening
         self._preload: threading.Thread | None = None
         # called once the model is loaded, on the thread that loaded it (the window hands it to its own thread)
         self.on_loaded: Callable[[OpenModel], None] | None = None
@@ -128,7 +127,7 @@ class ModelHolder:
         sessions takes 0.5-0.8 s for the default model (2 cores)."""
         from models.inspection import Explainer
 
-        with self._explainer_lock:
+        with self._lock:
             if self._explainer is None:
                 self._explainer = Explainer(self.path)
             return self._explainer
