@@ -231,16 +231,3 @@ def test_other_architectures_get_an_inspection_model(tiny_hf_dir, tmp_path, monk
         assert torch.allclose(reference.lm_head(out.hidden_states[-1]), out.logits, atol=1e-5)
     assert np.abs(result.attention - torch.cat(out.attentions).numpy()).max() < 1e-4
     assert np.abs(np.take_along_axis(probs, result.lens_ids, -1) - result.lens_probs).max() < 1e-3
-
-
-def test_the_window_opens_a_prepared_inspection_model_ahead_after_its_model(prepared):
-    """Someone explained with this model before (its inspection model is prepared): the window's preload opens it
-    too, after the model, so the next Explain does not wait for it."""
-    from gui.state.model_holder import ModelHolder
-
-    model_dir, _ = prepared
-    holder = ModelHolder(model_dir, "cpu")
-    assert not holder.explainer_open
-    holder.preload()
-    holder.wait_preloaded()
-    assert holder.loaded is not None and holder.explainer_open

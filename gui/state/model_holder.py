@@ -57,18 +57,8 @@ class ModelHolder:
     def _load_ahead(self) -> None:
         try:
             self.get()
-            self._open_explainer_ahead()
-        except Exception:  # reported by the run (or the explain) that needs the model (see preload)
+        except Exception:  # reported by the run that needs the model (see preload)
             return
-
-    def _open_explainer_ahead(self) -> None:
-        """After the model: its inspection model when it is already prepared (someone explained a lane with this
-        model before), so the next Explain does not wait the 0.5 s of opening it. Never prepared here: a user who
-        never explains never pays its ~600 MB."""
-        from models.inspection import inspection_is_prepared
-
-        if inspection_is_prepared(self.path):
-            self.explainer()
 
     @property
     def name(self) -> str:
