@@ -32,7 +32,56 @@ def stage_label(stage: str, message: str) -> str:
     return f"{stage} — {message}"
 
 
-class SetupDialog(QDialog):
+class PreparationDialog(QDialog):
+    """A dialog preparing something on a worker thread: its stage line (`self.stage`) and progress bar (`self.bar`)
+    follow the preparation's progress, its Cancel button (`self.cancel_button`) stops it, and nothing is left
+    running when it closes. Subclasses build those widgets and take `_on_finished` and `_on_failed`."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._worker = Worker(self)
+        self._worker.progress.connect(self._on_progress)
+        self._worker.finished.connect(self._on_finished)
+        self._worker.failed.connect(self._on_failed)
+
+    def _prepare(self, prepare_fn: PrepareFn) -> None:
+        """Start `prepare_fn` on the worker, its progress (stage, fraction, message) shown here."""
+        self._worker.start(lambda emit, cancelled: prepare_fn(
+            progress=lambda stage, fraction, message: emit((stage, fraction, message)), cancel=cancelled))
+
+    @Slot()
+    def cancel(self) -> None:
+        if self._worker.is_running():
+            self.stage.setText(translate("setup_dialog", "cancelling…"))
+            self.cancel_button.setEnabled(False)
+            self._worker.cancel()
+        else:
+            self.reject()
+
+    @Slot(object)
+    def _on_progress(self, payload: object) -> None:
+        stage, fraction, message = payload
+        self.stage.setText(stage_label(stage, message))
+        self.bar.setValue(round(1000 * min(max(fraction, 0.0), 1.0)))
+
+    @Slot(object)
+    def _on_finished(self, result: object) -> None:
+        raise NotImplementedError
+
+    @Slot(str, str)
+    def _on_failed(self, message: str, details: str) -> None:
+        raise NotImplementedError
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt override)
+        self._worker.stop_and_wait()
+        super().closeEvent(event)
+
+    def reject(self) -> None:
+        self._worker.stop_and_wait()
+        super().reject()
+
+
+class SetupDialog(PreparationDialog):
     """Runs `prepare_fn` once when shown. `result_path` is the prepared folder after it accepted."""
 
     def __init__(self, title: str, explanation: str, prepare_fn: PrepareFn,
@@ -43,10 +92,6 @@ class SetupDialog(QDialog):
         self.result_path: Path | None = None
         self.error: str | None = None
         self._prepare_fn = prepare_fn
-        self._worker = Worker(self)
-        self._worker.progress.connect(self._on_progress)
-        self._worker.finished.connect(self._on_finished)
-        self._worker.failed.connect(self._on_failed)
         self.explanation = QLabel(explanation)
         self.explanation.setWordWrap(True)
         self.stage = QLabel(translate("setup_dialog", "starting…"))
@@ -90,28 +135,7 @@ class SetupDialog(QDialog):
         self.retry_button.hide()
         self.cancel_button.setText(translate("setup_dialog", "Cancel"))
         self.bar.setValue(0)
-        prepare_fn = self._prepare_fn
-
-        def job(emit, cancelled):
-            return prepare_fn(progress=lambda stage, fraction, message: emit((stage, fraction, message)),
-                              cancel=cancelled)
-
-        self._worker.start(job)
-
-    @Slot()
-    def cancel(self) -> None:
-        if self._worker.is_running():
-            self.stage.setText(translate("setup_dialog", "cancelling…"))
-            self.cancel_button.setEnabled(False)
-            self._worker.cancel()
-        else:
-            self.reject()
-
-    @Slot(object)
-    def _on_progress(self, payload: object) -> None:
-        stage, fraction, message = payload
-        self.stage.setText(stage_label(stage, message))
-        self.bar.setValue(round(1000 * min(max(fraction, 0.0), 1.0)))
+        self._prepare(self._prepare_fn)
 
     @Slot(object)
     def _on_finished(self, result: object) -> None:
@@ -130,14 +154,6 @@ class SetupDialog(QDialog):
         self.cancel_button.setEnabled(True)
         self.cancel_button.setText(translate("setup_dialog", "Close"))
         self.retry_button.show()
-
-    def closeEvent(self, event: QCloseEvent) -> None:
-        self._worker.stop_and_wait()
-        super().closeEvent(event)
-
-    def reject(self) -> None:
-        self._worker.stop_and_wait()
-        super().reject()
 
 
 def prepare_inspection(parent: QWidget, path: Path) -> str | None:

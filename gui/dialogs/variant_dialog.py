@@ -8,10 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, Signal, Slot
-from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QButtonGroup,
-    QDialog,
     QDialogButtonBox,
     QLabel,
     QProgressBar,
@@ -21,14 +19,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gui.dialogs.setup_dialog import stage_label
+from gui.dialogs.setup_dialog import PreparationDialog
 from gui.i18n import translate
 from gui.present import colours
 from gui.present.variant_rows import VariantRow, base_of, refusal, validation_text, variant_rows
-from gui.shell.worker import Worker
 
 
-class VariantDialog(QDialog):
+class VariantDialog(PreparationDialog):
     """Lists the variants of `model_dir`'s fp32 model; `prepared` is emitted with each new variant's folder."""
 
     prepared = Signal(object)  # Path of the variant just installed
@@ -40,10 +37,6 @@ class VariantDialog(QDialog):
         self._preparing: VariantRow | None = None
         self.setWindowTitle(translate("variant_dialog", "Add precision variant"))
         self.setMinimumWidth(640)
-        self._worker = Worker(self)
-        self._worker.progress.connect(self._on_progress)
-        self._worker.finished.connect(self._on_finished)
-        self._worker.failed.connect(self._on_failed)
         self._build()
         self.refresh(first=True)
 
@@ -156,23 +149,7 @@ class VariantDialog(QDialog):
         self.prepare_button.setEnabled(False)
         self.cancel_button.setText(translate("variant_dialog", "Cancel"))
         self.adjustSize()
-        self._worker.start(lambda emit, cancelled: prepare(
-            progress=lambda stage, fraction, message: emit((stage, fraction, message)), cancel=cancelled))
-
-    @Slot()
-    def cancel(self) -> None:
-        if self._worker.is_running():
-            self.stage.setText(translate("variant_dialog", "cancelling…"))
-            self.cancel_button.setEnabled(False)
-            self._worker.cancel()
-        else:
-            self.reject()
-
-    @Slot(object)
-    def _on_progress(self, payload: object) -> None:
-        stage, fraction, message = payload
-        self.stage.setText(stage_label(stage, message))
-        self.bar.setValue(round(1000 * min(max(fraction, 0.0), 1.0)))
+        self._prepare(prepare)
 
     @Slot(object)
     def _on_finished(self, folder: object) -> None:
@@ -212,12 +189,3 @@ class VariantDialog(QDialog):
         # the wrapped lines whole, once the new rows are shown and polished (queued by their layout)
         QTimer.singleShot(0, self.adjustSize)
 
-    # -------------------------------------------------------------------------------------------- closing
-
-    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt override)
-        self._worker.stop_and_wait()
-        super().closeEvent(event)
-
-    def reject(self) -> None:
-        self._worker.stop_and_wait()
-        super().reject()

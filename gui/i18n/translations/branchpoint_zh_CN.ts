@@ -2609,6 +2609,10 @@ score {score} · parent slot {parent}</source>
     <context>
         <name>setup_dialog</name>
         <message>
+            <source>cancelling…</source>
+            <translation>正在取消…</translation>
+        </message>
+        <message>
             <source>starting…</source>
             <translation>正在开始…</translation>
         </message>
@@ -2619,10 +2623,6 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>Retry</source>
             <translation>重试</translation>
-        </message>
-        <message>
-            <source>cancelling…</source>
-            <translation>正在取消…</translation>
         </message>
         <message>
             <source>failed</source>
@@ -3155,10 +3155,6 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>Cancel</source>
             <translation>取消</translation>
-        </message>
-        <message>
-            <source>cancelling…</source>
-            <translation>正在取消…</translation>
         </message>
         <message>
             <source>done</source>
