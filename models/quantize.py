@@ -86,7 +86,7 @@ def to_fp16(model, tick: Tick | None = None):
 def to_int4_stock(model, tick: Tick | None = None):
     """ONNX Runtime's stock 4-bit quantization of every constant-weight MatMul (MatMulNBitsQuantizer's defaults
     for block 32, asymmetric: its kernel, its packing, its node)."""
-    from onnx import helper, numpy_helper
+    from onnx import numpy_helper
     from onnxruntime.capi._pybind_state import quantize_matmul_4bits
 
     graph = model.graph
@@ -113,19 +113,8 @@ def to_int4_stock(model, tick: Tick | None = None):
         replace_node(
             graph,
             node,
-            [
-                helper.make_node(
-                    "MatMulNBits",
-                    [node.input[0], f"{base}_Q4", f"{base}_scales", f"{base}_zero_points"],
-                    list(node.output),
-                    name=f"{node.name}_Q4",
-                    domain=MS_DOMAIN,
-                    K=rows,
-                    N=cols,
-                    bits=4,
-                    block_size=BLOCK,
-                )
-            ],
+            [matmul_nbits([node.input[0], f"{base}_Q4", f"{base}_scales", f"{base}_zero_points"], list(node.output),
+                          f"{node.name}_Q4", rows, cols, bits=4)],
         )
         if tick is not None:
             tick((count + 1) / len(nodes), f"int4: {node.name}")
@@ -175,6 +164,14 @@ def pack_nibbles(q: np.ndarray) -> np.ndarray:
     return (q[..., 0::2] | (q[..., 1::2] << 4)).astype(np.uint8)
 
 
+def matmul_nbits(inputs: list[str], outputs: list[str], name: str, k: int, n: int, bits: int):
+    """ONNX Runtime's MatMulNBits node over blocks of BLOCK along K: A [.., K] × the packed weights [K, N]."""
+    from onnx import helper
+
+    return helper.make_node("MatMulNBits", inputs, outputs, name=name, domain=MS_DOMAIN, K=k, N=n, bits=bits,
+                            block_size=BLOCK)
+
+
 def q4_1_nodes(node, base: str, q, d, m, k: int, n: int, sums: str | None) -> tuple[list, list, str]:
     """MatMulNBits(A) + blocksum(A) · (m + 8d) for one MatMul: (nodes, initializers, blocksum's name). `sums`:
     the block sums of this A already computed for an earlier MatMul (q, k and v read one input, as do gate and
@@ -187,19 +184,8 @@ def q4_1_nodes(node, base: str, q, d, m, k: int, n: int, sums: str | None) -> tu
         numpy_helper.from_array(np.ascontiguousarray(d), f"{base}_q4_1_scales"),
         numpy_helper.from_array(np.ascontiguousarray((m + 8.0 * d).T), f"{base}_q4_1_offsets"),
     ]
-    nodes = [
-        helper.make_node(
-            "MatMulNBits",
-            [a, f"{base}_q4_1", f"{base}_q4_1_scales"],
-            [f"{out}_q4_1_main"],
-            name=f"{node.name}_q4_1",
-            domain=MS_DOMAIN,
-            K=k,
-            N=n,
-            bits=4,
-            block_size=BLOCK,
-        )
-    ]
+    nodes = [matmul_nbits([a, f"{base}_q4_1", f"{base}_q4_1_scales"], [f"{out}_q4_1_main"], f"{node.name}_q4_1", k, n,
+                          bits=4)]
     if sums is None:
         sums, shape, axis = f"{out}_q4_1_sums", f"{out}_q4_1_blocks", f"{out}_q4_1_axis"
         inits += [
@@ -221,26 +207,15 @@ def q4_1_nodes(node, base: str, q, d, m, k: int, n: int, sums: str | None) -> tu
 
 def q8_0_nodes(node, base: str, q, d, k: int, n: int) -> tuple[list, list]:
     """MatMulNBits with 8 bits and its default zero point 128 on q + 128: d · q exactly."""
-    from onnx import helper, numpy_helper
+    from onnx import numpy_helper
 
     stored = (q.astype(np.int16) + 128).astype(np.uint8)
     inits = [
         numpy_helper.from_array(stored, f"{base}_q8_0"),
         numpy_helper.from_array(np.ascontiguousarray(d), f"{base}_q8_0_scales"),
     ]
-    nodes = [
-        helper.make_node(
-            "MatMulNBits",
-            [node.input[0], f"{base}_q8_0", f"{base}_q8_0_scales"],
-            list(node.output),
-            name=f"{node.name}_q8_0",
-            domain=MS_DOMAIN,
-            K=k,
-            N=n,
-            bits=8,
-            block_size=BLOCK,
-        )
-    ]
+    nodes = [matmul_nbits([node.input[0], f"{base}_q8_0", f"{base}_q8_0_scales"], list(node.output),
+                          f"{node.name}_q8_0", k, n, bits=8)]
     return nodes, inits
 
 
