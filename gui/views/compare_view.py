@@ -225,14 +225,9 @@ class CompareView(QWidget):
         self._rows[side] = rows
         colours = [style.CHOSEN_COLOUR if row.own else OTHER_COLOUR if row.other else style.PROCESSED_COLOUR
                    for row in rows]
-        widths = [row.prob or 0.0 for row in rows]
-        self._bars[side].setOpts(x0=[0.0] * len(rows), y=list(range(len(rows))), width=widths, height=0.7,
-                                 brushes=[pg.mkBrush(c) for c in colours], pens=[None] * len(rows))
-        ticks = [(i, f"{'▶ ' if row.own else ''}{display_token(row.text)}") for i, row in enumerate(rows)]
+        labels = [f"{'▶ ' if row.own else ''}{display_token(row.text)}" for row in rows]
         plot = self._plots[side]
-        plot.getAxis("left").setTicks([ticks])
-        plot.setXRange(0, max(widths + [1e-6]) * 1.1, padding=0)
-        plot.setYRange(-0.6, len(rows) - 0.4, padding=0)
+        style.draw_token_bars(plot, self._bars[side], [row.prob or 0.0 for row in rows], colours, labels)
         # the draw: where u fell inside the chosen token's slice of the cumulative distribution, marked on its bar
         if record.draw is None or record.draw_low is None:
             self._draws[side].setData([], [])

@@ -248,14 +248,9 @@ class ModelCompareView(QWidget):
         rows = distribution_rows(comparison, self._step, side)
         self._rows[side] = rows
         fills = [palette.chosen if r.chosen else palette.top_k if r.other_top1 else palette.processed for r in rows]
-        widths = [row.prob for row in rows]
-        self._dist_bars[side].setOpts(x0=[0.0] * len(rows), y=list(range(len(rows))), width=widths, height=0.7,
-                                      brushes=[pg.mkBrush(c) for c in fills], pens=[None] * len(rows))
-        ticks = [(i, f"{'▶ ' if row.chosen else ''}{display_token(row.text)}") for i, row in enumerate(rows)]
+        labels = [f"{'▶ ' if row.chosen else ''}{display_token(row.text)}" for row in rows]
         plot = self._plots[side]
-        plot.getAxis("left").setTicks([ticks])
-        plot.setXRange(0, max(widths + [1e-6]) * 1.1, padding=0)
-        plot.setYRange(-0.6, len(rows) - 0.4, padding=0)
+        style.draw_token_bars(plot, self._dist_bars[side], [row.prob for row in rows], fills, labels)
         model = comparison.reference if side == 0 else comparison.other
         title = translate("model_compare_view", "{side}: {model} · step {step}")
         plot.setTitle(html.escape(title.format(side="AB"[side], model=model_label(model), step=self._step)), size="9pt")

@@ -134,3 +134,15 @@ def export_widget_png(widget: QWidget, path: str | Path) -> Path:
     if not widget.grab().save(str(path), "PNG"):
         raise OSError(f"could not write PNG to {path}")
     return path
+
+
+def draw_token_bars(plot: pg.PlotItem, bars: pg.BarGraphItem, probs: list[float], fills: list,
+                    labels: list[str]) -> None:
+    """A distribution as horizontal bars, token i on row i: each bar's width its probability, its label on the left
+    axis, the x range up to the widest bar."""
+    rows = len(probs)
+    bars.setOpts(x0=[0.0] * rows, y=list(range(rows)), width=probs, height=0.7,
+                 brushes=[pg.mkBrush(fill) for fill in fills], pens=[None] * rows)
+    plot.getAxis("left").setTicks([list(enumerate(labels))])
+    plot.setXRange(0, max(probs + [1e-6]) * 1.1, padding=0)
+    plot.setYRange(-0.6, rows - 0.4, padding=0)
