@@ -3,7 +3,7 @@ themselves come from the `make_window` / `window` fixtures (tests/conftest.py), 
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPoint, Qt
+from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QImage, QTextCursor
 
 from gui.main_window import MainWindow
@@ -67,3 +67,36 @@ def colour_counts(image: QImage) -> dict[str, int]:
             name = image.pixelColor(x, y).name()
             counts[name] = counts.get(name, 0) + 1
     return counts
+
+
+def take_candidate(qtbot, window, lane: int) -> tuple[int, int]:
+    """Double-click the inspector's first bar the lane did not pick at its proposed step; returns its token id and
+    the lane's own pick."""
+    window.state.select(lane, len(window.state.lanes[lane].trace.steps) - 1)
+    own = window.state.lanes[lane].trace.steps[-1].token_id
+    qtbot.wait(30)
+    inspector = window.inspector
+    row = next(i for i, r in enumerate(inspector.rows()) if not r.chosen)
+    token = inspector.rows()[row].token_id
+    view = inspector._canvas
+    pos = view.mapFromScene(inspector.scene_pos_of_row(row) + QPointF(4, 0))
+    qtbot.mouseDClick(view.viewport(), Qt.MouseButton.LeftButton, pos=pos)
+    qtbot.mouseRelease(view.viewport(), Qt.MouseButton.LeftButton, pos=pos)
+    wait_idle(qtbot, window)
+    return token, own
+
+
+def one_lane_window_beside(make_window, run_model, other_name: str, other_dir, tmp_path, monkeypatch):
+    """A window on `run_model` with one lane left and selected, while `other_dir` is a prepared model named
+    `other_name` (a link in a cache of the test's own), so the lanes editor's model field lists it."""
+    models = tmp_path / "cache" / "models"
+    models.mkdir(parents=True)
+    (models / other_name).symlink_to(other_dir)
+    monkeypatch.setenv("BRANCHPOINT_CACHE_DIR", str(tmp_path / "cache"))
+    window = make_window(run_model)
+    editor = window.lanes
+    while len(window.state.lanes) > 1:
+        editor._select_row(1)
+        editor.remove_selected()
+    editor._select_row(0)
+    return window

@@ -7,21 +7,14 @@ from dataclasses import replace
 
 from decoding.spec import LaneSpec
 from models.open_model import open_model
-from tests.gui_helpers import run_and_wait, wait_idle
+from tests.gui_helpers import one_lane_window_beside, run_and_wait, wait_idle
 
 
 def test_a_lane_set_to_another_model_in_the_editor_runs_saves_opens_and_replays(
         qtbot, make_window, tiny_model_dir, tiny_model_b_dir, tmp_path, monkeypatch):
-    models = tmp_path / "cache" / "models"
-    models.mkdir(parents=True)
-    (models / "tiny-llama-b").symlink_to(tiny_model_b_dir)  # prepared: the editor lists it
-    monkeypatch.setenv("BRANCHPOINT_CACHE_DIR", str(tmp_path / "cache"))
-    window = make_window(tiny_model_dir)
+    window = one_lane_window_beside(make_window, tiny_model_dir, "tiny-llama-b", tiny_model_b_dir, tmp_path,
+                                    monkeypatch)
     editor = window.lanes
-    while len(window.state.lanes) > 1:
-        editor._select_row(1)
-        editor.remove_selected()
-    editor._select_row(0)
     editor.duplicate_selected()
     field = editor.form.model
     assert field.itemText(0) == "(run's model)" and field.currentIndex() == 0

@@ -5,21 +5,14 @@ and replayed token for token; a teacher-forced model comparison of it is refused
 from __future__ import annotations
 
 from decoding.text_align import first_text_difference
-from tests.gui_helpers import run_and_wait, wait_idle
+from tests.gui_helpers import one_lane_window_beside, run_and_wait, wait_idle
 
 
 def test_a_lane_on_another_tokenizer_is_compared_by_text_and_saves_opens_and_replays(
         qtbot, make_window, tiny_model_dir, tiny_model_other_tokenizer_dir, tmp_path, monkeypatch):
-    models = tmp_path / "cache" / "models"
-    models.mkdir(parents=True)
-    (models / "tiny-llama-t").symlink_to(tiny_model_other_tokenizer_dir)  # prepared: the editor lists it
-    monkeypatch.setenv("BRANCHPOINT_CACHE_DIR", str(tmp_path / "cache"))
-    window = make_window(tiny_model_dir)
+    window = one_lane_window_beside(make_window, tiny_model_dir, "tiny-llama-t", tiny_model_other_tokenizer_dir,
+                                    tmp_path, monkeypatch)
     editor = window.lanes
-    while len(window.state.lanes) > 1:
-        editor._select_row(1)
-        editor.remove_selected()
-    editor._select_row(0)
     editor.duplicate_selected()
     editor.duplicate_selected()
     editor.form.model.setCurrentIndex(editor.form.model.findData("tiny-llama-t"))

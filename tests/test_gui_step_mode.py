@@ -5,26 +5,9 @@ taken, and Replay makes every token again."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPointF, Qt
+from PySide6.QtCore import Qt
 
-from tests.gui_helpers import wait_idle
-
-
-def take_candidate(qtbot, window, lane: int) -> tuple[int, int]:
-    """Double-click the inspector's first bar the lane did not pick at its proposed step; returns its token id and
-    the lane's own pick."""
-    window.state.select(lane, len(window.state.lanes[lane].trace.steps) - 1)
-    own = window.state.lanes[lane].trace.steps[-1].token_id
-    qtbot.wait(30)
-    inspector = window.inspector
-    row = next(i for i, r in enumerate(inspector.rows()) if not r.chosen)
-    token = inspector.rows()[row].token_id
-    view = inspector._canvas
-    pos = view.mapFromScene(inspector.scene_pos_of_row(row) + QPointF(4, 0))
-    qtbot.mouseDClick(view.viewport(), Qt.MouseButton.LeftButton, pos=pos)
-    qtbot.mouseRelease(view.viewport(), Qt.MouseButton.LeftButton, pos=pos)
-    wait_idle(qtbot, window)
-    return token, own
+from tests.gui_helpers import take_candidate, wait_idle
 
 
 def test_twenty_steps_by_hand_then_replay_makes_the_same_tokens(qtbot, window):

@@ -9,29 +9,14 @@ from __future__ import annotations
 
 import re
 
-from PySide6.QtCore import QPointF, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QApplication
 
 from decoding import jsonio, session_tree
-from tests.gui_helpers import anchors, token_point, wait_idle
+from tests.gui_helpers import anchors, take_candidate, token_point, wait_idle
 
 GREEDY, BEAM, SAMPLED = 0, 1, 2
-
-
-def double_click_other_candidate(qtbot, window, lane: int) -> int:
-    """Double-click the inspector's first bar that the lane's proposed step did not choose; returns its token."""
-    window.state.select(lane, len(window.state.lanes[lane].trace.steps) - 1)
-    qtbot.wait(30)
-    inspector = window.inspector
-    row = next(i for i, r in enumerate(inspector.rows()) if not r.chosen)
-    token = inspector.rows()[row].token_id
-    view = inspector._canvas
-    pos = view.mapFromScene(inspector.scene_pos_of_row(row) + QPointF(4, 0))
-    qtbot.mouseDClick(view.viewport(), Qt.MouseButton.LeftButton, pos=pos)
-    qtbot.mouseRelease(view.viewport(), Qt.MouseButton.LeftButton, pos=pos)
-    wait_idle(qtbot, window)
-    return token
 
 
 def italic_at(window, lane: int, step: int) -> bool:
@@ -88,12 +73,12 @@ def test_twenty_hand_steps_of_greedy_sampled_and_beam_lanes_survive_save_open_an
         if step % 5 == 2:  # by hand: another candidate on the greedy and the sampled lane; the beam lane refuses
             for lane in (GREEDY, SAMPLED):
                 own = window.state.lanes[lane].trace.steps[step].token_id
-                token = double_click_other_candidate(qtbot, window, lane)
+                token, _ = take_candidate(qtbot, window, lane)
                 record = window.state.lanes[lane].trace.steps[step]
                 assert record.forced and record.token_id == token != own and not italic_at(window, lane, step)
                 picks[lane][step] = token
             before = list(window.state.lanes[BEAM].trace.token_ids)
-            double_click_other_candidate(qtbot, window, BEAM)
+            take_candidate(qtbot, window, BEAM)
             assert "beam lane's step" in window.state.notice.text
             assert window.state.lanes[BEAM].trace.token_ids == before
             window.state.clear_notice()
