@@ -20,10 +20,17 @@ from onnx import TensorProto
 
 from decoding.protocol import PrefillProgress, RowSummary
 from runtime.helper_graphs import ONNX_TYPES, last_logits_model, row_summary_model, summary_parts
-from runtime.in_place_kv import ATTENTION_MASK, WRITE_INDEX, in_place_graph
+from runtime.in_place_kv import ATTENTION_MASK, WRITE_INDEX, additive, in_place_graph
 from runtime.kv_cache import PREFILL_CHUNK, KVCache, RowGather
 from runtime.model_files import eos_ids_from, max_positions_from, read_json
-from runtime.session import ModelError, create_helper_session, create_session, ort_errors, ort_message
+from runtime.session import (
+    ModelError,
+    create_helper_session,
+    create_session,
+    cuda_unavailable_reason,
+    ort_errors,
+    ort_message,
+)
 
 PAST_NAME = re.compile(r"^past_key_values\.(\d+)\.(key|value)$")
 INT_TYPES = {"tensor(int64)": np.int64, "tensor(int32)": np.int32}
@@ -46,6 +53,7 @@ class GraphIO:
     head_dim: int
     vocab_size: int | None
     in_place: bool  # the KV cache is written in place (runtime.in_place_kv), not grown by Concat
+    additive_mask: bool  # in place, the attention mask is additive float32 (the CPU graph), else boolean
 
     @classmethod
     def from_session(cls, session: ort.InferenceSession, config: dict) -> GraphIO:
@@ -80,6 +88,7 @@ class GraphIO:
             head_dim=head_dim,
             vocab_size=vocab if isinstance(vocab, int) else config.get("vocab_size"),
             in_place=in_place,
+            additive_mask=in_place and inputs[ATTENTION_MASK].type == "tensor(float)",
         )
 
 
@@ -139,7 +148,8 @@ class OnnxDecoder:
 
     def _open(self, device: str, threads: int | None, in_place: bool):
         path = self.model_dir / "model.onnx"
-        graph = in_place_graph(self.model_dir) if in_place and path.exists() else None
+        on_cpu = device == "cpu" or cuda_unavailable_reason() is not None  # the CPU kernel's edits, or not
+        graph = in_place_graph(self.model_dir, cpu=on_cpu) if in_place and path.exists() else None
         if graph is None:
             return create_session(path, device, threads)
         return create_session(graph.SerializeToString(), device, threads, external_data_dir=self.model_dir)
@@ -268,7 +278,7 @@ class OnnxDecoder:
             cache = cache.writable(count)
             write_index, mask = cache.run_masks(count)
             binding.bind_cpu_input(WRITE_INDEX, write_index)
-            binding.bind_cpu_input(ATTENTION_MASK, mask)
+            binding.bind_cpu_input(ATTENTION_MASK, additive(mask) if self.io.additive_mask else mask)
             for past, present, value in zip(self.io.past_names, self.io.present_names, cache.tensors, strict=True):
                 binding.bind_ortvalue_input(past, value)
                 binding.bind_ortvalue_output(present, value)

@@ -1,7 +1,8 @@
 """runtime/in_place_kv + KVCache in place: a prepared graph whose KV cache is written into its buffer (TensorScatter)
 gives the logits of the graph as exported (Concat-grown cache) through prefill chunks, forks, reorders, truncated
 rows, buffers that grow and old caches continued after newer ones wrote into the shared buffer; and a step really
-writes in place (same device buffer, nothing copied)."""
+writes in place (same device buffer, nothing copied). The CPU graph (additive mask) and the one CUDA runs
+(boolean mask) alike."""
 
 from __future__ import annotations
 
@@ -34,6 +35,16 @@ def pair(edited_dir: Path) -> tuple[OnnxDecoder, OnnxDecoder]:
     return OnnxDecoder(edited_dir, "cpu", in_place=False), OnnxDecoder(edited_dir, "cpu", chunk=5)
 
 
+@pytest.fixture(scope="module")
+def portable(edited_dir: Path) -> OnnxDecoder:
+    """The in-place graph CUDA runs (boolean mask), run on the CPU."""
+    import runtime.decoder as decoder_module
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(decoder_module, "in_place_graph", lambda model_dir, cpu: in_place_graph(model_dir, cpu=False))
+        return OnnxDecoder(edited_dir, "cpu", chunk=4)
+
+
 def test_only_the_prepared_pattern_is_made_in_place(tiny_model_dir: Path, edited_dir: Path, pair):
     assert in_place_graph(tiny_model_dir) is None  # a plain export: its attention is not the fused op
     assert not OnnxDecoder(tiny_model_dir, "cpu").io.in_place
@@ -46,6 +57,32 @@ def test_only_the_prepared_pattern_is_made_in_place(tiny_model_dir: Path, edited
     onnx.checker.check_model(graph)
     exported, in_place = pair
     assert in_place.io.in_place and not exported.io.in_place
+
+
+@pytest.mark.parametrize("cpu", [True, False])
+def test_queries_are_scaled_first_and_the_cpu_graph_takes_an_additive_mask(edited_dir: Path, cpu: bool):
+    graph = in_place_graph(edited_dir, cpu=cpu)
+    onnx.checker.check_model(graph)
+    attention = [node for node in graph.graph.node if node.op_type == "Attention"]
+    scales = [attr.f for node in attention for attr in node.attribute if attr.name == "scale"]
+    assert scales == [1.0] * len(attention)  # MLAS' one-row kernel; the query carries the scale
+    assert all(node.input[0].endswith("_bp_scaled") for node in attention)
+    mask = next(i for i in graph.graph.input if i.name == "kv_attention_mask")
+    assert mask.type.tensor_type.elem_type == (onnx.TensorProto.FLOAT if cpu else onnx.TensorProto.BOOL)
+
+
+def test_the_portable_graph_gives_the_cpu_graphs_logits(pair, portable):
+    _, in_place = pair
+    assert portable.io.in_place and not portable.io.additive_mask and in_place.io.additive_mask
+    ids = [(17 * i) % 300 + 3 for i in range(22)]
+    (a_state, a), (b_state, b) = in_place.prefill(ids), portable.prefill(ids)
+    np.testing.assert_allclose(a, b, atol=ATOL)
+    for lengths in ([None, 9, 21], None, None, [4, None, None]):
+        rows = [0, 0, 0] if a_state.num_rows == 1 else [2, 0, 1]
+        tokens = a.argmax(-1).reshape(-1)[:1].tolist() * 3 if a_state.num_rows == 1 else a.argmax(-1).tolist()
+        a_state, a = in_place.step(a_state, rows, tokens, lengths)
+        b_state, b = portable.step(b_state, rows, tokens, lengths)
+        np.testing.assert_allclose(a, b, atol=ATOL)
 
 
 def test_a_step_writes_into_the_buffer_it_continues(pair):
