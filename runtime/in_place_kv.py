@@ -124,32 +124,20 @@ def additive(mask: np.ndarray) -> np.ndarray:
     return np.where(mask, np.float32(0.0), MASKED)
 
 
-def _attention_nodes(graph) -> list:
-    return [node for node in graph.node if node.op_type == "Attention"]
-
-
 def _scale_queries_first(graph) -> None:
     """Each Attention's query times its scale, the op's scale then 1 (see the module docstring). The prepared
     graph always spells its scale out (models.graph_edits.fused_attention)."""
     from onnx import helper, numpy_helper
 
-    before = {}
-    for node in _attention_nodes(graph):
-        scale = next((a for a in node.attribute if a.name == "scale"), None)
-        if scale is None:
-            continue
-        factor, scaled = f"{node.name}_bp_query_scale", f"{node.input[0]}_bp_scaled"
-        graph.initializer.append(numpy_helper.from_array(np.array(scale.f, dtype=np.float32), factor))
-        before[node.name] = [helper.make_node("Mul", [node.input[0], factor], [scaled], name=f"{node.name}_bp_scale")]
-        node.input[0] = scaled
-        scale.f = 1.0
-    _insert(graph, before, {})
-
-
-def _insert(graph, before: dict[str, list], after: dict[str, list]) -> None:
-    """Nodes inserted before / after the nodes of the given names (the node list stays in topological order)."""
     nodes = []
     for node in graph.node:
-        nodes += [*before.get(node.name, []), node, *after.get(node.name, [])]
+        scale = next((a for a in node.attribute if a.name == "scale"), None)
+        if node.op_type == "Attention" and scale is not None:
+            factor, scaled = f"{node.name}_bp_query_scale", f"{node.input[0]}_bp_scaled"
+            graph.initializer.append(numpy_helper.from_array(np.array(scale.f, dtype=np.float32), factor))
+            nodes.append(helper.make_node("Mul", [node.input[0], factor], [scaled], name=f"{node.name}_bp_scale"))
+            node.input[0] = scaled
+            scale.f = 1.0
+        nodes.append(node)
     graph.ClearField("node")
     graph.node.extend(nodes)
