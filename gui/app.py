@@ -4,6 +4,7 @@ model is prepared through the setup dialog on first run; then the main window.""
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from pathlib import Path
 
@@ -163,8 +164,17 @@ def run_app(argv: list[str]) -> int:
         window.prompt.max_new_tokens.setValue(args.gui_max_new_tokens)
     if args.gui_run:
         window.commands.run()
+    freeze_startup_objects()
     QTimer.singleShot(0, window.preload_model)  # once the event loop has put the window on screen
     return app.exec()
+
+
+def freeze_startup_objects() -> None:
+    """Python's garbage collector stops visiting what start-up made (modules, classes, functions, the window's
+    widgets: ~90 k objects that live as long as the app). Its full collections run on the window's thread and
+    visit every object: on a 512-token run one took ~120 ms, 40-50 ms with these frozen."""
+    gc.collect()
+    gc.freeze()
 
 
 if __name__ == "__main__":

@@ -3,16 +3,14 @@ resident memory by less than 50 MB and leave no thread, file descriptor or ONNX 
 engine on the default model (all default lanes, a fan-out, a branch in the run and after it; 4 new tokens a run
 so CI stays within minutes), and the window on the tiny model (Run clicked, streamed, drawn). Then long runs in the
 window on the default model: 512-token runs and 32-member fan-outs, memory and handles flat from run to run and
-the window's thread never working more than 100 ms at a stretch (nor held up 300 ms) while they stream."""
+the window's thread never working more than 250 ms at a stretch (nor held up 500 ms) while they stream."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -21,13 +19,15 @@ from decoding.engine import Engine, branch_prefix
 from decoding.fanout import fan_out
 from decoding.spec import Branch, LaneSpec, default_lanes
 from tests.processes import HAS_PROC
-from tests.reliability.resources import SOAK_RUNS, Resources, assert_flat, measure
+from tests.reliability.resources import SOAK_RUNS, assert_flat, measure
 
 pytestmark = pytest.mark.skipif(not HAS_PROC, reason="reads this process's resources from /proc")
 
 PROMPTS = ["Once upon a time", "The capital of France is", "我虽然很累，但还是决定",
            "def fib(n):\n    return n if n < 2 else", "Although I was tired, I still decided to go out and"]
 WARM_UP = 10  # ORT's arenas and the caches reach their working size in the first runs
+OWN_PROCESS = "BRANCHPOINT_SOAK_OWN_PROCESS"  # set in a soak's own process (the own_process fixture)
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def one_run(model, engine: Engine, index: int) -> None:
@@ -40,29 +40,36 @@ def one_run(model, engine: Engine, index: int) -> None:
     engine.run(prompt, [after], max_new_tokens=4, prefix=branch_prefix(trace, "greedy", 2))
 
 
-def soak_the_engine(model_dir: str) -> tuple[Resources, Resources]:
-    """WARM_UP runs, then SOAK_RUNS measured ones: the resources before and after them."""
+@pytest.fixture
+def own_process(request) -> bool:
+    """True inside a soak's own pytest process. Outside it, runs the test there and returns False: the test then
+    ends, its verdict the child's. A soak measures the process it runs in, and in the test session's process what
+    a thousand earlier tests left (objects for the collector, grown arenas) made allocated memory jump by 265 MB
+    once in six full runs, and a full garbage collection held the window's thread 149 ms in another."""
+    if os.environ.get(OWN_PROCESS):
+        return True
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", request.node.nodeid],
+                          cwd=ROOT, env={**os.environ, OWN_PROCESS: "1"}, capture_output=True, text=True,
+                          timeout=570)
+    print(done.stdout[-4000:])
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+    return False
+
+
+@pytest.mark.slow
+def test_engine_runs_on_the_default_model_stay_flat(own_process, default_model_dir):
+    if not own_process:
+        return
     from models.open_model import open_model
 
-    model = open_model(model_dir, device="cpu")
+    model = open_model(default_model_dir, device="cpu")
     engine = model.engine()
     for index in range(WARM_UP):
         one_run(model, engine, index)
     before = measure()
     for index in range(WARM_UP, WARM_UP + SOAK_RUNS):
         one_run(model, engine, index)
-    return before, measure()
-
-
-@pytest.mark.slow
-def test_engine_runs_on_the_default_model_stay_flat(default_model_dir):
-    """In a process of its own: in the test session's process, objects earlier tests left to the garbage
-    collector and arenas they grew made the allocated memory jump by 265 MB during one soak out of six."""
-    root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-m", "tests.reliability.test_soak", str(default_model_dir)], cwd=root,
-                          capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
-    before, after = (Resources(**fields) for fields in json.loads(done.stdout.strip().splitlines()[-1]))
+    after = measure()
     print(f"engine soak, {SOAK_RUNS} runs: {before} -> {after}")
     assert_flat(before, after)
 
@@ -83,11 +90,15 @@ def test_window_runs_on_the_tiny_model_stay_flat(qtbot, window):
     assert_flat(before, after)
 
 
-MAX_STALL_S = 0.1  # the GUI thread's own work at a stretch (its CPU time between two event-loop turns)
-# Wall-clock, the window's thread shares the cores and Python's GIL with the run's thread: a stretch of its own
-# work takes up to about twice as long. On 2 cores, quiet, 32-member fan-outs: 71-162 ms for 29-69 ms of its own
-# work. This bound catches a window that waits on something (a lock, a file, a search run on its thread).
-MAX_WALL_STALL_S = 0.3
+# The GUI thread's own work at a stretch (its CPU time between two event-loop turns) and the wall-clock time
+# between two turns. Measured on 2 cores, each soak in its own process: 512-token runs 97-163 ms of its own work
+# (the same on the code before this bound, 117-138 ms: the 100 ms bound it had passed by chance), 197-298 ms
+# wall-clock; 32-member fan-outs 29-69 ms, 71-162 ms. Its longest stretches are Python's garbage collections
+# (full: ~120 ms over a long run's objects, 40-50 ms with start-up's frozen as the app does; young: up to 40 ms)
+# besides redraws. Wall-clock it shares the cores and the GIL with the run's thread: up to about twice as long.
+# These bounds catch a window that waits on something (a lock, a file, a search run on its thread).
+MAX_STALL_S = 0.25
+MAX_WALL_STALL_S = 0.5
 
 
 class StallWatch:
@@ -142,8 +153,13 @@ def soak_the_window(qtbot, window, runs: int, max_new_tokens: int, label: str, w
 
 @pytest.mark.slow
 def test_512_token_runs_in_the_window_on_the_default_model_stay_flat_and_never_stall(
-        qtbot, make_window, default_model_dir):
+        own_process, qtbot, make_window, default_model_dir):
+    if not own_process:
+        return
+    from gui.app import freeze_startup_objects
+
     window = make_window(default_model_dir)
+    freeze_startup_objects()  # as the app does once its window is up
     window.state.set_specs([LaneSpec("greedy", min_new_tokens=512),
                             LaneSpec("top-p", do_sample=True, top_p=0.9, min_new_tokens=512, seed=1)])
     soak_the_window(qtbot, window, runs=2, max_new_tokens=512, label="512-token runs")
@@ -152,13 +168,15 @@ def test_512_token_runs_in_the_window_on_the_default_model_stay_flat_and_never_s
 
 @pytest.mark.slow
 def test_32_member_fan_outs_in_the_window_on_the_default_model_stay_flat_and_never_stall(
-        qtbot, make_window, default_model_dir):
+        own_process, qtbot, make_window, default_model_dir):
+    if not own_process:
+        return
+    from gui.app import freeze_startup_objects
+
     window = make_window(default_model_dir)
+    freeze_startup_objects()  # as the app does once its window is up
     window.state.set_specs([LaneSpec("fan", do_sample=True, temperature=1.2, top_p=0.95, seed=3)])
     window.state.set_fanout(0, 32)
     soak_the_window(qtbot, window, runs=3, max_new_tokens=48, label="32-member fan-outs", warm_up=2)
     assert len(window.state.lanes[0].members) == 32
 
-
-if __name__ == "__main__":  # the engine soak's own process (test_engine_runs_on_the_default_model_stay_flat)
-    print(json.dumps([asdict(resources) for resources in soak_the_engine(sys.argv[1])]))
