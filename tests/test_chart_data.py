@@ -100,6 +100,15 @@ def test_summary_flags_forced_and_branch_point():
     assert summary["draw u"].startswith(f"{lane.steps[0].draw:.4f} in [")
 
 
+def test_a_varentropy_without_its_raw_value_is_shown_alone():
+    """A run file may hold one without the other (the run-file fuzz found one that opened and broke the panel)."""
+    lane = samples.sampled_lane(samples.EN_CANDIDATES)
+    lane.steps[0].varentropy, lane.steps[0].varentropy_raw = 1.25, None
+    assert dict(step_summary(lane, lane.steps[0]))["varentropy"].startswith("1.250 ")
+    lane.steps[0].varentropy_raw = 1.5
+    assert "(raw 1.500)" in dict(step_summary(lane, lane.steps[0]))["varentropy"]
+
+
 def test_metric_values_and_unknown_metric():
     lanes = samples.timeline_lanes(samples.EN_CANDIDATES, steps=3)
     assert metric_values(lanes[0].steps, "entropy_raw") == [s.entropy_raw for s in lanes[0].steps]

@@ -162,10 +162,11 @@ def step_summary(lane: LaneTrace, step: StepRecord, marks=None) -> list[tuple[st
         (translate("chart_data", "tail mass"),
          with_raw.format(value=f"{step.tail_mass:.4f}", raw=f"{step.tail_mass_raw:.4f}")),
     ]
-    if step.varentropy is not None:
-        pairs.append((translate("chart_data", "varentropy"),
-                      with_raw.format(value=f"{step.varentropy:.3f}", raw=f"{step.varentropy_raw:.3f}") + " "
-                      + translate("chart_data", "nats²")))
+    if step.varentropy is not None:  # a file may hold one without the other (entropy_plane reads each alone)
+        value = f"{step.varentropy:.3f}"
+        raw = step.varentropy_raw
+        text = value if raw is None else with_raw.format(value=value, raw=f"{raw:.3f}")
+        pairs.append((translate("chart_data", "varentropy"), text + " " + translate("chart_data", "nats²")))
     if step.draw is not None:
         pairs.append((translate("chart_data", "draw u"), _draw_text(step)))
     pairs += _sampler_state(step)
