@@ -131,8 +131,8 @@ def _scale_queries_first(graph) -> None:
 
     nodes = []
     for node in graph.node:
-        scale = next((a for a in node.attribute if a.name == "scale"), None)
-        if node.op_type == "Attention" and scale is not None:
+        scale = next((a for a in node.attribute if a.name == "scale"), None) if node.op_type == "Attention" else None
+        if scale is not None:
             factor, scaled = f"{node.name}_bp_query_scale", f"{node.input[0]}_bp_scaled"
             graph.initializer.append(numpy_helper.from_array(np.array(scale.f, dtype=np.float32), factor))
             nodes.append(helper.make_node("Mul", [node.input[0], factor], [scaled], name=f"{node.name}_bp_scale"))

@@ -176,7 +176,6 @@ def test_any_damaged_run_file_that_is_accepted_opens_in_the_real_widgets(qtbot, 
     assert not window.error_banner.isVisible()
 
 
-
 def test_a_run_file_with_a_far_beam_slot_draws_its_beam_tree(qtbot, window, tmp_path):
     """The fuzz found it: a beam's parent slot damaged to 36 million is accepted, and the beam tree's y axis (its
     edge goes to that slot), once ticked at every whole slot, asked numpy for petabytes while painting. Whole

@@ -77,12 +77,12 @@ def test_the_portable_graph_gives_the_cpu_graphs_logits(pair, portable):
     ids = [(17 * i) % 300 + 3 for i in range(22)]
     (a_state, a), (b_state, b) = in_place.prefill(ids), portable.prefill(ids)
     np.testing.assert_allclose(a, b, atol=ATOL)
+    rows, tokens = [0, 0, 0], [int(a.argmax())] * 3  # three forks of the prompt
     for lengths in ([None, 9, 21], None, None, [4, None, None]):
-        rows = [0, 0, 0] if a_state.num_rows == 1 else [2, 0, 1]
-        tokens = a.argmax(-1).reshape(-1)[:1].tolist() * 3 if a_state.num_rows == 1 else a.argmax(-1).tolist()
         a_state, a = in_place.step(a_state, rows, tokens, lengths)
         b_state, b = portable.step(b_state, rows, tokens, lengths)
         np.testing.assert_allclose(a, b, atol=ATOL)
+        rows, tokens = [2, 0, 1], a.argmax(-1).tolist()  # reordered from here on
 
 
 def test_a_step_writes_into_the_buffer_it_continues(pair):

@@ -130,6 +130,15 @@ class StallWatch:
         self.worst_busy, self._last_busy = max(self.worst_busy, busy - self._last_busy), busy
 
 
+def window_as_the_app_starts(make_window, model_dir):
+    """A window on `model_dir` with what start-up made frozen, as the app does once its window is up."""
+    from gui.app import freeze_startup_objects
+
+    window = make_window(model_dir)
+    freeze_startup_objects()
+    return window
+
+
 def soak_the_window(qtbot, window, runs: int, max_new_tokens: int, label: str, warm_up: int = 1) -> None:
     """`warm_up` runs (the model loads, ORT's arenas and the caches grow), then `runs` measured ones."""
     from tests.gui_helpers import run_and_wait
@@ -156,10 +165,7 @@ def test_512_token_runs_in_the_window_on_the_default_model_stay_flat_and_never_s
         own_process, qtbot, make_window, default_model_dir):
     if not own_process:
         return
-    from gui.app import freeze_startup_objects
-
-    window = make_window(default_model_dir)
-    freeze_startup_objects()  # as the app does once its window is up
+    window = window_as_the_app_starts(make_window, default_model_dir)
     window.state.set_specs([LaneSpec("greedy", min_new_tokens=512),
                             LaneSpec("top-p", do_sample=True, top_p=0.9, min_new_tokens=512, seed=1)])
     soak_the_window(qtbot, window, runs=2, max_new_tokens=512, label="512-token runs")
@@ -171,12 +177,8 @@ def test_32_member_fan_outs_in_the_window_on_the_default_model_stay_flat_and_nev
         own_process, qtbot, make_window, default_model_dir):
     if not own_process:
         return
-    from gui.app import freeze_startup_objects
-
-    window = make_window(default_model_dir)
-    freeze_startup_objects()  # as the app does once its window is up
+    window = window_as_the_app_starts(make_window, default_model_dir)
     window.state.set_specs([LaneSpec("fan", do_sample=True, temperature=1.2, top_p=0.95, seed=3)])
     window.state.set_fanout(0, 32)
     soak_the_window(qtbot, window, runs=3, max_new_tokens=48, label="32-member fan-outs", warm_up=2)
     assert len(window.state.lanes[0].members) == 32
-
