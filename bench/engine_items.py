@@ -13,13 +13,13 @@ import numpy as np
 from bench.context import PROMPT, BenchContext, load_decoder
 from bench.report import Row
 from bench.timing import SESSION_SETTLE, interleaved, medians, paired_ratio
-from decoding.protocol import RowSummarizer
+from decoding.engine.protocol import RowSummarizer
 
 
 def five_lanes(new_tokens: int | None = None) -> list:
     """The default five lanes, seeded. With `new_tokens`, each is forced to generate exactly that many (eos
     suppressed until then, on both sides, so Branchpoint and transformers do the same amount of work)."""
-    from decoding.spec import assign_seeds, default_lanes
+    from decoding.chain.spec import assign_seeds, default_lanes
 
     specs = default_lanes()
     if new_tokens is not None:
@@ -30,8 +30,8 @@ def five_lanes(new_tokens: int | None = None) -> list:
 def run_engine(ctx: BenchContext, specs: list, new_tokens: int, source=None, batched_rows: bool = True):
     """One Branchpoint run (prefill included) of `specs` on the bench prompt. Returns the RunTrace.
     `batched_rows=False`: decoding/ decides lane by lane (the per-row reference path)."""
-    from decoding.engine import Engine
-    from decoding.trace import PromptInfo
+    from decoding.engine.engine import Engine
+    from decoding.records.trace import PromptInfo
 
     source = source or ctx.decoder
     engine = Engine(source, ctx.tokenizer, eos_token_ids=ctx.decoder.eos_token_ids, batched_rows=batched_rows)
@@ -269,7 +269,7 @@ def llama_lane():
     """A lane with llama.cpp's heavier samplers: DRY (a repeat scan of the history), XTC (its coin and a sort of
     the step's candidates) and mirostat 2 (a sort and its running mu); decided alone (its processors carry
     state), on the per-row path."""
-    from decoding.spec import LaneSpec
+    from decoding.chain.spec import LaneSpec
 
     return LaneSpec("dry xtc mirostat", do_sample=True, dry_multiplier=0.8, xtc_probability=0.5, xtc_threshold=0.1,
                     mirostat=2, mirostat_tau=5.0, seed=24)
@@ -337,8 +337,8 @@ def _timed_run(ctx: BenchContext, specs: list, batched_rows: bool = True) -> dic
 
 def _engine_cpu_ms_per_step_free(ctx: BenchContext, specs: list, tokens: int, vocab: int = 49152) -> float:
     """Engine CPU milliseconds per step on free logits of the default model's vocabulary size."""
-    from decoding.engine import Engine
-    from decoding.trace import PromptInfo
+    from decoding.engine.engine import Engine
+    from decoding.records.trace import PromptInfo
 
     source = TimedSource(FreeLogits(vocab))  # its row copies are the source's time, not decoding/'s
     text = ctx.tokenizer if ctx.decoder.vocab_size == vocab else NumberedPieces()  # real pieces if it fits
@@ -365,7 +365,7 @@ class NumberedPieces:
 def measure_fanout(ctx: BenchContext) -> list[Row]:
     """A sampled lane (T 1.0) fanned out to 32 members vs the same lane alone, each generating exactly
     new_tokens tokens (eos suppressed until then), interleaved; then where a fan-out step's time goes."""
-    from decoding.fanout import fan_out
+    from decoding.analysis.fanout import fan_out
 
     tokens, count = ctx.sizes.new_tokens, ctx.sizes.fanout_members
     lane = fanout_lane(tokens)
@@ -392,7 +392,7 @@ def measure_fanout(ctx: BenchContext) -> list[Row]:
 
 def fanout_lane(tokens: int):
     """The fan-out items' sampled lane, generating exactly `tokens` tokens (eos suppressed until then)."""
-    from decoding.spec import LaneSpec
+    from decoding.chain.spec import LaneSpec
 
     return LaneSpec("T 1.0", do_sample=True, temperature=1.0, seed=11, min_new_tokens=tokens)
 
@@ -400,7 +400,7 @@ def fanout_lane(tokens: int):
 def measure_fanout_sampler(ctx: BenchContext) -> list[Row]:
     """Item 5 for a 32-member fan-out: the share of a 32-row step spent in decoding/ plus the runtime's row
     summary, and decoding/'s CPU time deciding lane by lane vs batched, each pair of runs back to back."""
-    from decoding.fanout import fan_out
+    from decoding.analysis.fanout import fan_out
 
     count = ctx.sizes.fanout_members
     members = fan_out(fanout_lane(ctx.sizes.new_tokens), count)

@@ -140,7 +140,7 @@ def stall(model_dir: Path, tokens: int, fanout: int = 0, tab: str | None = None)
     slots = SlotTimer()  # before the window exists: its connections take the wrapped methods
     app, window = open_window(model_dir)
     if fanout:
-        from decoding.spec import LaneSpec
+        from decoding.chain.spec import LaneSpec
 
         window.state.set_specs([LaneSpec("T 1.0", do_sample=True, temperature=1.0, seed=11)])
         window.state.set_fanout(0, fanout)

@@ -219,7 +219,7 @@ def _explain_shown(explainer, ids: list[int], prompt_length: int) -> None:
 
 
 def _explain_phases(explainer, ids: list[int], prompt_length: int) -> dict[str, float]:
-    from decoding.explain import LogitLens, build_explain
+    from decoding.records.explain import LogitLens, build_explain
     from models.inspection import LENS_TOP_K
 
     inspector = explainer.inspector

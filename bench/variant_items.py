@@ -70,7 +70,7 @@ def folder_bytes(folder: Path) -> int:
 def teacher_forced_cost(folders: dict[str, Path], prompts: list[list[int]], sequences: list[list[int]]) -> dict:
     """Per variant: mean and max KL(fp32 ‖ variant) and top-1 agreement over the given fp32 greedy continuations,
     every position read in one call per model (runtime.sequence_logits)."""
-    from decoding.model_compare import summarize, teacher_forced
+    from decoding.analysis.model_compare import summarize, teacher_forced
     from runtime.sequence_logits import SequenceScorer
 
     logits: dict[str, list[np.ndarray]] = {}

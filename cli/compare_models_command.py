@@ -20,10 +20,11 @@ import threading
 from pathlib import Path
 
 from cli.common import UsageError, check_writable, fail, load_model, load_model_text
-from decoding import model_compare
-from decoding.atomic_write import write_text_atomic
-from decoding.engine import check_positions
-from decoding.spec import assign_seeds, parse_lane, unique_names
+from decoding.analysis import model_compare
+from decoding.chain.spec import assign_seeds, parse_lane, unique_names
+from decoding.engine.engine import check_positions
+from runfiles.atomic_write import write_text_atomic
+from runfiles.generation_config import lane_from_text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -113,7 +114,7 @@ def compare(args: argparse.Namespace) -> dict:
     load_model_text(name_b)
     check_same_vocabulary(name_a, name_b)
     try:
-        lane = parse_lane(args.lane)
+        lane = lane_from_text(args.lane)
     except ValueError as exc:
         raise UsageError(f"invalid --lane={args.lane!r}: {exc}") from exc
     greedy = parse_lane("greedy")

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from cli.common import UsageError, check_writable, fail
 from cli.prepare_command import StageProgress
-from decoding.explain import ExplainResult, check_length, first_top1_row, most_attended
+from decoding.records.explain import ExplainResult, check_length, first_top1_row, most_attended
+from runfiles import run_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         result = explain_sequence(model_dir, token_ids, prompt_length, device=args.device)
     except DeviceError as exc:
         return fail(str(exc))
-    result.save(args.json)
+    run_file.save_explain(result, args.json)
     print(summary(result))
     print(f"wrote {args.json}", file=sys.stderr)
     return 0

@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 
 from cli.common import EXIT_MISMATCH, UsageError, fail, load_model, one_line
-from decoding import jsonio
-from decoding.replay import compare, replay
-from decoding.trace import ModelInfo, RunTrace
+from decoding.engine.replay import compare, replay
+from decoding.records.trace import ModelInfo, RunTrace
 from models.open_model import LaneModels
+from runfiles import run_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        trace = jsonio.load(args.file)
+        trace = run_file.load(args.file)
         model = load_model(args.model or recorded_model(trace), args.device)
         engine = model.engine(
             top_n=trace.settings.top_n,

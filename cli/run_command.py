@@ -10,7 +10,7 @@ the node is made again from the file's specs (checked token by token), then the 
 generate --max-new-tokens more tokens after it; `--json` writes the run with the file's tree and the new lanes
 under the node (the file read is never changed unless it is also the --json path, and then only whole).
 
-`--fanout K` runs every sampled lane as K members with seeds seed, seed+1, ... (decoding.fanout); the terminal
+`--fanout K` runs every sampled lane as K members with seeds seed, seed+1, ... (decoding.analysis.fanout); the terminal
 then shows each fan-out as its distinct continuations instead of K columns.
 
 Bad input (unknown lane key, out-of-range value, empty prompt, unreadable file, missing model) prints one
@@ -31,14 +31,16 @@ from pathlib import Path
 from cli import terminal_text
 from cli.common import UsageError, check_writable, fail, load_model, load_model_text, one_line
 from cli.replay_command import recorded_model
-from decoding import jsonio, session_tree
-from decoding.engine import check_positions
-from decoding.fanout import MAX_FANOUT, fan_out_sampled
-from decoding.parameters import lane_help
-from decoding.spec import LaneSpec, assign_seeds, parse_lane, unique_names
-from decoding.stats import MIN_TOP_N
-from decoding.trace import CriticalSettings, PromptInfo, RunTrace
+from decoding.analysis import session_tree
+from decoding.analysis.fanout import MAX_FANOUT, fan_out_sampled
+from decoding.chain.parameters import lane_help
+from decoding.chain.spec import LaneSpec, assign_seeds, unique_names
+from decoding.engine.engine import check_positions
+from decoding.records.stats import MIN_TOP_N
+from decoding.records.trace import CriticalSettings, PromptInfo, RunTrace
 from models.open_model import LaneModels, ModelText
+from runfiles import run_file
+from runfiles.generation_config import lane_from_text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -159,7 +161,7 @@ def report(args: argparse.Namespace, trace: RunTrace, tokenizer) -> int:
         print(terminal_text.render_fanout_run(trace, tokenizer, width))
         print(fanout_summary(trace))
     if args.json is not None:
-        jsonio.save(trace, args.json)
+        run_file.save(trace, args.json)
         print(f"wrote {args.json}", file=sys.stderr)
     if trace.error:
         print(f"branchpoint: the run stopped early: {one_line(trace.error)}", file=sys.stderr)
@@ -168,7 +170,8 @@ def report(args: argparse.Namespace, trace: RunTrace, tokenizer) -> int:
 
 
 def continue_run(args: argparse.Namespace) -> int:
-    """`--from RUN.json --node ID`: the saved run continued from the node (decoding.session_tree.continue_from)."""
+    """`--from RUN.json --node ID`: the saved run continued from the node
+    (decoding.analysis.session_tree.continue_from)."""
     try:
         if args.from_file is None or args.node is None:
             raise UsageError("--from and --node go together: --from RUN.json --node ID")
@@ -178,7 +181,7 @@ def continue_run(args: argparse.Namespace) -> int:
             raise UsageError(f"invalid --max-new-tokens={args.max_new_tokens}: allowed an integer >= 1")
         if args.json is not None:
             check_writable(args.json)
-        saved = jsonio.load(args.from_file)
+        saved = run_file.load(args.from_file)
         session_tree.node_of(saved.tree, args.node)
         specs = lane_specs(args) if args.lane else None
         model = load_model(args.model or recorded_model(saved), args.device)
@@ -206,7 +209,7 @@ def checked_prompt(args: argparse.Namespace, specs: list[LaneSpec], text: ModelT
 
 
 def lane_specs(args: argparse.Namespace) -> list[LaneSpec]:
-    specs = assign_seeds(unique_names([parse_lane(text) for text in (args.lane or ["greedy"])]), args.seed)
+    specs = assign_seeds(unique_names([lane_from_text(text) for text in (args.lane or ["greedy"])]), args.seed)
     if args.fanout is None:
         return specs
     try:

@@ -10,8 +10,8 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import replace
 
-from decoding.fanout import first_split_steps
-from decoding.trace import FanoutGroup, RunTrace
+from decoding.analysis.fanout import first_split_steps
+from decoding.records.trace import FanoutGroup, RunTrace
 
 DIVERGENCE = "◆"
 NEAR_TIE = "▲"

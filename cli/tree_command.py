@@ -15,8 +15,9 @@ import argparse
 from pathlib import Path
 
 from cli.common import fail
-from decoding import jsonio, session_tree
-from decoding.trace import RunTrace, TreeNode
+from decoding.analysis import session_tree
+from decoding.records.trace import RunTrace, TreeNode
+from runfiles import run_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        trace = jsonio.load(args.file)
+        trace = run_file.load(args.file)
     except ValueError as exc:
         return fail(str(exc))
     print(render(trace))

@@ -16,8 +16,8 @@ from PySide6.QtCore import Slot
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import QMainWindow, QWidget
 
-from decoding.spec import default_lanes
-from decoding.trace import RunTrace
+from decoding.chain.spec import default_lanes
+from decoding.records.trace import RunTrace
 from gui.dialogs.setup_dialog import prepare_inspection
 from gui.i18n import translate
 from gui.present import colours

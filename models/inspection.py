@@ -8,7 +8,7 @@ preparation: in a child process that Cancel / Ctrl-C kill, built in a `.partial-
 `<model>/inspection/` with os.replace, then recorded under "inspection" in the model's manifest.
 
     path = prepare_inspection(model_dir, progress=callback, cancel=event)   # instant when already prepared
-    result = explain_sequence(model_dir, token_ids, prompt_length)        # a decoding.explain.ExplainResult
+    result = explain_sequence(model_dir, token_ids, prompt_length)        # a decoding.records.explain.ExplainResult
     explainer = Explainer(model_dir, device="auto")                       # or: open once, explain many
     result = explainer.explain(token_ids, prompt_length)
 """
@@ -19,8 +19,8 @@ import datetime as dt
 import json
 from pathlib import Path
 
-from decoding.explain import ExplainResult, LogitLens, build_explain, check_length
-from decoding.trace import ModelInfo
+from decoding.records.explain import ExplainResult, LogitLens, build_explain, check_length
+from decoding.records.trace import ModelInfo
 from models.catalog import read_manifest
 from models.errors import PrepareError
 from models.export_worker import INSPECTION_CHECK_NAME
@@ -146,7 +146,7 @@ class Explainer:
 
     def explain(self, token_ids: list[int], prompt_length: int) -> ExplainResult:
         """`token_ids` (the first `prompt_length` are the prompt) through the model. ValueError for a sequence
-        explain does not take (decoding.explain.check_length) or ids outside the vocabulary."""
+        explain does not take (decoding.records.explain.check_length) or ids outside the vocabulary."""
         check_length(len(token_ids), self.inspector.max_positions)
         arrays = self.inspector.run(token_ids)
         lens = LogitLens.of_hidden(arrays.hidden, self.inspector.lens, self.tokenizer.piece, LENS_TOP_K)

@@ -15,10 +15,10 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from decoding.engine import Engine
-from decoding.model_info import LaneModelInfo
-from decoding.protocol import LaneModel, OwnTokenizer
-from decoding.trace import ModelInfo, PromptInfo
+from decoding.engine.engine import Engine
+from decoding.engine.protocol import LaneModel, OwnTokenizer
+from decoding.records.model_info import LaneModelInfo
+from decoding.records.trace import ModelInfo, PromptInfo
 from models.catalog import list_models, resolve
 from runtime import LoadedModel, load_model
 from runtime.model_files import max_positions_from, read_json
@@ -34,11 +34,11 @@ class OpenModel:
 
     @property
     def decoder(self) -> Any:
-        return self.loaded.decoder  # a decoding.protocol.LogitsSource
+        return self.loaded.decoder  # a decoding.engine.protocol.LogitsSource
 
     @property
     def tokenizer(self) -> Any:
-        return self.loaded.tokenizer  # a decoding.protocol.TokenText, with the model's chat template
+        return self.loaded.tokenizer  # a decoding.engine.protocol.TokenText, with the model's chat template
 
     @property
     def provider(self) -> str:
@@ -61,7 +61,7 @@ class OpenModel:
 class ModelText:
     """What turns a prompt into a prepared model's ids, loaded without ONNX Runtime (a tenth of a second beside
     the seconds a session takes): its tokenizer with the chat template, and the positions it was trained for.
-    A front end encodes and checks the prompt with it (decoding.engine.check_positions) before opening the
+    A front end encodes and checks the prompt with it (decoding.engine.engine.check_positions) before opening the
     model."""
 
     tokenizer: Any
@@ -114,7 +114,7 @@ def open_model(
 
 
 class LaneModels:
-    """The models lanes name (decoding.protocol.ModelResolver), opened on first use on the run model's device and
+    """The models lanes name (decoding.engine.protocol.ModelResolver), opened on first use on the run model's device and
     kept by name. Refuses (LookupError, in words) a model that is not prepared, naming the prepared ones. A model
     whose tokenizer differs from the run model's brings it (LaneModel.tokenizer): its lanes read the prompt as it
     encodes it, and are compared with the run's lanes by text."""

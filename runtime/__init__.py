@@ -2,12 +2,12 @@
 
     from runtime import load_model
     model = load_model(model_dir, device="auto")  # or "cpu" / "cuda" ("cuda" raises DeviceError if inactive)
-    model.decoder        # OnnxDecoder, a decoding.protocol.LogitsSource:
+    model.decoder        # OnnxDecoder, a decoding.engine.protocol.LogitsSource:
                          #   state, logits = decoder.prefill(ids, progress=None) logits: float32 [vocab]
                          #     (in chunks of decoder.chunk tokens; progress(done, total) -> True stops)
                          #   state, logits = decoder.step(state, rows, tokens, lengths=None)
                          #                                                  logits: float32 [len(rows), vocab]
-    model.tokenizer      # Tokenizer, a decoding.protocol.TokenText: encode / decode / piece / incremental()
+    model.tokenizer      # Tokenizer, a decoding.engine.protocol.TokenText: encode / decode / piece / incremental()
                          #   / render_chat(text, system) / encode_chat(text, system)
     model.chat_template  # ChatTemplate or None
     model.provider       # "CUDAExecutionProvider" or "CPUExecutionProvider", as really active

@@ -18,7 +18,7 @@ import numpy as np
 import onnxruntime as ort
 from onnx import TensorProto
 
-from decoding.protocol import PrefillProgress, RowSummary
+from decoding.engine.protocol import PrefillProgress, RowSummary
 from runtime.helper_graphs import ONNX_TYPES, last_logits_model, row_summary_model, summary_parts
 from runtime.in_place_kv import ATTENTION_MASK, WRITE_INDEX, additive, in_place_graph
 from runtime.kv_cache import PREFILL_CHUNK, KVCache, RowGather

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 import onnxruntime as ort
 
-from decoding.protocol import PrefillCancelled, PrefillProgress
+from decoding.engine.protocol import PrefillCancelled, PrefillProgress
 from runtime.helper_graphs import row_gather_model
 from runtime.session import Placement, create_helper_session
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from decoding.trace import BeamHypothesis, LaneTrace, StepRecord, TokenProb
+from decoding.records.trace import BeamHypothesis, LaneTrace, StepRecord, TokenProb
 
 EN_CANDIDATES = [
     (" Paris", 0.46),
@@ -241,8 +241,8 @@ ZH_BEAM_WORDS = [
 
 def model_of(lanes: list[LaneTrace]):
     """A RunState showing these lanes (as an opened run would), each with the spec its config describes."""
-    from decoding.spec import LaneSpec
-    from decoding.trace import ModelInfo, PromptInfo, RunTrace
+    from decoding.chain.spec import LaneSpec
+    from decoding.records.trace import ModelInfo, PromptInfo, RunTrace
     from gui.state.run_state import RunState
 
     def spec_of(lane: LaneTrace) -> LaneSpec:

@@ -13,7 +13,7 @@ import pytest
 # A 1920×1200 screen (Qt's offscreen default is 800×800, narrower than the 1280 px window: Qt then narrows
 # restored windows, so remembered window and panel sizes could not be compared).
 os.environ.setdefault("QT_QPA_PLATFORM", f"offscreen:configfile={Path(__file__).with_name('offscreen_screen.json')}")
-# The interface in English whatever the machine's locale (tests/test_i18n.py sets its own).
+# The interface in English whatever the machine's locale (tests/gui/test_i18n.py sets its own).
 os.environ["LANGUAGE"] = "en"
 # The window autosaves its run: never into the user's own state folder from a test.
 os.environ.setdefault("BRANCHPOINT_STATE_DIR", tempfile.mkdtemp(prefix="branchpoint-state-"))

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from decoding.protocol import PrefillCancelled, RowSummary
+from decoding.engine.protocol import PrefillCancelled, RowSummary
 
 
 class FakeSource:
@@ -103,19 +103,19 @@ class OtherFakeTokenizer:
         return "".join(self.piece(t) for t in token_ids)
 
     def own(self, eos_token_ids: Sequence[int] = (3,)):
-        """As a lane model brings it (decoding.protocol.OwnTokenizer)."""
-        from decoding.protocol import OwnTokenizer
+        """As a lane model brings it (decoding.engine.protocol.OwnTokenizer)."""
+        from decoding.engine.protocol import OwnTokenizer
 
         return OwnTokenizer(self, lambda prompt: [2, *prompt.ids], tuple(eos_token_ids))
 
 
 def fake_models(models: dict[str, FakeSource], precision: str = "int4", other_tokenizer: Sequence[str] = ()):
-    """A decoding.protocol.ModelResolver over named fake sources (LookupError naming them for another name); the
+    """A decoding.engine.protocol.ModelResolver over named fake sources (LookupError naming them for another name); the
     models named in `other_tokenizer` bring an OtherFakeTokenizer."""
     from dataclasses import replace
 
-    from decoding.model_info import LaneModelInfo
-    from decoding.protocol import LaneModel
+    from decoding.engine.protocol import LaneModel
+    from decoding.records.model_info import LaneModelInfo
 
     def resolve(name: str) -> LaneModel:
         if name not in models:

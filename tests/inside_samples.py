@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from decoding.analysis import analyze
-from decoding.explain import ExplainResult, LogitLens, TokenInfo
-from decoding.trace import LaneTrace, ModelInfo, PromptInfo, RunTrace, StepRecord, TokenProb
+from decoding.analysis.analysis import analyze
+from decoding.records.explain import ExplainResult, LogitLens, TokenInfo
+from decoding.records.trace import LaneTrace, ModelInfo, PromptInfo, RunTrace, StepRecord, TokenProb
 
 LAYERS, HEADS, TOP_K = 3, 2, 3
 SINK = 0.6
@@ -126,7 +126,7 @@ def _bytes(piece: str) -> bytes:
 
 def explained_model(sample: dict):
     """A RunState showing the sample's explained run."""
-    from decoding.spec import specs_of
+    from decoding.chain.spec import specs_of
     from gui.state.run_state import RunState
 
     model = RunState()

@@ -113,13 +113,13 @@ def attention_and_lens(model, token_ids: list[int]):
 
 
 def transformers_processors(model, spec, prompt_length: int, eos_token_ids: list[int]) -> list:
-    """transformers' logits processors for a lane (a decoding.spec.LaneSpec), as its generate() builds them from a
+    """transformers' logits processors for a lane (a decoding.chain.spec.LaneSpec), as its generate() builds them from a
     GenerationConfig: which ones, in which order, with which arguments. Every parameter the lane leaves unset is
     given its off value (GenerationConfig's own defaults, such as top_k=50, are not Branchpoint's). A lane's
     processor_order, which transformers lacks, puts the same processors in that order."""
     from transformers import GenerationConfig
 
-    from decoding.parameters import BY_NAME, as_json
+    from decoding.chain.parameters import BY_NAME, as_json
 
     # transformers' own processors only (llama.cpp's samplers are not GenerationConfig keys); an empty list kind
     # (suppress_tokens=()) is unset, as transformers builds a processor for any list it is given

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QLabel, QVBoxLayout, QWidget
 
-from decoding.trace import CriticalSettings
+from decoding.records.trace import CriticalSettings
 from gui.i18n import translate
 from gui.state.run_state import RunState
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from decoding.lane_state import BeamParent
-from decoding.trace import BeamHypothesis, TokenProb
+from decoding.engine.lane_state import BeamParent
+from decoding.records.trace import BeamHypothesis, TokenProb
 from gui.i18n import translate
 from gui.present import colours
 from gui.present.chart_rows import display_token

@@ -1,8 +1,8 @@
 """A lane's processor chain as the lane editor shows it, Qt-free: the processors it applies in their order, the
-order it follows (a preset of decoding.parameters.ORDER_PRESETS or one of its own) and the `processor_order` a
+order it follows (a preset of decoding.chain.parameters.ORDER_PRESETS or one of its own) and the `processor_order` a
 reordered chain becomes.
 
->>> from decoding.spec import LaneSpec
+>>> from decoding.chain.spec import LaneSpec
 >>> from gui.present.chain import moved, order_choice, reordered
 >>> lane = LaneSpec("x", do_sample=True, temperature=1.5, top_k=40)
 >>> lane.processors(), order_choice(lane)
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from decoding.parameters import ORDER_PRESETS, PROCESSOR_ORDER, order_preset
-from decoding.spec import LaneSpec
+from decoding.chain.parameters import ORDER_PRESETS, PROCESSOR_ORDER, order_preset
+from decoding.chain.spec import LaneSpec
 from gui.i18n import QT_TRANSLATE_NOOP, translate
 
 # The names of the order presets and of an order of the lane's own (None), shown through order_name.

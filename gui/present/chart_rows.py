@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from decoding.parameters import parameter
-from decoding.trace import LaneTrace, StepRecord, TokenProb
+from decoding.chain.parameters import parameter
+from decoding.records.trace import LaneTrace, StepRecord, TokenProb
 from gui.i18n import QT_TRANSLATE_NOOP, translate
 from gui.present.lane_html import CharacterShare, pending_bytes, piece_label
 
@@ -192,7 +192,7 @@ def _sampler_state(step: StepRecord) -> list[tuple[str, str]]:
     return pairs
 
 
-# The adaptive strategy's decisions (decoding.adaptive), shown through decision_name.
+# The adaptive strategy's decisions (decoding.chain.adaptive), shown through decision_name.
 DECISIONS = {
     "argmax": QT_TRANSLATE_NOOP("chart_data", "argmax (sure)"),
     "sample": QT_TRANSLATE_NOOP("chart_data", "sample"),
@@ -207,7 +207,7 @@ def decision_name(decision: str) -> str:
 @dataclass(frozen=True)
 class StageRow:
     """One line of the inspector's chain table: the distribution after a stage (the first line: before the
-    chain), as the step recorded it (decoding.stages)."""
+    chain), as the step recorded it (decoding.chain.stages)."""
 
     name: str  # the stage's parameter name; "" for the raw distribution before the chain
     kept: int | None  # tokens left (None: the raw line, the whole vocabulary)

@@ -5,7 +5,7 @@ Light lanes are Okabe–Ito (distinguishable with colour-vision deficiencies), t
 twelve colours at least ΔE 20 apart (CIELAB); lanes beyond twelve repeat them with a dashed, dotted or
 dash-dotted line (`lane_pattern`). The dark set keeps each lane's
 hue, lighter, so every lane line, mark and token text stays at WCAG contrast on its background (text ≥ 4.5:1,
-lines and marks ≥ 3:1; tests/test_theme.py measures what is drawn).
+lines and marks ≥ 3:1; tests/gui/test_theme.py measures what is drawn).
 """
 
 from __future__ import annotations

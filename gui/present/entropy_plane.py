@@ -1,5 +1,5 @@
 """What the entropy × varentropy view draws, Qt-free: each lane's steps as points on the plane (raw or processed
-distribution), where the adaptive strategy's thresholds (decoding.adaptive) cut it into entropix's four regimes,
+distribution), where the adaptive strategy's thresholds (decoding.chain.adaptive) cut it into entropix's four regimes,
 and each regime's words. Both axes are logarithmic (entropy and varentropy span 0.001 to 10 nats and nats²
 within one text): a point is drawn at log10 of its value, a value under FLOOR at FLOOR.
 
@@ -14,8 +14,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from decoding.adaptive import HIGH_ENTROPY, HIGH_VARENTROPY, LOW_ENTROPY, LOW_VARENTROPY
-from decoding.trace import StepRecord
+from decoding.chain.adaptive import HIGH_ENTROPY, HIGH_VARENTROPY, LOW_ENTROPY, LOW_VARENTROPY
+from decoding.records.trace import StepRecord
 from gui.i18n import QT_TRANSLATE_NOOP, translate
 
 FLOOR = 1e-3  # values below are drawn here (a log axis has no 0)

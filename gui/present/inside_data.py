@@ -1,5 +1,5 @@
 """Qt-free data of the inside views (tokens, attention, logit lens): what a lane's explanation
-(decoding.explain.ExplainResult) says, arranged the way a view draws it. Only selections, averages and
+(decoding.records.explain.ExplainResult) says, arranged the way a view draws it. Only selections, averages and
 rescaling of the stored weights; the model's maths is in models/ and decoding/.
 
 Layers and heads are numbered from 0, as the explain JSON indexes them; logit lens row 0 reads the embeddings
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from decoding.explain import ExplainResult, LensEntry, first_top1_row, start_token_added
+from decoding.records.explain import ExplainResult, LensEntry, first_top1_row, start_token_added
 from gui.i18n import translate
 from gui.present.lane_html import CharacterShare, lane_characters, piece_label
 from gui.state.run_state import RunState
@@ -33,7 +33,7 @@ def inside_lane(state: RunState) -> int | None:
 def token_labels(result: ExplainResult, start_added: bool = False) -> list[str]:
     """Every position's token as a short label: whitespace visible, a character spread over several
     byte-level tokens shown on each of them (gui.present.lane_html.piece_label); a start token put in front of
-    the prompt (decoding.explain.with_start_token) as ‹start›."""
+    the prompt (decoding.records.explain.with_start_token) as ‹start›."""
     pieces = [token.text for token in result.tokens]
     shares = lane_characters(pieces)
     labels = [piece_label(piece, shares.get(i), compact=True) for i, piece in enumerate(pieces)]

@@ -1,8 +1,8 @@
 """What the lane editor shows for each strategy parameter: widget kind, range, step, "off" value and tooltip,
-all read from the parameter table (`decoding.parameters`).
+all read from the parameter table (`decoding.chain.parameters`).
 
 Qt-free so it can be tested on its own. Ranges are what the widgets allow; the real validation
-(cross-parameter rules such as "sampling warpers need do_sample") stays in `decoding.spec.LaneSpec`, whose
+(cross-parameter rules such as "sampling warpers need do_sample") stays in `decoding.chain.spec.LaneSpec`, whose
 ValueError the editor shows as a visible message.
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from decoding.parameters import (
+from decoding.chain.parameters import (
     LIST_KINDS,
     PARAMETERS,
     Allowed,
@@ -24,7 +24,7 @@ from decoding.parameters import (
     Strategies,
     parameter,
 )
-from decoding.spec import LaneSpec, format_stop_strings, parse_id_list, parse_stop_strings, short_value
+from decoding.chain.spec import LaneSpec, format_stop_strings, parse_id_list, parse_stop_strings, short_value
 from gui.i18n import QT_TRANSLATE_NOOP, translate
 from gui.present.chain import order_choice, order_name
 from models.variants import VARIANTS
@@ -120,9 +120,9 @@ def parse_list(p: Parameter, line: str) -> tuple:
     return parse_stop_strings(line) if p.kind == "text" else parse_id_list(p, line)
 
 
-# The rules decoding/ states in English rather than as a range or a list (decoding.parameters
-# Strategies.requirement and its list kinds, the rules between parameters of decoding.parameters and
-# decoding.spec), for the catalogue: the window matches a rule against these templates ({field}: any text, kept
+# The rules decoding/ states in English rather than as a range or a list (decoding.chain.parameters
+# Strategies.requirement and its list kinds, the rules between parameters of decoding.chain.parameters and
+# decoding.chain.spec), for the catalogue: the window matches a rule against these templates ({field}: any text, kept
 # as it is) and shows the matching template's translation; a rule none matches is shown as it is.
 RULES = (
     QT_TRANSLATE_NOOP("allowed", "unset unless do_sample=true (it applies to sample: lanes only)"),
@@ -163,7 +163,7 @@ def rule_text(rule: str) -> str:
 
 
 def allowed_text(allowed: Allowed) -> str:
-    """What a parameter allows (decoding.parameters.Allowed), in the interface's language."""
+    """What a parameter allows (decoding.chain.parameters.Allowed), in the interface's language."""
     numbers = allowed.range
     if allowed.kind == "integer" and numbers.high == math.inf:
         return translate("allowed", "an integer >= {low}").format(low=numbers.low_text)
@@ -195,8 +195,8 @@ def error_text(error: Exception | str) -> str:
         name=error.parameter, value=repr(error.value), allowed=allowed_text(error.allowed))
 
 
-# The parameters' meanings (decoding.parameters) for the catalogue, as the lane editor's tooltips show them
-# (tests/test_i18n.py checks every meaning is here, so an edited meaning is not left untranslated).
+# The parameters' meanings (decoding.chain.parameters) for the catalogue, as the lane editor's tooltips show them
+# (tests/gui/test_i18n.py checks every meaning is here, so an edited meaning is not left untranslated).
 MEANINGS = (
     QT_TRANSLATE_NOOP("parameters", "Draw the next token at random from the processed distribution (seeded, so runs "
                       "repeat) instead of taking the most likely one; the sampling parameters apply "
@@ -382,11 +382,11 @@ def _summarised(spec: LaneSpec) -> list[str]:
 _SHORT = {"temperature": "T", "top_k": "top-k", "top_p": "top-p", "min_p": "min-p", "typical_p": "typical"}
 
 
-# What the spin boxes show for "unset" (decoding.parameters' unset_label), for the catalogue.
+# What the spin boxes show for "unset" (decoding.chain.parameters' unset_label), for the catalogue.
 UNSET_LABELS = (QT_TRANSLATE_NOOP("lane_fields", "run's"), QT_TRANSLATE_NOOP("lane_fields", "auto"),
                 QT_TRANSLATE_NOOP("lane_fields", "all"))
 
-# The presets' titles (decoding.spec.PRESETS), for the catalogue; shown through preset_title.
+# The presets' titles (decoding.chain.spec.PRESETS), for the catalogue; shown through preset_title.
 PRESET_TITLES = (QT_TRANSLATE_NOOP("presets", "Greedy"), QT_TRANSLATE_NOOP("presets", "Beam 4"),
                  QT_TRANSLATE_NOOP("presets", "Top-k 50"), QT_TRANSLATE_NOOP("presets", "Top-p 0.9"),
                  QT_TRANSLATE_NOOP("presets", "Temperature 1.3"), QT_TRANSLATE_NOOP("presets", "Min-p 0.05"),

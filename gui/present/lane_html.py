@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from decoding.trace import StepRecord, TokenProb
+from decoding.records.trace import StepRecord, TokenProb
 from gui.i18n import QT_TRANSLATE_NOOP, translate
 from gui.present import colours
 from gui.present.colours import MARK_COLOURS  # the palette in effect's: one dict, updated in place
@@ -362,7 +362,7 @@ def mark_legend(kinds=("divergence", "critical", "branch"), short: bool = False)
 
 
 def replay_words(comparison) -> str:
-    """A branch-not-taken replay against its original, in words (decoding.branch_not_taken's comparison)."""
+    """A branch-not-taken replay against its original, in words (decoding.analysis.branch_not_taken's comparison)."""
     if comparison.first_difference is None:
         return translate("render", "the same {count} tokens after the swap").format(count=comparison.shared_prefix)
     apart = translate("render", "{count} same tokens after the swap, then apart; distance {distance} ({edits} edits)")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from decoding import session_tree
-from decoding.trace import TreeNode
+from decoding.analysis import session_tree
+from decoding.records.trace import TreeNode
 from gui.present.chart_rows import display_token
 
 

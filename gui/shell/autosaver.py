@@ -1,5 +1,5 @@
 """Nothing generated is lost: the run the window shows (or streams) is autosaved atomically while it streams and
-whenever it changes, by decoding.autosave, on a thread of its own (writing a run takes ~0.2 s: the window must
+whenever it changes, by runfiles.autosave, on a thread of its own (writing a run takes ~0.2 s: the window must
 not stall). A clean exit discards it; after a crash or kill -9 the next start offers to restore it.
 
 The folder is the platform's user state directory (or $BRANCHPOINT_STATE_DIR), never the install directory.
@@ -13,9 +13,9 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
-from decoding import autosave
 from gui.i18n import translate
 from gui.state.run_state import RunState
+from runfiles import autosave
 
 STREAMING_INTERVAL_MS = int(os.environ.get("BRANCHPOINT_AUTOSAVE_MS", "5000"))  # while a run streams, this often
 QUIET_DELAY_MS = 300  # after a change, this long (changes come in bursts)

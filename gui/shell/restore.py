@@ -8,13 +8,13 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QMessageBox, QWidget
 
-from decoding import autosave
-from decoding.spec import specs_of
+from decoding.chain.spec import specs_of
 from gui.i18n import translate
 from gui.shell.autosaver import Autosaver, restorable
 from gui.shell.unsaved import UnsavedRun
 from gui.state.requests import request_of
 from gui.state.run_state import RunState
+from runfiles import autosave
 
 
 def ask_restore(parent: QWidget, _path: Path) -> bool:

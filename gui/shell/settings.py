@@ -23,7 +23,7 @@ from typing import Any
 from PySide6.QtCore import QByteArray, QSettings, Qt
 from PySide6.QtWidgets import QMainWindow, QSplitter, QTabWidget
 
-from decoding.spec import PRESETS, LaneSpec
+from decoding.chain.spec import PRESETS, LaneSpec
 from gui.i18n import translate
 from gui.state.run_state import RunState
 from gui.views.prompt_panel import MAX_NEW_TOKENS_LIMIT

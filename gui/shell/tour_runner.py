@@ -12,8 +12,8 @@ from dataclasses import replace
 
 from PySide6.QtCore import QObject, QTimer
 
-from decoding.critical import critical_point
-from decoding.spec import LaneSpec
+from decoding.analysis.critical import critical_point
+from decoding.chain.spec import LaneSpec
 from gui.i18n import translate
 from gui.present.inside_data import latest_settling, word_span
 from gui.shell.unsaved import UnsavedRun

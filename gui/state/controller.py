@@ -16,13 +16,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
-from decoding import fanout
-from decoding.branch_not_taken import not_taken_spec
-from decoding.critical import runner_up
-from decoding.explain import MAX_EXPLAIN_TOKENS, ExplainResult, explain_span, with_start_token
-from decoding.lane_state import empty_trace
-from decoding.spec import PRESETS, Branch, LaneSpec, assign_seeds, specs_of, unique_name
-from decoding.trace import LaneTrace, RunTrace
+from decoding.analysis import fanout
+from decoding.analysis.branch_not_taken import not_taken_spec
+from decoding.analysis.critical import runner_up
+from decoding.chain.spec import PRESETS, Branch, LaneSpec, assign_seeds, specs_of, unique_name
+from decoding.engine.lane_state import empty_trace
+from decoding.records.explain import MAX_EXPLAIN_TOKENS, ExplainResult, explain_span, with_start_token
+from decoding.records.trace import LaneTrace, RunTrace
 from gui.i18n import QT_TRANSLATE_NOOP, translate
 from gui.present.lane_fields import error_text
 from gui.state import jobs
@@ -30,6 +30,7 @@ from gui.state.jobs import Job, Message, PrefillMessage, ProviderMessage, RunSta
 from gui.state.model_holder import ModelHolder, check_lane_models
 from gui.state.requests import RunRequest, request_of
 from gui.state.run_state import JobKind, Lane, Proposal, RunState, prompt_key
+from runfiles import run_file
 
 
 class JobRunner(Protocol):
@@ -58,7 +59,8 @@ class RunController:
         self._branch_keys: list[int] = []  # branch lanes in the order they were made (Undo removes the last)
         self._replayed: RunTrace | None = None  # the run being replayed (its lanes are not touched by the replay)
         self._compared: RunTrace | None = None  # the run a "Run again and compare" compares the new one with
-        self.stepping: list = []  # step mode's StepSession (decoding.step_mode) while it is on, made by its first job
+        # step mode's StepSession (decoding.engine.step_mode) while it is on, made by its first job
+        self.stepping: list = []
         self.step_mode = False
 
     # ------------------------------------------------------------------------------------------------ model
@@ -169,7 +171,7 @@ class RunController:
     def _check_length(self, request: RunRequest) -> bool:
         """Refuse a prompt (and max new tokens) past the model's positions before any model work: its tokenizer
         alone counts the prompt (read from the model's folder in milliseconds)."""
-        from decoding.engine import check_positions
+        from decoding.engine.engine import check_positions
 
         try:
             tokenizer = self.holder.tokenizer()
@@ -649,7 +651,7 @@ class RunController:
     def bring_back(self, node_id: int) -> bool:
         """Make the lanes of the path to session tree node `node_id` the lanes again (each made again with the
         model from its parent's tokens, checked token by token); the tree keeps every node."""
-        from decoding import session_tree
+        from decoding.analysis import session_tree
 
         state = self.state
         trace = state.shown_trace()
@@ -696,9 +698,9 @@ class RunController:
         return False
 
     def _report_replay(self) -> None:
-        """Every token identical, or where each lane first differs and why (decoding.compare: a near-tie or a
+        """Every token identical, or where each lane first differs and why (decoding.analysis.compare: a near-tie or a
         draw at an interval's edge can tip with another thread count or kernel order — said, not hidden)."""
-        from decoding.compare import compare_traces
+        from decoding.analysis.compare import compare_traces
 
         before, self._replayed = self._replayed, None
         comparison = compare_traces(before, self.state.shown_trace())
@@ -710,7 +712,7 @@ class RunController:
 
     def _report_run_again(self) -> None:
         """The lanes' differences from the previous run (the setup's seeds are expected to differ: not listed)."""
-        from decoding.compare import compare_traces
+        from decoding.analysis.compare import compare_traces
 
         before, self._compared = self._compared, None
         comparison = compare_traces(before, self.state.shown_trace())
@@ -727,8 +729,6 @@ class RunController:
     def save(self, path: Path) -> bool:
         """Write the shown run; in step mode, the steps taken (step mode ends first: the proposed steps are not
         the run's, and the lanes' specs with the picks forced are what a replay of the file makes again)."""
-        from decoding import jsonio
-
         if self.step_mode:
             self._end_step_mode()
         trace = self.state.shown_trace()
@@ -736,7 +736,7 @@ class RunController:
             self.state.show_notice(translate("controller", "Nothing to save yet: run or open a run first."))
             return False
         try:
-            jsonio.save(trace, path)
+            run_file.save(trace, path)
         except (OSError, ValueError) as error:
             self.state.show_notice(translate("controller",
                                              "Could not save {path}: {error}. The run is still here.")
@@ -747,13 +747,11 @@ class RunController:
 
     def open(self, path: Path) -> RunRequest | None:
         """Show a saved run (no model needed); returns its request for the prompt panel, None on failure."""
-        from decoding import jsonio
-
         if self.runner.is_running():
             self.state.show_notice(translate("controller", "Stop the run before opening another."))
             return None
         try:
-            trace = jsonio.load(path)
+            trace = run_file.load(path)
             specs = specs_of(trace)
         except (OSError, ValueError, KeyError, TypeError) as error:
             self.state.show_notice(translate("controller", "Could not open {path}: {error}").format(path=path,

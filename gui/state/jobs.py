@@ -13,14 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from decoding import session_tree
-from decoding.engine import branch_prefix, own_model, replay_prefix
-from decoding.explain import ExplainResult
-from decoding.lane_state import empty_trace
-from decoding.spec import LaneSpec, follows_in_run, lane_spec, parse_lane
-from decoding.step_mode import StepSession
-from decoding.sweep import sweep_inputs, temperature_sweep
-from decoding.trace import LaneTrace, RunTrace, StepRecord, TemperatureSweep
+from decoding.analysis import session_tree
+from decoding.analysis.sweep import sweep_inputs, temperature_sweep
+from decoding.chain.spec import LaneSpec, follows_in_run, lane_spec, parse_lane
+from decoding.engine.engine import branch_prefix, own_model, replay_prefix
+from decoding.engine.lane_state import empty_trace
+from decoding.engine.step_mode import StepSession
+from decoding.records.explain import ExplainResult
+from decoding.records.trace import LaneTrace, RunTrace, StepRecord, TemperatureSweep
 from gui.i18n import QT_TRANSLATE_NOOP, translate
 from gui.state.model_comparison import ModelComparison, compared_rows, comparison_of, side_of
 from gui.state.model_holder import ModelHolder, RunRequest, prompt_info
@@ -137,7 +137,7 @@ def replay_not_taken_job(holder: ModelHolder, trace: RunTrace, spec: LaneSpec) -
 
 def restore_job(holder: ModelHolder, trace: RunTrace, node_id: int) -> Job:
     """The lanes of every node on the path to session tree node `node_id` of `trace`, made again
-    (decoding.session_tree.reproduce_path): the result's lanes, parents first."""
+    (decoding.analysis.session_tree.reproduce_path): the result's lanes, parents first."""
 
     def job(emit: Emit, _cancelled: Callable[[], bool]) -> RunTrace:
         model = holder.get()

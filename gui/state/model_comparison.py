@@ -1,6 +1,6 @@
 """A lane compared with a second model, Qt-free: both models read the lane's own tokens (prompt and generated, one
 prefill each through runtime.sequence_logits.SequenceScorer, as `main.py compare-models` does), and
-decoding.model_compare gives the per-step numbers. What the window keeps of it: those numbers, each step's top
+decoding.analysis.model_compare gives the per-step numbers. What the window keeps of it: those numbers, each step's top
 tokens of both distributions (not the full logits rows: 49 152 floats a step and model), and where the two
 models' free-running greedy continuations of the prompt part.
 
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from decoding import model_compare
-from decoding.model_compare import StepComparison
+from decoding.analysis import model_compare
+from decoding.analysis.model_compare import StepComparison
 
 TOP = 10  # tokens of each distribution kept per step (the view's side by side)
 

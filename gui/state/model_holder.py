@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from decoding.engine import Engine
-from decoding.spec import LaneSpec
-from decoding.trace import PromptInfo
+from decoding.chain.spec import LaneSpec
+from decoding.engine.engine import Engine
+from decoding.records.trace import PromptInfo
 from gui.state.requests import RunRequest
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ def prompt_info(model: OpenModel, request: RunRequest) -> PromptInfo:
 def check_lane_models(specs: list[LaneSpec], run_model: str) -> None:
     """A ParameterError naming the lane for one whose model is not prepared (before a run, on the GUI thread:
     folders only, no model opened; the engine checks the rest when it opens them)."""
-    from decoding.engine import own_model, refuse_model
+    from decoding.engine.engine import own_model, refuse_model
     from models.open_model import lane_model_dir
 
     for spec in specs:

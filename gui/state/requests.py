@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from decoding.trace import RunTrace
+from decoding.records.trace import RunTrace
 
 DEFAULT_PROMPT = "Although I was tired, I still decided to"
 DEVICES = ("auto", "cpu", "cuda")
@@ -20,7 +20,7 @@ class RunRequest:
     system: str | None = None
     max_new_tokens: int = 64
     seed: int | None = None  # run-level base seed for sampled lanes left at seed 'auto'
-    branch_strategy: str = ""  # a decoding.spec.PRESETS title new branch lanes continue with ("": the parent's)
+    branch_strategy: str = ""  # a decoding.chain.spec.PRESETS title new branch lanes continue with ("": the parent's)
     device: str = "auto"  # where the model runs: "auto", "cpu" or "cuda"
 
     def with_prompt_of(self, other: RunRequest) -> RunRequest:

@@ -16,14 +16,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
-from decoding import session_tree
-from decoding.compare import first_difference
-from decoding.critical import critical_point
-from decoding.explain import ExplainResult
-from decoding.lane_state import empty_trace
-from decoding.spec import LaneSpec
-from decoding.text_align import first_text_difference, same_place, token_aligned
-from decoding.trace import CriticalSettings, LaneTrace, RunTrace, StepRecord, TreeNode
+from decoding.analysis import session_tree
+from decoding.analysis.compare import first_difference
+from decoding.analysis.critical import critical_point
+from decoding.analysis.text_align import first_text_difference, same_place, token_aligned
+from decoding.chain.spec import LaneSpec
+from decoding.engine.lane_state import empty_trace
+from decoding.records.explain import ExplainResult
+from decoding.records.trace import CriticalSettings, LaneTrace, RunTrace, StepRecord, TreeNode
 from gui.present.lane_html import TokenMarks
 from gui.state.model_comparison import ModelComparison
 from gui.state.requests import RunRequest
@@ -96,7 +96,7 @@ class Selection:
 @dataclass(frozen=True)
 class Proposal:
     """Step mode: a lane's proposed step (its last shown step, not yet taken), and a beam lane's beams at it
-    (decoding.lane_state.BeamParent: each beam the step extends, with its candidates)."""
+    (decoding.engine.lane_state.BeamParent: each beam the step extends, with its candidates)."""
 
     step: int
     beams: tuple = ()
@@ -156,13 +156,13 @@ class RunState:
         self.run_limit = 0  # steps of the running (or last) job's longest lane
         self.model_name = ""
         self.provider = ""  # the execution provider really active ("" before the model is loaded)
-        self.critical = CriticalSettings()  # what the ▲ marks (decoding.critical)
+        self.critical = CriticalSettings()  # what the ▲ marks (decoding.analysis.critical)
         self.reference = 0  # the lane whose tokens the others' divergence is measured against
         self.request = RunRequest()  # what the next run is asked for (gui.state.requests)
         self.prefill: tuple[int, int] | None = None  # (tokens read, prompt tokens) while a job reads its prompt
         # the shown run's model's (tokenizer, positions) when that model is here, else (None, None): the controller's
         self.model_files: Callable[[], tuple[object | None, int | None]] = lambda: (None, None)
-        self.tree: list[TreeNode] = []  # the session tree (decoding.session_tree) of the shown prompt
+        self.tree: list[TreeNode] = []  # the session tree (decoding.analysis.session_tree) of the shown prompt
         self.tree_prompt: tuple | None = None  # the prompt (text, chat, system) the tree grows from
         self.lane_nodes: dict[int, int] = {}  # lane key -> the tree node of what it shows
         self.proposals: dict[int, Proposal] = {}  # step mode: lane index -> its proposed, not yet taken, step
@@ -401,7 +401,7 @@ class RunState:
     def replay_comparison(self, lane: int):
         """How far a replay lane's continuation is from the lane it replays (None for other lanes, or when that
         lane is gone or has not run)."""
-        from decoding.branch_not_taken import compare_continuations
+        from decoding.analysis.branch_not_taken import compare_continuations
 
         marker = self.lanes[lane].trace.replay_of
         original = next((other.trace for other in self.lanes if marker and other.name == marker["lane"]), None)
@@ -420,7 +420,7 @@ class RunState:
 
     def set_fanout(self, index: int, count: int) -> None:
         """Run a sampled lane as `count` seed members from the next run on (1: just the lane)."""
-        from decoding.fanout import check_fanout
+        from decoding.analysis.fanout import check_fanout
 
         lane = self.lanes[index]
         lane.fanout = check_fanout(count)
@@ -715,7 +715,7 @@ class RunState:
             return
         from dataclasses import replace as replaced
 
-        from decoding import analysis
+        from decoding.analysis import analysis
 
         self.shown_trace()
         self.trace.settings = replaced(self.trace.settings, critical=self.critical)

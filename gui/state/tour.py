@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from decoding.spec import ORDER_PAIR, LaneSpec
+from decoding.chain.spec import ORDER_PAIR, LaneSpec
 from gui.i18n import QT_TRANSLATE_NOOP, translate
 
 # What a stop does once its run has finished (gui.main_window.MainWindow._after_tour_run):

@@ -11,7 +11,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt, Signal
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
-from decoding.trace import LaneTrace, StepRecord
+from decoding.records.trace import LaneTrace, StepRecord
 from gui.i18n import QT_TRANSLATE_NOOP, translate
 from gui.present.chart_rows import BeamNode, beam_node_token, best_path, step_nodes
 from gui.state.run_state import RunState, Selection

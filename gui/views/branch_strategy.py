@@ -6,7 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import Slot
 from PySide6.QtWidgets import QComboBox, QWidget
 
-from decoding.spec import PRESETS
+from decoding.chain.spec import PRESETS
 from gui.i18n import translate
 from gui.present.lane_fields import preset_title
 from gui.state.requests import RunRequest

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from decoding.spec import LaneSpec
+from decoding.chain.spec import LaneSpec
 from gui.i18n import translate
 from gui.present.chain import CHOICES, moved, order_choice, order_name, preset_order, reordered
 

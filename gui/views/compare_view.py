@@ -13,7 +13,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from decoding.trace import StepRecord
+from decoding.records.trace import StepRecord
 from gui.i18n import translate
 from gui.present.chart_rows import display_token
 from gui.present.lane_html import comparison_words, format_prob

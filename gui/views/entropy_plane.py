@@ -14,7 +14,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QComboBox, QGraphicsRectItem, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from decoding.trace import StepRecord
+from decoding.records.trace import StepRecord
 from gui.i18n import translate
 from gui.present import colours
 from gui.present.chart_rows import decision_name

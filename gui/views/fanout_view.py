@@ -17,8 +17,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
-from decoding.fanout import fanout_group
-from decoding.trace import LaneTrace
+from decoding.analysis.fanout import fanout_group
+from decoding.records.trace import LaneTrace
 from gui.i18n import translate
 from gui.present import colours
 from gui.present.chart_rows import display_token

@@ -1,7 +1,7 @@
 """Hugging Face generation_config.json files in the lane editor: "From generation_config.json…" in its Add lane
-menu makes a lane that decodes as transformers would with that file (decoding.spec.spec_from_generation_config,
+menu makes a lane that decodes as transformers would with that file (runfiles.read_generation_config,
 transformers' implicit defaults included), and a lane's right-click menu exports it as one
-(decoding.spec.generation_config_of), which transformers' GenerationConfig reads back as the same strategy."""
+(decoding.chain.spec.generation_config_of), which transformers' GenerationConfig reads back as the same strategy."""
 
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ from pathlib import Path
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QFileDialog, QMenu
 
-from decoding.jsonio import write_text_atomic
-from decoding.spec import generation_config_of, spec_from_generation_config
+from decoding.chain.spec import generation_config_of
+from runfiles.atomic_write import write_text_atomic
 from gui.i18n import translate
 from gui.present.lane_fields import error_text
 from gui.views.lanes_editor import LanesEditor, preset_for_window
+from runfiles.generation_config import read_generation_config
 
 FILE_FILTER = "generation_config.json (*.json);;JSON (*.json)"
 
@@ -24,7 +25,7 @@ def import_generation_config(editor: LanesEditor, path: Path) -> int:
     """A new lane from the file, named after its folder (a model's folder, usually). Returns its index, or -1
     with the reason shown under the lane form."""
     try:
-        spec = spec_from_generation_config(Path(path))
+        spec = read_generation_config(path)
     except ValueError as error:
         editor.show_message(translate("GenerationConfigs", "Refused: {error}").format(error=error_text(error)))
         return -1

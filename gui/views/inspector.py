@@ -30,8 +30,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from decoding.critical import critical_point, runner_up
-from decoding.trace import StepRecord
+from decoding.analysis.critical import critical_point, runner_up
+from decoding.records.trace import StepRecord
 from gui.i18n import translate
 from gui.present import colours
 from gui.present.beam_step import beam_step_html

@@ -13,8 +13,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from decoding.critical import critical_point
-from decoding.trace import StepRecord
+from decoding.analysis.critical import critical_point
+from decoding.records.trace import StepRecord
 from gui.i18n import QT_TRANSLATE_NOOP, translate
 from gui.present.chart_rows import display_token
 from gui.present.lane_html import BRANCH_GLYPH, MARK_COLOURS, mark_legend, probability_colour

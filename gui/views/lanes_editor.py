@@ -33,8 +33,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from decoding.fanout import MAX_FANOUT, refusal
-from decoding.spec import ORDER_PAIR, PRESETS, PROCESSOR_ORDER, LaneSpec, unique_name
+from decoding.analysis.fanout import MAX_FANOUT, refusal
+from decoding.chain.spec import ORDER_PAIR, PRESETS, PROCESSOR_ORDER, LaneSpec, unique_name
 from gui.i18n import translate
 from gui.present import colours
 from gui.present.lane_fields import (
@@ -406,7 +406,7 @@ class LanesEditor(QWidget):
         return self.add_spec(preset_for_window(PRESETS[title]))
 
     def add_order_pair(self) -> int:
-        """The order pair at the end (decoding.spec.ORDER_PAIR): the same settings and seed in transformers' order
+        """The order pair at the end (decoding.chain.spec.ORDER_PAIR): the same settings and seed in transformers' order
         and in llama.cpp's, side by side. Returns the first one's index."""
         self.show_message("")
         first = self.add_spec(ORDER_PAIR[0])

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from decoding.parameters import parameter
+from decoding.chain.parameters import parameter
 from gui.i18n import translate
 from gui.state.requests import RunRequest
 from gui.state.run_state import RunState

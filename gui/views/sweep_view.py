@@ -11,8 +11,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from decoding.sweep import diversity_by_temperature
-from decoding.trace import TemperatureSweep
+from decoding.analysis.sweep import diversity_by_temperature
+from decoding.records.trace import TemperatureSweep
 from gui.i18n import translate
 from gui.present.chart_rows import display_token
 from gui.state.run_state import RunState

@@ -24,9 +24,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from decoding.compare import first_difference
-from decoding.critical import critical_point, runner_up
-from decoding.trace import CriticalSettings, LaneTrace, StepRecord
+from decoding.analysis.compare import first_difference
+from decoding.analysis.critical import critical_point, runner_up
+from decoding.records.trace import CriticalSettings, LaneTrace, StepRecord
 from gui.i18n import translate
 from gui.present import colours
 from gui.present.lane_fields import describe

@@ -17,7 +17,7 @@ from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QColor, QKeyEvent
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
-from decoding.trace import StepRecord
+from decoding.records.trace import StepRecord
 from gui.i18n import translate
 from gui.present import colours
 from gui.present.chart_rows import TIMELINE_METRICS, display_token, metric_label, metric_values

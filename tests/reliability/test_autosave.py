@@ -1,4 +1,4 @@
-"""decoding.autosave and jsonio's atomic writes: a process killed (SIGKILL) at any moment while it autosaves
+"""runfiles.autosave and jsonio's atomic writes: a process killed (SIGKILL) at any moment while it autosaves
 leaves a complete run the next start finds and restores; a full disk or an unwritable folder leaves the
 previous file untouched and says why; a second instance never takes a live instance's autosave, and of two
 instances restoring the same orphan only one gets it. (The window's offer to restore is the lead's.)"""
@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from decoding import jsonio
-from decoding.autosave import Autosave, orphans, restore
-from decoding.engine import Engine
-from decoding.spec import default_lanes
-from decoding.trace import PromptInfo
+from decoding.chain.spec import default_lanes
+from decoding.engine.engine import Engine
+from decoding.records import jsonio
+from decoding.records.trace import PromptInfo
+from runfiles import run_file
+from runfiles.autosave import Autosave, orphans, restore
 from tests.fake_source import FakeSource, FakeTokenizer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -64,8 +65,8 @@ def test_of_two_instances_restoring_one_orphan_only_one_gets_it(tmp_path):
 
 WRITER = """
 import sys
-from decoding import jsonio
-from decoding.autosave import Autosave
+from decoding.records import jsonio
+from runfiles.autosave import Autosave
 from tests.reliability.test_autosave import a_run
 saver = Autosave(sys.argv[1])
 traces = [a_run(tokens=40, seed=seed) for seed in range(4)]
@@ -81,8 +82,8 @@ while True:  # Autosave.write, back to back
 
 KILLED_WHILE_WRITING = """
 import os, resource, signal, sys
-from decoding import jsonio
-from decoding.autosave import Autosave
+from decoding.records import jsonio
+from runfiles.autosave import Autosave
 from tests.reliability.test_autosave import a_run
 saver = Autosave(sys.argv[1])
 saver.write(a_run(seed=0))
@@ -169,7 +170,7 @@ def test_save_into_an_unwritable_place_says_where_and_keeps_the_old_file(tmp_pat
     with pytest.raises(OSError) as autosaving:
         Autosave(blocker / "autosave").write(a_run())
     with pytest.raises(OSError) as saving:
-        jsonio.save(a_run(), blocker / "run.json")
+        run_file.save(a_run(), blocker / "run.json")
     for error in (autosaving.value, saving.value):  # the message the window shows names the place
         assert str(blocker) in str(error) and error.strerror in str(error), error
     assert blocker.read_text() == "not a folder"

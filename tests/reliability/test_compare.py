@@ -1,4 +1,4 @@
-"""decoding.compare: two runs that should be identical, compared lane by lane with the reason each difference
+"""decoding.analysis.compare: two runs that should be identical, compared lane by lane with the reason each difference
 has (what the window shows when two runs of the same lanes disagree, e.g. on another thread count)."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from dataclasses import replace
 
 import pytest
 
-from decoding.compare import compare_traces
-from decoding.engine import Engine
-from decoding.spec import LaneSpec
-from decoding.trace import PromptInfo, TokenProb, TopList
+from decoding.analysis.compare import compare_traces
+from decoding.chain.spec import LaneSpec
+from decoding.engine.engine import Engine
+from decoding.records.trace import PromptInfo, TokenProb, TopList
 from tests.fake_source import FakeSource, FakeTokenizer
 
 SPECS = [LaneSpec("greedy"), LaneSpec("sample", do_sample=True, seed=5), LaneSpec("beam", num_beams=2)]

@@ -1,6 +1,6 @@
 """Determinism on the default model: the same run (greedy, beam, and sampled lanes with fixed seeds) gives the
 same tokens in another process and with another number of ONNX Runtime threads (1 and all cores). Where a
-thread count changes probabilities in their last digits and a near-tie flips, decoding.compare must say so:
+thread count changes probabilities in their last digits and a near-tie flips, decoding.analysis.compare must say so:
 the test then names the step and the gap instead of failing silently or hiding it."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from decoding.compare import ROUNDING, compare_traces
-from decoding.engine import Engine
-from decoding.spec import default_lanes
-from decoding.trace import PromptInfo
+from decoding.analysis.compare import ROUNDING, compare_traces
+from decoding.chain.spec import default_lanes
+from decoding.engine.engine import Engine
+from decoding.records.trace import PromptInfo
 
 pytestmark = pytest.mark.slow
 

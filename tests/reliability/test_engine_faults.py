@@ -10,11 +10,11 @@ import math
 import numpy as np
 import pytest
 
-from decoding import jsonio
-from decoding.engine import Engine
-from decoding.parameters import PARAMETERS
-from decoding.spec import LaneSpec, default_lanes, parse_lane
-from decoding.trace import PromptInfo
+from decoding.chain.parameters import PARAMETERS
+from decoding.chain.spec import LaneSpec, default_lanes, parse_lane
+from decoding.engine.engine import Engine
+from decoding.records import jsonio
+from decoding.records.trace import PromptInfo
 from tests.fake_source import FakeSource, FakeTokenizer
 
 PROMPT = PromptInfo("fake prompt", [1, 17, 29, 5])

@@ -16,16 +16,16 @@ from hypothesis import HealthCheck, assume, event, example, given, settings
 from hypothesis import strategies as st
 
 from cli.terminal_text import render
-from decoding import jsonio
-from decoding.analysis import analyze
-from decoding.chain import build_processors
-from decoding.compare import compare_traces
-from decoding.engine import Engine
-from decoding.processors import apply_processors
-from decoding.replay import plan
-from decoding.selectors import Sampler
-from decoding.spec import Branch, LaneSpec
-from decoding.trace import PromptInfo
+from decoding.analysis.analysis import analyze
+from decoding.analysis.compare import compare_traces
+from decoding.chain.chain import build_processors
+from decoding.chain.processors import apply_processors
+from decoding.chain.selectors import Sampler
+from decoding.chain.spec import Branch, LaneSpec
+from decoding.engine.engine import Engine
+from decoding.engine.replay import plan
+from decoding.records import jsonio
+from decoding.records.trace import PromptInfo
 from tests.fake_source import FakeSource, FakeTokenizer, SummarizingSource
 from tests.reference import apply_transformers, generation_model, transformers_processors
 
@@ -297,7 +297,7 @@ def read_as_the_window_does(trace) -> None:
     from gui.present.lane_html import lane_fragments
     from gui.state.controller import RunController
     from gui.state.run_state import RunState
-    from tests.test_gui_controller import SyncRunner
+    from tests.gui.test_controller import SyncRunner
 
     controller = RunController(RunState(), SyncRunner())
     with tempfile.TemporaryDirectory() as folder:

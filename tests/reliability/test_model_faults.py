@@ -12,7 +12,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from runtime.session import cuda_unavailable_reason
-from tests.test_cli_run import cli
+from tests.cli.test_run import cli
 
 
 def model_copy(tiny_model_dir: Path, tmp_path: Path) -> Path:

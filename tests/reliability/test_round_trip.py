@@ -1,5 +1,5 @@
 """Real-model runs saved as the window saves them and opened again: export → import → export is byte-identical,
-the file passes the JSON Schema, and replay (the command line's, over decoding.replay) gives every token again.
+the file passes the JSON Schema, and replay (the command line's, over decoding.engine.replay) gives every token again.
 The runs are made through the window's Qt-free controller (gui.state.controller.RunController with a synchronous
 runner) so they hold what a user makes: every lane kind, a seed fan-out, stop strings, branches in the run and
 after it, a branch of a branch, a branch of a beam lane, a branch-not-taken replay, and a Chinese run whose
@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 
 import main
-from decoding import jsonio
-from decoding.replay import compare, replay
-from decoding.spec import LaneSpec
+from decoding.chain.spec import LaneSpec
+from decoding.engine.replay import compare, replay
+from decoding.records import jsonio
 from gui.state.controller import RunController
 from gui.state.requests import RunRequest
 from gui.state.run_state import RunState
-from tests.test_gui_controller import SyncRunner
+from runfiles import run_file
+from tests.gui.test_controller import SyncRunner
 
 EVERY_KIND = [
     LaneSpec("greedy"),
@@ -79,7 +80,7 @@ def assert_round_trip_and_replay(path: Path, model_dir: Path, capsys) -> jsonio.
     assert jsonio.dumps(trace) == text  # export → import → export, byte for byte
     import jsonschema
 
-    jsonschema.validate(json.loads(text), jsonio.schema())
+    jsonschema.validate(json.loads(text), run_file.schema())
     code = main.main(["replay", str(path), "--model", str(model_dir), "--device", "cpu"])
     out = capsys.readouterr().out
     assert code == 0, out
@@ -137,7 +138,7 @@ def test_a_replay_of_a_changed_file_says_where(holder, tmp_path):
     assert controller.branch(0, 2, runner_up(controller.state, 0, 2))
     path = tmp_path / "run.json"
     assert controller.save(path)
-    trace = jsonio.load(path)
+    trace = run_file.load(path)
     lane = trace.lane("beam ↳2")
     lane.token_ids[5] = lane.steps[5].token_id = (lane.token_ids[5] + 1) % holder.engine().source.vocab_size
     replayed = replay(holder.engine(), trace)

@@ -1,6 +1,6 @@
 """Run files that are not runs this version writes — malformed, truncated, another schema version, NaN numbers,
 hand edits with wrong types, missing steps or foreign token ids — are refused with one line naming the place, on
-import (decoding.jsonio, which the window's Open uses) and by `replay` (exit code 2), never with a traceback."""
+import (decoding.records.jsonio, which the window's Open uses) and by `replay` (exit code 2), never with a traceback."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from decoding import jsonio
-from tests.test_cli_run import cli
+from decoding.records import jsonio
+from runfiles import run_file
+from tests.cli.test_run import cli
 
 
 @pytest.fixture(scope="module")
-def run_file(tiny_model_dir, tmp_path_factory) -> Path:
+def saved_run(tiny_model_dir, tmp_path_factory) -> Path:
     """A real run of the tiny model: greedy, beam, a sampled lane with a stop string."""
     import main
 
@@ -26,8 +27,8 @@ def run_file(tiny_model_dir, tmp_path_factory) -> Path:
     return path
 
 
-def edited(run_file: Path, tmp_path: Path, edit) -> Path:
-    data = json.loads(run_file.read_text(encoding="utf-8"))
+def edited(saved_run: Path, tmp_path: Path, edit) -> Path:
+    data = json.loads(saved_run.read_text(encoding="utf-8"))
     edit(data)
     path = tmp_path / "edited.json"
     path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
@@ -78,13 +79,13 @@ EDITS = {
 
 
 @pytest.mark.parametrize("name", list(EDITS))
-def test_hand_edited_files_are_refused_in_one_line(run_file, tmp_path, capsys, name):
+def test_hand_edited_files_are_refused_in_one_line(saved_run, tmp_path, capsys, name):
     edit, message = EDITS[name]
-    path = edited(run_file, tmp_path, edit)
+    path = edited(saved_run, tmp_path, edit)
     with pytest.raises(jsonio.TraceFormatError) as info:
-        jsonio.load(path)
+        run_file.load(path)
     assert message in str(info.value) and "\n" not in str(info.value)
-    code, out, err = cli(capsys, "replay", str(path), "--model", str(run_file.parent))  # never gets to the model
+    code, out, err = cli(capsys, "replay", str(path), "--model", str(saved_run.parent))  # never gets to the model
     assert code == 2 and out == "" and message in err and len(err.strip().splitlines()) == 1
 
 
@@ -106,20 +107,20 @@ def test_malformed_text_is_refused_in_one_line(text, message):
     assert message in str(info.value) and str(info.value).startswith("run.json ")
 
 
-def test_truncated_files_are_refused_at_every_length(run_file):
-    text = run_file.read_text(encoding="utf-8")
+def test_truncated_files_are_refused_at_every_length(saved_run):
+    text = saved_run.read_text(encoding="utf-8")
     for end in range(0, len(text) - 2, max(1, len(text) // 200)):  # 200 cuts through the file
         with pytest.raises(jsonio.TraceFormatError):
             jsonio.loads(text[:end])
 
 
-def test_token_ids_outside_the_models_vocabulary_are_refused_before_the_replay(run_file, tmp_path, capsys,
+def test_token_ids_outside_the_models_vocabulary_are_refused_before_the_replay(saved_run, tmp_path, capsys,
                                                                               tiny_model_dir):
     def foreign(data):
         data["lanes"][0]["token_ids"][2] = data["lanes"][0]["steps"][2]["token_id"] = 50000
 
-    path = edited(run_file, tmp_path, foreign)
-    jsonio.load(path)  # a valid file: the window opens it without the model
+    path = edited(saved_run, tmp_path, foreign)
+    run_file.load(path)  # a valid file: the window opens it without the model
     code, out, err = cli(capsys, "replay", str(path), "--model", str(tiny_model_dir))
     assert code == 2
     assert err.strip() == (f"branchpoint: error: cannot replay {str(path)!r}: lane 'greedy' has token id 50000, "

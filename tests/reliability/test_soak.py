@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from decoding.engine import Engine, branch_prefix
-from decoding.fanout import fan_out
-from decoding.spec import Branch, LaneSpec, default_lanes
+from decoding.analysis.fanout import fan_out
+from decoding.chain.spec import Branch, LaneSpec, default_lanes
+from decoding.engine.engine import Engine, branch_prefix
 from tests.processes import HAS_PROC
 from tests.reliability.resources import SOAK_RUNS, assert_flat, measure
 

@@ -1,4 +1,5 @@
-"""Stop strings: the command line and the window read `\\n` alike (one function, decoding.spec.parse_stop_strings);
+"""Stop strings: the command line and the window read `\\n` alike (one function,
+decoding.chain.spec.parse_stop_strings);
 a lane stops at the token that completes a stop string, across token boundaries, inside multi-byte characters
 spread over byte-level tokens (real tokenizer), and when the stop string is longer than what 32 tokens decode to."""
 
@@ -8,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from decoding.engine import Engine
-from decoding.spec import LaneSpec, format_stop_strings, parse_lane, parse_stop_strings
-from decoding.trace import PromptInfo
+from decoding.chain.spec import LaneSpec, format_stop_strings, parse_lane, parse_stop_strings
+from decoding.engine.engine import Engine
+from decoding.records.trace import PromptInfo
 from tests.fake_source import FakeTokenizer
 from tests.reliability.scripted import ScriptedSource
 

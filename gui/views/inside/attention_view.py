@@ -1,13 +1,14 @@
-"""Attention, a view of the RunState over an explained lane (decoding.explain): for one token, a layer × position
-heatmap of how much it attends to every earlier token (prompt and generated), or of how much every later token
-attends to it, so that a word whose pull is released many tokens later (“Although” … “ but”) shows as a peak.
+"""Attention, a view of the RunState over an explained lane (decoding.records.explain): for one token, a
+layer × position heatmap of how much it attends to every earlier token (prompt and generated), or of how much
+every later token attends to it, so that a word whose pull is released many tokens later (“Although” … “ but”)
+shows as a peak.
 The heads are averaged, one head is shown, or each cell's strongest head; a click on a cell shows every head of
 that layer for that pair beside it, with the strongest heads in words, and the tokens attended most are listed.
 
 Position 0 takes most of many heads' attention (an "attention sink"), which flattens everything else: "leave out
-position 0" blanks it and rescales the rest of each row to sum to 1 (said in the legend). A plain prompt is
-explained with the model's start token in front (decoding.explain.with_start_token), so its first word is not the
-sink: that token is ‹start› on the axis, the legend says why, and it is left out from the start.
+position 0" blanks it and rescales the rest of each row to sum to 1 (said in the legend). A plain prompt
+is explained with the model's start token in front (decoding.records.explain.with_start_token), so its first word
+is not the sink: that token is ‹start› on the axis, the legend says why, and it is left out from the start.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPointF, Qt, Signal
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from decoding.explain import ExplainResult
+from decoding.records.explain import ExplainResult
 from gui.i18n import QT_TRANSLATE_NOOP, translate
 from gui.present.inside_data import (
     LOOKED_AT,

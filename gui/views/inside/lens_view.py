@@ -19,7 +19,7 @@ from PySide6.QtCore import QPointF, Qt, QTimer, Signal
 from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
-from decoding.explain import ExplainResult
+from decoding.records.explain import ExplainResult
 from gui.i18n import translate
 from gui.present.inside_data import (
     explained_start,

@@ -1,0 +1,168 @@
+"""Teacher-forced comparison of two models: the maths against a plain numpy reference, the whole-sequence logits
+against step-by-step ones, and `compare-models` on the tiny model and its fp16 variant."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+import main
+from decoding.analysis import model_compare
+
+
+def plain_reference(a: np.ndarray, b: np.ndarray, chosen: list[int]) -> list[dict]:
+    """Row by row in Python floats: softmax by the definition, KL as the sum of p log(p / q)."""
+    rows = []
+    for row_a, row_b, token in zip(a.tolist(), b.tolist(), chosen, strict=True):
+        za = sum(math.exp(x) for x in row_a)
+        zb = sum(math.exp(x) for x in row_b)
+        p = [math.exp(x) / za for x in row_a]
+        q = [math.exp(x) / zb for x in row_b]
+        rows.append(
+            {
+                "kl": sum(pi * math.log(pi / qi) for pi, qi in zip(p, q, strict=True)),
+                "top1_reference": max(range(len(p)), key=p.__getitem__),
+                "top1_other": max(range(len(q)), key=q.__getitem__),
+                "p_reference": p[token],
+                "p_other": q[token],
+            }
+        )
+    return rows
+
+
+def test_teacher_forced_matches_a_plain_reference():
+    rng = np.random.default_rng(3)
+    a = rng.normal(0, 3, (7, 50)).astype(np.float32)
+    b = (a + rng.normal(0, 1, a.shape)).astype(np.float32)
+    chosen = [int(i) for i in rng.integers(0, 50, 7)]
+    steps = model_compare.teacher_forced(a, b, chosen)
+    expected = plain_reference(a, b, chosen)
+    for step, want in zip(steps, expected, strict=True):
+        assert step.kl == pytest.approx(want["kl"], rel=1e-9, abs=1e-12)
+        assert (step.top1_reference, step.top1_other) == (want["top1_reference"], want["top1_other"])
+        assert step.p_reference == pytest.approx(want["p_reference"], rel=1e-9)
+        assert step.delta_p == pytest.approx(want["p_other"] - want["p_reference"], rel=1e-9, abs=1e-12)
+    summary = model_compare.summarize(steps)
+    kls = [w["kl"] for w in expected]
+    assert summary["mean_kl"] == pytest.approx(sum(kls) / 7) and summary["max_kl"] == pytest.approx(max(kls))
+    assert summary["max_kl_step"] == kls.index(max(kls))
+    agree = [w["top1_reference"] == w["top1_other"] for w in expected]
+    assert summary["top1_agreement"] == pytest.approx(sum(agree) / 7)
+    assert summary["first_top1_flip"] == (agree.index(False) if False in agree else None)
+
+
+def test_identical_models_agree_everywhere_and_shapes_must_match():
+    a = np.random.default_rng(4).normal(0, 2, (3, 20))
+    steps = model_compare.teacher_forced(a, a.copy(), [0, 1, 2])
+    assert all(s.kl == 0.0 and s.top1_agree and s.delta_p == 0.0 for s in steps)
+    with pytest.raises(ValueError, match="same vocabulary"):
+        model_compare.teacher_forced(a, a[:, :10], [0, 1, 2])
+
+
+def test_first_divergence():
+    assert model_compare.first_divergence([1, 2, 3], [1, 2, 3]) is None
+    assert model_compare.first_divergence([1, 2, 3], [1, 5, 3]) == 1
+    assert model_compare.first_divergence([1, 2], [1, 2, 3]) == 2
+    assert model_compare.first_divergence("abc", "abd") == 2
+
+
+@pytest.mark.parametrize("edited", [False, True])
+def test_whole_sequence_logits_equal_prefix_recomputations(tiny_model_dir, tmp_path, edited):
+    """As exported, and with the preparation's graph edits (lm_head on the last position: the scorer takes that
+    slice out again)."""
+    from models.graph_edits import edited_model_dir
+    from models.validate import empty_past, kv_layout, open_session, run_step
+    from runtime.sequence_logits import LAST_POSITION_NODE, SequenceScorer, all_positions_graph
+
+    folder = edited_model_dir(tiny_model_dir, tmp_path / "edited") if edited else tiny_model_dir
+    import onnx
+
+    has_slice = any(n.name == LAST_POSITION_NODE for n in onnx.load(str(folder / "model.onnx")).graph.node)
+    assert has_slice == edited
+    assert not any(n.name == LAST_POSITION_NODE for n in all_positions_graph(folder).graph.node)
+    ids = [5, 17, 42, 99, 7, 3]
+    logits = SequenceScorer(folder, "cpu")(ids)
+    session = open_session(folder / "model.onnx")
+    layout = kv_layout(session)
+    assert logits.shape[0] == len(ids)
+    for end in (1, 4, 6):
+        last, _ = run_step(session, layout, np.array([ids[:end]], np.int64), empty_past(layout), 0)
+        np.testing.assert_allclose(logits[end - 1], last, atol=1e-4)
+
+
+@pytest.fixture
+def two_tiny_models(tmp_path, monkeypatch, tiny_model_dir):
+    from models import prepare
+    from models.variants import prepare_variant
+
+    monkeypatch.setenv("BRANCHPOINT_CACHE_DIR", str(tmp_path / "cache"))
+    prepare.register_onnx_folder(tiny_model_dir, name="tiny")
+    prepare_variant("fp16", "tiny")
+    return tmp_path
+
+
+def test_compare_models_writes_the_numbers(two_tiny_models, capsys):
+    from models.catalog import resolve
+    from models.validate import empty_past, kv_layout, open_session, run_step
+
+    out = two_tiny_models / "cmp.json"
+    code = main.main(
+        ["compare-models", "--prompt", "The capital of France is", "--models", "tiny,tiny-fp16",
+         "--max-new-tokens", "6", "--device", "cpu", "--json", str(out)]
+    )  # fmt: skip
+    assert code == 0
+    record = json.loads(out.read_text(encoding="utf-8"))
+    assert record["format"] == "branchpoint-model-comparison" and record["version"] == 1
+    assert record["reference"]["precision"] == "fp32" and record["other"]["precision"] == "fp16"
+    steps = record["steps"]
+    assert len(steps) == 6 and record["summary"]["steps"] == 6
+    prompt_ids = record["prompt"]["ids"]
+    tokens = [s["token_id"] for s in steps]
+    assert tokens == record["greedy"]["reference_ids"]  # the default lane is greedy
+    # an independent reference: each model's last-position logits of every prefix, step by step
+    rows = []
+    for name in ("tiny", "tiny-fp16"):
+        session = open_session(resolve(name) / "model.onnx")
+        layout = kv_layout(session)
+        rows.append(
+            np.stack(
+                [
+                    run_step(session, layout, np.array([prompt_ids + tokens[:i]], np.int64), empty_past(layout), 0)[0]
+                    for i in range(len(tokens))
+                ]
+            )
+        )
+    expected = plain_reference(rows[0].astype(np.float64), rows[1].astype(np.float64), tokens)
+    for step, want in zip(steps, expected, strict=True):
+        assert step["kl"] == pytest.approx(want["kl"], abs=1e-6)
+        assert step["p_reference"] == pytest.approx(want["p_reference"], abs=1e-5)
+        assert step["top1_agree"] == (want["top1_reference"] == want["top1_other"])
+    assert "teacher-forced" in capsys.readouterr().out
+
+
+def test_different_vocabularies_are_refused(two_tiny_models, tiny_model_dir, capsys):
+    import shutil
+
+    from models import prepare
+
+    other = two_tiny_models / "other-vocab"
+    shutil.copytree(tiny_model_dir, other)
+    data = json.loads((other / "tokenizer.json").read_text(encoding="utf-8"))
+    vocab = data["model"]["vocab"]
+    first = next(iter(vocab))
+    vocab["Ġrenamed"] = vocab.pop(first)
+    (other / "tokenizer.json").write_text(json.dumps(data), encoding="utf-8")
+    prepare.register_onnx_folder(other, name="other")
+    code = main.main(["compare-models", "--prompt", "Hi", "--models", "tiny,other", "--device", "cpu"])
+    assert code == 2
+    assert "different vocabularies" in capsys.readouterr().err
+
+
+def test_bad_models_argument(two_tiny_models, capsys):
+    assert main.main(["compare-models", "--prompt", "Hi", "--models", "tiny"]) == 2
+    assert "A,B" in capsys.readouterr().err
+    assert main.main(["compare-models", "--prompt", "Hi", "--models", "tiny,nope"]) == 2
+    assert "no prepared model" in capsys.readouterr().err
