@@ -8,10 +8,10 @@ finite scores, which is what llama.cpp's array holds after its own truncating sa
 float32 softmaxes as llama.cpp's `llama_sampler_softmax_impl` computes them (max-shifted exp, one sum), up to
 the order of the sum.
 
-Two of them hold state from step to step, supplied by the lane that owns them: XTC draws its coin from the
-lane's seeded generator (`coin`, set by the lane; the coin drawn is `last_coin`), mirostat truncates with the
-lane's running mu (`mu`, set by the lane before each step and updated from the chosen token's probability by
-`Mirostat.next_mu`). Both are recorded in each step's record, so a replay is exact.
+Two of them hold state from step to step (`stateful`): XTC draws its coin from the lane's seeded generator
+(`coin`, the chain's selector's; the coin drawn is `last_coin`), mirostat truncates with a running mu that each
+token the lane takes moves (`accept`, by `Mirostat.next_mu` of its probability). `record_state` writes both into
+each step's record, so a replay is exact.
 """
 
 from __future__ import annotations
@@ -313,6 +313,12 @@ class Xtc(Processor):
                 row[above[order_desc(probs[above], above)][:-1]] = FILTER
         return out
 
+    def reset(self) -> None:
+        self.last_coin = None
+
+    def record_state(self, record: Any) -> None:
+        record.xtc_coin = self.last_coin
+
     def params(self) -> dict[str, Any]:
         return {"xtc_probability": self.probability, "xtc_threshold": self.threshold}
 
@@ -423,6 +429,17 @@ class Mirostat(Processor):
         """mu after choosing a token of probability `chosen_prob` (after the truncation), in float32."""
         surprise = -np.log2(np.float32(chosen_prob))
         return float(np.float32(self.mu) - np.float32(self.eta) * (np.float32(surprise) - np.float32(self.tau)))
+
+    def accept(self, token: int, prob: float, forced: bool = False) -> None:
+        """mu follows the chosen tokens (a forced one moves it not)."""
+        if not forced:
+            self.mu = self.next_mu(prob)
+
+    def reset(self) -> None:
+        self.mu = self.first_mu()
+
+    def record_state(self, record: Any) -> None:
+        record.mirostat_mu = self.mu
 
     def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
         out = np.full_like(scores, FILTER)

@@ -22,6 +22,7 @@ back to a larger prefix and finally the full sort), so a step costs O(vocab) plu
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
@@ -130,18 +131,39 @@ def prefix_sets(values: np.ndarray) -> Iterator[tuple[np.ndarray, bool]]:
 
 
 class Processor:
-    """A logits processor: `processor(ids, scores) -> new scores`; `name` is its GenerationConfig key.
+    """A stage of a lane's chain, with llama.cpp's sampler interface (`llama_sampler_i`: name, apply, accept,
+    reset, clone): `apply(ids, scores) -> new scores` (also `processor(ids, scores)`); `name` is its
+    GenerationConfig key. A stateful one (`stateful`: XTC's coin, mirostat's mu) also hears each token its lane
+    takes (`accept`), goes back to its first state (`reset`), is copied with its state (`clone`) and writes the
+    state a step used into that step's record (`record_state`); for the others these do nothing.
 
-    Args (of a call):
+    Args (of apply):
         ids: int64 [rows, seq_len], each row's prompt and generated ids so far.
         scores: float32 [rows, vocab], each row's next-token scores (-inf = filtered). Not mutated.
     """
 
     name: ClassVar[str]
     filters_only: ClassVar[bool] = False  # its output is its input with some scores set to -inf
+    stateful: ClassVar[bool] = False  # it carries state from step to step
 
-    def __call__(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    def apply(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
         return self.process(_ids(ids), _scores(scores))
+
+    __call__ = apply
+
+    def accept(self, token: int, prob: float, forced: bool = False) -> None:
+        """The lane took `token`, of probability `prob` in the step's processed distribution (`forced`: not
+        chosen, the user's or a branch's)."""
+
+    def reset(self) -> None:
+        """Back to the state it was made with."""
+
+    def clone(self) -> Processor:
+        """An independent copy with the same state (the same object for a stateless processor)."""
+        return copy.deepcopy(self) if self.stateful else self
+
+    def record_state(self, record: Any) -> None:
+        """Write the state this step used into its StepRecord (nothing for a stateless processor)."""
 
     def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
         raise NotImplementedError

@@ -433,7 +433,7 @@ class Run:
         self.trace.lanes = [lane.trace for lane in lanes]
         for lane in lanes:
             for record in self.prefix.records:
-                lane.trace.steps.append(replace(record))
+                lane.take_prefix(record)
                 yield lane.index, lane.trace.steps[-1]
         groups = self._groups(lanes)
         prefill_ms = self._prefill(groups)
@@ -448,8 +448,7 @@ class Run:
         lanes = [self._new_lane(index, spec) for index, spec in enumerate(self.specs)]
         names = [spec.name for spec in self.specs]
         for lane in lanes:
-            if lane.sampler is not None:
-                lane.sampler.skip(self.prefix.draws)
+            lane.chain.selector.skip(self.prefix.draws)
             branch = lane.spec.branch
             if branch is not None and branch.parent in names:
                 lane.following = lanes[names.index(branch.parent)]
