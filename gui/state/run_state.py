@@ -65,9 +65,6 @@ class Events:
             raise KeyError(f"no event {name!r}: allowed {', '.join(self._listeners)}")
         self._listeners[name].append(callback)
 
-    def disconnect(self, name: str, callback: Callable) -> None:
-        self._listeners[name].remove(callback)
-
     def emit(self, name: str, *args) -> None:
         for callback in list(self._listeners[name]):
             callback(*args)

@@ -128,12 +128,6 @@ class StepInspector(QWidget):
         self._beams.setText("")
         self._beams.setVisible(False)
 
-    def set_max_rows(self, rows: int) -> None:
-        if rows < 2:
-            raise ValueError(f"max_rows={rows} must be >= 2")
-        self._max_rows = rows
-        self._redraw()
-
     def set_overlay(self, overlay: bool) -> None:
         """Raw and processed bars overlaid (processed drawn inside raw) instead of side by side."""
         self._mode.setCurrentIndex(1 if overlay else 0)
