@@ -11,7 +11,7 @@ the one place that tells stages apart by their class (the other modules ask the 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -19,7 +19,7 @@ import numpy as np
 
 from decoding.chain import llama_samplers as L
 from decoding.chain.adaptive import decision, widened
-from decoding.chain.parameters import PARAMETERS, active_processors, check_int
+from decoding.chain.parameters import BY_NAME, active_processors, check_int
 from decoding.chain.processors import (
     BadWords,
     Epsilon,
@@ -43,7 +43,7 @@ from decoding.chain.selectors import ARGMAX, Sampler, Selector
 
 
 def build_processors(
-    config: dict[str, Any],
+    config: Mapping[str, Any],
     prompt_len: int,
     eos_ids: Sequence[int],
     num_beams: int = 1,
@@ -51,11 +51,9 @@ def build_processors(
     breakers: Callable[[int], Sequence[tuple[int, Sequence[int]]]] | None = None,
     coin: Callable[[], float] | None = None,
 ) -> list[Processor]:
-    """The processors a lane's GenerationConfig-style `config` names, nothing else (no hidden top_k=50), in
-    transformers' order or in `order` (a list, or a preset name: "transformers", "llama.cpp").
-    `min_new_tokens` without eos ids builds nothing, as in transformers. `breakers`: DRY's sequence breakers
-    over the model's vocabulary (decoding.chain.llama_samplers.breaker_sequences for its size), when DRY is on.
-    `coin`: XTC's uniform draws (the lane's selector's, build_chain).
+    """The processors a GenerationConfig-style `config` that no LaneSpec validated names: each of its values is
+    checked against its row of the parameter table first (a ParameterError naming it and what it allows), then
+    `stages_of`.
 
     Example: top_k=0 is off; the warpers apply only under do_sample, the penalties always.
 
@@ -65,22 +63,51 @@ def build_processors(
     ['temperature=0.7', 'top_p=0.9']
     >>> [p.name for p in build_processors({"temperature": 0.7, "repetition_penalty": 1.2}, 3, [2])]
     ['repetition_penalty']
+    >>> build_processors({"do_sample": True, "top_p": 1.5}, 3, [2])
+    Traceback (most recent call last):
+    ...
+    decoding.chain.parameters.ParameterError: invalid top_p=1.5: allowed a float in [0, 1]
     """
-    keep = min_tokens_to_keep_for(check_int("num_beams", num_beams, 1), eos_ids)
-    value = {p.name: config.get(p.name, p.default) for p in PARAMETERS}
-    last_n = config.get("penalty_last_n")
+    for name, value in config.items():
+        row = BY_NAME.get(name)
+        if row is not None and value is not None:
+            row.check(value)
+    return stages_of(config, prompt_len, eos_ids, check_int("num_beams", num_beams, 1), order, breakers, coin)
+
+
+def stages_of(
+    values: Mapping[str, Any],
+    prompt_len: int,
+    eos_ids: Sequence[int],
+    num_beams: int = 1,
+    order: Sequence[str] | str | None = None,
+    breakers: Callable[[int], Sequence[tuple[int, Sequence[int]]]] | None = None,
+    coin: Callable[[], float] | None = None,
+) -> list[Processor]:
+    """The processors validated `values` (a LaneSpec's, LaneSpec.values; an unset parameter may be left out) turn
+    on, nothing else (no hidden top_k=50), in transformers' order or in `order` (a list, or a preset name:
+    "transformers", "llama.cpp"), each made from the values as they are. `min_new_tokens` without eos ids builds
+    nothing, as in transformers. `breakers`: DRY's sequence breakers over the model's vocabulary
+    (decoding.chain.llama_samplers.breaker_sequences for its size), when DRY is on. `coin`: XTC's uniform draws
+    (the lane's selector's, build_chain)."""
+    keep = min_tokens_to_keep_for(num_beams, eos_ids)
+
+    def value(name: str) -> Any:
+        return values.get(name, BY_NAME[name].default)
+
+    last_n = value("penalty_last_n")
     makers = {
         "sequence_bias": lambda v: SequenceBias(v),
         "repetition_penalty": lambda v: RepetitionPenalty(v, last_n),
-        "frequency_penalty": lambda v: L.FrequencyPresencePenalty(v or 0.0, value["presence_penalty"] or 0.0, last_n),
-        "dry_multiplier": lambda v: L.Dry(v, value["dry_base"], value["dry_allowed_length"],
-                                          value["dry_penalty_last_n"], _breakers_for(value, breakers)),
+        "frequency_penalty": lambda v: L.FrequencyPresencePenalty(v or 0.0, value("presence_penalty") or 0.0, last_n),
+        "dry_multiplier": lambda v: L.Dry(v, value("dry_base"), value("dry_allowed_length"),
+                                          value("dry_penalty_last_n"), _breakers_for(value, breakers)),
         "no_repeat_ngram_size": lambda v: NoRepeatNGram(v),
         "bad_words_ids": lambda v: BadWords(v, eos_ids),
         "min_new_tokens": lambda v: MinNewTokens(v, prompt_len, eos_ids),
         "suppress_tokens": lambda v: SuppressTokens(v),
         "temperature": lambda v: Temperature(v),
-        "dynatemp_range": lambda v: L.DynamicTemperature(value["temperature"] or 1.0, v, value["dynatemp_exponent"]),
+        "dynatemp_range": lambda v: L.DynamicTemperature(value("temperature") or 1.0, v, value("dynatemp_exponent")),
         "top_k": lambda v: TopK(v, keep),
         "top_p": lambda v: TopP(v, keep),
         "min_p": lambda v: MinP(v, keep),
@@ -88,18 +115,18 @@ def build_processors(
         "epsilon_cutoff": lambda v: Epsilon(v, keep),
         "eta_cutoff": lambda v: Eta(v, keep),
         "top_n_sigma": lambda v: L.TopNSigma(v),
-        "xtc_probability": lambda v: L.Xtc(v, value["xtc_threshold"], coin),
-        "mirostat": lambda v: L.Mirostat(v, value["mirostat_tau"], value["mirostat_eta"]),
+        "xtc_probability": lambda v: L.Xtc(v, value("xtc_threshold"), coin),
+        "mirostat": lambda v: L.Mirostat(v, value("mirostat_tau"), value("mirostat_eta")),
     }
-    names = active_processors(config, order)
+    names = active_processors(values, order)
     if not eos_ids and "min_new_tokens" in names:
         names.remove("min_new_tokens")
-    return [makers[name](config.get(name)) for name in names]
+    return [makers[name](values.get(name)) for name in names]
 
 
-def _breakers_for(value: dict[str, Any], breakers: Callable | None) -> Callable[[int], Sequence] | Sequence:
+def _breakers_for(value: Callable[[str], Any], breakers: Callable | None) -> Callable[[int], Sequence] | Sequence:
     """DRY's breakers: from the lane's vocabulary when given, else none (a chain built without a tokenizer)."""
-    strings = tuple(value["dry_sequence_breakers"])
+    strings = tuple(value("dry_sequence_breakers"))
     return (lambda vocab_size: breakers(vocab_size, strings)) if breakers is not None else ()
 
 
@@ -177,13 +204,13 @@ def build_chain(
         raise ValueError(f"lane {spec.name!r} samples without a seed (assign_seeds gives it one)")
     selector = Sampler(spec.seed) if spec.do_sample else ARGMAX
     coin = selector.next_u if spec.do_sample else None
-    config = spec.to_config()
-    stages = build_processors(config, prompt_len, eos_ids, spec.num_beams, spec.processor_order, breakers, coin)
+    values = spec.values()
+    stages = stages_of(values, prompt_len, eos_ids, spec.num_beams, spec.processor_order, breakers, coin)
     wide = None
     if spec.adaptive:
         shared = {stage.name: stage for stage in stages if stage.stateful}
-        wide = [shared.get(p.name, p) for p in build_processors(widened(config), prompt_len, sorted(eos_ids),
-                                                                 order=spec.processor_order)]
+        wide = [shared.get(p.name, p) for p in stages_of(widened(values), prompt_len, sorted(eos_ids),
+                                                          order=spec.processor_order)]
     return Chain(stages, selector, wide)
 
 
