@@ -40,6 +40,7 @@ from decoding.chain.processors import (
     min_tokens_to_keep_for,
 )
 from decoding.chain.selectors import ARGMAX, Sampler, Selector
+from decoding.chain.spec import LaneSpec
 
 
 def build_processors(
@@ -195,7 +196,7 @@ class Chain:
 
 
 def build_chain(
-    spec: Any, prompt_len: int, eos_ids: Sequence[int],
+    spec: LaneSpec, prompt_len: int, eos_ids: Sequence[int],
     breakers: Callable[[int], Sequence[tuple[int, Sequence[int]]]] | None = None,
 ) -> Chain:
     """The chain of LaneSpec `spec` (validated when it was made): its processors, its selector (a seeded draw
