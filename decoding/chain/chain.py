@@ -44,17 +44,12 @@ from decoding.chain.spec import LaneSpec
 
 
 def build_processors(
-    config: Mapping[str, Any],
-    prompt_len: int,
-    eos_ids: Sequence[int],
-    num_beams: int = 1,
+    config: Mapping[str, Any], prompt_len: int, eos_ids: Sequence[int], num_beams: int = 1,
     order: Sequence[str] | str | None = None,
-    breakers: Callable[[int], Sequence[tuple[int, Sequence[int]]]] | None = None,
-    coin: Callable[[], float] | None = None,
 ) -> list[Processor]:
     """The processors a GenerationConfig-style `config` that no LaneSpec validated names: each of its values is
     checked against its row of the parameter table first (a ParameterError naming it and what it allows), then
-    `stages_of`.
+    `stages_of` (no DRY breakers, no XTC coin: a chain's own are build_chain's).
 
     Example: top_k=0 is off; the warpers apply only under do_sample, the penalties always.
 
@@ -73,7 +68,7 @@ def build_processors(
         row = BY_NAME.get(name)
         if row is not None and value is not None:
             row.check(value)
-    return stages_of(config, prompt_len, eos_ids, check_int("num_beams", num_beams, 1), order, breakers, coin)
+    return stages_of(config, prompt_len, eos_ids, check_int("num_beams", num_beams, 1), order)
 
 
 def stages_of(

@@ -16,6 +16,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -474,18 +475,10 @@ def _log_normalizer(scores: np.ndarray, known_token: int, known_logprob: float) 
     return top + math.log(float(np.exp(scores.astype(np.float64) - top).sum()))
 
 
-def new_lane_state(
-    index: int,
-    spec: LaneSpec,
-    prompt_ids: list[int],
-    prefix: list[int],
-    eos_token_ids: list[int],
-    max_new_tokens: int,
-    top_n: int,
-    tokenizer: TokenText,
-) -> LaneState:
-    cls = BeamLaneState if spec.is_beam else SingleRowLaneState
-    return cls(index, spec, prompt_ids, prefix, eos_token_ids, max_new_tokens, top_n, tokenizer)
+def new_lane_state(index: int, spec: LaneSpec, *args: Any) -> LaneState:
+    """The state of a lane of `spec`'s kind (LaneState's arguments: prompt ids, prefix, eos ids, max_new_tokens,
+    top_n, tokenizer)."""
+    return (BeamLaneState if spec.is_beam else SingleRowLaneState)(index, spec, *args)
 
 
 @functools.lru_cache(maxsize=8)  # a fan-out's members share one scan of the vocabulary
