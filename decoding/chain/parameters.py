@@ -2,9 +2,10 @@
 
 Every rule about a parameter lives in its row: its type and allowed range, the value that builds no processor
 (as in transformers), its place in transformers' processor order, the strategies it means something for, what
-it does, the transformers name it follows and what the window's editor needs to show it. LaneSpec validation,
-CLI lane parsing, the processors' construction, the window's lane editor, the CLI's help and
-docs/json-format.md (a test compares them) all read this table.
+it does, the transformers name it follows and what the window's editor needs to show it. LaneSpec validation
+(the one check of a lane's values: its processors take them as they are), CLI lane parsing, the chain's choice of
+processors, the window's lane editor, the CLI's help and docs/json-format.md (a test compares them) all read this
+table.
 
 Names are Hugging Face `GenerationConfig` names, except `seed` (transformers seeds one global generator,
 `set_seed`; Branchpoint gives each sampled lane its own) and the samplers transformers does not have, which
