@@ -1,9 +1,9 @@
-"""Per-lane state of a run: which batch rows a lane owns, its processors, selector and trace.
+"""Per-lane state of a run: which batch rows a lane owns, its chain (stages, then a selector) and trace.
 
 The engine drives every lane with the same calls per step: `decide` (choose tokens from the logits the
 lane holds, build and return StepRecords), `queue` (add (old row, token) pairs to the next batched call),
 `receive` (take its new logits rows from that call's output) and at the end `close`. `LaneState` holds what
-every lane has (its spec, trace, tokens, processors, forced tokens, rows); its two kinds are siblings that
+every lane has (its spec, trace, tokens, chain, forced tokens, rows); its two kinds are siblings that
 differ in how they hold rows and choose: `SingleRowLaneState` (greedy, sampling: one row) and `BeamLaneState`
 (num_beams rows reordered by BeamSearch), as onnxruntime-genai's greedy and beam searches over one `Search`.
 """
@@ -178,18 +178,18 @@ class SingleRowLaneState(LaneState):
     def decide(self, source_ms: float) -> list[StepRecord]:
         started = time.perf_counter()
         raw, raw_softmax = self.batch.row(self.rows[0]), self.batch.softmax(self.rows[0])
-        decided, chain, selector = self.chain.step(raw_softmax)
-        processed, stages = self.process_stages(raw, chain) if chain else (raw, None)
+        decided, applied, selector = self.chain.step(raw_softmax)  # the stages this step applies
+        processed, stages = self.process_stages(raw, applied) if applied else (raw, None)
         if processed is raw:
             softmax = raw_softmax
         else:
-            only_filters = self.chain.filters_only if chain is self.chain.stages else filters_only(chain)
+            only_filters = self.chain.filters_only if applied is self.chain.stages else filters_only(applied)
             softmax = processed_softmax(processed, raw_softmax, only_filters)[1] or Softmax.of(processed)
         token, draw, forced = self.choose(Candidates(processed, softmax, self.top_n), selector)
         record = self._record(raw, processed, token, draw, forced, raw_softmax=raw_softmax, softmax=softmax)
         record.adaptive = decided
         if stages is not None:
-            self.add_stages(record, raw, raw_softmax, stages, chain)
+            self.add_stages(record, raw, raw_softmax, stages, applied)
         record.time_ms = source_ms + (time.perf_counter() - started) * 1000.0
         self.append(record)
         return [record]
@@ -231,24 +231,24 @@ class SingleRowLaneState(LaneState):
         text = self.tokenizer.decode(self.tokens)
         return any(stop in text for stop in self.spec.stop_strings)
 
-    def process_stages(self, raw: np.ndarray, chain: list | None = None) -> tuple[np.ndarray, list[np.ndarray]]:
+    def process_stages(self, raw: np.ndarray, applied: list | None = None) -> tuple[np.ndarray, list[np.ndarray]]:
         """The processed row and each stage's record input (decoding.chain.stages): the ids a front mask stage banned,
-        every other stage's output row. `chain`: the lane's stages unless given."""
-        chain = self.chain.stages if chain is None else chain
-        history, front = self.history(), front_masks(chain)
+        every other stage's output row. `applied`: the lane's stages unless given."""
+        applied = self.chain.stages if applied is None else applied
+        history, front = self.history(), front_masks(applied)
         ids, scores, stages = np.array([history], dtype=np.int64), raw[None], []
-        for index, processor in enumerate(chain):
+        for index, processor in enumerate(applied):
             scores = processor(ids, scores)  # processors never write into their input
             stages.append(processor.banned(history, raw.size) if index < front else scores[0])
         return scores[0], stages
 
     def add_stages(
         self, record: StepRecord, raw: np.ndarray, raw_softmax: Softmax, stages: list[np.ndarray],
-        chain: list | None = None,
+        applied: list | None = None,
     ) -> None:
         """The record's per-stage view of the chain (decoding.chain.stages)."""
-        chain = self.chain.stages if chain is None else chain
-        record.stages = stage_records([p.name for p in chain], raw, raw_softmax, stages, front_masks(chain),
+        applied = self.chain.stages if applied is None else applied
+        record.stages = stage_records([p.name for p in applied], raw, raw_softmax, stages, front_masks(applied),
                                       record.token_id, record.kept, record.prob)
 
     def history(self) -> list[int]:

@@ -96,7 +96,7 @@ class _RowGroup:
         self.top_n = top_n
         self.text = text
         self.batch = lanes[0].batch
-        self.chain: list[Processor] = lanes[0].chain.stages
+        self.stages: list[Processor] = lanes[0].chain.stages
         self.filters_only, self.masks_only = lanes[0].chain.filters_only, lanes[0].chain.masks_only
         lanes_of: dict[int, list[SingleRowLaneState]] = {}  # distinct batch row -> the lanes reading it
         for lane in lanes:
@@ -127,7 +127,7 @@ class _RowGroup:
         """The row's processed Softmax and top-N (None if it is not usual), its vocabulary-wide passes back to
         back."""
         raw, raw_softmax = self.batch.row(self.rows[slot]), self.raw_softmaxes[slot]
-        if not self.chain:
+        if not self.stages:
             return _Row(raw, None, raw_softmax, self.batch.best(self.rows[slot], self.top_n), True, None, None)
         if self.masks_only:
             row = self._masked_row(slot, raw_softmax)
@@ -151,7 +151,7 @@ class _RowGroup:
         compute a new Softmax (raw filtered, masked not accurate enough)."""
         ids = self.lanes_of[slot][0].history()  # every lane on a row has its history
         vocab = raw_softmax.row.size
-        bans = [processor.banned(ids, vocab) for processor in self.chain]
+        bans = [processor.banned(ids, vocab) for processor in self.stages]
         holes = bans[0] if len(bans) == 1 else np.unique(np.concatenate(bans))
         softmax = derived_softmax(raw_softmax, holes)
         if softmax is None:
