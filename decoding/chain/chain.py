@@ -221,3 +221,9 @@ def front_masks(stages: Sequence[Processor]) -> int:
     while count < len(stages) and isinstance(stages[count], MaskProcessor):
         count += 1
     return count
+
+
+def uniforms_drawn(records: Sequence[Any]) -> int:
+    """How many uniforms a sampled lane's generator gave for these StepRecords of its own: one for a draw's u, one
+    for XTC's coin (the same generator): what a lane continuing them skips first (Prefix.draws)."""
+    return sum((record.draw is not None) + (record.xtc_coin is not None) for record in records)

@@ -39,6 +39,7 @@ import numpy as np
 
 from decoding.analysis import analysis
 from decoding.analysis.text_align import tokenizer_of
+from decoding.chain.chain import uniforms_drawn
 from decoding.chain.parameters import Range, check_int, fail, parameter
 from decoding.chain.selectors import WIDER_PREFIX
 from decoding.chain.spec import LaneSpec, assign_seeds, follows_in_run
@@ -98,7 +99,7 @@ def replay_prefix(trace: RunTrace, spec: LaneSpec) -> Prefix:
     if marker.step > len(lane.steps):
         raise ValueError(f"invalid replay step={marker.step}: allowed 0..{len(lane.steps)} for lane {lane.name!r}")
     own = [r for r in lane.steps[: marker.step] if lane.branch is None or r.step > lane.branch["step"]]
-    draws = sum((r.draw is not None) + (r.xtc_coin is not None) for r in own)  # XTC's coins: the same generator
+    draws = uniforms_drawn(own)
     return Prefix(list(lane.token_ids[: marker.step]), [replace(r) for r in lane.steps[: marker.step]], draws,
                   tokenizer_of(lane))
 
