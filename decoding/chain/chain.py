@@ -41,6 +41,7 @@ from decoding.chain.processors import (
 )
 from decoding.chain.selectors import ARGMAX, Sampler, Selector
 from decoding.chain.spec import LaneSpec
+from decoding.records.stats import Softmax
 
 
 def build_processors(
@@ -168,8 +169,9 @@ class Chain:
 
     @cached_property
     def key(self) -> tuple:
-        """Equal for chains whose stages are equal (same kinds, same parameters) and whose selector is of one kind."""
-        return self.selector.name, tuple((type(p).__name__, repr(sorted(vars(p).items()))) for p in self.stages)
+        """Equal for chains whose stages are equal (same kinds, same parameters): their lanes' rows are processed
+        alike, whatever their selectors (greedy and sampled lanes decide in one group)."""
+        return tuple((type(p).__name__, repr(sorted(vars(p).items()))) for p in self.stages)
 
     @cached_property
     def filters_only(self) -> bool:
@@ -180,7 +182,7 @@ class Chain:
         """Every stage sets ids it reads off the history to -inf (MaskProcessor.banned)."""
         return all(isinstance(stage, MaskProcessor) for stage in self.stages)
 
-    def step(self, raw_softmax: Any) -> tuple[str | None, list[Processor], Selector]:
+    def step(self, raw_softmax: Softmax | None) -> tuple[str | None, list[Processor], Selector]:
         """This step's (adaptive decision, stages, selector): an adaptive lane's decision from the raw distribution
         (None for any other lane) picks its widened stages or the argmax."""
         if self.widened is None:
