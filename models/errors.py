@@ -21,3 +21,8 @@ class PrepareCancelled(PrepareError):
 
     def __str__(self) -> str:
         return self.args[0]
+
+
+class PickledWeightsRefused(PrepareError):
+    """A hub repository with only pickled weights, refused; preparing again with allow_pickled_weights reads them
+    with torch's weights_only loader."""
