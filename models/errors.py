@@ -21,3 +21,17 @@ class PrepareCancelled(PrepareError):
 
     def __str__(self) -> str:
         return self.args[0]
+
+
+class LicenceNotAccepted(ValueError):
+    """A catalog entry whose licence must be accepted was asked for without accepting it (`--accept-license`, or
+    the window's Accept). Names the licence and where its text is; nothing was downloaded."""
+
+    def __init__(self, model: str, licence_name: str, where: str, flag: str = "--accept-license"):
+        self.model = model
+        self.licence_name = licence_name
+        self.where = where
+        super().__init__(
+            f"{model} is licensed under the {licence_name} ({where}); read them, then prepare it with {flag} to "
+            "accept them"
+        )
