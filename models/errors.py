@@ -37,6 +37,6 @@ class LicenceNotAccepted(ValueError):
         self.licence_name = licence_name
         self.where = where
         super().__init__(
-            f"{model} is licensed under the {licence_name} ({where}); read them, then prepare it with {flag} to "
-            "accept them"
+            f"{model} is licensed under the {licence_name}: {where}. Read the terms, then prepare it with {flag} "
+            "to accept them"
         )

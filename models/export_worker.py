@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import traceback
 from pathlib import Path
@@ -40,7 +41,7 @@ def dequantize_gguf(gguf: Path, hf_dir: Path) -> None:
     """Load the GGUF with transformers (dequantized to fp32); save an HF folder with a repaired tokenizer."""
     emit(stage="dequantize", fraction=0.0, message="loading torch and transformers")
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     emit(stage="dequantize", fraction=0.2, message=f"dequantizing {gguf.name} to float32")
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
@@ -48,24 +49,58 @@ def dequantize_gguf(gguf: Path, hf_dir: Path) -> None:
     model.save_pretrained(hf_dir)
     emit(stage="dequantize", fraction=1.0, message="dequantized")
 
-    emit(stage="tokenizer", fraction=0.0, message="repairing the GGUF tokenizer")
-    from models.tokenizer_repair import EOS_TOKEN, repair_gguf_tokenizer
+    emit(stage="tokenizer", fraction=0.0, message="building the tokenizer from the GGUF's vocabulary")
+    eos_ids, how = save_gguf_tokenizer(gguf, hf_dir, model.config.max_position_embeddings)
+    write_generation_config(model, eos_ids, hf_dir)
+    (hf_dir / TOKENIZER_NOTE).write_text(json.dumps({"tokenizer": how}), encoding="utf-8")
+    emit(stage="tokenizer", fraction=1.0, message=how)
 
+
+TOKENIZER_NOTE = "branchpoint_tokenizer.json"  # how the tokenizer was made: read into the manifest by preparation
+TURN_END = "<end_of_turn>"  # Gemma's chat turns end here: an eos besides <eos> (as Google's generation_config)
+
+
+def save_gguf_tokenizer(gguf: Path, hf_dir: Path, max_length: int) -> tuple[list[int], str]:
+    """The GGUF's tokenizer into hf_dir, as llama.cpp reads it: SentencePiece-style vocabularies built by
+    models.gguf_tokenizer, SmolLM2's byte-level BPE repaired (models.tokenizer_repair), other byte-level BPE
+    vocabularies as transformers converts them. Returns (eos ids, how it was made)."""
+    from transformers import AutoTokenizer
+
+    from models.gguf_tokenizer import read_vocabulary, write_spm_tokenizer
+
+    vocabulary = read_vocabulary(gguf)
+    if vocabulary.model == "llama":
+        write_spm_tokenizer(vocabulary, hf_dir, max_length)
+        eos = [vocabulary.eos_id] + [
+            i for i, p in enumerate(vocabulary.pieces) if p == TURN_END and i != vocabulary.eos_id
+        ]
+        return (
+            eos,
+            "SentencePiece-style GGUF vocabulary (models.gguf_tokenizer: user-defined pieces first, BPE by score)",
+        )
     broken = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    fixed = repair_gguf_tokenizer(broken, broken.chat_template, model.config.max_position_embeddings)
-    fixed.save_pretrained(hf_dir)
-    write_generation_config(model, fixed.convert_tokens_to_ids(EOS_TOKEN), hf_dir)
-    emit(stage="tokenizer", fraction=1.0, message="tokenizer repaired")
+    if vocabulary.pre == "smollm":
+        from models.tokenizer_repair import EOS_TOKEN, repair_gguf_tokenizer
+
+        fixed = repair_gguf_tokenizer(broken, broken.chat_template, max_length)
+        fixed.save_pretrained(hf_dir)
+        return [fixed.convert_tokens_to_ids(EOS_TOKEN)], "SmolLM2 byte-level BPE, repaired (models.tokenizer_repair)"
+    broken.clean_up_tokenization_spaces = False
+    broken.save_pretrained(hf_dir)
+    eos = [vocabulary.eos_id] if vocabulary.eos_id is not None else []
+    return eos, f"transformers' GGUF conversion ({vocabulary.model}, pre-tokenizer {vocabulary.pre}), not checked"
 
 
-def write_generation_config(model, eos_id: int, hf_dir: Path) -> None:
+def write_generation_config(model, eos_ids: list[int], hf_dir: Path) -> None:
     from transformers import GenerationConfig
 
     bos_id = model.config.bos_token_id
-    model.config.eos_token_id = eos_id
-    model.config.pad_token_id = eos_id
+    eos = eos_ids[0] if len(eos_ids) == 1 else eos_ids
+    pad = model.config.pad_token_id if model.config.pad_token_id is not None else eos_ids[0]
+    model.config.eos_token_id = eos
+    model.config.pad_token_id = pad
     model.config.save_pretrained(hf_dir)
-    GenerationConfig(bos_token_id=bos_id, eos_token_id=eos_id, pad_token_id=eos_id).save_pretrained(hf_dir)
+    GenerationConfig(bos_token_id=bos_id, eos_token_id=eos, pad_token_id=pad).save_pretrained(hf_dir)
 
 
 def download_from_hub(args: argparse.Namespace) -> None:
@@ -96,11 +131,17 @@ class Reported(Exception):
     """A failure already reported to the parent in words."""
 
 
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", TOKENIZER_NOTE)
+
+
 def export_onnx(hf_dir: Path, out: Path) -> None:
     emit(stage="export", fraction=0.0, message="exporting to ONNX with optimum (text-generation-with-past)")
     from optimum.exporters.onnx import main_export
 
     main_export(str(hf_dir), output=str(out), task=EXPORT_TASK, device="cpu", do_validation=False)
+    for name in TOKENIZER_FILES:  # as made, not as transformers re-serialises them
+        if (hf_dir / name).is_file():
+            shutil.copyfile(hf_dir / name, out / name)
     if not (out / "tokenizer.json").is_file():
         save_fast_tokenizer(hf_dir, out)
     emit(stage="export", fraction=1.0, message="exported")
