@@ -30,13 +30,15 @@ BYTES = "bytes"  # the worker's progress payloads: (stage, fraction, message) or
 class HubDialog(PreparationDialog):
     """`result_path`: the prepared folder once it accepted."""
 
-    def __init__(self, parent: QWidget | None = None, model_id: str = "", name: str | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, model_id: str = "", name: str | None = None,
+                 licence: dict | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle(translate("hub_dialog", "Add model from Hugging Face"))
         self.setMinimumWidth(560)
         self.result_path: Path | None = None
         self.error: str | None = None
         self.name = name
+        self.licence = licence  # a catalog entry's licence record (accepted), for the manifest
         self.allow_pickled = False
         self.model_id = QLineEdit(model_id)
         self.model_id.setPlaceholderText("Qwen/Qwen2.5-0.5B-Instruct")
@@ -102,12 +104,13 @@ class HubDialog(PreparationDialog):
         self.cancel_button.setEnabled(True)
         self.bar.setValue(0)
         revision = self.revision.text().strip() or None
-        token, name, allow = self.token.text().strip() or None, self.name, self.allow_pickled
+        token, name, allow, licence = self.token.text().strip() or None, self.name, self.allow_pickled, self.licence
 
         def job(emit, cancelled):
             from models.prepare import prepare_hub
 
             return prepare_hub(model_id, revision=revision, name=name, token=token, allow_pickled_weights=allow,
+                               licence=licence,
                                progress=lambda stage, fraction, message: emit((stage, fraction, message)),
                                cancel=cancelled, on_bytes=lambda done, total: emit((BYTES, done, total)))
 

@@ -68,29 +68,32 @@ class FoundGguf:
     """A GGUF file found on the computer (ollama's store, LM Studio's folders), not prepared yet."""
 
     path: Path
-    name: str
+    name: str  # its folder's name once prepared
+    label: str  # as its application names it ("llama3.2:1b")
     architecture: str
     quantization: str
     size: int
-    where: str  # "ollama", "LM Studio", …
+    where: str  # "ollama", "LM Studio"
+    refused: str | None = None  # why it cannot be prepared (None: it can)
 
     def line(self) -> str:
-        return translate("model_offers", "{name} · {architecture} {quantization} · {size} · found in {where}").format(
-            name=self.name, architecture=self.architecture, quantization=self.quantization,
+        return translate("model_offers", "{label} · {architecture} {quantization} · {size} · found in {where}").format(
+            label=self.label, architecture=self.architecture, quantization=self.quantization,
             size=human_size(self.size), where=self.where)
 
 
 def found_ggufs() -> list[FoundGguf]:
-    """The GGUF files models' discovery finds (none when it cannot look)."""
+    """The GGUF files models' discovery finds (models.local_gguf) that are not prepared yet."""
+    from models.catalog import models_dir
+
     try:
-        from models.discovery import discover_ggufs
-    except ImportError:
+        from models.local_gguf import find_local_ggufs
+    except ImportError:  # TODO(hub): until branch models' discovery is merged
         return []
-    found = []
-    for item in discover_ggufs():
-        found.append(FoundGguf(Path(item.path), item.name, item.architecture, item.quantization, item.size,
-                               item.source))
-    return found
+
+    return [FoundGguf(item.path, item.name, item.label, item.architecture, item.quantization, item.size_bytes,
+                      item.found_by, item.refused)
+            for item in find_local_ggufs() if not (models_dir() / item.name / "model.onnx").is_file()]
 
 
 def model_languages(model_dir: Path | None) -> tuple[str, ...] | None:
