@@ -5,6 +5,8 @@ refused with the reason, and read with torch's weights_only loader if the user c
 
 from __future__ import annotations
 
+import html
+import re
 from pathlib import Path
 
 from PySide6.QtCore import Slot
@@ -139,7 +141,7 @@ class HubDialog(PreparationDialog):
     @Slot(str, str)
     def _on_failed(self, message: str, _details: str) -> None:
         if message.startswith("PickledWeightsRefused") and not self.allow_pickled:
-            if self.ask_pickled(message):
+            if self.ask_pickled(re.sub(r"^.*?stage 'download': ", "", message)):
                 self.allow_pickled = True
                 self.start()
                 return
@@ -154,10 +156,16 @@ class HubDialog(PreparationDialog):
         answer = QMessageBox.question(
             self, translate("hub_dialog", "Pickled weights"),
             translate("hub_dialog", "{reason}\n\nRead them with torch's weights_only loader (tensors only, no "
-                                    "code) and go on?").format(reason=message.split("'download': ", 1)[-1]))
+                                    "code) and go on?").format(reason=message))
         return answer == QMessageBox.StandardButton.Yes
 
     def show_failure(self, message: str) -> None:
         self.error = message
-        self.failure.setText(message)
+        self.failure.setText(failure_html(message))
         self.failure.show()
+
+
+def failure_html(message: str) -> str:
+    """The cause alone (the stage line says it failed), its web addresses as links."""
+    cause = re.sub(r"^\w+: prepare (failed|cancelled) at stage '[\w-]+': ", "", message)
+    return re.sub(r"https?://[^\s;,)]+", lambda m: f'<a href="{m[0]}">{m[0]}</a>', html.escape(cause, quote=False))

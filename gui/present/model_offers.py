@@ -31,7 +31,8 @@ def parameters_text(count: int) -> str:
 
 
 def languages_text(languages: tuple[str, ...]) -> str:
-    return ", ".join(translate("model_offers", LANGUAGE_NAMES.get(code, code)) for code in languages)
+    separator = translate("model_offers", ", ")  # between language names
+    return separator.join(translate("model_offers", LANGUAGE_NAMES.get(code, code)) for code in languages)
 
 
 def source_text(entry: CatalogEntry) -> str:

@@ -2270,6 +2270,10 @@ Read them with torch's weights_only loader (tensors only, no code) and go on?</s
             <translation>多语言</translation>
         </message>
         <message>
+            <source>, </source>
+            <translation>、</translation>
+        </message>
+        <message>
             <source>Hugging Face hub {id} (needs network)</source>
             <translation>Hugging Face Hub {id}（需要网络）</translation>
         </message>
