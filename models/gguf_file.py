@@ -87,15 +87,16 @@ class GgufSummary:
         return self.architecture
 
 
-def read_summary(path: str | Path) -> GgufSummary:
-    """The header of a GGUF file; GgufRefused when it is not one or is truncated."""
+def read_summary(path: str | Path, vocabulary: bool = False) -> GgufSummary:
+    """The header of a GGUF file; GgufRefused when it is not one or is truncated. `vocabulary`: its metadata also
+    holds the tokenizer's arrays (tokens, scores, types, merges), else they are skipped."""
     path = Path(path).expanduser()
     if not path.is_file():
         raise GgufRefused(f"{path} is not a file")
     size = path.stat().st_size
     try:
         with open(path, "rb") as f:
-            return parse(f, path, size)
+            return parse(f, path, size, set() if vocabulary else READ_SKIPPED)
     except (struct.error, UnicodeDecodeError, EOFError) as exc:
         raise GgufRefused(
             f"{path} is truncated or damaged: its GGUF header ends early or is unreadable ({exc})"
@@ -104,7 +105,11 @@ def read_summary(path: str | Path) -> GgufSummary:
 
 def check_preparable(path: str | Path) -> GgufSummary:
     """read_summary, then GgufRefused unless Branchpoint can prepare it (a supported causal-LM architecture)."""
-    summary = read_summary(path)
+    return check_summary(read_summary(path))
+
+
+def check_summary(summary: GgufSummary) -> GgufSummary:
+    """The summary back, or GgufRefused saying why Branchpoint cannot prepare that file."""
     architecture = summary.model_architecture
     if architecture in NOT_CAUSAL:
         raise GgufRefused(
@@ -122,7 +127,7 @@ def check_preparable(path: str | Path) -> GgufSummary:
     return summary
 
 
-def parse(f: BinaryIO, path: Path, size: int) -> GgufSummary:
+def parse(f: BinaryIO, path: Path, size: int, skipped: set[str]) -> GgufSummary:
     magic = f.read(4)
     if magic != MAGIC:
         raise GgufRefused(f"{path.name} is not a GGUF file (it starts with {magic!r}, not {MAGIC!r})")
@@ -132,7 +137,7 @@ def parse(f: BinaryIO, path: Path, size: int) -> GgufSummary:
     metadata = {}
     for _ in range(kv_count):
         key = read_string(f)
-        metadata[key] = read_value(f, struct.unpack("<I", read_exact(f, 4))[0], keep=key not in READ_SKIPPED)
+        metadata[key] = read_value(f, struct.unpack("<I", read_exact(f, 4))[0], keep=key not in skipped)
     tensors = [read_tensor_info(f) for _ in range(tensor_count)]
     alignment = int(metadata.get("general.alignment", 32))
     data_start = -(-f.tell() // alignment) * alignment
