@@ -86,11 +86,7 @@ class FoundGguf:
 def found_ggufs() -> list[FoundGguf]:
     """The GGUF files models' discovery finds (models.local_gguf) that are not prepared yet."""
     from models.catalog import models_dir
-
-    try:
-        from models.local_gguf import find_local_ggufs
-    except ImportError:  # TODO(hub): until branch models' discovery is merged
-        return []
+    from models.local_gguf import find_local_ggufs
 
     return [FoundGguf(item.path, item.name, item.label, item.architecture, item.quantization, item.size_bytes,
                       item.found_by, item.refused)

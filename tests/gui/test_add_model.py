@@ -10,8 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QMimeData, QPointF, Qt, QTimer, QUrl
-from PySide6.QtGui import QDropEvent
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QApplication, QLabel, QMessageBox
 
 from gui.dialogs import add_model
@@ -19,6 +18,7 @@ from gui.dialogs.hub_dialog import HubDialog
 from gui.dialogs.setup_dialog import SetupDialog
 from gui.views.model_picker import ADD_GGUF, ADD_HUB, ModelPicker
 from models import catalog, hub
+from tests.gui.test_desktop import drop
 from tests.hub_server import Repo, folder_files
 
 PREPARE_TIMEOUT_MS = 240_000
@@ -218,18 +218,40 @@ def test_the_chinese_hint_names_a_chinese_model_and_switches_in_one_click(qtbot,
     assert window.chinese_hint.isHidden(), "the run's model writes Chinese now"
 
 
-def tiny_gguf(folder: Path) -> Path:
-    from tests.tiny_archs import bpe_tokenizer, build, write_gguf
+@pytest.fixture(scope="module")
+def tiny_gguf(tmp_path_factory) -> Path:
+    """A tiny random Llama written as a GGUF file (tests/tiny_archs.py, gguf-py's writer)."""
+    from tests.tiny_archs import build
 
-    model = build("llama", folder / "hf")
-    path = folder / "tiny-llama-q8.gguf"
-    write_gguf(model.model, "llama", bpe_tokenizer(), path)
-    return path
+    return build("llama", tmp_path_factory.mktemp("gguf") / "tiny").gguf
+
+
+def test_a_gguf_found_in_ollamas_store_is_listed_and_prepared_when_chosen(qtbot, make_window, tiny_model_dir, cache,
+                                                                         tiny_gguf, tmp_path, monkeypatch):
+    store = tmp_path / "ollama"
+    digest = "sha256-" + "ab" * 32
+    (store / "blobs").mkdir(parents=True)
+    shutil_copy(tiny_gguf, store / "blobs" / digest)
+    manifest = store / "manifests" / "registry.ollama.ai" / "library" / "tinyllm" / "1b"
+    manifest.parent.mkdir(parents=True)
+    layer = {"mediaType": "application/vnd.ollama.image.model", "digest": digest.replace("-", ":", 1)}
+    manifest.write_text(json.dumps({"layers": [layer]}), encoding="utf-8")
+    monkeypatch.setenv("OLLAMA_MODELS", str(store))
+    window = make_window(tiny_model_dir)
+    picker = window.model_picker
+    found = [t for t in picker_texts(picker) if "found in ollama" in t]
+    assert len(found) == 1 and found[0].startswith("tinyllm:1b · llama "), picker_texts(picker)
+    assert not (cache / "models" / "tinyllm-1b").exists(), "listed, not copied or converted"
+    choose(picker, "found:" + str(store / "blobs" / digest))
+    prepared = cache / "models" / "tinyllm-1b"
+    assert catalog.manifest_is_valid(prepared) and window.controller.holder.path == prepared
+    texts = picker_texts(picker)
+    assert picker.currentText().startswith("tinyllm-1b · fp32 · ") and not [t for t in texts if "found in" in t]
 
 
 def test_adding_a_gguf_file_from_the_dialog_and_by_dropping_it(qtbot, make_window, tiny_model_dir, cache, tmp_path,
-                                                               monkeypatch):
-    gguf = tiny_gguf(tmp_path)
+                                                               tiny_gguf, monkeypatch):
+    gguf = tiny_gguf
     window = make_window(tiny_model_dir)
     picker = window.model_picker
     monkeypatch.setattr(add_model.QFileDialog, "getOpenFileName", lambda *args, **kwargs: (str(gguf), "GGUF"))
@@ -246,11 +268,7 @@ def test_adding_a_gguf_file_from_the_dialog_and_by_dropping_it(qtbot, make_windo
     other = tmp_path / "copy" / "dropped-tiny.gguf"
     other.parent.mkdir()
     shutil_copy(gguf, other)
-    mime = QMimeData()
-    mime.setUrls([QUrl.fromLocalFile(str(other))])
-    drop = QDropEvent(QPointF(200, 200), Qt.DropAction.CopyAction, mime, Qt.MouseButton.NoButton,
-                      Qt.KeyboardModifier.NoModifier)
-    QApplication.sendEvent(window, drop)
+    assert drop(window, other), "a dropped GGUF is taken"
     assert window.controller.holder.path == cache / "models" / "dropped-tiny"
     assert any(t.startswith("dropped-tiny · fp32") for t in picker_texts(picker))
 
@@ -259,3 +277,30 @@ def shutil_copy(source: Path, target: Path) -> None:
     import shutil
 
     shutil.copyfile(source, target)
+
+
+def test_the_first_run_dialog_offers_the_catalog_with_the_default_chosen(qtbot, qapp, cache, monkeypatch):
+    from PySide6.QtCore import QLocale
+
+    from gui.dialogs.first_run import FirstRunDialog
+    from models.catalog import CATALOG, DEFAULT_MODEL_NAME
+
+    dialog = FirstRunDialog()
+    qtbot.addWidget(dialog)
+    lines = [dialog.offers.item(i).text() for i in range(dialog.offers.count())]
+    assert [line.split(" · ")[0] for line in lines] == [entry.name for entry in CATALOG]
+    assert dialog.chosen().name == DEFAULT_MODEL_NAME
+    gemma = next(line for line in lines if line.startswith("gemma-3-270m ·"))
+    assert "Chinese" in gemma and "from PyPI" in gemma
+    assert "Gemma Terms of Use (to accept before preparing)" in dialog.offers.item(lines.index(gemma)).toolTip()
+    hub_lines = [line for line in lines if "from the hub" in line]
+    assert len(hub_lines) == sum(entry.needs_network for entry in CATALOG)
+
+    previous = QLocale()
+    QLocale.setDefault(QLocale(QLocale.Language.Chinese, QLocale.Country.China))
+    try:
+        chinese = FirstRunDialog()
+        qtbot.addWidget(chinese)
+        assert chinese.chosen().name == "gemma-3-270m", "with the Chinese interface: the offline Chinese model"
+    finally:
+        QLocale.setDefault(previous)
