@@ -72,7 +72,8 @@ def endpoint() -> str:
 
 def download_folder(root: Path, repo_id: str, revision: str | None) -> Path:
     """Where a repository's files are downloaded (kept until its preparation succeeds, for resuming)."""
-    return root / "downloads" / "hub" / f"{repo_id.replace('/', '--')}@{revision or 'main'}"
+    revision = (revision or "main").replace("/", "--")  # a branch like refs/pr/1 is one folder
+    return root / "downloads" / "hub" / f"{repo_id.replace('/', '--')}@{revision}"
 
 
 def matches(name: str, patterns: tuple[str, ...]) -> bool:

@@ -304,3 +304,19 @@ def test_the_first_run_dialog_offers_the_catalog_with_the_default_chosen(qtbot, 
         assert chinese.chosen().name == "gemma-3-270m", "with the Chinese interface: the offline Chinese model"
     finally:
         QLocale.setDefault(previous)
+
+
+def test_about_shows_the_models_licence_as_its_manifest_records_it(tmp_path):
+    from gui.dialogs.about import licence_line
+    from models.catalog import GEMMA_TERMS
+
+    gemma = tmp_path / "gemma-3-270m"
+    gemma.mkdir()
+    (gemma / "GEMMA_TERMS.html").write_text("<p>terms</p>", encoding="utf-8")
+    (gemma / "manifest.json").write_text(json.dumps({"licence": GEMMA_TERMS.record(True)}), encoding="utf-8")
+    assert licence_line(gemma) == f"Gemma Terms of Use · accepted when prepared · {gemma / 'GEMMA_TERMS.html'}"
+    default = tmp_path / "default"
+    default.mkdir()
+    (default / "manifest.json").write_text(json.dumps({"source": {"license": "Apache-2.0"}}), encoding="utf-8")
+    assert licence_line(default) == "Apache-2.0"
+    assert licence_line(tmp_path / "nothing") == "not recorded (see the model's own page)"
