@@ -5,6 +5,10 @@
     HEAD /{repo}/resolve/{rev}/{file}          ETag, X-Repo-Commit, Content-Length (what hf_hub_download reads
     GET  /{repo}/resolve/{rev}/{file}          before it downloads); GET honours `Range: bytes=N-` with a 206
 
+Weights (*.safetensors, *.bin) are LFS files as on the hub: their resolve URL answers 302 to an absolute "CDN"
+address on the same server (`/cdn/{repo}/{sha256}/{file}`) with X-Linked-Etag and X-Linked-Size, which
+huggingface_hub reads from the HEAD without following it, and then GETs from there (with the Range of a resume).
+
 Repositories are files in memory. A repository can need a token (401 without one, with X-Error-Code GatedRepo as
 the hub answers for a gated model; 401 "Invalid credentials" for a wrong one), and a file can be cut off once: its
 first GET announces the whole length, sends `drop_after` bytes and closes the connection (a broken network),
@@ -27,6 +31,8 @@ from urllib.parse import unquote, urlsplit
 
 API = re.compile(r"^/api/models/(?P<repo>[^/]+/[^/]+)(?:/revision/(?P<rev>[^/]+))?$")
 RESOLVE = re.compile(r"^/(?P<repo>[^/]+/[^/]+)/resolve/(?P<rev>[^/]+)/(?P<file>.+)$")
+CDN = re.compile(r"^/cdn/(?P<repo>[^/]+/[^/]+)/(?P<sha>[0-9a-f]{64})/(?P<file>.+)$")
+LFS_SUFFIXES = (".safetensors", ".bin")
 
 
 @dataclass
@@ -125,6 +131,8 @@ class HubServer:
                     self.model_info(match["repo"], match["rev"] or "main", body)
                 elif match := RESOLVE.match(path):
                     self.resolve(match["repo"], match["rev"], match["file"], body)
+                elif match := CDN.match(path):
+                    self.cdn(match["repo"], match["sha"], match["file"], body)
                 else:
                     self.error(404, "EntryNotFound", f"{path} is not part of this test hub")
 
@@ -165,8 +173,25 @@ class HubServer:
                 if data is None:
                     self.error(404, "EntryNotFound", f"{file} does not exist in {repo_id}")
                     return
-                headers = {"ETag": f'"{hashlib.sha256(data).hexdigest()}"', "X-Repo-Commit": repo.sha,
-                           "Accept-Ranges": "bytes"}
+                digest = hashlib.sha256(data).hexdigest()
+                if file.endswith(LFS_SUFFIXES):
+                    headers = {"Location": f"{server.url}/cdn/{repo_id}/{digest}/{file}", "X-Repo-Commit": repo.sha,
+                               "X-Linked-Etag": f'"{digest}"', "X-Linked-Size": str(len(data))}
+                    self.send_bytes(302, b"", "text/plain", headers, body)
+                    return
+                headers = {"ETag": f'"{digest}"', "X-Repo-Commit": repo.sha}
+                self.serve(repo_id, repo, file, data, headers, body)
+
+            def cdn(self, repo_id: str, digest: str, file: str, body: bool) -> None:
+                repo = server.repos.get(repo_id)
+                data = repo.files.get(file) if repo is not None else None
+                if data is None or hashlib.sha256(data).hexdigest() != digest:
+                    self.error(404, None, "no such object")
+                    return
+                self.serve(repo_id, repo, file, data, {"ETag": f'"{digest}"'}, body)
+
+            def serve(self, repo_id: str, repo: Repo, file: str, data: bytes, headers: dict, body: bool) -> None:
+                headers = headers | {"Accept-Ranges": "bytes"}
                 start = self.range_start()
                 if start and body:
                     headers["Content-Range"] = f"bytes {start}-{len(data) - 1}/{len(data)}"

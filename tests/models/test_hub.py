@@ -75,8 +75,10 @@ def test_download_in_bytes_resumes_a_broken_connection_and_installs(cache, hub_s
     assert len(gets) == 2 and gets[0].range is None
     resumed_from = int(gets[1].range.removeprefix("bytes=").rstrip("-"))
     assert 0 < resumed_from <= weights // 2, "the second request asks only for what the broken one did not bring"
-    assert all(r.path.startswith(("/api/models/test-org/tiny-llama", f"/test-org/tiny-llama/resolve/{repo.sha}/"))
-               for r in hub_server.requests), "every file comes from the commit the listing named"
+    assert all(r.path.startswith(("/api/models/test-org/tiny-llama", f"/test-org/tiny-llama/resolve/{repo.sha}/",
+                                  "/cdn/test-org/tiny-llama/")) for r in hub_server.requests), \
+        "every file comes from the commit the listing named (the weights from where it sent them)"
+    assert {r.path.split("/")[1] for r in gets} == {"cdn"}, "the weights came from the LFS redirect's address"
     assert not any(r.path.endswith((".py", ".onnx")) for r in hub_server.requests), "code and other files stay"
     assert not hub.download_folder(cache, "test-org/tiny-llama", None).exists(), "the download is dropped once used"
 
