@@ -320,3 +320,41 @@ def test_about_shows_the_models_licence_as_its_manifest_records_it(tmp_path):
     (default / "manifest.json").write_text(json.dumps({"source": {"license": "Apache-2.0"}}), encoding="utf-8")
     assert licence_line(default) == "Apache-2.0"
     assert licence_line(tmp_path / "nothing") == "not recorded (see the model's own page)"
+
+
+def test_the_chinese_hint_prepares_the_chinese_model_after_its_licence_then_switches(qtbot, make_window,
+                                                                                    tiny_model_dir, cache,
+                                                                                    monkeypatch):
+    import shutil
+
+    from models.catalog import catalog_entry
+
+    english = cache / "models" / "SmolLM2-135M-Instruct"
+    shutil.copytree(tiny_model_dir, english)
+    gemma = catalog_entry("gemma-3-270m").folder
+    monkeypatch.setattr(add_model, "licence_text_html", lambda _entry: "<p>Gemma Terms of Use</p>")
+    asked: list[dict] = []
+
+    def prepare_catalog(name, **kwargs):
+        asked.append({"name": name, "accept_license": kwargs["accept_license"]})
+        shutil.copytree(tiny_model_dir, gemma)
+        return gemma
+
+    monkeypatch.setattr("models.prepare.prepare_catalog", prepare_catalog)
+    window = make_window(english)
+    window.prompt.editor.setPlainText("我虽然很累，但还是决定")
+    qtbot.waitUntil(window.chinese_hint.isVisible, timeout=5000)
+    assert "gemma-3-270m writes Chinese (238 MB from PyPI, prepared once)" in window.chinese_hint.label.text()
+    assert window.chinese_hint.button.text() == "Prepare gemma-3-270m and switch"
+    licence_seen: list[str] = []
+
+    def accept(dialog) -> None:
+        licence_seen.append(dialog.text.toPlainText())
+        qtbot.mouseClick(dialog.accept_button, Qt.MouseButton.LeftButton)
+
+    script = UserScript([(lambda d: isinstance(d, add_model.LicenceDialog), accept)])
+    qtbot.mouseClick(window.chinese_hint.button, Qt.MouseButton.LeftButton)  # returns once prepared
+    script.stop()
+    assert licence_seen == ["Gemma Terms of Use"]
+    assert asked == [{"name": "gemma-3-270m", "accept_license": True}], "prepared only after Accept"
+    assert window.controller.holder.path == gemma and window.chinese_hint.isHidden()
