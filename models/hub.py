@@ -257,13 +257,12 @@ def explain(exc: BaseException, repo_id: str, revision: str | None, token_given:
         return f"the hub refused the token (invalid credentials): make a new one at {TOKEN_PAGE}"
     if isinstance(exc, errors.RevisionNotFoundError):
         return f"{repo_id} has no revision {revision!r} (a branch, tag or commit sha)"
-    if isinstance(exc, errors.RepositoryNotFoundError):
+    if isinstance(exc, errors.RepositoryNotFoundError) or status in (401, 403):
+        # the hub answers 401 alike for a private, a gated and an unknown repository when no token is sent
         if status in (401, 403) and not token_given:
             return f"no public model {repo_id!r} on the hub: check the id; if it is private or gated, {token_hint}"
         readable = " that this token can read" if token_given else ""
         return f"no model {repo_id!r} on the hub ({where}){readable}: check the id"
-    if status in (401, 403):
-        return f"the hub refused access to {repo_id} ({status}): {token_hint}"
     if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
         return f"the disk is full ({exc.filename or 'while downloading'}): free some space and try again"
     if is_connection_error(exc):

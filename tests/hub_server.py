@@ -40,6 +40,8 @@ class Repo:
     files: dict[str, bytes]
     sha: str = ""
     token: str | None = None  # the bearer token it needs (a gated or private model), or None: public
+    private: bool = False  # without a token: 401 with no error code (the hub's answer for private and unknown)
+    no_access: tuple[str, ...] = ()  # valid tokens of users who have not accepted a gated model's terms: 403
     drop_after: dict[str, int] = field(default_factory=dict)  # file → bytes sent before its first GET is cut off
     hold_after: dict[str, int] = field(default_factory=dict)  # file → bytes sent before a GET waits for `release`
 
@@ -143,9 +145,16 @@ class HubServer:
                     return None
                 if repo.token is not None:
                     given = self.headers.get("Authorization")
+                    if given is None and repo.private:
+                        self.error(401, None, "Invalid username or password.")
+                        return None
                     if given is None:
                         self.error(401, "GatedRepo", f"Access to model {repo_id} is restricted. You must have access "
                                                      "to it and be authenticated to access it. Please log in.")
+                        return None
+                    if given.removeprefix("Bearer ") in repo.no_access:
+                        self.error(403, "GatedRepo", f"Access to model {repo_id} is restricted and you are not in "
+                                                     "the authorized list.")
                         return None
                     if given != f"Bearer {repo.token}":
                         self.error(401, None, "Invalid credentials in Authorization header")

@@ -242,3 +242,26 @@ def test_hostile_chat_template_from_a_hub_folder_renders_in_the_sandbox(tmp_path
     assert not Path("TEMPLATE_RAN").exists()
     assert not (tmp_path / "TEMPLATE_RAN").exists()
     assert isinstance(template._template.environment, jinja2.sandbox.ImmutableSandboxedEnvironment)
+
+
+def test_private_and_not_yet_accepted_gated_models_say_what_is_missing(hub_server, tmp_path, monkeypatch):
+    files = {"config.json": b'{"model_type": "llama"}', "model.safetensors": b"0" * 64}
+    hub_server.add("test-org/private", Repo(files, token=TOKEN, private=True))
+    hub_server.add("test-org/gated", Repo(files, token=TOKEN, no_access=("hf_notAccepted",)))
+
+    def failure(repo_id: str, token: str | None) -> str:
+        if token:
+            monkeypatch.setenv("HF_TOKEN", token)
+        else:
+            monkeypatch.delenv("HF_TOKEN", raising=False)
+        with pytest.raises(Exception) as info:
+            hub.download(repo_id, None, tmp_path / repo_id.replace("/", "-"), lambda *_: None)
+        return hub.explain(info.value, repo_id, None, token_given=bool(token))
+
+    private = failure("test-org/private", None)
+    assert private.startswith("no public model 'test-org/private' on the hub: check the id; if it is private or "
+                              "gated, a token is needed: make one at https://huggingface.co/settings/tokens")
+    assert failure("test-org/gated", "hf_notAccepted") == (
+        f"test-org/gated is a gated model and this token has no access yet: accept its terms on {hub_server.url}/"
+        "test-org/gated while logged in, then try again")
+    assert hub_server.requests[-1].authorization == "Bearer hf_notAccepted"
