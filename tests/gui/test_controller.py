@@ -388,6 +388,16 @@ def test_a_prompt_longer_than_the_model_is_refused_before_any_model_work():
     assert model.notice is None
 
 
+def test_the_windows_run_encodes_its_prompt_once_and_runs_on_those_ids(monkeypatch):
+    model, controller, _ = make()
+    encoded = []
+    monkeypatch.setattr(FakeHolder, "encode_prompt", lambda self, r: encoded.append(r.text) or PromptInfo(
+        r.text, [7, 8, 9]))  # other ids than the fake model's own encoding: the run must take these
+    monkeypatch.setattr(FakeModel, "encode_prompt", lambda *args, **kwargs: pytest.fail("encoded a second time"))
+    assert controller.run(request("one two three"))
+    assert encoded == ["one two three"] and model.trace.prompt.ids == [7, 8, 9]
+
+
 def test_a_lane_that_fails_is_named_and_the_others_go_on():
     import numpy as np
 
