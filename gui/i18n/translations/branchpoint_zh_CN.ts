@@ -1117,12 +1117,12 @@ score {score} · parent slot {parent}</source>
             <translation>已打开 {path}</translation>
         </message>
         <message>
-            <source>failed</source>
-            <translation>失败</translation>
-        </message>
-        <message>
             <source>{message}. The text so far is kept.</source>
             <translation>{message}。已生成的文本会保留。</translation>
+        </message>
+        <message>
+            <source>failed</source>
+            <translation>失败</translation>
         </message>
         <message>
             <source>The run stopped early: {error}. The text so far is kept.</source>
@@ -1205,12 +1205,12 @@ score {score} · parent slot {parent}</source>
             <translation>无法恢复该节点：{error}。</translation>
         </message>
         <message>
-            <source>explained {len} tokens ({layers} layers × {heads} heads): see the Attention and Logit lens tabs</source>
-            <translation>已解释 {len} 个词元（{layers} 层 × {heads} 个头）：请查看“注意力”和“Logit 透镜”标签页</translation>
-        </message>
-        <message>
             <source>Could not explain the lane: {message}.</source>
             <translation>无法解释该泳道：{message}。</translation>
+        </message>
+        <message>
+            <source>explained {len} tokens ({layers} layers × {heads} heads): see the Attention and Logit lens tabs</source>
+            <translation>已解释 {len} 个词元（{layers} 层 × {heads} 个头）：请查看“注意力”和“Logit 透镜”标签页</translation>
         </message>
         <message>
             <source>Explaining needs a lane of a finished run: run or open one, then pick a lane.</source>
@@ -1245,12 +1245,12 @@ score {score} · parent slot {parent}</source>
             <translation>“{lane}”未被解释：{why}。</translation>
         </message>
         <message>
-            <source>compared “{lane}” with {model}: see the Model comparison tab</source>
-            <translation>已将“{lane}”与 {model} 比较：见“模型比较”标签页</translation>
-        </message>
-        <message>
             <source>Could not compare the models: {message}.</source>
             <translation>无法比较这两个模型：{message}。</translation>
+        </message>
+        <message>
+            <source>compared “{lane}” with {model}: see the Model comparison tab</source>
+            <translation>已将“{lane}”与 {model} 比较：见“模型比较”标签页</translation>
         </message>
         <message>
             <source>Comparing with another model needs a lane of a finished run and its model: run, then pick a lane.</source>

@@ -42,6 +42,8 @@ class Task:
     `finished(state, result)` or `failed(state, message)` on the window's."""
 
     kind: ClassVar[TaskKind]
+    # the notice when its work raised (translated in the "controller" context)
+    failure: ClassVar[str] = QT_TRANSLATE_NOOP("controller", "{message}. The text so far is kept.")
     targets: Targets
     limit: int  # the steps of its longest lane (what the status bar counts to)
 
@@ -54,7 +56,7 @@ class Task:
     def failed(self, state: RunState, message: str) -> None:
         state.fail_job()
         state.set_status(translate("controller", "failed"))
-        state.show_notice(translate("controller", "{message}. The text so far is kept.").format(message=message))
+        state.show_notice(translate("controller", self.failure).format(message=message))
 
 
 def finish_lanes(state: RunState, targets: Targets, result: RunTrace, trace: RunTrace | None) -> None:

@@ -19,6 +19,7 @@ from gui.state.tasks.messages import Cancelled, Emit, StatusMessage
 class ExplainTask(Task):
     kind = TaskKind("explain", counts_steps=False, streams_tokens=False,
                     busy_text=QT_TRANSLATE_NOOP("status", "explaining…"))
+    failure = QT_TRANSLATE_NOOP("controller", "Could not explain the lane: {message}.")
 
     def __init__(self, holder: ModelHolder, token_ids: list[int], prompt_length: int, limit: int) -> None:
         self.holder, self.token_ids, self.prompt_length = holder, token_ids, prompt_length
@@ -47,10 +48,6 @@ class ExplainTask(Task):
                                                  "Attention and Logit lens tabs")
                          .format(len=len(result.tokens), layers=result.layers, heads=result.heads))
 
-    def failed(self, state: RunState, message: str) -> None:
-        state.fail_job()
-        state.set_status(translate("controller", "failed"))
-        state.show_notice(translate("controller", "Could not explain the lane: {message}.").format(message=message))
 
 
 def prepare(desk: Desk, index: int) -> ExplainTask | bool | None:

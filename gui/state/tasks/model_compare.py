@@ -26,6 +26,7 @@ COMPARE_STAGES = (  # each for model A, then model B
 class ModelCompareTask(Task):
     kind = TaskKind("model_compare", counts_steps=False, streams_tokens=False,
                     busy_text=QT_TRANSLATE_NOOP("status", "comparing models…"))
+    failure = QT_TRANSLATE_NOOP("controller", "Could not compare the models: {message}.")
 
     def __init__(self, holder: ModelHolder, other: Path, trace: RunTrace, lane_key: int, lane_name: str,
                  limit: int) -> None:
@@ -62,10 +63,6 @@ class ModelCompareTask(Task):
         state.set_status(translate("controller", "compared “{lane}” with {model}: see the Model comparison tab")
                          .format(lane=result.lane_name, model=result.other.name))
 
-    def failed(self, state: RunState, message: str) -> None:
-        state.fail_job()
-        state.set_status(translate("controller", "failed"))
-        state.show_notice(translate("controller", "Could not compare the models: {message}.").format(message=message))
 
 
 def prepare(desk: Desk, index: int, other: str | Path) -> ModelCompareTask | None:

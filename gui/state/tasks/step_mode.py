@@ -31,8 +31,8 @@ class StepTask(Task):
 
     def __init__(self, holder: ModelHolder, request: RunRequest, specs: list[LaneSpec], session_box: list,
                  advance: Advance, targets: Targets, limit: int) -> None:
-        self.holder, self.request, self.specs, self.session_box, self.advance = holder, request, specs, session_box, \
-            advance
+        self.holder, self.request, self.specs = holder, request, specs
+        self.session_box, self.advance = session_box, advance
         self.targets, self.limit = targets, limit
 
     def work(self, emit: Emit, _cancelled: Cancelled) -> RunTrace:
