@@ -63,11 +63,12 @@ def tokenizer_strings() -> list[str]:
         strings.append(f"{ENGLISH[i % len(ENGLISH)]}{space}{CHINESE[i % len(CHINESE)]}")
         strings.append(f"{space}{HTML[i % len(HTML)]}{space}")
         strings.append(f"{DIGITS[i % len(DIGITS)]}{space}{DIGITS[(i + 3) % len(DIGITS)]}")
-    for i, text in enumerate(CODE + EMOJI):
+    for text in CODE + EMOJI:
         strings.append(text.upper())
         strings.append(" " + text)
         strings.append(text + "\n")
     for i in range(len(HTML)):
         strings.append(HTML[i] + HTML[(i + 1) % len(HTML)] + CHINESE[i % len(CHINESE)])
-        strings.append(f"{ENGLISH[i % len(ENGLISH)]}\n\n\n{HTML[i]}  {EMOJI[i % len(EMOJI)]}\t{CHINESE[i % len(CHINESE)]}")
+        english, chinese, emoji = ENGLISH[i % len(ENGLISH)], CHINESE[i % len(CHINESE)], EMOJI[i % len(EMOJI)]
+        strings.append(f"{english}\n\n\n{HTML[i]}  {emoji}\t{chinese}")
     return list(dict.fromkeys(strings))
