@@ -107,7 +107,7 @@ def inspection_onnx_config(model):
             patcher = super().patch_model_for_export(model, model_kwargs)
             forward = patcher.orig_forward  # optimum's traceable version of the model's forward
 
-            def patched_forward(input_ids, attention_mask, position_ids):
+            def patched_forward(input_ids, attention_mask, position_ids=None):  # Gemma 3 exports take none
                 return inspect_forward(forward, model, input_ids, attention_mask, position_ids)
 
             patcher.patched_forward = patched_forward

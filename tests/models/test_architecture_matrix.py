@@ -104,3 +104,29 @@ def test_prepared_tiny_model_matches_transformers(architecture, source, matrix_c
     if source == "gguf":
         assert manifest["source"]["kind"] == "gguf-file"
         assert manifest["source"]["architecture"] == architecture
+
+
+def test_gemma3_rows_of_different_lengths_past_the_window_match_transformers(matrix_cache, tiny_models):
+    """Rows cut back to different lengths share one physical cache (gaps masked); with Gemma 3's sliding window (8
+    here) crossed, each row's logits still equal transformers' on that row's own tokens."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from models.open_model import open_model
+
+    tiny = tiny_models("gemma3")
+    decoder = open_model(prepared(tiny, "gguf"), device="cpu").decoder
+    sequence = list(PROMPT_IDS)
+    state, logits = decoder.prefill(sequence)
+    for _ in range(8):
+        sequence.append(int(np.argmax(logits)))
+        state, batch = decoder.step(state, [0], [sequence[-1]])
+        logits = batch[0]
+    keep, tokens = [6, None, 15], [11, 12, 13]
+    state, batch = decoder.step(state, [0, 0, 0], tokens, keep)
+    model = AutoModelForCausalLM.from_pretrained(tiny.hf_dir, dtype=torch.float32).eval()
+    for row, (k, token) in enumerate(zip(keep, tokens, strict=True)):
+        ids = sequence[:k] + [token]
+        with torch.no_grad():
+            expected = model(torch.tensor([ids])).logits[0, -1].numpy()
+        assert float(np.max(np.abs(batch[row] - expected))) < 1e-4, f"row {row} ({len(ids)} tokens)"
