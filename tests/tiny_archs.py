@@ -220,6 +220,7 @@ def write_tokenizer(writer, tokenizer) -> None:
         writer.add_token_scores(v.scores)
         writer.add_token_types(v.types)
         writer.add_add_space_prefix(False)
+        writer.add_unk_token_id(v.unk_id)
     else:
         data = json.loads(tokenizer.fast.backend_tokenizer.to_str())
         vocab = data["model"]["vocab"] | {t["content"]: t["id"] for t in data["added_tokens"]}

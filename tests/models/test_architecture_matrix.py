@@ -101,6 +101,57 @@ def test_prepared_tiny_model_matches_transformers(architecture, source, matrix_c
     expected_ids, expected_logits = transformers_reference(tiny.hf_dir, PROMPT_IDS, STEPS)
     assert ids == expected_ids
     assert float(np.max(np.abs(np.stack(rows) - expected_logits))) < 1e-4
+    if architecture == "gemma3":  # the edits its sliding-window layers need; in place only where one mask serves
+        assert {"position_ids_input", "sliding_window_by_position"} <= set(manifest["graph_edits"])
+        assert manifest["in_place_kv"]["applied"] is False and "sliding-window" in manifest["in_place_kv"]["why_not"]
+        assert manifest["model"]["sliding_window_layers"] == [0, 1, 2, 3, 4]
+    else:
+        assert manifest["in_place_kv"] == {"applied": True}
     if source == "gguf":
         assert manifest["source"]["kind"] == "gguf-file"
         assert manifest["source"]["architecture"] == architecture
+
+
+def test_gemma3_rows_of_different_lengths_past_the_window_match_transformers(matrix_cache, tiny_models):
+    """Rows cut back to different lengths share one physical cache (gaps masked); with Gemma 3's sliding window (8
+    here) crossed, each row's logits still equal transformers' on that row's own tokens."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from models.open_model import open_model
+
+    tiny = tiny_models("gemma3")
+    decoder = open_model(prepared(tiny, "gguf"), device="cpu").decoder
+    sequence = list(PROMPT_IDS)
+    state, logits = decoder.prefill(sequence)
+    for _ in range(8):
+        sequence.append(int(np.argmax(logits)))
+        state, batch = decoder.step(state, [0], [sequence[-1]])
+        logits = batch[0]
+    keep, tokens = [6, None, 15], [11, 12, 13]
+    state, batch = decoder.step(state, [0, 0, 0], tokens, keep)
+    model = AutoModelForCausalLM.from_pretrained(tiny.hf_dir, dtype=torch.float32).eval()
+    for row, (k, token) in enumerate(zip(keep, tokens, strict=True)):
+        ids = sequence[:k] + [token]
+        with torch.no_grad():
+            expected = model(torch.tensor([ids])).logits[0, -1].numpy()
+        assert float(np.max(np.abs(batch[row] - expected))) < 1e-4, f"row {row} ({len(ids)} tokens)"
+
+
+@pytest.mark.slow
+def test_gemma3_inspection_model_matches_transformers_past_the_window(matrix_cache, tiny_models):
+    """Explain on Gemma 3: its inspection model (eager attention over sliding-window and global layers, the logit
+    lens through its final norm) equals transformers' on a sequence longer than the window."""
+    from models import inspection
+    from runtime.inspection import InspectionModel
+    from tests.reference import attention_and_lens, load_eager_reference
+
+    tiny = tiny_models("gemma3")
+    model_dir = prepared(tiny, "gguf")
+    inspection.prepare_inspection(model_dir)
+    ids = [2, *PROMPT_IDS]
+    arrays = InspectionModel(model_dir, device="cpu").run(ids)
+    attentions, _ = attention_and_lens(load_eager_reference(tiny.hf_dir), ids)
+    assert arrays.attentions.shape == attentions.shape == (6, 4, len(ids), len(ids))
+    assert float(np.abs(arrays.attentions - attentions).max()) < 1e-4
+    assert float(arrays.attentions[0, :, -1, :-8].max()) == 0.0  # a sliding layer sees the last 8 positions only
