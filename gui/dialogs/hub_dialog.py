@@ -89,8 +89,12 @@ class HubDialog(PreparationDialog):
             layout.addWidget(widget)
 
     def run(self) -> Path | None:
+        """Show modally until the model is prepared or the user closes the dialog; the prepared folder or None.
+        The token typed is forgotten then (it was for that download only)."""
         self.exec()
         self._worker.stop_and_wait()
+        self.token.clear()
+        self.deleteLater()
         return self.result_path
 
     @Slot()
