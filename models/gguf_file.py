@@ -19,8 +19,8 @@ MAGIC = b"GGUF"
 # GGUF general.architecture values transformers 4.57 dequantizes (integrations/ggml.py) whose model type optimum-onnx
 # 0.1.0 exports for text-generation-with-past; the comment names the architectures the test matrix runs.
 SUPPORTED_ARCHITECTURES = (
-    "llama",  # tested (tests/models/test_architecture_matrix.py), also Mistral files (llama arch, "mistral" name)
-    "mistral",  # tested
+    "llama",  # tested (tests/models/test_architecture_matrix.py); Mistral GGUFs too (llama.cpp writes them as llama)
+    "mistral",  # tested (transformers' name for a llama GGUF named exactly "mistral")
     "qwen2",  # tested
     "qwen3",  # tested
     "phi3",  # tested
@@ -81,8 +81,10 @@ class GgufSummary:
 
     @property
     def model_architecture(self) -> str:
-        """llama.cpp stores Mistral models as "llama"; transformers tells them apart by the name."""
-        if self.architecture == "llama" and "mistral" in self.name.lower():
+        """The architecture transformers loads it as. llama.cpp stores Mistral models as "llama"; transformers 4.57
+        loads one as Mistral only when general.name is exactly "mistral" (it tests membership in the name's list),
+        otherwise as Llama (the same layers; Mistral v0.1's 4,096-token sliding window is then not applied)."""
+        if self.architecture == "llama" and self.metadata.get("general.name") == "mistral":
             return "mistral"
         return self.architecture
 

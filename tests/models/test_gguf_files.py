@@ -42,8 +42,9 @@ def test_header_names_architecture_quantization_size_and_parameters(tmp_path):
     assert (summary.parameters, summary.context_length, summary.size_bytes) == (4 * 32 + 32, 2048, path.stat().st_size)
 
 
-def test_a_mistral_stored_as_llama_is_told_apart_by_its_name(tmp_path):
-    assert read_summary(write_gguf(tmp_path / "m.gguf", name="Mistral 7B v0.1")).model_architecture == "mistral"
+def test_a_mistral_stored_as_llama_loads_as_transformers_loads_it(tmp_path):
+    assert read_summary(write_gguf(tmp_path / "a.gguf", name="Mistral 7B v0.1")).model_architecture == "llama"
+    assert read_summary(write_gguf(tmp_path / "b.gguf", name="mistral")).model_architecture == "mistral"
 
 
 @pytest.mark.parametrize(
