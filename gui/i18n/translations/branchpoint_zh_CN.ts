@@ -16,6 +16,10 @@
             <translation>模型</translation>
         </message>
         <message>
+            <source>Model licence</source>
+            <translation>模型许可</translation>
+        </message>
+        <message>
             <source>Execution provider in use</source>
             <translation>实际使用的执行提供程序</translation>
         </message>
@@ -30,6 +34,14 @@
         <message>
             <source>Settings file</source>
             <translation>设置文件</translation>
+        </message>
+        <message>
+            <source>not recorded (see the model's own page)</source>
+            <translation>未记录（见模型自己的页面）</translation>
+        </message>
+        <message>
+            <source>accepted when prepared</source>
+            <translation>准备时已接受</translation>
         </message>
     </context>
     <context>
@@ -525,6 +537,45 @@
         <message>
             <source>&amp;Help</source>
             <translation>帮助(&amp;H)</translation>
+        </message>
+    </context>
+    <context>
+        <name>add_model</name>
+        <message>
+            <source>Licence of {model}</source>
+            <translation>{model} 的许可</translation>
+        </message>
+        <message>
+            <source>{model} is made available under the {licence}. Read the terms; preparing it means accepting them.</source>
+            <translation>{model} 依据 {licence} 提供。请阅读这些条款；准备该模型即表示接受它们。</translation>
+        </message>
+        <message>
+            <source>&lt;p&gt;The full text is at &lt;a href="{url}"&gt;{url}&lt;/a&gt;; a copy is kept in the model's folder once it is prepared.&lt;/p&gt;</source>
+            <translation>&lt;p&gt;全文见 &lt;a href="{url}"&gt;{url}&lt;/a&gt;；模型准备好后，其文件夹中会保留一份副本。&lt;/p&gt;</translation>
+        </message>
+        <message>
+            <source>Accept</source>
+            <translation>接受</translation>
+        </message>
+        <message>
+            <source>Preparing {model}: {size} downloaded once from {source}, checked, converted and exported to ONNX into your cache folder (a few minutes).</source>
+            <translation>正在准备 {model}：从 {source} 下载一次（{size}），校验、转换并导出为 ONNX，存入你的缓存文件夹（需要几分钟）。</translation>
+        </message>
+        <message>
+            <source>Add model</source>
+            <translation>添加模型</translation>
+        </message>
+        <message>
+            <source>GGUF model file</source>
+            <translation>GGUF 模型文件</translation>
+        </message>
+        <message>
+            <source>Preparing {file}: dequantized to float32, its tokenizer built from its own vocabulary, exported to ONNX and checked (a minute or more, by its size).</source>
+            <translation>正在准备 {file}：反量化为 float32，用其自身词表构建分词器，导出为 ONNX 并校验（视大小需要一分钟或更久）。</translation>
+        </message>
+        <message>
+            <source>Add GGUF model</source>
+            <translation>添加 GGUF 模型</translation>
         </message>
     </context>
     <context>
@@ -1085,216 +1136,12 @@ score {score} · parent slot {parent}</source>
             <translation>请先停止运行，再切换设备。</translation>
         </message>
         <message>
-            <source>Run again and compare needs a run to compare with (run or open one).</source>
-            <translation>“再次运行并比较”需要一次可比较的运行（先运行或打开一次）。</translation>
-        </message>
-        <message>
-            <source>Cannot run: {error}.</source>
-            <translation>无法运行：{error}。</translation>
-        </message>
-        <message>
-            <source>No model: choose or prepare one in the Model list first.</source>
-            <translation>没有模型：请先在“模型”列表中选择或准备一个。</translation>
-        </message>
-        <message>
-            <source>The prompt is empty: type something for the lanes to continue.</source>
-            <translation>提示词为空：请输入一些内容供各泳道续写。</translation>
-        </message>
-        <message>
-            <source>its parent “{parent}” fans out now</source>
-            <translation>它的父泳道“{parent}”现在扇出</translation>
-        </message>
-        <message>
-            <source>the prompt changed</source>
-            <translation>提示词已更改</translation>
-        </message>
-        <message>
-            <source>These branch lanes now run as ordinary lanes of their own strategy: {lanes}.</source>
-            <translation>这些分支泳道现在按各自的策略作为普通泳道运行：{lanes}。</translation>
-        </message>
-        <message>
-            <source>stopping at the next step…</source>
-            <translation>将在下一步停止…</translation>
-        </message>
-        <message>
-            <source>Branching needs a finished run and a model.</source>
-            <translation>分支需要一次已完成的运行和一个模型。</translation>
-        </message>
-        <message>
-            <source>“{name}” runs as a fan-out: set its fan-out to 1 to branch from it.</source>
-            <translation>“{name}”以扇出方式运行：将其扇出设为 1 后才能从它分支。</translation>
-        </message>
-        <message>
-            <source>“{name}” ran on a model of another tokenizer: a branch from it continues its tokens on its model ({model}); set the branch strategy's model to it.</source>
-            <translation>“{name}”运行在另一种分词器的模型上：从它分支会在它的模型（{model}）上继续它的词元；请把分支策略的模型设为该模型。</translation>
-        </message>
-        <message>
-            <source>“{name}” now keeps seed {seed} so its branch can be re-run; set its seed back to auto for fresh samples (its branch lanes then run as ordinary lanes).</source>
-            <translation>“{name}”现在固定使用种子 {seed}，以便其分支可以重新运行；若想重新采样，请把种子改回“自动”（它的分支泳道随后将作为普通泳道运行）。</translation>
-        </message>
-        <message>
-            <source>Replaying the branch not taken needs a finished run and a model.</source>
-            <translation>重放未走的分支需要一次已完成的运行和一个模型。</translation>
-        </message>
-        <message>
-            <source>This step has no runner-up to replay (a single candidate).</source>
-            <translation>这一步没有可重放的次优词元（只有一个候选）。</translation>
-        </message>
-        <message>
-            <source>“{name}” runs as a fan-out: set its fan-out to 1 to replay a step of it.</source>
-            <translation>“{name}”以扇出方式运行：将其扇出设为 1 后才能重放其中一步。</translation>
-        </message>
-        <message>
-            <source>Cannot replay the branch not taken: {error}.</source>
-            <translation>无法重放未走的分支：{error}。</translation>
-        </message>
-        <message>
-            <source>A temperature sweep needs a finished run and a model.</source>
-            <translation>温度扫描需要一次已完成的运行和一个模型。</translation>
-        </message>
-        <message>
-            <source>“{name}” runs as a fan-out: sweep a step of a lane without one.</source>
-            <translation>“{name}”以扇出方式运行：请对没有扇出的泳道中的一步做扫描。</translation>
-        </message>
-        <message>
-            <source>Cannot sweep: {error}.</source>
-            <translation>无法扫描：{error}。</translation>
-        </message>
-        <message>
-            <source>Temperature fan-outs need a sampled lane: {refusal}.</source>
-            <translation>温度扇出需要一条采样泳道：{refusal}。</translation>
-        </message>
-        <message>
-            <source>added {len} temperature fan-outs of “{name}”: Run to compare them</source>
-            <translation>已为“{name}”添加 {len} 个温度扇出：运行后即可比较</translation>
-        </message>
-        <message>
-            <source>removed branch lane “{name}”</source>
-            <translation>已移除分支泳道“{name}”</translation>
-        </message>
-        <message>
-            <source>no branch lane to undo</source>
-            <translation>没有可撤销的分支泳道</translation>
-        </message>
-        <message>
-            <source>Explaining needs a lane of a finished run: run or open one, then pick a lane.</source>
-            <translation>解释需要已完成运行中的一条泳道：请先运行或打开一次运行，再选择泳道。</translation>
-        </message>
-        <message>
-            <source>“{name}” ran on {model}: Explain looks inside the run's model only ({run}).</source>
-            <translation>“{name}”运行在 {model} 上：解释只查看运行的模型（{run}）内部。</translation>
-        </message>
-        <message>
-            <source>“{name}” is explained: see the Attention and Logit lens tabs</source>
-            <translation>“{name}”已解释：请查看“注意力”和“Logit 透镜”标签页</translation>
-        </message>
-        <message>
-            <source>Explaining “{name}” needs the model it was made with: choose it in the Model list.</source>
-            <translation>解释“{name}”需要生成它的模型：请在“模型”列表中选择该模型。</translation>
-        </message>
-        <message>
-            <source>Cannot explain “{name}”: the prompt: {error}.</source>
-            <translation>无法解释“{name}”：提示词：{error}。</translation>
-        </message>
-        <message>
-            <source>Explaining the first {len} of “{name}”'s {sequence} tokens (prompt included): explain takes at most {len2}, as attention weights grow as tokens squared.</source>
-            <translation>只解释“{name}”共 {sequence} 个词元（含提示词）中的前 {len} 个：注意力权重随词元数的平方增长，因此解释最多处理 {len2} 个。</translation>
-        </message>
-        <message>
-            <source>“{lane}” cannot be explained: its inspection model is built from the float32 weights the model was exported from, and {error}. Prepare the model from its GGUF (the default model) or from a local Hugging Face folder.</source>
-            <translation>无法解释“{lane}”：它的检查模型要从导出该模型时使用的 float32 权重构建，而{error}。请从模型的 GGUF（默认模型）或本地 Hugging Face 文件夹准备模型。</translation>
-        </message>
-        <message>
-            <source>“{lane}” was not explained: {why}.</source>
-            <translation>“{lane}”未被解释：{why}。</translation>
-        </message>
-        <message>
-            <source>Comparing with another model needs a lane of a finished run and its model: run, then pick a lane.</source>
-            <translation>与另一个模型比较需要一次已完成运行中的泳道及其模型：先运行，再选一条泳道。</translation>
-        </message>
-        <message>
-            <source>“{name}” runs as a fan-out: compare a lane without one.</source>
-            <translation>“{name}”以扇出方式运行：请比较没有扇出的泳道。</translation>
-        </message>
-        <message>
-            <source>“{name}” ran on a model of another tokenizer: the teacher-forced comparison reads a lane's tokens with the run's model, token by token.</source>
-            <translation>“{name}”运行在另一种分词器的模型上：教师强制比较用本次运行的模型逐个词元读取泳道的词元。</translation>
-        </message>
-        <message>
-            <source>{model} is the run's own model: pick another one to compare with.</source>
-            <translation>{model} 就是该运行自身的模型：请另选一个模型来比较。</translation>
-        </message>
-        <message>
-            <source>Cannot compare with {model}: it is not prepared here (python main.py prepare --variant …, or Add local folder in the Model list).</source>
-            <translation>无法与 {model} 比较：它在本机尚未准备（python main.py prepare --variant …，或在“模型”列表中选择“添加本地文件夹…”）。</translation>
-        </message>
-        <message>
-            <source>its vocabulary differs ({a} vs {b} tokens)</source>
-            <translation>它的词表不同（{a} 对 {b} 个词元）</translation>
-        </message>
-        <message>
-            <source>its vocabulary has other tokens ({a} each)</source>
-            <translation>它的词表含有不同的词元（各 {a} 个）</translation>
-        </message>
-        <message>
-            <source>Cannot compare {model} with {other} token by token: {why}. A teacher-forced comparison needs the same tokenizer.</source>
-            <translation>无法逐词元比较 {model} 与 {other}：{why}。教师强制的比较需要同一个分词器。</translation>
-        </message>
-        <message>
-            <source>Step mode starts every lane at step 0: remove the branch lanes first (or Run them as ordinary lanes).</source>
-            <translation>单步模式让每条泳道从第 0 步开始：请先移除分支泳道（或将它们作为普通泳道运行）。</translation>
-        </message>
-        <message>
-            <source>A beam lane's step in step mode is its search's: accept it (F8) or run the lane on (F9). To force a token, branch from the beam lane after step mode.</source>
-            <translation>单步模式中，束搜索泳道的一步由搜索决定：接受它（F8）或让该泳道继续运行（F9）。若要强制某个词元，请在退出单步模式后从该束搜索泳道分支。</translation>
-        </message>
-        <message>
-            <source>In step mode a lane takes a token at its next step ({step}) only.</source>
-            <translation>在单步模式下，泳道只能在其下一步（{step}）改选词元。</translation>
-        </message>
-        <message>
-            <source>step mode off: the lanes keep the steps taken</source>
-            <translation>单步模式已关闭：各泳道保留已走的步</translation>
-        </message>
-        <message>
-            <source>step mode: double-click a candidate to take it, Run for one step of every lane</source>
-            <translation>单步模式：双击候选词元以改选它，运行让每条泳道前进一步</translation>
-        </message>
-        <message>
-            <source>Replay needs a run (run or open one) and a model.</source>
-            <translation>重放需要一次运行（运行或打开一次）和一个模型。</translation>
-        </message>
-        <message>
-            <source>Cannot replay: {error}.</source>
-            <translation>无法重放：{error}。</translation>
-        </message>
-        <message>
-            <source>Bringing a node back needs a run (run or open one) and a model.</source>
-            <translation>恢复节点需要一次运行（运行或打开一次）和一个模型。</translation>
-        </message>
-        <message>
-            <source>Cannot bring the node back: {error}.</source>
-            <translation>无法恢复该节点：{error}。</translation>
-        </message>
-        <message>
             <source>The run was made with model {name!r}, which is not prepared here.</source>
             <translation>该运行使用的模型 {name!r} 在本机尚未准备。</translation>
         </message>
         <message>
-            <source>replay: every token identical to the saved run</source>
-            <translation>重放：每个词元都与保存的运行完全相同</translation>
-        </message>
-        <message>
-            <source>Replay differs from the saved run: {differences}.</source>
-            <translation>重放结果与保存的运行不同：{differences}。</translation>
-        </message>
-        <message>
-            <source>run again: every lane's tokens identical to the previous run</source>
-            <translation>再次运行：每条泳道的词元都与上一次运行相同</translation>
-        </message>
-        <message>
-            <source>Run again, against the previous run: {differences}.</source>
-            <translation>再次运行，与上一次运行相比：{differences}。</translation>
+            <source>stopping at the next step…</source>
+            <translation>将在下一步停止…</translation>
         </message>
         <message>
             <source>Nothing to save yet: run or open a run first.</source>
@@ -1321,8 +1168,12 @@ score {score} · parent slot {parent}</source>
             <translation>已打开 {path}</translation>
         </message>
         <message>
-            <source>temperature sweep of {lane} step {step}</source>
-            <translation>{lane} 第 {step} 步的温度扫描</translation>
+            <source>{message}. The text so far is kept.</source>
+            <translation>{message}。已生成的文本会保留。</translation>
+        </message>
+        <message>
+            <source>failed</source>
+            <translation>失败</translation>
         </message>
         <message>
             <source>The run stopped early: {error}. The text so far is kept.</source>
@@ -1357,28 +1208,176 @@ score {score} · parent slot {parent}</source>
             <translation>完成</translation>
         </message>
         <message>
-            <source>explained {len} tokens ({layers} layers × {heads} heads): see the Attention and Logit lens tabs</source>
-            <translation>已解释 {len} 个词元（{layers} 层 × {heads} 个头）：请查看“注意力”和“Logit 透镜”标签页</translation>
+            <source>Branching needs a finished run and a model.</source>
+            <translation>分支需要一次已完成的运行和一个模型。</translation>
         </message>
         <message>
-            <source>compared “{lane}” with {model}: see the Model comparison tab</source>
-            <translation>已将“{lane}”与 {model} 比较：见“模型比较”标签页</translation>
+            <source>“{name}” runs as a fan-out: set its fan-out to 1 to branch from it.</source>
+            <translation>“{name}”以扇出方式运行：将其扇出设为 1 后才能从它分支。</translation>
         </message>
         <message>
-            <source>failed</source>
-            <translation>失败</translation>
+            <source>“{name}” ran on a model of another tokenizer: a branch from it continues its tokens on its model ({model}); set the branch strategy's model to it.</source>
+            <translation>“{name}”运行在另一种分词器的模型上：从它分支会在它的模型（{model}）上继续它的词元；请把分支策略的模型设为该模型。</translation>
         </message>
         <message>
-            <source>Could not compare the models: {message}.</source>
-            <translation>无法比较这两个模型：{message}。</translation>
+            <source>Replaying the branch not taken needs a finished run and a model.</source>
+            <translation>重放未走的分支需要一次已完成的运行和一个模型。</translation>
+        </message>
+        <message>
+            <source>This step has no runner-up to replay (a single candidate).</source>
+            <translation>这一步没有可重放的次优词元（只有一个候选）。</translation>
+        </message>
+        <message>
+            <source>“{name}” runs as a fan-out: set its fan-out to 1 to replay a step of it.</source>
+            <translation>“{name}”以扇出方式运行：将其扇出设为 1 后才能重放其中一步。</translation>
+        </message>
+        <message>
+            <source>Cannot replay the branch not taken: {error}.</source>
+            <translation>无法重放未走的分支：{error}。</translation>
+        </message>
+        <message>
+            <source>removed branch lane “{name}”</source>
+            <translation>已移除分支泳道“{name}”</translation>
+        </message>
+        <message>
+            <source>no branch lane to undo</source>
+            <translation>没有可撤销的分支泳道</translation>
+        </message>
+        <message>
+            <source>“{name}” now keeps seed {seed} so its branch can be re-run; set its seed back to auto for fresh samples (its branch lanes then run as ordinary lanes).</source>
+            <translation>“{name}”现在固定使用种子 {seed}，以便其分支可以重新运行；若想重新采样，请把种子改回“自动”（它的分支泳道随后将作为普通泳道运行）。</translation>
+        </message>
+        <message>
+            <source>Bringing a node back needs a run (run or open one) and a model.</source>
+            <translation>恢复节点需要一次运行（运行或打开一次）和一个模型。</translation>
+        </message>
+        <message>
+            <source>Cannot bring the node back: {error}.</source>
+            <translation>无法恢复该节点：{error}。</translation>
         </message>
         <message>
             <source>Could not explain the lane: {message}.</source>
             <translation>无法解释该泳道：{message}。</translation>
         </message>
         <message>
-            <source>{message}. The text so far is kept.</source>
-            <translation>{message}。已生成的文本会保留。</translation>
+            <source>explained {len} tokens ({layers} layers × {heads} heads): see the Attention and Logit lens tabs</source>
+            <translation>已解释 {len} 个词元（{layers} 层 × {heads} 个头）：请查看“注意力”和“Logit 透镜”标签页</translation>
+        </message>
+        <message>
+            <source>Explaining needs a lane of a finished run: run or open one, then pick a lane.</source>
+            <translation>解释需要已完成运行中的一条泳道：请先运行或打开一次运行，再选择泳道。</translation>
+        </message>
+        <message>
+            <source>“{name}” ran on {model}: Explain looks inside the run's model only ({run}).</source>
+            <translation>“{name}”运行在 {model} 上：解释只查看运行的模型（{run}）内部。</translation>
+        </message>
+        <message>
+            <source>Explaining “{name}” needs the model it was made with: choose it in the Model list.</source>
+            <translation>解释“{name}”需要生成它的模型：请在“模型”列表中选择该模型。</translation>
+        </message>
+        <message>
+            <source>Cannot explain “{name}”: the prompt: {error}.</source>
+            <translation>无法解释“{name}”：提示词：{error}。</translation>
+        </message>
+        <message>
+            <source>Explaining the first {len} of “{name}”'s {sequence} tokens (prompt included): explain takes at most {len2}, as attention weights grow as tokens squared.</source>
+            <translation>只解释“{name}”共 {sequence} 个词元（含提示词）中的前 {len} 个：注意力权重随词元数的平方增长，因此解释最多处理 {len2} 个。</translation>
+        </message>
+        <message>
+            <source>“{name}” is explained: see the Attention and Logit lens tabs</source>
+            <translation>“{name}”已解释：请查看“注意力”和“Logit 透镜”标签页</translation>
+        </message>
+        <message>
+            <source>“{lane}” cannot be explained: its inspection model is built from the float32 weights the model was exported from, and {error}. Prepare the model from its GGUF (the default model) or from a local Hugging Face folder.</source>
+            <translation>无法解释“{lane}”：它的检查模型要从导出该模型时使用的 float32 权重构建，而{error}。请从模型的 GGUF（默认模型）或本地 Hugging Face 文件夹准备模型。</translation>
+        </message>
+        <message>
+            <source>“{lane}” was not explained: {why}.</source>
+            <translation>“{lane}”未被解释：{why}。</translation>
+        </message>
+        <message>
+            <source>Could not compare the models: {message}.</source>
+            <translation>无法比较这两个模型：{message}。</translation>
+        </message>
+        <message>
+            <source>compared “{lane}” with {model}: see the Model comparison tab</source>
+            <translation>已将“{lane}”与 {model} 比较：见“模型比较”标签页</translation>
+        </message>
+        <message>
+            <source>Comparing with another model needs a lane of a finished run and its model: run, then pick a lane.</source>
+            <translation>与另一个模型比较需要一次已完成运行中的泳道及其模型：先运行，再选一条泳道。</translation>
+        </message>
+        <message>
+            <source>“{name}” runs as a fan-out: compare a lane without one.</source>
+            <translation>“{name}”以扇出方式运行：请比较没有扇出的泳道。</translation>
+        </message>
+        <message>
+            <source>“{name}” ran on a model of another tokenizer: the teacher-forced comparison reads a lane's tokens with the run's model, token by token.</source>
+            <translation>“{name}”运行在另一种分词器的模型上：教师强制比较用本次运行的模型逐个词元读取泳道的词元。</translation>
+        </message>
+        <message>
+            <source>{model} is the run's own model: pick another one to compare with.</source>
+            <translation>{model} 就是该运行自身的模型：请另选一个模型来比较。</translation>
+        </message>
+        <message>
+            <source>Cannot compare with {model}: it is not prepared here (python main.py prepare --variant …, or Add local folder in the Model list).</source>
+            <translation>无法与 {model} 比较：它在本机尚未准备（python main.py prepare --variant …，或在“模型”列表中选择“添加本地文件夹…”）。</translation>
+        </message>
+        <message>
+            <source>its vocabulary differs ({a} vs {b} tokens)</source>
+            <translation>它的词表不同（{a} 对 {b} 个词元）</translation>
+        </message>
+        <message>
+            <source>its vocabulary has other tokens ({a} each)</source>
+            <translation>它的词表含有不同的词元（各 {a} 个）</translation>
+        </message>
+        <message>
+            <source>Cannot compare {model} with {other} token by token: {why}. A teacher-forced comparison needs the same tokenizer.</source>
+            <translation>无法逐词元比较 {model} 与 {other}：{why}。教师强制的比较需要同一个分词器。</translation>
+        </message>
+        <message>
+            <source>Replay needs a run (run or open one) and a model.</source>
+            <translation>重放需要一次运行（运行或打开一次）和一个模型。</translation>
+        </message>
+        <message>
+            <source>Cannot replay: {error}.</source>
+            <translation>无法重放：{error}。</translation>
+        </message>
+        <message>
+            <source>replay: every token identical to the saved run</source>
+            <translation>重放：每个词元都与保存的运行完全相同</translation>
+        </message>
+        <message>
+            <source>Replay differs from the saved run: {differences}.</source>
+            <translation>重放结果与保存的运行不同：{differences}。</translation>
+        </message>
+        <message>
+            <source>Run again and compare needs a run to compare with (run or open one).</source>
+            <translation>“再次运行并比较”需要一次可比较的运行（先运行或打开一次）。</translation>
+        </message>
+        <message>
+            <source>Cannot run: {error}.</source>
+            <translation>无法运行：{error}。</translation>
+        </message>
+        <message>
+            <source>No model: choose or prepare one in the Model list first.</source>
+            <translation>没有模型：请先在“模型”列表中选择或准备一个。</translation>
+        </message>
+        <message>
+            <source>The prompt is empty: type something for the lanes to continue.</source>
+            <translation>提示词为空：请输入一些内容供各泳道续写。</translation>
+        </message>
+        <message>
+            <source>its parent “{parent}” fans out now</source>
+            <translation>它的父泳道“{parent}”现在扇出</translation>
+        </message>
+        <message>
+            <source>the prompt changed</source>
+            <translation>提示词已更改</translation>
+        </message>
+        <message>
+            <source>These branch lanes now run as ordinary lanes of their own strategy: {lanes}.</source>
+            <translation>这些分支泳道现在按各自的策略作为普通泳道运行：{lanes}。</translation>
         </message>
         <message>
             <source>its parent “{parent}” is gone</source>
@@ -1387,6 +1386,58 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>its parent “{parent}” draws with a fresh seed each run</source>
             <translation>它的父泳道“{parent}”每次运行都用新的种子抽样</translation>
+        </message>
+        <message>
+            <source>run again: every lane's tokens identical to the previous run</source>
+            <translation>再次运行：每条泳道的词元都与上一次运行相同</translation>
+        </message>
+        <message>
+            <source>Run again, against the previous run: {differences}.</source>
+            <translation>再次运行，与上一次运行相比：{differences}。</translation>
+        </message>
+        <message>
+            <source>step mode: double-click a candidate to take it, Run for one step of every lane</source>
+            <translation>单步模式：双击候选词元以改选它，运行让每条泳道前进一步</translation>
+        </message>
+        <message>
+            <source>Step mode starts every lane at step 0: remove the branch lanes first (or Run them as ordinary lanes).</source>
+            <translation>单步模式让每条泳道从第 0 步开始：请先移除分支泳道（或将它们作为普通泳道运行）。</translation>
+        </message>
+        <message>
+            <source>A beam lane's step in step mode is its search's: accept it (F8) or run the lane on (F9). To force a token, branch from the beam lane after step mode.</source>
+            <translation>单步模式中，束搜索泳道的一步由搜索决定：接受它（F8）或让该泳道继续运行（F9）。若要强制某个词元，请在退出单步模式后从该束搜索泳道分支。</translation>
+        </message>
+        <message>
+            <source>In step mode a lane takes a token at its next step ({step}) only.</source>
+            <translation>在单步模式下，泳道只能在其下一步（{step}）改选词元。</translation>
+        </message>
+        <message>
+            <source>step mode off: the lanes keep the steps taken</source>
+            <translation>单步模式已关闭：各泳道保留已走的步</translation>
+        </message>
+        <message>
+            <source>temperature sweep of {lane} step {step}</source>
+            <translation>{lane} 第 {step} 步的温度扫描</translation>
+        </message>
+        <message>
+            <source>A temperature sweep needs a finished run and a model.</source>
+            <translation>温度扫描需要一次已完成的运行和一个模型。</translation>
+        </message>
+        <message>
+            <source>“{name}” runs as a fan-out: sweep a step of a lane without one.</source>
+            <translation>“{name}”以扇出方式运行：请对没有扇出的泳道中的一步做扫描。</translation>
+        </message>
+        <message>
+            <source>Cannot sweep: {error}.</source>
+            <translation>无法扫描：{error}。</translation>
+        </message>
+        <message>
+            <source>Temperature fan-outs need a sampled lane: {refusal}.</source>
+            <translation>温度扇出需要一条采样泳道：{refusal}。</translation>
+        </message>
+        <message>
+            <source>added {len} temperature fan-outs of “{name}”: Run to compare them</source>
+            <translation>已为“{name}”添加 {len} 个温度扇出：运行后即可比较</translation>
         </message>
     </context>
     <context>
@@ -1515,6 +1566,92 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>Unexpected error: {error}. The window may show something out of date until the next run; the details are in {log}.</source>
             <translation>意外错误：{error}。在下次运行之前，窗口显示的内容可能已过时；详细信息见 {log}。</translation>
+        </message>
+    </context>
+    <context>
+        <name>first_run</name>
+        <message>
+            <source>Choose a model</source>
+            <translation>选择模型</translation>
+        </message>
+        <message>
+            <source>Branchpoint shows how a language model chooses its tokens. Choose the model to prepare: it is downloaded once, converted and exported to ONNX into your cache folder. More can be added later from the model picker.</source>
+            <translation>Branchpoint 展示语言模型如何选择词元。请选择要准备的模型：它只下载一次，转换并导出为 ONNX，存入你的缓存文件夹。以后可以在模型选择器中添加更多模型。</translation>
+        </message>
+        <message>
+            <source>Prepare</source>
+            <translation>准备</translation>
+        </message>
+        <message>
+            <source>Not now</source>
+            <translation>暂不</translation>
+        </message>
+    </context>
+    <context>
+        <name>hub_dialog</name>
+        <message>
+            <source>Add model from Hugging Face</source>
+            <translation>从 Hugging Face 添加模型</translation>
+        </message>
+        <message>
+            <source>main (a branch, tag or commit)</source>
+            <translation>main（分支、标签或提交）</translation>
+        </message>
+        <message>
+            <source>only for gated or private models</source>
+            <translation>仅用于受限或私有模型</translation>
+        </message>
+        <message>
+            <source>Used for this download only and never saved. Without one, the HF_TOKEN variable or huggingface_hub's login is used. Make one at https://huggingface.co/settings/tokens</source>
+            <translation>仅用于本次下载，从不保存。不填写时使用 HF_TOKEN 变量或 huggingface_hub 的登录信息。在 https://huggingface.co/settings/tokens 创建令牌</translation>
+        </message>
+        <message>
+            <source>Model id</source>
+            <translation>模型 ID</translation>
+        </message>
+        <message>
+            <source>Revision</source>
+            <translation>版本</translation>
+        </message>
+        <message>
+            <source>Token</source>
+            <translation>令牌</translation>
+        </message>
+        <message>
+            <source>Only the model's configuration, tokenizer and safetensors weights are downloaded — never its code. The download resumes where it stopped after a broken connection or Cancel.</source>
+            <translation>只下载模型的配置、分词器和 safetensors 权重——从不下载其代码。连接中断或取消后，下载会从中断处继续。</translation>
+        </message>
+        <message>
+            <source>Enter a model id and press Download.</source>
+            <translation>输入模型 ID，然后点击“下载”。</translation>
+        </message>
+        <message>
+            <source>download</source>
+            <translation>下载</translation>
+        </message>
+        <message>
+            <source>Download</source>
+            <translation>下载</translation>
+        </message>
+        <message>
+            <source>Enter a model id: owner/name, as on its hub page.</source>
+            <translation>请输入模型 ID：所有者/名称，与其 Hub 页面上的一致。</translation>
+        </message>
+        <message>
+            <source>{done} of {total}</source>
+            <translation>{done} / {total}</translation>
+        </message>
+        <message>
+            <source>Pickled weights</source>
+            <translation>pickle 格式的权重</translation>
+        </message>
+        <message>
+            <source>{reason}
+
+Read them with torch's weights_only loader (tensors only, no code) and go on?</source>
+            <translation>{reason}
+
+用 torch 的 weights_only 加载器读取它们（只读张量，不执行代码）并继续吗？</translation>
         </message>
     </context>
     <context>
@@ -1673,10 +1810,6 @@ score {score} · parent slot {parent}</source>
     <context>
         <name>jobs</name>
         <message>
-            <source>loading {model}…</source>
-            <translation>正在加载 {model}…</translation>
-        </message>
-        <message>
             <source>opening the inspection model of {model} (once per model)…</source>
             <translation>正在打开 {model} 的检查模型（每个模型一次）…</translation>
         </message>
@@ -1695,6 +1828,10 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>comparing models ({done}/4): {stage}…</source>
             <translation>正在比较模型（{done}/4）：{stage}…</translation>
+        </message>
+        <message>
+            <source>loading {model}…</source>
+            <translation>正在加载 {model}…</translation>
         </message>
     </context>
     <context>
@@ -2119,10 +2256,95 @@ score {score} · parent slot {parent}</source>
         </message>
     </context>
     <context>
+        <name>model_offers</name>
+        <message>
+            <source>English</source>
+            <translation>英文</translation>
+        </message>
+        <message>
+            <source>Chinese</source>
+            <translation>中文</translation>
+        </message>
+        <message>
+            <source>multilingual</source>
+            <translation>多语言</translation>
+        </message>
+        <message>
+            <source>, </source>
+            <translation>、</translation>
+        </message>
+        <message>
+            <source>Hugging Face hub {id} (needs network)</source>
+            <translation>Hugging Face Hub {id}（需要网络）</translation>
+        </message>
+        <message>
+            <source>PyPI {package}</source>
+            <translation>PyPI {package}</translation>
+        </message>
+        <message>
+            <source>{size} from the hub</source>
+            <translation>从 Hub 下载 {size}</translation>
+        </message>
+        <message>
+            <source>{size} from PyPI</source>
+            <translation>从 PyPI 下载 {size}</translation>
+        </message>
+        <message>
+            <source>prepared</source>
+            <translation>已准备</translation>
+        </message>
+        <message>
+            <source> (to accept before preparing)</source>
+            <translation>（准备前需接受）</translation>
+        </message>
+        <message>
+            <source>{description}
+Parameters: {parameters} · writes: {languages}
+Licence: {licence}
+Source: {source}, {size} to download</source>
+            <translation>{description}
+参数：{parameters} · 书写语言：{languages}
+许可：{licence}
+来源：{source}，需下载 {size}</translation>
+        </message>
+        <message>
+            <source>{label} · {architecture} {quantization} · {size} · found in {where}</source>
+            <translation>{label} · {architecture} {quantization} · {size} · 在 {where} 中找到</translation>
+        </message>
+        <message>
+            <source>{model} writes English only; {other} writes Chinese and is prepared.</source>
+            <translation>{model} 只会写英文；{other} 会写中文，且已准备好。</translation>
+        </message>
+        <message>
+            <source>Switch to {other}</source>
+            <translation>切换到 {other}</translation>
+        </message>
+        <message>
+            <source>{model} writes English only; {other} writes Chinese ({size} from {source}, prepared once).</source>
+            <translation>{model} 只会写英文；{other} 会写中文（从 {source} 下载 {size}，只需准备一次）。</translation>
+        </message>
+        <message>
+            <source>the hub</source>
+            <translation>Hub</translation>
+        </message>
+        <message>
+            <source>Prepare {other} and switch</source>
+            <translation>准备 {other} 并切换</translation>
+        </message>
+    </context>
+    <context>
         <name>model_picker</name>
         <message>
             <source>The run's model: every lane that names no model of its own runs on it (the lanes editor's model field)</source>
             <translation>运行的模型：未指定自己模型的泳道都使用它（见泳道编辑器的模型字段）</translation>
+        </message>
+        <message>
+            <source>Add model from Hugging Face…</source>
+            <translation>从 Hugging Face 添加模型…</translation>
+        </message>
+        <message>
+            <source>Add GGUF file…</source>
+            <translation>添加 GGUF 文件…</translation>
         </message>
         <message>
             <source>Add local folder…</source>
@@ -2609,6 +2831,26 @@ score {score} · parent slot {parent}</source>
     <context>
         <name>setup_dialog</name>
         <message>
+            <source>Cancel</source>
+            <translation>取消</translation>
+        </message>
+        <message>
+            <source>cancelled</source>
+            <translation>已取消</translation>
+        </message>
+        <message>
+            <source>failed</source>
+            <translation>失败</translation>
+        </message>
+        <message>
+            <source>Close</source>
+            <translation>关闭</translation>
+        </message>
+        <message>
+            <source>Retry</source>
+            <translation>重试</translation>
+        </message>
+        <message>
             <source>cancelling…</source>
             <translation>正在取消…</translation>
         </message>
@@ -2616,32 +2858,24 @@ score {score} · parent slot {parent}</source>
             <source>starting…</source>
             <translation>正在开始…</translation>
         </message>
-        <message>
-            <source>Cancel</source>
-            <translation>取消</translation>
-        </message>
-        <message>
-            <source>Retry</source>
-            <translation>重试</translation>
-        </message>
-        <message>
-            <source>failed</source>
-            <translation>失败</translation>
-        </message>
-        <message>
-            <source>cancelled</source>
-            <translation>已取消</translation>
-        </message>
-        <message>
-            <source>Close</source>
-            <translation>关闭</translation>
-        </message>
     </context>
     <context>
         <name>status</name>
         <message>
             <source>reading the prompt: {done} / {total} tokens</source>
             <translation>正在读取提示词：{done} / {total} 个词元</translation>
+        </message>
+        <message>
+            <source>explaining…</source>
+            <translation>正在解释…</translation>
+        </message>
+        <message>
+            <source>running…</source>
+            <translation>运行中…</translation>
+        </message>
+        <message>
+            <source>comparing models…</source>
+            <translation>正在比较模型…</translation>
         </message>
         <message>
             <source>no model</source>
@@ -2666,18 +2900,6 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>step 0/{run_limit}</source>
             <translation>步 0/{run_limit}</translation>
-        </message>
-        <message>
-            <source>explaining…</source>
-            <translation>正在解释…</translation>
-        </message>
-        <message>
-            <source>comparing models…</source>
-            <translation>正在比较模型…</translation>
-        </message>
-        <message>
-            <source>running…</source>
-            <translation>运行中…</translation>
         </message>
         <message>
             <source>step {max_steps}/{limit}</source>
