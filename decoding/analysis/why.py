@@ -31,6 +31,8 @@ from typing import Any
 import numpy as np
 
 TOP_PUSHERS = 5
+WHY_FORMAT = "branchpoint-why"  # `main.py why --json` files: {"format", "version", "why": WhyResult.to_dict()}
+WHY_VERSION = 1
 
 
 class KnockoutCancelled(Exception):
@@ -133,6 +135,7 @@ class WhyResult:
     words: list[Push] = field(default_factory=list)
     spans: list[Push] = field(default_factory=list)
     depth: DepthSplit | None = None
+    depth_note: str | None = None  # why there is no depth split
     model: str = ""
     provider: str = ""
     seconds: float = 0.0
@@ -160,10 +163,25 @@ class WhyResult:
             "positions": [row.to_dict() for row in self.positions],
             "words": [row.to_dict() for row in self.words],
             "spans": [row.to_dict() for row in self.spans],
-            "depth": None if self.depth is None else self.depth.to_dict(),
+            "depth": None if self.depth is None else self.depth.to_dict(), "depth_note": self.depth_note,
             "model": self.model, "provider": self.provider,
             "seconds": self.seconds, "plain_seconds": self.plain_seconds,
         }
+
+    def to_json(self) -> str:
+        import json
+
+        return json.dumps({"format": WHY_FORMAT, "version": WHY_VERSION, "why": self.to_dict()}, ensure_ascii=False,
+                          indent=1) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> WhyResult:
+        import json
+
+        data = json.loads(text)
+        if not isinstance(data, dict) or data.get("format") != WHY_FORMAT or data.get("version") != WHY_VERSION:
+            raise ValueError(f"not a {WHY_FORMAT} file of version {WHY_VERSION}")
+        return cls.from_dict(data["why"])
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> WhyResult:
@@ -178,6 +196,7 @@ class WhyResult:
             prob_a=float(data["prob_a"]), prob_b=float(data["prob_b"]),
             positions=rows("positions"), words=rows("words"), spans=rows("spans"),
             depth=DepthSplit.from_dict(data["depth"]) if data.get("depth") else None,
+            depth_note=data.get("depth_note"),
             model=str(data.get("model", "")), provider=str(data.get("provider", "")),
             seconds=float(data.get("seconds", 0.0)), plain_seconds=float(data.get("plain_seconds", 0.0)),
         )
@@ -243,6 +262,7 @@ def check_span(span: Sequence[int], length: int) -> list[int]:
 def check_candidates(a: int, b: int, vocab_size: int) -> None:
     for name, value in (("a", a), ("b", b)):
         if not 0 <= value < vocab_size:
-            raise ValueError(f"candidate {name} = token {value} is not in the vocabulary (allowed ids 0..{vocab_size - 1})")
+            raise ValueError(f"candidate {name} = token {value} is not in the vocabulary "
+                             f"(allowed ids 0..{vocab_size - 1})")
     if a == b:
         raise ValueError(f"candidates a and b are the same token ({a}): pick another b to compare with")

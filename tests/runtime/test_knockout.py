@@ -127,7 +127,8 @@ def test_depth_split_matches_transformers_residual_pieces(edited_dir, hf_model):
     for i, layer in enumerate(hf_model.model.layers):
         hooks.append(layer.self_attn.register_forward_hook(
             lambda _m, _i, out, i=i: pieces.__setitem__(f"attn{i}", out[0][0, -1])))
-        hooks.append(layer.mlp.register_forward_hook(lambda _m, _i, out, i=i: pieces.__setitem__(f"mlp{i}", out[0, -1])))
+        hooks.append(layer.mlp.register_forward_hook(
+            lambda _m, _i, out, i=i: pieces.__setitem__(f"mlp{i}", out[0, -1])))
     with torch.no_grad():
         out = hf_model(torch.tensor([TOKENS]), output_hidden_states=True)
     for hook in hooks:
