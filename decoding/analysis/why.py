@@ -185,7 +185,7 @@ class WhyResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> WhyResult:
-        rows = lambda key: [Push.from_dict(row) for row in data.get(key) or []]  # noqa: E731
+        rows = lambda key: [Push.from_dict(row) for row in data[key]]  # noqa: E731
         return cls(
             lane=str(data["lane"]), step=int(data["step"]),
             a=Candidate(int(data["a"]["token_id"]), str(data["a"]["text"])),
