@@ -25,7 +25,7 @@ from decoding.records.explain import MAX_EXPLAIN_TOKENS, ExplainResult, explain_
 from decoding.records.trace import LaneTrace, RunTrace
 from gui.i18n import QT_TRANSLATE_NOOP, translate
 from gui.present.lane_fields import error_text
-from gui.state import jobs
+from gui.state import jobs, why_command
 from gui.state.jobs import Job, Message, PrefillMessage, ProviderMessage, RunStartedMessage, StatusMessage, StepMessage
 from gui.state.model_holder import ModelHolder, check_lane_models
 from gui.state.requests import RunRequest, request_of
@@ -437,6 +437,10 @@ class RunController:
         self._start(JobKind.EXPLAIN, {}, jobs.explain_job(self.holder, ids, len(prompt)), state.run_limit)
         return True
 
+    def why(self, index: int, step: int, a: int | None = None, b: int | None = None) -> bool:
+        """Why lane `index` chose A, not B, at `step` (gui.state.why_command)."""
+        return why_command.start_why(self, index, step, a, b)
+
     def _inspection_ready(self, lane: str) -> bool:
         """The model's inspection model is prepared, or gets prepared now (a notice says why not)."""
         from models.inspection import inspection_is_prepared, source_weights
@@ -789,6 +793,8 @@ class RunController:
             self.state.set_prefill(message.done, message.total)
         elif isinstance(message, StatusMessage):
             self.state.set_status(message.text)
+        elif isinstance(message, jobs.WhyProgressMessage):
+            self.state.set_why_progress(message.done, message.total)
         elif isinstance(message, ProviderMessage):
             self.state.set_model_name(self.holder.name if self.holder else "", message.provider)
 
@@ -803,6 +809,9 @@ class RunController:
             return
         if kind is JobKind.EXPLAIN:
             self._finish_explain(result)
+            return
+        if kind is JobKind.WHY:
+            why_command.finish_why(self, result)
             return
         if kind is JobKind.STEP:
             self._finish_step(result)
@@ -866,6 +875,10 @@ class RunController:
         self.state.set_status(translate("controller", "failed"))
         if kind is JobKind.MODEL_COMPARE:
             self.state.show_notice(translate("controller", "Could not compare the models: {message}.")
+                                   .format(message=message))
+            return
+        if kind is JobKind.WHY:
+            self.state.show_notice(translate("controller", "Could not answer “why”: {message}.")
                                    .format(message=message))
             return
         self.state.show_notice(translate("controller",

@@ -53,7 +53,13 @@ class StepMessage:
     record: StepRecord
 
 
-Message = StatusMessage | ProviderMessage | RunStartedMessage | PrefillMessage | StepMessage
+@dataclass(frozen=True)
+class WhyProgressMessage:
+    done: int  # knock-out rows done (decoding.analysis.why)
+    total: int
+
+
+Message = StatusMessage | ProviderMessage | RunStartedMessage | PrefillMessage | StepMessage | WhyProgressMessage
 Emit = Callable[[Message], None]
 Job = Callable[[Emit, Callable[[], bool]], RunTrace]
 
@@ -210,6 +216,30 @@ def explain_job(holder: ModelHolder, token_ids: list[int], prompt_length: int) -
         text = translate("jobs", "explaining {count} tokens: attention of every layer and head, logit lens…")
         emit(StatusMessage(text.format(count=len(token_ids))))
         return explainer.explain(token_ids, prompt_length)
+
+    return job
+
+
+def why_job(holder: ModelHolder, trace: RunTrace, lane: str, step: int, a: int | None, b: int | None) -> Callable:
+    """Why lane `lane` chose A and not B at `step` (models.why: the knock-out of every earlier position through the
+    run's decoder, streaming WhyProgressMessages, and the depth split): a WhyResult; None when stopped."""
+    from decoding.analysis.why import KnockoutCancelled
+    from models.why import why_step
+
+    prompt_ids, lane_trace = list(trace.prompt.ids), trace.lane(lane)
+
+    def job(emit: Emit, cancelled: Callable[[], bool]):
+        model = holder.get()
+        emit(ProviderMessage(model.provider))
+
+        def progress(done: int, total: int) -> bool:
+            emit(WhyProgressMessage(done, total))
+            return cancelled()
+
+        try:
+            return why_step(model, holder.path, prompt_ids, lane_trace, step, a, b, progress=progress)
+        except KnockoutCancelled:
+            return None
 
     return job
 

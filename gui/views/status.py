@@ -17,7 +17,7 @@ from gui.state.run_state import JobKind, RunState, Selection
 from gui.views.redraw import RedrawScheduler
 
 MESSAGE_MS = 8000
-NO_STEPS = (JobKind.EXPLAIN, JobKind.MODEL_COMPARE)  # one call over a finished lane: no steps to count
+NO_STEPS = (JobKind.EXPLAIN, JobKind.MODEL_COMPARE, JobKind.WHY)  # calls over a finished lane: no steps to count
 
 
 def provider_label(provider: str) -> str:
@@ -83,6 +83,7 @@ class StatusBar(QStatusBar):
         if not no_steps and job is not JobKind.SWEEP:
             self.speed.setText("")
         self.showMessage(translate("status", "explaining…") if job is JobKind.EXPLAIN else
+                         translate("status", "knocking out each earlier token…") if job is JobKind.WHY else
                          translate("status", "comparing models…") if job is JobKind.MODEL_COMPARE else
                          translate("status", "running…"))
 
