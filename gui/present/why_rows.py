@@ -49,8 +49,8 @@ def legend_html(result: WhyResult) -> str:
                     f'&nbsp;</td>' for stop in LEGEND_STOPS)
     toward_b = html.escape(translate("why", "toward B “{b}”").format(b=display_token(result.b.text, 16)))
     toward_a = html.escape(translate("why", "toward A “{a}”").format(a=display_token(result.a.text, 16)))
-    return (f'<table cellspacing="0" cellpadding="2"><tr><td>{toward_b}&nbsp;◀</td>{cells}'
-            f'<td>▶&nbsp;{toward_a}</td></tr></table>')
+    return (f'<table cellspacing="0" cellpadding="2"><tr><td colspan="5">{toward_b}&nbsp;◀ … ▶&nbsp;{toward_a}</td>'
+            f"</tr><tr>{cells}</tr></table>")
 
 
 @dataclass(frozen=True)
@@ -84,8 +84,7 @@ def pushers_html(result: WhyResult, count: int = 5) -> str:
                   f"<tr><td></td><td></td><td>{html.escape(translate('why', 'push'))}</td><td>Δp(A)</td>"
                   f"<td>Δp(B)</td></tr>")
         columns.append(f'<table cellspacing="0" cellpadding="2">{header}{rows}</table>')
-    return f'<table><tr><td valign="top">{columns[0]}</td><td>&nbsp;&nbsp;</td><td valign="top">{columns[1]}</td>' \
-           f"</tr></table>"
+    return f"{columns[0]}<br>{columns[1]}"  # one above the other: a narrow panel has room for both
 
 
 def words_html(result: WhyResult) -> str:

@@ -39,6 +39,7 @@ from gui.views import style
 from gui.views.figure import Figure
 
 CELL_W, CELL_H, LABEL_W, HEAD_H = 34, 13, 40, 18
+TEXT_MAX_PX = 220
 
 
 class DepthChart(QWidget):
@@ -136,9 +137,11 @@ class WhyView(QWidget):
         self._method.setFont(style.ui_font(8.5))
         self._text = QTextBrowser()
         self._text.setOpenLinks(False)
-        self._text.setMinimumHeight(90)
+        self._text.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         self._legend = QLabel()
+        self._legend.setWordWrap(True)
         self._pushers = QLabel()
+        self._pushers.setWordWrap(True)
         self._words = QLabel()
         self._words.setWordWrap(True)
         self._depth_caption = QLabel()
@@ -153,6 +156,7 @@ class WhyView(QWidget):
         inner.addStretch(1)
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)  # the texts wrap instead
         scroll.setWidget(self._content)
         layout = QVBoxLayout(self)
         layout.addWidget(self._title)
@@ -193,6 +197,17 @@ class WhyView(QWidget):
         if self._result is None:
             self._show(None)
 
+    def _fit_text(self) -> None:
+        """The shaded text as tall as it is (up to TEXT_MAX_PX; then it scrolls)."""
+        document = self._text.document()
+        document.setTextWidth(max(self._text.viewport().width(), 200))
+        self._text.setFixedHeight(min(int(document.size().height()) + 8, TEXT_MAX_PX))
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        if self._result is not None:
+            self._fit_text()
+
     def _still_there(self, result: WhyResult) -> bool:
         return any(result in (lane.trace.why or []) for lane in self.state.lanes)
 
@@ -212,6 +227,7 @@ class WhyView(QWidget):
         scheme = colours.current()
         self._text.setHtml(f'<div style="background-color:{scheme.background};color:{scheme.ink}">'
                            f"{token_html(result)}</div>")
+        self._fit_text()
         self._legend.setText(legend_html(result))
         self._pushers.setText(pushers_html(result))
         words = words_html(result)
