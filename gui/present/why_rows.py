@@ -70,6 +70,7 @@ def pusher_lines(result: WhyResult, toward_a: bool, count: int = 5) -> list[Push
 def pushers_html(result: WhyResult, count: int = 5) -> str:
     """The strongest pushers toward A and toward B, side by side, with their push and Δp."""
     scheme = colours.current()
+    push_word, none_word = translate("why", "push"), translate("why", "none")
     columns = []
     for toward_a, end in ((True, scheme.push_a), (False, scheme.push_b)):
         head = (translate("why", "pushed toward A “{token}”") if toward_a
@@ -79,9 +80,9 @@ def pushers_html(result: WhyResult, count: int = 5) -> str:
             f"<tr><td>“{html.escape(line.text)}”</td><td>@{line.position}</td><td>{line.push:+.3f}</td>"
             f"<td>{line.d_prob_a:+.3f}</td><td>{line.d_prob_b:+.3f}</td></tr>"
             for line in pusher_lines(result, toward_a, count)) or (
-            f'<tr><td colspan="5">{html.escape(translate("why", "none"))}</td></tr>')
+            f'<tr><td colspan="5">{html.escape(none_word)}</td></tr>')
         header = (f'<tr><th colspan="5" style="color:{end}">{html.escape(head.format(token=token))}</th></tr>'
-                  f"<tr><td></td><td></td><td>{html.escape(translate('why', 'push'))}</td><td>Δp(A)</td>"
+                  f"<tr><td></td><td></td><td>{html.escape(push_word)}</td><td>Δp(A)</td>"
                   f"<td>Δp(B)</td></tr>")
         columns.append(f'<table cellspacing="0" cellpadding="2">{header}{rows}</table>')
     return f"{columns[0]}<br>{columns[1]}"  # one above the other: a narrow panel has room for both

@@ -12,7 +12,6 @@ import pytest
 
 from decoding.chain.spec import lane_spec
 from main import main
-from models import prepare
 from runfiles import run_file
 from tests.gui_helpers import run_and_wait, wait_idle
 
@@ -20,10 +19,8 @@ PROMPT = "Although I was tired, I still"
 
 
 @pytest.fixture(scope="module")
-def prepared(tmp_path_factory, tiny_hf_dir) -> Path:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("BRANCHPOINT_CACHE_DIR", str(tmp_path_factory.mktemp("why-cache")))
-        yield prepare.prepare_hf_folder(tiny_hf_dir, name="tiny-why")
+def prepared(prepared_tiny_dir) -> Path:
+    return prepared_tiny_dir
 
 
 def lane_text(lane) -> str:

@@ -3354,6 +3354,14 @@ score {score} · parent slot {parent}</source>
             <translation>推向 A“{a}”</translation>
         </message>
         <message>
+            <source>push</source>
+            <translation>推力</translation>
+        </message>
+        <message>
+            <source>none</source>
+            <translation>无</translation>
+        </message>
+        <message>
             <source>pushed toward A “{token}”</source>
             <translation>推向 A“{token}”</translation>
         </message>
