@@ -57,6 +57,14 @@ def main() -> int:
     name = f"why_{args.lang}_{args.theme}.png"
     window.grab().save(str(args.out / name))
     window.why.grab().save(str(args.out / f"why_tab_{args.lang}_{args.theme}.png"))
+    from gui.views.why_view import WhyView
+
+    alone = WhyView(window.state)  # as the image export draws it: at its export size, over the same state
+    alone.resize(1000, 1100)
+    alone.show()
+    settle(app, window)
+    alone.grab().save(str(args.out / f"why_view_{args.lang}_{args.theme}.png"))
+    alone.close()
     print(f"wrote {args.out / name}")
     window.shutdown()
     return 0

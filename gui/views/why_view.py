@@ -39,6 +39,7 @@ from gui.views import style
 from gui.views.figure import Figure
 
 CELL_W, CELL_H, LABEL_W, HEAD_H = 34, 13, 40, 18
+MIN_VALUE_W = 30  # narrower cells show their colour only (the tooltip-free grid keeps the caption's sums)
 TEXT_MAX_PX = 220
 
 
@@ -49,14 +50,19 @@ class DepthChart(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.grid: DepthGrid | None = None
-        self.setSizePolicy(QSizePolicy.Policy.Minimum, QSizePolicy.Policy.Fixed)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.setMinimumWidth(LABEL_W + 60)
 
     def set_grid(self, grid: DepthGrid | None) -> None:
         self.grid = grid
         rows = len(grid.row_labels) if grid else 0
-        columns = len(grid.column_labels) if grid else 0
-        self.setFixedSize(LABEL_W + CELL_W * columns + 4, HEAD_H + CELL_H * rows + 4 if grid else 0)
+        self.setFixedHeight(HEAD_H + CELL_H * rows + 4 if grid else 0)
         self.update()
+
+    def cell_width(self) -> float:
+        """The columns share the width there is, at most CELL_W each (values are written from MIN_VALUE_W)."""
+        columns = len(self.grid.column_labels) if self.grid else 1
+        return min(CELL_W, (self.width() - LABEL_W - 4) / columns)
 
     def paintEvent(self, _event) -> None:  # noqa: N802 - Qt's name
         grid = self.grid
@@ -67,8 +73,9 @@ class DepthChart(QWidget):
         painter.fillRect(self.rect(), QColor(scheme.background))
         painter.setFont(style.ui_font(7))
         painter.setPen(QColor(scheme.ink))
+        width = self.cell_width()
         for column, label in enumerate(grid.column_labels):
-            painter.drawText(QRectF(LABEL_W + column * CELL_W, 0, CELL_W, HEAD_H), Qt.AlignmentFlag.AlignCenter, label)
+            painter.drawText(QRectF(LABEL_W + column * width, 0, width, HEAD_H), Qt.AlignmentFlag.AlignCenter, label)
         for row, label in enumerate(grid.row_labels):
             top = HEAD_H + row * CELL_H
             painter.setPen(QColor(scheme.ink))
@@ -76,12 +83,12 @@ class DepthChart(QWidget):
             for column, value in enumerate(grid.values[row]):
                 if value is None:
                     continue
-                cell = QRectF(LABEL_W + column * CELL_W, top, CELL_W - 1, CELL_H - 1)
+                cell = QRectF(LABEL_W + column * width, top, width - 1, CELL_H - 1)
                 painter.fillRect(cell, QColor(scheme.push(value / grid.scale)))
-                if abs(value) >= 0.05 * grid.scale:
+                if width >= MIN_VALUE_W and abs(value) >= 0.05 * grid.scale:
                     painter.drawText(cell, Qt.AlignmentFlag.AlignCenter, f"{value:+.2f}")
         painter.setPen(QPen(QColor(scheme.faint), 1))
-        painter.drawLine(LABEL_W + 2 * CELL_W - 1, HEAD_H, LABEL_W + 2 * CELL_W - 1, self.height())
+        painter.drawLine(round(LABEL_W + 2 * width - 1), HEAD_H, round(LABEL_W + 2 * width - 1), self.height())
         painter.end()
 
 

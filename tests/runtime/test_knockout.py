@@ -147,3 +147,23 @@ def test_depth_split_matches_transformers_residual_pieces(edited_dir, hf_model):
         assert split.attention[i] == pytest.approx(share(pieces[f"attn{i}"]), abs=1e-4)
         assert split.mlp[i] == pytest.approx(share(pieces[f"mlp{i}"]), abs=1e-4)
     assert split.rms == pytest.approx(float(rms), rel=1e-5)
+
+
+def test_a_graph_the_depth_split_does_not_read_is_refused_with_the_reason(edited_dir):
+    import json
+
+    import onnx
+
+    from runtime.depth import find_plan
+
+    model = onnx.load(str(edited_dir / "model.onnx"), load_external_data=False)
+    config = json.loads((edited_dir / "config.json").read_text(encoding="utf-8"))
+    find_plan(model.graph, config)
+    for node in model.graph.node:
+        if node.op_type == "MatMul" and "o_proj" in node.name:
+            node.op_type = "MatMulNBits"  # as a 4-bit variant's projections are
+    with pytest.raises(ValueError, match="adds no float MatMul projection"):
+        find_plan(model.graph, config)
+    with pytest.raises(ValueError, match="3 layers"):
+        find_plan(onnx.load(str(edited_dir / "model.onnx"), load_external_data=False).graph,
+                  {**config, "num_hidden_layers": 3})
