@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QMainWindow, QWidget
 from decoding.chain.spec import default_lanes
 from decoding.records.trace import RunTrace
 from gui.dialogs.setup_dialog import prepare_inspection
+from gui.dialogs.worker import GuiThreadCall, Worker
 from gui.i18n import translate
 from gui.present import colours
 from gui.shell import image_export, restore
@@ -33,9 +34,8 @@ from gui.shell.theme import app_theme
 from gui.shell.tour_runner import TourRunner
 from gui.shell.unsaved import UnsavedRun
 from gui.shell.window_parts import WindowChrome, build_layout
-from gui.shell.worker import GuiThreadCall, Worker
 from gui.state.controller import RunController
-from gui.state.run_state import JobKind, RunState
+from gui.state.run_state import RunState
 from gui.views import generation_configs
 from gui.views.branch_strategy import BranchStrategyBox
 from gui.views.lanes_editor import LanesEditor, preset_for_window
@@ -158,7 +158,7 @@ class MainWindow(QMainWindow):
                             else translate("main_window", "Branchpoint"))
 
     def _on_job_started(self, job) -> None:
-        if job is JobKind.WHY:  # its progress bar and Cancel are there
+        if job.name == "why":  # its progress bar and Cancel are there (gui.state.tasks.why)
             self.show_view("why")
 
     def _on_explained(self) -> None:

@@ -1,7 +1,7 @@
 """Why A, not B, a view of the RunState: for the selected step, the push of every earlier token on the choice
 (the knock-out: each token hidden from every later one), the text shaded by it on a diverging scale with its
 legend, the five strongest pushers each way with their numbers, and a layer × component grid of where in depth
-the gap is made (gui.present.why_rows draws the numbers; the job: gui.state.why_command). While one runs: a
+the gap is made (gui.present.why_rows draws the numbers; the task: gui.state.tasks.why). While one runs: a
 progress bar and Cancel."""
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ class WhyView(QWidget):
         for name in ("selection_changed", "run_finished", "lanes_reset", "lane_removed"):
             state.events.connect(name, lambda *_args: self.redraw())
         state.events.connect("why_changed", self._on_why)
-        state.events.connect("why_progress", self._on_progress)
+        state.events.connect("task_progress", self._on_progress)
         self.redraw()
 
     # ---- public API --------------------------------------------------------------------------------------
