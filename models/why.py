@@ -21,6 +21,7 @@ from decoding.analysis.why import (
     WhyResult,
     check_candidates,
     check_span,
+    group_text,
     knockable,
     pushes,
     word_groups,
@@ -71,13 +72,15 @@ def why_step(
     decoder, tokenizer = model.decoder, model.tokenizer
     check_candidates(a, b, decoder.vocab_size)
     texts = [tokenizer.piece(t) for t in context]
+    pieces = [tokenizer.token_bytes(t) for t in context]
     positions = [[j] for j in range(len(context) - 1)]
-    words = [group for group in knockable(word_groups(texts), len(context)) if len(group) > 1]
+    words = [group for group in knockable(word_groups(texts, pieces), len(context)) if len(group) > 1]
     span_groups = [check_span(span, len(context)) for span in spans]
+    groups = positions + words + span_groups
     knockout = Knockout(decoder)
-    rows = knockout.run(context, positions + words + span_groups, [a, b], progress)
-    found = pushes(positions + words + span_groups, texts, rows.base_logits, rows.base_log_norm, rows.logits,
-                   rows.log_norm, rows.top_ids)
+    rows = knockout.run(context, groups, [a, b], progress)
+    found = pushes(groups, texts, rows.base_logits, rows.base_log_norm, rows.logits, rows.log_norm, rows.top_ids,
+                   [group_text(group, pieces) if len(group) > 1 else texts[group[0]] for group in groups])
     probs = [math.exp(float(v) - rows.base_log_norm) for v in rows.base_logits]
     result = WhyResult(
         lane=lane.name, step=step, a=Candidate(a, tokenizer.piece(a)), b=Candidate(b, tokenizer.piece(b)),

@@ -203,32 +203,65 @@ class WhyResult:
 
 
 def pushes(groups: Sequence[Sequence[int]], texts: Sequence[str], base_logits: Sequence[float], base_log_norm: float,
-           logits: np.ndarray, log_norm: np.ndarray, top_ids: np.ndarray) -> list[Push]:
+           logits: np.ndarray, log_norm: np.ndarray, top_ids: np.ndarray,
+           group_texts: Sequence[str] | None = None) -> list[Push]:
     """Knock-out rows as pushes: groups[r] hidden in row r; logits [rows, 2] of (A, B), log_norm [rows]; base_* the
-    plain run's."""
+    plain run's. A row's text is its tokens' texts joined, or group_texts[r]."""
     base_gap = float(base_logits[0]) - float(base_logits[1])
     base_a, base_b = (math.exp(float(base_logits[i]) - base_log_norm) for i in range(2))
     rows = []
     for r, group in enumerate(groups):
         prob_a, prob_b = (math.exp(float(logits[r, i]) - float(log_norm[r])) for i in range(2))
         gap = float(logits[r, 0]) - float(logits[r, 1])
-        text = "".join(texts[p] for p in group)
+        text = group_texts[r] if group_texts is not None else "".join(texts[p] for p in group)
         rows.append(Push(tuple(int(p) for p in group), text, base_gap - gap, prob_a - base_a, prob_b - base_b,
                          int(top_ids[r])))
     return rows
 
 
-def word_groups(texts: Sequence[str]) -> list[list[int]]:
-    """Positions grouped into words: a token continues the word before it unless it starts with a space or
-    follows one, or either side is a CJK character or punctuation (each its own group), or it is empty (a
-    special token's piece). Every position is in exactly one group, in order."""
+def character_groups(pieces: Sequence[bytes]) -> list[list[int]]:
+    """Positions grouped into whole characters: a byte-level token that leaves a UTF-8 character unfinished takes
+    the next tokens until it is (我 can be two tokens, 虽 three)."""
     groups: list[list[int]] = []
-    for position, text in enumerate(texts):
-        previous = texts[position - 1] if position else ""
-        if groups and _continues(previous, text):
+    pending = b""
+    for position, piece in enumerate(pieces):
+        if pending:
             groups[-1].append(position)
+            pending += piece
         else:
             groups.append([position])
+            pending = piece
+        if not _unfinished(pending):
+            pending = b""
+    return groups
+
+
+def _unfinished(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.reason == "unexpected end of data"
+    return False
+
+
+def group_text(group: Sequence[int], pieces: Sequence[bytes]) -> str:
+    return b"".join(pieces[p] for p in group).decode("utf-8", errors="replace")
+
+
+def word_groups(texts: Sequence[str], pieces: Sequence[bytes] | None = None) -> list[list[int]]:
+    """Positions grouped into words: a token continues the word before it unless it starts with a space or
+    follows one, or either side is a CJK character or punctuation (each its own group), or it is empty (a
+    special token's piece). With the tokens' bytes (`pieces`), the tokens of one character go together first, so
+    a character split over byte-level tokens is one group. Every position is in exactly one group, in order."""
+    characters = character_groups(pieces) if pieces is not None else [[p] for p in range(len(texts))]
+    shown = [group_text(c, pieces) for c in characters] if pieces is not None else list(texts)
+    groups: list[list[int]] = []
+    for index, text in enumerate(shown):
+        previous = shown[index - 1] if index else ""
+        if groups and _continues(previous, text):
+            groups[-1].extend(characters[index])
+        else:
+            groups.append(list(characters[index]))
     return groups
 
 

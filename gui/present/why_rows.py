@@ -22,19 +22,31 @@ def push_scale(result: WhyResult) -> float:
 
 def token_html(result: WhyResult) -> str:
     """The context, each token on its push's colour (the last one, read directly, plain and underlined), each
-    with its numbers as a tooltip-like title."""
+    with its numbers as a title; a character split over byte-level tokens (我: two) is shown whole, on the push
+    of its tokens hidden together."""
     scheme, scale = colours.current(), push_scale(result)
-    parts = []
-    for position, text in enumerate(result.texts):
+    characters = split_characters(result)
+    parts, position = [], 0
+    while position < len(result.texts):
+        row = characters.get(position) or (result.positions[position] if position < len(result.positions) else None)
+        text = row.text if position in characters else result.texts[position]
         shown = html.escape(text).replace("\n", "↵<br>")
-        if position >= len(result.positions):
+        if row is None:
             title = translate("why", "the last token: read directly, not through attention (no knock-out)")
             parts.append(f'<span title="{html.escape(title)}" style="text-decoration:underline">{shown}</span>')
-            continue
-        row = result.positions[position]
-        parts.append(f'<span title="{html.escape(push_title(row))}" style="background-color:'
-                     f'{scheme.push(row.push / scale)};color:{scheme.ink}">{shown}</span>')
+        else:
+            parts.append(f'<span title="{html.escape(push_title(row))}" style="background-color:'
+                         f'{scheme.push(row.push / scale)};color:{scheme.ink}">{shown}</span>')
+        position += len(row.positions) if position in characters else 1
     return "".join(parts)
+
+
+def split_characters(result: WhyResult) -> dict[int, Push]:
+    """The word rows that are characters split over byte-level tokens (their pieces shown as \\x.. bytes), by
+    their first position."""
+    return {row.positions[0]: row for row in result.words
+            if any("\\x" in result.texts[p] for p in row.positions)
+            and list(row.positions) == list(range(row.positions[0], row.positions[-1] + 1))}
 
 
 def push_title(row: Push) -> str:

@@ -105,3 +105,12 @@ def test_json_round_trip_is_exact():
     assert again.to_json() == result.to_json()
     with pytest.raises(ValueError, match="branchpoint-why"):
         WhyResult.from_json('{"format": "other"}')
+
+
+def test_a_character_split_over_byte_tokens_is_one_group():
+    from decoding.analysis.why import character_groups
+
+    pieces = ["我".encode()[:2], "我".encode()[2:], *(bytes([b]) for b in "虽".encode()), "，".encode(), b" but", b"s"]
+    texts = [piece.decode("utf-8", errors="backslashreplace") for piece in pieces]
+    assert character_groups(pieces) == [[0, 1], [2, 3, 4], [5], [6], [7]]
+    assert word_groups(texts, pieces) == [[0, 1], [2, 3, 4], [5], [6, 7]]
