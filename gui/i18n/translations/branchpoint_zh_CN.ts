@@ -16,6 +16,10 @@
             <translation>模型</translation>
         </message>
         <message>
+            <source>Model licence</source>
+            <translation>模型许可</translation>
+        </message>
+        <message>
             <source>Execution provider in use</source>
             <translation>实际使用的执行提供程序</translation>
         </message>
@@ -30,6 +34,14 @@
         <message>
             <source>Settings file</source>
             <translation>设置文件</translation>
+        </message>
+        <message>
+            <source>not recorded (see the model's own page)</source>
+            <translation>未记录（见模型自己的页面）</translation>
+        </message>
+        <message>
+            <source>accepted when prepared</source>
+            <translation>准备时已接受</translation>
         </message>
     </context>
     <context>
@@ -541,6 +553,45 @@
         <message>
             <source>&amp;Help</source>
             <translation>帮助(&amp;H)</translation>
+        </message>
+    </context>
+    <context>
+        <name>add_model</name>
+        <message>
+            <source>Licence of {model}</source>
+            <translation>{model} 的许可</translation>
+        </message>
+        <message>
+            <source>{model} is made available under the {licence}. Read the terms; preparing it means accepting them.</source>
+            <translation>{model} 依据 {licence} 提供。请阅读这些条款；准备该模型即表示接受它们。</translation>
+        </message>
+        <message>
+            <source>&lt;p&gt;The full text is at &lt;a href="{url}"&gt;{url}&lt;/a&gt;; a copy is kept in the model's folder once it is prepared.&lt;/p&gt;</source>
+            <translation>&lt;p&gt;全文见 &lt;a href="{url}"&gt;{url}&lt;/a&gt;；模型准备好后，其文件夹中会保留一份副本。&lt;/p&gt;</translation>
+        </message>
+        <message>
+            <source>Accept</source>
+            <translation>接受</translation>
+        </message>
+        <message>
+            <source>Preparing {model}: {size} downloaded once from {source}, checked, converted and exported to ONNX into your cache folder (a few minutes).</source>
+            <translation>正在准备 {model}：从 {source} 下载一次（{size}），校验、转换并导出为 ONNX，存入你的缓存文件夹（需要几分钟）。</translation>
+        </message>
+        <message>
+            <source>Add model</source>
+            <translation>添加模型</translation>
+        </message>
+        <message>
+            <source>GGUF model file</source>
+            <translation>GGUF 模型文件</translation>
+        </message>
+        <message>
+            <source>Preparing {file}: dequantized to float32, its tokenizer built from its own vocabulary, exported to ONNX and checked (a minute or more, by its size).</source>
+            <translation>正在准备 {file}：反量化为 float32，用其自身词表构建分词器，导出为 ONNX 并校验（视大小需要一分钟或更久）。</translation>
+        </message>
+        <message>
+            <source>Add GGUF model</source>
+            <translation>添加 GGUF 模型</translation>
         </message>
     </context>
     <context>
@@ -1538,6 +1589,92 @@ score {score} · parent slot {parent}</source>
         </message>
     </context>
     <context>
+        <name>first_run</name>
+        <message>
+            <source>Choose a model</source>
+            <translation>选择模型</translation>
+        </message>
+        <message>
+            <source>Branchpoint shows how a language model chooses its tokens. Choose the model to prepare: it is downloaded once, converted and exported to ONNX into your cache folder. More can be added later from the model picker.</source>
+            <translation>Branchpoint 展示语言模型如何选择词元。请选择要准备的模型：它只下载一次，转换并导出为 ONNX，存入你的缓存文件夹。以后可以在模型选择器中添加更多模型。</translation>
+        </message>
+        <message>
+            <source>Prepare</source>
+            <translation>准备</translation>
+        </message>
+        <message>
+            <source>Not now</source>
+            <translation>暂不</translation>
+        </message>
+    </context>
+    <context>
+        <name>hub_dialog</name>
+        <message>
+            <source>Add model from Hugging Face</source>
+            <translation>从 Hugging Face 添加模型</translation>
+        </message>
+        <message>
+            <source>main (a branch, tag or commit)</source>
+            <translation>main（分支、标签或提交）</translation>
+        </message>
+        <message>
+            <source>only for gated or private models</source>
+            <translation>仅用于受限或私有模型</translation>
+        </message>
+        <message>
+            <source>Used for this download only and never saved. Without one, the HF_TOKEN variable or huggingface_hub's login is used. Make one at https://huggingface.co/settings/tokens</source>
+            <translation>仅用于本次下载，从不保存。不填写时使用 HF_TOKEN 变量或 huggingface_hub 的登录信息。在 https://huggingface.co/settings/tokens 创建令牌</translation>
+        </message>
+        <message>
+            <source>Model id</source>
+            <translation>模型 ID</translation>
+        </message>
+        <message>
+            <source>Revision</source>
+            <translation>版本</translation>
+        </message>
+        <message>
+            <source>Token</source>
+            <translation>令牌</translation>
+        </message>
+        <message>
+            <source>Only the model's configuration, tokenizer and safetensors weights are downloaded — never its code. The download resumes where it stopped after a broken connection or Cancel.</source>
+            <translation>只下载模型的配置、分词器和 safetensors 权重——从不下载其代码。连接中断或取消后，下载会从中断处继续。</translation>
+        </message>
+        <message>
+            <source>Enter a model id and press Download.</source>
+            <translation>输入模型 ID，然后点击“下载”。</translation>
+        </message>
+        <message>
+            <source>download</source>
+            <translation>下载</translation>
+        </message>
+        <message>
+            <source>Download</source>
+            <translation>下载</translation>
+        </message>
+        <message>
+            <source>Enter a model id: owner/name, as on its hub page.</source>
+            <translation>请输入模型 ID：所有者/名称，与其 Hub 页面上的一致。</translation>
+        </message>
+        <message>
+            <source>{done} of {total}</source>
+            <translation>{done} / {total}</translation>
+        </message>
+        <message>
+            <source>Pickled weights</source>
+            <translation>pickle 格式的权重</translation>
+        </message>
+        <message>
+            <source>{reason}
+
+Read them with torch's weights_only loader (tensors only, no code) and go on?</source>
+            <translation>{reason}
+
+用 torch 的 weights_only 加载器读取它们（只读张量，不执行代码）并继续吗？</translation>
+        </message>
+    </context>
+    <context>
         <name>inside_data</name>
         <message>
             <source>‹start›</source>
@@ -2143,10 +2280,95 @@ score {score} · parent slot {parent}</source>
         </message>
     </context>
     <context>
+        <name>model_offers</name>
+        <message>
+            <source>English</source>
+            <translation>英文</translation>
+        </message>
+        <message>
+            <source>Chinese</source>
+            <translation>中文</translation>
+        </message>
+        <message>
+            <source>multilingual</source>
+            <translation>多语言</translation>
+        </message>
+        <message>
+            <source>, </source>
+            <translation>、</translation>
+        </message>
+        <message>
+            <source>Hugging Face hub {id} (needs network)</source>
+            <translation>Hugging Face Hub {id}（需要网络）</translation>
+        </message>
+        <message>
+            <source>PyPI {package}</source>
+            <translation>PyPI {package}</translation>
+        </message>
+        <message>
+            <source>{size} from the hub</source>
+            <translation>从 Hub 下载 {size}</translation>
+        </message>
+        <message>
+            <source>{size} from PyPI</source>
+            <translation>从 PyPI 下载 {size}</translation>
+        </message>
+        <message>
+            <source>prepared</source>
+            <translation>已准备</translation>
+        </message>
+        <message>
+            <source> (to accept before preparing)</source>
+            <translation>（准备前需接受）</translation>
+        </message>
+        <message>
+            <source>{description}
+Parameters: {parameters} · writes: {languages}
+Licence: {licence}
+Source: {source}, {size} to download</source>
+            <translation>{description}
+参数：{parameters} · 书写语言：{languages}
+许可：{licence}
+来源：{source}，需下载 {size}</translation>
+        </message>
+        <message>
+            <source>{label} · {architecture} {quantization} · {size} · found in {where}</source>
+            <translation>{label} · {architecture} {quantization} · {size} · 在 {where} 中找到</translation>
+        </message>
+        <message>
+            <source>{model} writes English only; {other} writes Chinese and is prepared.</source>
+            <translation>{model} 只会写英文；{other} 会写中文，且已准备好。</translation>
+        </message>
+        <message>
+            <source>Switch to {other}</source>
+            <translation>切换到 {other}</translation>
+        </message>
+        <message>
+            <source>{model} writes English only; {other} writes Chinese ({size} from {source}, prepared once).</source>
+            <translation>{model} 只会写英文；{other} 会写中文（从 {source} 下载 {size}，只需准备一次）。</translation>
+        </message>
+        <message>
+            <source>the hub</source>
+            <translation>Hub</translation>
+        </message>
+        <message>
+            <source>Prepare {other} and switch</source>
+            <translation>准备 {other} 并切换</translation>
+        </message>
+    </context>
+    <context>
         <name>model_picker</name>
         <message>
             <source>The run's model: every lane that names no model of its own runs on it (the lanes editor's model field)</source>
             <translation>运行的模型：未指定自己模型的泳道都使用它（见泳道编辑器的模型字段）</translation>
+        </message>
+        <message>
+            <source>Add model from Hugging Face…</source>
+            <translation>从 Hugging Face 添加模型…</translation>
+        </message>
+        <message>
+            <source>Add GGUF file…</source>
+            <translation>添加 GGUF 文件…</translation>
         </message>
         <message>
             <source>Add local folder…</source>
@@ -2633,32 +2855,32 @@ score {score} · parent slot {parent}</source>
     <context>
         <name>setup_dialog</name>
         <message>
-            <source>cancelling…</source>
-            <translation>正在取消…</translation>
-        </message>
-        <message>
-            <source>starting…</source>
-            <translation>正在开始…</translation>
-        </message>
-        <message>
             <source>Cancel</source>
             <translation>取消</translation>
-        </message>
-        <message>
-            <source>Retry</source>
-            <translation>重试</translation>
-        </message>
-        <message>
-            <source>failed</source>
-            <translation>失败</translation>
         </message>
         <message>
             <source>cancelled</source>
             <translation>已取消</translation>
         </message>
         <message>
+            <source>failed</source>
+            <translation>失败</translation>
+        </message>
+        <message>
             <source>Close</source>
             <translation>关闭</translation>
+        </message>
+        <message>
+            <source>Retry</source>
+            <translation>重试</translation>
+        </message>
+        <message>
+            <source>cancelling…</source>
+            <translation>正在取消…</translation>
+        </message>
+        <message>
+            <source>starting…</source>
+            <translation>正在开始…</translation>
         </message>
     </context>
     <context>
