@@ -247,7 +247,8 @@ STOPS += [
             "the runner-up: blue words pushed toward “ but”, orange ones away. “Although” is also the first "
             "token, where attention parks (the sink), so hiding it moves more than its meaning. The Attention "
             "tab shows where the same step looks. The Chinese version (虽然 → 但) needs a model that writes "
-            "Chinese: prepare gemma-3-270m, choose it in the Model list, run 我虽然很累， and press Y at 但.",
+            "Chinese and whose prepared graph takes a per-row attention mask: gemma-3-270m writes 但是 after "
+            "我虽然很累， but its graph does not take one yet (“Why” says so).",
         ),
     ),
 ]

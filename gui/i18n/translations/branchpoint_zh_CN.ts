@@ -3357,8 +3357,8 @@ Source: {source}, {size} to download</source>
             <translation>哪些词推动了“ but”？</translation>
         </message>
         <message>
-            <source>The model writes “ but” after “Although …,” (the 虽然 … 但 pattern, wrong in English). The Why tab hides each earlier word from every later one in turn and shows how much that moves “ but” against the runner-up: blue words pushed toward “ but”, orange ones away. “Although” is also the first token, where attention parks (the sink), so hiding it moves more than its meaning. The Attention tab shows where the same step looks. The Chinese version (虽然 → 但) needs a model that writes Chinese: prepare gemma-3-270m, choose it in the Model list, run 我虽然很累， and press Y at 但.</source>
-            <translation>模型在“Although …,”之后写出“ but”（即“虽然……但”的句式，在英语里是错的）。“为什么”标签页依次把每个更早的词对其后所有词隐藏，显示这使“ but”相对第二名移动多少：蓝色的词推向“ but”，橙色的词推离它。“Although”也是第一个词元，注意力停靠在那里（注意力汇），所以隐藏它移动的不只是它的词义。“注意力”标签页显示同一步看向哪里。中文版本（虽然 → 但）需要一个会写中文的模型：准备 gemma-3-270m，在模型列表中选择它，运行“我虽然很累，”，并在“但”那一步按 Y。</translation>
+            <source>The model writes “ but” after “Although …,” (the 虽然 … 但 pattern, wrong in English). The Why tab hides each earlier word from every later one in turn and shows how much that moves “ but” against the runner-up: blue words pushed toward “ but”, orange ones away. “Although” is also the first token, where attention parks (the sink), so hiding it moves more than its meaning. The Attention tab shows where the same step looks. The Chinese version (虽然 → 但) needs a model that writes Chinese and whose prepared graph takes a per-row attention mask: gemma-3-270m writes 但是 after 我虽然很累， but its graph does not take one yet (“Why” says so).</source>
+            <translation>模型在“Although …,”之后写出“ but”（即“虽然……但”的句式，在英语里是错的）。“为什么”标签页依次把每个更早的词对其后所有词隐藏，显示这使“ but”相对第二名移动多少：蓝色的词推向“ but”，橙色的词推离它。“Although”也是第一个词元，注意力停靠在那里（注意力汇），所以隐藏它移动的不只是它的词义。“注意力”标签页显示同一步看向哪里。中文版本（虽然 → 但）需要一个会写中文、且准备好的计算图接受逐行注意力掩码的模型：gemma-3-270m 在“我虽然很累，”之后写出“但是”，但它的计算图还不接受这种掩码（“为什么”会说明）。</translation>
         </message>
         <message>
             <source>Quantization noise flips near-ties</source>
