@@ -81,7 +81,8 @@ class MainWindow(QMainWindow):
         self.autosaver = Autosaver(self.state, parent=self)
         self._build_desktop(settings)
         for event, slot in (("run_started", self._on_run_started), ("run_finished", self._on_run_finished),
-                            ("model_changed", self._on_model_changed), ("explanations_changed", self._on_explained)):
+                            ("model_changed", self._on_model_changed), ("explanations_changed", self._on_explained),
+                            ("run_started", self._on_job_started)):
             self.state.events.connect(event, slot)
         if model_dir is not None:
             self.set_model(model_dir)
@@ -122,7 +123,8 @@ class MainWindow(QMainWindow):
         commands, files, lanes = self.commands, self.files, self.lanes
         table = {name: getattr(commands, name) for name in (
             "run", "stop", "replay", "run_again_and_compare", "undo_branch", "explain_selected_lane", "previous_lane",
-            "next_lane", "toggle_step_mode", "step_selected_lane", "run_selected_lane_to_end", "compare_with_model")}
+            "next_lane", "toggle_step_mode", "step_selected_lane", "run_selected_lane_to_end", "compare_with_model",
+            "why_selected_step")}
         table["step_all"] = commands.run
         return {**table, "open": files.open_dialog, "save": files.save_dialog, "export": files.export_dialog,
                 "edit_thresholds": self.text.edit_thresholds,
@@ -159,6 +161,10 @@ class MainWindow(QMainWindow):
         name = self.controller.holder.name if self.controller.holder else self.state.model_name
         self.setWindowTitle(translate("main_window", "Branchpoint — {name}").format(name=name) if name
                             else translate("main_window", "Branchpoint"))
+
+    def _on_job_started(self, job) -> None:
+        if job.name == "why":  # its progress bar and Cancel are there (gui.state.tasks.why)
+            self.show_view("why")
 
     def _on_explained(self) -> None:
         if not self.tour.waiting_for_explanation and not any(self.view_shown(v) for v in ("attention", "lens",

@@ -122,6 +122,17 @@ def hub_server(monkeypatch, tmp_path):
 
 
 @pytest.fixture(scope="session")
+def prepared_tiny_dir(tmp_path_factory, tiny_hf_dir: Path) -> Path:
+    """The tiny model prepared as Branchpoint prepares models (graph edits: the in-place graph's per-row mask), in
+    a cache of its own; its inspection model is not prepared."""
+    from models import prepare
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("BRANCHPOINT_CACHE_DIR", str(tmp_path_factory.mktemp("prepared-tiny-cache")))
+        return prepare.prepare_hf_folder(tiny_hf_dir, name="tiny-prepared")
+
+
+@pytest.fixture(scope="session")
 def default_model_dir() -> Path:
     """The prepared default model. CI prepares it before the tests; elsewhere the test is skipped if it is absent."""
     from models.catalog import default_model_dir as find_default

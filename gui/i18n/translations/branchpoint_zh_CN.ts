@@ -186,6 +186,10 @@
             <translation>开始新的运行</translation>
         </message>
         <message>
+            <source>Select a token of a lane first (click it in the text): “Why” explains that step.</source>
+            <translation>请先选择车道中的一个词元（在文本中点击它）：“为什么”解释那一步。</translation>
+        </message>
+        <message>
             <source>Select a token of the lane to explain (click it in the text).</source>
             <translation>请选择要解释的泳道中的一个词元（在文本中单击它）。</translation>
         </message>
@@ -307,6 +311,10 @@
         <message>
             <source>This stop compares the model with its {variant} variant, {name}, which is not prepared here: prepare it first (Model → Add precision variant…, or python main.py prepare --variant {variant}).</source>
             <translation>这一站把模型与它的 {variant} 变体 {name} 比较，但这里还没有准备它：请先准备（模型 → 添加精度变体…，或 python main.py prepare --variant {variant}）。</translation>
+        </message>
+        <message>
+            <source>This run never chose “{token}”: select a step and press Y to ask why it chose its token.</source>
+            <translation>这次运行从未选择“{token}”：选择一步并按 Y，询问它为什么选择了它的词元。</translation>
         </message>
     </context>
     <context>
@@ -473,6 +481,14 @@
         <message>
             <source>Inside the model for the selected lane: every layer's attention per head and the logit lens (Attention and Logit lens tabs)</source>
             <translation>查看所选泳道在模型内部的情况：每层每个头的注意力和 logit 透镜（“注意力”和“Logit 透镜”标签页）</translation>
+        </message>
+        <message>
+            <source>Why this token?</source>
+            <translation>为什么是这个词元？</translation>
+        </message>
+        <message>
+            <source>For the selected step: each earlier token hidden from every later one in turn, and how much that moves its token against the runner-up; where in depth the difference is made (Why tab)</source>
+            <translation>对所选的一步：依次把每个更早的词元对其后所有词元隐藏，看这使它的词元相对第二名移动多少；以及这个差在模型的哪一层形成（“为什么”标签页）</translation>
         </message>
         <message>
             <source>Compare with model…</source>
@@ -1439,6 +1455,10 @@ score {score} · parent slot {parent}</source>
             <source>added {len} temperature fan-outs of “{name}”: Run to compare them</source>
             <translation>已为“{name}”添加 {len} 个温度扇出：运行后即可比较</translation>
         </message>
+        <message>
+            <source>Could not answer “why”: {message}.</source>
+            <translation>无法回答“为什么”：{message}。</translation>
+        </message>
     </context>
     <context>
         <name>critical_dialog</name>
@@ -1805,6 +1825,10 @@ Read them with torch's weights_only loader (tensors only, no code) and go on?</s
         <message>
             <source>Force “{token}” for all lanes at step {step}</source>
             <translation>在第 {step} 步对全部泳道强制“{token}”</translation>
+        </message>
+        <message>
+            <source>Why the chosen token and not “{token}”?</source>
+            <translation>为什么选了这个词元而不是“{token}”？</translation>
         </message>
     </context>
     <context>
@@ -2878,6 +2902,10 @@ Source: {source}, {size} to download</source>
             <translation>正在比较模型…</translation>
         </message>
         <message>
+            <source>knocking out each earlier token…</source>
+            <translation>正在逐个屏蔽更早的词元…</translation>
+        </message>
+        <message>
             <source>no model</source>
             <translation>无模型</translation>
         </message>
@@ -3046,6 +3074,10 @@ Source: {source}, {size} to download</source>
         <message>
             <source>Replay with the runner-up: “{token}” ({prob})</source>
             <translation>用次优词元重放：“{token}”（{prob}）</translation>
+        </message>
+        <message>
+            <source>Why this token and not the runner-up? (Y)</source>
+            <translation>为什么是这个词元而不是第二名？(Y)</translation>
         </message>
         <message>
             <source>Explain this lane: attention, logit lens</source>
@@ -3321,6 +3353,14 @@ Source: {source}, {size} to download</source>
             <translation>每一行是模型在这一层之后就停下时会说出的词：前面的层大多只是重复当前的词，最终的选择很晚才升到第一。红框沿着各层跟踪它，表格上方的说明指出它在哪一层定下来。</translation>
         </message>
         <message>
+            <source>Which words pushed “ but”?</source>
+            <translation>哪些词推动了“ but”？</translation>
+        </message>
+        <message>
+            <source>The model writes “ but” after “Although …,” (the 虽然 … 但 pattern, wrong in English). The Why tab hides each earlier word from every later one in turn and shows how much that moves “ but” against the runner-up: blue words pushed toward “ but”, orange ones away. “Although” is also the first token, where attention parks (the sink), so hiding it moves more than its meaning. The Attention tab shows where the same step looks. The Chinese version (虽然 → 但) needs a model that writes Chinese and whose prepared graph takes a per-row attention mask: gemma-3-270m writes 但是 after 我虽然很累， but its graph does not take one yet (“Why” says so).</source>
+            <translation>模型在“Although …,”之后写出“ but”（即“虽然……但”的句式，在英语里是错的）。“为什么”标签页依次把每个更早的词对其后所有词隐藏，显示这使“ but”相对第二名移动多少：蓝色的词推向“ but”，橙色的词推离它。“Although”也是第一个词元，注意力停靠在那里（注意力汇），所以隐藏它移动的不只是它的词义。“注意力”标签页显示同一步看向哪里。中文版本（虽然 → 但）需要一个会写中文、且准备好的计算图接受逐行注意力掩码的模型：gemma-3-270m 在“我虽然很累，”之后写出“但是”，但它的计算图还不接受这种掩码（“为什么”会说明）。</translation>
+        </message>
+        <message>
             <source>Quantization noise flips near-ties</source>
             <translation>量化噪声翻转近乎平局的选择</translation>
         </message>
@@ -3477,6 +3517,10 @@ Source: {source}, {size} to download</source>
             <translation>词元</translation>
         </message>
         <message>
+            <source>Why</source>
+            <translation>为什么</translation>
+        </message>
+        <message>
             <source>Timeline</source>
             <translation>时间线</translation>
         </message>
@@ -3511,6 +3555,133 @@ Source: {source}, {size} to download</source>
         <message>
             <source>Model comparison</source>
             <translation>模型比较</translation>
+        </message>
+    </context>
+    <context>
+        <name>why</name>
+        <message>
+            <source>the last token: read directly, not through attention (no knock-out)</source>
+            <translation>最后一个词元：直接读取，不经过注意力（无屏蔽）</translation>
+        </message>
+        <message>
+            <source>position {pos}: push {push:+.3f} · Δp(A) {da:+.3f} · Δp(B) {db:+.3f}</source>
+            <translation>位置 {pos}：推力 {push:+.3f} · Δp(A) {da:+.3f} · Δp(B) {db:+.3f}</translation>
+        </message>
+        <message>
+            <source>toward B “{b}”</source>
+            <translation>推向 B“{b}”</translation>
+        </message>
+        <message>
+            <source>toward A “{a}”</source>
+            <translation>推向 A“{a}”</translation>
+        </message>
+        <message>
+            <source>push</source>
+            <translation>推力</translation>
+        </message>
+        <message>
+            <source>none</source>
+            <translation>无</translation>
+        </message>
+        <message>
+            <source>pushed toward A “{token}”</source>
+            <translation>推向 A“{token}”</translation>
+        </message>
+        <message>
+            <source>pushed toward B “{token}”</source>
+            <translation>推向 B“{token}”</translation>
+        </message>
+        <message>
+            <source>words and spans hidden together: </source>
+            <translation>整体隐藏的词和片段：</translation>
+        </message>
+        <message>
+            <source>Why “{a}” ({pa:.3f}), not “{b}” ({pb:.3f})? lane {lane}, step {step}: logit(A) − logit(B) = {gap:+.3f}</source>
+            <translation>为什么是“{a}”（{pa:.3f}）而不是“{b}”（{pb:.3f}）？车道 {lane}，第 {step} 步：logit(A) − logit(B) = {gap:+.3f}</translation>
+        </message>
+        <message>
+            <source>A token's push: how much logit(A) − logit(B) falls when it is hidden from every later token (its key masked for all later queries; positions unchanged). Exact forward passes, {count} rows in {seconds:.1f} s.</source>
+            <translation>一个词元的推力：把它对其后所有词元隐藏时（它的键对之后所有查询屏蔽；位置不变），logit(A) − logit(B) 下降多少。精确的前向计算，{count} 行，用时 {seconds:.1f} 秒。</translation>
+        </message>
+        <message>
+            <source>Position 0 is also the attention sink: hiding it moves more than its word.</source>
+            <translation>位置 0 也是注意力汇：隐藏它移动的不只是它的词义。</translation>
+        </message>
+        <message>
+            <source>attn</source>
+            <translation>注意力</translation>
+        </message>
+        <message>
+            <source>MLP</source>
+            <translation>MLP</translation>
+        </message>
+        <message>
+            <source>emb</source>
+            <translation>嵌入</translation>
+        </message>
+        <message>
+            <source>where in depth (direct logit attribution; the final norm's scale held at its value, so only each part's direct path counts): embedding {emb:+.2f} + attention {attn:+.2f} + MLP {mlp:+.2f} + rest {rest:+.1e} = {gap:+.3f}</source>
+            <translation>在哪一层形成（直接 logit 归因；最终归一化的缩放固定为其实际值，所以只计每一部分的直接路径）：嵌入 {emb:+.2f} + 注意力 {attn:+.2f} + MLP {mlp:+.2f} + 余项 {rest:+.1e} = {gap:+.3f}</translation>
+        </message>
+        <message>
+            <source>stopped: nothing of the knock-out was kept</source>
+            <translation>已停止：屏蔽计算的结果没有保留</translation>
+        </message>
+        <message>
+            <source>why “{a}”, not “{b}”: {count} positions knocked out in {seconds:.1f} s; see the Why tab</source>
+            <translation>为什么是“{a}”而不是“{b}”：{seconds:.1f} 秒内屏蔽了 {count} 个位置；见“为什么”标签页</translation>
+        </message>
+        <message>
+            <source>“Why A, not B” needs a step of a finished run: run or open one, then pick a step.</source>
+            <translation>“为什么是 A 而不是 B”需要一次已完成运行中的一步：先运行或打开一次运行，再选一步。</translation>
+        </message>
+        <message>
+            <source>“{name}” ran on {model}: “Why” reads the run's model only.</source>
+            <translation>“{name}”在 {model} 上运行：“为什么”只读取本次运行的模型。</translation>
+        </message>
+        <message>
+            <source>“{name}” runs as a fan-out: ask “Why” of a lane without one.</source>
+            <translation>“{name}”以扇出方式运行：请对没有扇出的车道询问“为什么”。</translation>
+        </message>
+        <message>
+            <source>Step {step} is beyond “{name}” (allowed 0 to {last}).</source>
+            <translation>第 {step} 步超出了“{name}”（允许 0 到 {last}）。</translation>
+        </message>
+        <message>
+            <source>A and B are the same token: pick another candidate to compare with.</source>
+            <translation>A 和 B 是同一个词元：请选另一个候选来比较。</translation>
+        </message>
+        <message>
+            <source>“Why” needs the model “{name}” was made with: choose it in the Model list.</source>
+            <translation>“为什么”需要生成“{name}”的模型：请在模型列表中选择它。</translation>
+        </message>
+        <message>
+            <source>Why this token? (Y)</source>
+            <translation>为什么是这个词元？(Y)</translation>
+        </message>
+        <message>
+            <source>For the selected step: every earlier token hidden from every later one, in turn; its token against the runner-up</source>
+            <translation>对所选的一步：依次把每个更早的词元对其后所有词元隐藏；比较它的词元与第二名</translation>
+        </message>
+        <message>
+            <source>Cancel</source>
+            <translation>取消</translation>
+        </message>
+        <message>
+            <source>knock-out: {done} / {total} positions</source>
+            <translation>屏蔽：{done} / {total} 个位置</translation>
+        </message>
+        <message>
+            <source>Why A, not B?</source>
+            <translation>为什么是 A 而不是 B？</translation>
+        </message>
+        <message>
+            <source>Select a step and press Y, or right-click a candidate in the Step tab: every earlier token is hidden from every later one in turn, and the change of logit(A) − logit(B) is its push.</source>
+            <translation>选择一步并按 Y，或在“步”标签页中右键点击一个候选：依次把每个更早的词元对其后所有词元隐藏，logit(A) − logit(B) 的变化就是它的推力。</translation>
+        </message>
+        <message>
+            <source>no depth split: {reason}</source>
+            <translation>没有按深度的拆分：{reason}</translation>
         </message>
     </context>
 </TS>
