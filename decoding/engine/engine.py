@@ -44,9 +44,11 @@ from decoding.chain.selectors import WIDER_PREFIX
 from decoding.chain.spec import LaneSpec, assign_seeds, follows_in_run
 from decoding.engine.lane_state import LaneState, SingleRowLaneState, new_lane_state
 from decoding.engine.protocol import (
+    InFlight,
     LaneModel,
     LogitsSource,
     ModelResolver,
+    PartialRows,
     PositionLimit,
     PrefillCancelled,
     RowSummarizer,
@@ -357,7 +359,8 @@ class _ModelGroup:
         logits = np.asarray(logits, dtype=np.float32)
         top_k = max(top_n, WIDER_PREFIX)  # the statistics' top-N and a draw's wider prefix
         summary = self.source.summarize(logits, top_k) if isinstance(self.source, RowSummarizer) else None
-        return LogitsRowCache(logits, summary)
+        unseen = self.source.unseen_mass() if isinstance(self.source, PartialRows) else None
+        return LogitsRowCache(logits, summary, unseen)
 
     def feed(self) -> list[tuple[int, int]]:
         """The (old row, token) pairs its running lanes queue for the next step."""
@@ -411,7 +414,11 @@ class Run:
         self._started = False
 
     def cancel(self) -> None:
+        """Stop before the next step; a source waiting on a server (InFlight) aborts its requests now."""
         self._cancel_event.set()
+        for source in [self.engine.source, *(m.source for m in self.lane_models.values())]:
+            if isinstance(source, InFlight):
+                source.cancel_in_flight()
 
     def cancelled(self) -> bool:
         external = self._external_cancel
@@ -502,8 +509,11 @@ class Run:
             except PrefillCancelled:
                 return None
             except Exception as exc:  # noqa: BLE001 - a failing source ends the run with what it has
-                self.error = f"prefill failed: {type(exc).__name__}: {exc}"
-                return None
+                if group.source is self.engine.source or self.cancelled():
+                    self.error = None if self.cancelled() else f"prefill failed: {type(exc).__name__}: {exc}"
+                    return None
+                self._end_group(group, f"prefill failed: {type(exc).__name__}: {exc}")  # the others go on
+                continue
             for lane in group.lanes:
                 if lane.following is None:
                     lane.attach(batch, 0)
@@ -539,14 +549,38 @@ class Run:
             started = time.perf_counter()
             try:
                 for group, feed in zip(groups, feeds, strict=True):
-                    group.step(feed, self.engine.top_n)
+                    self._step_group(group, feed)
             except Exception as exc:  # noqa: BLE001 - a failing source ends the run with what it has
-                self.error = f"step failed: {type(exc).__name__}: {exc}"
-                self._stop_all(lanes, "error")
+                if self.cancelled():
+                    self._stop_all(lanes, "cancelled")
+                else:
+                    self.error = f"step failed: {type(exc).__name__}: {exc}"
+                    self._stop_all(lanes, "error")
                 return
             step_ms = (time.perf_counter() - started) * 1000.0
             timing.steps += 1
             timing.tokens += sum(len(feed) for feed in feeds)
+
+    def _step_group(self, group: _ModelGroup, feed: list[tuple[int, int]]) -> None:
+        """One group's batched step. A lane model's source failing (a server gone, say) ends that model's lanes
+        with its message, their steps kept, and the other lanes go on; the run's own source failing raises."""
+        try:
+            group.step(feed, self.engine.top_n)
+        except Exception as exc:
+            if group.source is self.engine.source:
+                raise
+            self._end_group(group, f"step {{step}} failed: {type(exc).__name__}: {exc}")
+            for lane in group.lanes:
+                lane.receive(None, [], 0)
+
+    def _end_group(self, group: _ModelGroup, message: str) -> None:
+        """A lane model's lanes end: cancelled when the run was, else with `message` (its {step}: the lane's)."""
+        group.state = None
+        for lane in group.lanes:
+            if lane.running and self.cancelled():
+                lane.stop("cancelled")
+            elif lane.running:
+                lane.fail(message.replace("{step}", str(lane.step)))
 
     def _decide_together(self, lanes: list[LaneState], step_ms: float) -> set[LaneState]:
         """With batched rows, decide the running single-row lanes that hold a usable row (not a beam, not a

@@ -139,6 +139,9 @@ class LaneState(ABC):
                             **stats.record_fields())
         if draw is not None:
             record.draw, record.draw_low, record.draw_high = draw.u, draw.low, draw.high
+        unseen = self.batch.unseen if self.batch is not None else None
+        if unseen is not None and self.rows:  # a served model's top-N: what its step did not see
+            record.unseen_mass = float(unseen[self.rows[0]])
         return record
 
     def _record(
