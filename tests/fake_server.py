@@ -33,6 +33,7 @@ class FakeModelServer:
         self.fault_after = 0
         self.delay_s = 0.0  # every next-token answer waits this long (a slow server)
         self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.authorizations: set[str | None] = set()  # the Authorization headers seen
         self.next_token_calls = 0
         self.in_flight = 0
         self.max_in_flight = 0
@@ -98,7 +99,7 @@ class FakeModelServer:
         model = "another-model" if self._fault() == "model_changed" else self.model_name
         if self._fault() == "bad_id":
             best = np.append(best[:-1], self.model.vocab_size + 5)
-            logprobs = np.append(logprobs, -30.0)
+            logprobs = np.append(logprobs, np.full(8, -30.0))
         if self.protocol == "llamacpp":
             top = [{"id": int(t), "token": f"<{t}>", "bytes": list(f"<{t}>".encode()), "logprob": float(logprobs[t])}
                    for t in best]
@@ -134,21 +135,22 @@ class FakeModelServer:
                 next_token = self.path in ("/completion", "/v1/completions", "/generate")
                 with server._lock:
                     server.requests.append((self.path, body))
+                    server.authorizations.add(self.headers.get("Authorization"))
                     if next_token:
                         server.next_token_calls += 1
                         server.in_flight += 1
                         server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                    fault = server._fault() if next_token else None
                 try:
-                    self._answer(method, body, next_token)
-                finally:
+                    if next_token and (server.delay_s or fault == "slow"):
+                        time.sleep(server.delay_s or 30.0)
+                finally:  # answered from here on (the client may send its next request before this thread ends)
                     if next_token:
                         with server._lock:
                             server.in_flight -= 1
+                self._answer(method, body, fault)
 
-            def _answer(self, method: str, body: dict[str, Any], next_token: bool) -> None:
-                fault = server._fault() if next_token else None
-                if next_token and (server.delay_s or fault == "slow"):
-                    time.sleep(server.delay_s or 30.0)
+            def _answer(self, method: str, body: dict[str, Any], fault: str | None) -> None:
                 if fault == "drop":
                     self.close_connection = True
                     self.connection.close()

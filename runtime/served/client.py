@@ -120,6 +120,8 @@ class JsonClient:
         if len(data) > ANSWER_LIMIT:
             raise ServerError(f"{method} {self.url}{path}: an answer over {ANSWER_LIMIT} bytes: ask for fewer "
                               "alternatives")
+        if length is not None and length.isdigit() and len(data) < int(length):
+            raise http.client.IncompleteRead(data, int(length) - len(data))
         return response.status, data
 
 
@@ -130,8 +132,8 @@ def transport_message(exc: Exception, timeout_s: float) -> str:
     if isinstance(exc, TimeoutError | socket.timeout):
         return f"no answer within {timeout_s:g} s (a slow or stuck server: raise the address's timeout=)"
     if isinstance(exc, http.client.IncompleteRead):
-        return (f"the answer was cut off after {len(exc.partial)} bytes (the server stopped or the connection "
-                "dropped mid-answer)")
+        return (f"the answer was cut off after {len(exc.partial)} bytes, {exc.expected} short (the server stopped "
+                "or the connection dropped mid-answer)")
     if isinstance(exc, http.client.RemoteDisconnected | ConnectionResetError | BrokenPipeError):
         return "the server closed the connection without an answer (it stopped, crashed or restarted)"
     if isinstance(exc, socket.gaierror):
