@@ -104,6 +104,7 @@ class MainWindow(QMainWindow):
         self.model_picker = ModelPicker()
         self.model_picker.modelChosen.connect(self.set_model)
         self.model_picker.variantPrepared.connect(partial(self.state.show_notice, level="info"))
+        self.model_picker.serverAdded.connect(lambda name: self.lanes.add_served(name))
         self.status = StatusBar(state, scheduler)
         self.setStatusBar(self.status)
 

@@ -84,7 +84,8 @@ def test_model_picker_adds_a_local_onnx_folder_through_the_setup_dialog(qtbot, t
     make_application([])
     picker = ModelPicker()
     qtbot.addWidget(picker)
-    assert [picker.itemText(i) for i in range(picker.count())] == ["Add local folder…", "Add precision variant…"]
+    assert [picker.itemText(i) for i in range(picker.count())] == ["Add local folder…", "Add precision variant…",
+                                                                  "Add a server…"]
     prepared = picker.prepare_folder(tiny_model_dir)  # runs models.prepare.register_onnx_folder in the dialog
     assert prepared is not None and (prepared / "model.onnx").is_file()
     assert prepared.parent == tmp_path / "cache" / "models"
