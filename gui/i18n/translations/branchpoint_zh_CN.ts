@@ -1626,6 +1626,10 @@ score {score} · parent slot {parent}</source>
             <translation> · 建议的一步，尚未采纳</translation>
         </message>
         <message>
+            <source> · partial: the server did not return {mass} of the raw probability (bars renormalised over what it returned)</source>
+            <translation> · 部分：服务器未返回 {mass} 的原始概率（条形按已返回的词元重新归一化）</translation>
+        </message>
+        <message>
             <source>{name} · step {step} · chose “{token}” (id {token_id}){forced}</source>
             <translation>{name} · 第 {step} 步 · 选了“{token}”（id {token_id}）{forced}</translation>
         </message>
