@@ -169,13 +169,14 @@ def test_nothing_listening_is_refused_before_the_run_naming_the_lane():
 
 def test_stop_aborts_the_requests_in_flight(llamacpp):
     llamacpp.fault, llamacpp.fault_after = "slow", 2  # each of those requests would wait 30 s
-    run = engine().start(PROMPT, [lane("greedy", "served", llamacpp.name + "?timeout=60")], max_new_tokens=8)
+    name = llamacpp.name + "?timeout=60"
+    run = engine().start(PROMPT, [lane("greedy", "served", name)], max_new_tokens=8)
     records = []
     worker = threading.Thread(target=lambda: records.extend(run))
     worker.start()
-    source = run.lane_models[llamacpp.name].source
+    source = run.lane_models[name].source
     deadline = time.monotonic() + 10
-    while source.in_flight == 0 and time.monotonic() < deadline:  # progress shows the request waiting
+    while (len(records) < 2 or source.in_flight == 0) and time.monotonic() < deadline:  # the slow one in flight
         time.sleep(0.01)
     assert source.in_flight == 1
     started = time.monotonic()
