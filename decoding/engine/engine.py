@@ -416,9 +416,30 @@ class Run:
     def cancel(self) -> None:
         """Stop before the next step; a source waiting on a server (InFlight) aborts its requests now."""
         self._cancel_event.set()
-        for source in [self.engine.source, *(m.source for m in self.lane_models.values())]:
-            if isinstance(source, InFlight):
-                source.cancel_in_flight()
+        for source in self._waiting_sources():
+            source.cancel_in_flight()
+
+    def _waiting_sources(self) -> list[InFlight]:
+        sources = [self.engine.source, *(m.source for m in self.lane_models.values())]
+        return [source for source in sources if isinstance(source, InFlight)]
+
+    def _watch_external_cancel(self) -> threading.Event | None:
+        """While sources wait on a server, an external cancel (the window's Stop sets an Event) aborts their
+        requests at once, not after them: a thread polls it every 50 ms. Returns the event that ends it."""
+        sources = self._waiting_sources()
+        if not sources or self._external_cancel is None:
+            return None
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.wait(0.05):
+                if self.cancelled():
+                    for source in sources:
+                        source.cancel_in_flight()
+                    return
+
+        threading.Thread(target=watch, name="served-cancel", daemon=True).start()
+        return done
 
     def cancelled(self) -> bool:
         external = self._external_cancel
@@ -443,12 +464,17 @@ class Run:
                 lane.trace.steps.append(replace(record))
                 yield lane.index, lane.trace.steps[-1]
         groups = self._groups(lanes)
-        prefill_ms = self._prefill(groups)
-        if prefill_ms is None and self.error is None:
-            self._stop_all(lanes, "cancelled")
-        elif self.error is None:
-            self.trace.timing.prefill_ms = prefill_ms
-            yield from self._advance(lanes, groups, prefill_ms)
+        watching = self._watch_external_cancel()
+        try:
+            prefill_ms = self._prefill(groups)
+            if prefill_ms is None and self.error is None:
+                self._stop_all(lanes, "cancelled")
+            elif self.error is None:
+                self.trace.timing.prefill_ms = prefill_ms
+                yield from self._advance(lanes, groups, prefill_ms)
+        finally:
+            if watching is not None:
+                watching.set()
         self._finish(lanes, t_start)
 
     def _make_lanes(self) -> list[LaneState]:

@@ -167,10 +167,11 @@ def test_nothing_listening_is_refused_before_the_run_naming_the_lane():
         engine().start(PROMPT, [lane("greedy", "served", "llamacpp+http://127.0.0.1:9")], max_new_tokens=4)
 
 
-def test_stop_aborts_the_requests_in_flight(llamacpp):
+@pytest.mark.parametrize("stop", ["run.cancel", "the window's event"])
+def test_stop_aborts_the_requests_in_flight(llamacpp, stop):
     llamacpp.fault, llamacpp.fault_after = "slow", 2  # each of those requests would wait 30 s
-    name = llamacpp.name + "?timeout=60"
-    run = engine().start(PROMPT, [lane("greedy", "served", name)], max_new_tokens=8)
+    name, event = llamacpp.name + "?timeout=60", threading.Event()
+    run = engine().start(PROMPT, [lane("greedy", "served", name)], max_new_tokens=8, cancel=event)
     records = []
     worker = threading.Thread(target=lambda: records.extend(run))
     worker.start()
@@ -180,7 +181,7 @@ def test_stop_aborts_the_requests_in_flight(llamacpp):
         time.sleep(0.01)
     assert source.in_flight == 1
     started = time.monotonic()
-    run.cancel()
+    run.cancel() if stop == "run.cancel" else event.set()
     worker.join(5)
     assert not worker.is_alive() and time.monotonic() - started < 2
     assert run.trace.lanes[0].finish_reason == "cancelled" and len(run.trace.lanes[0].steps) == 2
