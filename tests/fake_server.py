@@ -72,6 +72,8 @@ class FakeModelServer:
             return self._next_token(path, body)
         if path == "/tokenize":
             text = body.get("content", body.get("prompt", ""))
+            if text == "a":  # a plain ASCII token (llama.cpp's sampled token is biased to it)
+                return 200, {"tokens": [7]}
             return 200, {"tokens": [int(t) for t in re.findall(r"<(\d+)>", text)]}
         if path == "/detokenize":
             text = "".join(f"<{t}>" for t in body["tokens"])

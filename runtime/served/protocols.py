@@ -67,7 +67,15 @@ class Protocol:
 
 
 class LlamaCpp(Protocol):
+    """llama.cpp's server holds back a generated token that ends in an incomplete UTF-8 character, and its
+    probabilities with it (no completion_probabilities): every request biases its one sampled token to a plain
+    ASCII one ("a"). The probabilities it returns are the raw logits' (pre-sampling), which no bias touches."""
+
     name = "llamacpp"
+    SAFE_TEXT = "a"
+
+    def __init__(self) -> None:
+        self.safe_token: int | None = None
 
     def describe(self, client: JsonClient, model: str | None) -> ServerInfo:
         answer = client.get("/v1/models")
@@ -89,8 +97,13 @@ class LlamaCpp(Protocol):
         return info
 
     def next_token(self, client: JsonClient, model: str, ids: Sequence[int], n: int, slot: int | None) -> NextToken:
+        if self.safe_token is None:
+            safe = self.tokenize(client, model, self.SAFE_TEXT, False)
+            self.safe_token = safe[0] if len(safe) == 1 else -1
         body = {"prompt": list(ids), "n_predict": 1, "n_probs": n, "cache_prompt": True, "temperature": 0.0,
                 "post_sampling_probs": False}
+        if self.safe_token >= 0:
+            body["logit_bias"] = [[self.safe_token, 1000.0]]
         if slot is not None:
             body["id_slot"] = slot
         answer = client.post("/completion", body)

@@ -95,6 +95,7 @@ def test_llamacpp_requests_keep_one_slot_per_lane_and_the_cache(llamacpp):
     engine().run(PROMPT, specs, max_new_tokens=4)
     steps = [body for path, body in llamacpp.requests if path == "/completion"]
     assert all(body["cache_prompt"] and body["n_probs"] == 64 and body["n_predict"] == 1 for body in steps)
+    assert all(body["logit_bias"] == [[7, 1000.0]] for body in steps)  # "<7>" is "a" here: see LlamaCpp
     slots_per_request = [(tuple(body["prompt"][:3]), body["id_slot"]) for body in steps]
     by_prefix: dict = {}
     for prefix, slot in slots_per_request:
