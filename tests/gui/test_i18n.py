@@ -40,7 +40,8 @@ CJK = re.compile(r"[\u3400-\u9fff]")
 # Words that stay as they are in Chinese: Hugging Face parameter names and their abbreviations, units and symbols,
 # key names, the product's name, the language's own name in the language menu.
 KEPT_WORDS = {p.name for p in decoding.chain.parameters.PARAMETERS} | {
-    "Branchpoint", "English", "CPU", "CUDA", "PNG", "SVG", "JSON", "ONNX", "True", "False", "never", "id",
+    "Branchpoint", "English", "CPU", "CUDA", "PNG", "SVG", "JSON", "ONNX", "GGUF", "Hub", "PyPI", "True", "False",
+    "never", "id",
     "T", "p", "p₁", "p₂", "u", "H", "lp", "rep", "no-repeat", "typical", "top-k", "top-p", "min-p", "Top-k",
     "Top-p", "Min-p",
     "Logit", "logit", "logits", "lm_head", "transformers", "llama", "cpp", "Hugging", "Face", "Ctrl", "Shift", "Alt",
@@ -204,7 +205,8 @@ def test_the_lane_editors_tooltips_are_chinese(chinese):
 def test_refusals_from_decoding_read_in_chinese(chinese):
     # decoding/ words an invalid value in English (the command line, run files); the window rewords its one shape
     from decoding.chain.spec import LaneSpec
-    from gui.present.lane_fields import FIELDS, error_text
+    from gui.present.lane_fields import FIELDS
+    from gui.state.refusals import error_text
 
     refusals = []
     for settings in (dict(top_p=1.5, do_sample=True), dict(num_beams=4, do_sample=True), dict(top_k=5),

@@ -16,6 +16,10 @@
             <translation>模型</translation>
         </message>
         <message>
+            <source>Model licence</source>
+            <translation>模型许可</translation>
+        </message>
+        <message>
             <source>Execution provider in use</source>
             <translation>实际使用的执行提供程序</translation>
         </message>
@@ -30,6 +34,14 @@
         <message>
             <source>Settings file</source>
             <translation>设置文件</translation>
+        </message>
+        <message>
+            <source>not recorded (see the model's own page)</source>
+            <translation>未记录（见模型自己的页面）</translation>
+        </message>
+        <message>
+            <source>accepted when prepared</source>
+            <translation>准备时已接受</translation>
         </message>
     </context>
     <context>
@@ -174,6 +186,10 @@
             <translation>开始新的运行</translation>
         </message>
         <message>
+            <source>Select a token of a lane first (click it in the text): “Why” explains that step.</source>
+            <translation>请先选择车道中的一个词元（在文本中点击它）：“为什么”解释那一步。</translation>
+        </message>
+        <message>
             <source>Select a token of the lane to explain (click it in the text).</source>
             <translation>请选择要解释的泳道中的一个词元（在文本中单击它）。</translation>
         </message>
@@ -295,6 +311,10 @@
         <message>
             <source>This stop compares the model with its {variant} variant, {name}, which is not prepared here: prepare it first (Model → Add precision variant…, or python main.py prepare --variant {variant}).</source>
             <translation>这一站把模型与它的 {variant} 变体 {name} 比较，但这里还没有准备它：请先准备（模型 → 添加精度变体…，或 python main.py prepare --variant {variant}）。</translation>
+        </message>
+        <message>
+            <source>This run never chose “{token}”: select a step and press Y to ask why it chose its token.</source>
+            <translation>这次运行从未选择“{token}”：选择一步并按 Y，询问它为什么选择了它的词元。</translation>
         </message>
     </context>
     <context>
@@ -463,6 +483,14 @@
             <translation>查看所选泳道在模型内部的情况：每层每个头的注意力和 logit 透镜（“注意力”和“Logit 透镜”标签页）</translation>
         </message>
         <message>
+            <source>Why this token?</source>
+            <translation>为什么是这个词元？</translation>
+        </message>
+        <message>
+            <source>For the selected step: each earlier token hidden from every later one in turn, and how much that moves its token against the runner-up; where in depth the difference is made (Why tab)</source>
+            <translation>对所选的一步：依次把每个更早的词元对其后所有词元隐藏，看这使它的词元相对第二名移动多少；以及这个差在模型的哪一层形成（“为什么”标签页）</translation>
+        </message>
+        <message>
             <source>Compare with model…</source>
             <translation>与模型比较…</translation>
         </message>
@@ -525,6 +553,45 @@
         <message>
             <source>&amp;Help</source>
             <translation>帮助(&amp;H)</translation>
+        </message>
+    </context>
+    <context>
+        <name>add_model</name>
+        <message>
+            <source>Licence of {model}</source>
+            <translation>{model} 的许可</translation>
+        </message>
+        <message>
+            <source>{model} is made available under the {licence}. Read the terms; preparing it means accepting them.</source>
+            <translation>{model} 依据 {licence} 提供。请阅读这些条款；准备该模型即表示接受它们。</translation>
+        </message>
+        <message>
+            <source>&lt;p&gt;The full text is at &lt;a href="{url}"&gt;{url}&lt;/a&gt;; a copy is kept in the model's folder once it is prepared.&lt;/p&gt;</source>
+            <translation>&lt;p&gt;全文见 &lt;a href="{url}"&gt;{url}&lt;/a&gt;；模型准备好后，其文件夹中会保留一份副本。&lt;/p&gt;</translation>
+        </message>
+        <message>
+            <source>Accept</source>
+            <translation>接受</translation>
+        </message>
+        <message>
+            <source>Preparing {model}: {size} downloaded once from {source}, checked, converted and exported to ONNX into your cache folder (a few minutes).</source>
+            <translation>正在准备 {model}：从 {source} 下载一次（{size}），校验、转换并导出为 ONNX，存入你的缓存文件夹（需要几分钟）。</translation>
+        </message>
+        <message>
+            <source>Add model</source>
+            <translation>添加模型</translation>
+        </message>
+        <message>
+            <source>GGUF model file</source>
+            <translation>GGUF 模型文件</translation>
+        </message>
+        <message>
+            <source>Preparing {file}: dequantized to float32, its tokenizer built from its own vocabulary, exported to ONNX and checked (a minute or more, by its size).</source>
+            <translation>正在准备 {file}：反量化为 float32，用其自身词表构建分词器，导出为 ONNX 并校验（视大小需要一分钟或更久）。</translation>
+        </message>
+        <message>
+            <source>Add GGUF model</source>
+            <translation>添加 GGUF 模型</translation>
         </message>
     </context>
     <context>
@@ -1085,216 +1152,12 @@ score {score} · parent slot {parent}</source>
             <translation>请先停止运行，再切换设备。</translation>
         </message>
         <message>
-            <source>Run again and compare needs a run to compare with (run or open one).</source>
-            <translation>“再次运行并比较”需要一次可比较的运行（先运行或打开一次）。</translation>
-        </message>
-        <message>
-            <source>Cannot run: {error}.</source>
-            <translation>无法运行：{error}。</translation>
-        </message>
-        <message>
-            <source>No model: choose or prepare one in the Model list first.</source>
-            <translation>没有模型：请先在“模型”列表中选择或准备一个。</translation>
-        </message>
-        <message>
-            <source>The prompt is empty: type something for the lanes to continue.</source>
-            <translation>提示词为空：请输入一些内容供各泳道续写。</translation>
-        </message>
-        <message>
-            <source>its parent “{parent}” fans out now</source>
-            <translation>它的父泳道“{parent}”现在扇出</translation>
-        </message>
-        <message>
-            <source>the prompt changed</source>
-            <translation>提示词已更改</translation>
-        </message>
-        <message>
-            <source>These branch lanes now run as ordinary lanes of their own strategy: {lanes}.</source>
-            <translation>这些分支泳道现在按各自的策略作为普通泳道运行：{lanes}。</translation>
-        </message>
-        <message>
-            <source>stopping at the next step…</source>
-            <translation>将在下一步停止…</translation>
-        </message>
-        <message>
-            <source>Branching needs a finished run and a model.</source>
-            <translation>分支需要一次已完成的运行和一个模型。</translation>
-        </message>
-        <message>
-            <source>“{name}” runs as a fan-out: set its fan-out to 1 to branch from it.</source>
-            <translation>“{name}”以扇出方式运行：将其扇出设为 1 后才能从它分支。</translation>
-        </message>
-        <message>
-            <source>“{name}” ran on a model of another tokenizer: a branch from it continues its tokens on its model ({model}); set the branch strategy's model to it.</source>
-            <translation>“{name}”运行在另一种分词器的模型上：从它分支会在它的模型（{model}）上继续它的词元；请把分支策略的模型设为该模型。</translation>
-        </message>
-        <message>
-            <source>“{name}” now keeps seed {seed} so its branch can be re-run; set its seed back to auto for fresh samples (its branch lanes then run as ordinary lanes).</source>
-            <translation>“{name}”现在固定使用种子 {seed}，以便其分支可以重新运行；若想重新采样，请把种子改回“自动”（它的分支泳道随后将作为普通泳道运行）。</translation>
-        </message>
-        <message>
-            <source>Replaying the branch not taken needs a finished run and a model.</source>
-            <translation>重放未走的分支需要一次已完成的运行和一个模型。</translation>
-        </message>
-        <message>
-            <source>This step has no runner-up to replay (a single candidate).</source>
-            <translation>这一步没有可重放的次优词元（只有一个候选）。</translation>
-        </message>
-        <message>
-            <source>“{name}” runs as a fan-out: set its fan-out to 1 to replay a step of it.</source>
-            <translation>“{name}”以扇出方式运行：将其扇出设为 1 后才能重放其中一步。</translation>
-        </message>
-        <message>
-            <source>Cannot replay the branch not taken: {error}.</source>
-            <translation>无法重放未走的分支：{error}。</translation>
-        </message>
-        <message>
-            <source>A temperature sweep needs a finished run and a model.</source>
-            <translation>温度扫描需要一次已完成的运行和一个模型。</translation>
-        </message>
-        <message>
-            <source>“{name}” runs as a fan-out: sweep a step of a lane without one.</source>
-            <translation>“{name}”以扇出方式运行：请对没有扇出的泳道中的一步做扫描。</translation>
-        </message>
-        <message>
-            <source>Cannot sweep: {error}.</source>
-            <translation>无法扫描：{error}。</translation>
-        </message>
-        <message>
-            <source>Temperature fan-outs need a sampled lane: {refusal}.</source>
-            <translation>温度扇出需要一条采样泳道：{refusal}。</translation>
-        </message>
-        <message>
-            <source>added {len} temperature fan-outs of “{name}”: Run to compare them</source>
-            <translation>已为“{name}”添加 {len} 个温度扇出：运行后即可比较</translation>
-        </message>
-        <message>
-            <source>removed branch lane “{name}”</source>
-            <translation>已移除分支泳道“{name}”</translation>
-        </message>
-        <message>
-            <source>no branch lane to undo</source>
-            <translation>没有可撤销的分支泳道</translation>
-        </message>
-        <message>
-            <source>Explaining needs a lane of a finished run: run or open one, then pick a lane.</source>
-            <translation>解释需要已完成运行中的一条泳道：请先运行或打开一次运行，再选择泳道。</translation>
-        </message>
-        <message>
-            <source>“{name}” ran on {model}: Explain looks inside the run's model only ({run}).</source>
-            <translation>“{name}”运行在 {model} 上：解释只查看运行的模型（{run}）内部。</translation>
-        </message>
-        <message>
-            <source>“{name}” is explained: see the Attention and Logit lens tabs</source>
-            <translation>“{name}”已解释：请查看“注意力”和“Logit 透镜”标签页</translation>
-        </message>
-        <message>
-            <source>Explaining “{name}” needs the model it was made with: choose it in the Model list.</source>
-            <translation>解释“{name}”需要生成它的模型：请在“模型”列表中选择该模型。</translation>
-        </message>
-        <message>
-            <source>Cannot explain “{name}”: the prompt: {error}.</source>
-            <translation>无法解释“{name}”：提示词：{error}。</translation>
-        </message>
-        <message>
-            <source>Explaining the first {len} of “{name}”'s {sequence} tokens (prompt included): explain takes at most {len2}, as attention weights grow as tokens squared.</source>
-            <translation>只解释“{name}”共 {sequence} 个词元（含提示词）中的前 {len} 个：注意力权重随词元数的平方增长，因此解释最多处理 {len2} 个。</translation>
-        </message>
-        <message>
-            <source>“{lane}” cannot be explained: its inspection model is built from the float32 weights the model was exported from, and {error}. Prepare the model from its GGUF (the default model) or from a local Hugging Face folder.</source>
-            <translation>无法解释“{lane}”：它的检查模型要从导出该模型时使用的 float32 权重构建，而{error}。请从模型的 GGUF（默认模型）或本地 Hugging Face 文件夹准备模型。</translation>
-        </message>
-        <message>
-            <source>“{lane}” was not explained: {why}.</source>
-            <translation>“{lane}”未被解释：{why}。</translation>
-        </message>
-        <message>
-            <source>Comparing with another model needs a lane of a finished run and its model: run, then pick a lane.</source>
-            <translation>与另一个模型比较需要一次已完成运行中的泳道及其模型：先运行，再选一条泳道。</translation>
-        </message>
-        <message>
-            <source>“{name}” runs as a fan-out: compare a lane without one.</source>
-            <translation>“{name}”以扇出方式运行：请比较没有扇出的泳道。</translation>
-        </message>
-        <message>
-            <source>“{name}” ran on a model of another tokenizer: the teacher-forced comparison reads a lane's tokens with the run's model, token by token.</source>
-            <translation>“{name}”运行在另一种分词器的模型上：教师强制比较用本次运行的模型逐个词元读取泳道的词元。</translation>
-        </message>
-        <message>
-            <source>{model} is the run's own model: pick another one to compare with.</source>
-            <translation>{model} 就是该运行自身的模型：请另选一个模型来比较。</translation>
-        </message>
-        <message>
-            <source>Cannot compare with {model}: it is not prepared here (python main.py prepare --variant …, or Add local folder in the Model list).</source>
-            <translation>无法与 {model} 比较：它在本机尚未准备（python main.py prepare --variant …，或在“模型”列表中选择“添加本地文件夹…”）。</translation>
-        </message>
-        <message>
-            <source>its vocabulary differs ({a} vs {b} tokens)</source>
-            <translation>它的词表不同（{a} 对 {b} 个词元）</translation>
-        </message>
-        <message>
-            <source>its vocabulary has other tokens ({a} each)</source>
-            <translation>它的词表含有不同的词元（各 {a} 个）</translation>
-        </message>
-        <message>
-            <source>Cannot compare {model} with {other} token by token: {why}. A teacher-forced comparison needs the same tokenizer.</source>
-            <translation>无法逐词元比较 {model} 与 {other}：{why}。教师强制的比较需要同一个分词器。</translation>
-        </message>
-        <message>
-            <source>Step mode starts every lane at step 0: remove the branch lanes first (or Run them as ordinary lanes).</source>
-            <translation>单步模式让每条泳道从第 0 步开始：请先移除分支泳道（或将它们作为普通泳道运行）。</translation>
-        </message>
-        <message>
-            <source>A beam lane's step in step mode is its search's: accept it (F8) or run the lane on (F9). To force a token, branch from the beam lane after step mode.</source>
-            <translation>单步模式中，束搜索泳道的一步由搜索决定：接受它（F8）或让该泳道继续运行（F9）。若要强制某个词元，请在退出单步模式后从该束搜索泳道分支。</translation>
-        </message>
-        <message>
-            <source>In step mode a lane takes a token at its next step ({step}) only.</source>
-            <translation>在单步模式下，泳道只能在其下一步（{step}）改选词元。</translation>
-        </message>
-        <message>
-            <source>step mode off: the lanes keep the steps taken</source>
-            <translation>单步模式已关闭：各泳道保留已走的步</translation>
-        </message>
-        <message>
-            <source>step mode: double-click a candidate to take it, Run for one step of every lane</source>
-            <translation>单步模式：双击候选词元以改选它，运行让每条泳道前进一步</translation>
-        </message>
-        <message>
-            <source>Replay needs a run (run or open one) and a model.</source>
-            <translation>重放需要一次运行（运行或打开一次）和一个模型。</translation>
-        </message>
-        <message>
-            <source>Cannot replay: {error}.</source>
-            <translation>无法重放：{error}。</translation>
-        </message>
-        <message>
-            <source>Bringing a node back needs a run (run or open one) and a model.</source>
-            <translation>恢复节点需要一次运行（运行或打开一次）和一个模型。</translation>
-        </message>
-        <message>
-            <source>Cannot bring the node back: {error}.</source>
-            <translation>无法恢复该节点：{error}。</translation>
-        </message>
-        <message>
             <source>The run was made with model {name!r}, which is not prepared here.</source>
             <translation>该运行使用的模型 {name!r} 在本机尚未准备。</translation>
         </message>
         <message>
-            <source>replay: every token identical to the saved run</source>
-            <translation>重放：每个词元都与保存的运行完全相同</translation>
-        </message>
-        <message>
-            <source>Replay differs from the saved run: {differences}.</source>
-            <translation>重放结果与保存的运行不同：{differences}。</translation>
-        </message>
-        <message>
-            <source>run again: every lane's tokens identical to the previous run</source>
-            <translation>再次运行：每条泳道的词元都与上一次运行相同</translation>
-        </message>
-        <message>
-            <source>Run again, against the previous run: {differences}.</source>
-            <translation>再次运行，与上一次运行相比：{differences}。</translation>
+            <source>stopping at the next step…</source>
+            <translation>将在下一步停止…</translation>
         </message>
         <message>
             <source>Nothing to save yet: run or open a run first.</source>
@@ -1321,8 +1184,12 @@ score {score} · parent slot {parent}</source>
             <translation>已打开 {path}</translation>
         </message>
         <message>
-            <source>temperature sweep of {lane} step {step}</source>
-            <translation>{lane} 第 {step} 步的温度扫描</translation>
+            <source>{message}. The text so far is kept.</source>
+            <translation>{message}。已生成的文本会保留。</translation>
+        </message>
+        <message>
+            <source>failed</source>
+            <translation>失败</translation>
         </message>
         <message>
             <source>The run stopped early: {error}. The text so far is kept.</source>
@@ -1357,28 +1224,176 @@ score {score} · parent slot {parent}</source>
             <translation>完成</translation>
         </message>
         <message>
-            <source>explained {len} tokens ({layers} layers × {heads} heads): see the Attention and Logit lens tabs</source>
-            <translation>已解释 {len} 个词元（{layers} 层 × {heads} 个头）：请查看“注意力”和“Logit 透镜”标签页</translation>
+            <source>Branching needs a finished run and a model.</source>
+            <translation>分支需要一次已完成的运行和一个模型。</translation>
         </message>
         <message>
-            <source>compared “{lane}” with {model}: see the Model comparison tab</source>
-            <translation>已将“{lane}”与 {model} 比较：见“模型比较”标签页</translation>
+            <source>“{name}” runs as a fan-out: set its fan-out to 1 to branch from it.</source>
+            <translation>“{name}”以扇出方式运行：将其扇出设为 1 后才能从它分支。</translation>
         </message>
         <message>
-            <source>failed</source>
-            <translation>失败</translation>
+            <source>“{name}” ran on a model of another tokenizer: a branch from it continues its tokens on its model ({model}); set the branch strategy's model to it.</source>
+            <translation>“{name}”运行在另一种分词器的模型上：从它分支会在它的模型（{model}）上继续它的词元；请把分支策略的模型设为该模型。</translation>
         </message>
         <message>
-            <source>Could not compare the models: {message}.</source>
-            <translation>无法比较这两个模型：{message}。</translation>
+            <source>Replaying the branch not taken needs a finished run and a model.</source>
+            <translation>重放未走的分支需要一次已完成的运行和一个模型。</translation>
+        </message>
+        <message>
+            <source>This step has no runner-up to replay (a single candidate).</source>
+            <translation>这一步没有可重放的次优词元（只有一个候选）。</translation>
+        </message>
+        <message>
+            <source>“{name}” runs as a fan-out: set its fan-out to 1 to replay a step of it.</source>
+            <translation>“{name}”以扇出方式运行：将其扇出设为 1 后才能重放其中一步。</translation>
+        </message>
+        <message>
+            <source>Cannot replay the branch not taken: {error}.</source>
+            <translation>无法重放未走的分支：{error}。</translation>
+        </message>
+        <message>
+            <source>removed branch lane “{name}”</source>
+            <translation>已移除分支泳道“{name}”</translation>
+        </message>
+        <message>
+            <source>no branch lane to undo</source>
+            <translation>没有可撤销的分支泳道</translation>
+        </message>
+        <message>
+            <source>“{name}” now keeps seed {seed} so its branch can be re-run; set its seed back to auto for fresh samples (its branch lanes then run as ordinary lanes).</source>
+            <translation>“{name}”现在固定使用种子 {seed}，以便其分支可以重新运行；若想重新采样，请把种子改回“自动”（它的分支泳道随后将作为普通泳道运行）。</translation>
+        </message>
+        <message>
+            <source>Bringing a node back needs a run (run or open one) and a model.</source>
+            <translation>恢复节点需要一次运行（运行或打开一次）和一个模型。</translation>
+        </message>
+        <message>
+            <source>Cannot bring the node back: {error}.</source>
+            <translation>无法恢复该节点：{error}。</translation>
         </message>
         <message>
             <source>Could not explain the lane: {message}.</source>
             <translation>无法解释该泳道：{message}。</translation>
         </message>
         <message>
-            <source>{message}. The text so far is kept.</source>
-            <translation>{message}。已生成的文本会保留。</translation>
+            <source>explained {len} tokens ({layers} layers × {heads} heads): see the Attention and Logit lens tabs</source>
+            <translation>已解释 {len} 个词元（{layers} 层 × {heads} 个头）：请查看“注意力”和“Logit 透镜”标签页</translation>
+        </message>
+        <message>
+            <source>Explaining needs a lane of a finished run: run or open one, then pick a lane.</source>
+            <translation>解释需要已完成运行中的一条泳道：请先运行或打开一次运行，再选择泳道。</translation>
+        </message>
+        <message>
+            <source>“{name}” ran on {model}: Explain looks inside the run's model only ({run}).</source>
+            <translation>“{name}”运行在 {model} 上：解释只查看运行的模型（{run}）内部。</translation>
+        </message>
+        <message>
+            <source>Explaining “{name}” needs the model it was made with: choose it in the Model list.</source>
+            <translation>解释“{name}”需要生成它的模型：请在“模型”列表中选择该模型。</translation>
+        </message>
+        <message>
+            <source>Cannot explain “{name}”: the prompt: {error}.</source>
+            <translation>无法解释“{name}”：提示词：{error}。</translation>
+        </message>
+        <message>
+            <source>Explaining the first {len} of “{name}”'s {sequence} tokens (prompt included): explain takes at most {len2}, as attention weights grow as tokens squared.</source>
+            <translation>只解释“{name}”共 {sequence} 个词元（含提示词）中的前 {len} 个：注意力权重随词元数的平方增长，因此解释最多处理 {len2} 个。</translation>
+        </message>
+        <message>
+            <source>“{name}” is explained: see the Attention and Logit lens tabs</source>
+            <translation>“{name}”已解释：请查看“注意力”和“Logit 透镜”标签页</translation>
+        </message>
+        <message>
+            <source>“{lane}” cannot be explained: its inspection model is built from the float32 weights the model was exported from, and {error}. Prepare the model from its GGUF (the default model) or from a local Hugging Face folder.</source>
+            <translation>无法解释“{lane}”：它的检查模型要从导出该模型时使用的 float32 权重构建，而{error}。请从模型的 GGUF（默认模型）或本地 Hugging Face 文件夹准备模型。</translation>
+        </message>
+        <message>
+            <source>“{lane}” was not explained: {why}.</source>
+            <translation>“{lane}”未被解释：{why}。</translation>
+        </message>
+        <message>
+            <source>Could not compare the models: {message}.</source>
+            <translation>无法比较这两个模型：{message}。</translation>
+        </message>
+        <message>
+            <source>compared “{lane}” with {model}: see the Model comparison tab</source>
+            <translation>已将“{lane}”与 {model} 比较：见“模型比较”标签页</translation>
+        </message>
+        <message>
+            <source>Comparing with another model needs a lane of a finished run and its model: run, then pick a lane.</source>
+            <translation>与另一个模型比较需要一次已完成运行中的泳道及其模型：先运行，再选一条泳道。</translation>
+        </message>
+        <message>
+            <source>“{name}” runs as a fan-out: compare a lane without one.</source>
+            <translation>“{name}”以扇出方式运行：请比较没有扇出的泳道。</translation>
+        </message>
+        <message>
+            <source>“{name}” ran on a model of another tokenizer: the teacher-forced comparison reads a lane's tokens with the run's model, token by token.</source>
+            <translation>“{name}”运行在另一种分词器的模型上：教师强制比较用本次运行的模型逐个词元读取泳道的词元。</translation>
+        </message>
+        <message>
+            <source>{model} is the run's own model: pick another one to compare with.</source>
+            <translation>{model} 就是该运行自身的模型：请另选一个模型来比较。</translation>
+        </message>
+        <message>
+            <source>Cannot compare with {model}: it is not prepared here (python main.py prepare --variant …, or Add local folder in the Model list).</source>
+            <translation>无法与 {model} 比较：它在本机尚未准备（python main.py prepare --variant …，或在“模型”列表中选择“添加本地文件夹…”）。</translation>
+        </message>
+        <message>
+            <source>its vocabulary differs ({a} vs {b} tokens)</source>
+            <translation>它的词表不同（{a} 对 {b} 个词元）</translation>
+        </message>
+        <message>
+            <source>its vocabulary has other tokens ({a} each)</source>
+            <translation>它的词表含有不同的词元（各 {a} 个）</translation>
+        </message>
+        <message>
+            <source>Cannot compare {model} with {other} token by token: {why}. A teacher-forced comparison needs the same tokenizer.</source>
+            <translation>无法逐词元比较 {model} 与 {other}：{why}。教师强制的比较需要同一个分词器。</translation>
+        </message>
+        <message>
+            <source>Replay needs a run (run or open one) and a model.</source>
+            <translation>重放需要一次运行（运行或打开一次）和一个模型。</translation>
+        </message>
+        <message>
+            <source>Cannot replay: {error}.</source>
+            <translation>无法重放：{error}。</translation>
+        </message>
+        <message>
+            <source>replay: every token identical to the saved run</source>
+            <translation>重放：每个词元都与保存的运行完全相同</translation>
+        </message>
+        <message>
+            <source>Replay differs from the saved run: {differences}.</source>
+            <translation>重放结果与保存的运行不同：{differences}。</translation>
+        </message>
+        <message>
+            <source>Run again and compare needs a run to compare with (run or open one).</source>
+            <translation>“再次运行并比较”需要一次可比较的运行（先运行或打开一次）。</translation>
+        </message>
+        <message>
+            <source>Cannot run: {error}.</source>
+            <translation>无法运行：{error}。</translation>
+        </message>
+        <message>
+            <source>No model: choose or prepare one in the Model list first.</source>
+            <translation>没有模型：请先在“模型”列表中选择或准备一个。</translation>
+        </message>
+        <message>
+            <source>The prompt is empty: type something for the lanes to continue.</source>
+            <translation>提示词为空：请输入一些内容供各泳道续写。</translation>
+        </message>
+        <message>
+            <source>its parent “{parent}” fans out now</source>
+            <translation>它的父泳道“{parent}”现在扇出</translation>
+        </message>
+        <message>
+            <source>the prompt changed</source>
+            <translation>提示词已更改</translation>
+        </message>
+        <message>
+            <source>These branch lanes now run as ordinary lanes of their own strategy: {lanes}.</source>
+            <translation>这些分支泳道现在按各自的策略作为普通泳道运行：{lanes}。</translation>
         </message>
         <message>
             <source>its parent “{parent}” is gone</source>
@@ -1387,6 +1402,62 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>its parent “{parent}” draws with a fresh seed each run</source>
             <translation>它的父泳道“{parent}”每次运行都用新的种子抽样</translation>
+        </message>
+        <message>
+            <source>run again: every lane's tokens identical to the previous run</source>
+            <translation>再次运行：每条泳道的词元都与上一次运行相同</translation>
+        </message>
+        <message>
+            <source>Run again, against the previous run: {differences}.</source>
+            <translation>再次运行，与上一次运行相比：{differences}。</translation>
+        </message>
+        <message>
+            <source>step mode: double-click a candidate to take it, Run for one step of every lane</source>
+            <translation>单步模式：双击候选词元以改选它，运行让每条泳道前进一步</translation>
+        </message>
+        <message>
+            <source>Step mode starts every lane at step 0: remove the branch lanes first (or Run them as ordinary lanes).</source>
+            <translation>单步模式让每条泳道从第 0 步开始：请先移除分支泳道（或将它们作为普通泳道运行）。</translation>
+        </message>
+        <message>
+            <source>A beam lane's step in step mode is its search's: accept it (F8) or run the lane on (F9). To force a token, branch from the beam lane after step mode.</source>
+            <translation>单步模式中，束搜索泳道的一步由搜索决定：接受它（F8）或让该泳道继续运行（F9）。若要强制某个词元，请在退出单步模式后从该束搜索泳道分支。</translation>
+        </message>
+        <message>
+            <source>In step mode a lane takes a token at its next step ({step}) only.</source>
+            <translation>在单步模式下，泳道只能在其下一步（{step}）改选词元。</translation>
+        </message>
+        <message>
+            <source>step mode off: the lanes keep the steps taken</source>
+            <translation>单步模式已关闭：各泳道保留已走的步</translation>
+        </message>
+        <message>
+            <source>temperature sweep of {lane} step {step}</source>
+            <translation>{lane} 第 {step} 步的温度扫描</translation>
+        </message>
+        <message>
+            <source>A temperature sweep needs a finished run and a model.</source>
+            <translation>温度扫描需要一次已完成的运行和一个模型。</translation>
+        </message>
+        <message>
+            <source>“{name}” runs as a fan-out: sweep a step of a lane without one.</source>
+            <translation>“{name}”以扇出方式运行：请对没有扇出的泳道中的一步做扫描。</translation>
+        </message>
+        <message>
+            <source>Cannot sweep: {error}.</source>
+            <translation>无法扫描：{error}。</translation>
+        </message>
+        <message>
+            <source>Temperature fan-outs need a sampled lane: {refusal}.</source>
+            <translation>温度扇出需要一条采样泳道：{refusal}。</translation>
+        </message>
+        <message>
+            <source>added {len} temperature fan-outs of “{name}”: Run to compare them</source>
+            <translation>已为“{name}”添加 {len} 个温度扇出：运行后即可比较</translation>
+        </message>
+        <message>
+            <source>Could not answer “why”: {message}.</source>
+            <translation>无法回答“为什么”：{message}。</translation>
         </message>
     </context>
     <context>
@@ -1515,6 +1586,92 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>Unexpected error: {error}. The window may show something out of date until the next run; the details are in {log}.</source>
             <translation>意外错误：{error}。在下次运行之前，窗口显示的内容可能已过时；详细信息见 {log}。</translation>
+        </message>
+    </context>
+    <context>
+        <name>first_run</name>
+        <message>
+            <source>Choose a model</source>
+            <translation>选择模型</translation>
+        </message>
+        <message>
+            <source>Branchpoint shows how a language model chooses its tokens. Choose the model to prepare: it is downloaded once, converted and exported to ONNX into your cache folder. More can be added later from the model picker.</source>
+            <translation>Branchpoint 展示语言模型如何选择词元。请选择要准备的模型：它只下载一次，转换并导出为 ONNX，存入你的缓存文件夹。以后可以在模型选择器中添加更多模型。</translation>
+        </message>
+        <message>
+            <source>Prepare</source>
+            <translation>准备</translation>
+        </message>
+        <message>
+            <source>Not now</source>
+            <translation>暂不</translation>
+        </message>
+    </context>
+    <context>
+        <name>hub_dialog</name>
+        <message>
+            <source>Add model from Hugging Face</source>
+            <translation>从 Hugging Face 添加模型</translation>
+        </message>
+        <message>
+            <source>main (a branch, tag or commit)</source>
+            <translation>main（分支、标签或提交）</translation>
+        </message>
+        <message>
+            <source>only for gated or private models</source>
+            <translation>仅用于受限或私有模型</translation>
+        </message>
+        <message>
+            <source>Used for this download only and never saved. Without one, the HF_TOKEN variable or huggingface_hub's login is used. Make one at https://huggingface.co/settings/tokens</source>
+            <translation>仅用于本次下载，从不保存。不填写时使用 HF_TOKEN 变量或 huggingface_hub 的登录信息。在 https://huggingface.co/settings/tokens 创建令牌</translation>
+        </message>
+        <message>
+            <source>Model id</source>
+            <translation>模型 ID</translation>
+        </message>
+        <message>
+            <source>Revision</source>
+            <translation>版本</translation>
+        </message>
+        <message>
+            <source>Token</source>
+            <translation>令牌</translation>
+        </message>
+        <message>
+            <source>Only the model's configuration, tokenizer and safetensors weights are downloaded — never its code. The download resumes where it stopped after a broken connection or Cancel.</source>
+            <translation>只下载模型的配置、分词器和 safetensors 权重——从不下载其代码。连接中断或取消后，下载会从中断处继续。</translation>
+        </message>
+        <message>
+            <source>Enter a model id and press Download.</source>
+            <translation>输入模型 ID，然后点击“下载”。</translation>
+        </message>
+        <message>
+            <source>download</source>
+            <translation>下载</translation>
+        </message>
+        <message>
+            <source>Download</source>
+            <translation>下载</translation>
+        </message>
+        <message>
+            <source>Enter a model id: owner/name, as on its hub page.</source>
+            <translation>请输入模型 ID：所有者/名称，与其 Hub 页面上的一致。</translation>
+        </message>
+        <message>
+            <source>{done} of {total}</source>
+            <translation>{done} / {total}</translation>
+        </message>
+        <message>
+            <source>Pickled weights</source>
+            <translation>pickle 格式的权重</translation>
+        </message>
+        <message>
+            <source>{reason}
+
+Read them with torch's weights_only loader (tensors only, no code) and go on?</source>
+            <translation>{reason}
+
+用 torch 的 weights_only 加载器读取它们（只读张量，不执行代码）并继续吗？</translation>
         </message>
     </context>
     <context>
@@ -1673,13 +1830,13 @@ score {score} · parent slot {parent}</source>
             <source>Force “{token}” for all lanes at step {step}</source>
             <translation>在第 {step} 步对全部泳道强制“{token}”</translation>
         </message>
+        <message>
+            <source>Why the chosen token and not “{token}”?</source>
+            <translation>为什么选了这个词元而不是“{token}”？</translation>
+        </message>
     </context>
     <context>
         <name>jobs</name>
-        <message>
-            <source>loading {model}…</source>
-            <translation>正在加载 {model}…</translation>
-        </message>
         <message>
             <source>opening the inspection model of {model} (once per model)…</source>
             <translation>正在打开 {model} 的检查模型（每个模型一次）…</translation>
@@ -1699,6 +1856,10 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>comparing models ({done}/4): {stage}…</source>
             <translation>正在比较模型（{done}/4）：{stage}…</translation>
+        </message>
+        <message>
+            <source>loading {model}…</source>
+            <translation>正在加载 {model}…</translation>
         </message>
     </context>
     <context>
@@ -2123,10 +2284,95 @@ score {score} · parent slot {parent}</source>
         </message>
     </context>
     <context>
+        <name>model_offers</name>
+        <message>
+            <source>English</source>
+            <translation>英文</translation>
+        </message>
+        <message>
+            <source>Chinese</source>
+            <translation>中文</translation>
+        </message>
+        <message>
+            <source>multilingual</source>
+            <translation>多语言</translation>
+        </message>
+        <message>
+            <source>, </source>
+            <translation>、</translation>
+        </message>
+        <message>
+            <source>Hugging Face hub {id} (needs network)</source>
+            <translation>Hugging Face Hub {id}（需要网络）</translation>
+        </message>
+        <message>
+            <source>PyPI {package}</source>
+            <translation>PyPI {package}</translation>
+        </message>
+        <message>
+            <source>{size} from the hub</source>
+            <translation>从 Hub 下载 {size}</translation>
+        </message>
+        <message>
+            <source>{size} from PyPI</source>
+            <translation>从 PyPI 下载 {size}</translation>
+        </message>
+        <message>
+            <source>prepared</source>
+            <translation>已准备</translation>
+        </message>
+        <message>
+            <source> (to accept before preparing)</source>
+            <translation>（准备前需接受）</translation>
+        </message>
+        <message>
+            <source>{description}
+Parameters: {parameters} · writes: {languages}
+Licence: {licence}
+Source: {source}, {size} to download</source>
+            <translation>{description}
+参数：{parameters} · 书写语言：{languages}
+许可：{licence}
+来源：{source}，需下载 {size}</translation>
+        </message>
+        <message>
+            <source>{label} · {architecture} {quantization} · {size} · found in {where}</source>
+            <translation>{label} · {architecture} {quantization} · {size} · 在 {where} 中找到</translation>
+        </message>
+        <message>
+            <source>{model} writes English only; {other} writes Chinese and is prepared.</source>
+            <translation>{model} 只会写英文；{other} 会写中文，且已准备好。</translation>
+        </message>
+        <message>
+            <source>Switch to {other}</source>
+            <translation>切换到 {other}</translation>
+        </message>
+        <message>
+            <source>{model} writes English only; {other} writes Chinese ({size} from {source}, prepared once).</source>
+            <translation>{model} 只会写英文；{other} 会写中文（从 {source} 下载 {size}，只需准备一次）。</translation>
+        </message>
+        <message>
+            <source>the hub</source>
+            <translation>Hub</translation>
+        </message>
+        <message>
+            <source>Prepare {other} and switch</source>
+            <translation>准备 {other} 并切换</translation>
+        </message>
+    </context>
+    <context>
         <name>model_picker</name>
         <message>
             <source>The run's model: every lane that names no model of its own runs on it (the lanes editor's model field)</source>
             <translation>运行的模型：未指定自己模型的泳道都使用它（见泳道编辑器的模型字段）</translation>
+        </message>
+        <message>
+            <source>Add model from Hugging Face…</source>
+            <translation>从 Hugging Face 添加模型…</translation>
+        </message>
+        <message>
+            <source>Add GGUF file…</source>
+            <translation>添加 GGUF 文件…</translation>
         </message>
         <message>
             <source>Add local folder…</source>
@@ -2668,6 +2914,26 @@ score {score} · parent slot {parent}</source>
     <context>
         <name>setup_dialog</name>
         <message>
+            <source>Cancel</source>
+            <translation>取消</translation>
+        </message>
+        <message>
+            <source>cancelled</source>
+            <translation>已取消</translation>
+        </message>
+        <message>
+            <source>failed</source>
+            <translation>失败</translation>
+        </message>
+        <message>
+            <source>Close</source>
+            <translation>关闭</translation>
+        </message>
+        <message>
+            <source>Retry</source>
+            <translation>重试</translation>
+        </message>
+        <message>
             <source>cancelling…</source>
             <translation>正在取消…</translation>
         </message>
@@ -2675,32 +2941,28 @@ score {score} · parent slot {parent}</source>
             <source>starting…</source>
             <translation>正在开始…</translation>
         </message>
-        <message>
-            <source>Cancel</source>
-            <translation>取消</translation>
-        </message>
-        <message>
-            <source>Retry</source>
-            <translation>重试</translation>
-        </message>
-        <message>
-            <source>failed</source>
-            <translation>失败</translation>
-        </message>
-        <message>
-            <source>cancelled</source>
-            <translation>已取消</translation>
-        </message>
-        <message>
-            <source>Close</source>
-            <translation>关闭</translation>
-        </message>
     </context>
     <context>
         <name>status</name>
         <message>
             <source>reading the prompt: {done} / {total} tokens</source>
             <translation>正在读取提示词：{done} / {total} 个词元</translation>
+        </message>
+        <message>
+            <source>explaining…</source>
+            <translation>正在解释…</translation>
+        </message>
+        <message>
+            <source>running…</source>
+            <translation>运行中…</translation>
+        </message>
+        <message>
+            <source>comparing models…</source>
+            <translation>正在比较模型…</translation>
+        </message>
+        <message>
+            <source>knocking out each earlier token…</source>
+            <translation>正在逐个屏蔽更早的词元…</translation>
         </message>
         <message>
             <source>no model</source>
@@ -2725,18 +2987,6 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>step 0/{run_limit}</source>
             <translation>步 0/{run_limit}</translation>
-        </message>
-        <message>
-            <source>explaining…</source>
-            <translation>正在解释…</translation>
-        </message>
-        <message>
-            <source>comparing models…</source>
-            <translation>正在比较模型…</translation>
-        </message>
-        <message>
-            <source>running…</source>
-            <translation>运行中…</translation>
         </message>
         <message>
             <source>step {max_steps}/{limit}</source>
@@ -2883,6 +3133,10 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>Replay with the runner-up: “{token}” ({prob})</source>
             <translation>用次优词元重放：“{token}”（{prob}）</translation>
+        </message>
+        <message>
+            <source>Why this token and not the runner-up? (Y)</source>
+            <translation>为什么是这个词元而不是第二名？(Y)</translation>
         </message>
         <message>
             <source>Explain this lane: attention, logit lens</source>
@@ -3158,6 +3412,14 @@ score {score} · parent slot {parent}</source>
             <translation>每一行是模型在这一层之后就停下时会说出的词：前面的层大多只是重复当前的词，最终的选择很晚才升到第一。红框沿着各层跟踪它，表格上方的说明指出它在哪一层定下来。</translation>
         </message>
         <message>
+            <source>Which words pushed “ but”?</source>
+            <translation>哪些词推动了“ but”？</translation>
+        </message>
+        <message>
+            <source>The model writes “ but” after “Although …,” (the 虽然 … 但 pattern, wrong in English). The Why tab hides each earlier word from every later one in turn and shows how much that moves “ but” against the runner-up: blue words pushed toward “ but”, orange ones away. “Although” is also the first token, where attention parks (the sink), so hiding it moves more than its meaning. The Attention tab shows where the same step looks. The Chinese version (虽然 → 但) needs a model that writes Chinese and whose prepared graph takes a per-row attention mask: gemma-3-270m writes 但是 after 我虽然很累， but its graph does not take one yet (“Why” says so).</source>
+            <translation>模型在“Although …,”之后写出“ but”（即“虽然……但”的句式，在英语里是错的）。“为什么”标签页依次把每个更早的词对其后所有词隐藏，显示这使“ but”相对第二名移动多少：蓝色的词推向“ but”，橙色的词推离它。“Although”也是第一个词元，注意力停靠在那里（注意力汇），所以隐藏它移动的不只是它的词义。“注意力”标签页显示同一步看向哪里。中文版本（虽然 → 但）需要一个会写中文、且准备好的计算图接受逐行注意力掩码的模型：gemma-3-270m 在“我虽然很累，”之后写出“但是”，但它的计算图还不接受这种掩码（“为什么”会说明）。</translation>
+        </message>
+        <message>
             <source>Quantization noise flips near-ties</source>
             <translation>量化噪声翻转近乎平局的选择</translation>
         </message>
@@ -3314,6 +3576,10 @@ score {score} · parent slot {parent}</source>
             <translation>词元</translation>
         </message>
         <message>
+            <source>Why</source>
+            <translation>为什么</translation>
+        </message>
+        <message>
             <source>Timeline</source>
             <translation>时间线</translation>
         </message>
@@ -3348,6 +3614,133 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>Model comparison</source>
             <translation>模型比较</translation>
+        </message>
+    </context>
+    <context>
+        <name>why</name>
+        <message>
+            <source>the last token: read directly, not through attention (no knock-out)</source>
+            <translation>最后一个词元：直接读取，不经过注意力（无屏蔽）</translation>
+        </message>
+        <message>
+            <source>position {pos}: push {push:+.3f} · Δp(A) {da:+.3f} · Δp(B) {db:+.3f}</source>
+            <translation>位置 {pos}：推力 {push:+.3f} · Δp(A) {da:+.3f} · Δp(B) {db:+.3f}</translation>
+        </message>
+        <message>
+            <source>toward B “{b}”</source>
+            <translation>推向 B“{b}”</translation>
+        </message>
+        <message>
+            <source>toward A “{a}”</source>
+            <translation>推向 A“{a}”</translation>
+        </message>
+        <message>
+            <source>push</source>
+            <translation>推力</translation>
+        </message>
+        <message>
+            <source>none</source>
+            <translation>无</translation>
+        </message>
+        <message>
+            <source>pushed toward A “{token}”</source>
+            <translation>推向 A“{token}”</translation>
+        </message>
+        <message>
+            <source>pushed toward B “{token}”</source>
+            <translation>推向 B“{token}”</translation>
+        </message>
+        <message>
+            <source>words and spans hidden together: </source>
+            <translation>整体隐藏的词和片段：</translation>
+        </message>
+        <message>
+            <source>Why “{a}” ({pa:.3f}), not “{b}” ({pb:.3f})? lane {lane}, step {step}: logit(A) − logit(B) = {gap:+.3f}</source>
+            <translation>为什么是“{a}”（{pa:.3f}）而不是“{b}”（{pb:.3f}）？车道 {lane}，第 {step} 步：logit(A) − logit(B) = {gap:+.3f}</translation>
+        </message>
+        <message>
+            <source>A token's push: how much logit(A) − logit(B) falls when it is hidden from every later token (its key masked for all later queries; positions unchanged). Exact forward passes, {count} rows in {seconds:.1f} s.</source>
+            <translation>一个词元的推力：把它对其后所有词元隐藏时（它的键对之后所有查询屏蔽；位置不变），logit(A) − logit(B) 下降多少。精确的前向计算，{count} 行，用时 {seconds:.1f} 秒。</translation>
+        </message>
+        <message>
+            <source>Position 0 is also the attention sink: hiding it moves more than its word.</source>
+            <translation>位置 0 也是注意力汇：隐藏它移动的不只是它的词义。</translation>
+        </message>
+        <message>
+            <source>attn</source>
+            <translation>注意力</translation>
+        </message>
+        <message>
+            <source>MLP</source>
+            <translation>MLP</translation>
+        </message>
+        <message>
+            <source>emb</source>
+            <translation>嵌入</translation>
+        </message>
+        <message>
+            <source>where in depth (direct logit attribution; the final norm's scale held at its value, so only each part's direct path counts): embedding {emb:+.2f} + attention {attn:+.2f} + MLP {mlp:+.2f} + rest {rest:+.1e} = {gap:+.3f}</source>
+            <translation>在哪一层形成（直接 logit 归因；最终归一化的缩放固定为其实际值，所以只计每一部分的直接路径）：嵌入 {emb:+.2f} + 注意力 {attn:+.2f} + MLP {mlp:+.2f} + 余项 {rest:+.1e} = {gap:+.3f}</translation>
+        </message>
+        <message>
+            <source>stopped: nothing of the knock-out was kept</source>
+            <translation>已停止：屏蔽计算的结果没有保留</translation>
+        </message>
+        <message>
+            <source>why “{a}”, not “{b}”: {count} positions knocked out in {seconds:.1f} s; see the Why tab</source>
+            <translation>为什么是“{a}”而不是“{b}”：{seconds:.1f} 秒内屏蔽了 {count} 个位置；见“为什么”标签页</translation>
+        </message>
+        <message>
+            <source>“Why A, not B” needs a step of a finished run: run or open one, then pick a step.</source>
+            <translation>“为什么是 A 而不是 B”需要一次已完成运行中的一步：先运行或打开一次运行，再选一步。</translation>
+        </message>
+        <message>
+            <source>“{name}” ran on {model}: “Why” reads the run's model only.</source>
+            <translation>“{name}”在 {model} 上运行：“为什么”只读取本次运行的模型。</translation>
+        </message>
+        <message>
+            <source>“{name}” runs as a fan-out: ask “Why” of a lane without one.</source>
+            <translation>“{name}”以扇出方式运行：请对没有扇出的车道询问“为什么”。</translation>
+        </message>
+        <message>
+            <source>Step {step} is beyond “{name}” (allowed 0 to {last}).</source>
+            <translation>第 {step} 步超出了“{name}”（允许 0 到 {last}）。</translation>
+        </message>
+        <message>
+            <source>A and B are the same token: pick another candidate to compare with.</source>
+            <translation>A 和 B 是同一个词元：请选另一个候选来比较。</translation>
+        </message>
+        <message>
+            <source>“Why” needs the model “{name}” was made with: choose it in the Model list.</source>
+            <translation>“为什么”需要生成“{name}”的模型：请在模型列表中选择它。</translation>
+        </message>
+        <message>
+            <source>Why this token? (Y)</source>
+            <translation>为什么是这个词元？(Y)</translation>
+        </message>
+        <message>
+            <source>For the selected step: every earlier token hidden from every later one, in turn; its token against the runner-up</source>
+            <translation>对所选的一步：依次把每个更早的词元对其后所有词元隐藏；比较它的词元与第二名</translation>
+        </message>
+        <message>
+            <source>Cancel</source>
+            <translation>取消</translation>
+        </message>
+        <message>
+            <source>knock-out: {done} / {total} positions</source>
+            <translation>屏蔽：{done} / {total} 个位置</translation>
+        </message>
+        <message>
+            <source>Why A, not B?</source>
+            <translation>为什么是 A 而不是 B？</translation>
+        </message>
+        <message>
+            <source>Select a step and press Y, or right-click a candidate in the Step tab: every earlier token is hidden from every later one in turn, and the change of logit(A) − logit(B) is its push.</source>
+            <translation>选择一步并按 Y，或在“步”标签页中右键点击一个候选：依次把每个更早的词元对其后所有词元隐藏，logit(A) − logit(B) 的变化就是它的推力。</translation>
+        </message>
+        <message>
+            <source>no depth split: {reason}</source>
+            <translation>没有按深度的拆分：{reason}</translation>
         </message>
     </context>
 </TS>
