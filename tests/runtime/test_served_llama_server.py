@@ -3,7 +3,8 @@ local ONNX lane of the same model (fp32, the GGUF dequantized). The two numerica
 the Q4_1 weights with 8-bit quantized activations and keeps its KV cache in f16, the ONNX model multiplies the
 dequantized weights in fp32. Measured on this machine (3 prompts x 24 greedy tokens, 2026-12-02): over every step
 the two lanes share, the top-20 tokens' |Δ log p| has median 0.073, 99th percentile 0.46, max 0.68 (754 values,
-the largest on rank-20 tokens; with --no-repack, as here: median 0.074, max 0.68 over 715); the Chinese prompt's 24 tokens are the same, the two English prompts part at steps
+the largest on rank-20 tokens; with --no-repack, as here: median 0.074, max 0.68 over 715); the Chinese
+prompt's 24 tokens are the same, the two English prompts part at steps
 5 and 8, each at a near-tie of the local lane (its top-2 log-probabilities 0.22 and 0.003 apart: within what a
 change of 0.46 explains). So: the same greedy tokens up to a near-tie, and there the step's top two are the same two
 tokens. Slow: CI builds the server (test.sh) and prepares the model."""
