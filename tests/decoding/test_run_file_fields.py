@@ -197,6 +197,11 @@ def every_field_run() -> RunTrace:
     failed.finish_reason, failed.error = "error", "RuntimeError: the source failed at step 8"
     for step in trace.lane("greedy").steps:
         step.time_ms = 1.5 + step.step
+    served = trace.lane("own model")  # as a lane on a served model's top-N records it (runtime.served)
+    served.model.served = {"protocol": "llamacpp", "url": "http://127.0.0.1:8080", "model": "m.gguf",
+                           "vocab_size": VOCAB, "alternatives": 5, "reported": {"slots": 2, "n_ctx": 4096}}
+    for step in served.steps:
+        step.unseen_mass = 0.125 + step.step / 64
     trace.settings.critical = CriticalSettings(draw_distance=0.1, ratio=0.5, min_prob=0.05)
     analysis = trace.analysis
     analysis.divergences.append(Divergence("greedy", "beam", 2, 5, 6))
