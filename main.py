@@ -11,6 +11,7 @@
     python main.py replay FILE.json     # re-run an exported run and verify every token
     python main.py tree RUN.json        # print a saved run's session tree
     python main.py explain --prompt TEXT --json FILE   # attention and logit lens of one sequence
+    python main.py why --prompt TEXT --step N --json FILE  # each earlier token's push on a choice
     python main.py bench                # benchmark suite (ratios)
 
 The subcommands live in cli/ (bench in bench/); this file only dispatches, importing lazily so that `--help`
@@ -37,6 +38,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "teacher-forced comparison of two models: per-token KL, top-1 agreement, where greedy texts part",
     ),
     "explain": ("cli.explain_command", "attention weights and logit lens of one sequence, as JSON"),
+    "why": ("cli.why_command", "why a lane chose A and not B at a step: each earlier token's push, by layer too"),
     "bench": ("bench.__main__", "run the benchmark suite and print ratios"),
 }
 

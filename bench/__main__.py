@@ -33,6 +33,7 @@ ITEMS = {  # the issue's items first, then the measured proposals
     "gui": "bench.gui_items:measure_gui",
     "long_prompts": "bench.long_prompt_items:measure_long_prompts",
     "explain": "bench.long_prompt_items:measure_explain",
+    "knockout": "bench.why_items:measure_knockout",
     "precision": "bench.precision:measure_precision",
     "variants": "bench.variant_items:measure_variants",
     "prefill_edit": "bench.decoder_items:measure_prefill_edit",

@@ -31,6 +31,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "blocks, exact)",
     )
     parser.add_argument("--base", help="with --variant: the prepared fp32 model to make it from (name or folder)")
+    parser.add_argument("--revision", help="with --hub: a branch, tag or commit sha (default: main)")
+    parser.add_argument(
+        "--allow-pickled-weights",
+        action="store_true",
+        help="with --hub: a repository with only pickled PyTorch weights (pytorch_model*.bin) is read with torch's "
+        "weights_only loader (tensors only) instead of refused; safetensors are always preferred",
+    )
     parser.add_argument("--name", help="name in the cache (default: the folder or model id's last part)")
     parser.add_argument("--force", action="store_true", help="prepare again even if already prepared")
     parser.add_argument(
@@ -97,7 +104,10 @@ def prepare(args: argparse.Namespace, progress: StageProgress) -> Path:
     if args.hf_folder:
         return p.prepare_hf_folder(args.hf_folder, name=args.name, **common)
     if args.hub:
-        return p.prepare_hub(args.hub, name=args.name, **common)
+        return p.prepare_hub(args.hub, revision=args.revision, name=args.name,
+                             allow_pickled_weights=args.allow_pickled_weights, **common)
+    if args.revision or args.allow_pickled_weights:
+        raise ValueError("--revision and --allow-pickled-weights apply to --hub")
     if args.onnx_folder:
         return p.register_onnx_folder(args.onnx_folder, name=args.name, **common)
     if args.gguf:
@@ -110,7 +120,7 @@ def prepare(args: argparse.Namespace, progress: StageProgress) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    from models.errors import LicenceNotAccepted, PrepareCancelled, PrepareError
+    from models.errors import LicenceNotAccepted, PickledWeightsRefused, PrepareCancelled, PrepareError
     from models.prepare import remove_all_stale_builds
 
     for folder in remove_all_stale_builds():
@@ -119,6 +129,10 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
         path = prepare(args, progress)
+    except PickledWeightsRefused as exc:
+        progress.close()
+        print(f"branchpoint: {exc.cause}", file=sys.stderr)
+        return 2
     except PrepareCancelled as exc:
         progress.close()
         print(f"branchpoint: {exc}; nothing was left half-written", file=sys.stderr)

@@ -23,6 +23,11 @@ class PrepareCancelled(PrepareError):
         return self.args[0]
 
 
+class PickledWeightsRefused(PrepareError):
+    """A hub repository with only pickled weights, refused; preparing again with allow_pickled_weights reads them
+    with torch's weights_only loader."""
+
+
 class LicenceNotAccepted(ValueError):
     """A catalog entry whose licence must be accepted was asked for without accepting it (`--accept-license`, or
     the window's Accept). Names the licence and where its text is; nothing was downloaded."""

@@ -7,7 +7,7 @@ It reports progress as lines `@@bp {json}` on stdout: {"stage", "fraction", "mes
 
     python -m models.export_worker gguf --gguf FILE --hf-dir DIR --out DIR
     python -m models.export_worker hf --source DIR --out DIR
-    python -m models.export_worker hub --source MODEL_ID --hf-dir DIR --out DIR
+    python -m models.export_worker hub --source MODEL_ID [--revision R] [--allow-pickled-weights] --hf-dir DIR --out DIR
     python -m models.export_worker inspection --gguf FILE | --source HF_DIR --out DIR   (models.inspection)
 """
 
@@ -24,6 +24,7 @@ from pathlib import Path
 MARK = "@@bp "
 EXPORT_TASK = "text-generation-with-past"
 INSPECTION_CHECK_NAME = "inspection_check.json"  # read (and removed) by models.inspection
+HUB_SOURCE_NAME = "hub_source.json"  # read (and removed) by models.prepare
 
 
 current_stage = "start"  # named in the error report if something fails
@@ -102,13 +103,32 @@ def write_generation_config(model, eos_ids: list[int], pad_id: int, hf_dir: Path
     GenerationConfig(bos_token_id=bos_id, eos_token_id=eos, pad_token_id=pad_id).save_pretrained(hf_dir)
 
 
-def snapshot(model_id: str, hf_dir: Path) -> None:
-    emit(stage="download", fraction=0.0, message=f"downloading {model_id} from the Hugging Face hub")
-    from huggingface_hub import snapshot_download
+def download_from_hub(args: argparse.Namespace) -> None:
+    """The repository's files into --hf-dir (models.hub: safetensors only unless allowed, resumed, in bytes); its
+    source record is left in HUB_SOURCE_NAME. A failure is reported in words, a pickled-only repository with the
+    refusal "pickled-weights" (the parent may ask the user to allow it)."""
+    from models import hub
 
-    patterns = ["*.json", "*.safetensors", "pytorch_model*.bin", "*.model", "*.txt", "*.jinja", "*.tiktoken"]
-    snapshot_download(model_id, local_dir=str(hf_dir), allow_patterns=patterns)
-    emit(stage="download", fraction=1.0, message="downloaded")
+    emit(stage="download", fraction=0.0, message=f"asking {hub.endpoint()} for {args.source}")
+
+    def report(done: int, total: int, name: str) -> None:
+        emit(stage="download", fraction=done / max(total, 1), message=hub.bytes_line(done, total, name),
+             bytes=[done, total])
+
+    try:
+        source = hub.download(args.source, args.revision, args.hf_dir, report, allow_pickled=args.allow_pickled_weights)
+    except Exception as exc:
+        traceback.print_exc()
+        refusal = "pickled-weights" if isinstance(exc, hub.PickledWeightsOnly) else None
+        emit(stage="download", error=hub.explain(exc, args.source, args.revision, bool(os.environ.get("HF_TOKEN"))),
+             refusal=refusal)
+        raise Reported from exc
+    (args.out / HUB_SOURCE_NAME).write_text(json.dumps(source), encoding="utf-8")
+    emit(stage="download", fraction=1.0, message=f"downloaded {hub.megabytes(sum(source['files'].values()))}")
+
+
+class Reported(Exception):
+    """A failure already reported to the parent in words."""
 
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", TOKENIZER_NOTE)
@@ -171,6 +191,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--gguf", type=Path)
     parser.add_argument("--source")
     parser.add_argument("--hf-dir", type=Path)
+    parser.add_argument("--revision")
+    parser.add_argument("--allow-pickled-weights", action="store_true")
     parser.add_argument("--out", type=Path, required=True)
     return parser.parse_args(argv)
 
@@ -181,7 +203,7 @@ def run(args: argparse.Namespace) -> None:
         export_onnx(args.hf_dir, args.out)
         edit_graph(args.out)
     elif args.mode == "hub":
-        snapshot(args.source, args.hf_dir)
+        download_from_hub(args)
         export_onnx(args.hf_dir, args.out)
         edit_graph(args.out)
     elif args.mode == "inspection":
@@ -195,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
         run(args)
+    except Reported:
+        return 1
     except Exception as exc:  # reported to the parent, which names the stage
         traceback.print_exc()
         emit(stage=current_stage, error=f"{type(exc).__name__}: {exc}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import sys
@@ -34,11 +35,13 @@ from models.catalog import (
     read_manifest,
 )
 from models.errors import LicenceNotAccepted, PrepareCancelled, PrepareError
+from models.export_worker import HUB_SOURCE_NAME
 from models.gguf_file import check_preparable
 from models.graph_edits import EDITS, RECORD_NAME, apply_edits
+from models.hub import download_folder as hub_download_folder
 from models.manifest import build_manifest, write_manifest
 from models.optimized_graph import LEVEL, MODEL_FILE, save_optimized_graph
-from models.progress import CancelCheck, ProgressCallback, Stages
+from models.progress import BytesCallback, CancelCheck, ProgressCallback, Stages
 from models.sources import (
     GEMMA_GGUF_NAME,
     GEMMA_GGUF_SHA256,
@@ -347,28 +350,62 @@ def prepare_hf_folder(
 def prepare_hub(
     model_id: str,
     *,
+    revision: str | None = None,
     name: str | None = None,
+    token: str | None = None,
+    allow_pickled_weights: bool = False,
     licence: dict | None = None,
     force: bool = False,
     progress: ProgressCallback | None = None,
     cancel: CancelCheck = None,
+    on_bytes: BytesCallback | None = None,
 ) -> Path:
-    """Download a causal LM from the Hugging Face hub (needs network access), export it and install it.
-    `licence`: the manifest's licence record (a catalog entry's)."""
+    """Download a causal LM from the Hugging Face hub (models.hub: safetensors only unless
+    `allow_pickled_weights`, resumed after a broken connection or a cancel), export it and install it.
+    `token`: for this download only (else huggingface_hub's own: HF_TOKEN or its token store); it reaches the
+    download process through its environment and is written nowhere. `on_bytes(done, total)` follows the
+    download. `licence`: the manifest's licence record (a catalog entry's). PickledWeightsRefused for a
+    repository with only pickled weights."""
+    check_hub_id(model_id, revision)
     name = name or model_id.rstrip("/").split("/")[-1]
-    stages = Stages(HUB_PLAN, progress, cancel)
+    stages = Stages(HUB_PLAN, progress, cancel, on_bytes)
     final = models_dir() / name
     if is_prepared(final, force, stages):
         return final
     if not force and needs_migration(final):
         return migrate(final, progress, cancel)
+    downloads = hub_download_folder(cache_root(), model_id, revision)
     with build_folder(name, stages) as build:
-        worker = ["hub", "--source", model_id, "--hf-dir", str(build / WORK / "hf"), "--out", str(build)]
-        run_worker(worker, stages, name)
+        worker = ["hub", "--source", model_id, "--hf-dir", str(downloads), "--out", str(build)]
+        worker += ["--revision", revision] if revision else []
+        worker += ["--allow-pickled-weights"] if allow_pickled_weights else []
+        run_worker(worker, stages, name, env=hub_env(token))
+        source = json.loads((build / HUB_SOURCE_NAME).read_text(encoding="utf-8"))
+        (build / HUB_SOURCE_NAME).unlink()
         optimize(build, stages)
         smoke = run_smoke_test(build, stages)
-        source = {"kind": "hub", "model_id": model_id}
-        return install(build, final, name, source, smoke, stages, {}, licence=licence)
+        installed = install(build, final, name, source, smoke, stages, {}, licence=licence)
+    shutil.rmtree(downloads, ignore_errors=True)  # kept until now so that another try resumes the download
+    return installed
+
+
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
+
+
+def check_hub_id(model_id: str, revision: str | None) -> None:
+    if not HUB_ID.fullmatch(model_id or "") or ".." in model_id:
+        raise ValueError(f"--hub {model_id!r} is not a Hugging Face model id: it is owner/name (letters, digits, "
+                         "'-', '_', '.'), e.g. Qwen/Qwen2.5-0.5B-Instruct")
+    if revision is not None and (not revision.strip() or "\n" in revision):
+        raise ValueError("--revision is a branch, tag or commit sha of the repository (empty given)")
+
+
+def hub_env(token: str | None) -> dict[str, str]:
+    """The download process's environment: quiet huggingface_hub, and the token given for this download."""
+    env = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
+    if token:
+        env["HF_TOKEN"] = token.strip()
+    return env
 
 
 def register_onnx_folder(
@@ -571,13 +608,13 @@ def log_file(name: str) -> Path:
     return cache_root() / "logs" / f"prepare-{name}.log"
 
 
-def run_worker(args: list[str], stages: Stages, name: str) -> None:
+def run_worker(args: list[str], stages: Stages, name: str, env: dict[str, str] | None = None) -> None:
     """Run the conversion/export child process; it moves `stages` through its own stages."""
     stages.check_cancel()
     log = log_file(name)
     try:
         log.unlink(missing_ok=True)
-        run_child(python_module("models.export_worker", *args), stages, log, "the export worker")
+        run_child(python_module("models.export_worker", *args), stages, log, "the export worker", env)
     except KeyboardInterrupt:
         raise PrepareCancelled(stages.current, "interrupted (Ctrl-C)") from None
     except OSError as exc:
