@@ -56,7 +56,8 @@ EVERY_KIND = [
 def test_the_round_trip_kinds_set_every_lane_parameter():
     """Each parameter of decoding/chain/parameters.py is set to something that does anything on some lane saved,
     opened and replayed here: a parameter added to the table fails this until a lane round-trips it."""
-    unset = [p.name for p in PARAMETERS if not any(p.is_set(canonical(p, getattr(spec, p.name))) for spec in EVERY_KIND)]
+    unset = [p.name for p in PARAMETERS
+             if not any(p.is_set(canonical(p, getattr(spec, p.name))) for spec in EVERY_KIND)]
     assert unset == []
 
 
