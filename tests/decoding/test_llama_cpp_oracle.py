@@ -164,7 +164,7 @@ def random_chain(rng: np.random.Generator, mirostat: int = 0, breakers: bool = F
             c["min_p"] = float(rng.uniform(0.01, 0.2))
     if rng.random() < 0.5:
         c.update(xtc_probability=1.0, xtc_threshold=float(rng.uniform(0.02, 0.3)))
-    if not mirostat and rng.random() < 0.4:
+    if not mirostat and "top_n_sigma" not in c and rng.random() < 0.4:  # with top-nσ: a known difference (below)
         c.update(temperature=float(rng.uniform(0.4, 1.8)), dynatemp_range=float(rng.uniform(0.1, 1.0)),
                  dynatemp_exponent=float(rng.uniform(0.5, 2.0)))
     elif rng.random() < 0.6:
@@ -253,3 +253,13 @@ def test_dry_with_sequence_breakers_over_the_default_model_s_vocabulary(llama, r
     config = random_chain(np.random.default_rng(3000 + case), breakers=True)
     assert_as_llama_cpp(llama, config, steps=6, vocab_size=llama.llama_vocab_n_tokens(vocab), favoured=favoured,
                         tokenizer=tokenizer, vocab=vocab, seed=case)
+
+
+@pytest.mark.xfail(strict=True, reason="known difference: Branchpoint's dynamic temperature normalises the entropy by "
+                   "the candidates left (log of their number); llama.cpp's temp_ext by the size of its array, which "
+                   "top-nσ does not shrink (it masks with -inf), so after top-nσ llama.cpp's temperature is lower "
+                   "(decoding/chain/llama_samplers.py DynamicTemperature)")
+def test_dynamic_temperature_after_top_n_sigma_as_llama_cpp(llama):
+    config = {"do_sample": True, "seed": 7, "processor_order": "llama.cpp", "top_n_sigma": 1.0, "temperature": 1.0,
+              "dynatemp_range": 0.5}
+    assert_as_llama_cpp(llama, config, steps=3, seed=5)
