@@ -152,7 +152,8 @@ def random_chain(rng: np.random.Generator, mirostat: int = 0, breakers: bool = F
         c.update(dry_multiplier=float(rng.uniform(0.3, 1.5)), dry_base=float(rng.uniform(1.1, 2.5)),
                  dry_allowed_length=int(rng.integers(0, 4)), dry_penalty_last_n=int(rng.choice([-1, -1, 5, 9, 16])))
         if breakers:
-            c["dry_sequence_breakers"] = tuple(rng.choice(["\n", ":", ".", " the", "ing", "*"], 3, replace=False))
+            strings = rng.choice(["\n", ":", ".", " the", "ing", "*"], 3, replace=False)
+            c["dry_sequence_breakers"] = tuple(str(s) for s in strings)
     if not mirostat:
         if rng.random() < 0.4:
             c["top_n_sigma"] = float(rng.uniform(0.5, 3.0))
