@@ -43,13 +43,13 @@ from gui.present.lane_fields import (
     Field,
     describe,
     display_value,
-    error_text,
     field_applies,
     model_label,
     preset_title,
     spec_from_values,
     value_text,
 )
+from gui.state.refusals import error_text
 from gui.state.run_state import Lane, RunState, Selection
 from gui.views.chain_editor import ChainEditor
 from gui.views.spin_boxes import CheckedDoubleSpinBox, CheckedSpinBox
