@@ -146,14 +146,14 @@ def test_a_tree_naming_a_missing_parent_is_refused_by_the_file_reader(tmp_path):
 
 def test_a_node_beyond_the_models_positions_or_of_another_model_is_refused_with_the_node_named():
     trace = ten_branches()
+    before = json.dumps(jsonio.to_dict(trace))
     node = next(n for n in trace.tree if n.lane == "b5")
     with pytest.raises(ValueError, match=r"cannot continue node \d+ \(10 tokens after the prompt's 3\): invalid "
                                          r"max_new_tokens=23: .* the model has 24"):
         session_tree.continue_from(engine(), trace, node.id, MODEL, None, 13)
     with pytest.raises(ValueError, match=r"node \d+ \('b5'\) was made with model 'fake'; the model open is 'other'"):
         session_tree.continue_from(engine(), trace, node.id, "other", None, 2)
-    before = json.dumps(jsonio.to_dict(trace))
-    assert json.dumps(jsonio.to_dict(trace)) == before  # nothing of the run changed
+    assert json.dumps(jsonio.to_dict(trace)) == before  # nothing of the run changed by the refused calls
 
 
 def older_file(trace: RunTrace, path) -> None:
