@@ -24,7 +24,14 @@ from decoding.chain.parameters import (
     Strategies,
     parameter,
 )
-from decoding.chain.spec import LaneSpec, format_stop_strings, parse_id_list, parse_stop_strings, short_value
+from decoding.chain.spec import (
+    PROCESSOR_ORDER,
+    LaneSpec,
+    format_stop_strings,
+    parse_id_list,
+    parse_stop_strings,
+    short_value,
+)
 from gui.i18n import QT_TRANSLATE_NOOP, translate
 from gui.present.chain import order_choice, order_name
 from models.variants import VARIANTS
@@ -267,6 +274,53 @@ MEANINGS = (
 )
 
 
+# Each parameter's label in the lane editor: its Hugging Face (or llama.cpp) name in English, a word in the
+# interface's language elsewhere (the name itself then in the tooltip). tests/gui/test_i18n.py checks every
+# parameter is listed.
+PARAMETER_LABELS = (QT_TRANSLATE_NOOP("parameter_labels", "do_sample"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "num_beams"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "temperature"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "top_k"), QT_TRANSLATE_NOOP("parameter_labels", "top_p"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "min_p"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "typical_p"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "repetition_penalty"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "no_repeat_ngram_size"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "min_new_tokens"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "epsilon_cutoff"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "eta_cutoff"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "suppress_tokens"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "bad_words_ids"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "sequence_bias"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "frequency_penalty"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "presence_penalty"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "penalty_last_n"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "dry_multiplier"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "dry_base"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "dry_allowed_length"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "dry_penalty_last_n"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "dry_sequence_breakers"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "top_n_sigma"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "xtc_probability"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "xtc_threshold"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "mirostat"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "mirostat_tau"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "mirostat_eta"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "dynatemp_range"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "dynatemp_exponent"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "adaptive"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "max_new_tokens"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "stop_strings"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "length_penalty"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "early_stopping"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "num_return_sequences"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "seed"))
+
+
+def parameter_label(name: str) -> str:
+    """The lane editor's label of a parameter (its HF name where the language keeps it)."""
+    return translate("parameter_labels", name)
+
+
 FIELDS: tuple[Field, ...] = tuple(_field(p) for p in PARAMETERS)
 FIELDS_BY_NAME = {f.name: f for f in FIELDS}
 BEAM_ONLY = frozenset(f.name for f in FIELDS if f.needs_beams)
@@ -363,6 +417,32 @@ def describe(spec: LaneSpec, seed: bool = True) -> str:
     if spec.model is not None:
         parts.append(model_label(spec.model))
     return " · ".join(parts)
+
+
+AUTO_NAME_PARTS = 2  # an automatic name names this many processors, then "+N" (the full spec: the tooltip)
+
+
+def auto_name(spec: LaneSpec) -> str:
+    """The name a lane gets from its strategy ("greedy", "beam-4", "top-k 50", "T 0.7 top-k 20"), as the
+    command line names its lanes, kept short: past two processors, "+N" counts the others ("top-p 0.9
+    top-n-sigma 1 +2"), so columns, tables and legends do not grow with the chain."""
+    if spec.is_beam:
+        return f"beam-{spec.num_beams}"
+    active = spec.processors()
+    parts = [f"{name.replace('_', '-')} {value_text(getattr(spec, name))}" for name in PROCESSOR_ORDER
+             if name in active and name != "temperature"]
+    if "temperature" in active:
+        parts.insert(0, f"T {spec.temperature:g}")
+    if len(parts) > AUTO_NAME_PARTS:
+        parts = [*parts[:AUTO_NAME_PARTS], f"+{len(parts) - AUTO_NAME_PARTS}"]
+    name = " ".join(parts) or ("sample" if spec.do_sample else "greedy")
+    return name if spec.model is None else f"{name} · {model_label(spec.model)}"
+
+
+def follows_strategy(spec: LaneSpec) -> bool:
+    """Whether a lane's name is its strategy's (possibly numbered): it then follows parameter edits."""
+    base = spec.name.rsplit(" #", 1)[0] if " #" in spec.name else spec.name
+    return base == auto_name(spec)
 
 
 def model_label(model: str) -> str:

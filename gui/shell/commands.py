@@ -97,7 +97,7 @@ class RunCommands(QObject):
     def explain_selected_lane(self) -> None:
         if self.state.selection is None:
             self.state.show_notice(translate("RunCommands", "Select a token of the lane to explain (click it in the "
-                                                            "text)."), level="info")
+                                                            "text)."), level="info", cause="selection")
             return
         self.explain_lane(self.state.selection.lane)
 
@@ -106,7 +106,8 @@ class RunCommands(QObject):
         """The selected lane read by a second model the user picks."""
         if self.state.selection is None:
             self.state.show_notice(translate("RunCommands", "Select a token of the lane to compare with another model "
-                                                            "(click it in the text)."), level="info")
+                                                            "(click it in the text)."), level="info",
+                                   cause="selection")
             return
         self.compare_lane_with_model(self.state.selection.lane)
 

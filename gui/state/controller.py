@@ -32,6 +32,10 @@ from gui.state.requests import RunRequest, request_of
 from gui.state.run_state import JobKind, Lane, Proposal, RunState, prompt_key
 from runfiles import run_file
 
+# Notices a new job makes untrue: the prompt's refusal, "restored the run…", "select a token first", step mode's
+# refusals (step mode starting or stepping on).
+STALE_AT_A_JOB = ("prompt", "restore", "selection", "step_mode")
+
 
 class JobRunner(Protocol):
     """Runs one job at a time and calls the controller's on_message / on_finished / on_failed with its
@@ -540,7 +544,8 @@ class RunController:
             return False
         if any(lane.spec.branch or lane.spec.replay_of for lane in state.lanes):
             state.show_notice(translate("controller", "Step mode starts every lane at step 0: remove the branch "
-                                                      "lanes first (or Run them as ordinary lanes)."), level="info")
+                                                      "lanes first (or Run them as ordinary lanes)."), level="info",
+                              cause="step_mode")
             return False
         self.step_mode, self.stepping = True, []
         specs = state.specs
@@ -565,11 +570,12 @@ class RunController:
             self.state.show_notice(translate("controller", "A beam lane's step in step mode is its search's: accept "
                                                            "it (F8) or run the lane on (F9). To force a token, "
                                                            "branch from the beam lane after step mode."),
-                                   level="info")
+                                   level="info", cause="step_mode")
             return False
         if step != proposed:
             self.state.show_notice(translate("controller", "In step mode a lane takes a token at its next step "
-                                                           "({step}) only.").format(step=proposed), level="info")
+                                                           "({step}) only.").format(step=proposed), level="info",
+                                   cause="step_mode")
             return False
         return self._step(lambda session: session.take(name, token_id))
 
@@ -772,7 +778,7 @@ class RunController:
 
     def _start(self, kind: JobKind, targets: dict[tuple[int, int], LaneSpec], job: Job, limit: int) -> None:
         """Start `job`, whose lanes stream into `targets` ((lane key, member) -> spec, in the job's lane order)."""
-        self.state.clear_notice("prompt")
+        self.state.clear_notice(*STALE_AT_A_JOB)
         if self.state.notice is not None and self.state.notice.level == "error":
             self.state.clear_notice()
         self._targets = list(targets)

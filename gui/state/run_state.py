@@ -12,6 +12,7 @@ new view is one class plus one line of wiring, and no view can miss a change ano
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from enum import Enum
@@ -20,13 +21,16 @@ from decoding.analysis import session_tree
 from decoding.analysis.compare import first_difference
 from decoding.analysis.critical import critical_point
 from decoding.analysis.text_align import first_text_difference, same_place, token_aligned
-from decoding.chain.spec import LaneSpec
+from decoding.chain.spec import LaneSpec, unique_name
 from decoding.engine.lane_state import empty_trace
 from decoding.records.explain import ExplainResult
 from decoding.records.trace import CriticalSettings, LaneTrace, RunTrace, StepRecord, TreeNode
+from gui.present.lane_fields import auto_name
 from gui.present.lane_html import TokenMarks
 from gui.state.model_comparison import ModelComparison
 from gui.state.requests import RunRequest
+
+BRANCH_NAME = re.compile(r" ↳\d+")  # the name the window gives a branch or a replay ("greedy ↳58 runner-up")
 
 # Every event the model emits, with the arguments its listeners get.
 EVENTS: dict[str, str] = {
@@ -339,6 +343,8 @@ class RunState:
                 self._set_selection(None)
             elif self.selection.lane > index:
                 self._set_selection(replace(self.selection, lane=self.selection.lane - 1))
+        if self.notice is not None and f"“{lane.name}”" in self.notice.text:  # about a lane that is gone
+            self.clear_notice()
         self.events.emit("lane_removed", index, lane)
         return lane
 
@@ -352,10 +358,15 @@ class RunState:
         self.events.emit("lane_moved", index, target)
 
     def detach_branch(self, index: int) -> None:
-        """A branch (or replay) lane whose branch point no longer holds runs as an ordinary lane from now on."""
+        """A branch (or replay) lane whose branch point no longer holds runs as an ordinary lane from now on, named
+        by its strategy when its name was the branch's ("greedy ↳58" says a branch point it no longer has)."""
         lane = self.lanes[index]
         lane.branch_prompt = None
-        self.replace_spec(index, replace(lane.spec, branch=None, replay_of=None))
+        spec = replace(lane.spec, branch=None, replay_of=None)
+        if BRANCH_NAME.search(spec.name):
+            spec = replace(spec, name=unique_name(auto_name(spec), self.names() - {lane.name}))
+            lane.named_by_user = False
+        self.replace_spec(index, spec)
 
     def set_running_trace(self, trace: RunTrace) -> None:
         """The streaming run's prompt, settings and model (no lanes yet): what an autosave needs."""
@@ -654,6 +665,8 @@ class RunState:
     def _set_selection(self, selection: Selection | None) -> None:
         if selection != self.selection:
             self.selection = selection
+            if selection is not None:
+                self.clear_notice("selection")  # "select a token first" no longer holds
             self.events.emit("selection_changed", selection)
 
     # --------------------------------------------------------------------------------------------- notice
@@ -662,9 +675,9 @@ class RunState:
         self.notice = Notice(text, level, cause)
         self.events.emit("notice_changed", self.notice)
 
-    def clear_notice(self, cause: str | None = None) -> None:
-        """Clear the notice (only if it has this cause, when one is given)."""
-        if self.notice is None or (cause is not None and self.notice.cause != cause):
+    def clear_notice(self, *causes: str) -> None:
+        """Clear the notice (only if it has one of these causes, when causes are given)."""
+        if self.notice is None or (causes and self.notice.cause not in causes):
             return
         self.notice = None
         self.events.emit("notice_changed", None)

@@ -34,21 +34,23 @@ from PySide6.QtWidgets import (
 )
 
 from decoding.analysis.fanout import MAX_FANOUT, refusal
-from decoding.chain.spec import ORDER_PAIR, PRESETS, PROCESSOR_ORDER, LaneSpec, unique_name
+from decoding.chain.spec import ORDER_PAIR, PRESETS, LaneSpec, unique_name
 from gui.i18n import translate
 from gui.present import colours
 from gui.present.lane_fields import (
     FIELDS,
     LIST_KINDS,
     Field,
+    auto_name,
     describe,
     display_value,
     error_text,
     field_applies,
+    follows_strategy,
     model_label,
+    parameter_label,
     preset_title,
     spec_from_values,
-    value_text,
 )
 from gui.state.run_state import Lane, RunState, Selection
 from gui.views.chain_editor import ChainEditor
@@ -58,26 +60,6 @@ from gui.views.style import lane_color_hex
 NAME_COLUMN, STRATEGY_COLUMN = 0, 1
 MESSAGE_LINES = 2  # the message area keeps room for this many lines, shown or not
 RUN_MODEL = ""  # the model field's entry for "the run's model" (LaneSpec.model None)
-
-
-def auto_name(spec: LaneSpec) -> str:
-    """The name a lane gets from its strategy ("greedy", "beam-4", "top-k 50", "T 0.7 top-k 20"), as the
-    command line names its lanes."""
-    if spec.is_beam:
-        return f"beam-{spec.num_beams}"
-    active = spec.processors()
-    parts = [f"{name.replace('_', '-')} {value_text(getattr(spec, name))}" for name in PROCESSOR_ORDER
-             if name in active and name != "temperature"]
-    if "temperature" in active:
-        parts.insert(0, f"T {spec.temperature:g}")
-    name = " ".join(parts) or ("sample" if spec.do_sample else "greedy")
-    return name if spec.model is None else f"{name} · {model_label(spec.model)}"
-
-
-def follows_strategy(spec: LaneSpec) -> bool:
-    """Whether a lane's name is its strategy's (possibly numbered): it then follows parameter edits."""
-    base = spec.name.rsplit(" #", 1)[0] if " #" in spec.name else spec.name
-    return base == auto_name(spec)
 
 
 def preset_for_window(spec: LaneSpec) -> LaneSpec:
@@ -125,7 +107,9 @@ def _make_widget(f: Field) -> QWidget:
         widget.allow(f.minimum, f.maximum, _typing_span(f, 1e9))
         widget.setSingleStep(f.step)
         widget.setKeyboardTracking(False)
-    widget.setToolTip(f"<b>{f.name}</b><br>{f.tooltip}")
+    label = parameter_label(f.name)
+    named = f"<b>{f.name}</b>" + (f" · {label}" if label != f.name else "")  # the HF name whatever the language
+    widget.setToolTip(f"{named}<br>{f.tooltip}")
     widget.setObjectName(f"field_{f.name}")
     return widget
 
@@ -170,7 +154,8 @@ class LaneForm(QWidget):
         for f in FIELDS:
             widget = _make_widget(f)
             self.widgets[f.name] = widget
-            label = QLabel(f.name)
+            label = QLabel(parameter_label(f.name))
+            label.setObjectName(f"label_{f.name}")
             label.setToolTip(widget.toolTip())
             layout.addRow(label, widget)
             self._connect(widget)
@@ -255,6 +240,7 @@ class LanesEditor(QWidget):
         self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setTabKeyNavigation(False)  # Tab crosses the table in one stop (the arrows move in it)
         self.table.setToolTip(translate("lanes_editor", "Double-click a name to rename the lane; select a lane to edit "
                                                         "its parameters"))
         self.table.itemChanged.connect(self._on_item_changed)
@@ -468,8 +454,13 @@ class LanesEditor(QWidget):
     # ------------------------------------------------------------------------------------------- editing
 
     def _on_lanes_event(self, *_args) -> None:
+        """The table again, the selection on the lane the user chose (wherever lanes inserted or removed
+        around it moved its row), else on the same row."""
         index = self.selected_index()
+        shown = self._shown_lane
         self._fill_table()
+        if shown is not None and shown in self.state.lanes:
+            index = self.state.lanes.index(shown)
         self._select_row(index if 0 <= index < len(self.state.lanes) else 0)
 
     def _on_selection_changed(self, selection: Selection | None) -> None:

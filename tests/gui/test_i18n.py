@@ -140,7 +140,7 @@ def test_the_chinese_window_shows_no_english(qtbot, chinese, tmp_path, tiny_mode
         window.state.select(0, 2)
         qtbot.wait(50)
         menus = [action.text() for action in window.menuBar().actions()]
-        assert menus == ["文件(&F)", "运行(&R)", "泳道(&L)", "视图(&V)", "帮助(&H)"]
+        assert menus == ["文件(&F)", "运行(&R)", "车道(&L)", "视图(&V)", "帮助(&H)"]
         assert window.prompt.run_button.text() == "运行"
         left = untranslated(window)
         for tabs in window.findChildren(QTabWidget):  # every tab of every tab widget shown in turn
