@@ -148,12 +148,36 @@ def grow(nodes: list[TreeNode], lanes: Sequence[LaneTrace], model: str,
 def _parent_of(nodes: Sequence[TreeNode], lane: LaneTrace) -> tuple[int | None, int]:
     marker = lane.replay_of or lane.branch
     if not marker:
-        return None, 0
+        return _forced_parent(nodes, lane)
     parent_lane, step = marker.get("lane", marker.get("parent")), int(marker["step"])
     for node in reversed(nodes):
         if node.lane == parent_lane and full_tokens(nodes, node.id)[:step] == list(lane.token_ids[:step]):
             return node.id, step
     return None, 0
+
+
+def _forced_parent(nodes: Sequence[TreeNode], lane: LaneTrace) -> tuple[int | None, int]:
+    """A lane with forced tokens (Force for all lanes, step mode's picks) branches at its first forced step from
+    the newest node whose sequence it follows up to there and leaves there — of the same lane first, then of the
+    same strategy, then any; else it is a root."""
+    forced = lane.config.get("forced") or {}
+    steps = sorted(int(step) for step in forced)
+    if not steps or steps[0] >= len(lane.token_ids):
+        return None, 0
+    step, tokens = steps[0], list(lane.token_ids)
+    strategy = _strategy(lane.config)
+    for kin in (lambda n: n.lane == lane.name, lambda n: _strategy(n.config) == strategy, lambda _n: True):
+        for node in reversed(nodes):
+            sequence = full_tokens(nodes, node.id)
+            leaves_there = len(sequence) > step and sequence[step] != tokens[step]
+            if kin(node) and leaves_there and sequence[:step] == tokens[:step]:
+                return node.id, step
+    return None, 0
+
+
+def _strategy(config: dict) -> dict:
+    """A lane's config without what Force and step mode add to it."""
+    return {key: value for key, value in config.items() if key not in ("forced", "max_new_tokens", "name")}
 
 
 def _same_place(a: TreeNode, b: TreeNode) -> bool:

@@ -169,6 +169,7 @@ class RunState:
         self.tree: list[TreeNode] = []  # the session tree (decoding.analysis.session_tree) of the shown prompt
         self.tree_prompt: tuple | None = None  # the prompt (text, chat, system) the tree grows from
         self.lane_nodes: dict[int, int] = {}  # lane key -> the tree node of what it shows
+        self.pruned: tuple[list[TreeNode], dict[int, int]] | None = None  # the last prune's nodes (undo_prune)
         self.proposals: dict[int, Proposal] = {}  # step mode: lane index -> its proposed, not yet taken, step
         self.model_comparison: ModelComparison | None = None  # a lane of the shown run read by a second model
         for spec in specs:
@@ -520,6 +521,7 @@ class RunState:
             return
         if self.tree_prompt != prompt_key(self.trace):
             self.tree, self.lane_nodes, self.tree_prompt = [], {}, prompt_key(self.trace)
+            self.pruned = None
         keys = list(finished)
         nodes = session_tree.grow(self.tree, [finished[key] for key in keys], self.trace.model.name)
         grown = dict(zip([key for key in keys if finished[key].steps or finished[key].token_ids], nodes,
@@ -611,7 +613,7 @@ class RunState:
         self.critical = trace.settings.critical
         self.reference = 0
         self.run_limit = max((len(lane.steps) for lane in trace.lanes), default=0)
-        self.tree, self.tree_prompt = trace.tree, prompt_key(trace)
+        self.tree, self.tree_prompt, self.pruned = trace.tree, prompt_key(trace), None
         self.lane_nodes = {lane.key: node.id for lane in self.lanes
                            if (node := _node_showing(self.tree, lane.trace)) is not None}
         self.events.emit("tree_changed")
@@ -637,10 +639,25 @@ class RunState:
         self.events.emit("tree_changed")
 
     def prune_node(self, node_id: int) -> list[TreeNode]:
-        """Remove a node and everything under it from the tree (the user asked to); their lanes stay."""
+        """Remove a node and everything under it from the tree (the user asked to); their lanes stay. The last
+        prune can be undone (undo_prune)."""
+        lane_nodes = dict(self.lane_nodes)
         removed = session_tree.prune(self.tree, node_id)
         gone = {node.id for node in removed}
         self.lane_nodes = {key: node for key, node in self.lane_nodes.items() if node not in gone}
+        self.pruned = (removed, {key: node for key, node in lane_nodes.items() if node in gone})
+        self.events.emit("tree_changed")
+        return removed
+
+    def undo_prune(self) -> list[TreeNode]:
+        """Put back what the last prune removed (with the lanes that showed its nodes); the nodes put back."""
+        if self.pruned is None:
+            return []
+        (removed, lane_nodes), self.pruned = self.pruned, None
+        self.tree.extend(removed)
+        self.tree.sort(key=lambda node: node.id)
+        self.lane_nodes.update({key: node for key, node in lane_nodes.items()
+                                if any(lane.key == key for lane in self.lanes)})
         self.events.emit("tree_changed")
         return removed
 
