@@ -65,6 +65,12 @@ def describe_other(record: StepRecord, other_token: int | None, other_text: str)
     return translate("compare_view", "the other lane's {token} has p {p} (rank {rank}) here").format(
         token=token, p=format_prob(known.prob), rank=known.rank + 1)
 
+TITLE_CHARS = 28  # a plot title's lane name is cut past this many characters
+
+
+def elided(name: str, limit: int = TITLE_CHARS) -> str:
+    return name if len(name) <= limit else name[: limit - 1] + "…"
+
 
 class CompareView(QWidget):
     def __init__(self, state: RunState, parent: QWidget | None = None) -> None:
@@ -139,6 +145,8 @@ class CompareView(QWidget):
                                                               "same place of the text"))
         header.addWidget(self._title, 1)
         header.addWidget(QLabel(translate("compare_view", "compare with")))
+        self._combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self._combo.setMinimumContentsLength(14)  # not as wide as the longest lane name
         header.addWidget(self._combo)
         header.addWidget(self._comparison)
         self._legend = QLabel(
@@ -152,6 +160,8 @@ class CompareView(QWidget):
         self._legend.setFont(style.ui_font(8.5))
         self._canvas = style.make_canvas()
         self._plots = {"a": self._canvas.addPlot(row=0, col=0), "b": self._canvas.addPlot(row=0, col=1)}
+        for column in (0, 1):  # both distributions as wide, whatever their lanes are named
+            self._canvas.ci.layout.setColumnStretchFactor(column, 1)
         self._bars, self._draws = {}, {}
         for side, plot in self._plots.items():
             style.style_plot(plot, ink=False)
@@ -210,7 +220,9 @@ class CompareView(QWidget):
                                          other_token=display_token(b.token_text, 20), other_step=b.step))
         for side, record, other_record, lane in (("a", a, b, lanes[0]), ("b", b, a, lanes[1])):
             self._draw_side(side, record, other_record.token_id if aligned else None)
-            self._plots[side].setTitle(f'{style.lane_swatch(lane.colour)} {html.escape(lane.name)}', size="9pt")
+            # a long lane name would widen its plot's title and squeeze the other plot: cut, in full above
+            self._plots[side].setTitle(f'{style.lane_swatch(lane.colour)} {html.escape(elided(lane.name))}',
+                                       size="9pt")
             chose = translate("compare_view", "<b>{name}</b>: chose “{token}” p {p}; ").format(
                 name=html.escape(lane.name), token=html.escape(display_token(record.token_text, 20)),
                 p=format_prob(record.prob))

@@ -58,6 +58,7 @@ from gui.views.spin_boxes import CheckedDoubleSpinBox, CheckedSpinBox
 from gui.views.style import lane_color_hex
 
 NAME_COLUMN, STRATEGY_COLUMN = 0, 1
+NAME_COLUMN_MAX_PX = 150
 MESSAGE_LINES = 2  # the message area keeps room for this many lines, shown or not
 RUN_MODEL = ""  # the model field's entry for "the run's model" (LaneSpec.model None)
 
@@ -486,6 +487,8 @@ class LanesEditor(QWidget):
             self.table.setItem(row, NAME_COLUMN, name)
             self.table.setItem(row, STRATEGY_COLUMN, strategy)
         self.table.resizeColumnToContents(NAME_COLUMN)
+        # a long name is cut (its tooltip has it whole): the strategy column keeps its room
+        self.table.setColumnWidth(NAME_COLUMN, min(self.table.columnWidth(NAME_COLUMN), NAME_COLUMN_MAX_PX))
         self.table.blockSignals(False)
 
     @Slot()
