@@ -209,8 +209,10 @@ class RunController:
             else:
                 continue
             if reason:
-                self.state.detach_branch(index)
-                turned.append(f"“{lane.name}” ({reason})")
+                old_name = lane.name
+                self.state.detach_branch(index)  # named by its strategy from now on when its name was the branch's
+                renamed = "" if lane.name == old_name else f" → “{lane.name}”"
+                turned.append(f"“{old_name}”{renamed} ({reason})")
         if turned:
             notice = translate("controller", "These branch lanes now run as ordinary lanes of their own strategy: "
                                              "{lanes}.")
