@@ -169,7 +169,8 @@ def _forced_parent(nodes: Sequence[TreeNode], lane: LaneTrace) -> tuple[int | No
     for kin in (lambda n: n.lane == lane.name, lambda n: _strategy(n.config) == strategy, lambda _n: True):
         for node in reversed(nodes):
             sequence = full_tokens(nodes, node.id)
-            leaves_there = len(sequence) > step and sequence[step] != tokens[step]
+            # the lane's own node even where it took that token anyway; another one only where it leaves it there
+            leaves_there = len(sequence) > step and (node.lane == lane.name or sequence[step] != tokens[step])
             if kin(node) and leaves_there and sequence[:step] == tokens[:step]:
                 return node.id, step
     return None, 0
