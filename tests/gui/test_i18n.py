@@ -42,7 +42,7 @@ CJK = re.compile(r"[\u3400-\u9fff]")
 KEPT_WORDS = {p.name for p in decoding.chain.parameters.PARAMETERS} | {
     "Branchpoint", "English", "CPU", "CUDA", "PNG", "SVG", "JSON", "ONNX", "True", "False", "never", "id",
     "T", "p", "p₁", "p₂", "u", "H", "lp", "rep", "no-repeat", "typical", "top-k", "top-p", "min-p", "Top-k",
-    "Top-p", "Min-p",
+    "Top-p", "Min-p", "DRY", "XTC", "Mirostat",
     "Logit", "logit", "logits", "lm_head", "transformers", "llama", "cpp", "Hugging", "Face", "Ctrl", "Shift", "Alt",
     "Esc", "Up", "Down", "Left", "Right", "Home", "End", "Enter", "Return", "L", "O", "S", "E", "Z", "Q", "F1", "F11",
 }

@@ -1642,20 +1642,28 @@ score {score} · parent slot {parent}</source>
             <translation>保留的概率</translation>
         </message>
         <message>
-            <source>rank of chosen</source>
-            <translation>所选词元排名</translation>
+            <source>rank</source>
+            <translation>名次</translation>
         </message>
         <message>
-            <source>p(chosen)</source>
-            <translation>p(所选)</translation>
+            <source>p</source>
+            <translation>p</translation>
         </message>
         <message>
-            <source>The chain, stage by stage (the chosen token)</source>
-            <translation>处理链，逐阶段（所选词元）</translation>
+            <source>The chain, stage by stage, for “{token}” (click another row for its own)</source>
+            <translation>逐级处理链：“{token}”（单击其他行可查看该行的）</translation>
+        </message>
+        <message>
+            <source>The chain, stage by stage, for “{token}” (not chosen; ? where the step's record does not say)</source>
+            <translation>逐级处理链：“{token}”（未被选中；? 表示该步的记录无法确定）</translation>
         </message>
         <message>
             <source>filtered</source>
             <translation>已过滤</translation>
+        </message>
+        <message>
+            <source>removed by {stage}</source>
+            <translation>被 {stage} 移除</translation>
         </message>
         <message>
             <source>&lt;b&gt;“{token}” (id {token_id}): p {processed}, raw {raw}&lt;/b&gt;</source>
@@ -2177,6 +2185,161 @@ score {score} · parent slot {parent}</source>
         </message>
     </context>
     <context>
+        <name>parameter_labels</name>
+        <message>
+            <source>do_sample</source>
+            <translation>随机采样</translation>
+        </message>
+        <message>
+            <source>num_beams</source>
+            <translation>束数</translation>
+        </message>
+        <message>
+            <source>temperature</source>
+            <translation>温度</translation>
+        </message>
+        <message>
+            <source>top_k</source>
+            <translation>前 k 个</translation>
+        </message>
+        <message>
+            <source>top_p</source>
+            <translation>核采样阈值</translation>
+        </message>
+        <message>
+            <source>min_p</source>
+            <translation>最小概率比</translation>
+        </message>
+        <message>
+            <source>typical_p</source>
+            <translation>典型采样</translation>
+        </message>
+        <message>
+            <source>repetition_penalty</source>
+            <translation>重复惩罚</translation>
+        </message>
+        <message>
+            <source>no_repeat_ngram_size</source>
+            <translation>禁止重复的 n 元长度</translation>
+        </message>
+        <message>
+            <source>min_new_tokens</source>
+            <translation>最少新词元数</translation>
+        </message>
+        <message>
+            <source>epsilon_cutoff</source>
+            <translation>ε 截断</translation>
+        </message>
+        <message>
+            <source>eta_cutoff</source>
+            <translation>η 截断</translation>
+        </message>
+        <message>
+            <source>suppress_tokens</source>
+            <translation>禁用词元</translation>
+        </message>
+        <message>
+            <source>bad_words_ids</source>
+            <translation>禁用序列</translation>
+        </message>
+        <message>
+            <source>sequence_bias</source>
+            <translation>序列偏置</translation>
+        </message>
+        <message>
+            <source>frequency_penalty</source>
+            <translation>频率惩罚</translation>
+        </message>
+        <message>
+            <source>presence_penalty</source>
+            <translation>存在惩罚</translation>
+        </message>
+        <message>
+            <source>penalty_last_n</source>
+            <translation>惩罚窗口</translation>
+        </message>
+        <message>
+            <source>dry_multiplier</source>
+            <translation>DRY 系数</translation>
+        </message>
+        <message>
+            <source>dry_base</source>
+            <translation>DRY 底数</translation>
+        </message>
+        <message>
+            <source>dry_allowed_length</source>
+            <translation>DRY 允许长度</translation>
+        </message>
+        <message>
+            <source>dry_penalty_last_n</source>
+            <translation>DRY 扫描窗口</translation>
+        </message>
+        <message>
+            <source>dry_sequence_breakers</source>
+            <translation>DRY 断开字符串</translation>
+        </message>
+        <message>
+            <source>top_n_sigma</source>
+            <translation>nσ 截断</translation>
+        </message>
+        <message>
+            <source>xtc_probability</source>
+            <translation>XTC 概率</translation>
+        </message>
+        <message>
+            <source>xtc_threshold</source>
+            <translation>XTC 阈值</translation>
+        </message>
+        <message>
+            <source>mirostat</source>
+            <translation>Mirostat 版本</translation>
+        </message>
+        <message>
+            <source>mirostat_tau</source>
+            <translation>Mirostat 目标 τ</translation>
+        </message>
+        <message>
+            <source>mirostat_eta</source>
+            <translation>Mirostat 学习率 η</translation>
+        </message>
+        <message>
+            <source>dynatemp_range</source>
+            <translation>动态温度范围</translation>
+        </message>
+        <message>
+            <source>dynatemp_exponent</source>
+            <translation>动态温度指数</translation>
+        </message>
+        <message>
+            <source>adaptive</source>
+            <translation>自适应</translation>
+        </message>
+        <message>
+            <source>max_new_tokens</source>
+            <translation>最多新词元数</translation>
+        </message>
+        <message>
+            <source>stop_strings</source>
+            <translation>停止字符串</translation>
+        </message>
+        <message>
+            <source>length_penalty</source>
+            <translation>长度惩罚</translation>
+        </message>
+        <message>
+            <source>early_stopping</source>
+            <translation>提前停止</translation>
+        </message>
+        <message>
+            <source>num_return_sequences</source>
+            <translation>返回序列数</translation>
+        </message>
+        <message>
+            <source>seed</source>
+            <translation>种子</translation>
+        </message>
+    </context>
+    <context>
         <name>parameters</name>
         <message>
             <source>Draw the next token at random from the processed distribution (seeded, so runs repeat) instead of taking the most likely one; the sampling parameters apply only when it is on.</source>
@@ -2550,8 +2713,12 @@ score {score} · parent slot {parent}</source>
     <context>
         <name>session_tree</name>
         <message>
-            <source>pruned {count} node(s) from the tree: {names}</source>
-            <translation>已从树中剪除 {count} 个节点：{names}</translation>
+            <source>pruned {count} node(s) from the tree: {names} (right-click the tree: Undo prune)</source>
+            <translation>已从树中剪除 {count} 个节点：{names}（在树上右键单击：撤销剪除）</translation>
+        </message>
+        <message>
+            <source>put back {count} node(s): {names}</source>
+            <translation>已恢复 {count} 个节点：{names}</translation>
         </message>
         <message>
             <source>Every run and branch of the session</source>
@@ -2590,8 +2757,16 @@ score {score} · parent slot {parent}</source>
             <translation>隐藏子树</translation>
         </message>
         <message>
-            <source>Prune subtree</source>
-            <translation>剪除子树</translation>
+            <source>Prune “{name}”</source>
+            <translation>剪除“{name}”</translation>
+        </message>
+        <message>
+            <source>Prune “{name}” and the {count} node(s) under it</source>
+            <translation>剪除“{name}”及其下的 {count} 个节点</translation>
+        </message>
+        <message>
+            <source>Undo prune ({count} node(s))</source>
+            <translation>撤销剪除（{count} 个节点）</translation>
         </message>
         <message>
             <source>Bring back as the lanes</source>
@@ -2609,8 +2784,8 @@ score {score} · parent slot {parent}</source>
     <context>
         <name>setup_dialog</name>
         <message>
-            <source>cancelling…</source>
-            <translation>正在取消…</translation>
+            <source>cancelling: finishing the current stage first ({stage}); nothing of it will be kept…</source>
+            <translation>正在取消：先完成当前阶段（{stage}），其结果不会保留…</translation>
         </message>
         <message>
             <source>starting…</source>
@@ -3198,6 +3373,10 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>The GGUF's own 4-bit blocks run as they are: exact (the same distributions as fp32)</source>
             <translation>直接运行 GGUF 自带的 4 位块：精确（与 fp32 的分布相同）</translation>
+        </message>
+        <message>
+            <source>{size} inspection</source>
+            <translation>{size} 检查模型</translation>
         </message>
         <message>
             <source>{name} is not a complete prepared model (no valid manifest.json): variants are made from a model prepared into the cache.</source>
