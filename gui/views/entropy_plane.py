@@ -131,6 +131,7 @@ class EntropyPlane(DrawnWhenShown, QWidget):
 
     def _add_regimes(self) -> None:
         """The adaptive strategy's two corners shaded, the thresholds dashed, each regime named."""
+        self.regime_labels: list[pg.TextItem] = []
         shade = QColor(style.FOREGROUND)
         shade.setAlphaF(0.07)
         for (low_h, high_h), (low_v, high_v) in CORNERS.values():
@@ -151,6 +152,7 @@ class EntropyPlane(DrawnWhenShown, QWidget):
             label.setFont(style.ui_font(8))
             label.setPos(x, y)
             self._plot.addItem(label, ignoreBounds=True)
+            self.regime_labels.append(label)
 
     # ---- drawing -----------------------------------------------------------------------------------------
     def _draw(self) -> None:

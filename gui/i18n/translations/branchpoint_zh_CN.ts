@@ -2200,7 +2200,7 @@ score {score} · parent slot {parent}</source>
         </message>
         <message>
             <source>top_k</source>
-            <translation>前 k 个</translation>
+            <translation>候选数上限</translation>
         </message>
         <message>
             <source>top_p</source>
@@ -2220,7 +2220,7 @@ score {score} · parent slot {parent}</source>
         </message>
         <message>
             <source>no_repeat_ngram_size</source>
-            <translation>禁止重复的 n 元长度</translation>
+            <translation>禁止重复片段长度</translation>
         </message>
         <message>
             <source>min_new_tokens</source>
@@ -2280,7 +2280,7 @@ score {score} · parent slot {parent}</source>
         </message>
         <message>
             <source>top_n_sigma</source>
-            <translation>nσ 截断</translation>
+            <translation>标准差截断</translation>
         </message>
         <message>
             <source>xtc_probability</source>
