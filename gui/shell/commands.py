@@ -25,12 +25,12 @@ class RunCommands(QObject):
         """Run every lane; in step mode, one step of every lane."""
         if self.controller.step_mode:
             self.controller.step_all()
-        elif self._may_replace_run():
+        elif self.controller.check_run() and self._may_replace_run():  # refused before "Save changes?"
             self.controller.run()
 
     @Slot()
     def toggle_step_mode(self) -> None:
-        if self.controller.step_mode or self._may_replace_run():
+        if self.controller.step_mode or (self.controller.check_run() and self._may_replace_run()):
             self.controller.toggle_step_mode()
 
     @Slot()
@@ -46,7 +46,7 @@ class RunCommands(QObject):
     @Slot()
     def run_again_and_compare(self) -> None:
         """Run every lane again (fresh draws where the seed is auto) and say where each differs from this run."""
-        if self._may_replace_run():
+        if self.controller.check_run() and self._may_replace_run():
             self.controller.run(compare=True)
 
     @Slot(int, int)

@@ -134,11 +134,11 @@ class RunController:
             self.state.show_notice(translate("controller", "Run again and compare needs a run to compare with (run "
                                                            "or open one)."))
             return False
-        if not self._check_can_run(request):
+        if not self.check_run(request):
             return False
-        if not self._check_length(request):
-            return False
-        self._settle_branches(request)
+        said = [words for words in (self._settle_picks(request), self._settle_branches(request)) if words]
+        if said:
+            self.state.show_notice(" ".join(said), level="info", cause="branches")
         try:
             targets = self._expand(self.state.lanes, request.seed)
             specs = list(targets.values())
@@ -160,6 +160,22 @@ class RunController:
             members = fanout.fan_out(lane.spec, lane.fanout, base_seed) if lane.fanout > 1 else [lane.spec]
             targets.update({(lane.key, k): spec for k, spec in enumerate(members)})
         return targets
+
+    def check_run(self, request: RunRequest | None = None) -> bool:
+        """The refusals a run meets before any work (no model, an empty prompt, a prompt past the model's
+        positions), said in a notice; True when none applies. The window asks "Save changes?" only after them."""
+        request = self.state.request if request is None else request
+        return self._check_can_run(request) and self._check_length(request)
+
+    def _settle_picks(self, request: RunRequest) -> str:
+        """Hand-picked tokens (step mode, Force for all lanes) belong to the prompt they were picked for: a run of
+        another prompt runs those lanes without them. What to say of it ("" when nothing changed)."""
+        dropped = self.state.drop_picks((request.text, request.chat, request.system))
+        if not dropped:
+            return ""
+        notice = translate("controller", "The prompt changed: these lanes run without the tokens picked by hand (and "
+                                         "the length step mode stopped at) for the last prompt: {lanes}.")
+        return notice.format(lanes=", ".join(f"“{name}”" for name in dropped))
 
     def _check_can_run(self, request: RunRequest) -> bool:
         if self.holder is None:
@@ -191,8 +207,9 @@ class RunController:
             return True
         return True
 
-    def _settle_branches(self, request: RunRequest) -> None:
-        """Turn branch lanes whose branch point no longer holds into ordinary lanes, and say which."""
+    def _settle_branches(self, request: RunRequest) -> str:
+        """Turn branch lanes whose branch point no longer holds into ordinary lanes; what to say of it ("" when
+        none)."""
         key = (request.text, request.chat, request.system)
         by_name = {lane.name: lane for lane in self.state.lanes}
         turned = []
@@ -213,10 +230,11 @@ class RunController:
                 self.state.detach_branch(index)  # named by its strategy from now on when its name was the branch's
                 renamed = "" if lane.name == old_name else f" → “{lane.name}”"
                 turned.append(f"“{old_name}”{renamed} ({reason})")
-        if turned:
-            notice = translate("controller", "These branch lanes now run as ordinary lanes of their own strategy: "
-                                             "{lanes}.")
-            self.state.show_notice(notice.format(lanes="; ".join(turned)), level="info", cause="branches")
+        if not turned:
+            return ""
+        notice = translate("controller", "These branch lanes now run as ordinary lanes of their own strategy: "
+                                         "{lanes}.")
+        return notice.format(lanes="; ".join(turned))
 
     def stop(self) -> None:
         if self.runner.is_running():
@@ -299,8 +317,10 @@ class RunController:
             return False
         try:
             self._pin_parent_seed(index)
-            spec = not_taken_spec(self._ran_spec(lane), step, runner_up_token,
-                                  unique_name(f"{lane.name} ↳{step} runner-up", state.names()))
+            # the replay continues this lane's own tokens: a branch lane's branch marker is not the replay's
+            name = translate("controller", "{lane} ↳{step} runner-up").format(lane=lane.name, step=step)
+            spec = not_taken_spec(replace(self._ran_spec(lane), branch=None), step, runner_up_token,
+                                  unique_name(name, state.names()))
         except ValueError as error:
             state.show_notice(translate("controller",
                                         "Cannot replay the branch not taken: {error}.").format(error=error))
@@ -380,7 +400,10 @@ class RunController:
         """Re-run every lane with `token_id` forced at `step` (each keeps its own tokens before it)."""
         if self.runner.is_running() or self.holder is None:
             return False
+        request = self.state.request if request is None else request
+        prompt = (request.text, request.chat, request.system)
         for index, lane in enumerate(self.state.lanes):
+            self.state.note_picks(index, prompt)
             self.state.replace_spec(index, replace(lane.spec, forced={**lane.spec.forced, step: token_id}))
         return self.run(request)
 
@@ -610,7 +633,7 @@ class RunController:
                 finished[(lane.key, 0)] = empty_trace(lane.spec)
                 continue
             spec, finished[(lane.key, 0)] = kept
-            state.keep_stepped(index, spec)
+            state.keep_stepped(index, spec, (state.request.text, state.request.chat, state.request.system))
         state.finish_job(state.trace, finished)
         state.set_status(translate("controller", "step mode off: the lanes keep the steps taken"))
         return True
@@ -848,6 +871,20 @@ class RunController:
         elif kind is JobKind.RUN and self._compared is not None:
             self._report_run_again()
 
+    def _drop_unmade_lanes(self) -> bool:
+        """The lanes a failed branch or replay inserted and never filled go (a failed try leaves nothing behind)."""
+        dropped = False
+        for key, _member in self._targets:
+            try:
+                index = self.state.index_of(key)
+            except KeyError:
+                continue
+            if not self.state.lanes[index].trace.steps:
+                self.state.remove_lane(index)
+                self._branch_keys = [k for k in self._branch_keys if k != key]
+                dropped = True
+        return dropped
+
     def _finish_explain(self, result: ExplainResult | None) -> None:
         if result is None:  # stopped before the model ran
             self.state.fail_job()
@@ -872,6 +909,10 @@ class RunController:
         kind = self.state.job
         self.state.fail_job()
         self.state.set_status(translate("controller", "failed"))
+        if kind is JobKind.BRANCH and self._drop_unmade_lanes():
+            self.state.show_notice(translate("controller", "Could not make the lane: {message}. Nothing was "
+                                                           "added.").format(message=message))
+            return
         if kind is JobKind.MODEL_COMPARE:
             self.state.show_notice(translate("controller", "Could not compare the models: {message}.")
                                    .format(message=message))

@@ -133,6 +133,9 @@ class Lane:
     branch_prompt: tuple | None = None  # the prompt (text, chat, system) its branch point belongs to
     fanout: int = 1  # run as this many seed members (sampled lanes; 1: just the lane)
     members: list[LaneTrace] = field(default_factory=list)  # the last run's members (members[0] is `trace`)
+    # hand picks (step mode's, Force for all lanes'): the prompt they were picked for, and the forced tokens and
+    # token limit the lane had before them (a run of another prompt goes back to those)
+    picks: tuple[tuple, dict, int | None] | None = None
 
     def traces(self) -> list[LaneTrace]:
         """What the lane ran: its fan-out's members, else its own trace."""
@@ -399,10 +402,34 @@ class RunState:
                     lane.trace.branch = {**lane.trace.branch, "parent": new}
                 self.events.emit("lane_changed", index)
 
-    def keep_stepped(self, index: int, spec: LaneSpec) -> None:
-        """Step mode ended: the lane's spec is the one its shown steps were made with (the user's picks forced)."""
-        self.lanes[index].spec, self.lanes[index].stale = spec, False
+    def keep_stepped(self, index: int, spec: LaneSpec, prompt: tuple) -> None:
+        """Step mode ended: the lane's spec is the one its shown steps were made with (the user's picks forced, the
+        length reached), picked for `prompt`."""
+        lane = self.lanes[index]
+        self.note_picks(index, prompt)
+        lane.spec, lane.stale = spec, False
         self.events.emit("lane_changed", index)
+
+    def note_picks(self, index: int, prompt: tuple) -> None:
+        """The lane's forced tokens and limit are about to become hand picks for `prompt` (what it had before them
+        is kept: see drop_picks)."""
+        lane = self.lanes[index]
+        if lane.picks is None or lane.picks[0] != prompt:
+            lane.picks = (prompt, dict(lane.spec.forced), lane.spec.max_new_tokens)
+
+    def drop_picks(self, prompt: tuple) -> list[str]:
+        """Lanes whose hand picks were made for another prompt go back to the forced tokens and limit they had
+        before them; their names."""
+        dropped = []
+        for index, lane in enumerate(self.lanes):
+            if lane.picks is None or lane.picks[0] == prompt:
+                continue
+            _, forced, limit = lane.picks
+            lane.picks = None
+            if (lane.spec.forced, lane.spec.max_new_tokens) != (forced, limit):
+                self.replace_spec(index, replace(lane.spec, forced=forced, max_new_tokens=limit))
+                dropped.append(lane.name)
+        return dropped
 
     def pin_seed(self, index: int, seed: int) -> None:
         """Keep the seed a lane ran with (its shown text stays current)."""

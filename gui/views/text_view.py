@@ -47,7 +47,7 @@ from gui.present.lane_html import (
     proposed_tip,
     replay_words,
 )
-from gui.state.run_state import RunState, Selection, running_beam_pieces
+from gui.state.run_state import Lane, RunState, Selection, running_beam_pieces
 from gui.views.redraw import RedrawScheduler
 from gui.views.style import lane_swatch
 
@@ -329,9 +329,11 @@ class LaneColumn(QFrame):
                 count=len({tuple(m.token_ids) for m in lane.members}))
             shown = translate("text_view", "fan-out ×{members}").format(members=len(lane.members))
             fanout = f" · <b>{shown}</b>{distinct}"
+        picked = picks_words(lane)
+        picked = f"<br><span style='color:{palette.warning}'>{picked}</span>" if picked else ""
         self.title.setText(f"{swatch} <b>{lane.name}</b>{role}<br>"
                            f"<span style='color:{palette.muted}'>{describe(lane.spec, seed=False)}</span>"
-                           f"{fanout}{stale}")
+                           f"{fanout}{stale}{picked}")
         several_beams = bool(lane.trace.sequences and len(lane.trace.sequences) > 1)
         self.beams_button.setText(translate("text_view", "all members") if lane.members else translate("text_view",
                                                                                                        "all beams"))
@@ -343,6 +345,19 @@ class LaneColumn(QFrame):
     def show_summary(self, text: str, tip: str) -> None:
         self.summary.setText(text)
         self.summary.setToolTip(tip)
+
+
+def picks_words(lane: Lane) -> str:
+    """What the lane's header says of tokens it is made to take and a limit step mode left it ("" for none): a run
+    of these lanes is not the strategy alone."""
+    words = []
+    if lane.spec.forced:
+        steps = ", ".join(str(step) for step in sorted(lane.spec.forced))
+        words.append(translate("text_view", "★ forced at step {steps}").format(steps=steps))
+    if lane.picks is not None and lane.spec.max_new_tokens and lane.spec.max_new_tokens != lane.picks[2]:
+        words.append(translate("text_view", "stops after {count} tokens (step mode)").format(
+            count=lane.spec.max_new_tokens))
+    return " · ".join(words)
 
 
 class FragmentDocument:
