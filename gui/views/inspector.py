@@ -414,6 +414,7 @@ class StepInspector(QWidget):
         self._beams.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self._stages = QLabel()
         self._stages.setObjectName("stageTable")
+        self._stages.setWordWrap(True)  # its caption names the token: wrapped, not cut at the panel's edge
         self._stages.setTextFormat(Qt.TextFormat.RichText)
         self._stages.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self._stages.setToolTip(translate("inspector", "The lane's chain, stage by stage: after each processor, the "

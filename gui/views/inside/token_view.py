@@ -54,7 +54,6 @@ class TokenView(QWidget):
         self._scene = QGraphicsScene(self)
         self._view = _ChipView(self._scene, self._draw)
         self._view.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
-        self._view.setBackgroundBrush(QColor(colours.current().background))
         self._view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self._view.mousePressEvent = self._on_press
         self._legend = QLabel(
@@ -161,6 +160,7 @@ class TokenView(QWidget):
     # ---- drawing -----------------------------------------------------------------------------------------
     def _draw(self) -> None:
         self._scene.clear()
+        self._view.setBackgroundBrush(QColor(colours.current().background))  # the palette in effect now
         self._chip_items, self._caption_items = [], []
         width = max(self._view.viewport().width() - 2 * MARGIN, 320)
         y = MARGIN
