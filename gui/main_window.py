@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QMainWindow, QWidget
 from decoding.chain.spec import default_lanes
 from decoding.records.trace import RunTrace
 from gui.dialogs.setup_dialog import prepare_inspection
+from gui.dialogs.worker import GuiThreadCall, Worker
 from gui.i18n import translate
 from gui.present import colours
 from gui.shell import image_export, restore
@@ -33,7 +34,6 @@ from gui.shell.theme import app_theme
 from gui.shell.tour_runner import TourRunner
 from gui.shell.unsaved import UnsavedRun
 from gui.shell.window_parts import WindowChrome, build_layout
-from gui.shell.worker import GuiThreadCall, Worker
 from gui.state.controller import RunController
 from gui.state.run_state import RunState
 from gui.views import generation_configs

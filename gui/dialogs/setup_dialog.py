@@ -18,8 +18,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gui.dialogs.worker import Worker
 from gui.i18n import translate
-from gui.shell.worker import Worker
 
 # prepare_fn(progress=callback(stage, fraction, message), cancel=callable) -> model folder
 PrepareFn = Callable[..., Path]

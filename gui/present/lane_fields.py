@@ -10,22 +10,17 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from decoding.chain.parameters import (
     LIST_KINDS,
     PARAMETERS,
-    Allowed,
     Parameter,
-    ParameterError,
     Strategies,
     parameter,
 )
 from decoding.chain.spec import (
-    PROCESSOR_ORDER,
     LaneSpec,
     format_stop_strings,
     parse_id_list,
@@ -34,7 +29,8 @@ from decoding.chain.spec import (
 )
 from gui.i18n import QT_TRANSLATE_NOOP, translate
 from gui.present.chain import order_choice, order_name
-from models.variants import VARIANTS
+from gui.state.lane_names import model_label, value_text
+from gui.state.refusals import allowed_text
 
 
 @dataclass(frozen=True)
@@ -125,81 +121,6 @@ def format_list(p: Parameter, value: Any) -> str:
 def parse_list(p: Parameter, line: str) -> tuple:
     """The editor's one line as a list-valued parameter; a ParameterError when it does not parse."""
     return parse_stop_strings(line) if p.kind == "text" else parse_id_list(p, line)
-
-
-# The rules decoding/ states in English rather than as a range or a list (decoding.chain.parameters
-# Strategies.requirement and its list kinds, the rules between parameters of decoding.chain.parameters and
-# decoding.chain.spec), for the catalogue: the window matches a rule against these templates ({field}: any text, kept
-# as it is) and shows the matching template's translation; a rule none matches is shown as it is.
-RULES = (
-    QT_TRANSLATE_NOOP("allowed", "unset unless do_sample=true (it applies to sample: lanes only)"),
-    QT_TRANSLATE_NOOP("allowed", "none on a beam lane (beams stop on eos and length)"),
-    QT_TRANSLATE_NOOP("allowed", "false when num_beams > 1 (beam sampling is not supported)"),
-    QT_TRANSLATE_NOOP("allowed", "a non-empty string"),
-    QT_TRANSLATE_NOOP("allowed", "a list of token ids (integers >= 0)"),
-    QT_TRANSLATE_NOOP("allowed", "a list of non-empty lists of token ids"),
-    QT_TRANSLATE_NOOP("allowed", "a list of [non-empty list of token ids, finite float] pairs"),
-    QT_TRANSLATE_NOOP("allowed", "its default ({default}) unless {stage} is set: it configures that processor"),
-    QT_TRANSLATE_NOOP("allowed", "unset with mirostat={mirostat} (mirostat chooses its own truncation, as "
-                      "llama.cpp's mirostat replaces its other samplers)"),
-    QT_TRANSLATE_NOOP("allowed", "false with mirostat={mirostat} (both decide each step's truncation)"),
-    QT_TRANSLATE_NOOP("allowed", "unset unless repetition_penalty, frequency_penalty or presence_penalty is set "
-                      "(it is their window)"),
-    QT_TRANSLATE_NOOP("allowed", "an order naming every active processor (missing {missing})"),
-    QT_TRANSLATE_NOOP("allowed", "mirostat last (it draws the token, as in llama.cpp)"),
-    QT_TRANSLATE_NOOP("allowed", "{presets}, or distinct names among {names}"),
-)
-
-
-def _rule_pattern(template: str) -> re.Pattern:
-    pieces = re.split(r"\{(\w+)\}", template)  # text, field, text, field, ..., text
-    return re.compile("".join(re.escape(piece) if i % 2 == 0 else f"(?P<{piece}>.+?)"
-                              for i, piece in enumerate(pieces)))
-
-
-_RULE_PATTERNS = tuple((template, _rule_pattern(template)) for template in RULES)
-
-
-def rule_text(rule: str) -> str:
-    """A rule from decoding/ in the interface's language: the template it matches, translated, with its fields."""
-    for template, pattern in _RULE_PATTERNS:
-        found = pattern.fullmatch(rule)
-        if found:
-            return translate("allowed", template).format(**found.groupdict())
-    return rule
-
-
-def allowed_text(allowed: Allowed) -> str:
-    """What a parameter allows (decoding.chain.parameters.Allowed), in the interface's language."""
-    numbers = allowed.range
-    if allowed.kind == "integer" and numbers.high == math.inf:
-        return translate("allowed", "an integer >= {low}").format(low=numbers.low_text)
-    if allowed.kind == "integer":
-        return translate("allowed", "an integer in [{low}, {high}]").format(low=numbers.low_text,
-                                                                           high=numbers.high_text)
-    if allowed.kind == "float" and numbers.low == -math.inf and numbers.high == math.inf:
-        return translate("allowed", "a finite float")
-    if allowed.kind == "float":
-        left, right = numbers.brackets
-        return translate("allowed", "a float in {left}{low}, {high}{right}").format(
-            left=left, low=numbers.low_text, high=numbers.high_text, right=right)
-    if allowed.kind == "bool":
-        return translate("allowed", "true or false")
-    if allowed.kind == "choice":
-        shown = allowed.shown_choices
-        return translate("allowed", "{first} or {last}").format(first=", ".join(shown[:-1]), last=shown[-1])
-    if allowed.kind == "texts":
-        return translate("allowed", "a list of non-empty strings")
-    return rule_text(allowed.rule)
-
-
-def error_text(error: Exception | str) -> str:
-    """A refusal from decoding/ in the interface's language, worded from its fields (a ParameterError: "invalid
-    top_p=1.5: allowed a float in [0, 1]"), anything else as it is."""
-    if not isinstance(error, ParameterError):
-        return str(error)
-    return translate("allowed", "invalid {name}={value}: allowed {allowed}").format(
-        name=error.parameter, value=repr(error.value), allowed=allowed_text(error.allowed))
 
 
 # The parameters' meanings (decoding.chain.parameters) for the catalogue, as the lane editor's tooltips show them
@@ -376,14 +297,6 @@ def _spec_value(f: Field, value: Any) -> Any:
     return None if value == f.off else value
 
 
-def value_text(value: Any) -> str:
-    """A parameter's value in a lane's name or summary: numbers short (0.9, 40), token-id lists as the command
-    line writes them (28|30, 5 6|7, 5 6:-2.5)."""
-    if isinstance(value, tuple):
-        return short_value(value)
-    return f"{value:g}" if isinstance(value, int | float) and not isinstance(value, bool) else str(value)
-
-
 def describe(spec: LaneSpec, seed: bool = True) -> str:
     """A short strategy summary for headers and lists, e.g. 'beam 4', 'sample T 1.3 · top-p 0.9 · seed 0'."""
     if spec.is_beam:
@@ -417,40 +330,6 @@ def describe(spec: LaneSpec, seed: bool = True) -> str:
     if spec.model is not None:
         parts.append(model_label(spec.model))
     return " · ".join(parts)
-
-
-AUTO_NAME_PARTS = 2  # an automatic name names this many processors, then "+N" (the full spec: the tooltip)
-
-
-def auto_name(spec: LaneSpec) -> str:
-    """The name a lane gets from its strategy ("greedy", "beam-4", "top-k 50", "T 0.7 top-k 20"), as the
-    command line names its lanes, kept short: past two processors, "+N" counts the others ("top-p 0.9
-    top-n-sigma 1 +2"), so columns, tables and legends do not grow with the chain."""
-    if spec.is_beam:
-        return f"beam-{spec.num_beams}"
-    active = spec.processors()
-    parts = [f"{name.replace('_', '-')} {value_text(getattr(spec, name))}" for name in PROCESSOR_ORDER
-             if name in active and name != "temperature"]
-    if "temperature" in active:
-        parts.insert(0, f"T {spec.temperature:g}")
-    if len(parts) > AUTO_NAME_PARTS:
-        parts = [*parts[:AUTO_NAME_PARTS], f"+{len(parts) - AUTO_NAME_PARTS}"]
-    name = " ".join(parts) or ("sample" if spec.do_sample else "greedy")
-    return name if spec.model is None else f"{name} · {model_label(spec.model)}"
-
-
-def follows_strategy(spec: LaneSpec) -> bool:
-    """Whether a lane's name is its strategy's (possibly numbered): it then follows parameter edits."""
-    base = spec.name.rsplit(" #", 1)[0] if " #" in spec.name else spec.name
-    return base == auto_name(spec)
-
-
-def model_label(model: str) -> str:
-    """A lane's own model as its name and summary show it: a precision variant by its precision ("int4"), any
-    other model by its name (a folder by its last part)."""
-    name = Path(model).name
-    base, _, precision = name.rpartition("-")
-    return precision if base and precision in VARIANTS else name
 
 
 def _summarised(spec: LaneSpec) -> list[str]:

@@ -19,6 +19,7 @@ from decoding.records.trace import StepRecord, TokenProb
 from gui.i18n import QT_TRANSLATE_NOOP, translate
 from gui.present import colours
 from gui.present.colours import MARK_COLOURS  # the palette in effect's: one dict, updated in place
+from gui.state.run_state import TokenMarks
 
 DIVERGENCE_GLYPH = "◆"
 CRITICAL_GLYPH = "▲"
@@ -144,17 +145,6 @@ def format_prob(p: float) -> str:
     if p >= 0.001:
         return f"{p * 100:.1f}%"
     return f"{p:.1e}"
-
-
-@dataclass(frozen=True)
-class TokenMarks:
-    """Which marks one token gets in the text."""
-
-    divergence: bool = False  # first step where this lane differs from the reference lane
-    critical: bool = False  # a critical point: a small change would have picked another strong token
-    branch: bool = False  # the branch point of a branched lane (the picked token)
-    selected: bool = False
-    proposed: bool = False  # step mode's proposed step, not yet taken
 
 
 def token_html(lane: int, step: StepRecord, marks: TokenMarks, text: str | None = None,

@@ -19,7 +19,8 @@ from gui.present.inside_data import latest_settling, word_span
 from gui.shell.unsaved import UnsavedRun
 from gui.state import tour
 from gui.state.controller import RunController
-from gui.state.run_state import JobKind, RunState
+from gui.state.run_state import RunState
+from gui.state.tasks.kind import TaskKind
 from models.catalog import manifest_is_valid, models_dir
 from models.variants import variant_name
 
@@ -85,10 +86,10 @@ class TourRunner(QObject):
         finally:
             self._starting_own_job = False
 
-    def _on_run_started(self, job: JobKind) -> None:
-        if job in (JobKind.RUN, JobKind.REPLAY):
+    def _on_run_started(self, kind: TaskKind) -> None:
+        if kind.new_run:
             self._inside_stop = None  # its explanation never came (cancelled, failed): not for a later one
-        if job in (JobKind.RUN, JobKind.REPLAY, JobKind.BRANCH) and not self._starting_own_job:
+        if kind.adds_run_text and not self._starting_own_job:
             self._stop = None
             self.state.clear_notice("tour")  # the stop's words are about the stop's run, not this one
 

@@ -1,1 +1,1 @@
-"""Qt-free state: the run state, its controller and jobs, the model holder, requests, the tour."""
+"""Qt-free state: the run state, its controller and the commands' tasks, the model holder, requests, the tour."""

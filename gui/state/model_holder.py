@@ -1,5 +1,5 @@
 """The window's language model, Qt-free: loaded lazily (or preloaded on a thread of its own) and kept with one
-Engine over it and its inspection model; prompt encoding. The jobs themselves are in gui.state.jobs."""
+Engine over it and its inspection model; prompt encoding. The tasks that use it are in gui.state.tasks."""
 
 from __future__ import annotations
 
@@ -96,6 +96,13 @@ class ModelHolder:
             self._tokenizer = Tokenizer.from_model_dir(self.path)
         return self._tokenizer
 
+    def encode_prompt(self, request: RunRequest) -> PromptInfo:
+        """The request's prompt as a run records it, by the model's tokenizer (no model needed); ValueError for a
+        chat prompt when the model has no chat template, OSError when its tokenizer cannot be read."""
+        from models.open_model import encode_prompt
+
+        return encode_prompt(self.tokenizer(), request.text, request.chat, request.system)
+
     def start_token_id(self) -> int | None:
         """The id of the model's start (bos) token, None when it names none."""
         tokenizer = self.tokenizer()
@@ -121,10 +128,6 @@ class ModelHolder:
             if self._explainer is None:
                 self._explainer = Explainer(self.path)
             return self._explainer
-
-
-def prompt_info(model: OpenModel, request: RunRequest) -> PromptInfo:
-    return model.encode_prompt(request.text, chat=request.chat, system=request.system)
 
 
 def check_lane_models(specs: list[LaneSpec], run_model: str) -> None:

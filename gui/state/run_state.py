@@ -15,7 +15,6 @@ import itertools
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from enum import Enum
 
 from decoding.analysis import session_tree
 from decoding.analysis.compare import first_difference
@@ -25,10 +24,10 @@ from decoding.chain.spec import LaneSpec, unique_name
 from decoding.engine.lane_state import empty_trace
 from decoding.records.explain import ExplainResult
 from decoding.records.trace import CriticalSettings, LaneTrace, RunTrace, StepRecord, TreeNode
-from gui.present.lane_fields import auto_name
-from gui.present.lane_html import TokenMarks
+from gui.state.lane_names import auto_name
 from gui.state.model_comparison import ModelComparison
 from gui.state.requests import RunRequest
+from gui.state.tasks.kind import TaskKind
 
 BRANCH_NAME = re.compile(r" ↳\d+")  # the name the window gives a branch or a replay ("greedy ↳58 runner-up")
 
@@ -41,7 +40,7 @@ EVENTS: dict[str, str] = {
     "lane_changed": "(index)  its spec, name, visibility or staleness changed",
     "step_added": "(index, record)  a streamed step; one with a step the lane already has replaces its tail",
     "member_step_added": "(index, member, record)  a streamed step of member >= 1 of a fan-out lane",
-    "run_started": "(job)  a JobKind",
+    "run_started": "(kind)  the TaskKind of the task that starts (gui.state.tasks.kind: what it does to the run)",
     "run_finished": "()  every lane's final steps, the analysis and the marks are in",
     "selection_changed": "(selection)  a Selection or None",
     "notice_changed": "(notice)  a Notice or None",
@@ -77,17 +76,15 @@ class Events:
             callback(*args)
 
 
-class JobKind(Enum):
-    """What the worker is doing for the window."""
+@dataclass(frozen=True)
+class TokenMarks:
+    """Which marks one token gets in the text."""
 
-    RUN = "run"
-    BRANCH = "branch"  # streams into a new lane beside the shown ones (a branch, a replay of a branch not taken)
-    REPLAY = "replay"
-    SWEEP = "sweep"  # computes a temperature sweep of one step: no lane changes
-    EXPLAIN = "explain"  # a lane's attention and logit lens (the shown run stays)
-    RESTORE = "restore"  # a session tree node's path made again: it becomes the lanes
-    STEP = "step"  # step mode advances its lanes (its first step starts them, as a run does)
-    MODEL_COMPARE = "model_compare"  # a lane's tokens read by a second model (the shown run stays)
+    divergence: bool = False  # first step where this lane differs from the reference lane
+    critical: bool = False  # a critical point: a small change would have picked another strong token
+    branch: bool = False  # the branch point of a branched lane (the picked token)
+    selected: bool = False
+    proposed: bool = False  # step mode's proposed step, not yet taken
 
 
 @dataclass(frozen=True)
@@ -159,7 +156,7 @@ class RunState:
         self.running_trace: RunTrace | None = None  # while a run streams: its prompt, settings, model (no lanes)
         self.selection: Selection | None = None
         self.notice: Notice | None = None
-        self.job: JobKind | None = None  # what runs now
+        self.job: TaskKind | None = None  # the kind of the task working now
         self.run_limit = 0  # steps of the running (or last) job's longest lane
         self.model_name = ""
         self.provider = ""  # the execution provider really active ("" before the model is loaded)
@@ -308,7 +305,7 @@ class RunState:
         """What an autosave writes now: the shown run, or the run streaming (with what it has so far), as a
         copy another thread may serialise while steps keep arriving here (records are never changed once
         recorded; only the lists grow)."""
-        trace = self.running_trace if self.job in (JobKind.RUN, JobKind.REPLAY) else self.shown_trace()
+        trace = self.running_trace if self.job is not None and self.job.new_run else self.shown_trace()
         if trace is None:
             return None
         lanes = [replace(trace, steps=list(trace.steps), token_ids=list(trace.token_ids), colour=lane.colour)
@@ -472,15 +469,16 @@ class RunState:
 
     # -------------------------------------------------------------------------------------------- a run
 
-    def start_job(self, job: JobKind, targets: dict[tuple[int, int], LaneSpec], limit: int) -> None:
-        """A job starts streaming into `targets`: (lane key, member) -> the spec it runs (their traces start
-        empty; a lane with members >= 1 is a fan-out). A run or replay replaces the shown run; a branch adds to
-        it; a sweep or an explanation keeps it. `limit`: the steps of the job's longest lane."""
-        self.job = job
-        replaces_run = job in (JobKind.RUN, JobKind.REPLAY, JobKind.RESTORE) or (job is JobKind.STEP and targets)
+    def start_job(self, kind: TaskKind, targets: dict[tuple[int, int], LaneSpec], limit: int) -> None:
+        """A task starts streaming into `targets`: (lane key, member) -> the spec it runs (their traces start
+        empty; a lane with members >= 1 is a fan-out). Its kind says whether it replaces the shown run (a run, a
+        replay) or adds to it (a branch) or keeps it (a sweep, an explanation). `limit`: the steps of its longest
+        lane."""
+        self.job = kind
+        replaces_run = kind.replaces_run
         if targets:
             self.run_limit = limit
-        if job is not JobKind.STEP:
+        if not kind.keeps_proposals:
             self.proposals = {}  # step mode's proposals end with it
         if replaces_run:
             self.trace = self.running_trace = None
@@ -494,7 +492,7 @@ class RunState:
                 lane.trace, lane.stale = traces[0], False
         if replaces_run:
             self.events.emit("lanes_reset")
-        self.events.emit("run_started", job)
+        self.events.emit("run_started", kind)
 
     def set_prefill(self, done: int, total: int) -> None:
         """A job is reading its prompt (in chunks): `done` of `total` tokens; the prefill ends at its first step."""

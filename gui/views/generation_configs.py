@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QFileDialog, QMenu
 
 from decoding.chain.spec import generation_config_of
 from gui.i18n import translate
-from gui.present.lane_fields import error_text
+from gui.state.refusals import error_text
 from gui.views.lanes_editor import LanesEditor, preset_for_window
 from runfiles.atomic_write import write_text_atomic
 from runfiles.generation_config import read_generation_config

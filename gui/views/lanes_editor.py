@@ -41,17 +41,15 @@ from gui.present.lane_fields import (
     FIELDS,
     LIST_KINDS,
     Field,
-    auto_name,
     describe,
     display_value,
-    error_text,
     field_applies,
-    follows_strategy,
-    model_label,
     parameter_label,
     preset_title,
     spec_from_values,
 )
+from gui.state.lane_names import auto_name, follows_strategy, model_label
+from gui.state.refusals import error_text
 from gui.state.run_state import Lane, RunState, Selection
 from gui.views.chain_editor import ChainEditor
 from gui.views.spin_boxes import CheckedDoubleSpinBox, CheckedSpinBox

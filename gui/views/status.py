@@ -13,11 +13,11 @@ from PySide6.QtWidgets import QLabel, QStatusBar
 
 from gui.i18n import translate
 from gui.present.lane_html import prefill_text
-from gui.state.run_state import JobKind, RunState, Selection
+from gui.state.run_state import RunState, Selection
+from gui.state.tasks.kind import TaskKind
 from gui.views.redraw import RedrawScheduler
 
 MESSAGE_MS = 8000
-NO_STEPS = (JobKind.EXPLAIN, JobKind.MODEL_COMPARE)  # one call over a finished lane: no steps to count
 
 
 def provider_label(provider: str) -> str:
@@ -54,7 +54,7 @@ class StatusBar(QStatusBar):
             self.addPermanentWidget(label)
         self._streaming_since: float | None = None
         self._tokens_before = 0  # tokens shown before the job started (a branch adds to them)
-        self._job: JobKind | None = None  # the job running (None: none, or a run was opened)
+        self._job: TaskKind | None = None  # the kind of the task working (None: none, or a run was opened)
         events = state.events
         events.connect("model_changed", self._on_model_changed)
         events.connect("status", self._on_status)
@@ -73,18 +73,15 @@ class StatusBar(QStatusBar):
     def _on_status(self, text: str) -> None:
         self.showMessage(text, MESSAGE_MS)
 
-    def _on_run_started(self, job: JobKind) -> None:
+    def _on_run_started(self, kind: TaskKind) -> None:
         self._streaming_since = None  # set by the first streamed step: loading is not generating
         self._tokens_before = self.state.total_tokens()
-        self._job = job
-        no_steps = job in NO_STEPS
-        self.step.setText("" if no_steps else translate("status",
-                                                        "step 0/{run_limit}").format(run_limit=self.state.run_limit))
-        if not no_steps and job is not JobKind.SWEEP:
+        self._job = kind
+        self.step.setText(translate("status", "step 0/{run_limit}").format(run_limit=self.state.run_limit)
+                          if kind.counts_steps else "")
+        if kind.streams_tokens:
             self.speed.setText("")
-        self.showMessage(translate("status", "explaining…") if job is JobKind.EXPLAIN else
-                         translate("status", "comparing models…") if job is JobKind.MODEL_COMPARE else
-                         translate("status", "running…"))
+        self.showMessage(translate("status", kind.busy_text))
 
     def _on_prefill(self, done: int, total: int) -> None:
         if total:
@@ -96,7 +93,7 @@ class StatusBar(QStatusBar):
             self.showMessage(translate("status", "running…"))  # in place of "loading the model…"
 
     def _show_progress(self) -> None:
-        if not self.state.running or self.state.job in NO_STEPS:
+        if not self.state.running or not self.state.job.counts_steps:
             return
         tokens, seconds = self._job_tokens()
         step_text, speed_text = progress_text(self.state.max_steps(), self.state.run_limit, tokens, seconds)
@@ -117,7 +114,7 @@ class StatusBar(QStatusBar):
         tokens, seconds = self._job_tokens()
         if tokens and seconds > 0:  # the same measure as while it streamed
             self.speed.setText(progress_text(0, 0, tokens, seconds)[1])
-        elif self._job not in (JobKind.SWEEP, *NO_STEPS):  # an opened run: the last run's speed is not its
+        elif self._job is None or self._job.streams_tokens:  # an opened run: the last run's speed is not its
             self.speed.setText("")
         self._streaming_since, self._job = None, None
         if trace is not None and trace.provider:

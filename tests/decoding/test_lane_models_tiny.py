@@ -128,14 +128,14 @@ def test_on_the_default_model_an_fp32_and_a_q4_1_greedy_lane_in_one_run_equal_ea
 
 
 def test_a_temperature_sweep_of_a_lane_on_its_own_model_reads_that_models_logits(tiny_model_dir, tiny_model_b_dir):
-    from gui.state.jobs import sweep_job
     from gui.state.model_holder import ModelHolder
+    from gui.state.tasks.sweep import SweepTask
 
     holder = ModelHolder(tiny_model_dir, "cpu")
     model = holder.get()
     specs = [LaneSpec("s"), LaneSpec("s b", do_sample=True, seed=5, model=str(tiny_model_b_dir))]
     trace = holder.engine().run(model.encode_prompt(PROMPT), specs, max_new_tokens=4, model=model.info)
-    sweep = sweep_job(holder, trace, "s b", 2)(lambda _message: None, lambda: False)
+    sweep = SweepTask(holder, trace, "s b", 2).work(lambda _message: None, lambda: False)
     (point,) = [point for point in sweep.points if point.temperature == 1.0]
     record = trace.lane("s b").steps[2]
     assert point.top.ids == record.top.ids[:len(point.top)]  # the sweep's top 10 of the record's top 20

@@ -6,7 +6,7 @@ that fails all the same adds no lane and says why in words, never an exception's
 from __future__ import annotations
 
 from decoding.analysis.critical import runner_up
-from gui.state import jobs
+from gui.state.tasks.branch import BranchTask
 from tests.gui_helpers import run_and_wait, wait_idle
 
 BRANCH_STEP = 4
@@ -48,12 +48,10 @@ def test_a_replay_that_fails_adds_no_lane_and_says_why_in_words(qtbot, window, m
     index = branch_lane(qtbot, window)
     step = replayable_step(window, index)
 
-    def failing(*_args):
-        def job(_emit, _cancelled):
-            raise ValueError("invalid something=3: allowed 4..5")
-        return job
+    def failing(_task, _emit, _cancelled):
+        raise ValueError("invalid something=3: allowed 4..5")
 
-    monkeypatch.setattr(jobs, "replay_not_taken_job", failing)
+    monkeypatch.setattr(BranchTask, "work", failing)
     names = [lane.name for lane in window.state.lanes]
     for _ in range(2):
         window.text.request_replay(index, step)

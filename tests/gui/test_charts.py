@@ -8,7 +8,8 @@ from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QMenu
 
 from decoding.analysis.critical import critical_point
-from gui.state.run_state import JobKind, Selection
+from gui.state.run_state import Selection
+from gui.state.tasks.run import RunTask
 from gui.views import style
 from gui.views.beam_tree import BeamTreeView
 from gui.views.inspector import StepInspector
@@ -218,7 +219,7 @@ def test_timeline_streams_on_a_fixed_axis_and_reuses_its_curves(qtbot):
     timeline = _timeline_on(qtbot, lanes)
     model, scheduler = timeline.state, timeline._scheduler
     curves = [series.curve for series in timeline._series]
-    model.start_job(JobKind.RUN, {(lane.key, 0): lane.spec for lane in model.lanes}, 40)
+    model.start_job(RunTask.kind, {(lane.key, 0): lane.spec for lane in model.lanes}, 40)
     assert [series.curve for series in timeline._series] == curves
     assert all(series.curve.opts["symbol"] is None for series in timeline._series)
     for record in lanes[1].steps[:4]:

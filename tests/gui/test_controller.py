@@ -12,7 +12,8 @@ from decoding.engine.engine import Engine
 from decoding.records.trace import ModelInfo, PromptInfo
 from gui.state.controller import RunController
 from gui.state.requests import RunRequest
-from gui.state.run_state import EVENTS, JobKind, RunState, Selection
+from gui.state.run_state import EVENTS, RunState, Selection
+from gui.state.tasks.run import RunTask
 from runfiles import run_file
 from tests.fake_source import FakeSource, FakeTokenizer
 
@@ -53,6 +54,9 @@ class FakeHolder:
 
     def tokenizer(self) -> FakeModel:  # what the window counts a prompt with before any model work
         return FakeModel()
+
+    def encode_prompt(self, request: RunRequest) -> PromptInfo:  # the window's one encoding, before model work
+        return self.tokenizer().encode_prompt(request.text, request.chat, request.system)
 
     def max_positions(self) -> int | None:
         return self.positions
@@ -121,7 +125,7 @@ def test_a_view_gets_every_event_of_a_streamed_run_in_order():
     model, controller, view = make()
     assert controller.run(request())
     names = view.names()
-    assert names[:2] == ["lanes_reset", "run_started"] and view.events[1][1] is JobKind.RUN
+    assert names[:2] == ["lanes_reset", "run_started"] and view.events[1][1] is RunTask.kind
     steps = [event for event in view.events if event[0] == "step_added"]
     assert names.index("run_finished") > max(i for i, name in enumerate(names) if name == "step_added")
     # every record the model holds arrived as an event for its lane, in step order per lane (a beam lane may
@@ -382,6 +386,16 @@ def test_a_prompt_longer_than_the_model_is_refused_before_any_model_work():
     assert model.notice.text.startswith("Cannot run: ")
     assert controller.run(request("one two", tokens=6))
     assert model.notice is None
+
+
+def test_the_windows_run_encodes_its_prompt_once_and_runs_on_those_ids(monkeypatch):
+    model, controller, _ = make()
+    encoded = []
+    monkeypatch.setattr(FakeHolder, "encode_prompt", lambda self, r: encoded.append(r.text) or PromptInfo(
+        r.text, [7, 8, 9]))  # other ids than the fake model's own encoding: the run must take these
+    monkeypatch.setattr(FakeModel, "encode_prompt", lambda *args, **kwargs: pytest.fail("encoded a second time"))
+    assert controller.run(request("one two three"))
+    assert encoded == ["one two three"] and model.trace.prompt.ids == [7, 8, 9]
 
 
 def test_a_lane_that_fails_is_named_and_the_others_go_on():

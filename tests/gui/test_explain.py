@@ -13,7 +13,7 @@ import numpy as np
 from decoding.chain.spec import LaneSpec
 from decoding.records.explain import MAX_EXPLAIN_TOKENS, build_explain, whole_lens
 from decoding.records.trace import ModelInfo
-from gui.state.run_state import JobKind
+from gui.state.tasks.explain import ExplainTask
 from tests.gui.test_controller import FakeHolder, make, request
 
 
@@ -93,7 +93,7 @@ def test_explain_stores_the_lanes_sequence_with_the_run_and_keeps_the_run(tmp_pa
     sequence = shown.prompt.ids + model.lanes[1].trace.token_ids
     assert controller.holder.explainer().calls == [(sequence, len(shown.prompt.ids))]
     names = [event[0] for event in view.events[before:]]
-    assert names[0] == "run_started" and view.events[before][1] is JobKind.EXPLAIN
+    assert names[0] == "run_started" and view.events[before][1] is ExplainTask.kind
     assert "lanes_reset" not in names and "explanations_changed" in names
     assert model.trace is shown and model.selection is not None and not model.running
     result = model.explanation(1)

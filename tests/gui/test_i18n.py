@@ -204,7 +204,8 @@ def test_the_lane_editors_tooltips_are_chinese(chinese):
 def test_refusals_from_decoding_read_in_chinese(chinese):
     # decoding/ words an invalid value in English (the command line, run files); the window rewords its one shape
     from decoding.chain.spec import LaneSpec
-    from gui.present.lane_fields import FIELDS, error_text
+    from gui.present.lane_fields import FIELDS
+    from gui.state.refusals import error_text
 
     refusals = []
     for settings in (dict(top_p=1.5, do_sample=True), dict(num_beams=4, do_sample=True), dict(top_k=5),

@@ -297,12 +297,12 @@ def test_a_fan_out_from_the_lanes_editor_shows_its_members_everywhere(qtbot, win
 def test_the_status_bar_stops_saying_loading_once_tokens_stream(qtbot, window):
     # a first run loads the model: "loading …" must give way to "running…" at the first streamed token, not
     # stay up for seconds while the text fills in
-    from gui.state.run_state import JobKind
+    from gui.state.tasks.run import RunTask
 
     run_and_wait(qtbot, window, max_new_tokens=3)
     record = window.state.traces[0].steps[0]
     events = window.state.events
-    events.emit("run_started", JobKind.RUN)
+    events.emit("run_started", RunTask.kind)
     window.state.set_status("loading tiny…")
     assert window.status.currentMessage() == "loading tiny…"
     events.emit("step_added", 0, record)

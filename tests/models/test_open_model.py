@@ -56,11 +56,12 @@ def test_open_model_by_name_from_the_cache(tiny_model_dir, tmp_path, monkeypatch
 
 def test_window_and_command_line_open_the_same_model_and_prompt(tiny_model_dir):
     cli_model = load_model(str(tiny_model_dir), "auto")
-    window_model = session.ModelHolder(tiny_model_dir).get()
+    holder = session.ModelHolder(tiny_model_dir)
+    window_model = holder.get()
     assert window_model.info == cli_model.info
     assert window_model.provider == cli_model.provider
     request = session.RunRequest("hi there", chat=True, system=None, max_new_tokens=4)
-    assert session.prompt_info(window_model, request) == cli_model.encode_prompt("hi there", chat=True)
+    assert holder.encode_prompt(request) == cli_model.encode_prompt("hi there", chat=True)
 
 
 def test_command_line_reports_a_missing_model_as_usage_error(tmp_path, monkeypatch):

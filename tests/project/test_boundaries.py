@@ -1,7 +1,8 @@
 """One job per package: only gui/ imports Qt, only runtime/ (and models/ for validation) imports onnxruntime,
 decoding/ is pure numpy (it imports no other package of this project and no Qt or onnxruntime, not even inside a
-function; the front ends cli/ and gui/ bring the model), and nothing on the run-time path imports
-torch/transformers/optimum at module level."""
+function; the front ends cli/ and gui/ bring the model), nothing on the run-time path imports
+torch/transformers/optimum at module level, and gui/'s layers import downwards only, counting what a module
+reaches through the modules it imports."""
 
 from __future__ import annotations
 
@@ -163,20 +164,80 @@ def test_gui_state_and_presentation_are_qt_free():
     assert not offenders, "\n".join(offenders)
 
 
-def test_gui_layers_import_downwards_only():
-    """views/ know neither the shell nor the window; state/ and present/ know no view, dialog or shell; dialogs
-    know no shell except its worker thread."""
-    forbidden = {
-        "views": ("gui.shell", "gui.main_window", "gui.app"),
-        "state": ("gui.views", "gui.dialogs", "gui.shell", "gui.main_window", "gui.app"),
-        "present": ("gui.state.controller", "gui.views", "gui.dialogs", "gui.shell", "gui.main_window", "gui.app"),
-        "dialogs": ("gui.main_window", "gui.app"),
-        "shell": ("gui.main_window", "gui.app"),
-    }
+GUI_LAYERS = {  # what a role's modules may not reach, directly or through any module they import
+    "views": ("gui.shell", "gui.main_window", "gui.app"),
+    "state": ("gui.present", "gui.views", "gui.dialogs", "gui.shell", "gui.main_window", "gui.app"),
+    "present": ("gui.state.controller", "gui.views", "gui.dialogs", "gui.shell", "gui.main_window", "gui.app"),
+    "dialogs": ("gui.shell", "gui.main_window", "gui.app"),
+    "shell": ("gui.main_window", "gui.app"),
+}
+
+
+def reached(graph: dict[str, set[str]], start: str) -> dict[str, str]:
+    """Every project module `start` imports, directly or through others: module -> the module importing it on a
+    shortest path from `start`."""
+    via: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        following = []
+        for name in frontier:
+            for imported in sorted(graph.get(name, ())):
+                if imported != start and imported not in via:
+                    via[imported] = name
+                    following.append(imported)
+        frontier = following
+    return via
+
+
+def _chain(via: dict[str, str], start: str, end: str) -> str:
+    names = [end]
+    while names[-1] != start:
+        names.append(via[names[-1]])
+    return " -> ".join(reversed(names))
+
+
+def layer_offenders(root: Path, layers: dict[str, tuple[str, ...]]) -> list[str]:
+    """The imports that break gui/'s layers, each with its path of imports (every import counts: module level,
+    inside functions, TYPE_CHECKING; a rule holds for what a module reaches through other project modules)."""
+    from tests.project.test_import_cycles import import_graph, project_modules
+
+    modules = project_modules(root, PACKAGES, ["main"])
+    graph = import_graph(modules)
     offenders = []
-    for role, prefixes in forbidden.items():
-        for path in sorted((ROOT / "gui" / role).rglob("*.py")):
-            bad = sorted(name for name in _project_imports(path) if name.startswith(prefixes))
-            if bad:
-                offenders.append(f"{path.relative_to(ROOT)} imports {bad}")
+    for role, prefixes in layers.items():
+        for name in sorted(n for n in modules if n.startswith(f"gui.{role}.") or n == f"gui.{role}"):
+            via = reached(graph, name)
+            offenders += [f"{name} reaches {target}: {_chain(via, name, target)}"
+                          for target in sorted(via) if target.startswith(prefixes)]
+    return offenders
+
+
+def test_gui_layers_import_downwards_only():
+    """views/ reach neither the shell nor the window, not even through a dialog; state/ reaches no presentation,
+    view, dialog or shell; present/ no controller, view, dialog or shell; dialogs no shell; nothing the window
+    or the app. Counted over every import a module makes and every module those import in turn."""
+    offenders = layer_offenders(ROOT, GUI_LAYERS)
     assert not offenders, "\n".join(offenders)
+
+
+def test_the_layer_check_follows_imports_through_other_modules(tmp_path):
+    """A view that imports a dialog that imports the shell inside a function breaks the views' rule (the
+    dialog's own import is what breaks it: the view names no shell module)."""
+    files = {
+        "gui/__init__.py": "",
+        "gui/views/__init__.py": "",
+        "gui/views/picker.py": "from gui.dialogs.setup import SetupDialog\n",
+        "gui/dialogs/__init__.py": "",
+        "gui/dialogs/setup.py": "def SetupDialog():\n    from gui.shell.worker import Worker\n    return Worker\n",
+        "gui/shell/__init__.py": "",
+        "gui/shell/worker.py": "Worker = object\n",
+        "main.py": "",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    for package in PACKAGES:
+        (tmp_path / package).mkdir(exist_ok=True)
+    offenders = layer_offenders(tmp_path, {"views": ("gui.shell",)})
+    assert offenders == ["gui.views.picker reaches gui.shell.worker: gui.views.picker -> gui.dialogs.setup -> "
+                         "gui.shell.worker"]

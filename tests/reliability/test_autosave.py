@@ -19,7 +19,7 @@ from decoding.chain.spec import default_lanes
 from decoding.engine.engine import Engine
 from decoding.records import jsonio
 from decoding.records.trace import PromptInfo
-from runfiles import run_file
+from runfiles import atomic_write, run_file
 from runfiles.autosave import Autosave, orphans, restore
 from tests.fake_source import FakeSource, FakeTokenizer
 
@@ -82,13 +82,12 @@ while True:  # Autosave.write, back to back
 
 KILLED_WHILE_WRITING = """
 import os, resource, signal, sys
-from decoding.records import jsonio
 from runfiles.autosave import Autosave
 from tests.reliability.test_autosave import a_run
 saver = Autosave(sys.argv[1])
 saver.write(a_run(seed=0))
 if sys.argv[2] == "before the rename":  # the new run is on disk, not yet renamed
-    jsonio.os.replace = lambda *_: os.kill(os.getpid(), signal.SIGKILL)
+    os.replace = lambda *_: os.kill(os.getpid(), signal.SIGKILL)
 else:  # half way through writing the new run: no file may grow past the first one's size, and crossing it kills
     signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # (Python ignores it and raises EFBIG instead)
     resource.setrlimit(resource.RLIMIT_FSIZE, (saver.path.stat().st_size + 4096, resource.RLIM_INFINITY))
@@ -143,10 +142,10 @@ def test_a_full_disk_leaves_the_previous_autosave_and_says_why(tmp_path, monkeyp
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     if failing == "fsync":
-        monkeypatch.setattr(jsonio.os, "fsync", full)
+        monkeypatch.setattr(atomic_write.os, "fsync", full)
     else:
         monkeypatch.setattr(jsonio, "dumps", lambda trace: "x" * 10)
-        monkeypatch.setattr(jsonio.os, "fdopen", lambda *a, **k: _FullFile())
+        monkeypatch.setattr(atomic_write.os, "fdopen", lambda *a, **k: _FullFile())
     with pytest.raises(OSError, match="No space left on device"):
         saver.write(a_run(seed=2))
     assert saver.path.read_bytes() == before

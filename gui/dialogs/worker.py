@@ -1,4 +1,5 @@
-"""Background work on a QThread: a job function runs there and reports through signals.
+"""Background work on a QThread: a job function runs there and reports through signals. In dialogs/, below the
+shell: the setup dialog a view opens runs its preparation on it (views never reach the shell).
 
 The job gets two callables: `emit(payload)` to stream progress objects (StepRecords, preparation stages...)
 and `cancelled()` to poll for Stop. Signals are delivered to slots of GUI-thread QObjects (queued
