@@ -29,7 +29,6 @@ from gui.state.tasks.messages import (
 )
 from runfiles import run_file
 
-
 # Notices a new task makes untrue: the prompt's refusal, "restored the run…", "select a token first", step mode's
 # refusals (step mode starting or stepping on).
 STALE_AT_A_TASK = ("prompt", "restore", "selection", "step_mode")
