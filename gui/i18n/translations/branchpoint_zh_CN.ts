@@ -1085,216 +1085,10 @@ score {score} · parent slot {parent}</source>
             <translation>请先停止运行，再切换设备。</translation>
         </message>
         <message>
-            <source>Run again and compare needs a run to compare with (run or open one).</source>
-            <translation>“再次运行并比较”需要一次可比较的运行（先运行或打开一次）。</translation>
-        </message>
-        <message>
-            <source>Cannot run: {error}.</source>
-            <translation>无法运行：{error}。</translation>
-        </message>
-        <message>
-            <source>No model: choose or prepare one in the Model list first.</source>
-            <translation>没有模型：请先在“模型”列表中选择或准备一个。</translation>
-        </message>
-        <message>
-            <source>The prompt is empty: type something for the lanes to continue.</source>
-            <translation>提示词为空：请输入一些内容供各车道续写。</translation>
-        </message>
-        <message>
-            <source>its parent “{parent}” fans out now</source>
-            <translation>它的父车道“{parent}”现在扇出</translation>
-        </message>
-        <message>
-            <source>the prompt changed</source>
-            <translation>提示词已更改</translation>
-        </message>
-        <message>
-            <source>These branch lanes now run as ordinary lanes of their own strategy: {lanes}.</source>
-            <translation>这些分支车道现在按各自的策略作为普通车道运行：{lanes}。</translation>
-        </message>
-        <message>
-            <source>stopping at the next step…</source>
-            <translation>将在下一步停止…</translation>
-        </message>
-        <message>
-            <source>Branching needs a finished run and a model.</source>
-            <translation>分支需要一次已完成的运行和一个模型。</translation>
-        </message>
-        <message>
-            <source>“{name}” runs as a fan-out: set its fan-out to 1 to branch from it.</source>
-            <translation>“{name}”以扇出方式运行：将其扇出设为 1 后才能从它分支。</translation>
-        </message>
-        <message>
-            <source>“{name}” ran on a model of another tokenizer: a branch from it continues its tokens on its model ({model}); set the branch strategy's model to it.</source>
-            <translation>“{name}”运行在另一种分词器的模型上：从它分支会在它的模型（{model}）上继续它的词元；请把分支策略的模型设为该模型。</translation>
-        </message>
-        <message>
-            <source>“{name}” now keeps seed {seed} so its branch can be re-run; set its seed back to auto for fresh samples (its branch lanes then run as ordinary lanes).</source>
-            <translation>“{name}”现在固定使用种子 {seed}，以便其分支可以重新运行；若想重新采样，请把种子改回“自动”（它的分支车道随后将作为普通车道运行）。</translation>
-        </message>
-        <message>
-            <source>Replaying the branch not taken needs a finished run and a model.</source>
-            <translation>重放未走的分支需要一次已完成的运行和一个模型。</translation>
-        </message>
-        <message>
-            <source>This step has no runner-up to replay (a single candidate).</source>
-            <translation>这一步没有可重放的次优词元（只有一个候选）。</translation>
-        </message>
-        <message>
-            <source>“{name}” runs as a fan-out: set its fan-out to 1 to replay a step of it.</source>
-            <translation>“{name}”以扇出方式运行：将其扇出设为 1 后才能重放其中一步。</translation>
-        </message>
-        <message>
-            <source>Cannot replay the branch not taken: {error}.</source>
-            <translation>无法重放未走的分支：{error}。</translation>
-        </message>
-        <message>
-            <source>A temperature sweep needs a finished run and a model.</source>
-            <translation>温度扫描需要一次已完成的运行和一个模型。</translation>
-        </message>
-        <message>
-            <source>“{name}” runs as a fan-out: sweep a step of a lane without one.</source>
-            <translation>“{name}”以扇出方式运行：请对没有扇出的车道中的一步做扫描。</translation>
-        </message>
-        <message>
-            <source>Cannot sweep: {error}.</source>
-            <translation>无法扫描：{error}。</translation>
-        </message>
-        <message>
-            <source>Temperature fan-outs need a sampled lane: {refusal}.</source>
-            <translation>温度扇出需要一条采样车道：{refusal}。</translation>
-        </message>
-        <message>
-            <source>added {len} temperature fan-outs of “{name}”: Run to compare them</source>
-            <translation>已为“{name}”添加 {len} 个温度扇出：运行后即可比较</translation>
-        </message>
-        <message>
-            <source>removed branch lane “{name}”</source>
-            <translation>已移除分支车道“{name}”</translation>
-        </message>
-        <message>
-            <source>no branch lane to undo</source>
-            <translation>没有可撤销的分支车道</translation>
-        </message>
-        <message>
-            <source>Explaining needs a lane of a finished run: run or open one, then pick a lane.</source>
-            <translation>解释需要已完成运行中的一条车道：请先运行或打开一次运行，再选择车道。</translation>
-        </message>
-        <message>
-            <source>“{name}” ran on {model}: Explain looks inside the run's model only ({run}).</source>
-            <translation>“{name}”运行在 {model} 上：解释只查看运行的模型（{run}）内部。</translation>
-        </message>
-        <message>
-            <source>“{name}” is explained: see the Attention and Logit lens tabs</source>
-            <translation>“{name}”已解释：请查看“注意力”和“Logit 透镜”标签页</translation>
-        </message>
-        <message>
-            <source>Explaining “{name}” needs the model it was made with: choose it in the Model list.</source>
-            <translation>解释“{name}”需要生成它的模型：请在“模型”列表中选择该模型。</translation>
-        </message>
-        <message>
-            <source>Cannot explain “{name}”: the prompt: {error}.</source>
-            <translation>无法解释“{name}”：提示词：{error}。</translation>
-        </message>
-        <message>
-            <source>Explaining the first {len} of “{name}”'s {sequence} tokens (prompt included): explain takes at most {len2}, as attention weights grow as tokens squared.</source>
-            <translation>只解释“{name}”共 {sequence} 个词元（含提示词）中的前 {len} 个：注意力权重随词元数的平方增长，因此解释最多处理 {len2} 个。</translation>
-        </message>
-        <message>
-            <source>“{lane}” cannot be explained: its inspection model is built from the float32 weights the model was exported from, and {error}. Prepare the model from its GGUF (the default model) or from a local Hugging Face folder.</source>
-            <translation>无法解释“{lane}”：它的检查模型要从导出该模型时使用的 float32 权重构建，而{error}。请从模型的 GGUF（默认模型）或本地 Hugging Face 文件夹准备模型。</translation>
-        </message>
-        <message>
-            <source>“{lane}” was not explained: {why}.</source>
-            <translation>“{lane}”未被解释：{why}。</translation>
-        </message>
-        <message>
-            <source>Comparing with another model needs a lane of a finished run and its model: run, then pick a lane.</source>
-            <translation>与另一个模型比较需要一次已完成运行中的车道及其模型：先运行，再选一条车道。</translation>
-        </message>
-        <message>
-            <source>“{name}” runs as a fan-out: compare a lane without one.</source>
-            <translation>“{name}”以扇出方式运行：请比较没有扇出的车道。</translation>
-        </message>
-        <message>
-            <source>“{name}” ran on a model of another tokenizer: the teacher-forced comparison reads a lane's tokens with the run's model, token by token.</source>
-            <translation>“{name}”运行在另一种分词器的模型上：教师强制比较用本次运行的模型逐个词元读取车道的词元。</translation>
-        </message>
-        <message>
-            <source>{model} is the run's own model: pick another one to compare with.</source>
-            <translation>{model} 就是该运行自身的模型：请另选一个模型来比较。</translation>
-        </message>
-        <message>
-            <source>Cannot compare with {model}: it is not prepared here (python main.py prepare --variant …, or Add local folder in the Model list).</source>
-            <translation>无法与 {model} 比较：它在本机尚未准备（python main.py prepare --variant …，或在“模型”列表中选择“添加本地文件夹…”）。</translation>
-        </message>
-        <message>
-            <source>its vocabulary differs ({a} vs {b} tokens)</source>
-            <translation>它的词表不同（{a} 对 {b} 个词元）</translation>
-        </message>
-        <message>
-            <source>its vocabulary has other tokens ({a} each)</source>
-            <translation>它的词表含有不同的词元（各 {a} 个）</translation>
-        </message>
-        <message>
-            <source>Cannot compare {model} with {other} token by token: {why}. A teacher-forced comparison needs the same tokenizer.</source>
-            <translation>无法逐词元比较 {model} 与 {other}：{why}。教师强制的比较需要同一个分词器。</translation>
-        </message>
-        <message>
-            <source>Step mode starts every lane at step 0: remove the branch lanes first (or Run them as ordinary lanes).</source>
-            <translation>单步模式让每条车道从第 0 步开始：请先移除分支车道（或将它们作为普通车道运行）。</translation>
-        </message>
-        <message>
-            <source>A beam lane's step in step mode is its search's: accept it (F8) or run the lane on (F9). To force a token, branch from the beam lane after step mode.</source>
-            <translation>单步模式中，束搜索车道的一步由搜索决定：接受它（F8）或让该车道继续运行（F9）。若要强制某个词元，请在退出单步模式后从该束搜索车道分支。</translation>
-        </message>
-        <message>
-            <source>In step mode a lane takes a token at its next step ({step}) only.</source>
-            <translation>在单步模式下，车道只能在其下一步（{step}）改选词元。</translation>
-        </message>
-        <message>
-            <source>step mode off: the lanes keep the steps taken</source>
-            <translation>单步模式已关闭：各车道保留已走的步</translation>
-        </message>
-        <message>
-            <source>step mode: double-click a candidate to take it, Run for one step of every lane</source>
-            <translation>单步模式：双击候选词元以改选它，运行让每条车道前进一步</translation>
-        </message>
-        <message>
-            <source>Replay needs a run (run or open one) and a model.</source>
-            <translation>重放需要一次运行（运行或打开一次）和一个模型。</translation>
-        </message>
-        <message>
-            <source>Cannot replay: {error}.</source>
-            <translation>无法重放：{error}。</translation>
-        </message>
-        <message>
-            <source>Bringing a node back needs a run (run or open one) and a model.</source>
-            <translation>恢复节点需要一次运行（运行或打开一次）和一个模型。</translation>
-        </message>
-        <message>
-            <source>Cannot bring the node back: {error}.</source>
-            <translation>无法恢复该节点：{error}。</translation>
-        </message>
-        <message>
             <source>The run was made with model {name!r}, which is not prepared here.</source>
             <translation>该运行使用的模型 {name!r} 在本机尚未准备。</translation>
         </message>
         <message>
-            <source>replay: every token identical to the saved run</source>
-            <translation>重放：每个词元都与保存的运行完全相同</translation>
-        </message>
-        <message>
-            <source>Replay differs from the saved run: {differences}.</source>
-            <translation>重放结果与保存的运行不同：{differences}。</translation>
-        </message>
-        <message>
-            <source>run again: every lane's tokens identical to the previous run</source>
-            <translation>再次运行：每条车道的词元都与上一次运行相同</translation>
-        </message>
-        <message>
-            <source>Run again, against the previous run: {differences}.</source>
-            <translation>再次运行，与上一次运行相比：{differences}。</translation>
             <source>stopping at the next step…</source>
             <translation>将在下一步停止…</translation>
         </message>
@@ -1363,6 +1157,10 @@ score {score} · parent slot {parent}</source>
             <translation>完成</translation>
         </message>
         <message>
+            <source>Could not make the lane: {message}. Nothing was added.</source>
+            <translation>无法生成该车道：{message}。未添加任何内容。</translation>
+        </message>
+        <message>
             <source>Branching needs a finished run and a model.</source>
             <translation>分支需要一次已完成的运行和一个模型。</translation>
         </message>
@@ -1385,6 +1183,10 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>“{name}” runs as a fan-out: set its fan-out to 1 to replay a step of it.</source>
             <translation>“{name}”以扇出方式运行：将其扇出设为 1 后才能重放其中一步。</translation>
+        </message>
+        <message>
+            <source>{lane} ↳{step} runner-up</source>
+            <translation>{lane} ↳{step} 次优</translation>
         </message>
         <message>
             <source>Cannot replay the branch not taken: {error}.</source>
@@ -1521,6 +1323,10 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>The prompt is empty: type something for the lanes to continue.</source>
             <translation>提示词为空：请输入一些内容供各泳道续写。</translation>
+        </message>
+        <message>
+            <source>The prompt changed: these lanes run without the tokens picked by hand (and the length step mode stopped at) for the last prompt: {lanes}.</source>
+            <translation>提示词已更改：以下车道不再使用为上一个提示词手动选取的词元（以及单步模式停下时的长度）：{lanes}。</translation>
         </message>
         <message>
             <source>its parent “{parent}” fans out now</source>
@@ -3245,6 +3051,14 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>Show every member's text under member #0's</source>
             <translation>在 0 号成员下方显示每个成员的文本</translation>
+        </message>
+        <message>
+            <source>★ forced at step {steps}</source>
+            <translation>★ 第 {steps} 步强制</translation>
+        </message>
+        <message>
+            <source>stops after {count} tokens (step mode)</source>
+            <translation>{count} 个词元后停止（单步模式）</translation>
         </message>
         <message>
             <source>▲ thresholds…</source>
