@@ -1194,15 +1194,15 @@ score {score} · parent slot {parent}</source>
         </message>
         <message>
             <source>removed branch lane “{name}”</source>
-            <translation>已移除分支泳道“{name}”</translation>
+            <translation>已移除分支车道“{name}”</translation>
         </message>
         <message>
             <source>no branch lane to undo</source>
-            <translation>没有可撤销的分支泳道</translation>
+            <translation>没有可撤销的分支车道</translation>
         </message>
         <message>
             <source>“{name}” now keeps seed {seed} so its branch can be re-run; set its seed back to auto for fresh samples (its branch lanes then run as ordinary lanes).</source>
-            <translation>“{name}”现在固定使用种子 {seed}，以便其分支可以重新运行；若想重新采样，请把种子改回“自动”（它的分支泳道随后将作为普通泳道运行）。</translation>
+            <translation>“{name}”现在固定使用种子 {seed}，以便其分支可以重新运行；若想重新采样，请把种子改回“自动”（它的分支车道随后将作为普通车道运行）。</translation>
         </message>
         <message>
             <source>Bringing a node back needs a run (run or open one) and a model.</source>
@@ -1222,7 +1222,7 @@ score {score} · parent slot {parent}</source>
         </message>
         <message>
             <source>Explaining needs a lane of a finished run: run or open one, then pick a lane.</source>
-            <translation>解释需要已完成运行中的一条泳道：请先运行或打开一次运行，再选择泳道。</translation>
+            <translation>解释需要已完成运行中的一条车道：请先运行或打开一次运行，再选择车道。</translation>
         </message>
         <message>
             <source>“{name}” ran on {model}: Explain looks inside the run's model only ({run}).</source>
@@ -1262,15 +1262,15 @@ score {score} · parent slot {parent}</source>
         </message>
         <message>
             <source>Comparing with another model needs a lane of a finished run and its model: run, then pick a lane.</source>
-            <translation>与另一个模型比较需要一次已完成运行中的泳道及其模型：先运行，再选一条泳道。</translation>
+            <translation>与另一个模型比较需要一次已完成运行中的车道及其模型：先运行，再选一条车道。</translation>
         </message>
         <message>
             <source>“{name}” runs as a fan-out: compare a lane without one.</source>
-            <translation>“{name}”以扇出方式运行：请比较没有扇出的泳道。</translation>
+            <translation>“{name}”以扇出方式运行：请比较没有扇出的车道。</translation>
         </message>
         <message>
             <source>“{name}” ran on a model of another tokenizer: the teacher-forced comparison reads a lane's tokens with the run's model, token by token.</source>
-            <translation>“{name}”运行在另一种分词器的模型上：教师强制比较用本次运行的模型逐个词元读取泳道的词元。</translation>
+            <translation>“{name}”运行在另一种分词器的模型上：教师强制比较用本次运行的模型逐个词元读取车道的词元。</translation>
         </message>
         <message>
             <source>{model} is the run's own model: pick another one to compare with.</source>
@@ -1322,7 +1322,7 @@ score {score} · parent slot {parent}</source>
         </message>
         <message>
             <source>The prompt is empty: type something for the lanes to continue.</source>
-            <translation>提示词为空：请输入一些内容供各泳道续写。</translation>
+            <translation>提示词为空：请输入一些内容供各车道续写。</translation>
         </message>
         <message>
             <source>The prompt changed: these lanes run without the tokens picked by hand (and the length step mode stopped at) for the last prompt: {lanes}.</source>
@@ -1330,7 +1330,7 @@ score {score} · parent slot {parent}</source>
         </message>
         <message>
             <source>its parent “{parent}” fans out now</source>
-            <translation>它的父泳道“{parent}”现在扇出</translation>
+            <translation>它的父车道“{parent}”现在扇出</translation>
         </message>
         <message>
             <source>the prompt changed</source>
@@ -1338,7 +1338,7 @@ score {score} · parent slot {parent}</source>
         </message>
         <message>
             <source>These branch lanes now run as ordinary lanes of their own strategy: {lanes}.</source>
-            <translation>这些分支泳道现在按各自的策略作为普通泳道运行：{lanes}。</translation>
+            <translation>这些分支车道现在按各自的策略作为普通车道运行：{lanes}。</translation>
         </message>
         <message>
             <source>its parent “{parent}” is gone</source>
@@ -1350,7 +1350,7 @@ score {score} · parent slot {parent}</source>
         </message>
         <message>
             <source>run again: every lane's tokens identical to the previous run</source>
-            <translation>再次运行：每条泳道的词元都与上一次运行相同</translation>
+            <translation>再次运行：每条车道的词元都与上一次运行相同</translation>
         </message>
         <message>
             <source>Run again, against the previous run: {differences}.</source>
@@ -1358,23 +1358,23 @@ score {score} · parent slot {parent}</source>
         </message>
         <message>
             <source>step mode: double-click a candidate to take it, Run for one step of every lane</source>
-            <translation>单步模式：双击候选词元以改选它，运行让每条泳道前进一步</translation>
+            <translation>单步模式：双击候选词元以改选它，运行让每条车道前进一步</translation>
         </message>
         <message>
             <source>Step mode starts every lane at step 0: remove the branch lanes first (or Run them as ordinary lanes).</source>
-            <translation>单步模式让每条泳道从第 0 步开始：请先移除分支泳道（或将它们作为普通泳道运行）。</translation>
+            <translation>单步模式让每条车道从第 0 步开始：请先移除分支车道（或将它们作为普通车道运行）。</translation>
         </message>
         <message>
             <source>A beam lane's step in step mode is its search's: accept it (F8) or run the lane on (F9). To force a token, branch from the beam lane after step mode.</source>
-            <translation>单步模式中，束搜索泳道的一步由搜索决定：接受它（F8）或让该泳道继续运行（F9）。若要强制某个词元，请在退出单步模式后从该束搜索泳道分支。</translation>
+            <translation>单步模式中，束搜索车道的一步由搜索决定：接受它（F8）或让该车道继续运行（F9）。若要强制某个词元，请在退出单步模式后从该束搜索车道分支。</translation>
         </message>
         <message>
             <source>In step mode a lane takes a token at its next step ({step}) only.</source>
-            <translation>在单步模式下，泳道只能在其下一步（{step}）改选词元。</translation>
+            <translation>在单步模式下，车道只能在其下一步（{step}）改选词元。</translation>
         </message>
         <message>
             <source>step mode off: the lanes keep the steps taken</source>
-            <translation>单步模式已关闭：各泳道保留已走的步</translation>
+            <translation>单步模式已关闭：各车道保留已走的步</translation>
         </message>
         <message>
             <source>temperature sweep of {lane} step {step}</source>
@@ -1386,7 +1386,7 @@ score {score} · parent slot {parent}</source>
         </message>
         <message>
             <source>“{name}” runs as a fan-out: sweep a step of a lane without one.</source>
-            <translation>“{name}”以扇出方式运行：请对没有扇出的泳道中的一步做扫描。</translation>
+            <translation>“{name}”以扇出方式运行：请对没有扇出的车道中的一步做扫描。</translation>
         </message>
         <message>
             <source>Cannot sweep: {error}.</source>
@@ -1394,7 +1394,7 @@ score {score} · parent slot {parent}</source>
         </message>
         <message>
             <source>Temperature fan-outs need a sampled lane: {refusal}.</source>
-            <translation>温度扇出需要一条采样泳道：{refusal}。</translation>
+            <translation>温度扇出需要一条采样车道：{refusal}。</translation>
         </message>
         <message>
             <source>added {len} temperature fan-outs of “{name}”: Run to compare them</source>
