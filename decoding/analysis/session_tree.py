@@ -125,6 +125,11 @@ def grow(nodes: list[TreeNode], lanes: Sequence[LaneTrace], model: str,
     for lane in lanes:
         if not lane.steps and not lane.token_ids:
             continue
+        if under is None and not one_level and lane.config.get("forced"):
+            again = _made_before(nodes, lane)  # a forced lane made again (a replay): the node it was
+            if again is not None:
+                made.append(again)
+                continue
         if under is not None:
             parent, step = under
         else:
@@ -154,6 +159,13 @@ def _parent_of(nodes: Sequence[TreeNode], lane: LaneTrace) -> tuple[int | None, 
         if node.lane == parent_lane and full_tokens(nodes, node.id)[:step] == list(lane.token_ids[:step]):
             return node.id, step
     return None, 0
+
+
+def _made_before(nodes: Sequence[TreeNode], lane: LaneTrace) -> TreeNode | None:
+    """The node of the same lane, config and whole sequence, wherever it hangs."""
+    config, tokens = dict(lane.config), list(lane.token_ids)
+    return next((node for node in nodes if node.lane == lane.name and node.config == config
+                 and full_tokens(nodes, node.id) == tokens), None)
 
 
 def _forced_parent(nodes: Sequence[TreeNode], lane: LaneTrace) -> tuple[int | None, int]:
