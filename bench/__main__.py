@@ -33,12 +33,14 @@ ITEMS = {  # the issue's items first, then the measured proposals
     "gui": "bench.gui_items:measure_gui",
     "long_prompts": "bench.long_prompt_items:measure_long_prompts",
     "explain": "bench.long_prompt_items:measure_explain",
+    "knockout": "bench.why_items:measure_knockout",
     "precision": "bench.precision:measure_precision",
     "variants": "bench.variant_items:measure_variants",
     "prefill_edit": "bench.decoder_items:measure_prefill_edit",
     "attention_edit": "bench.decoder_items:measure_attention_edit",
     "ort_options": "bench.ort_options:measure_ort_options",
     "startup": "bench.startup_items:measure_startup",
+    "gemma": "bench.gemma_items:measure_gemma",
 }
 ITEM_NAMES = tuple(ITEMS)
 

@@ -1,5 +1,5 @@
-"""The batched lane engine: one prompt prefilled once, every lane (every beam row included) advanced with ONE
-`source.step` call per step, a StepRecord per lane per step streamed as it happens.
+"""The batched lane engine: one prompt prefilled once per model, every lane of a model (every beam row included)
+advanced with ONE `source.step` call of that model per step, a StepRecord per lane per step streamed as it happens.
 
     engine = Engine(source, tokenizer, eos_token_ids=[2])
     run = engine.start(PromptInfo(text, ids), [LaneSpec("greedy"), ...], max_new_tokens=64)
@@ -7,8 +7,8 @@
         ...                               # stream to a GUI / progress bar
     trace = run.trace                     # RunTrace, analysis included once the run ended
 
-Rows: the source keeps an opaque batch of KV rows. Each step the engine lists, for every running lane,
-which old row each of its new rows continues and with which token; one `source.step` builds the new batch
+Rows: each model's source keeps an opaque batch of KV rows. Each step the engine lists, for every running lane,
+which old row each of its new rows continues and with which token; one `source.step` per model builds its new batch
 (fork, reorder and drop are all that one selection) and returns one logits row per new row.
 
 Branching: a lane whose spec has `branch={parent, step s, token t}` copies the parent's records before s,
@@ -39,6 +39,7 @@ import numpy as np
 
 from decoding.analysis import analysis
 from decoding.analysis.text_align import tokenizer_of
+from decoding.chain.chain import uniforms_drawn
 from decoding.chain.parameters import Range, check_int, fail, parameter
 from decoding.chain.selectors import WIDER_PREFIX
 from decoding.chain.spec import LaneSpec, assign_seeds, follows_in_run
@@ -98,29 +99,33 @@ def replay_prefix(trace: RunTrace, spec: LaneSpec) -> Prefix:
     if marker.step > len(lane.steps):
         raise ValueError(f"invalid replay step={marker.step}: allowed 0..{len(lane.steps)} for lane {lane.name!r}")
     own = [r for r in lane.steps[: marker.step] if lane.branch is None or r.step > lane.branch["step"]]
-    draws = sum((r.draw is not None) + (r.xtc_coin is not None) for r in own)  # XTC's coins: the same generator
+    draws = uniforms_drawn(own)
     return Prefix(list(lane.token_ids[: marker.step]), [replace(r) for r in lane.steps[: marker.step]], draws,
                   tokenizer_of(lane))
 
 
 class Engine:
-    """Runs lanes side by side on one LogitsSource, with the following steps in order:
+    """Runs lanes side by side on one LogitsSource (and the sources of the models lanes name, `models`), with the
+    following steps in order:
 
     1. Check the run (lanes, names, branches, prefix) and give every sampled lane without a seed one.
-    2. Prefill: the prompt (and a Prefix's tokens) in one `source.prefill` call (the source reads it in chunks,
-       reporting progress and honouring a cancel between them); its last logits row is the first batch, which
-       every lane starts from.
+    2. Prefill: for each model group (the run's model, and each model lanes name), the prompt (and a Prefix's
+       tokens) in one `source.prefill` call of that model (the source reads it in chunks, reporting progress and
+       honouring a cancel between them); its last logits row is the first batch, which the group's lanes start
+       from.
     3. Each step, every running lane decides (in-run branch lanes after the others, so that their parent has
        chosen and still holds the logits row to fork):
         a) read its rows' raw logits and their Softmax from the batch's LogitsRowCache: one exp per logits row
            (or the source's RowSummary of it), shared by every lane and beam reading that row;
-        b) apply its processors in order (transformers' order: repetition_penalty, no_repeat_ngram_size,
-           min_new_tokens, then under do_sample temperature, top_k, top_p, min_p, typical_p; or the lane's
-           processor_order): to the raw logits on a single-row lane, to each beam's log_softmax on a beam
-           lane (where, with no processor and no forced token, the candidates come from each beam's best ids);
-        c) choose: the forced token at a branch point or forced step; else argmax (greedy), a seeded draw by
-           inverse CDF (sample; u and the token's interval recorded) or a BeamSearch step (which beams go on,
-           reordered, with which tokens; every candidate recorded);
+        b) apply its chain's stages in order (decoding.chain.chain; transformers' order: repetition_penalty,
+           no_repeat_ngram_size, min_new_tokens, then under do_sample temperature, top_k, top_p, min_p,
+           typical_p; or the lane's processor_order): to the raw logits on a single-row lane, to each beam's
+           log_softmax on a beam lane (where, with no processor and no forced token, the candidates come from
+           each beam's best ids);
+        c) choose: the forced token at a branch point or forced step; else the chain's selector, argmax (greedy)
+           or a seeded draw by inverse CDF (sample; u and the token's interval recorded), or a BeamSearch step
+           (which beams go on, reordered, with which tokens; every candidate recorded); the chain accepts the
+           token (mirostat's mu follows it);
         d) summarise the raw and the processed distribution (probability, entropy, margin, kept, top-N) into
            a StepRecord and stream it as (lane index, record);
         e) stop the lane on eos, a stop string or its length (a beam lane: when the search is done).
@@ -131,8 +136,8 @@ class Engine:
        streamed in the lanes' order.
     4. Every running lane lists (old row, token) for each of its next rows; pairs listed by several lanes are
        computed once.
-    5. Unless cancelled, one `source.step` call for all rows: the new logits rows are the next batch, and
-       each lane takes its rows from it. Back to 3 until no lane runs.
+    5. Unless cancelled, one `source.step` call per model group for all its rows: the new logits rows are the
+       group's next batch, and each of its lanes takes its rows from it. Back to 3 until no lane runs.
     6. Close the lanes (a beam lane's steps become the records along its best final sequence), time the
        run and analyse it (divergences, near-ties, close draws).
     """
@@ -433,7 +438,7 @@ class Run:
         self.trace.lanes = [lane.trace for lane in lanes]
         for lane in lanes:
             for record in self.prefix.records:
-                lane.trace.steps.append(replace(record))
+                lane.take_prefix(record)
                 yield lane.index, lane.trace.steps[-1]
         groups = self._groups(lanes)
         prefill_ms = self._prefill(groups)
@@ -448,8 +453,7 @@ class Run:
         lanes = [self._new_lane(index, spec) for index, spec in enumerate(self.specs)]
         names = [spec.name for spec in self.specs]
         for lane in lanes:
-            if lane.sampler is not None:
-                lane.sampler.skip(self.prefix.draws)
+            lane.chain.selector.skip(self.prefix.draws)
             branch = lane.spec.branch
             if branch is not None and branch.parent in names:
                 lane.following = lanes[names.index(branch.parent)]

@@ -29,6 +29,7 @@ from typing import Any
 
 from decoding.analysis.analysis import analyze
 from decoding.analysis.session_tree import tree_of_lanes
+from decoding.analysis.why import WhyResult
 from decoding.records.explain import ExplainResult
 from decoding.records.trace import (
     READABLE_VERSIONS,
@@ -76,8 +77,12 @@ def to_dict(trace: RunTrace) -> dict[str, Any]:
     for record in [*data["lanes"], *data["tree"]]:  # optional: runs made outside the window have no colours, and
         if record["colour"] is None:  # their files stay as they were
             del record["colour"]
-    for lane in data["lanes"]:  # optional: only a lane of another tokenizer has them (files stay as they were)
-        _drop_unset(lane, "prompt_ids")
+    for lane, source in zip(data["lanes"], trace.lanes, strict=True):
+        _drop_unset(lane, "prompt_ids")  # optional: only a lane of another tokenizer has them (files stay as they were)
+        if source.why:
+            lane["why"] = [_finite(why.to_dict()) for why in source.why]
+        else:
+            del lane["why"]
         _drop_unset(lane["model"] or {}, "tokenizer")
     for divergence in (data["analysis"] or {}).get("divergences", []):
         _drop_unset(divergence, "char", "step_b")
@@ -210,6 +215,8 @@ def _lane(data: dict[str, Any]) -> LaneTrace:
     fields["steps"] = [_step(step) for step in data["steps"]]
     if data.get("model") is not None:
         fields["model"] = LaneModelInfo(**data["model"])
+    if data.get("why") is not None:
+        fields["why"] = [WhyResult.from_dict(why) for why in data["why"]]
     return LaneTrace(**fields)
 
 

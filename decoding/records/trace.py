@@ -190,12 +190,14 @@ class LaneTrace:
     # the window's colour index of the lane (gui.present.colours: its nth colour, then patterns), so a saved or
     # autosaved run opens with each lane in its colour; None (not written): a run made outside the window
     colour: int | None = None
+    # "Why A, not B" at steps of this lane (decoding.analysis.why.WhyResult, checked as read); None (not written): none
+    why: list[Any] | None = None
 
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # 1: no fan-outs, critical points, replays, sweeps; 2: no llama.cpp samplers; 3: no session tree; 4: every lane
-# on the run's model
-READABLE_VERSIONS = (1, 2, 3, 4, 5)
+# on the run's model; 5: no "why" of a lane's step
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6)
 
 
 @dataclass

@@ -53,10 +53,6 @@ class Field:
         return _tooltip(parameter(self.name))
 
     @property
-    def needs_sampling(self) -> bool:
-        return self.applies_to is Strategies.SAMPLING
-
-    @property
     def needs_beams(self) -> bool:
         return self.applies_to is Strategies.BEAM
 

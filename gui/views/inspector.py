@@ -74,6 +74,7 @@ class StepInspector(QWidget):
     branchRequested = Signal(int, int, int)  # lane index, step, token id
     forceRequested = Signal(int, int)  # step, token id
     replayRequested = Signal(int, int)  # lane index, step: replay the branch not taken
+    whyNotRequested = Signal(int, int, int)  # lane index, step, token id: why the chosen token and not this one
 
     def __init__(self, state: RunState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -132,12 +133,6 @@ class StepInspector(QWidget):
         self._stages.setVisible(False)
         self._beams.setText("")
         self._beams.setVisible(False)
-
-    def set_max_rows(self, rows: int) -> None:
-        if rows < 2:
-            raise ValueError(f"max_rows={rows} must be >= 2")
-        self._max_rows = rows
-        self._redraw()
 
     def set_overlay(self, overlay: bool) -> None:
         """Raw and processed bars overlaid (processed drawn inside raw) instead of side by side."""
@@ -698,6 +693,10 @@ class StepInspector(QWidget):
         menu.addAction(
             translate("inspector", "Force “{token}” for all lanes at step {step}").format(token=token, step=step),
             lambda: self.forceRequested.emit(step, row.token_id),
+        )
+        menu.addAction(
+            translate("inspector", "Why the chosen token and not “{token}”?").format(token=token),
+            lambda: self.whyNotRequested.emit(self._lane_index, step, row.token_id),
         )
         return menu
 

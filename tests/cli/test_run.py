@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import main
+from decoding.records.trace import SCHEMA_VERSION
 from runfiles import run_file
 
 REPO = Path(__file__).resolve().parents[2]
@@ -70,7 +71,7 @@ def test_the_llama_cpp_samplers_run_from_the_command_line_and_replay(capsys, tin
     code, out, err = cli(capsys, *argv, *(arg for lane in lanes for arg in ("--lane", lane)))
     assert code == 0, err
     data = json.loads(path.read_text(encoding="utf-8"))
-    assert data["schema_version"] == 5 and data["lanes"][1]["steps"][0]["mirostat_mu"] == 6.0
+    assert data["schema_version"] == SCHEMA_VERSION and data["lanes"][1]["steps"][0]["mirostat_mu"] == 6.0
     assert data["lanes"][0]["config"]["dry_sequence_breakers"] == ["\n", ":", '"', "*"]
     assert data["lanes"][3]["processors"] == ["top_k", "temperature"]  # llama.cpp's order: temperature last
     code, out, err = cli(capsys, "replay", str(path), "--model", str(tiny_model_dir))
