@@ -3042,14 +3042,6 @@ Source: {source}, {size} to download</source>
     <context>
         <name>setup_dialog</name>
         <message>
-            <source>cancelling: finishing the current stage first ({stage}); nothing of it will be kept…</source>
-            <translation>正在取消：先完成当前阶段（{stage}），其结果不会保留…</translation>
-        </message>
-        <message>
-            <source>starting…</source>
-            <translation>正在开始…</translation>
-        </message>
-        <message>
             <source>Cancel</source>
             <translation>取消</translation>
         </message>
@@ -3070,8 +3062,8 @@ Source: {source}, {size} to download</source>
             <translation>重试</translation>
         </message>
         <message>
-            <source>cancelling…</source>
-            <translation>正在取消…</translation>
+            <source>cancelling: finishing the current stage first ({stage}); nothing of it will be kept…</source>
+            <translation>正在取消：先完成当前阶段（{stage}），其结果不会保留…</translation>
         </message>
         <message>
             <source>starting…</source>
