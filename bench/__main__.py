@@ -40,6 +40,7 @@ ITEMS = {  # the issue's items first, then the measured proposals
     "attention_edit": "bench.decoder_items:measure_attention_edit",
     "ort_options": "bench.ort_options:measure_ort_options",
     "startup": "bench.startup_items:measure_startup",
+    "served": "bench.served_items:measure_served",
     "gemma": "bench.gemma_items:measure_gemma",
 }
 ITEM_NAMES = tuple(ITEMS)

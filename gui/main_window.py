@@ -108,6 +108,7 @@ class MainWindow(QMainWindow):
         self.model_picker = ModelPicker()
         self.model_picker.modelChosen.connect(self.set_model)
         self.model_picker.variantPrepared.connect(partial(self.state.show_notice, level="info"))
+        self.model_picker.serverAdded.connect(lambda name: self.lanes.add_served(name))
         self.chinese_hint = ChineseHintBar(state, self.model_path, self.set_model)
         self.status = StatusBar(state, scheduler)
         self.setStatusBar(self.status)

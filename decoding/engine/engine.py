@@ -45,9 +45,11 @@ from decoding.chain.selectors import WIDER_PREFIX
 from decoding.chain.spec import LaneSpec, assign_seeds, follows_in_run
 from decoding.engine.lane_state import LaneState, SingleRowLaneState, new_lane_state
 from decoding.engine.protocol import (
+    InFlight,
     LaneModel,
     LogitsSource,
     ModelResolver,
+    PartialRows,
     PositionLimit,
     PrefillCancelled,
     RowSummarizer,
@@ -362,7 +364,8 @@ class _ModelGroup:
         logits = np.asarray(logits, dtype=np.float32)
         top_k = max(top_n, WIDER_PREFIX)  # the statistics' top-N and a draw's wider prefix
         summary = self.source.summarize(logits, top_k) if isinstance(self.source, RowSummarizer) else None
-        return LogitsRowCache(logits, summary)
+        unseen = self.source.unseen_mass() if isinstance(self.source, PartialRows) else None
+        return LogitsRowCache(logits, summary, unseen)
 
     def feed(self) -> list[tuple[int, int]]:
         """The (old row, token) pairs its running lanes queue for the next step."""
@@ -416,7 +419,32 @@ class Run:
         self._started = False
 
     def cancel(self) -> None:
+        """Stop before the next step; a source waiting on a server (InFlight) aborts its requests now."""
         self._cancel_event.set()
+        for source in self._waiting_sources():
+            source.cancel_in_flight()
+
+    def _waiting_sources(self) -> list[InFlight]:
+        sources = [self.engine.source, *(m.source for m in self.lane_models.values())]
+        return [source for source in sources if isinstance(source, InFlight)]
+
+    def _watch_external_cancel(self) -> threading.Event | None:
+        """While sources wait on a server, an external cancel (the window's Stop sets an Event) aborts their
+        requests at once, not after them: a thread polls it every 50 ms. Returns the event that ends it."""
+        sources = self._waiting_sources()
+        if not sources or self._external_cancel is None:
+            return None
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.wait(0.05):
+                if self.cancelled():
+                    for source in sources:
+                        source.cancel_in_flight()
+                    return
+
+        threading.Thread(target=watch, name="served-cancel", daemon=True).start()
+        return done
 
     def cancelled(self) -> bool:
         external = self._external_cancel
@@ -441,12 +469,17 @@ class Run:
                 lane.take_prefix(record)
                 yield lane.index, lane.trace.steps[-1]
         groups = self._groups(lanes)
-        prefill_ms = self._prefill(groups)
-        if prefill_ms is None and self.error is None:
-            self._stop_all(lanes, "cancelled")
-        elif self.error is None:
-            self.trace.timing.prefill_ms = prefill_ms
-            yield from self._advance(lanes, groups, prefill_ms)
+        watching = self._watch_external_cancel()
+        try:
+            prefill_ms = self._prefill(groups)
+            if prefill_ms is None and self.error is None:
+                self._stop_all(lanes, "cancelled")
+            elif self.error is None:
+                self.trace.timing.prefill_ms = prefill_ms
+                yield from self._advance(lanes, groups, prefill_ms)
+        finally:
+            if watching is not None:
+                watching.set()
         self._finish(lanes, t_start)
 
     def _make_lanes(self) -> list[LaneState]:
@@ -506,8 +539,11 @@ class Run:
             except PrefillCancelled:
                 return None
             except Exception as exc:  # noqa: BLE001 - a failing source ends the run with what it has
-                self.error = f"prefill failed: {type(exc).__name__}: {exc}"
-                return None
+                if group.source is self.engine.source or self.cancelled():
+                    self.error = None if self.cancelled() else f"prefill failed: {type(exc).__name__}: {exc}"
+                    return None
+                self._end_group(group, f"prefill failed: {type(exc).__name__}: {exc}")  # the others go on
+                continue
             for lane in group.lanes:
                 if lane.following is None:
                     lane.attach(batch, 0)
@@ -543,14 +579,38 @@ class Run:
             started = time.perf_counter()
             try:
                 for group, feed in zip(groups, feeds, strict=True):
-                    group.step(feed, self.engine.top_n)
+                    self._step_group(group, feed)
             except Exception as exc:  # noqa: BLE001 - a failing source ends the run with what it has
-                self.error = f"step failed: {type(exc).__name__}: {exc}"
-                self._stop_all(lanes, "error")
+                if self.cancelled():
+                    self._stop_all(lanes, "cancelled")
+                else:
+                    self.error = f"step failed: {type(exc).__name__}: {exc}"
+                    self._stop_all(lanes, "error")
                 return
             step_ms = (time.perf_counter() - started) * 1000.0
             timing.steps += 1
             timing.tokens += sum(len(feed) for feed in feeds)
+
+    def _step_group(self, group: _ModelGroup, feed: list[tuple[int, int]]) -> None:
+        """One group's batched step. A lane model's source failing (a server gone, say) ends that model's lanes
+        with its message, their steps kept, and the other lanes go on; the run's own source failing raises."""
+        try:
+            group.step(feed, self.engine.top_n)
+        except Exception as exc:
+            if group.source is self.engine.source:
+                raise
+            self._end_group(group, f"step {{step}} failed: {type(exc).__name__}: {exc}")
+            for lane in group.lanes:
+                lane.receive(None, [], 0)
+
+    def _end_group(self, group: _ModelGroup, message: str) -> None:
+        """A lane model's lanes end: cancelled when the run was, else with `message` (its {step}: the lane's)."""
+        group.state = None
+        for lane in group.lanes:
+            if lane.running and self.cancelled():
+                lane.stop("cancelled")
+            elif lane.running:
+                lane.fail(message.replace("{step}", str(lane.step)))
 
     def _decide_together(self, lanes: list[LaneState], step_ms: float) -> set[LaneState]:
         """With batched rows, decide the running single-row lanes that hold a usable row (not a beam, not a

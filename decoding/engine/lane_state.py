@@ -147,6 +147,9 @@ class LaneState(ABC):
         if draw is not None:
             record.draw, record.draw_low, record.draw_high = draw.u, draw.low, draw.high
         self.chain.record_state(record)
+        unseen = self.batch.unseen if self.batch is not None else None
+        if unseen is not None and self.rows:  # a served model's top-N: what its step did not see
+            record.unseen_mass = float(unseen[self.rows[0]])
         return record
 
     def _record(

@@ -17,7 +17,8 @@ branched
 lane keeping its branch marker. Version 4 files (before lanes named their own model) read with every lane on the
 run's model. Every older file saves as version 5. A lane of another tokenizer than the run's (a later addition to
 version 5, optional) has `prompt_ids` and its model's `tokenizer`, and the divergences it takes part in the
-differing character `char` and the other lane's `step_b`; files without them read as before.
+differing character `char` and the other lane's `step_b`; files without them read as before. A lane on a served
+model (also optional in version 5) has its model's `served` and each step's `unseen_mass`.
 """
 
 from __future__ import annotations
@@ -83,7 +84,9 @@ def to_dict(trace: RunTrace) -> dict[str, Any]:
             lane["why"] = [_finite(why.to_dict()) for why in source.why]
         else:
             del lane["why"]
-        _drop_unset(lane["model"] or {}, "tokenizer")
+        _drop_unset(lane["model"] or {}, "tokenizer", "served")
+        for step in lane["steps"]:  # optional: only a lane on a served model's top-N has it
+            _drop_unset(step, "unseen_mass")
     for divergence in (data["analysis"] or {}).get("divergences", []):
         _drop_unset(divergence, "char", "step_b")
     if trace.explanations:

@@ -164,6 +164,10 @@ class StepRecord:
     varentropy_raw: float | None = None
     stages: list[StageRecord] | None = None  # the chain stage by stage (decoding.chain.stages); None without processors
     adaptive: str | None = None  # an adaptive lane's decision: "argmax", "sample" or "widen" (decoding.chain.adaptive)
+    # a lane on a served model's top-N (partial): the raw probability the server did not return (the tail), so the
+    # raw statistics are of the returned tokens renormalised; a true raw probability is prob_raw * (1 - unseen_mass).
+    # None (not written): the whole vocabulary was read
+    unseen_mass: float | None = None
 
     def __post_init__(self) -> None:
         self.top, self.top_raw = as_top_list(self.top), as_top_list(self.top_raw)

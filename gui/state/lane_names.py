@@ -47,7 +47,11 @@ def follows_strategy(spec: LaneSpec) -> bool:
 
 def model_label(model: str) -> str:
     """A lane's own model as its name and summary show it: a precision variant by its precision ("int4"), any
-    other model by its name (a folder by its last part)."""
+    other model by its name (a folder by its last part), a served model by its protocol and host
+    ("llamacpp 127.0.0.1:8080")."""
+    protocol, plus, rest = model.partition("+")
+    if plus and rest.startswith(("http://", "https://")):
+        return f"{protocol} {rest.split('://', 1)[1].split('?', 1)[0].rstrip('/')}"
     name = Path(model).name
     base, _, precision = name.rpartition("-")
     return precision if base and precision in VARIANTS else name

@@ -448,6 +448,10 @@ class StepInspector(QWidget):
         if self._member == 0 and self.state.proposed_step(self._lane_index) == step.step:
             forced += translate("inspector", " · proposed, not yet taken")
         name = self._lane.name if self._member else self.state.lanes[self._lane_index].name
+        if step.unseen_mass:  # a served model's top-N (decoding.records.partial): the bars are of what it returned
+            forced += translate("inspector", " · partial: the server did not return {mass} of the raw probability "
+                                             "(bars renormalised over what it returned)").format(
+                mass=f"{step.unseen_mass:.1%}")
         title = translate("inspector", "{name} · step {step} · chose “{token}” (id {token_id}){forced}")
         return title.format(name=name, step=step.step, token=token, token_id=step.token_id, forced=forced)
 

@@ -1,8 +1,9 @@
 """Model picker: the prepared models in the cache, each with its precision and size on disk; the catalog's entries
 not prepared yet and the GGUF files found on the computer (prepared when chosen: gui.dialogs.add_model); then
 "Add model from Hugging Face…" (the hub dialog), "Add GGUF file…", "Add local folder…" (an optimum ONNX export is
-registered as it is, a Hugging Face model folder is exported; both run in the setup dialog) and "Add precision
-variant…" (the variants dialog, for the current model)."""
+registered as it is, a Hugging Face model folder is exported; both run in the setup dialog), "Add precision
+variant…" (the variants dialog, for the current model) and "Add a server…" (a served model: the server dialog; a
+lane on it is added)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ ADD_HUB = "add-hub"
 ADD_GGUF = "add-gguf"
 ADD_FOLDER = "add-folder"
 ADD_VARIANT = "add-variant"
-ACTIONS = (ADD_HUB, ADD_GGUF, ADD_FOLDER, ADD_VARIANT)  # the entries that are commands, not models
+ADD_SERVER = "add-server"
+ACTIONS = (ADD_HUB, ADD_GGUF, ADD_FOLDER, ADD_VARIANT, ADD_SERVER)  # the entries that are commands, not models
 CATALOG = "catalog:"  # + an entry's name: prepared when chosen
 FOUND = "found:"  # + a found GGUF's path: prepared when chosen
 
@@ -42,6 +44,7 @@ def folder_kind(path: Path) -> str | None:
 class ModelPicker(QComboBox):
     modelChosen = Signal(object)  # Path of a prepared model folder
     variantPrepared = Signal(str)  # what the new variant is and how it reads against fp32 (a notice)
+    serverAdded = Signal(str)  # a served model's address (runtime.served): a lane on it is added
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -75,6 +78,9 @@ class ModelPicker(QComboBox):
         self.setItemData(self.count() - 1, translate("model_picker", "fp16, int8, int4 or q4_1 weights of the chosen "
                                                                     "model, made offline and checked against fp32"),
                          Qt.ItemDataRole.ToolTipRole)
+        self.addItem(translate("model_picker", "Add a server…"), ADD_SERVER)
+        self.setItemData(self.count() - 1, translate("model_picker", "A lane on a model served by llama.cpp's server, "
+                                                                    "vLLM or SGLang"), Qt.ItemDataRole.ToolTipRole)
         self.blockSignals(False)
         self.select(select or self.current)
 
@@ -113,7 +119,7 @@ class ModelPicker(QComboBox):
     def _on_activated(self, index: int) -> None:
         data = self.itemData(index) or ""
         commands = {ADD_HUB: self.add_from_hub, ADD_GGUF: self.add_gguf, ADD_FOLDER: self.add_folder,
-                    ADD_VARIANT: self.add_variant}
+                    ADD_VARIANT: self.add_variant, ADD_SERVER: self.add_server}
         if data in commands:
             commands[data]()
         elif data.startswith(CATALOG):
@@ -184,6 +190,20 @@ class ModelPicker(QComboBox):
         self.variantPrepared.emit(translate("model_picker", "Precision variant {line} prepared; against fp32: "
                                                             "{check}.").format(
             line=self.itemText(self.findData(str(folder))), check=validation_text(info.manifest)))
+
+    @Slot()
+    def add_server(self) -> None:
+        """The server dialog; OK with an address adds a lane on it (serverAdded)."""
+        self.show_current()
+        dialog = self.server_dialog()
+        if dialog.exec() and dialog.name():
+            self.serverAdded.emit(dialog.name())
+        dialog.deleteLater()
+
+    def server_dialog(self):
+        from gui.dialogs.server_dialog import ServerDialog
+
+        return ServerDialog(self)
 
     @Slot()
     def add_folder(self) -> None:

@@ -90,3 +90,10 @@ def test_quick_long_prompt_item_reports_its_goals(tiny_model_dir: Path, tmp_path
     else:
         assert [rows[m]["goal"] for m in explain if m.endswith("tokens / one plain forward over them")] == ["<= 3"]
         assert any(metric.endswith("tokens: logit lens of every position") for metric in explain)
+
+
+def test_quick_served_item_says_why_it_skips_without_a_server_or_a_gguf(tiny_model_dir: Path, tmp_path: Path):
+    """The tiny model keeps no GGUF (and this machine may have no llama-server): skipped, saying which."""
+    _, results = run_quick(tiny_model_dir, tmp_path, "served")
+    assert results["rows"] == [] and set(results["skipped"]) == {"served"}
+    assert "llama-server is not built" in results["skipped"]["served"] or "keeps no" in results["skipped"]["served"]

@@ -281,3 +281,26 @@ def test_the_progress_line_counts_the_prompt_tokens_read(capsys):
     bar.prefill(4000, 4000)  # read: the step line takes over
     _, err = capsys.readouterr()
     assert err == "\r[###.......] reading the prompt: 1,536 / 4,000 tokens "
+
+
+def test_a_lane_on_a_served_model_runs_beside_the_local_one_and_says_it_is_partial(capsys, tiny_model_dir, tmp_path):
+    """The fake llama.cpp server's tokenizer is not the tiny model's: its lane reads the prompt with the server's,
+    and a server that stops mid-run ends only that lane, with the message printed and its steps kept."""
+    from tests.fake_server import FakeModelServer
+
+    server = FakeModelServer("llamacpp").start()
+    path = tmp_path / "run.json"
+    try:
+        code, out, err = cli(capsys, "run", "--model", str(tiny_model_dir), "--prompt", "<1><2>", "--max-new-tokens",
+                             "5", "--lane", "greedy", "--lane", f"greedy:model={server.name}?alternatives=16,name=srv",
+                             "--json", str(path), "--device", "cpu")
+    finally:
+        server.stop()
+    assert code == 0, err
+    assert "srv [length, 5 tok, partial: top 16 of 64; tail ≤ " in out
+    assert f"on llamacpp {server.url} (fake-model) · partial: top 16 of 64" in out and "raw entropy " in out
+    saved = run_file.load(path)
+    assert saved.lanes[1].model.served["url"] == server.url and saved.lanes[1].prompt_ids == [1, 2]
+    code, out, err = cli(capsys, "run", "--model", str(tiny_model_dir), "--prompt", "<1><2>", "--max-new-tokens", "3",
+                         "--lane", "greedy", "--lane", f"greedy:model={server.name}", "--device", "cpu")
+    assert code == 2 and "connection refused" in err  # nothing listens any more: refused before the run

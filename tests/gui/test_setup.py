@@ -87,8 +87,9 @@ def test_model_picker_adds_a_local_onnx_folder_through_the_setup_dialog(qtbot, t
     from models.catalog import CATALOG
 
     texts = [picker.itemText(i) for i in range(picker.count())]
-    commands = ["Add model from Hugging Face…", "Add GGUF file…", "Add local folder…", "Add precision variant…"]
-    assert texts[-4:] == commands
+    commands = ["Add model from Hugging Face…", "Add GGUF file…", "Add local folder…", "Add precision variant…",
+                "Add a server…"]
+    assert texts[-5:] == commands
     assert [t.split(" · ")[0] for t in texts[:len(CATALOG)]] == [e.name for e in CATALOG], "the catalog, unprepared"
     before = picker.count()
     prepared = picker.prepare_folder(tiny_model_dir)  # runs models.prepare.register_onnx_folder in the dialog

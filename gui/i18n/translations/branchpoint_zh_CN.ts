@@ -1795,6 +1795,10 @@ Read them with torch's weights_only loader (tensors only, no code) and go on?</s
             <translation> · 建议的一步，尚未采纳</translation>
         </message>
         <message>
+            <source> · partial: the server did not return {mass} of the raw probability (bars renormalised over what it returned)</source>
+            <translation> · 部分：服务器未返回 {mass} 的原始概率（条形按已返回的词元重新归一化）</translation>
+        </message>
+        <message>
             <source>{name} · step {step} · chose “{token}” (id {token_id}){forced}</source>
             <translation>{name} · 第 {step} 步 · 选了“{token}”（id {token_id}）{forced}</translation>
         </message>
@@ -2403,6 +2407,14 @@ Source: {source}, {size} to download</source>
             <translation>所选模型的 fp16、int8、int4 或 q4_1 权重，离线制作并与 fp32 对照检查</translation>
         </message>
         <message>
+            <source>Add a server…</source>
+            <translation>添加服务器…</translation>
+        </message>
+        <message>
+            <source>A lane on a model served by llama.cpp's server, vLLM or SGLang</source>
+            <translation>在 llama.cpp 服务器、vLLM 或 SGLang 提供的模型上运行的车道</translation>
+        </message>
+        <message>
             <source>Add precision variant</source>
             <translation>添加精度变体</translation>
         </message>
@@ -2944,6 +2956,14 @@ Source: {source}, {size} to download</source>
             <source>compared with the reference lane: {how}</source>
             <translation>与参照车道的比较方式：{how}</translation>
         </message>
+        <message>
+            <source>partial: {note}</source>
+            <translation>部分：{note}</translation>
+        </message>
+        <message>
+            <source>partial: the server returned the {note} of each step: the lane's chain ran on them, renormalised; the mean raw entropy of the whole vocabulary lies between {low} and {high} nats</source>
+            <translation>部分：服务器每步只返回 {note}：车道的处理链在这些词元上运行（重新归一化）；整个词表的平均原始熵介于 {low} 与 {high} 奈特之间</translation>
+        </message>
     </context>
     <context>
         <name>restore</name>
@@ -2966,6 +2986,45 @@ Source: {source}, {size} to download</source>
         <message>
             <source>Removed {count} unfinished preparation folder(s) that an interrupted preparation left in the cache: {names}.</source>
             <translation>已删除缓存中被中断的准备过程留下的 {count} 个未完成的文件夹：{names}。</translation>
+        </message>
+    </context>
+    <context>
+        <name>server_dialog</name>
+        <message>
+            <source>Add a served model</source>
+            <translation>添加服务器上的模型</translation>
+        </message>
+        <message>
+            <source>PROTOCOL+URL: llamacpp+, vllm+ or sglang+ then the server's address; options after ?: alternatives=N or all (the top-N a step asks for), timeout=seconds, parallel=requests at once, model=name, vocab=N, key_env=the environment variable holding an API key</source>
+            <translation>协议+URL：llamacpp+、vllm+ 或 sglang+，后接服务器地址；? 之后的选项：alternatives=N 或 all（每步请求的前 N 个候选），timeout=秒数，parallel=同时发出的请求数，model=模型名，vocab=N，key_env=保存 API 密钥的环境变量名</translation>
+        </message>
+        <message>
+            <source>Test connection</source>
+            <translation>测试连接</translation>
+        </message>
+        <message>
+            <source>Address</source>
+            <translation>地址</translation>
+        </message>
+        <message>
+            <source>Asking {name}…</source>
+            <translation>正在询问 {name}…</translation>
+        </message>
+        <message>
+            <source>No connection: {error}</source>
+            <translation>无法连接：{error}</translation>
+        </message>
+        <message>
+            <source>the whole vocabulary: exact</source>
+            <translation>整个词表：精确</translation>
+        </message>
+        <message>
+            <source>partial: the rest held {mass:.2%}</source>
+            <translation>部分：其余词元占 {mass:.2%}</translation>
+        </message>
+        <message>
+            <source>Model {model} · vocabulary {vocab:,} · {returned:,} alternatives returned ({exact}); best next token {best!r}</source>
+            <translation>模型 {model} · 词表 {vocab:,} · 返回 {returned:,} 个候选（{exact}）；最可能的下一个词元 {best!r}</translation>
         </message>
     </context>
     <context>
