@@ -52,7 +52,10 @@ class PreparationDialog(QDialog):
     @Slot()
     def cancel(self) -> None:
         if self._worker.is_running():
-            self.stage.setText(translate("setup_dialog", "cancelling…"))
+            # a stage (an export, a quantization pass) is not interrupted part-way: say what is still running
+            text = translate("setup_dialog", "cancelling: finishing the current stage first ({stage}); nothing of it "
+                                             "will be kept…")
+            self.stage.setText(text.format(stage=self.stage.text()))
             self.cancel_button.setEnabled(False)
             self._worker.cancel()
         else:
