@@ -131,15 +131,18 @@ class ModelHolder:
 
 
 def check_lane_models(specs: list[LaneSpec], run_model: str) -> None:
-    """A ParameterError naming the lane for one whose model is not prepared (before a run, on the GUI thread:
-    folders only, no model opened; the engine checks the rest when it opens them)."""
+    """A ParameterError naming the lane for one whose model is not prepared, or whose server address does not
+    parse (before a run, on the GUI thread: folders and addresses only, no model opened or server asked; the engine
+    checks the rest when it opens them)."""
     from decoding.engine.engine import own_model, refuse_model
     from models.open_model import lane_model_dir
+    from runtime.served import is_served, parse_address
 
     for spec in specs:
         name = own_model(spec, run_model)
-        if name is not None:
-            try:
-                lane_model_dir(name)
-            except LookupError as exc:
-                refuse_model(spec, str(exc))
+        if name is None:
+            continue
+        try:
+            parse_address(name) if is_served(name) else lane_model_dir(name)
+        except (LookupError, ValueError) as exc:
+            refuse_model(spec, str(exc))

@@ -74,3 +74,18 @@ def test_a_partial_lane_s_header_says_so_with_its_entropy_as_bounds():
     text, tip = lane_summary(lane, None, 0)
     assert "partial: top 2 of 100; tail ≤ 20.0%" in text and "H̄ 0.9" in text and "–" in text
     assert "renormalised" in tip
+
+
+def test_the_windows_run_check_takes_a_server_lane_and_refuses_a_bad_address_in_words():
+    """The window checks lane models before a run (folders and addresses only): a lane on a server passes
+    (it is not a prepared model), a malformed address is refused naming the lane (a real run was refused as
+    "not a prepared model" before)."""
+    from decoding.chain.parameters import ParameterError
+    from decoding.chain.spec import LaneSpec
+    from gui.state.model_holder import check_lane_models
+
+    check_lane_models([LaneSpec("served", model="llamacpp+http://127.0.0.1:8080")], "SmolLM2-135M-Instruct")
+    with pytest.raises(ParameterError, match="invalid port.*lane 'bad'"):
+        check_lane_models([LaneSpec("bad", model="llamacpp+http://127.0.0.1:99999")], "SmolLM2-135M-Instruct")
+    with pytest.raises(ParameterError, match="a prepared model.*lane 'missing'"):
+        check_lane_models([LaneSpec("missing", model="no-such-model")], "SmolLM2-135M-Instruct")
