@@ -166,3 +166,42 @@ def test_bad_models_argument(two_tiny_models, capsys):
     assert "A,B" in capsys.readouterr().err
     assert main.main(["compare-models", "--prompt", "Hi", "--models", "tiny,nope"]) == 2
     assert "no prepared model" in capsys.readouterr().err
+
+
+def test_scoreboard_of_identical_logits_is_perfect():
+    from decoding.analysis.model_compare import position_scores, scoreboard
+
+    logits = np.random.default_rng(0).normal(0, 3, (20, 50))
+    board = scoreboard([position_scores(logits, logits.copy(), list(range(20)))])
+    assert board["positions"] == 20 and board["mean_kl"] == 0.0 and board["p99_kl"] == 0.0
+    assert board["same_top"] == 1.0 and board["rms_delta_p"] == 0.0 and board["top10_jaccard"] == 1.0
+
+
+def test_scoreboard_columns_by_hand():
+    """Two positions, vocabulary 12 (logits 11, 10, …, 0): row 1 of B lifts the last token to the top, a flip
+    that also swaps it into the top 10 for A's tenth (Jaccard 9 / 11); the next tokens' Δp."""
+    from decoding.analysis.model_compare import kl_rows, log_softmax, position_scores, scoreboard
+
+    a = np.tile(np.arange(11.0, -1.0, -1.0), (2, 1))
+    b = a.copy()
+    b[1, 11] = 12.0
+    scores = position_scores(a, b, [0, 3])
+    assert list(scores.same_top) == [True, False]
+    np.testing.assert_allclose(scores.kl, kl_rows(a, b))
+    pa, pb = np.exp(log_softmax(a)), np.exp(log_softmax(b))
+    np.testing.assert_allclose(scores.delta_p, [pb[0, 0] - pa[0, 0], pb[1, 3] - pa[1, 3]])
+    board = scoreboard([scores])
+    assert board["same_top"] == 0.5
+    assert board["rms_delta_p"] == pytest.approx(np.sqrt(np.mean(scores.delta_p**2)))
+    assert board["p99_kl"] == pytest.approx(np.percentile(kl_rows(a, b), 99))
+    assert scores.top_jaccard[0] == 1.0 and scores.top_jaccard[1] == pytest.approx(9 / 11)
+    assert scores.kl[0] == 0.0 and scores.kl[1] > 0
+
+
+def test_scoreboard_refuses_misaligned_rows():
+    from decoding.analysis.model_compare import position_scores, scoreboard
+
+    with pytest.raises(ValueError, match="do not line up"):
+        position_scores(np.zeros((3, 5)), np.zeros((3, 5)), [1, 2])
+    with pytest.raises(ValueError, match="at least one"):
+        scoreboard([])
