@@ -205,3 +205,23 @@ def test_scoreboard_refuses_misaligned_rows():
         position_scores(np.zeros((3, 5)), np.zeros((3, 5)), [1, 2])
     with pytest.raises(ValueError, match="at least one"):
         scoreboard([])
+
+
+def test_compare_models_over_the_text_set(two_tiny_models, capsys):
+    """--text-set: both models read the fixed English and Chinese texts; the JSON's scoreboard is the one the
+    variant's manifest recorded when it was prepared (same texts, same windows)."""
+    from models.catalog import read_manifest
+
+    out = two_tiny_models / "board.json"
+    code = main.main(["compare-models", "--text-set", "--models", "tiny,tiny-fp16", "--device", "cpu",
+                      "--json", str(out)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "teacher-forced over kl_texts.json" in printed and "zh" in printed and "en" in printed
+    board = json.loads(out.read_text(encoding="utf-8"))["scoreboard"]
+    recorded = read_manifest(two_tiny_models / "cache" / "models" / "tiny-fp16")["variant"]["teacher_forced"]
+    assert board["positions"] == recorded["positions"] > 1000
+    assert board["mean_kl"] == pytest.approx(recorded["mean_kl"], rel=1e-6, abs=1e-12)
+    assert 0 < board["mean_kl"] < 1e-3 and board["same_top"] > 0.99
+    assert main.main(["compare-models", "--text-set", "--prompt", "Hi", "--models", "tiny,tiny-fp16"]) == 2
+    assert "takes no --prompt" in capsys.readouterr().err
