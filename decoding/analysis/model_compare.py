@@ -190,3 +190,26 @@ def scoreboard(parts: Sequence[PositionScores]) -> dict:
         "rms_delta_p": float(np.sqrt(np.mean(delta**2))),
         "top10_jaccard": float(np.concatenate([p.top_jaccard for p in parts]).mean()),
     }
+
+
+@dataclass(frozen=True)
+class LayerDeparture:
+    """How far model B's output of one decoder layer is from model A's over the same positions."""
+
+    layer: int  # 0-based decoder layer
+    relative_error: float  # mean over positions of ‖h_B − h_A‖ / ‖h_A‖
+    cosine: float  # mean over positions of cos(h_A, h_B)
+
+
+def layer_departure(reference: np.ndarray, other: np.ndarray) -> list[LayerDeparture]:
+    """Per layer, the relative error and cosine of B's hidden states against A's ([L, T, D] each, the same
+    positions): where in depth a precision variant departs from fp32."""
+    a, b = np.asarray(reference, dtype=np.float64), np.asarray(other, dtype=np.float64)
+    if a.ndim != 3 or a.shape != b.shape:
+        raise ValueError(f"hidden states {a.shape} and {b.shape}: per-layer departure needs [layers, positions, "
+                         "width] of the same shape")
+    norm_a, norm_b = np.linalg.norm(a, axis=-1), np.linalg.norm(b, axis=-1)
+    tiny = np.finfo(np.float64).tiny
+    relative = np.linalg.norm(b - a, axis=-1) / np.maximum(norm_a, tiny)
+    cosine = (a * b).sum(axis=-1) / np.maximum(norm_a * norm_b, tiny)
+    return [LayerDeparture(i, float(relative[i].mean()), float(cosine[i].mean())) for i in range(a.shape[0])]

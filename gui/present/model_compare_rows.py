@@ -146,3 +146,22 @@ def tokens_html(comparison: ModelComparison, selected: int | None) -> str:
         parts.append(f'<a href="step:{group.steps[0]}" style="text-decoration:none">{mark}<span style="{look}">'
                      f'{shown}</span></a>')
     return f'<span style="white-space:pre-wrap">{"".join(parts)}</span>'
+
+
+def layer_points(comparison: ModelComparison) -> tuple[list[int], list[float]]:
+    """The per-layer chart's points: layer number (1-based) and B's relative error against A, in percent."""
+    return [d.layer + 1 for d in comparison.layers], [100 * d.relative_error for d in comparison.layers]
+
+
+def layer_caption(comparison: ModelComparison) -> str:
+    """Where in depth B departs: the relative error at the first and last layers and the lowest cosine."""
+    layers = comparison.layers
+    if not layers:
+        return translate("model_compare_rows", "no per-layer states (the graph's layers are not named as "
+                                               "optimum's export names them)")
+    worst = min(layers, key=lambda d: d.cosine)
+    return translate("model_compare_rows", "hidden state vs A, by layer: relative error {first:.2g} % at layer 1 "
+                                           "→ {last:.2g} % at layer {count} · lowest cosine {cosine:.6f} (layer "
+                                           "{worst})").format(
+        first=100 * layers[0].relative_error, last=100 * layers[-1].relative_error, count=len(layers),
+        cosine=worst.cosine, worst=worst.layer + 1)

@@ -225,3 +225,51 @@ def test_compare_models_over_the_text_set(two_tiny_models, capsys):
     assert 0 < board["mean_kl"] < 1e-3 and board["same_top"] > 0.99
     assert main.main(["compare-models", "--text-set", "--prompt", "Hi", "--models", "tiny,tiny-fp16"]) == 2
     assert "takes no --prompt" in capsys.readouterr().err
+
+
+def test_layer_departure_by_hand():
+    from decoding.analysis.model_compare import layer_departure
+
+    a = np.array([[[3.0, 4.0], [1.0, 0.0]], [[1.0, 1.0], [0.0, 2.0]]])  # 2 layers, 2 positions, width 2
+    b = a.copy()
+    b[1, 0] = [1.0, -1.0]  # layer 2, position 0: orthogonal, same length
+    got = layer_departure(a, b)
+    assert [d.layer for d in got] == [0, 1]
+    assert got[0].relative_error == 0.0 and got[0].cosine == pytest.approx(1.0)
+    assert got[1].relative_error == pytest.approx((2 / np.sqrt(2) + 0) / 2)
+    assert got[1].cosine == pytest.approx((0 + 1) / 2)
+    with pytest.raises(ValueError, match="same shape"):
+        layer_departure(a, b[:, :1])
+
+
+def test_per_layer_states_of_the_tiny_model(two_tiny_models, tiny_model_dir):
+    """One state per decoder layer; the same model gives zero departure, its fp16 variant a small one; the last
+    layer's states are transformers' hidden states, and the last one through its final norm and lm_head gives
+    the logits."""
+    from decoding.analysis.model_compare import layer_departure
+    from runtime.sequence_logits import SequenceScorer
+
+    models = two_tiny_models / "cache" / "models"
+    ids = [5, 17, 3, 42, 8, 11, 2]
+    base = SequenceScorer(models / "tiny", "cpu", layers=True)
+    logits = base(ids)
+    config = json.loads((tiny_model_dir / "config.json").read_text())
+    assert base.last_layers.shape == (config["num_hidden_layers"], len(ids), config["hidden_size"])
+    same = SequenceScorer(models / "tiny", "cpu", layers=True)
+    same(ids)
+    assert all(d.relative_error == 0.0 for d in layer_departure(base.last_layers, same.last_layers))
+    fp16 = SequenceScorer(models / "tiny-fp16", "cpu", layers=True)
+    fp16(ids)
+    departure = layer_departure(base.last_layers, fp16.last_layers)
+    assert all(0 < d.relative_error < 1e-2 and d.cosine > 0.9999 for d in departure)
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    reference = AutoModelForCausalLM.from_pretrained(f"{tiny_model_dir}-hf").eval()
+    with torch.no_grad():
+        hidden = reference(torch.tensor([ids]), output_hidden_states=True).hidden_states
+        last = torch.from_numpy(base.last_layers[-1][None])
+        head_logits = reference.lm_head(reference.model.norm(last))[0].numpy()
+    for layer in range(config["num_hidden_layers"] - 1):  # HF's last entry is after the final norm
+        np.testing.assert_allclose(base.last_layers[layer], hidden[layer + 1][0].numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(head_logits, logits, rtol=1e-4, atol=1e-4)
