@@ -8,5 +8,6 @@ bash scripts/setup.sh prepare,test
 # the precision variants the model-comparison tests read (each made from the wheel's GGUF, ~20 s, reused)
 .venv/bin/python main.py prepare --variant int4
 .venv/bin/python main.py prepare --variant q4_1
+.venv/bin/python main.py prepare --variant q8_0  # the quantization tour stop (~3-9 min: quantize + text-set KL)
 .venv/bin/ruff check .
 exec .venv/bin/python -m pytest -q "$@"

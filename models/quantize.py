@@ -266,7 +266,20 @@ def q4_0_nodes(node, base: str, q, d, k: int, n: int, accuracy_level: int = 0) -
     return nodes, inits
 
 
-BLOCK_SCHEMES = ("q8_0", "q4_0")
+def quantize_q4_1(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """llama.cpp's quantize_row_q4_1_ref over rows [N, K]: per block of 32, d = (max − min) / 15 and m = min, both
+    stored as fp16, q = min(15, trunc((x − min) / d + 0.5)) in 0..15 (with the fp32 d and min); w = d · q + m.
+    → (q [N, K/32, 32] uint8, d, m [N, K/32] float32 holding the fp16 values)."""
+    n, k = weight.shape
+    x = weight.astype(np.float32).reshape(n, k // BLOCK, BLOCK)
+    low, high = x.min(axis=-1), x.max(axis=-1)
+    d = (high - low) / np.float32(15)
+    inverse = np.divide(np.float32(1), d, out=np.zeros_like(d), where=d != 0)
+    q = np.minimum(15, np.trunc((x - low[..., None]) * inverse[..., None] + np.float32(0.5))).astype(np.uint8)
+    return q, d.astype(np.float16).astype(np.float32), low.astype(np.float16).astype(np.float32)
+
+
+BLOCK_SCHEMES = ("q8_0", "q4_0", "q4_1")
 
 
 def to_blocks(model, scheme: str, tick: Tick | None = None, accuracy_level: int = 0):
@@ -282,8 +295,9 @@ def to_blocks(model, scheme: str, tick: Tick | None = None, accuracy_level: int 
     graph = model.graph
     inits = initializers(graph)
     nodes = weight_matmuls(graph)
-    report = {"scheme": scheme, "accuracy_level": accuracy_level, "q8_0": 0, "q4_0": 0,
+    report = {"scheme": scheme, "accuracy_level": accuracy_level, "q8_0": 0, "q4_0": 0, "q4_1": 0,
               "lm_head": "q8_0 values, fp32 MatMul", "max_abs_weight_change": 0.0}
+    block_sums: dict[str, str] = {}  # q4_1: an input's block sums, shared by the MatMuls that read it
     for count, node in enumerate(nodes):
         weight = numpy_helper.to_array(inits[node.input[1]]).astype(np.float32)  # [K, N]
         k, n = weight.shape
@@ -300,10 +314,15 @@ def to_blocks(model, scheme: str, tick: Tick | None = None, accuracy_level: int 
                 q, d = quantize_q8_0(weight.T)
                 values = (d[..., None] * q).reshape(n, k)
                 new_nodes, new_inits = q8_0_nodes(node, base, q, d, k, n, accuracy_level)
-            else:
+            elif scheme == "q4_0":
                 q, d = quantize_q4_0(weight.T)
                 values = (d[..., None] * (q.astype(np.float32) - 8)).reshape(n, k)
                 new_nodes, new_inits = q4_0_nodes(node, base, q, d, k, n, accuracy_level)
+            else:
+                q, d, m = quantize_q4_1(weight.T)
+                values = (d[..., None] * q + m[..., None]).reshape(n, k)
+                new_nodes, new_inits, sums = q4_1_nodes(node, base, q, d, m, k, n, block_sums.get(node.input[0]))
+                block_sums[node.input[0]] = sums
             graph.initializer.extend(new_inits)
             replace_node(graph, node, new_nodes)
             report[scheme] += 1

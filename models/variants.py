@@ -29,10 +29,13 @@ VARIANTS = {
     "q8_0": "llama.cpp's Q8_0 (blocks of 32, int8 and a scale each; weight-only MatMulNBits, activations fp32)",
     "q4_0": "llama.cpp's Q4_0 (blocks of 32, 4 bits and a scale each) with the lm_head at Q8_0; re-quantizes "
             "weights that were 4-bit already (the GGUF's Q4_1)",
+    "q4_1r": "llama.cpp's Q4_1 quantizer (blocks of 32, 4 bits, a scale and a min each) on the fp32 weights, "
+             "lm_head at Q8_0; on weights that were Q4_1 already it re-quantizes them, mostly onto their own grid",
 }
+BLOCK_VARIANTS = {"q8_0": "q8_0", "q4_0": "q4_0", "q4_1r": "q4_1"}  # variant → models.quantize block scheme
 # MatMulNBits' accuracy level each variant runs at: 0 keeps activations fp32; 4 would round them to int8 per block
 # as llama.cpp's own Q8_0 / Q4 kernels do. int8 (dynamic) quantizes activations itself, per call.
-ACCURACY_LEVEL = {"fp16": None, "int8": None, "int4": 0, "q4_1": 0, "q8_0": 0, "q4_0": 0}
+ACCURACY_LEVEL = {"fp16": None, "int8": None, "int4": 0, "q4_1": 0, "q8_0": 0, "q4_0": 0, "q4_1r": 0}
 GGUF_VARIANTS = ("q4_1",)
 VARIANT_PLAN = [("setup", 0.2), ("source", 2), ("quantize", 20), ("save", 4), ("validate", 12), ("install", 1)]
 GREEDY_PROMPT = "Once upon a time, in a small village by the sea,"
@@ -185,8 +188,8 @@ def transform(variant: str, base_dir: Path, build: Path, gguf: Path | None, stag
         report: dict = {}
         if variant == "fp16":
             quantize.to_fp16(model, tick)
-        elif variant in quantize.BLOCK_SCHEMES:
-            model, report = quantize.to_blocks(model, variant, tick, ACCURACY_LEVEL[variant])
+        elif variant in BLOCK_VARIANTS:
+            model, report = quantize.to_blocks(model, BLOCK_VARIANTS[variant], tick, ACCURACY_LEVEL[variant])
         elif variant == "int4":
             quantize.to_int4_stock(model, tick)
             report = {"tool": "onnxruntime quantize_matmul_4bits", "block_size": 32, "symmetric": False}

@@ -26,9 +26,11 @@ MEANINGS = {
                                               "fp32): close to fp32"),
     "q4_0": QT_TRANSLATE_NOOP("variant_rows", "llama.cpp's Q4_0 with an 8-bit head: re-quantizes weights that "
                                               "were 4-bit already (the GGUF's Q4_1), approximate"),
+    "q4_1r": QT_TRANSLATE_NOOP("variant_rows", "llama.cpp's Q4_1 quantizer with an 8-bit head: re-quantizes "
+                                               "weights that were 4-bit already (mostly onto their own grid)"),
 }
 # A variant's weights over the fp32 model's, measured on the default model (its fp32 lm_head kept by q4_1).
-SIZE_RATIO = {"fp16": 0.50, "int8": 0.38, "int4": 0.31, "q4_1": 0.47, "q8_0": 0.48, "q4_0": 0.41}
+SIZE_RATIO = {"fp16": 0.50, "int8": 0.38, "int4": 0.31, "q4_1": 0.47, "q8_0": 0.48, "q4_0": 0.41, "q4_1r": 0.47}
 
 
 def human_size(size: int) -> str:

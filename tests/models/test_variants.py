@@ -123,7 +123,7 @@ def test_nibble_packing_matches_gguf_dequantize():
     np.testing.assert_array_equal(packed[..., 0] >> 4, q[..., 1])
 
 
-@pytest.mark.parametrize("scheme", ["q8_0", "q4_0"])
+@pytest.mark.parametrize("scheme", ["q8_0", "q4_0", "q4_1"])
 def test_block_quantizers_are_llama_cpps(scheme):
     """Our Q8_0 / Q4_0 blocks dequantize to what gguf-py's port of ggml's reference quantizer gives, bit for bit
     (ties and all-zero blocks included)."""
@@ -138,13 +138,16 @@ def test_block_quantizers_are_llama_cpps(scheme):
     if scheme == "q8_0":
         q, d = quantize.quantize_q8_0(weight)
         mine = d[..., None] * q
-    else:
+    elif scheme == "q4_0":
         q, d = quantize.quantize_q4_0(weight)
         mine = d[..., None] * (q.astype(np.float32) - 8)
+    else:
+        q, d, m = quantize.quantize_q4_1(weight)
+        mine = d[..., None] * q + m[..., None]
     np.testing.assert_array_equal(mine.reshape(weight.shape), dequantize(gguf.quants.quantize(weight, kind), kind))
 
 
-@pytest.mark.parametrize("scheme", ["q8_0", "q4_0"])
+@pytest.mark.parametrize("scheme", ["q8_0", "q4_0", "q4_1"])
 def test_block_rewrite_is_exact_against_its_dequantized_weights(tmp_path, scheme):
     """MatMulNBits at accuracy level 0 over the blocks = the fp32 product of the dequantized weights; the lm_head
     becomes Q8_0 values; and the product differs from the original weights' (something was quantized)."""
@@ -156,10 +159,14 @@ def test_block_rewrite_is_exact_against_its_dequantized_weights(tmp_path, scheme
     model.graph.initializer[1].CopyFrom(numpy_helper.from_array(embed.T.copy(), "lm_head"))
     rewritten, report = quantize.to_blocks(model, scheme)
     assert report[scheme] == (2 if scheme == "q8_0" else 1) and report["q8_0"] >= 1
-    assert [n.op_type for n in rewritten.graph.node] == ["MatMulNBits", "MatMul"]
+    ops = [n.op_type for n in rewritten.graph.node]
+    assert ops[0] == "MatMulNBits" and ops[-1] == "MatMul" and ops.count("MatMul") == 1 + (scheme == "q4_1")
     if scheme == "q8_0":
         q, d = quantize.quantize_q8_0(wq)
         wq_blocks = (d[..., None] * q).reshape(wq.shape)
+    elif scheme == "q4_1":
+        q, d, m = quantize.quantize_q4_1(wq)
+        wq_blocks = (d[..., None] * q + m[..., None]).reshape(wq.shape)
     else:
         q, d = quantize.quantize_q4_0(wq)
         wq_blocks = (d[..., None] * (q.astype(np.float32) - 8)).reshape(wq.shape)
@@ -184,7 +191,7 @@ def tiny_cache(tmp_path, monkeypatch, tiny_model_dir):
     return tmp_path / "cache" / "models"
 
 
-@pytest.mark.parametrize("variant", ["fp16", "int8", "int4", "q8_0", "q4_0"])
+@pytest.mark.parametrize("variant", ["fp16", "int8", "int4", "q8_0", "q4_0", "q4_1r"])
 def test_variant_of_the_tiny_model(tiny_cache, variant):
     from models.catalog import manifest_is_valid, read_manifest
     from models.variants import precision_of, prepare_variant
