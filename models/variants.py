@@ -30,7 +30,8 @@ VARIANTS = {
     "q4_0": "llama.cpp's Q4_0 (blocks of 32, 4 bits and a scale each) with the lm_head at Q8_0; re-quantizes "
             "weights that were 4-bit already (the GGUF's Q4_1)",
     "q4_1r": "llama.cpp's Q4_1 quantizer (blocks of 32, 4 bits, a scale and a min each) on the fp32 weights, "
-             "lm_head at Q8_0; on weights that were Q4_1 already it re-quantizes them, mostly onto their own grid",
+             "lm_head at Q8_0; on weights that were Q4_1 already (the default model) it lands on their own grid "
+             "exactly",
 }
 BLOCK_VARIANTS = {"q8_0": "q8_0", "q4_0": "q4_0", "q4_1r": "q4_1"}  # variant → models.quantize block scheme
 # MatMulNBits' accuracy level each variant runs at: 0 keeps activations fp32; 4 would round them to int8 per block
