@@ -5,11 +5,13 @@
     python main.py --gui-install-desktop  # the launcher in the desktop's application menu (--gui-uninstall-desktop)
     python main.py prepare [SOURCE]     # convert/export a model into the cache
     python main.py models               # list prepared models
+    python main.py catalog              # the models prepared by name (prepare --catalog NAME)
     python main.py run --prompt TEXT …  # side-by-side decoding in the terminal
     python main.py run --from RUN.json --node ID …  # continue a saved run's session tree from a node
     python main.py replay FILE.json     # re-run an exported run and verify every token
     python main.py tree RUN.json        # print a saved run's session tree
     python main.py explain --prompt TEXT --json FILE   # attention and logit lens of one sequence
+    python main.py why --prompt TEXT --step N --json FILE  # each earlier token's push on a choice
     python main.py bench                # benchmark suite (ratios)
 
 The subcommands live in cli/ (bench in bench/); this file only dispatches, importing lazily so that `--help`
@@ -27,6 +29,7 @@ from pathlib import Path
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "prepare": ("cli.prepare_command", "prepare a model (default: the embedded SmolLM2-135M-Instruct)"),
     "models": ("cli.models_command", "list prepared models"),
+    "catalog": ("cli.catalog_command", "list the models Branchpoint prepares by name (prepare --catalog NAME)"),
     "run": ("cli.run_command", "decode one prompt under several strategies side by side"),
     "replay": ("cli.replay_command", "re-run an exported JSON run with the model and verify every token"),
     "tree": ("cli.tree_command", "print a saved run's session tree: every run and branch, indented"),
@@ -35,6 +38,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "teacher-forced comparison of two models: per-token KL, top-1 agreement, where greedy texts part",
     ),
     "explain": ("cli.explain_command", "attention weights and logit lens of one sequence, as JSON"),
+    "why": ("cli.why_command", "why a lane chose A and not B at a step: each earlier token's push, by layer too"),
     "bench": ("bench.__main__", "run the benchmark suite and print ratios"),
 }
 

@@ -33,6 +33,7 @@ ITEMS = {  # the issue's items first, then the measured proposals
     "gui": "bench.gui_items:measure_gui",
     "long_prompts": "bench.long_prompt_items:measure_long_prompts",
     "explain": "bench.long_prompt_items:measure_explain",
+    "knockout": "bench.why_items:measure_knockout",
     "precision": "bench.precision:measure_precision",
     "variants": "bench.variant_items:measure_variants",
     "prefill_edit": "bench.decoder_items:measure_prefill_edit",
@@ -40,6 +41,8 @@ ITEMS = {  # the issue's items first, then the measured proposals
     "ort_options": "bench.ort_options:measure_ort_options",
     "busy": "bench.busy_items:measure_busy",
     "startup": "bench.startup_items:measure_startup",
+    "served": "bench.served_items:measure_served",
+    "gemma": "bench.gemma_items:measure_gemma",
 }
 ITEM_NAMES = tuple(ITEMS)
 

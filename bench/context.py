@@ -27,6 +27,7 @@ class Sizes:
     fanout_members: int = 32  # fan-out item: members of one sampled lane
     long_prompts: tuple[int, int, int] = (500, 1000, 4000)  # long-prompt item: per-token base, middle, long
     explain_tokens: int = 80  # explain item: the lane's tokens after the bench prompt
+    knockout_context: int = 120  # knockout item: the context whose every position is knocked out
 
 
 FULL = Sizes()
@@ -43,6 +44,7 @@ QUICK = Sizes(
     fanout_members=4,
     long_prompts=(16, 32, 64),
     explain_tokens=8,
+    knockout_context=16,
 )
 
 

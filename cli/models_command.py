@@ -27,6 +27,17 @@ def human_size(size: int) -> str:
     return f"{value:.1f} GB"
 
 
+def licence_of(manifest: dict) -> str:
+    """The licence a prepared model's manifest records (older folders: their source's "license")."""
+    licence = manifest.get("licence")
+    if isinstance(licence, dict) and licence.get("name"):
+        return str(licence["name"]) + (" (accepted)" if licence.get("accepted") else "")
+    source = manifest.get("source") or {}
+    if source.get("kind") == "variant" and not source.get("license"):
+        return "as its base"
+    return str(source.get("license") or "unknown")
+
+
 def table(rows: list[list[str]]) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows)
@@ -49,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
                 "variant": m.manifest.get("variant"),
                 "size_bytes": m.size_bytes,
                 "source": m.source,
+                "licence": m.manifest.get("licence") or licence_of(m.manifest),
                 "created": m.created,
                 "valid": m.valid,
                 "providers": supported,
@@ -60,13 +72,14 @@ def run(args: argparse.Namespace) -> int:
     if not models:
         print(f"no prepared models in {models_dir()}; run `python main.py prepare`")
         return 0
-    header = ["NAME", "PRECISION", "SIZE", "SOURCE", "CREATED", "PROVIDERS", "STATUS"]
+    header = ["NAME", "PRECISION", "SIZE", "SOURCE", "LICENCE", "CREATED", "PROVIDERS", "STATUS"]
     rows = [
         [
             m.name,
             describe(m.manifest),
             human_size(m.size_bytes),
             m.source,
+            licence_of(m.manifest),
             m.created,
             supported,
             "ok" if m.valid else "incomplete",

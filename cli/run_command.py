@@ -36,6 +36,7 @@ from decoding.analysis.fanout import MAX_FANOUT, fan_out_sampled
 from decoding.chain.parameters import lane_help
 from decoding.chain.spec import LaneSpec, assign_seeds, unique_names
 from decoding.engine.engine import check_positions
+from decoding.records.partial import mean_raw_entropy_bounds, partial_note, served_of
 from decoding.records.stats import MIN_TOP_N
 from decoding.records.trace import CriticalSettings, PromptInfo, RunTrace
 from models.open_model import LaneModels, ModelText
@@ -60,7 +61,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "sample:top_p=0.9,temperature=0.8,seed=7 | config:generation_config.json | a preset "
         "name (repeatable; default: greedy; the parameters a lane may set are listed below; model=NAME runs the "
         "lane on another prepared model, e.g. greedy:model=SmolLM2-135M-Instruct-int4; one of another tokenizer "
-        "reads the prompt with its own and is compared with the others by text)",
+        "reads the prompt with its own and is compared with the others by text; model=llamacpp+http://HOST:PORT "
+        "(or vllm+..., sglang+...; options ?alternatives=N|all&timeout=S&parallel=K&key_env=VAR) runs it on a "
+        "served model: docs/served.md)",
     )
     parser.formatter_class = argparse.RawDescriptionHelpFormatter  # keeps the parameter list's lines
     parser.epilog = (
@@ -260,14 +263,29 @@ def check_arguments(args: argparse.Namespace) -> None:
 def generate(run, cancel: threading.Event, bar: StepProgress) -> RunTrace:
     """Iterate a run with a progress bar on stderr; Ctrl-C cancels at the next step, or while the prompt is
     read after the chunk being read (the trace stays consistent, finish_reason "cancelled")."""
-    previous = signal.signal(signal.SIGINT, lambda *_: cancel.set())
+    previous = signal.signal(signal.SIGINT, lambda *_: (cancel.set(), run.cancel()))  # run.cancel: a server's too
+    done = threading.Event()
+    served = [m.source for m in run.lane_models.values() if hasattr(m.source, "in_flight")]
+    if served and bar.live:
+        threading.Thread(target=_show_requests_in_flight, args=(served, bar, done), daemon=True).start()
     try:
         for lane_index, record in run:
             bar.update(lane_index, record.step)
     finally:
+        done.set()
         signal.signal(signal.SIGINT, previous)
         bar.close()
     return run.trace
+
+
+def _show_requests_in_flight(sources: list, bar: StepProgress, done: threading.Event) -> None:
+    """A slow server: after a second without a new step, the progress line says how many requests wait."""
+    while not done.wait(0.5):
+        waiting = sum(source.in_flight for source in sources)
+        if waiting and time.perf_counter() - bar.last_draw > 1.0:
+            sys.stderr.write(f"\r… step {bar.step}: waiting on {waiting} request{'s' if waiting != 1 else ''} to "
+                             f"{', '.join(sorted({s.address.url for s in sources}))} (Ctrl-C stops) ")
+            sys.stderr.flush()
 
 
 class StepProgress:
@@ -328,6 +346,7 @@ def summary(trace: RunTrace) -> str:
         seed = f" (seed {lane.config['seed']})" if "seed" in lane.config else ""
         lines.append(
             f"  {lane.name}{seed}: {lane.finish_reason}, {len(lane.token_ids)} tokens, {ties} near-ties"
+            + served_line(lane)
         )
     if analysis:
         first = trace.lanes[0].name
@@ -335,6 +354,23 @@ def summary(trace: RunTrace) -> str:
         if splits:
             lines.append(f"  first divergence from {first}: " + ", ".join(splits))
     return "\n".join(lines)
+
+
+def served_line(lane) -> str:
+    """A lane on a served model: where, and for a partial one its marker and the raw entropy as bounds (a
+    top-N's own entropy is not the model's); its error when it ended with one."""
+    served = served_of(lane)
+    text = ""
+    if served is not None:
+        text = f" · on {served['protocol']} {served['url']} ({served['model']})"
+        note, bounds = partial_note(lane), mean_raw_entropy_bounds(lane)
+        if note:
+            text += f" · partial: {note}"
+        if bounds:
+            text += f" · raw entropy {bounds[0]:.3f}–{bounds[1]:.3f} nats (mean bounds)"
+    if lane.error:
+        text += f"\n    {one_line(lane.error)}"
+    return text
 
 
 def fanout_summary(trace: RunTrace) -> str:

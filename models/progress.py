@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from models.errors import PrepareCancelled, PrepareError
 
 ProgressCallback = Callable[[str, float, str], None]
+BytesCallback = Callable[[int, int], None]  # (bytes done, bytes in all) of a download
 CancelCheck = threading.Event | Callable[[], bool] | None
 
 
@@ -25,7 +26,8 @@ class Stages:
     """Tracks the current stage of a plan [(stage, expected seconds), …] and reports overall progress:
     `progress(stage, fraction_of_whole_preparation, message)`."""
 
-    def __init__(self, plan: list[tuple[str, float]], progress: ProgressCallback | None, cancel: CancelCheck):
+    def __init__(self, plan: list[tuple[str, float]], progress: ProgressCallback | None, cancel: CancelCheck,
+                 on_bytes: BytesCallback | None = None):
         self.plan = dict(plan)
         self.order = [name for name, _ in plan]
         self.total = sum(self.plan.values())
@@ -35,6 +37,7 @@ class Stages:
         self.started = time.monotonic()
         self.fraction = 0.0  # of the current stage; never goes back
         self.seconds: dict[str, float] = {}  # wall time per finished stage, recorded in the manifest
+        self.on_bytes = on_bytes
 
     def enter(self, stage: str, message: str = "") -> None:
         self.seconds[self.current] = round(time.monotonic() - self.started, 2)

@@ -117,7 +117,7 @@ def smoke_test(
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-    prompt_ids = tokenizer.encode(prompt, add_special_tokens=False).ids
+    prompt_ids = tokenizer.encode(prompt).ids  # as a run encodes a plain prompt (with a bos where the model adds one)
     session = open_session(model_dir / "model.onnx")
     layout = kv_layout(session)
     generated, cached_logits = greedy_with_cache(session, layout, prompt_ids, steps)

@@ -150,6 +150,8 @@ def prepare_variant(
             }
             manifest = build_manifest(name, build, source, smoke, known, dict(stages.seconds), edits, "none")
             manifest["precision"] = variant
+            if "licence" in base_manifest:  # a variant is its base's weights: its licence too
+                manifest["licence"] = base_manifest["licence"]
             manifest["variant"] = {"precision": variant, "meaning": VARIANTS[variant], "transform": report,
                                    "accuracy_level": ACCURACY_LEVEL[variant]}
             manifest["variant"] |= validation

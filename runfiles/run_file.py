@@ -8,6 +8,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from decoding.analysis.why import WhyResult
 from decoding.records import jsonio
 from decoding.records.explain import ExplainFormatError, ExplainResult
 from decoding.records.jsonio import TraceFormatError
@@ -38,6 +39,11 @@ def load_explain(path: str | os.PathLike) -> ExplainResult:
     except (OSError, UnicodeDecodeError) as exc:
         raise ExplainFormatError(f"cannot read {str(path)!r}: {exc}") from exc
     return ExplainResult.from_json(text)
+
+
+def save_why(result: WhyResult, path: str | os.PathLike) -> Path:
+    """A `main.py why` result (decoding.analysis.why.WhyResult.to_json), written atomically."""
+    return write_text_atomic(Path(path), result.to_json())
 
 
 def schema() -> dict[str, Any]:

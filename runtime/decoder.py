@@ -244,6 +244,35 @@ class OnnxDecoder:
             raise ModelError(f"{self.model_dir / 'model.onnx'} does not run as a text-generation-with-past export: "
                              f"{ort_message(exc)}") from exc
 
+    def run_masked(
+        self, tensors: Sequence[ort.OrtValue], ids: np.ndarray, start: int, mask: np.ndarray
+    ) -> np.ndarray:
+        """One run of the in-place graph under a mask of the caller's: ids [rows, S] written into `tensors` (KV
+        buffers [rows, kv_heads, capacity, head_dim] on the device, as KVCache holds them) at position `start`,
+        at positions start..start+S-1, each query reading the keys `mask` (bool [rows, 1, S, capacity], True =
+        attend) allows. float32 logits [rows, vocab] of the last position. runtime.knockout hides keys from
+        later queries with it, which the export's 2D attention mask cannot express."""
+        if not self.io.in_place:
+            raise ValueError(f"{self.model_dir / 'model.onnx'} has no per-row attention mask input (the prepared "
+                             "graph's fused attention); prepare the model with Branchpoint to use it")
+        rows, count = ids.shape
+        binding = self._main_binding
+        binding.bind_cpu_input("input_ids", ids.astype(self.io.ids_dtype))
+        if self.io.has_position_ids:
+            positions = np.broadcast_to(start + np.arange(count), (rows, count))
+            binding.bind_cpu_input("position_ids", np.ascontiguousarray(positions, dtype=self.io.positions_dtype))
+        binding.bind_cpu_input(WRITE_INDEX, np.full(rows, start, dtype=np.int64))
+        binding.bind_cpu_input(ATTENTION_MASK, additive(mask) if self.io.additive_mask else mask)
+        host_logits = self._bind_logits(binding, ids.shape)  # first: outputs[0] below
+        for past, present, value in zip(self.io.past_names, self.io.present_names, tensors, strict=True):
+            binding.bind_ortvalue_input(past, value)
+            binding.bind_ortvalue_output(present, value)
+        self.session.run_with_iobinding(binding)
+        outputs = binding.get_outputs()
+        binding.clear_binding_inputs()
+        binding.clear_binding_outputs()
+        return host_logits[:, 0] if host_logits is not None else self._last_position_logits(outputs[0])
+
     # -- internals --
 
     def _check_tokens(self, ids: np.ndarray) -> None:

@@ -45,18 +45,46 @@ def in_place_graph(model_dir: Path, cpu: bool = True):
     return model if _make_in_place(model, cpu) else None
 
 
+def in_place_mismatch(model) -> str | None:
+    """Why the KV cache cannot be written in place in this graph (None when it can): each present must be a Concat
+    of its past, and every layer's Attention must read the presents under one and the same mask — one mask
+    `kv_attention_mask` replaces it. Gemma 3's sliding-window layers mask with a window of their own besides the
+    global layers' causal mask, so their graph keeps the export's Concat-grown cache."""
+    graph = model.graph
+    producers = {out: node for node in graph.node for out in node.output}
+    presents = [o.name for o in graph.output if o.name.startswith("present.")]
+    attention = [n for n in graph.node if n.op_type == "Attention"]
+    if not presents or not attention:
+        return "no fused Attention nodes over the presents (the fused_attention graph edit did not apply)"
+    if not all(_is_past_concat(producers.get(name)) for name in presents):
+        return "a present is not a Concat of its past"
+    if any(n.input[1] not in presents or n.input[2] not in presents for n in attention):
+        return "an Attention node reads keys or values other than the presents"
+    if len({_mask_source(n.input[3], producers) for n in attention}) > 1:
+        return (
+            "layers attend under different masks (sliding-window and global layers): one cache-wide mask cannot "
+            "replace them"
+        )
+    return None
+
+
+def _mask_source(name: str, producers: dict) -> str:
+    """The mask an Attention node reads, seen through the per-layer Slice of it the export makes (each layer
+    slices the one mask to its key length)."""
+    node = producers.get(name)
+    return node.input[0] if node is not None and node.op_type == "Slice" else name
+
+
 def _make_in_place(model, cpu: bool) -> bool:
     from onnx import TensorProto, helper
 
+    if in_place_mismatch(model) is not None:
+        return False
     graph = model.graph
     producers = {out: node for node in graph.node for out in node.output}
     presents = [o.name for o in graph.output if o.name.startswith("present.")]
     concats = [producers.get(name) for name in presents]
     attention = [n for n in graph.node if n.op_type == "Attention"]
-    if not presents or not attention or not all(_is_past_concat(n) for n in concats):
-        return False
-    if any(n.input[1] not in presents or n.input[2] not in presents for n in attention):
-        return False
     scatters = {
         node.name: helper.make_node(
             "TensorScatter", [node.input[0], node.input[1], WRITE_INDEX], list(node.output),

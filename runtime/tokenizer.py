@@ -138,10 +138,6 @@ class Tokenizer:
         return DiffStream(self, skip_special_tokens)
 
 
-def load_tokenizer(model_dir: str | Path) -> Tokenizer:
-    return Tokenizer.from_model_dir(model_dir)
-
-
 class IncrementalDecoder:
     """Feed ids one by one (`add`); each call returns the text that became complete. `finish()` flushes what
     is still held back (bytes of a character that never completed, shown as U+FFFD like `decode`). `text` is

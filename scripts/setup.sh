@@ -16,6 +16,8 @@ APT_PACKAGES=(
   libxcb-shape0 libxcb-xkb1 xvfb
   # desktop-file-validate: the launcher test checks the .desktop file with it
   desktop-file-utils
+  # a C++ toolchain: scripts/llama_cpp.sh builds llama.cpp from its PyPI sdist (cmake and ninja come from PyPI if missing)
+  g++
 )
 
 install_system_packages() {

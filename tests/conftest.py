@@ -105,6 +105,33 @@ def tiny_hf_dir(tiny_model_dir: Path) -> Path:
     return tiny_model_dir.parent / (tiny_model_dir.name + "-hf")
 
 
+@pytest.fixture
+def hub_server(monkeypatch, tmp_path):
+    """tests/hub_server.py's stand-in for the Hugging Face hub on 127.0.0.1 (a free port), HF_ENDPOINT pointing
+    at it (child processes inherit it); no token from the environment or the user's token store."""
+    from tests.hub_server import HubServer
+
+    server = HubServer().start()
+    monkeypatch.setenv("HF_ENDPOINT", server.url)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.delenv("HUGGING_FACE_HUB_TOKEN", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))  # its token store: empty
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def prepared_tiny_dir(tmp_path_factory, tiny_hf_dir: Path) -> Path:
+    """The tiny model prepared as Branchpoint prepares models (graph edits: the in-place graph's per-row mask), in
+    a cache of its own; its inspection model is not prepared."""
+    from models import prepare
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("BRANCHPOINT_CACHE_DIR", str(tmp_path_factory.mktemp("prepared-tiny-cache")))
+        return prepare.prepare_hf_folder(tiny_hf_dir, name="tiny-prepared")
+
+
 @pytest.fixture(scope="session")
 def default_model_dir() -> Path:
     """The prepared default model. CI prepares it before the tests; elsewhere the test is skipped if it is absent."""
@@ -148,3 +175,17 @@ def make_window(qtbot):
 @pytest.fixture
 def window(make_window, tiny_model_dir):
     return make_window(tiny_model_dir)
+
+
+@pytest.fixture(scope="session")
+def gemma_model_dir() -> Path:
+    """The prepared catalog model gemma-3-270m (test.sh prepares it); skipped where it is absent, failed in CI."""
+    from models.catalog import catalog_entry
+
+    path = catalog_entry("gemma-3-270m").folder
+    if not (path / "model.onnx").exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"gemma-3-270m is not prepared at {path} (test.sh should have prepared it)")
+        pytest.skip(f"gemma-3-270m not prepared at {path}; run `python main.py prepare --catalog gemma-3-270m "
+                    "--accept-license`")
+    return path

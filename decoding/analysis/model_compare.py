@@ -46,12 +46,6 @@ def log_softmax(logits: np.ndarray) -> np.ndarray:
     return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
 
 
-def kl_rows(reference: np.ndarray, other: np.ndarray) -> np.ndarray:
-    """KL(softmax(reference_i) ‖ softmax(other_i)) for each row i, nats (clipped at 0 against rounding)."""
-    lp, lq = log_softmax(reference), log_softmax(other)
-    return np.maximum((np.exp(lp) * (lp - lq)).sum(axis=-1), 0.0)
-
-
 def teacher_forced(reference: np.ndarray, other: np.ndarray, chosen: Sequence[int]) -> list[StepComparison]:
     """Per-step comparison of two models' logits rows for the same positions; `chosen[i]` is the token taken
     after row i (A's). Raises ValueError when the shapes do not line up (e.g. different vocabularies)."""

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from decoding.analysis.fanout import fan_out, mean_pairwise_edit_distance
-from decoding.chain.chain import build_processors
+from decoding.chain.chain import stages_of
 from decoding.chain.parameters import Strategies, parameter
 from decoding.chain.processors import apply_processors
 from decoding.chain.spec import LaneSpec, assign_seeds, lane_spec
@@ -97,16 +97,13 @@ def processed_at(logits: np.ndarray, inputs: SweepInputs, temperature: float) ->
 def _chain(spec: LaneSpec, inputs: SweepInputs, temperature: float | None) -> list:
     """The lane's processors with its temperature replaced (None: no temperature). A greedy or beam lane gets
     the temperature as a sampled lane would (its other processors are penalties: they apply either way)."""
-    config = {**spec.to_config(), "do_sample": spec.do_sample or temperature is not None}
-    config.pop("temperature", None)
-    if temperature is not None:
-        config["temperature"] = temperature
+    values = {**spec.values(), "do_sample": spec.do_sample or temperature is not None, "temperature": temperature}
     order = spec.processor_order
     if order is not None and "temperature" not in order:  # before the first warper, where transformers has it
         warpers = [i for i, name in enumerate(order) if parameter(name).applies_to is Strategies.SAMPLING]
         at = warpers[0] if warpers else len(order)
         order = (*order[:at], "temperature", *order[at:])
-    return build_processors(config, inputs.prompt_len, inputs.eos_token_ids, spec.num_beams, order)
+    return stages_of(values, inputs.prompt_len, inputs.eos_token_ids, spec.num_beams, order)
 
 
 def temperature_sweep(

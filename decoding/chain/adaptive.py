@@ -14,6 +14,7 @@ rather than the choice and are left out. The decision is recorded in each step (
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 LOW_ENTROPY = 0.1
@@ -38,8 +39,8 @@ def decision(entropy: float, varentropy: float) -> str:
     return "sample"
 
 
-def widened(config: dict[str, Any]) -> dict[str, Any]:
-    """The lane's config for a `widen` step: temperature x 1.5 and top_k 100.
+def widened(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The lane's config (or its values) for a `widen` step: temperature x 1.5 and top_k 100.
 
     >>> from decoding.chain.adaptive import widened
     >>> widened({"do_sample": True, "temperature": 0.8, "top_p": 0.9})

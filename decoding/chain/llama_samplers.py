@@ -8,10 +8,10 @@ finite scores, which is what llama.cpp's array holds after its own truncating sa
 float32 softmaxes as llama.cpp's `llama_sampler_softmax_impl` computes them (max-shifted exp, one sum), up to
 the order of the sum.
 
-Two of them hold state from step to step, supplied by the lane that owns them: XTC draws its coin from the
-lane's seeded generator (`coin`, set by the lane; the coin drawn is `last_coin`), mirostat truncates with the
-lane's running mu (`mu`, set by the lane before each step and updated from the chosen token's probability by
-`Mirostat.next_mu`). Both are recorded in each step's record, so a replay is exact.
+Two of them hold state from step to step (`stateful`): XTC draws its coin from the lane's seeded generator
+(`coin`, the chain's selector's; the coin drawn is `last_coin`), mirostat truncates with a running mu that each
+token the lane takes moves (`accept`, by `Mirostat.next_mu` of its probability). `record_state` writes both into
+each step's record, so a replay is exact.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from decoding.chain.parameters import check_int, parameter
 from decoding.chain.processors import FILTER, Processor, _RowWarper, order_desc, top_candidates
 
 
@@ -71,9 +70,9 @@ class FrequencyPresencePenalty(Processor):
     name = "frequency_penalty"
 
     def __init__(self, frequency_penalty: float, presence_penalty: float = 0.0, last_n: int | None = None):
-        self.frequency_penalty = parameter("frequency_penalty").check(frequency_penalty)
-        self.presence_penalty = parameter("presence_penalty").check(presence_penalty)
-        self.last_n = None if last_n is None else parameter("penalty_last_n").check(last_n)
+        self.frequency_penalty = frequency_penalty
+        self.presence_penalty = presence_penalty
+        self.last_n = last_n
 
     def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
         out = scores.copy()
@@ -125,10 +124,10 @@ class Dry(Processor):
         self, multiplier: float, base: float = 1.75, allowed_length: int = 2, penalty_last_n: int = -1,
         breakers: Sequence[tuple[int, Sequence[int]]] | Callable[[int], Sequence[tuple[int, Sequence[int]]]] = (),
     ):
-        self.multiplier = parameter("dry_multiplier").check(multiplier)
-        self.base = parameter("dry_base").check(base)
-        self.allowed_length = parameter("dry_allowed_length").check(allowed_length)
-        self.penalty_last_n = parameter("dry_penalty_last_n").check(penalty_last_n)
+        self.multiplier = multiplier
+        self.base = base
+        self.allowed_length = allowed_length
+        self.penalty_last_n = penalty_last_n
         self._make_breakers = breakers if callable(breakers) else None
         self.breakers: dict[int, list[tuple[int, ...]]] = {}
         if not callable(breakers):
@@ -255,7 +254,7 @@ class TopNSigma(_RowWarper):
     name = "top_n_sigma"
 
     def __init__(self, n: float):
-        self.n = parameter(self.name).check_for_processor(n)
+        self.n = n
 
     def kept_ids(self, row: np.ndarray) -> np.ndarray:
         finite = row[row > -np.inf].astype(np.float64)
@@ -293,8 +292,8 @@ class Xtc(Processor):
     stateful: ClassVar[bool] = True
 
     def __init__(self, probability: float, threshold: float = 0.1, coin: Callable[[], float] | None = None):
-        self.probability = parameter(self.name).check_for_processor(probability)
-        self.threshold = parameter("xtc_threshold").check(threshold)
+        self.probability = probability
+        self.threshold = threshold
         self.coin = coin
         self.last_coin: float | None = None
 
@@ -312,6 +311,12 @@ class Xtc(Processor):
             if above.size > 1:  # the least likely of them stays
                 row[above[order_desc(probs[above], above)][:-1]] = FILTER
         return out
+
+    def reset(self) -> None:
+        self.last_coin = None
+
+    def record_state(self, record: Any) -> None:
+        record.xtc_coin = self.last_coin
 
     def params(self) -> dict[str, Any]:
         return {"xtc_probability": self.probability, "xtc_threshold": self.threshold}
@@ -342,9 +347,9 @@ class DynamicTemperature(Processor):
     name = "dynatemp_range"
 
     def __init__(self, temperature: float, dynatemp_range: float, exponent: float = 1.0):
-        self.temperature = parameter("temperature").check(temperature)
-        self.dynatemp_range = parameter(self.name).check(dynatemp_range)
-        self.exponent = parameter("dynatemp_exponent").check(exponent)
+        self.temperature = temperature
+        self.dynatemp_range = dynatemp_range
+        self.exponent = exponent
 
     def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
         out = scores.copy()
@@ -411,9 +416,9 @@ class Mirostat(Processor):
     CANDIDATES_FOR_S = 100  # llama.cpp's m
 
     def __init__(self, version: int, tau: float = 5.0, eta: float = 0.1):
-        self.version = check_int("mirostat", version, 1, 2)
-        self.tau = parameter("mirostat_tau").check(tau)
-        self.eta = parameter("mirostat_eta").check(eta)
+        self.version = version
+        self.tau = tau
+        self.eta = eta
         self.mu = self.first_mu()
 
     def first_mu(self) -> float:
@@ -423,6 +428,17 @@ class Mirostat(Processor):
         """mu after choosing a token of probability `chosen_prob` (after the truncation), in float32."""
         surprise = -np.log2(np.float32(chosen_prob))
         return float(np.float32(self.mu) - np.float32(self.eta) * (np.float32(surprise) - np.float32(self.tau)))
+
+    def accept(self, token: int, prob: float, forced: bool = False) -> None:
+        """mu follows the chosen tokens (a forced one moves it not)."""
+        if not forced:
+            self.mu = self.next_mu(prob)
+
+    def reset(self) -> None:
+        self.mu = self.first_mu()
+
+    def record_state(self, record: Any) -> None:
+        record.mirostat_mu = self.mu
 
     def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
         out = np.full_like(scores, FILTER)

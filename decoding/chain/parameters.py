@@ -2,9 +2,10 @@
 
 Every rule about a parameter lives in its row: its type and allowed range, the value that builds no processor
 (as in transformers), its place in transformers' processor order, the strategies it means something for, what
-it does, the transformers name it follows and what the window's editor needs to show it. LaneSpec validation,
-CLI lane parsing, the processors' construction, the window's lane editor, the CLI's help and
-docs/json-format.md (a test compares them) all read this table.
+it does, the transformers name it follows and what the window's editor needs to show it. LaneSpec validation
+(the one check of a lane's values: its processors take them as they are), CLI lane parsing, the chain's choice of
+processors, the window's lane editor, the CLI's help and docs/json-format.md (a test compares them) all read this
+table.
 
 Names are Hugging Face `GenerationConfig` names, except `seed` (transformers seeds one global generator,
 `set_seed`; Branchpoint gives each sampled lane its own) and the samplers transformers does not have, which
@@ -205,7 +206,6 @@ class Parameter:
     choices: tuple[Any, ...] = ()  # "choice"
     off: Any = None  # processors: the value that builds no processor, as in transformers
     order: int | None = None  # processors: position in transformers' default processor order
-    processor_range: Range | None = None  # processors: the processor's own range, when narrower than `range`
     applies_to: Strategies = Strategies.ALL
     hf: str = "GenerationConfig"  # the transformers class it follows (a logits processor, a stopping criterion)
     # ... or, for a llama.cpp sampler, the llama.cpp function whose semantics it follows
@@ -279,10 +279,6 @@ class Parameter:
             fail(self.name, value, self.allowed_values())
         return value
 
-    def check_for_processor(self, value: Any) -> Any:
-        """What the processor's constructor accepts (TopK and NoRepeatNGram need a value that is on)."""
-        return (self.processor_range or self.range).check(self.name, value)
-
     def is_set(self, value: Any) -> bool:
         """Set to something that does anything: not unset, not the off value, not the default."""
         if self.kind in LIST_KINDS:
@@ -349,7 +345,7 @@ PARAMETERS: tuple[Parameter, ...] = (  # in the editor's order
     ),
     Parameter(
         "top_k", "int", "Keep only the k most likely tokens (all tokens tied with the k-th too).",
-        range=integers(0), off=0, order=10, processor_range=integers(1), applies_to=Strategies.SAMPLING,
+        range=integers(0), off=0, order=10, applies_to=Strategies.SAMPLING,
         hf="TopKLogitsWarper", hf_default=50, editor_max=200_000,
     ),
     Parameter(
@@ -377,7 +373,7 @@ PARAMETERS: tuple[Parameter, ...] = (  # in the editor's order
     ),
     Parameter(
         "no_repeat_ngram_size", "int", "Forbid any n-gram of this size from appearing twice (prompt included).",
-        range=integers(0), off=0, order=4, processor_range=integers(1), hf="NoRepeatNGramLogitsProcessor",
+        range=integers(0), off=0, order=4, hf="NoRepeatNGramLogitsProcessor",
         hf_default=0, editor_max=64,
     ),
     Parameter(
@@ -386,13 +382,13 @@ PARAMETERS: tuple[Parameter, ...] = (  # in the editor's order
     ),
     Parameter(
         "epsilon_cutoff", "float", "Truncation sampling: drop the tokens whose probability is below epsilon_cutoff.",
-        range=Range(0.0, 1.0, high_open=True), off=0.0, order=14, processor_range=Range(0.0, 1.0, True, True),
+        range=Range(0.0, 1.0, high_open=True), off=0.0, order=14,
         applies_to=Strategies.SAMPLING, hf="EpsilonLogitsWarper", hf_default=0.0, step=0.0001, decimals=4,
     ),
     Parameter(
         "eta_cutoff", "float", "Eta sampling: drop the tokens whose probability is below min(eta_cutoff, "
         "sqrt(eta_cutoff) * exp(-entropy)).",
-        range=Range(0.0, 1.0, high_open=True), off=0.0, order=15, processor_range=Range(0.0, 1.0, True, True),
+        range=Range(0.0, 1.0, high_open=True), off=0.0, order=15,
         applies_to=Strategies.SAMPLING, hf="EtaLogitsWarper", hf_default=0.0, step=0.0001, decimals=4,
     ),
     Parameter(
@@ -457,14 +453,14 @@ PARAMETERS: tuple[Parameter, ...] = (  # in the editor's order
     Parameter(
         "top_n_sigma", "float", "Keep the tokens whose logit is within top_n_sigma standard deviations (of the "
         "finite logits) of the largest logit.",
-        range=Range(0.0), off=0.0, order=16, processor_range=Range(0.0, low_open=True),
+        range=Range(0.0), off=0.0, order=16,
         applies_to=Strategies.SAMPLING, hf="llama_sampler_init_top_n_sigma", follows="llama.cpp",
         in_generation_config=False, step=0.1, decimals=2, editor_max=10.0,
     ),
     Parameter(
         "xtc_probability", "float", "XTC (exclude top choices): with this probability per step, drop every token "
         "at least as likely as xtc_threshold except the least likely of them.",
-        range=Range(0.0, 1.0), off=0.0, order=17, processor_range=Range(0.0, 1.0, low_open=True),
+        range=Range(0.0, 1.0), off=0.0, order=17,
         applies_to=Strategies.SAMPLING, hf="llama_sampler_init_xtc", follows="llama.cpp",
         in_generation_config=False, step=0.05, decimals=2,
     ),

@@ -1,6 +1,8 @@
 """Logits processors in pure numpy, equal to transformers 4.57.6's processors and warpers.
 
-Each processor is a small validated object: `processor(ids, scores) -> new scores`, with `ids` int64
+Each processor is a small object over values validated before it is made (by the LaneSpec, or by
+decoding.chain.chain.build_processors for a config of its own, against decoding.chain.parameters' table; the
+processor checks nothing again): `processor.apply(ids, scores) -> new scores`, with `ids` int64
 [rows, seq_len] (prompt + generated so far) and `scores` float32 [rows, vocab]. Inputs are never mutated;
 filtered tokens get -inf, as transformers' `filter_value`.
 
@@ -22,12 +24,13 @@ back to a larger prefix and finally the full sort), so a step costs O(vocab) plu
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
-from decoding.chain.parameters import Strategies, active_processors, as_json, canonical, check_int, parameter
+from decoding.chain.parameters import Strategies, active_processors, as_json, canonical, parameter
 
 FILTER = np.float32(-np.inf)
 
@@ -130,18 +133,39 @@ def prefix_sets(values: np.ndarray) -> Iterator[tuple[np.ndarray, bool]]:
 
 
 class Processor:
-    """A logits processor: `processor(ids, scores) -> new scores`; `name` is its GenerationConfig key.
+    """A stage of a lane's chain, with llama.cpp's sampler interface (`llama_sampler_i`: name, apply, accept,
+    reset, clone): `apply(ids, scores) -> new scores` (also `processor(ids, scores)`); `name` is its
+    GenerationConfig key. A stateful one (`stateful`: XTC's coin, mirostat's mu) also hears each token its lane
+    takes (`accept`), goes back to its first state (`reset`), is copied with its state (`clone`) and writes the
+    state a step used into that step's record (`record_state`); for the others these do nothing.
 
-    Args (of a call):
+    Args (of apply):
         ids: int64 [rows, seq_len], each row's prompt and generated ids so far.
         scores: float32 [rows, vocab], each row's next-token scores (-inf = filtered). Not mutated.
     """
 
     name: ClassVar[str]
     filters_only: ClassVar[bool] = False  # its output is its input with some scores set to -inf
+    stateful: ClassVar[bool] = False  # it carries state from step to step
 
-    def __call__(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    def apply(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
         return self.process(_ids(ids), _scores(scores))
+
+    __call__ = apply
+
+    def accept(self, token: int, prob: float, forced: bool = False) -> None:
+        """The lane took `token`, of probability `prob` in the step's processed distribution (`forced`: not
+        chosen, the user's or a branch's)."""
+
+    def reset(self) -> None:
+        """Back to the state it was made with."""
+
+    def clone(self) -> Processor:
+        """An independent copy with the same state (the same object for a stateless processor)."""
+        return copy.deepcopy(self) if self.stateful else self
+
+    def record_state(self, record: Any) -> None:
+        """Write the state this step used into its StepRecord (nothing for a stateless processor)."""
 
     def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -186,10 +210,6 @@ class MaskProcessor(Processor):
 NO_IDS = np.zeros(0, dtype=np.int64)
 
 
-def _keep_arg(min_tokens_to_keep: Any) -> int:
-    return check_int("min_tokens_to_keep", min_tokens_to_keep, 1)
-
-
 # --------------------------------------------------------------------------------- penalties, constraints
 
 
@@ -214,8 +234,8 @@ class RepetitionPenalty(Processor):
     name = "repetition_penalty"
 
     def __init__(self, penalty: float, last_n: int | None = None):
-        self.penalty = parameter(self.name).check_for_processor(penalty)
-        self.last_n = None if last_n is None else parameter("penalty_last_n").check(last_n)
+        self.penalty = penalty
+        self.last_n = last_n
 
     def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
         penalty = np.float32(self.penalty)
@@ -251,7 +271,7 @@ class NoRepeatNGram(MaskProcessor):
     name = "no_repeat_ngram_size"
 
     def __init__(self, ngram_size: int):
-        self.ngram_size = parameter(self.name).check_for_processor(ngram_size)
+        self.ngram_size = ngram_size
 
     def banned(self, ids: Sequence[int], vocab_size: int) -> np.ndarray:
         ids = np.asarray(ids, dtype=np.int64)
@@ -291,9 +311,9 @@ class MinNewTokens(MaskProcessor):
     name = "min_new_tokens"
 
     def __init__(self, min_new_tokens: int, prompt_len: int, eos_ids: Sequence[int]):
-        self.min_new_tokens = parameter(self.name).check_for_processor(min_new_tokens)
-        self.prompt_len = check_int("prompt_len", prompt_len, 0)
-        self.eos_ids = tuple(check_int("eos_ids", token, 0) for token in eos_ids)
+        self.min_new_tokens = min_new_tokens
+        self.prompt_len = prompt_len
+        self.eos_ids = tuple(int(token) for token in eos_ids)
         self._eos = np.unique(np.array(self.eos_ids, dtype=np.int64))
 
     def banned(self, ids: Sequence[int], vocab_size: int) -> np.ndarray:
@@ -329,7 +349,7 @@ class Temperature(Processor):
     name = "temperature"
 
     def __init__(self, temperature: float):
-        self.temperature = parameter(self.name).check_for_processor(temperature)
+        self.temperature = temperature
 
     def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
         return scores / np.float32(self.temperature)
@@ -359,8 +379,8 @@ class TopK(Processor):
     filters_only = True
 
     def __init__(self, top_k: int, min_tokens_to_keep: int = 1):
-        self.top_k = parameter(self.name).check_for_processor(top_k)
-        self.min_tokens_to_keep = _keep_arg(min_tokens_to_keep)
+        self.top_k = top_k
+        self.min_tokens_to_keep = min_tokens_to_keep
 
     def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
         vocab = scores.shape[1]
@@ -418,8 +438,8 @@ class TopP(_RowWarper):
     name = "top_p"
 
     def __init__(self, top_p: float, min_tokens_to_keep: int = 1):
-        self.top_p = parameter(self.name).check_for_processor(top_p)
-        self.min_tokens_to_keep = _keep_arg(min_tokens_to_keep)
+        self.top_p = top_p
+        self.min_tokens_to_keep = min_tokens_to_keep
 
     def kept_ids(self, row: np.ndarray) -> np.ndarray:
         with np.errstate(invalid="ignore"):
@@ -475,8 +495,8 @@ class MinP(Processor):
     filters_only = True
 
     def __init__(self, min_p: float, min_tokens_to_keep: int = 1):
-        self.min_p = parameter(self.name).check_for_processor(min_p)
-        self.min_tokens_to_keep = _keep_arg(min_tokens_to_keep)
+        self.min_p = min_p
+        self.min_tokens_to_keep = min_tokens_to_keep
 
     def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
         probs = softmax32(scores)
@@ -513,8 +533,8 @@ class Typical(_RowWarper):
     name = "typical_p"
 
     def __init__(self, typical_p: float, min_tokens_to_keep: int = 1):
-        self.typical_p = parameter(self.name).check_for_processor(typical_p)
-        self.min_tokens_to_keep = _keep_arg(min_tokens_to_keep)
+        self.typical_p = typical_p
+        self.min_tokens_to_keep = min_tokens_to_keep
 
     def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
         if self.typical_p >= 1.0:  # the whole mass: nothing to cut (transformers only accepts < 1)
@@ -578,8 +598,8 @@ class Epsilon(Processor):
     filters_only = True
 
     def __init__(self, epsilon: float, min_tokens_to_keep: int = 1):
-        self.epsilon = parameter(self.name).check_for_processor(epsilon)
-        self.min_tokens_to_keep = _keep_arg(min_tokens_to_keep)
+        self.epsilon = epsilon
+        self.min_tokens_to_keep = min_tokens_to_keep
 
     def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
         return _cut_below(scores, softmax32(scores), np.float32(self.epsilon), self.min_tokens_to_keep)
@@ -610,8 +630,8 @@ class Eta(Processor):
     filters_only = True
 
     def __init__(self, epsilon: float, min_tokens_to_keep: int = 1):
-        self.epsilon = parameter(self.name).check_for_processor(epsilon)
-        self.min_tokens_to_keep = _keep_arg(min_tokens_to_keep)
+        self.epsilon = epsilon
+        self.min_tokens_to_keep = min_tokens_to_keep
 
     def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
         probs = softmax32(scores)
@@ -654,7 +674,7 @@ class SuppressTokens(Processor):
     filters_only = True
 
     def __init__(self, suppress_tokens: Sequence[int]):
-        self.suppress_tokens = parameter(self.name).check(tuple(suppress_tokens))
+        self.suppress_tokens = tuple(suppress_tokens)
         self._ids = np.unique(np.array(self.suppress_tokens, dtype=np.int64))
 
     def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
@@ -686,7 +706,7 @@ class SequenceBias(Processor):
     name = "sequence_bias"
 
     def __init__(self, sequence_bias: Sequence[tuple[Sequence[int], float]]):
-        self.sequence_bias = canonical(parameter(self.name), parameter(self.name).check(tuple(sequence_bias)))
+        self.sequence_bias = canonical(parameter(self.name), sequence_bias)
         self._by_sequence = dict(self.sequence_bias)  # as transformers: a later equal sequence replaces one
 
     def process(self, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
@@ -730,8 +750,8 @@ class BadWords(MaskProcessor):
     name = "bad_words_ids"
 
     def __init__(self, bad_words_ids: Sequence[Sequence[int]], eos_ids: Sequence[int] = ()):
-        self.bad_words_ids = canonical(parameter(self.name), parameter(self.name).check(tuple(bad_words_ids)))
-        self.eos_ids = tuple(check_int("eos_ids", token, 0) for token in eos_ids)
+        self.bad_words_ids = canonical(parameter(self.name), bad_words_ids)
+        self.eos_ids = tuple(int(token) for token in eos_ids)
         self._sequences = [seq for seq in self.bad_words_ids if not (len(seq) == 1 and seq[0] in self.eos_ids)]
 
     def banned(self, ids: Sequence[int], vocab_size: int) -> np.ndarray:

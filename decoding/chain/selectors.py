@@ -1,4 +1,5 @@
-"""Selectors end a lane's processor chain: greedy argmax, or a seeded draw by inverse CDF.
+"""Selectors end a lane's chain (llama.cpp's `greedy` and `dist`): `Argmax`, or `Sampler`, a seeded draw by
+inverse CDF. Both decision paths (decoding.engine.lane_state, decoding.engine.row_batch) choose through them.
 
 A sampled lane owns one `numpy.random.Generator(PCG64(seed))`, so lanes never influence each other's draws
 and the same seed gives the same draws in any process on any platform. A draw takes one uniform u in [0, 1)
@@ -9,14 +10,13 @@ draw came to the neighbouring tokens. Only a partitioned prefix is sorted unless
 
 from __future__ import annotations
 
+import copy
 import itertools
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
 
 import numpy as np
 
-from decoding.chain.parameters import parameter
 from decoding.chain.processors import PREFIX_TIERS, SAMPLE_STRIDE, sample_thresholds
 from decoding.records.stats import Softmax, not_in
 
@@ -34,21 +34,70 @@ class Draw:
     high: float  # ... and ends: low <= u < high
 
 
+class Candidates:
+    """The processed distribution a selector chooses from: the row (-inf = filtered) and its Softmax (None:
+    every token filtered). What a draw walks (`walked`) and its best positions (`best`: the statistics' top-N)
+    are found once for every lane choosing from the row; `holes` (its -inf positions) and `best`, when the
+    caller has them already."""
+
+    def __init__(self, processed: np.ndarray, softmax: Softmax | None, top_n: int,
+                 holes: np.ndarray | None = None, best: np.ndarray | None = None) -> None:
+        self.processed, self.softmax, self.top_n, self.holes = processed, softmax, top_n, holes
+        if best is not None:
+            self.best = best
+
+    @cached_property
+    def walked(self) -> WalkedTokens:
+        return WalkedTokens(self.softmax, self.holes)
+
+    @cached_property
+    def best(self) -> np.ndarray:
+        return self.softmax.best(min(self.top_n, self.softmax.kept))
+
+
+class Argmax:
+    """The selector of a greedy lane (llama.cpp's `greedy`): the most likely token, the lowest id on ties."""
+
+    name = "greedy"
+
+    def select(self, candidates: Candidates) -> tuple[int, Draw | None]:
+        """(token, None): nothing is drawn."""
+        softmax = candidates.softmax
+        return (softmax.best_token() if softmax is not None else int(np.argmax(candidates.processed))), None
+
+    def skip(self, count: int = 1) -> None:
+        """Nothing to skip: an argmax draws nothing."""
+
+    def accept(self, token: int, prob: float, forced: bool = False) -> None:
+        pass
+
+    def reset(self) -> None:
+        pass
+
+    def clone(self) -> Argmax:
+        return self
+
+
+ARGMAX = Argmax()
+
+
 class Sampler:
-    """Seeded categorical sampling for one lane."""
+    """The selector of a sampled lane (llama.cpp's `dist`): seeded categorical sampling by inverse CDF. Its
+    generator also gives the lane's other random numbers (XTC's coin), in the order the lane asks for them."""
+
+    name = "dist"
 
     def __init__(self, seed: int):
-        self.seed = parameter("seed").check(seed)
+        self.seed = seed  # a LaneSpec's, checked there
         self._rng = np.random.Generator(np.random.PCG64(self.seed))
 
-    @property
-    def state(self) -> dict[str, Any]:
-        """The generator's state (plain values), to copy a lane's draws into a branch."""
-        return self._rng.bit_generator.state
-
-    @state.setter
-    def state(self, value: dict[str, Any]) -> None:
-        self._rng.bit_generator.state = value
+    def select(self, candidates: Candidates) -> tuple[int, Draw]:
+        """(token, its draw): the walk starts among the statistics' top-N (decoding.chain.selectors.draw_among_best)."""
+        if candidates.softmax is None:  # every token filtered: draw_with says so
+            draw = self.draw(candidates.processed)
+        else:
+            draw = draw_among_best(self.next_u(), candidates.walked, candidates.best)
+        return draw.token_id, draw
 
     def skip(self, count: int = 1) -> None:
         """Draw `count` uniforms and discard them (a replay keeps its later draws where the original's were)."""
@@ -63,6 +112,20 @@ class Sampler:
         """Draw one token from the softmax of one processed row (-inf = filtered); `softmax`, when given, is
         Softmax.of(scores) already computed (its exp is reused)."""
         return draw_with(self.next_u(), scores, softmax)
+
+    def accept(self, token: int, prob: float, forced: bool = False) -> None:
+        pass
+
+    def reset(self) -> None:
+        """Back to the seed's first draw."""
+        self._rng = np.random.Generator(np.random.PCG64(self.seed))
+
+    def clone(self) -> Sampler:
+        """A sampler whose future draws are this one's (an independent generator in the same state)."""
+        return copy.deepcopy(self)
+
+
+Selector = Argmax | Sampler
 
 
 def draw_with(u: float, scores: np.ndarray, softmax: Softmax | None = None) -> Draw:

@@ -162,7 +162,7 @@ class LaneSpec:
                 config[name] = as_json(row, value)
             for companion in COMPANIONS[name]:  # all of them when the processor is on: the file says everything
                 value = getattr(self, companion.name)
-                if companion.is_set(value) or (value is not None and is_active(self._main_config(), name)):
+                if companion.is_set(value) or (value is not None and is_active(self.values(), name)):
                     config[companion.name] = as_json(companion, value)
         if self.adaptive:
             config["adaptive"] = True
@@ -179,10 +179,10 @@ class LaneSpec:
             config["forced"] = {str(step): token for step, token in sorted(self.forced.items())}
         return config
 
-    def _main_config(self) -> dict[str, Any]:
-        """What turns processors on: do_sample, num_beams, every processor's and companion's value."""
-        names = [*PROCESSOR_ORDER, *(c.name for companions in COMPANIONS.values() for c in companions)]
-        return {"do_sample": self.do_sample, "num_beams": self.num_beams, **{n: getattr(self, n) for n in names}}
+    def values(self) -> dict[str, Any]:
+        """Every parameter of the table as the lane holds it (validated; unset ones None): what turns its
+        processors on and what they are made with (decoding.chain.chain.build_chain)."""
+        return {p.name: getattr(self, p.name) for p in PARAMETERS}
 
     @classmethod
     def from_config(
@@ -248,7 +248,7 @@ def validate(spec: LaneSpec) -> None:
         if value is not None or p.default is not None:  # None is "unset" where the default is unset
             p.check(value)
     _check_strategy(spec)
-    config = spec._main_config()
+    config = spec.values()
     check_companions(config)
     _check_combinations(spec, active_processors(config, spec.processor_order))  # an order names every active one
     _check_branch_and_forced(spec)

@@ -1,5 +1,5 @@
-"""The batched lane engine: one prompt prefilled once, every lane (every beam row included) advanced with ONE
-`source.step` call per step, a StepRecord per lane per step streamed as it happens.
+"""The batched lane engine: one prompt prefilled once per model, every lane of a model (every beam row included)
+advanced with ONE `source.step` call of that model per step, a StepRecord per lane per step streamed as it happens.
 
     engine = Engine(source, tokenizer, eos_token_ids=[2])
     run = engine.start(PromptInfo(text, ids), [LaneSpec("greedy"), ...], max_new_tokens=64)
@@ -7,8 +7,8 @@
         ...                               # stream to a GUI / progress bar
     trace = run.trace                     # RunTrace, analysis included once the run ended
 
-Rows: the source keeps an opaque batch of KV rows. Each step the engine lists, for every running lane,
-which old row each of its new rows continues and with which token; one `source.step` builds the new batch
+Rows: each model's source keeps an opaque batch of KV rows. Each step the engine lists, for every running lane,
+which old row each of its new rows continues and with which token; one `source.step` per model builds its new batch
 (fork, reorder and drop are all that one selection) and returns one logits row per new row.
 
 Branching: a lane whose spec has `branch={parent, step s, token t}` copies the parent's records before s,
@@ -39,14 +39,17 @@ import numpy as np
 
 from decoding.analysis import analysis
 from decoding.analysis.text_align import tokenizer_of
+from decoding.chain.chain import uniforms_drawn
 from decoding.chain.parameters import Range, check_int, fail, parameter
 from decoding.chain.selectors import WIDER_PREFIX
 from decoding.chain.spec import LaneSpec, assign_seeds, follows_in_run
 from decoding.engine.lane_state import LaneState, SingleRowLaneState, new_lane_state
 from decoding.engine.protocol import (
+    InFlight,
     LaneModel,
     LogitsSource,
     ModelResolver,
+    PartialRows,
     PositionLimit,
     PrefillCancelled,
     RowSummarizer,
@@ -98,29 +101,33 @@ def replay_prefix(trace: RunTrace, spec: LaneSpec) -> Prefix:
     if marker.step > len(lane.steps):
         raise ValueError(f"invalid replay step={marker.step}: allowed 0..{len(lane.steps)} for lane {lane.name!r}")
     own = [r for r in lane.steps[: marker.step] if lane.branch is None or r.step > lane.branch["step"]]
-    draws = sum((r.draw is not None) + (r.xtc_coin is not None) for r in own)  # XTC's coins: the same generator
+    draws = uniforms_drawn(own)
     return Prefix(list(lane.token_ids[: marker.step]), [replace(r) for r in lane.steps[: marker.step]], draws,
                   tokenizer_of(lane))
 
 
 class Engine:
-    """Runs lanes side by side on one LogitsSource, with the following steps in order:
+    """Runs lanes side by side on one LogitsSource (and the sources of the models lanes name, `models`), with the
+    following steps in order:
 
     1. Check the run (lanes, names, branches, prefix) and give every sampled lane without a seed one.
-    2. Prefill: the prompt (and a Prefix's tokens) in one `source.prefill` call (the source reads it in chunks,
-       reporting progress and honouring a cancel between them); its last logits row is the first batch, which
-       every lane starts from.
+    2. Prefill: for each model group (the run's model, and each model lanes name), the prompt (and a Prefix's
+       tokens) in one `source.prefill` call of that model (the source reads it in chunks, reporting progress and
+       honouring a cancel between them); its last logits row is the first batch, which the group's lanes start
+       from.
     3. Each step, every running lane decides (in-run branch lanes after the others, so that their parent has
        chosen and still holds the logits row to fork):
         a) read its rows' raw logits and their Softmax from the batch's LogitsRowCache: one exp per logits row
            (or the source's RowSummary of it), shared by every lane and beam reading that row;
-        b) apply its processors in order (transformers' order: repetition_penalty, no_repeat_ngram_size,
-           min_new_tokens, then under do_sample temperature, top_k, top_p, min_p, typical_p; or the lane's
-           processor_order): to the raw logits on a single-row lane, to each beam's log_softmax on a beam
-           lane (where, with no processor and no forced token, the candidates come from each beam's best ids);
-        c) choose: the forced token at a branch point or forced step; else argmax (greedy), a seeded draw by
-           inverse CDF (sample; u and the token's interval recorded) or a BeamSearch step (which beams go on,
-           reordered, with which tokens; every candidate recorded);
+        b) apply its chain's stages in order (decoding.chain.chain; transformers' order: repetition_penalty,
+           no_repeat_ngram_size, min_new_tokens, then under do_sample temperature, top_k, top_p, min_p,
+           typical_p; or the lane's processor_order): to the raw logits on a single-row lane, to each beam's
+           log_softmax on a beam lane (where, with no processor and no forced token, the candidates come from
+           each beam's best ids);
+        c) choose: the forced token at a branch point or forced step; else the chain's selector, argmax (greedy)
+           or a seeded draw by inverse CDF (sample; u and the token's interval recorded), or a BeamSearch step
+           (which beams go on, reordered, with which tokens; every candidate recorded); the chain accepts the
+           token (mirostat's mu follows it);
         d) summarise the raw and the processed distribution (probability, entropy, margin, kept, top-N) into
            a StepRecord and stream it as (lane index, record);
         e) stop the lane on eos, a stop string or its length (a beam lane: when the search is done).
@@ -131,8 +138,8 @@ class Engine:
        streamed in the lanes' order.
     4. Every running lane lists (old row, token) for each of its next rows; pairs listed by several lanes are
        computed once.
-    5. Unless cancelled, one `source.step` call for all rows: the new logits rows are the next batch, and
-       each lane takes its rows from it. Back to 3 until no lane runs.
+    5. Unless cancelled, one `source.step` call per model group for all its rows: the new logits rows are the
+       group's next batch, and each of its lanes takes its rows from it. Back to 3 until no lane runs.
     6. Close the lanes (a beam lane's steps become the records along its best final sequence), time the
        run and analyse it (divergences, near-ties, close draws).
     """
@@ -357,7 +364,8 @@ class _ModelGroup:
         logits = np.asarray(logits, dtype=np.float32)
         top_k = max(top_n, WIDER_PREFIX)  # the statistics' top-N and a draw's wider prefix
         summary = self.source.summarize(logits, top_k) if isinstance(self.source, RowSummarizer) else None
-        return LogitsRowCache(logits, summary)
+        unseen = self.source.unseen_mass() if isinstance(self.source, PartialRows) else None
+        return LogitsRowCache(logits, summary, unseen)
 
     def feed(self) -> list[tuple[int, int]]:
         """The (old row, token) pairs its running lanes queue for the next step."""
@@ -411,7 +419,32 @@ class Run:
         self._started = False
 
     def cancel(self) -> None:
+        """Stop before the next step; a source waiting on a server (InFlight) aborts its requests now."""
         self._cancel_event.set()
+        for source in self._waiting_sources():
+            source.cancel_in_flight()
+
+    def _waiting_sources(self) -> list[InFlight]:
+        sources = [self.engine.source, *(m.source for m in self.lane_models.values())]
+        return [source for source in sources if isinstance(source, InFlight)]
+
+    def _watch_external_cancel(self) -> threading.Event | None:
+        """While sources wait on a server, an external cancel (the window's Stop sets an Event) aborts their
+        requests at once, not after them: a thread polls it every 50 ms. Returns the event that ends it."""
+        sources = self._waiting_sources()
+        if not sources or self._external_cancel is None:
+            return None
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.wait(0.05):
+                if self.cancelled():
+                    for source in sources:
+                        source.cancel_in_flight()
+                    return
+
+        threading.Thread(target=watch, name="served-cancel", daemon=True).start()
+        return done
 
     def cancelled(self) -> bool:
         external = self._external_cancel
@@ -433,23 +466,27 @@ class Run:
         self.trace.lanes = [lane.trace for lane in lanes]
         for lane in lanes:
             for record in self.prefix.records:
-                lane.trace.steps.append(replace(record))
+                lane.take_prefix(record)
                 yield lane.index, lane.trace.steps[-1]
         groups = self._groups(lanes)
-        prefill_ms = self._prefill(groups)
-        if prefill_ms is None and self.error is None:
-            self._stop_all(lanes, "cancelled")
-        elif self.error is None:
-            self.trace.timing.prefill_ms = prefill_ms
-            yield from self._advance(lanes, groups, prefill_ms)
+        watching = self._watch_external_cancel()
+        try:
+            prefill_ms = self._prefill(groups)
+            if prefill_ms is None and self.error is None:
+                self._stop_all(lanes, "cancelled")
+            elif self.error is None:
+                self.trace.timing.prefill_ms = prefill_ms
+                yield from self._advance(lanes, groups, prefill_ms)
+        finally:
+            if watching is not None:
+                watching.set()
         self._finish(lanes, t_start)
 
     def _make_lanes(self) -> list[LaneState]:
         lanes = [self._new_lane(index, spec) for index, spec in enumerate(self.specs)]
         names = [spec.name for spec in self.specs]
         for lane in lanes:
-            if lane.sampler is not None:
-                lane.sampler.skip(self.prefix.draws)
+            lane.chain.selector.skip(self.prefix.draws)
             branch = lane.spec.branch
             if branch is not None and branch.parent in names:
                 lane.following = lanes[names.index(branch.parent)]
@@ -502,8 +539,11 @@ class Run:
             except PrefillCancelled:
                 return None
             except Exception as exc:  # noqa: BLE001 - a failing source ends the run with what it has
-                self.error = f"prefill failed: {type(exc).__name__}: {exc}"
-                return None
+                if group.source is self.engine.source or self.cancelled():
+                    self.error = None if self.cancelled() else f"prefill failed: {type(exc).__name__}: {exc}"
+                    return None
+                self._end_group(group, f"prefill failed: {type(exc).__name__}: {exc}")  # the others go on
+                continue
             for lane in group.lanes:
                 if lane.following is None:
                     lane.attach(batch, 0)
@@ -539,14 +579,38 @@ class Run:
             started = time.perf_counter()
             try:
                 for group, feed in zip(groups, feeds, strict=True):
-                    group.step(feed, self.engine.top_n)
+                    self._step_group(group, feed)
             except Exception as exc:  # noqa: BLE001 - a failing source ends the run with what it has
-                self.error = f"step failed: {type(exc).__name__}: {exc}"
-                self._stop_all(lanes, "error")
+                if self.cancelled():
+                    self._stop_all(lanes, "cancelled")
+                else:
+                    self.error = f"step failed: {type(exc).__name__}: {exc}"
+                    self._stop_all(lanes, "error")
                 return
             step_ms = (time.perf_counter() - started) * 1000.0
             timing.steps += 1
             timing.tokens += sum(len(feed) for feed in feeds)
+
+    def _step_group(self, group: _ModelGroup, feed: list[tuple[int, int]]) -> None:
+        """One group's batched step. A lane model's source failing (a server gone, say) ends that model's lanes
+        with its message, their steps kept, and the other lanes go on; the run's own source failing raises."""
+        try:
+            group.step(feed, self.engine.top_n)
+        except Exception as exc:
+            if group.source is self.engine.source:
+                raise
+            self._end_group(group, f"step {{step}} failed: {type(exc).__name__}: {exc}")
+            for lane in group.lanes:
+                lane.receive(None, [], 0)
+
+    def _end_group(self, group: _ModelGroup, message: str) -> None:
+        """A lane model's lanes end: cancelled when the run was, else with `message` (its {step}: the lane's)."""
+        group.state = None
+        for lane in group.lanes:
+            if lane.running and self.cancelled():
+                lane.stop("cancelled")
+            elif lane.running:
+                lane.fail(message.replace("{step}", str(lane.step)))
 
     def _decide_together(self, lanes: list[LaneState], step_ms: float) -> set[LaneState]:
         """With batched rows, decide the running single-row lanes that hold a usable row (not a beam, not a

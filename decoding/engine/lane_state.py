@@ -1,9 +1,9 @@
-"""Per-lane state of a run: which batch rows a lane owns, its processors, selector and trace.
+"""Per-lane state of a run: which batch rows a lane owns, its chain (stages, then a selector) and trace.
 
 The engine drives every lane with the same calls per step: `decide` (choose tokens from the logits the
 lane holds, build and return StepRecords), `queue` (add (old row, token) pairs to the next batched call),
 `receive` (take its new logits rows from that call's output) and at the end `close`. `LaneState` holds what
-every lane has (its spec, trace, tokens, processors, forced tokens, rows); its two kinds are siblings that
+every lane has (its spec, trace, tokens, chain, forced tokens, rows); its two kinds are siblings that
 differ in how they hold rows and choose: `SingleRowLaneState` (greedy, sampling: one row) and `BeamLaneState`
 (num_beams rows reordered by BeamSearch), as onnxruntime-genai's greedy and beam searches over one `Search`.
 """
@@ -16,15 +16,13 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from functools import cached_property
+from typing import Any
 
 import numpy as np
 
-from decoding.chain.adaptive import decision, widened
-from decoding.chain.chain import build_processors
-from decoding.chain.llama_samplers import Mirostat, Xtc, breaker_sequences
-from decoding.chain.processors import MaskProcessor, apply_processors
-from decoding.chain.selectors import Draw, Sampler, WalkedTokens, draw_among_best
+from decoding.chain.chain import build_chain, filters_only, front_masks
+from decoding.chain.llama_samplers import breaker_sequences
+from decoding.chain.selectors import Candidates, Draw, Selector
 from decoding.chain.spec import LaneSpec
 from decoding.chain.stages import stage_records
 from decoding.engine.beam import NEG, BeamSearch
@@ -68,11 +66,10 @@ class LaneState(ABC):
         self.limit = spec.max_new_tokens or max_new_tokens
         self.top_n = top_n
         self.tokenizer = tokenizer
-        self.processors = build_processors(
-            spec.to_config(), len(prompt_ids), eos_token_ids, spec.num_beams, spec.processor_order,
+        self.chain = build_chain(
+            spec, len(prompt_ids), eos_token_ids,
             breakers=lambda vocab_size, strings: dry_breakers(tokenizer, vocab_size, strings),
         )
-        self.sampler = Sampler(spec.seed) if spec.do_sample else None
         self.forced = dict(spec.forced)
         self.following: SingleRowLaneState | None = None  # a branch lane copies this parent until its branch step
         if spec.branch is not None:
@@ -115,8 +112,17 @@ class LaneState(ABC):
 
     def copy_record(self, record: StepRecord, token_id: int) -> None:
         """A branch lane before its branch step: the parent's step, as is."""
-        self.trace.steps.append(replace(record))
+        self.take_prefix(record)
         self.tokens.append(token_id)
+
+    def take_prefix(self, record: StepRecord) -> None:
+        """A step the lane did not decide (a Prefix's, a parent's before the branch step): recorded as is, and
+        accepted by its chain as the lane's own steps are."""
+        self.trace.steps.append(replace(record))
+        self.accept(record)
+
+    def accept(self, record: StepRecord) -> None:
+        self.chain.accept(record.token_id, record.prob, record.forced)
 
     def stop(self, reason: str) -> None:
         self.running = False
@@ -135,10 +141,15 @@ class LaneState(ABC):
     # ------------------------------------------------------------------------------------------ internals
 
     def record(self, token: int, stats: StepStats, draw: Draw | None = None, forced: bool = False) -> StepRecord:
+        """The step's record, with the state its chain carried into the step (XTC's coin, mirostat's mu)."""
         record = StepRecord(step=self.step, token_id=token, token_text=self.tokenizer.piece(token), forced=forced,
                             **stats.record_fields())
         if draw is not None:
             record.draw, record.draw_low, record.draw_high = draw.u, draw.low, draw.high
+        self.chain.record_state(record)
+        unseen = self.batch.unseen if self.batch is not None else None
+        if unseen is not None and self.rows:  # a served model's top-N: what its step did not see
+            record.unseen_mass = float(unseen[self.rows[0]])
         return record
 
     def _record(
@@ -159,69 +170,51 @@ class LaneState(ABC):
 
 class SingleRowLaneState(LaneState):
     """A greedy or sampling lane: one row, one token a step (several such lanes may decide together:
-    decoding.engine.row_batch, whose records equal `decide`'s). Only such lanes sample, so only they carry XTC's coin,
-    mirostat's mu and an adaptive lane's widened chain; the per-stage records are theirs too."""
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        spec = self.spec
-        self.xtc = next((p for p in self.processors if isinstance(p, Xtc)), None)
-        if self.xtc is not None:  # XTC's coin: the lane's own generator, drawn before the step's u
-            self.xtc.coin = self.sampler.next_u
-        self.mirostat = next((p for p in self.processors if isinstance(p, Mirostat)), None)
-        self.widened = None  # an adaptive lane's chain for its "widen" steps (XTC's the same: one coin a step)
-        if spec.adaptive:
-            wide = build_processors(widened(spec.to_config()), len(self.prompt_ids), sorted(self.eos),
-                                    order=spec.processor_order)
-            self.widened = [self.xtc if isinstance(p, Xtc) else p for p in wide]
-        self.mu_steps = 0  # mirostat: how many of the lane's records mu has followed
+    decoding.engine.row_batch, whose records equal `decide`'s). Both choose through `choose`: a forced token, or
+    the chain's selector; only such lanes sample, so only their chains carry state (XTC's coin, mirostat's mu) or
+    pick their stages each step (adaptive); the per-stage records are theirs too."""
 
     def attach(self, batch: LogitsRowCache, row: int) -> None:
         self.rows = [row]
         self.batch = batch
 
-    @cached_property
-    def stateful(self) -> bool:
-        """A processor carries state from step to step (XTC's coin, mirostat's mu), or the lane decides its chain
-        step by step (adaptive): decided alone."""
-        return self.xtc is not None or self.mirostat is not None or self.widened is not None
-
-    def follow_mu(self) -> None:
-        """Bring mirostat's mu up to the lane's records: each record it has not followed yet (its own, a copied
-        parent's, a prefix's) moves mu by its chosen token's probability, unless the token was forced."""
-        for record in self.trace.steps[self.mu_steps :]:
-            if not record.forced:
-                self.mirostat.mu = self.mirostat.next_mu(record.prob)
-        self.mu_steps = len(self.trace.steps)
-
     def decide(self, source_ms: float) -> list[StepRecord]:
         started = time.perf_counter()
-        if self.mirostat is not None:
-            self.follow_mu()
         raw, raw_softmax = self.batch.row(self.rows[0]), self.batch.softmax(self.rows[0])
-        decided = self._adaptive_decision(raw_softmax)
-        chain = self.widened if decided == "widen" else self.processors
-        processed, stages = self.process_stages(raw, chain) if chain else (raw, None)
+        decided, applied, selector = self.chain.step(raw_softmax)  # the stages this step applies
+        processed, stages = self.process_stages(raw, applied) if applied else (raw, None)
         if processed is raw:
             softmax = raw_softmax
         else:
-            filters_only = self.filters_only if chain is self.processors else all(p.filters_only for p in chain)
-            softmax = processed_softmax(processed, raw_softmax, filters_only)[1] or Softmax.of(processed)
-        record = self._choose(raw, processed, raw_softmax, softmax, draw=decided != "argmax")
+            only_filters = self.chain.filters_only if applied is self.chain.stages else filters_only(applied)
+            softmax = processed_softmax(processed, raw_softmax, only_filters)[1] or Softmax.of(processed)
+        token, draw, forced = self.choose(Candidates(processed, softmax, self.top_n), selector)
+        record = self._record(raw, processed, token, draw, forced, raw_softmax=raw_softmax, softmax=softmax)
         record.adaptive = decided
         if stages is not None:
-            self.add_stages(record, raw, raw_softmax, stages, chain)
+            self.add_stages(record, raw, raw_softmax, stages, applied)
         record.time_ms = source_ms + (time.perf_counter() - started) * 1000.0
         self.append(record)
         return [record]
+
+    def choose(self, candidates: Candidates, selector: Selector | None = None) -> tuple[int, Draw | None, bool]:
+        """The step's (token, draw, forced): the forced token (a replay's draw skipped), else what the selector
+        (the chain's unless given: an adaptive step's) chooses among `candidates`."""
+        forced = self.forced_token()
+        if forced is not None:
+            return forced, None, True
+        token, draw = (selector or self.chain.selector).select(candidates)
+        return token, draw, False
 
     def queue(self, feed: list[tuple[int, int]]) -> None:
         if self.running and self.rows:  # a branch lane still copying its parent owns no row yet
             feed.append((self.rows[0], self.tokens[-1]))
 
     def append(self, record: StepRecord) -> None:
-        """Take the step: record it, extend the tokens, stop on eos, a stop string or the length."""
+        """Take the step: record it, its chain accepts it, extend the tokens, stop on eos, a stop string or the
+        length."""
         self.trace.steps.append(record)
+        self.accept(record)
         self.tokens.append(record.token_id)
         if record.token_id in self.eos:
             self.stop("eos")
@@ -230,35 +223,7 @@ class SingleRowLaneState(LaneState):
         elif len(self.tokens) >= self.limit:
             self.stop("length")
 
-    def record(self, token: int, stats: StepStats, draw: Draw | None = None, forced: bool = False) -> StepRecord:
-        """LaneState.record, with the state its processors carried into the step (XTC's coin, mirostat's mu)."""
-        record = super().record(token, stats, draw, forced)
-        if self.xtc is not None:
-            record.xtc_coin = self.xtc.last_coin
-        if self.mirostat is not None:
-            record.mirostat_mu = self.mirostat.mu
-        return record
-
     # ------------------------------------------------------------------------------------------ internals
-
-    def _choose(
-        self, raw: np.ndarray, processed: np.ndarray, raw_softmax: Softmax, softmax: Softmax, draw: bool = True
-    ) -> StepRecord:
-        """The step's record: a forced token, a draw (a sampled lane, unless an adaptive lane's step takes the
-        argmax), or the argmax."""
-        shared = {"raw_softmax": raw_softmax, "softmax": softmax}
-        forced = self.forced_token()
-        if forced is not None:
-            return self._record(raw, processed, forced, forced=True, **shared)
-        if self.sampler is not None and draw:
-            if softmax is None:  # every token filtered: draw_with says so
-                draw = self.sampler.draw(processed, softmax)
-            else:  # the walk starts among the statistics' top-N, as batched rows draw
-                best = softmax.best(min(self.top_n, softmax.kept))
-                draw = draw_among_best(self.sampler.next_u(), WalkedTokens(softmax), best)
-            return self._record(raw, processed, draw.token_id, draw=draw, **shared)
-        token = softmax.best_token() if softmax is not None else int(np.argmax(processed))
-        return self._record(raw, processed, token, **shared)
 
     def _hit_stop_string(self) -> bool:
         """Whether the lane's text contains a stop string. The whole text is decoded: a stop string may span
@@ -269,46 +234,25 @@ class SingleRowLaneState(LaneState):
         text = self.tokenizer.decode(self.tokens)
         return any(stop in text for stop in self.spec.stop_strings)
 
-    def process_stages(self, raw: np.ndarray, chain: list | None = None) -> tuple[np.ndarray, list[np.ndarray]]:
+    def process_stages(self, raw: np.ndarray, applied: list | None = None) -> tuple[np.ndarray, list[np.ndarray]]:
         """The processed row and each stage's record input (decoding.chain.stages): the ids a front mask stage banned,
-        every other stage's output row. `chain`: the lane's processors unless given."""
-        chain = self.processors if chain is None else chain
-        history, front = self.history(), front_masks(chain)
+        every other stage's output row. `applied`: the lane's stages unless given."""
+        applied = self.chain.stages if applied is None else applied
+        history, front = self.history(), front_masks(applied)
         ids, scores, stages = np.array([history], dtype=np.int64), raw[None], []
-        for index, processor in enumerate(chain):
+        for index, processor in enumerate(applied):
             scores = processor(ids, scores)  # processors never write into their input
             stages.append(processor.banned(history, raw.size) if index < front else scores[0])
         return scores[0], stages
 
     def add_stages(
         self, record: StepRecord, raw: np.ndarray, raw_softmax: Softmax, stages: list[np.ndarray],
-        chain: list | None = None,
+        applied: list | None = None,
     ) -> None:
         """The record's per-stage view of the chain (decoding.chain.stages)."""
-        chain = self.processors if chain is None else chain
-        record.stages = stage_records([p.name for p in chain], raw, raw_softmax, stages, front_masks(chain),
+        applied = self.chain.stages if applied is None else applied
+        record.stages = stage_records([p.name for p in applied], raw, raw_softmax, stages, front_masks(applied),
                                       record.token_id, record.kept, record.prob)
-
-    def _adaptive_decision(self, raw_softmax: Softmax | None) -> str | None:
-        """An adaptive lane's decision for this step (decoding.chain.adaptive), from the raw distribution; else None."""
-        if self.widened is None:
-            return None
-        return decision(raw_softmax.entropy(), raw_softmax.varentropy()) if raw_softmax is not None else "sample"
-
-    @cached_property
-    def filters_only(self) -> bool:
-        """Every processor only sets scores to -inf."""
-        return all(processor.filters_only for processor in self.processors)
-
-    @cached_property
-    def masks_only(self) -> bool:
-        """Every processor sets ids it reads off the history to -inf (MaskProcessor)."""
-        return all(isinstance(processor, MaskProcessor) for processor in self.processors)
-
-    @cached_property
-    def processors_key(self) -> tuple:
-        """Equal for lanes whose processors are equal (same kinds, same parameters)."""
-        return tuple((type(p).__name__, repr(sorted(vars(p).items()))) for p in self.processors)
 
     def history(self) -> list[int]:
         """The ids the processors read: prompt and generated tokens."""
@@ -320,8 +264,8 @@ class SingleRowLaneState(LaneState):
         step = self.step
         if step not in self.forced:
             return None
-        if self.sampler is not None and self.spec.replay_of is not None and step == self.spec.replay_of.step:
-            self.sampler.skip()
+        if self.spec.replay_of is not None and step == self.spec.replay_of.step:
+            self.chain.selector.skip()
         return self.forced[step]
 
 
@@ -439,8 +383,8 @@ class BeamLaneState(LaneState):
     def _beam_scores(self, raw: list[np.ndarray], softmaxes: list[Softmax | None]) -> np.ndarray:
         pairs = zip(raw, softmaxes, strict=True)
         logprobs = np.stack([np.full_like(row, -np.inf) if sm is None else sm.log_softmax() for row, sm in pairs])
-        if self.processors:
-            logprobs = apply_processors(self.processors, self._ids(self._histories()), logprobs)
+        if self.chain.stages:
+            logprobs = self.chain.apply(self._ids(self._histories()), logprobs)
         step = self.step
         if step in self.forced:  # every beam must take the forced token
             masked = np.full_like(logprobs, -np.inf)
@@ -450,7 +394,7 @@ class BeamLaneState(LaneState):
 
     def _plain_step(self) -> bool:
         """No processor and no forced token: the beams score tokens by their raw log-probabilities."""
-        return not self.processors and self.step not in self.forced
+        return not self.chain.stages and self.step not in self.forced
 
     def _best_logprobs(self, softmaxes: list[Softmax | None]) -> tuple[np.ndarray, np.ndarray] | None:
         """Each beam's best `beams_to_keep` tokens and their log-probabilities (as log_softmax computes them),
@@ -534,26 +478,10 @@ def _log_normalizer(scores: np.ndarray, known_token: int, known_logprob: float) 
     return top + math.log(float(np.exp(scores.astype(np.float64) - top).sum()))
 
 
-def new_lane_state(
-    index: int,
-    spec: LaneSpec,
-    prompt_ids: list[int],
-    prefix: list[int],
-    eos_token_ids: list[int],
-    max_new_tokens: int,
-    top_n: int,
-    tokenizer: TokenText,
-) -> LaneState:
-    cls = BeamLaneState if spec.is_beam else SingleRowLaneState
-    return cls(index, spec, prompt_ids, prefix, eos_token_ids, max_new_tokens, top_n, tokenizer)
-
-
-def front_masks(chain: list) -> int:
-    """How many MaskProcessors open the chain (their stages are derived from the ids they ban)."""
-    count = 0
-    while count < len(chain) and isinstance(chain[count], MaskProcessor):
-        count += 1
-    return count
+def new_lane_state(index: int, spec: LaneSpec, *args: Any) -> LaneState:
+    """The state of a lane of `spec`'s kind (LaneState's arguments: prompt ids, prefix, eos ids, max_new_tokens,
+    top_n, tokenizer)."""
+    return (BeamLaneState if spec.is_beam else SingleRowLaneState)(index, spec, *args)
 
 
 @functools.lru_cache(maxsize=8)  # a fan-out's members share one scan of the vocabulary

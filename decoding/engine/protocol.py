@@ -113,6 +113,27 @@ class PositionLimit(Protocol):
     max_positions: int | None
 
 
+@runtime_checkable
+class PartialRows(Protocol):
+    """A source that returns part of each distribution (a served model's top-N log-probabilities, the rest -inf):
+    each record then says how much raw probability its step did not see (StepRecord.unseen_mass)."""
+
+    def unseen_mass(self) -> np.ndarray:
+        """float64 [rows]: per row of the logits the last prefill or step returned, the probability outside the
+        returned tokens (0.0 when a row is complete)."""
+        ...
+
+
+@runtime_checkable
+class InFlight(Protocol):
+    """A source whose calls wait on something outside the process (a server): Stop cancels what is in flight, and
+    the waiting call raises at once."""
+
+    def cancel_in_flight(self) -> None:
+        """Abort the requests in flight (from any thread); the call waiting on them raises."""
+        ...
+
+
 class TokenText(Protocol):
     """What the engine needs of a tokenizer."""
 

@@ -32,7 +32,8 @@ class Mismatch:
     def describe(self) -> str:
         if self.step is None:
             return f"lane {self.lane!r}: {self.detail}"
-        return f"lane {self.lane!r} step {self.step}: expected token {self.expected}, got {self.got}"
+        text = f"lane {self.lane!r} step {self.step}: expected token {self.expected}, got {self.got}"
+        return f"{text} ({self.detail})" if self.detail else text
 
 
 @dataclass
@@ -125,10 +126,31 @@ def _first_difference(lane: LaneTrace, other: LaneTrace) -> Mismatch | None:
     if step is None and len(a) != len(b):  # the same tokens, but one lane went on: the first extra token
         step = min(len(a), len(b))
     if step is not None:
-        return Mismatch(lane.name, step, a[step] if step < len(a) else None, b[step] if step < len(b) else None)
+        return Mismatch(lane.name, step, a[step] if step < len(a) else None, b[step] if step < len(b) else None,
+                        _how_much(lane, other, step))
     if (lane.sequences or None) != (other.sequences or None):
         return Mismatch(lane.name, None, None, None, "beam sequences differ (best sequence identical)")
     return None
+
+
+def _how_much(lane: LaneTrace, other: LaneTrace, step: int) -> str:
+    """By how much the step differs: each token's raw probability as recorded and as replayed (where both lanes
+    recorded the step and listed the token among their top-N)."""
+    if step >= len(lane.steps) or step >= len(other.steps):
+        return ""
+    recorded, replayed = lane.steps[step], other.steps[step]
+    parts = []
+    for token in dict.fromkeys((recorded.token_id, replayed.token_id)):
+        before, after = _raw_prob(recorded, token), _raw_prob(replayed, token)
+        if before is not None and after is not None:
+            parts.append(f"p_raw({token}) {before:.4g} recorded, {after:.4g} replayed")
+    return "; ".join(parts)
+
+
+def _raw_prob(record: StepRecord, token: int) -> float | None:
+    if record.token_id == token:
+        return record.prob_raw
+    return next((entry.prob for entry in record.top_raw if entry.id == token), None)
 
 
 def replay_not_taken(

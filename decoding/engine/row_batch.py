@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from decoding.chain.processors import Processor
-from decoding.chain.selectors import Draw, WalkedTokens, draw_among_best
+from decoding.chain.selectors import Candidates, Draw
 from decoding.engine.lane_state import SingleRowLaneState
 from decoding.records.stats import (
     Softmax,
@@ -59,8 +59,8 @@ def decide_together(lanes: Sequence[SingleRowLaneState], source_ms: float, top_n
 
 def _group_key(lane: SingleRowLaneState) -> tuple:
     """Lanes with equal keys process equal rows identically: the same batch, history length and processors. A
-    lane whose processors carry state (XTC's coin, mirostat's mu) is a group of its own (the per-row path)."""
-    return id(lane.batch), len(lane.tokens), lane.processors_key, id(lane) if lane.stateful else None
+    lane whose chain carries state (XTC's coin, mirostat's mu, adaptive) is a group of its own (the per-row path)."""
+    return id(lane.batch), len(lane.tokens), lane.chain.key, id(lane) if lane.chain.stateful else None
 
 
 @dataclass
@@ -96,8 +96,8 @@ class _RowGroup:
         self.top_n = top_n
         self.text = text
         self.batch = lanes[0].batch
-        self.chain: list[Processor] = lanes[0].processors
-        self.filters_only, self.masks_only = lanes[0].filters_only, lanes[0].masks_only
+        self.stages: list[Processor] = lanes[0].chain.stages
+        self.filters_only, self.masks_only = lanes[0].chain.filters_only, lanes[0].chain.masks_only
         lanes_of: dict[int, list[SingleRowLaneState]] = {}  # distinct batch row -> the lanes reading it
         for lane in lanes:
             lanes_of.setdefault(lane.rows[0], []).append(lane)
@@ -127,7 +127,7 @@ class _RowGroup:
         """The row's processed Softmax and top-N (None if it is not usual), its vocabulary-wide passes back to
         back."""
         raw, raw_softmax = self.batch.row(self.rows[slot]), self.raw_softmaxes[slot]
-        if not self.chain:
+        if not self.stages:
             return _Row(raw, None, raw_softmax, self.batch.best(self.rows[slot], self.top_n), True, None, None)
         if self.masks_only:
             row = self._masked_row(slot, raw_softmax)
@@ -151,7 +151,7 @@ class _RowGroup:
         compute a new Softmax (raw filtered, masked not accurate enough)."""
         ids = self.lanes_of[slot][0].history()  # every lane on a row has its history
         vocab = raw_softmax.row.size
-        bans = [processor.banned(ids, vocab) for processor in self.chain]
+        bans = [processor.banned(ids, vocab) for processor in self.stages]
         holes = bans[0] if len(bans) == 1 else np.unique(np.concatenate(bans))
         softmax = derived_softmax(raw_softmax, holes)
         if softmax is None:
@@ -169,21 +169,10 @@ class _RowGroup:
         return best if (processed[best] > -np.inf).all() else None
 
     def _choose(self, slot: int, row: _Row) -> list[_Choice]:
-        """The decisions of the row's lanes, while the row is in cache: a forced token (a replay's draw
-        skipped), argmax, or a draw with the lane's own generator."""
-        choices = []
-        walked = None
-        for lane in self.lanes_of[slot]:
-            token, draw = lane.forced_token(), None
-            forced = token is not None
-            if not forced and lane.sampler is None:
-                token = row.softmax.best_token()
-            elif not forced:
-                walked = walked or WalkedTokens(row.softmax, row.holes)
-                draw = draw_among_best(lane.sampler.next_u(), walked, row.best)
-                token = draw.token_id
-            choices.append(_Choice(lane, slot, token, draw, forced))
-        return choices
+        """The decisions of the row's lanes, while the row is in cache (SingleRowLaneState.choose: a forced
+        token, or the lane's selector: argmax or a draw with its own generator, the walk found once for all)."""
+        candidates = Candidates(row.processed, row.softmax, self.top_n, row.holes, row.best)
+        return [_Choice(lane, slot, *lane.choose(candidates)) for lane in self.lanes_of[slot]]
 
     def _records(self, rows: list[_Row | None], choices: list[_Choice]) -> list[StepRecord]:
         """Every choice's StepRecord; the processed spreads of the changed rows computed together."""

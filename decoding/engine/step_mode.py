@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
+from decoding.chain.chain import uniforms_drawn
 from decoding.chain.spec import LaneSpec, assign_seeds
 from decoding.engine.engine import Engine, Prefix, Run
 from decoding.engine.lane_state import BeamLaneState, BeamParent, empty_trace
@@ -226,7 +227,7 @@ class StepSession:
     def _run(self, lane: SteppedLane, forced: dict[int, int], limit: int) -> LaneTrace:
         """The lane run from its steps so far to `limit` tokens, `forced` taken besides its own forced steps."""
         steps = lane.steps
-        draws = sum((r.draw is not None) + (r.xtc_coin is not None) for r in steps)
+        draws = uniforms_drawn(steps)
         spec = self.spec_of(lane.spec.name)
         tokenizer = self.engine.tokenizer_of(spec, self.model.name) if steps else None
         prefix = Prefix([r.token_id for r in steps], [replace(r) for r in steps], draws, tokenizer) if steps else None

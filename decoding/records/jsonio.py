@@ -17,7 +17,8 @@ branched
 lane keeping its branch marker. Version 4 files (before lanes named their own model) read with every lane on the
 run's model. Every older file saves as version 5. A lane of another tokenizer than the run's (a later addition to
 version 5, optional) has `prompt_ids` and its model's `tokenizer`, and the divergences it takes part in the
-differing character `char` and the other lane's `step_b`; files without them read as before.
+differing character `char` and the other lane's `step_b`; files without them read as before. A lane on a served
+model (also optional in version 5) has its model's `served` and each step's `unseen_mass`.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 
 from decoding.analysis.analysis import analyze
 from decoding.analysis.session_tree import tree_of_lanes
+from decoding.analysis.why import WhyResult
 from decoding.records.explain import ExplainResult
 from decoding.records.trace import (
     READABLE_VERSIONS,
@@ -76,9 +78,15 @@ def to_dict(trace: RunTrace) -> dict[str, Any]:
     for record in [*data["lanes"], *data["tree"]]:  # optional: runs made outside the window have no colours, and
         if record["colour"] is None:  # their files stay as they were
             del record["colour"]
-    for lane in data["lanes"]:  # optional: only a lane of another tokenizer has them (files stay as they were)
-        _drop_unset(lane, "prompt_ids")
-        _drop_unset(lane["model"] or {}, "tokenizer")
+    for lane, source in zip(data["lanes"], trace.lanes, strict=True):
+        _drop_unset(lane, "prompt_ids")  # optional: only a lane of another tokenizer has them (files stay as they were)
+        if source.why:
+            lane["why"] = [_finite(why.to_dict()) for why in source.why]
+        else:
+            del lane["why"]
+        _drop_unset(lane["model"] or {}, "tokenizer", "served")
+        for step in lane["steps"]:  # optional: only a lane on a served model's top-N has it
+            _drop_unset(step, "unseen_mass")
     for divergence in (data["analysis"] or {}).get("divergences", []):
         _drop_unset(divergence, "char", "step_b")
     if trace.explanations:
@@ -210,6 +218,8 @@ def _lane(data: dict[str, Any]) -> LaneTrace:
     fields["steps"] = [_step(step) for step in data["steps"]]
     if data.get("model") is not None:
         fields["model"] = LaneModelInfo(**data["model"])
+    if data.get("why") is not None:
+        fields["why"] = [WhyResult.from_dict(why) for why in data["why"]]
     return LaneTrace(**fields)
 
 

@@ -20,3 +20,7 @@ class LaneModelInfo(ModelInfo):
     # its tokenizer's identity (tokenizer.json's sha256) when it is not the run's: the lane is compared with lanes
     # of another tokenizer by text, not token by token; None (not written): the run's tokenizer
     tokenizer: str | None = None
+    # a served model (runtime.served): protocol, url, model, vocab_size, alternatives (top-N it returns per step;
+    # equal to vocab_size: complete) and what the server reported about itself; None (not written): a local model.
+    # Never a secret: an API key comes from an environment variable and is not recorded.
+    served: dict | None = None

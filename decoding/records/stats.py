@@ -294,9 +294,13 @@ class LogitsRowCache:
     continuing identical rows, the beams of a lane that has just started). With a RowSummary from the
     source, a row's Softmax is read from it instead of computed."""
 
-    def __init__(self, logits: np.ndarray, summary: RowSummary | None = None) -> None:
+    def __init__(
+        self, logits: np.ndarray, summary: RowSummary | None = None, unseen: np.ndarray | None = None
+    ) -> None:
+        """`unseen`: per row, the probability a partial source (a served model's top-N) did not return."""
         self.logits = logits
         self.summary = summary
+        self.unseen = unseen
         self._softmax: dict[int, Softmax | None] = {}
         self._spreads: dict[int, Spread] = {}
         self._best: dict[int, np.ndarray] = {}

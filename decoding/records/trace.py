@@ -164,6 +164,10 @@ class StepRecord:
     varentropy_raw: float | None = None
     stages: list[StageRecord] | None = None  # the chain stage by stage (decoding.chain.stages); None without processors
     adaptive: str | None = None  # an adaptive lane's decision: "argmax", "sample" or "widen" (decoding.chain.adaptive)
+    # a lane on a served model's top-N (partial): the raw probability the server did not return (the tail), so the
+    # raw statistics are of the returned tokens renormalised; a true raw probability is prob_raw * (1 - unseen_mass).
+    # None (not written): the whole vocabulary was read
+    unseen_mass: float | None = None
 
     def __post_init__(self) -> None:
         self.top, self.top_raw = as_top_list(self.top), as_top_list(self.top_raw)
@@ -190,12 +194,14 @@ class LaneTrace:
     # the window's colour index of the lane (gui.present.colours: its nth colour, then patterns), so a saved or
     # autosaved run opens with each lane in its colour; None (not written): a run made outside the window
     colour: int | None = None
+    # "Why A, not B" at steps of this lane (decoding.analysis.why.WhyResult, checked as read); None (not written): none
+    why: list[Any] | None = None
 
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # 1: no fan-outs, critical points, replays, sweeps; 2: no llama.cpp samplers; 3: no session tree; 4: every lane
-# on the run's model
-READABLE_VERSIONS = (1, 2, 3, 4, 5)
+# on the run's model; 5: no "why" of a lane's step
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6)
 
 
 @dataclass

@@ -83,6 +83,19 @@ def check_value(value: Any, hint: Any, path: str) -> None:
         _refuse(path, _describe(hint), value)
 
 
+def _check_why(why, lane: LaneTrace, path: str) -> None:
+    """A lane's "why" belongs to one of its steps: its name, a step it took, and the step's context ending with the
+    lane's tokens before it."""
+    if why.lane != lane.name:
+        raise ValueError(f"{path}.lane: {why.lane!r}, not the lane's name")
+    if not 0 <= why.step < len(lane.steps):
+        raise ValueError(f"{path}.step: {why.step} (allowed 0..{len(lane.steps) - 1}, a step the lane took)")
+    if why.step and why.token_ids[-why.step :] != lane.token_ids[: why.step]:
+        raise ValueError(f"{path}.token_ids: do not end with the lane's tokens before step {why.step}")
+    if len(why.texts) != len(why.token_ids) or len(why.positions) != len(why.token_ids) - 1:
+        raise ValueError(f"{path}: one text per token and one position row per token but the last")
+
+
 def _is_named_tuple(hint: Any) -> bool:
     return isinstance(hint, type) and issubclass(hint, tuple) and hasattr(hint, "_fields")
 
@@ -103,6 +116,8 @@ def _check_lane(lane: LaneTrace, path: str) -> None:
         _check_ids(lane.prompt_ids, f"{path}.prompt_ids")
     if lane.colour is not None and lane.colour < 0:
         raise ValueError(f"{path}.colour: {lane.colour} (allowed: a colour index, 0 or more)")
+    for index, why in enumerate(lane.why or []):
+        _check_why(why, lane, f"{path}.why[{index}]")
     if lane.branch is not None:
         for key, hint in (("parent", str), ("step", int), ("token_id", int)):
             check_value(lane.branch.get(key), hint, f"{path}.branch.{key}")

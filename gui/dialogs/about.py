@@ -68,6 +68,7 @@ def about_rows(holder: ModelHolder | None, device: str, settings_path: Path | No
     model = f"{holder.name} ({holder.path})" if holder is not None else translate("About", "none")
     rows = [
         (translate("About", "Model"), model),
+        (translate("About", "Model licence"), licence_line(Path(holder.path)) if holder is not None else "—"),
         (translate("About", "Execution provider in use"), provider),
         (translate("About", "Device setting"), device),
         (translate("About", "Cache folder (models, logs)"), str(cache_root())),
@@ -75,6 +76,25 @@ def about_rows(holder: ModelHolder | None, device: str, settings_path: Path | No
     if settings_path is not None:
         rows.append((translate("About", "Settings file"), str(settings_path)))
     return rows
+
+
+def licence_line(model_dir: Path) -> str:
+    """The prepared model's licence as its manifest records it (name, whether accepted, where its text is)."""
+    from models.catalog import read_manifest
+
+    manifest = read_manifest(model_dir)
+    record = manifest.get("licence") or {}
+    name = record.get("name") or (manifest.get("source") or {}).get("license")
+    if not name:
+        return translate("About", "not recorded (see the model's own page)")
+    parts = [name]
+    if record.get("accepted"):
+        parts.append(translate("About", "accepted when prepared"))
+    if record.get("file") and (model_dir / record["file"]).is_file():
+        parts.append(str(model_dir / record["file"]))
+    elif record.get("url"):
+        parts.append(record["url"])
+    return " · ".join(parts)
 
 
 def _table_html(rows: list[tuple[str, str]]) -> str:

@@ -55,6 +55,20 @@ class Colours:
     warning: str  # "edited: Run to update"
     notice_error: str  # the notice bar's CSS
     notice_info: str
+    # "Why A, not B": a diverging scale from the background to push_a (toward A) or push_b (toward B), blue and
+    # vermilion (Okabe–Ito: apart for colour-vision deficiencies too); push_blend: the most of it a token's
+    # background takes, so its text stays readable (text >= 4.5:1 on it, tests/gui/test_why_view.py measures)
+    push_a: str = "#0072B2"
+    push_b: str = "#D55E00"
+    push_blend: float = 0.55
+
+    def push(self, fraction: float) -> str:
+        """Background of a token whose push is `fraction` of the strongest (> 0 toward A, < 0 toward B)."""
+        fraction = min(max(float(fraction), -1.0), 1.0)
+        end = self.push_a if fraction >= 0 else self.push_b
+        mix = abs(fraction) * self.push_blend
+        ground, tint = _rgb(self.background), _rgb(end)
+        return "#" + "".join(f"{round(g + (t - g) * mix):02x}" for g, t in zip(ground, tint, strict=True))
 
     def lane(self, index: int) -> str:
         return self.lanes[index % len(self.lanes)]
@@ -143,11 +157,18 @@ DARK = Colours(
     warning="#ffc670",
     notice_error="background:#4a1f1f;color:#ffcdd2;border:1px solid #c62828",
     notice_info="background:#1a2f45;color:#bbdefb;border:1px solid #1e88e5",
+    push_a="#56B4E9",
+    push_b="#E69F00",
+    push_blend=0.45,
 )
 
 _current = LIGHT
 # The marks' colours in effect, one dict for the whole program (gui.present.lane_html and the charts hold it).
 MARK_COLOURS: dict[str, str] = dict(LIGHT.marks)
+
+
+def _rgb(hex_colour: str) -> tuple[int, int, int]:
+    return tuple(int(hex_colour[i : i + 2], 16) for i in (1, 3, 5))
 
 
 def current() -> Colours:
@@ -180,7 +201,8 @@ def _pairs() -> dict[str, str]:
     pairs: dict[str, str] = {}
     for name in ("background", "ink", "muted", "faint", "hidden_lane", "token_text", "raw", "processed", "chosen",
                  "cutoff", "top_k", "draw", "beam_kept", "beam_kept_edge", "beam_pruned", "beam_pruned_fill",
-                 "beam_pruned_edge", "beam_finished", "beam_best", "error", "warning", "proposed_background"):
+                 "beam_pruned_edge", "beam_finished", "beam_best", "error", "warning", "proposed_background",
+                 "push_a", "push_b"):
         pairs[getattr(LIGHT, name).lower()] = getattr(DARK, name).lower()
     for light, dark in zip(LIGHT.lanes, DARK.lanes, strict=True):
         pairs[light.lower()] = dark.lower()

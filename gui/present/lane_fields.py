@@ -48,10 +48,6 @@ class Field:
         return _tooltip(parameter(self.name))
 
     @property
-    def needs_sampling(self) -> bool:
-        return self.applies_to is Strategies.SAMPLING
-
-    @property
     def needs_beams(self) -> bool:
         return self.applies_to is Strategies.BEAM
 
@@ -290,7 +286,11 @@ def describe(spec: LaneSpec, seed: bool = True) -> str:
 
 def model_label(model: str) -> str:
     """A lane's own model as its name and summary show it: a precision variant by its precision ("int4"), any
-    other model by its name (a folder by its last part)."""
+    other model by its name (a folder by its last part), a served model by its protocol and host
+    ("llamacpp 127.0.0.1:8080")."""
+    protocol, plus, rest = model.partition("+")
+    if plus and rest.startswith(("http://", "https://")):
+        return f"{protocol} {rest.split('://', 1)[1].split('?', 1)[0].rstrip('/')}"
     name = Path(model).name
     base, _, precision = name.rpartition("-")
     return precision if base and precision in VARIANTS else name

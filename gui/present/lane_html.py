@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from decoding.records.partial import mean_raw_entropy_bounds, partial_note
 from decoding.records.trace import StepRecord, TokenProb
 from gui.i18n import QT_TRANSLATE_NOOP, translate
 from gui.present import colours
@@ -377,7 +378,9 @@ def lane_summary(lane, divergence: int | None, critical: int, aligned: bool | No
     ties = critical
     split = "—" if divergence is None else str(divergence)
     tokens = translate("render", "{count} tok").format(count=len(steps))
-    text = f"{tokens}  p̄ {mean_p:.2f}  H̄ {mean_h:.2f}  {CRITICAL_GLYPH}{ties}  {DIVERGENCE_GLYPH}{split}"
+    bounds = mean_raw_entropy_bounds(lane)  # a served lane's top-N: the whole vocabulary's entropy as bounds
+    entropy = f"{mean_h:.2f}" if bounds is None else f"{bounds[0]:.2f}–{bounds[1]:.2f}"
+    text = f"{tokens}  p̄ {mean_p:.2f}  H̄ {entropy}  {CRITICAL_GLYPH}{ties}  {DIVERGENCE_GLYPH}{split}"
     where = (translate("render", "none") if divergence is None
              else translate("render", "step {step}").format(step=divergence))
     tip = translate("render", "{count} tokens ({reason}); mean p(chosen) {p}; mean entropy {entropy} nats; "
@@ -388,6 +391,18 @@ def lane_summary(lane, divergence: int | None, critical: int, aligned: bool | No
         text += "" if aligned else f"  ({comparison_words(aligned)})"
         tip += "; " + translate("render", "compared with the reference lane: {how}").format(
             how=comparison_words(aligned))
+    if bounds is None:
+        return text, tip
+    return _partial_summary(lane, text, tip, *bounds)
+
+
+def _partial_summary(lane, text: str, tip: str, low: float, high: float) -> tuple[str, str]:
+    """A lane on a served model's top-N: the header says so (decoding.records.partial)."""
+    note = partial_note(lane)
+    text += "  " + translate("render", "partial: {note}").format(note=note)
+    tip += "; " + translate("render", "partial: the server returned the {note} of each step: the lane's chain ran on "
+                                      "them, renormalised; the mean raw entropy of the whole vocabulary lies between "
+                                      "{low} and {high} nats").format(note=note, low=f"{low:.3f}", high=f"{high:.3f}")
     return text, tip
 
 

@@ -140,6 +140,18 @@ ACTIONS: tuple[ActionRow, ...] = (
         idle_only=True,
     ),
     ActionRow(
+        "why_selected_step",
+        QT_TRANSLATE_NOOP("actions", "Why this token?"),
+        ("Y",),
+        QT_TRANSLATE_NOOP(
+            "actions",
+            "For the selected step: each earlier token hidden from every later one in turn, and how much that moves "
+            "its token against the runner-up; where in depth the difference is made (Why tab)",
+        ),
+        idle_only=True,
+        lane_views_only=True,
+    ),
+    ActionRow(
         "compare_with_model",
         QT_TRANSLATE_NOOP("actions", "Compare with model…"),
         (),
@@ -218,6 +230,7 @@ MENUS: dict[str, tuple[str, ...]] = {
         "-",
         "undo_branch",
         "-",
+        "why_selected_step",
         "compare_with_model",
     ),
     QT_TRANSLATE_NOOP("actions", "&View"): (

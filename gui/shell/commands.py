@@ -93,6 +93,25 @@ class RunCommands(QObject):
         """Lane `lane` inside the model (its inspection model prepared on first use, off the GUI thread)."""
         self.controller.explain_lane(lane)
 
+    @Slot(int, int)
+    def why(self, lane: int, step: int) -> None:
+        """Why lane `lane` chose its token at `step`, not the runner-up (the Why tab)."""
+        self.controller.why(lane, step)
+
+    @Slot(int, int, int)
+    def why_not(self, lane: int, step: int, token_id: int) -> None:
+        """Why lane `lane` chose its token at `step`, not `token_id`."""
+        self.controller.why(lane, step, b=token_id)
+
+    @Slot()
+    def why_selected_step(self) -> None:
+        selection = self.state.selection
+        if selection is None:
+            self.state.show_notice(translate("RunCommands", "Select a token of a lane first (click it in the text): "
+                                                            "“Why” explains that step."), level="info")
+            return
+        self.why(selection.lane, selection.step)
+
     @Slot()
     def explain_selected_lane(self) -> None:
         if self.state.selection is None:

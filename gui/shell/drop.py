@@ -1,4 +1,5 @@
-"""A run file (JSON) dragged from a file manager and dropped anywhere on the window opens it. The read-only views
+"""A run file (JSON) dragged from a file manager and dropped anywhere on the window opens it; a GGUF model file
+is added as a model (prepared, then chosen). The read-only views
 (text columns, charts) let drops through to the window; the prompt editor keeps taking dropped text but hands
 a dropped run file to the window too."""
 
@@ -13,10 +14,10 @@ from PySide6.QtWidgets import QAbstractSpinBox, QLineEdit, QPlainTextEdit, QText
 from gui.state.run_state import RunState
 
 
-def run_file(mime: QMimeData) -> Path | None:
-    """The one local .json file a drag carries, or None."""
+def run_file(mime: QMimeData, suffix: str = ".json") -> Path | None:
+    """The one local file with that suffix (a run file) a drag carries, or None."""
     urls = [url for url in mime.urls() if url.isLocalFile()] if mime.hasUrls() else []
-    if len(urls) != 1 or not urls[0].toLocalFile().lower().endswith(".json"):
+    if len(urls) != 1 or not urls[0].toLocalFile().lower().endswith(suffix):
         return None
     return Path(urls[0].toLocalFile())
 
@@ -33,9 +34,10 @@ class RunFileDrop(QObject):
     rebuilt as lanes come and go) let drops through."""
 
     def __init__(self, window: QWidget, open_run: Callable[[Path], object], editor: QPlainTextEdit, texts: QWidget,
-                 state: RunState) -> None:
+                 state: RunState, open_gguf: Callable[[Path], object] | None = None) -> None:
         super().__init__(window)
         self.open_run = open_run
+        self.open_gguf = open_gguf
         window.setAcceptDrops(True)
         window.installEventFilter(self)
         editor.viewport().installEventFilter(self)  # a text edit takes drops on its viewport
@@ -53,10 +55,12 @@ class RunFileDrop(QObject):
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
         kind = event.type()
         if kind in (QEvent.Type.DragEnter, QEvent.Type.DragMove, QEvent.Type.Drop):
-            path = run_file(event.mimeData())
+            path, opener = run_file(event.mimeData()), self.open_run
+            if path is None and self.open_gguf is not None:
+                path, opener = run_file(event.mimeData(), ".gguf"), self.open_gguf
             if path is not None:
                 event.acceptProposedAction()
                 if kind == QEvent.Type.Drop:
-                    self.open_run(path)
+                    opener(path)
                 return True
         return super().eventFilter(watched, event)

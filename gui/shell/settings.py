@@ -263,14 +263,6 @@ def as_bounded(value: Any, low: int, high: int) -> int:
     return number
 
 
-def as_strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if not isinstance(value, list):
-        raise TypeError(f"expected a list, got {type(value).__name__}")
-    return [as_text(item) for item in value]
-
-
 def named_splitter(orientation: Qt.Orientation, name: str, widgets, sizes: list[int]) -> QSplitter:
     """A splitter whose sizes the settings keep (by its object name)."""
     splitter = QSplitter(orientation)

@@ -33,11 +33,14 @@ class TourRunner(QObject):
         self.state, self.controller, self.unsaved, self.show_view = state, controller, unsaved, show_view
         self._stop: tour.TourStop | None = None  # a stop whose run is on its way (its after-action follows)
         self._inside_stop: tour.TourStop | None = None  # a stop whose explanation is on its way
+        self._why_stop: tour.TourStop | None = None  # a stop whose "why" is on its way (then its explanation)
+        self._why_step: int | None = None
         self._starting_own_job = False  # the tour itself starts the job now (its banner stays)
         self.last_key: str | None = None  # the stop opened last (the tour dialog's Next goes on from it)
         state.events.connect("run_started", self._on_run_started)
         state.events.connect("run_finished", self._on_run_finished)
         state.events.connect("explanations_changed", self._on_explained)
+        state.events.connect("why_changed", self._on_why)
 
     def start(self, key: str) -> bool:
         """Set up a tour stop (prompt, lanes, view) and run it; its after-action follows the run."""
@@ -123,9 +126,30 @@ class TourRunner(QObject):
             self._run(stop)
         elif stop.after == "run_again":
             self._own(self.controller.replay)
+        elif stop.after == "why_contrast":
+            self._ask_why(stop)
         elif stop.after in ("explain_contrast", "explain_journey"):
             self._inside_stop = stop  # shown once the explanation is in (_on_explained)
             self.controller.explain_lane(0)
+
+    def _ask_why(self, stop: tour.TourStop) -> None:
+        """Why lane 0 chose the stop's contrast word at its first step choosing it (a notice when it never did)."""
+        steps = self.state.lanes[0].trace.steps if self.state.lanes else []
+        step = next((r.step for r in steps if r.token_text == stop.extra["contrast"]), None)
+        if step is None:
+            self.state.show_notice(translate("TourRunner", "This run never chose “{token}”: select a step and press "
+                                                           "Y to ask why it chose its token.").format(
+                token=stop.extra["contrast"]), level="info")
+            return
+        self._why_stop, self._why_step = stop, step
+        self.state.select(0, step)
+        if not self.controller.why(0, step):
+            self._why_stop = None
+
+    def _on_why(self, _index: int, _result) -> None:
+        if self._why_stop is not None:  # then the same step's attention, once explained
+            self._inside_stop, self._why_stop = self._why_stop, None
+            QTimer.singleShot(0, lambda: self.controller.explain_lane(0))
 
     def _on_explained(self) -> None:
         if self._inside_stop is not None:  # once every view has taken the explanation in
@@ -139,7 +163,13 @@ class TourRunner(QObject):
         if stop is None:  # a run started in between
             return
         result = self.state.explanation(0)
-        if stop.after == "explain_contrast":
+        if stop.after == "why_contrast":
+            query = result.prompt_length + self._why_step - 1  # the token whose output chose the contrast word
+            self.show_view("attention").show_look(query, word_span(result, stop.extra["concessive"],
+                                                                   within=result.prompt_length))
+            self.state.select(0, self._why_step)
+            self.show_view("why")
+        elif stop.after == "explain_contrast":
             prompt = result.prompt_length
             query = word_span(result, stop.extra["contrast"], last=True, within=prompt)[-1]
             self.show_view("attention").show_look(query, word_span(result, stop.extra["concessive"], within=prompt))

@@ -17,11 +17,12 @@ from gui.i18n import translate
 from gui.state.model_holder import ModelHolder
 from gui.state.requests import RunRequest, request_of
 from gui.state.run_state import RunState
-from gui.state.tasks import branch, bring_back, explain, model_compare, replay, run, step_mode, sweep
+from gui.state.tasks import branch, bring_back, explain, model_compare, replay, run, step_mode, sweep, why
 from gui.state.tasks.base import Task
 from gui.state.tasks.messages import (
     Message,
     PrefillMessage,
+    ProgressMessage,
     ProviderMessage,
     RunStartedMessage,
     StatusMessage,
@@ -172,6 +173,10 @@ class RunController:
         """What lane `index` does inside the model (attention, logit lens), stored with the run."""
         return self._start(explain.prepare(self, index))
 
+    def why(self, index: int, step: int, a: int | None = None, b: int | None = None) -> bool:
+        """Why lane `index` chose A (default: its token), not B (default: the runner-up), at `step`."""
+        return self._start(why.prepare(self, index, step, a, b))
+
     def compare_with_model(self, index: int, other: str | Path) -> bool:
         """Lane `index`'s tokens read by a second prepared model (`other`: a name or folder) and the run's own."""
         return self._start(model_compare.prepare(self, index, other))
@@ -272,6 +277,8 @@ class RunController:
             self.state.set_running_trace(message.trace)
         elif isinstance(message, PrefillMessage):
             self.state.set_prefill(message.done, message.total)
+        elif isinstance(message, ProgressMessage):
+            self.state.set_task_progress(message.done, message.total)
         elif isinstance(message, StatusMessage):
             self.state.set_status(message.text)
         elif isinstance(message, ProviderMessage):

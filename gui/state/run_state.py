@@ -47,6 +47,8 @@ EVENTS: dict[str, str] = {
     "sweeps_changed": "()  a temperature sweep was added to the shown run",
     "explanations_changed": "()  a lane's explanation (attention, logit lens) was added to the shown run",
     "model_comparison_changed": "()  a lane's comparison with a second model was added or dropped",
+    "why_changed": "(index, result)  a \"Why A, not B\" (decoding.analysis.why.WhyResult) was added to lane index",
+    "task_progress": "(done, total)  a task's own progress (a knock-out's rows); (0, 0) when it ended",
     "prefill_progress": "(done, total)  prompt tokens read so far while a job reads its prompt; (0, 0) when done",
     "request_changed": "(request)  the RunRequest the next run is asked for (prompt, settings, branch, device)",
     "tree_changed": "()  the session tree grew, lost nodes, or a node's bookmark, note or visibility changed",
@@ -63,9 +65,6 @@ class Events:
         if name not in self._listeners:
             raise KeyError(f"no event {name!r}: allowed {', '.join(self._listeners)}")
         self._listeners[name].append(callback)
-
-    def disconnect(self, name: str, callback: Callable) -> None:
-        self._listeners[name].remove(callback)
 
     def emit(self, name: str, *args) -> None:
         for callback in list(self._listeners[name]):
@@ -538,6 +537,29 @@ class RunState:
         self.events.emit("explanations_changed")
         self.events.emit("run_finished")
 
+    def add_why(self, lane_name: str, result) -> None:
+        """Store a "Why A, not B" of one of a lane's steps with it (Save writes it); it replaces one of the same
+        step and candidates."""
+        self.job = None
+        self.events.emit("task_progress", 0, 0)
+        index = next((i for i, lane in enumerate(self.lanes) if lane.name == lane_name), None)
+        if index is not None:
+            trace = self.lanes[index].trace
+            same = (result.step, result.a.token_id, result.b.token_id)
+            kept = [w for w in trace.why or [] if (w.step, w.a.token_id, w.b.token_id) != same]
+            trace.why = [*kept, result]
+            self.events.emit("why_changed", index, result)
+        self.events.emit("run_finished")
+
+    def whys_at(self, index: int, step: int) -> list:
+        """The stored "why" results of lane `index`'s step, oldest first."""
+        if not 0 <= index < len(self.lanes):
+            return []
+        return [w for w in self.lanes[index].trace.why or [] if w.step == step]
+
+    def set_task_progress(self, done: int, total: int) -> None:
+        self.events.emit("task_progress", done, total)
+
     def set_model_comparison(self, comparison: ModelComparison | None) -> None:
         """Show a lane's comparison with a second model (None: none); a job that made it has ended."""
         if comparison is not None:
@@ -567,6 +589,7 @@ class RunState:
     def fail_job(self) -> None:
         """The job failed: what streamed so far stays."""
         self.job = None
+        self.events.emit("task_progress", 0, 0)
         self.events.emit("run_finished")
 
     def show_trace(self, trace: RunTrace, specs: list[LaneSpec]) -> None:

@@ -19,6 +19,8 @@ AFTER_ACTIONS = {
     "select_first_divergence": "select lane 1 where its text first departs from lane 0's",
     "explain_contrast": "explain lane 0 and show where extra['contrast'] looks back at extra['concessive']",
     "explain_journey": "explain lane 0 and show the logit lens where its choice settles latest",
+    "why_contrast": "ask why lane 0 chose extra['contrast'] (its first such step) and not the runner-up, then explain "
+                    "lane 0 and show where that step looks back at extra['concessive'], ending on the Why view",
     "compare_models": "select lane 0 where lane 1 (on extra['variant']) departs from it, and read lane 0's tokens "
                       "with that variant (the Model comparison view)",
 }
@@ -220,6 +222,33 @@ STOPS += [
             "Each row is what the model would say if it stopped after that layer: the early layers mostly echo "
             "the current word, and the final choice reaches the top only late. The red frames follow it up "
             "the layers; the line above the table says where it settles.",
+        ),
+    ),
+]
+
+# Why A, not B (issue 35): the plain prompt, where SmolLM2 writes the ungrammatical " but" after a leading
+# "Although" (with any word before "Although" it writes " he" instead: measured 2026-12-02). Knocked out,
+# " tried" and " to" push toward " but"; "Although" at position 0 is also the attention sink, so hiding it moves
+# more than its meaning (its push is toward " and").
+STOPS += [
+    TourStop(
+        key="why_but",
+        title=QT_TRANSLATE_NOOP("tour", "Which words pushed “ but”?"),
+        prompt="Although he tried to open the door,",
+        lanes=(TourLane(LaneSpec("greedy")),),
+        view="why",
+        after="why_contrast",
+        max_new_tokens=8,
+        extra={"contrast": " but", "concessive": "Although"},
+        text=QT_TRANSLATE_NOOP(
+            "tour",
+            "The model writes “ but” after “Although …,” (the 虽然 … 但 pattern, wrong in English). The Why tab "
+            "hides each earlier word from every later one in turn and shows how much that moves “ but” against "
+            "the runner-up: blue words pushed toward “ but”, orange ones away. “Although” is also the first "
+            "token, where attention parks (the sink), so hiding it moves more than its meaning. The Attention "
+            "tab shows where the same step looks. The Chinese version (虽然 → 但) needs a model that writes "
+            "Chinese and whose prepared graph takes a per-row attention mask: gemma-3-270m writes 但是 after "
+            "我虽然很累， but its graph does not take one yet (“Why” says so).",
         ),
     ),
 ]

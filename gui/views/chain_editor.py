@@ -117,10 +117,6 @@ class ChainEditor(QWidget):
         self._apply(chain)
         self.list.setCurrentRow(min(max(row + delta, 0), len(chain) - 1))
 
-    def set_chain(self, chain: list[str]) -> None:
-        """Apply the processors in this order (what a drag or ▲▼ does)."""
-        self._apply(chain)
-
     def _on_dragged(self, *_args) -> None:
         QTimer.singleShot(0, lambda: self._apply(self.chain()))  # after the drop: the list is redrawn from the lane
 

@@ -71,6 +71,7 @@ class StepInspector(QWidget):
     branchRequested = Signal(int, int, int)  # lane index, step, token id
     forceRequested = Signal(int, int)  # step, token id
     replayRequested = Signal(int, int)  # lane index, step: replay the branch not taken
+    whyNotRequested = Signal(int, int, int)  # lane index, step, token id: why the chosen token and not this one
 
     def __init__(self, state: RunState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -127,12 +128,6 @@ class StepInspector(QWidget):
         self._stages.setVisible(False)
         self._beams.setText("")
         self._beams.setVisible(False)
-
-    def set_max_rows(self, rows: int) -> None:
-        if rows < 2:
-            raise ValueError(f"max_rows={rows} must be >= 2")
-        self._max_rows = rows
-        self._redraw()
 
     def set_overlay(self, overlay: bool) -> None:
         """Raw and processed bars overlaid (processed drawn inside raw) instead of side by side."""
@@ -434,6 +429,10 @@ class StepInspector(QWidget):
         if self._member == 0 and self.state.proposed_step(self._lane_index) == step.step:
             forced += translate("inspector", " · proposed, not yet taken")
         name = self._lane.name if self._member else self.state.lanes[self._lane_index].name
+        if step.unseen_mass:  # a served model's top-N (decoding.records.partial): the bars are of what it returned
+            forced += translate("inspector", " · partial: the server did not return {mass} of the raw probability "
+                                             "(bars renormalised over what it returned)").format(
+                mass=f"{step.unseen_mass:.1%}")
         title = translate("inspector", "{name} · step {step} · chose “{token}” (id {token_id}){forced}")
         return title.format(name=name, step=step.step, token=token, token_id=step.token_id, forced=forced)
 
@@ -655,6 +654,10 @@ class StepInspector(QWidget):
         menu.addAction(
             translate("inspector", "Force “{token}” for all lanes at step {step}").format(token=token, step=step),
             lambda: self.forceRequested.emit(step, row.token_id),
+        )
+        menu.addAction(
+            translate("inspector", "Why the chosen token and not “{token}”?").format(token=token),
+            lambda: self.whyNotRequested.emit(self._lane_index, step, row.token_id),
         )
         return menu
 

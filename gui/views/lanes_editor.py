@@ -383,6 +383,11 @@ class LanesEditor(QWidget):
         self._select_row(index)
         return index
 
+    def add_served(self, address: str) -> int:
+        """A greedy lane on a served model (the model picker's "Add a server…"), at the end. Returns its index."""
+        self.show_message("")
+        return self.add_spec(LaneSpec("served greedy", model=address))
+
     def show_message(self, text: str, error: bool = True) -> None:
         colour = colours.current().error if error else colours.current().muted
         self.message.setStyleSheet(f"color:{colour};{'font-weight:bold' if error else ''}")

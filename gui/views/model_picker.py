@@ -1,6 +1,9 @@
-"""Model picker: the prepared models in the cache, each with its precision and size on disk, plus "Add local
-folder…" (an optimum ONNX export is registered as it is, a Hugging Face model folder is exported; both run in the
-setup dialog) and "Add precision variant…" (the variants dialog, for the current model)."""
+"""Model picker: the prepared models in the cache, each with its precision and size on disk; the catalog's entries
+not prepared yet and the GGUF files found on the computer (prepared when chosen: gui.dialogs.add_model); then
+"Add model from Hugging Face…" (the hub dialog), "Add GGUF file…", "Add local folder…" (an optimum ONNX export is
+registered as it is, a Hugging Face model folder is exported; both run in the setup dialog), "Add precision
+variant…" (the variants dialog, for the current model) and "Add a server…" (a served model: the server dialog; a
+lane on it is added)."""
 
 from __future__ import annotations
 
@@ -9,13 +12,24 @@ from pathlib import Path
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import QComboBox, QFileDialog, QMessageBox, QWidget
 
+from gui.dialogs import add_model
 from gui.dialogs.setup_dialog import SetupDialog
 from gui.dialogs.variant_dialog import VariantDialog
 from gui.i18n import translate
 
+ADD_HUB = "add-hub"
+ADD_GGUF = "add-gguf"
 ADD_FOLDER = "add-folder"
 ADD_VARIANT = "add-variant"
-ACTIONS = (ADD_FOLDER, ADD_VARIANT)  # the entries that are commands, not models
+ADD_SERVER = "add-server"
+ACTIONS = (ADD_HUB, ADD_GGUF, ADD_FOLDER, ADD_VARIANT, ADD_SERVER)  # the entries that are commands, not models
+CATALOG = "catalog:"  # + an entry's name: prepared when chosen
+FOUND = "found:"  # + a found GGUF's path: prepared when chosen
+
+
+def is_model(data) -> bool:
+    """The entry is a prepared model's folder (not a command, a catalog entry or a found file)."""
+    return bool(data) and data not in ACTIONS and not str(data).startswith((CATALOG, FOUND))
 
 
 def folder_kind(path: Path) -> str | None:
@@ -30,6 +44,7 @@ def folder_kind(path: Path) -> str | None:
 class ModelPicker(QComboBox):
     modelChosen = Signal(object)  # Path of a prepared model folder
     variantPrepared = Signal(str)  # what the new variant is and how it reads against fp32 (a notice)
+    serverAdded = Signal(str)  # a served model's address (runtime.served): a lane on it is added
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -37,6 +52,7 @@ class ModelPicker(QComboBox):
         self.setToolTip(translate("model_picker", "The run's model: every lane that names no model of its own runs "
                                                   "on it (the lanes editor's model field)"))
         self._extra: list[Path] = []
+        self._found: dict = {}  # path → the found GGUF listed
         self.current: Path | None = None  # the model shown as chosen (the variants dialog's model)
         self.refresh()
         self.activated.connect(self._on_activated)
@@ -54,13 +70,32 @@ class ModelPicker(QComboBox):
         for path in self._extra:
             if path not in known:
                 self.addItem(model_line(model_info(path)), str(path))
+        self.add_offers()
+        self.addItem(translate("model_picker", "Add model from Hugging Face…"), ADD_HUB)
+        self.addItem(translate("model_picker", "Add GGUF file…"), ADD_GGUF)
         self.addItem(translate("model_picker", "Add local folder…"), ADD_FOLDER)
         self.addItem(translate("model_picker", "Add precision variant…"), ADD_VARIANT)
         self.setItemData(self.count() - 1, translate("model_picker", "fp16, int8, int4 or q4_1 weights of the chosen "
                                                                     "model, made offline and checked against fp32"),
                          Qt.ItemDataRole.ToolTipRole)
+        self.addItem(translate("model_picker", "Add a server…"), ADD_SERVER)
+        self.setItemData(self.count() - 1, translate("model_picker", "A lane on a model served by llama.cpp's server, "
+                                                                    "vLLM or SGLang"), Qt.ItemDataRole.ToolTipRole)
         self.blockSignals(False)
         self.select(select or self.current)
+
+    def add_offers(self) -> None:
+        """The catalog's entries not prepared yet and the GGUFs found on the computer, each prepared when chosen."""
+        from gui.present.model_offers import entry_details, entry_line, found_ggufs, unprepared_entries
+
+        self._found = {str(item.path): item for item in found_ggufs()}
+        for entry in unprepared_entries():
+            self.addItem(entry_line(entry), CATALOG + entry.name)
+            self.setItemData(self.count() - 1, entry_details(entry), Qt.ItemDataRole.ToolTipRole)
+        for key, item in self._found.items():
+            self.addItem(item.line(), FOUND + key)
+            if item.refused:
+                self.setItemData(self.count() - 1, item.refused, Qt.ItemDataRole.ToolTipRole)
 
     def select(self, path: Path | None) -> None:
         if path is None:
@@ -82,20 +117,55 @@ class ModelPicker(QComboBox):
 
     @Slot(int)
     def _on_activated(self, index: int) -> None:
-        data = self.itemData(index)
-        if data == ADD_FOLDER:
-            self.add_folder()
-        elif data == ADD_VARIANT:
-            self.add_variant()
+        data = self.itemData(index) or ""
+        commands = {ADD_HUB: self.add_from_hub, ADD_GGUF: self.add_gguf, ADD_FOLDER: self.add_folder,
+                    ADD_VARIANT: self.add_variant, ADD_SERVER: self.add_server}
+        if data in commands:
+            commands[data]()
+        elif data.startswith(CATALOG):
+            self.add_catalog_entry(data.removeprefix(CATALOG))
+        elif data.startswith(FOUND):
+            found = self._found[data.removeprefix(FOUND)]
+            self.adopt(add_model.prepare_gguf_file(self, found.path, found.name))
         elif data:
             self.modelChosen.emit(Path(data))
+
+    def adopt(self, prepared: Path | None) -> None:
+        """A model just prepared (or None: cancelled or failed) is listed and chosen."""
+        self.refresh(prepared)
+        if prepared is None:
+            self.show_current()
+        else:
+            self.modelChosen.emit(prepared)
+
+    @Slot()
+    def add_from_hub(self) -> None:
+        self.show_current()
+        self.adopt(add_model.add_from_hub(self))
+
+    @Slot()
+    def add_gguf(self) -> None:
+        self.show_current()
+        path = add_model.choose_gguf_file(self)
+        if path is not None:
+            self.add_gguf_path(path)
+
+    def add_gguf_path(self, path: Path) -> None:
+        """A GGUF file chosen in the file dialog or dropped on the window, prepared and chosen."""
+        self.adopt(add_model.prepare_gguf_file(self, Path(path)))
+
+    def add_catalog_entry(self, name: str) -> None:
+        from models.catalog import catalog_entry
+
+        self.show_current()
+        self.adopt(add_model.prepare_entry(self, catalog_entry(name)))
 
     @Slot()
     def add_variant(self) -> None:
         """The variants dialog for the chosen model (else the first prepared one); new variants are listed."""
         self.show_current()
         model = self.current or next((Path(self.itemData(i)) for i in range(self.count())
-                                      if self.itemData(i) not in ACTIONS), None)
+                                      if is_model(self.itemData(i))), None)
         if model is None:
             QMessageBox.information(self, translate("model_picker", "Add precision variant"),
                                     translate("model_picker", "No model is prepared yet: a precision variant is made "
@@ -120,6 +190,20 @@ class ModelPicker(QComboBox):
         self.variantPrepared.emit(translate("model_picker", "Precision variant {line} prepared; against fp32: "
                                                             "{check}.").format(
             line=self.itemText(self.findData(str(folder))), check=validation_text(info.manifest)))
+
+    @Slot()
+    def add_server(self) -> None:
+        """The server dialog; OK with an address adds a lane on it (serverAdded)."""
+        self.show_current()
+        dialog = self.server_dialog()
+        if dialog.exec() and dialog.name():
+            self.serverAdded.emit(dialog.name())
+        dialog.deleteLater()
+
+    def server_dialog(self):
+        from gui.dialogs.server_dialog import ServerDialog
+
+        return ServerDialog(self)
 
     @Slot()
     def add_folder(self) -> None:

@@ -27,11 +27,12 @@ from gui.views.redraw import RedrawScheduler
 from gui.views.session_tree_view import SessionTreeView
 from gui.views.sweep_view import SweepView
 from gui.views.timeline import Timeline
+from gui.views.why_view import WhyView
 
 STEP, CHARTS = "step", "charts"  # the tab groups: the selected step (left), the run (right)
 BRANCH_SIGNALS = {"branchRequested": "branch", "forceRequested": "force_for_all", "replayRequested": "replay_not_taken"}
 # the lane texts' signals (the text panel is not a tabbed view)
-TEXT_SIGNALS = {**BRANCH_SIGNALS, "explainRequested": "explain_lane",
+TEXT_SIGNALS = {**BRANCH_SIGNALS, "explainRequested": "explain_lane", "whyRequested": "why",
                 "compareModelRequested": "compare_lane_with_model"}
 
 
@@ -82,13 +83,15 @@ def _lens_size(state: RunState) -> tuple[int, int]:
 
 VIEWS: tuple[ViewRow, ...] = (
     ViewRow("inspector", lambda s, _r: StepInspector(s), STEP, QT_TRANSLATE_NOOP("views", "Step"), _fixed(820, 560),
-            BRANCH_SIGNALS, export_rank=2),
+            {**BRANCH_SIGNALS, "whyNotRequested": "why_not"}, export_rank=2),
     ViewRow("attention", lambda s, _r: AttentionView(s), STEP, QT_TRANSLATE_NOOP("views", "Attention"),
             _fixed(1100, 640), {"explainRequested": "explain_lane"}, export_rank=8),
     ViewRow("lens", lambda s, _r: LensView(s), STEP, QT_TRANSLATE_NOOP("views", "Logit lens"), _lens_size,
             {"explainRequested": "explain_lane"}, export_name="logit_lens", export_rank=9),
     ViewRow("tokens_view", lambda s, _r: TokenView(s), STEP, QT_TRANSLATE_NOOP("views", "Tokens"),
             _fixed(1000, 400), export_name="tokens", export_rank=7),
+    ViewRow("why", lambda s, _r: WhyView(s), STEP, QT_TRANSLATE_NOOP("views", "Why"), _fixed(1000, 900),
+            {"whyRequested": "why", "cancelRequested": "stop"}, export_rank=13),
     ViewRow("timeline", Timeline, CHARTS, QT_TRANSLATE_NOOP("views", "Timeline"), _timeline_size, export_rank=0),
     ViewRow("lane_map", LaneStepMap, CHARTS, QT_TRANSLATE_NOOP("views", "Lane map"), _lane_map_size, export_rank=1),
     ViewRow("session_tree", SessionTreeView, CHARTS, QT_TRANSLATE_NOOP("views", "Session tree"), _session_tree_size,

@@ -235,6 +235,8 @@ class TokenBrowser(QTextBrowser):
             label = words.format(token=piece_label(token.text, None, panel.pending_of(lane, record.step)),
                                  prob=format_prob(token.prob))
             _add(menu, label, self, lambda _checked=False: panel.request_replay(lane, record.step))
+        _add(menu, translate("text_view", "Why this token and not the runner-up? (Y)"), self,
+             lambda _checked=False: panel.request_why(lane, record.step))
         _add(menu, translate("text_view", "Explain this lane: attention, logit lens"), self,
              lambda _checked=False: panel.request_explain(lane))
         _add(menu, translate("text_view", "Compare this lane with another model…"), self,
@@ -371,6 +373,7 @@ class TextPanel(QWidget):
     forceRequested = Signal(int, int)  # step, token id (every lane)
     replayRequested = Signal(int, int)  # lane, step: the branch not taken
     explainRequested = Signal(int)  # lane
+    whyRequested = Signal(int, int)  # lane, step: why its token and not the runner-up
     compareModelRequested = Signal(int)  # lane: read its tokens with a second model
 
     def __init__(self, state: RunState, scheduler: RedrawScheduler, parent: QWidget | None = None) -> None:
@@ -431,6 +434,9 @@ class TextPanel(QWidget):
 
     def request_replay(self, lane: int, step: int) -> None:
         self.replayRequested.emit(lane, step)
+
+    def request_why(self, lane: int, step: int) -> None:
+        self.whyRequested.emit(lane, step)
 
     def request_explain(self, lane: int) -> None:
         self.explainRequested.emit(lane)

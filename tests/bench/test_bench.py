@@ -103,3 +103,10 @@ def test_quick_busy_item_reports_each_setting_under_each_load(tiny_model_dir: Pa
     assert rows["2 busy processes: step / quiet step, 1 thread"] > 0
     assert "quiet: step 1 thread / default (spinning)" in rows
     assert all(math.isfinite(v) and v > 0 for v in rows.values())
+
+
+def test_quick_served_item_says_why_it_skips_without_a_server_or_a_gguf(tiny_model_dir: Path, tmp_path: Path):
+    """The tiny model keeps no GGUF (and this machine may have no llama-server): skipped, saying which."""
+    _, results = run_quick(tiny_model_dir, tmp_path, "served")
+    assert results["rows"] == [] and set(results["skipped"]) == {"served"}
+    assert "llama-server is not built" in results["skipped"]["served"] or "keeps no" in results["skipped"]["served"]

@@ -21,8 +21,8 @@ def cache(tmp_path, monkeypatch) -> Path:
 def test_prepare_error_is_one_line_and_exit_2(cache, tmp_path, capsys):
     assert main.main(["prepare", "--gguf", str(tmp_path / "missing.gguf")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("branchpoint: prepare failed at stage 'verify': GGUF file ")
-    assert err[-1].endswith("missing.gguf does not exist")
+    assert len(err) == 1 and err[0].startswith("branchpoint: ")
+    assert err[0].endswith("missing.gguf is not a file")
 
 
 def test_name_is_refused_for_the_default_model(cache, capsys):
@@ -42,7 +42,7 @@ def test_models_lists_prepared_models(cache, tiny_model_dir, capsys):
     prepare.register_onnx_folder(tiny_model_dir, name="tiny")
     assert main.main(["models"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].split() == ["NAME", "PRECISION", "SIZE", "SOURCE", "CREATED", "PROVIDERS", "STATUS"]
+    assert out[0].split() == ["NAME", "PRECISION", "SIZE", "SOURCE", "LICENCE", "CREATED", "PROVIDERS", "STATUS"]
     row = out[1]
     assert row.split()[:2] == ["tiny", "fp32"] and "onnx-folder:" in row and "CPU" in row and row.endswith("ok")
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import main
+from decoding.records.trace import SCHEMA_VERSION
 from runfiles import run_file
 
 REPO = Path(__file__).resolve().parents[2]
@@ -70,7 +71,7 @@ def test_the_llama_cpp_samplers_run_from_the_command_line_and_replay(capsys, tin
     code, out, err = cli(capsys, *argv, *(arg for lane in lanes for arg in ("--lane", lane)))
     assert code == 0, err
     data = json.loads(path.read_text(encoding="utf-8"))
-    assert data["schema_version"] == 5 and data["lanes"][1]["steps"][0]["mirostat_mu"] == 6.0
+    assert data["schema_version"] == SCHEMA_VERSION and data["lanes"][1]["steps"][0]["mirostat_mu"] == 6.0
     assert data["lanes"][0]["config"]["dry_sequence_breakers"] == ["\n", ":", '"', "*"]
     assert data["lanes"][3]["processors"] == ["top_k", "temperature"]  # llama.cpp's order: temperature last
     code, out, err = cli(capsys, "replay", str(path), "--model", str(tiny_model_dir))
@@ -280,3 +281,26 @@ def test_the_progress_line_counts_the_prompt_tokens_read(capsys):
     bar.prefill(4000, 4000)  # read: the step line takes over
     _, err = capsys.readouterr()
     assert err == "\r[###.......] reading the prompt: 1,536 / 4,000 tokens "
+
+
+def test_a_lane_on_a_served_model_runs_beside_the_local_one_and_says_it_is_partial(capsys, tiny_model_dir, tmp_path):
+    """The fake llama.cpp server's tokenizer is not the tiny model's: its lane reads the prompt with the server's,
+    and a server that stops mid-run ends only that lane, with the message printed and its steps kept."""
+    from tests.fake_server import FakeModelServer
+
+    server = FakeModelServer("llamacpp").start()
+    path = tmp_path / "run.json"
+    try:
+        code, out, err = cli(capsys, "run", "--model", str(tiny_model_dir), "--prompt", "<1><2>", "--max-new-tokens",
+                             "5", "--lane", "greedy", "--lane", f"greedy:model={server.name}?alternatives=16,name=srv",
+                             "--json", str(path), "--device", "cpu")
+    finally:
+        server.stop()
+    assert code == 0, err
+    assert "srv [length, 5 tok, partial: top 16 of 64; tail ≤ " in out
+    assert f"on llamacpp {server.url} (fake-model) · partial: top 16 of 64" in out and "raw entropy " in out
+    saved = run_file.load(path)
+    assert saved.lanes[1].model.served["url"] == server.url and saved.lanes[1].prompt_ids == [1, 2]
+    code, out, err = cli(capsys, "run", "--model", str(tiny_model_dir), "--prompt", "<1><2>", "--max-new-tokens", "3",
+                         "--lane", "greedy", "--lane", f"greedy:model={server.name}", "--device", "cpu")
+    assert code == 2 and "connection refused" in err  # nothing listens any more: refused before the run

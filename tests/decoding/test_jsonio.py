@@ -20,7 +20,7 @@ import pytest
 from decoding.chain.spec import Branch, LaneSpec
 from decoding.engine.engine import Engine
 from decoding.records import jsonio
-from decoding.records.trace import PromptInfo, TokenProb, TopList, as_top_list
+from decoding.records.trace import SCHEMA_VERSION, PromptInfo, TokenProb, TopList, as_top_list
 from runfiles import run_file
 from tests.fake_source import FakeSource, FakeTokenizer
 
@@ -187,7 +187,7 @@ def test_fanouts_replays_and_sweeps_round_trip_byte_identical(tmp_path):
     trace = featured_trace()
     data = jsonio.to_dict(trace)
     jsonschema.validate(data, run_file.schema())
-    assert data["schema_version"] == 5
+    assert data["schema_version"] == SCHEMA_VERSION
     assert data["settings"]["critical"] == {"draw_distance": 0.05, "ratio": 0.7, "min_prob": 0.08}
     assert data["lanes"][2]["fanout"] == {"group": "hot", "member": 1} and data["lanes"][2]["config"]["seed"] == 5
     assert data["lanes"][-1]["replay_of"] == {"lane": "greedy", "step": 2, "token_id": 5}
@@ -209,7 +209,7 @@ def test_a_version_1_file_opens_with_its_analysis_and_critical_points():
     stored = json.loads(path.read_text(encoding="utf-8"))
     assert stored["schema_version"] == 1
     trace = run_file.load(path)
-    assert trace.schema_version == 5 and trace.sweeps == []
+    assert trace.schema_version == SCHEMA_VERSION and trace.sweeps == []
     # before the session tree: one level, every lane a node under the prompt; the branch keeps its marker
     assert [(node.lane, node.parent, node.step) for node in trace.tree] == [
         ("greedy", None, 0), ("beam-2", None, 0), ("hot", None, 0), ("branch", None, 0)]
@@ -229,9 +229,9 @@ def test_a_version_1_file_opens_with_its_analysis_and_critical_points():
 
 def test_an_unreadable_version_names_the_readable_ones():
     data = jsonio.to_dict(fake_trace())
-    data["schema_version"] = 6
+    data["schema_version"] = 7
     with pytest.raises(jsonio.TraceFormatError,
-                       match="schema_version 6; this Branchpoint reads version 1 or 2 or 3 or 4 or 5"):
+                       match="schema_version 7; this Branchpoint reads version 1 or 2 or 3 or 4 or 5 or 6"):
         jsonio.loads(json.dumps(data))
 
 
@@ -383,3 +383,52 @@ def test_a_negative_node_colour_is_refused_naming_the_node():
         jsonio.loads(json.dumps(data))
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(data, run_file.schema())
+
+
+def why_of(lane, step: int, prompt_ids: list[int]):
+    """A "why" of a lane's step as the window stores it (numbers made up, shapes as measured)."""
+    import numpy as np
+
+    from decoding.analysis.why import Candidate, DepthSplit, WhyResult, pushes
+
+    context = [*prompt_ids, *lane.token_ids[:step]]
+    texts = [f"t{t}" for t in context]
+    rows = pushes([[j] for j in range(len(context) - 1)], texts, [1.5, 0.25], 2.0,
+                  np.array([[1.0 - 0.1 * j, 0.5] for j in range(len(context) - 1)]), np.full(len(context) - 1, 2.1),
+                  np.arange(len(context) - 1))
+    depth = DepthSplit(1.25, 0.5, [0.25, -0.5], [1.0, 0.0], [[0.125, 0.125], [-0.25, -0.25]], 0.0, [0.0, 0.0], 3.5)
+    return WhyResult(lane.name, step, Candidate(lane.token_ids[step], "a"), Candidate(7, "b ✓"), context, texts,
+                     len(prompt_ids), 1.5, 0.25, 0.3, 0.1, rows, words=rows[:1], depth=depth, model="fake",
+                     provider="cpu", seconds=0.5)
+
+
+def test_a_lanes_why_round_trips_byte_identical_and_files_without_keep_their_keys(tmp_path):
+    plain = fake_trace()
+    assert all("why" not in lane for lane in jsonio.to_dict(plain)["lanes"])
+    trace = fake_trace()
+    trace.lanes[0].why = [why_of(trace.lanes[0], 0, trace.prompt.ids), why_of(trace.lanes[0], 3, trace.prompt.ids)]
+    data = jsonio.to_dict(trace)
+    jsonschema.validate(data, run_file.schema())
+    first = run_file.save(trace, tmp_path / "run.json")
+    loaded = run_file.load(first)
+    assert loaded.lanes[0].why == trace.lanes[0].why and loaded.lanes[1].why is None
+    assert run_file.save(loaded, tmp_path / "again.json").read_bytes() == first.read_bytes()
+
+
+def test_a_version_5_file_opens_and_a_why_of_another_lane_or_step_is_refused():
+    data = jsonio.to_dict(fake_trace())
+    data["schema_version"] = 5
+    assert jsonio.loads(json.dumps(data)).schema_version == SCHEMA_VERSION
+    trace = fake_trace()
+    trace.lanes[0].why = [why_of(trace.lanes[0], 2, trace.prompt.ids)]
+    data = jsonio.to_dict(trace)
+    data["lanes"][0]["why"][0]["step"] = 99
+    with pytest.raises(jsonio.TraceFormatError, match=r"lanes\[0\].*why\[0\]\.step: 99"):
+        jsonio.loads(json.dumps(data))
+    data["lanes"][0]["why"][0].update(step=2, lane="other")
+    with pytest.raises(jsonio.TraceFormatError, match=r"why\[0\]\.lane"):
+        jsonio.loads(json.dumps(data))
+    data["lanes"][0]["why"][0]["lane"] = data["lanes"][0]["name"]
+    del data["lanes"][0]["why"][0]["positions"]
+    with pytest.raises(jsonio.TraceFormatError, match="positions"):
+        jsonio.loads(json.dumps(data))

@@ -12,7 +12,7 @@ from decoding.chain.spec import Branch, LaneSpec, lane_spec, parse_lane
 from decoding.engine.engine import Engine
 from decoding.engine.replay import compare, replay
 from decoding.records import jsonio
-from decoding.records.trace import ModelInfo, PromptInfo
+from decoding.records.trace import SCHEMA_VERSION, ModelInfo, PromptInfo
 from runfiles import run_file
 from tests.decoding.test_row_batch import without_timings
 from tests.fake_source import FakeSource, FakeTokenizer, OtherWeightsSource, fake_models
@@ -126,7 +126,7 @@ def test_a_run_file_keeps_each_lanes_model_and_an_older_file_reads_as_every_lane
     del data["lanes"][0]["model"]
     older = jsonio.loads(json.dumps(data))
     assert older.lanes[0].model is None
-    assert json.loads(jsonio.dumps(older))["schema_version"] == 5
+    assert json.loads(jsonio.dumps(older))["schema_version"] == SCHEMA_VERSION
 
 
 def test_replay_reruns_each_lane_on_its_own_model_and_refuses_an_unprepared_one():

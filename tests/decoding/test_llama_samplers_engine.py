@@ -15,7 +15,7 @@ from decoding.chain.spec import LaneSpec, ReplayOf, parse_lane
 from decoding.engine.engine import Engine, Prefix, replay_prefix
 from decoding.engine.replay import compare, replay
 from decoding.records import jsonio
-from decoding.records.trace import PromptInfo
+from decoding.records.trace import SCHEMA_VERSION, PromptInfo
 from runfiles import run_file
 from tests.decoding.test_row_batch import assert_same_both_ways
 from tests.fake_source import FakeSource, FakeTokenizer
@@ -120,4 +120,5 @@ def test_a_version_2_file_opens_and_saves_as_version_3():
         for step in lane["steps"]:
             del step["xtc_coin"], step["mirostat_mu"]
     trace = jsonio.loads(json.dumps(data))
-    assert trace.schema_version == 5 and all(r.xtc_coin is None for lane in trace.lanes for r in lane.steps)
+    assert trace.schema_version == SCHEMA_VERSION
+    assert all(r.xtc_coin is None for lane in trace.lanes for r in lane.steps)

@@ -1,6 +1,6 @@
 """The parameter table drives validation: every range is enforced, with a message naming the parameter, the
-value and the allowed range, through LaneSpec, the CLI lane parser and the processors' constructors; the
-window's lane editor and docs/json-format.md agree with it."""
+value and the allowed range, through LaneSpec, the CLI lane parser and a config of its own (build_processors);
+a lane's chain carries the validated value as is; the window's lane editor and docs/json-format.md agree with it."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 from decoding.analysis.fanout import check_fanout
 from decoding.chain import llama_samplers as L
 from decoding.chain import processors as P
-from decoding.chain.chain import build_processors
+from decoding.chain.chain import build_chain, build_processors
 from decoding.chain.parameters import (
     BY_NAME,
     LLAMA_CPP_ORDER,
@@ -193,37 +193,37 @@ PROCESSOR_CLASSES = {cls.name: cls for cls in (
     L.TopNSigma, L.Xtc, L.Mirostat, L.DynamicTemperature)}
 
 
-def make_processor(name: str, value: Any) -> P.Processor:
-    if name == "min_new_tokens":
-        return P.MinNewTokens(value, 3, [2])
-    if name == "dynatemp_range":
-        return L.DynamicTemperature(1.0, value)
-    return PROCESSOR_CLASSES[name](value)
-
-
 def processor_value(processor: P.Processor, name: str) -> Any:
     return processor.params()["mirostat" if name == "mirostat" else name]
 
 
+def lane_with(p: Parameter, value: Any) -> LaneSpec:
+    """A lane turning processor `p` on with `value` (mirostat alone: it refuses the other truncations)."""
+    lane = {"do_sample": True, "seed": 1, p.name: value}
+    if p.name == "dynatemp_range":
+        lane["temperature"] = 1.0
+    return LaneSpec("x", **lane)
+
+
 @pytest.mark.parametrize("p", [p for p in PARAMETERS if p.is_processor and p.range is not None],
                          ids=lambda p: p.name)
-def test_the_processors_enforce_every_range_of_the_table(p):
-    allowed = p.processor_range or p.range
-    if p.name == "mirostat":  # 0 is off: the processor is version 1 or 2
-        allowed = Range(1, 2, integer=True)
-    for value in outside(allowed):
-        with pytest.raises(ValueError, match=message(p, value, allowed.describe())):
-            make_processor(p.name, value)
-    for value in inside(allowed):
-        assert processor_value(make_processor(p.name, value), p.name) == value
+def test_a_lanes_chain_carries_each_validated_value_as_it_is(p):
+    """Checked once, when the LaneSpec is made (test_lane_spec_enforces_every_range_of_the_table): the chain's
+    stage holds that very value, for every value in range that turns the processor on."""
+    for value in [v for v in inside(p.range) if v != p.off]:
+        spec = lane_with(p, value)
+        (stage,) = [s for s in build_chain(spec, 3, [2]).stages if s.name == p.name]
+        assert processor_value(stage, p.name) == value and type(processor_value(stage, p.name)) is type(value)
 
 
-@pytest.mark.parametrize("p", [p for p in PARAMETERS if p.is_processor and p.range is None], ids=lambda p: p.name)
-def test_the_list_processors_refuse_what_the_table_refuses(p):
+@pytest.mark.parametrize("p", [p for p in PARAMETERS if p.is_processor], ids=lambda p: p.name)
+def test_a_config_of_its_own_is_checked_against_the_table(p):
+    """build_processors, for a config no LaneSpec validated, refuses what LaneSpec refuses, in the same words."""
     for value in invalid_values(p):
-        if isinstance(value, tuple):
-            with pytest.raises(ValueError, match=re.escape(f"invalid {p.name}=")):
-                PROCESSOR_CLASSES[p.name](value)
+        if value is None:  # unset
+            continue
+        with pytest.raises(ValueError, match=message(p, value)):
+            build_processors({**strategy(p), p.name: value}, 3, [2])
 
 
 def test_every_processor_has_its_row_and_its_place_in_each_order():

@@ -20,6 +20,7 @@ import numpy as np
 from decoding.analysis import session_tree
 from decoding.analysis.fanout import fan_out
 from decoding.analysis.sweep import sweep_inputs, temperature_sweep
+from decoding.analysis.why import Candidate, DepthSplit, Push, WhyResult
 from decoding.chain.spec import Branch, LaneSpec, ReplayOf
 from decoding.engine.engine import Engine
 from decoding.records.explain import ExplainResult, LogitLens, TokenInfo
@@ -163,6 +164,20 @@ def explanation(trace: RunTrace, lane_name: str) -> ExplainResult:
                          schema_version=1)
 
 
+def why_of(trace: RunTrace, lane_name: str, step: int) -> WhyResult:
+    """A "why" of a lane's step: its context, a row per position but the last, a word row, a span row and a depth
+    split of two layers of two heads, with values JSON writes exactly."""
+    lane = trace.lane(lane_name)
+    ids = [*trace.prompt.ids, *lane.token_ids[:step]]
+    rows = [Push((j,), f"t{ids[j]}", 0.25 * (j + 1), -0.125, 0.0625, 7) for j in range(len(ids) - 1)]
+    depth = DepthSplit(1.5, 0.25, [0.5, -0.25], [0.75, 0.125], [[0.25, 0.125], [-0.5, 0.25]], 0.125, [0.125, 0.0], 2.0)
+    return WhyResult(lane_name, step, Candidate(lane.token_ids[step], "a"), Candidate(11, "b"), ids,
+                     [f"t{i}" for i in ids], len(trace.prompt.ids), 3.5, 2.0, 0.5, 0.25, rows,
+                     words=rows[:1], spans=[Push((0, 1), "t1 t4", 1.0, -0.25, 0.125, 9)], depth=depth,
+                     depth_note="held", model="fake", provider="CPUExecutionProvider", seconds=1.5,
+                     plain_seconds=0.5)
+
+
 def every_field_run() -> RunTrace:
     """A run of every lane kind (beams, sampled, a branch with a forced token, a fan-out, a branch-not-taken
     replay, a lane on its own model, one on a model of another tokenizer), then what a real run only sometimes
@@ -182,6 +197,11 @@ def every_field_run() -> RunTrace:
     failed.finish_reason, failed.error = "error", "RuntimeError: the source failed at step 8"
     for step in trace.lane("greedy").steps:
         step.time_ms = 1.5 + step.step
+    served = trace.lane("own model")  # as a lane on a served model's top-N records it (runtime.served)
+    served.model.served = {"protocol": "llamacpp", "url": "http://127.0.0.1:8080", "model": "m.gguf",
+                           "vocab_size": VOCAB, "alternatives": 5, "reported": {"slots": 2, "n_ctx": 4096}}
+    for step in served.steps:
+        step.unseen_mass = 0.125 + step.step / 64
     trace.settings.critical = CriticalSettings(draw_distance=0.1, ratio=0.5, min_prob=0.05)
     analysis = trace.analysis
     analysis.divergences.append(Divergence("greedy", "beam", 2, 5, 6))
@@ -195,6 +215,7 @@ def every_field_run() -> RunTrace:
     inputs = sweep_inputs(trace, "sampled", 1)
     trace.sweeps = [temperature_sweep(_logits(engine, trace), inputs, [0.0, 0.7, 1.5], text=lambda i: f"t{i}")]
     trace.explanations = [explanation(trace, "greedy")]
+    trace.lane("greedy").why = [why_of(trace, "greedy", 2)]
     trace.tree = []
     session_tree.grow(trace.tree, trace.lanes, trace.model.name)  # a branch under the lane it comes from
     trace.tree[1].bookmark, trace.tree[1].note, trace.tree[2].hidden = True, "a note ✓", True

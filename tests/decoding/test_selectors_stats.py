@@ -102,13 +102,16 @@ def test_draws_are_identical_in_another_process():
     assert out.strip() == str([(d.token_id, d.u) for d in (sampler.draw(row) for _ in range(5))])
 
 
-def test_state_copies_a_lanes_future_draws():
+def test_a_clone_draws_a_lanes_future_draws_and_reset_its_first_ones():
     row = np.linspace(0, 1, 20, dtype=np.float32)
     parent = Sampler(3)
-    parent.draw(row)
-    branch = Sampler(99)
-    branch.state = parent.state
+    first = parent.draw(row)
+    branch = parent.clone()
     assert [parent.draw(row) for _ in range(5)] == [branch.draw(row) for _ in range(5)]
+    ahead = [branch.draw(row) for _ in range(3)]  # independent generators: the parent did not move
+    assert [parent.draw(row) for _ in range(3)] == ahead
+    parent.reset()
+    assert parent.draw(row) == first
 
 
 def test_draw_frequencies_follow_the_probabilities():
@@ -119,8 +122,10 @@ def test_draw_frequencies_follow_the_probabilities():
 
 
 def test_seed_is_validated():
+    from decoding.chain.spec import LaneSpec
+
     with pytest.raises(ValueError, match="invalid seed=-1: allowed an integer >= 0"):
-        Sampler(-1)
+        LaneSpec("sampled", do_sample=True, seed=-1)
 
 
 # ----------------------------------------------------------------------------------------------- stats

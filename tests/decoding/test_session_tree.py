@@ -14,7 +14,7 @@ from decoding.chain.spec import Branch, LaneSpec, lane_spec
 from decoding.engine.engine import Engine, branch_prefix
 from decoding.engine.replay import replay_not_taken
 from decoding.records import jsonio
-from decoding.records.trace import ModelInfo, PromptInfo, RunTrace
+from decoding.records.trace import SCHEMA_VERSION, ModelInfo, PromptInfo, RunTrace
 from runfiles import run_file
 from tests.fake_source import FakeSource, FakeTokenizer
 
@@ -185,5 +185,5 @@ def test_a_file_older_than_the_tree_reads_as_one_level_whose_branches_come_back(
         lane = opened.lane(node.lane)
         assert node.token_ids == lane.token_ids and node.branch == lane.branch and node.replay_of == lane.replay_of
         assert session_tree.reproduce(engine(), opened, node.id, MODEL).token_ids == lane.token_ids, node.lane
-    again = jsonio.loads(jsonio.dumps(opened))  # saved again: a version 5 file, the same one-level tree
-    assert again.schema_version == 5 and again.tree == opened.tree
+    again = jsonio.loads(jsonio.dumps(opened))  # saved again: a current version file, the same one-level tree
+    assert again.schema_version == SCHEMA_VERSION and again.tree == opened.tree

@@ -40,7 +40,8 @@ CJK = re.compile(r"[\u3400-\u9fff]")
 # Words that stay as they are in Chinese: Hugging Face parameter names and their abbreviations, units and symbols,
 # key names, the product's name, the language's own name in the language menu.
 KEPT_WORDS = {p.name for p in decoding.chain.parameters.PARAMETERS} | {
-    "Branchpoint", "English", "CPU", "CUDA", "PNG", "SVG", "JSON", "ONNX", "True", "False", "never", "id",
+    "Branchpoint", "English", "CPU", "CUDA", "PNG", "SVG", "JSON", "ONNX", "GGUF", "Hub", "PyPI", "True", "False",
+    "never", "id",
     "T", "p", "p₁", "p₂", "u", "H", "lp", "rep", "no-repeat", "typical", "top-k", "top-p", "min-p", "Top-k",
     "Top-p", "Min-p",
     "Logit", "logit", "logits", "lm_head", "transformers", "llama", "cpp", "Hugging", "Face", "Ctrl", "Shift", "Alt",

@@ -84,12 +84,19 @@ def test_model_picker_adds_a_local_onnx_folder_through_the_setup_dialog(qtbot, t
     make_application([])
     picker = ModelPicker()
     qtbot.addWidget(picker)
-    assert [picker.itemText(i) for i in range(picker.count())] == ["Add local folder…", "Add precision variant…"]
+    from models.catalog import CATALOG
+
+    texts = [picker.itemText(i) for i in range(picker.count())]
+    commands = ["Add model from Hugging Face…", "Add GGUF file…", "Add local folder…", "Add precision variant…",
+                "Add a server…"]
+    assert texts[-5:] == commands
+    assert [t.split(" · ")[0] for t in texts[:len(CATALOG)]] == [e.name for e in CATALOG], "the catalog, unprepared"
+    before = picker.count()
     prepared = picker.prepare_folder(tiny_model_dir)  # runs models.prepare.register_onnx_folder in the dialog
     assert prepared is not None and (prepared / "model.onnx").is_file()
     assert prepared.parent == tmp_path / "cache" / "models"
     picker.refresh(prepared)
-    assert picker.currentText().startswith(f"{prepared.name} · fp32 · ") and picker.count() == 3
+    assert picker.currentText().startswith(f"{prepared.name} · fp32 · ") and picker.count() == before + 1
 
 
 def glyph_image(font: QFont, text: str) -> QImage:

@@ -48,11 +48,11 @@ def open_dialog(qtbot, picker):
     return dialog
 
 
-def test_the_picker_lists_precision_and_size_and_the_two_commands(qtbot, tiny_cache):
+def test_the_picker_lists_precision_and_size_and_the_three_commands(qtbot, tiny_cache):
     picker = open_picker(qtbot, tiny_cache)
     texts = [picker.itemText(i) for i in range(picker.count())]
     assert re.fullmatch(r"tiny · fp32 · \d+(\.\d)? [KM]B", texts[0]), texts
-    assert texts[1:] == ["Add local folder…", "Add precision variant…"]
+    assert texts[1:] == ["Add local folder…", "Add precision variant…", "Add a server…"]
     assert picker.currentIndex() == 0
 
 

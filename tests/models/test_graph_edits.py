@@ -24,7 +24,12 @@ def test_edits_remove_the_repeated_kv_heads(tiny_model_dir: Path):
     model = onnx.load(str(tiny_model_dir / "model.onnx"))
     config = json.loads((tiny_model_dir / "config.json").read_text())
     before = sum(node.op_type == "Expand" for node in model.graph.node)
-    assert apply_edits(model, config, EDITS) == (list(EDITS), {})
+    applied, skipped = apply_edits(model, config, EDITS)
+    assert applied == ["last_position_lm_head", "grouped_attention", "fused_attention"]
+    assert skipped == {  # Gemma 3's edits: Llama's export has position_ids and no sliding window
+        "position_ids_input": "the graph has a position_ids input already",
+        "sliding_window_by_position": "no sliding-window layers (config.json layer_types)",
+    }
     onnx.checker.check_model(model)
     assert before - sum(node.op_type == "Expand" for node in model.graph.node) == 2 * config["num_hidden_layers"]
     assert model.graph.output[0].type.tensor_type.shape.dim[1].dim_value == 1  # logits: last position only

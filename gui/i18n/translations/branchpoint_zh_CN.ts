@@ -16,6 +16,10 @@
             <translation>模型</translation>
         </message>
         <message>
+            <source>Model licence</source>
+            <translation>模型许可</translation>
+        </message>
+        <message>
             <source>Execution provider in use</source>
             <translation>实际使用的执行提供程序</translation>
         </message>
@@ -30,6 +34,14 @@
         <message>
             <source>Settings file</source>
             <translation>设置文件</translation>
+        </message>
+        <message>
+            <source>not recorded (see the model's own page)</source>
+            <translation>未记录（见模型自己的页面）</translation>
+        </message>
+        <message>
+            <source>accepted when prepared</source>
+            <translation>准备时已接受</translation>
         </message>
     </context>
     <context>
@@ -174,6 +186,10 @@
             <translation>开始新的运行</translation>
         </message>
         <message>
+            <source>Select a token of a lane first (click it in the text): “Why” explains that step.</source>
+            <translation>请先选择车道中的一个词元（在文本中点击它）：“为什么”解释那一步。</translation>
+        </message>
+        <message>
             <source>Select a token of the lane to explain (click it in the text).</source>
             <translation>请选择要解释的泳道中的一个词元（在文本中单击它）。</translation>
         </message>
@@ -295,6 +311,10 @@
         <message>
             <source>This stop compares the model with its {variant} variant, {name}, which is not prepared here: prepare it first (Model → Add precision variant…, or python main.py prepare --variant {variant}).</source>
             <translation>这一站把模型与它的 {variant} 变体 {name} 比较，但这里还没有准备它：请先准备（模型 → 添加精度变体…，或 python main.py prepare --variant {variant}）。</translation>
+        </message>
+        <message>
+            <source>This run never chose “{token}”: select a step and press Y to ask why it chose its token.</source>
+            <translation>这次运行从未选择“{token}”：选择一步并按 Y，询问它为什么选择了它的词元。</translation>
         </message>
     </context>
     <context>
@@ -463,6 +483,14 @@
             <translation>查看所选泳道在模型内部的情况：每层每个头的注意力和 logit 透镜（“注意力”和“Logit 透镜”标签页）</translation>
         </message>
         <message>
+            <source>Why this token?</source>
+            <translation>为什么是这个词元？</translation>
+        </message>
+        <message>
+            <source>For the selected step: each earlier token hidden from every later one in turn, and how much that moves its token against the runner-up; where in depth the difference is made (Why tab)</source>
+            <translation>对所选的一步：依次把每个更早的词元对其后所有词元隐藏，看这使它的词元相对第二名移动多少；以及这个差在模型的哪一层形成（“为什么”标签页）</translation>
+        </message>
+        <message>
             <source>Compare with model…</source>
             <translation>与模型比较…</translation>
         </message>
@@ -525,6 +553,45 @@
         <message>
             <source>&amp;Help</source>
             <translation>帮助(&amp;H)</translation>
+        </message>
+    </context>
+    <context>
+        <name>add_model</name>
+        <message>
+            <source>Licence of {model}</source>
+            <translation>{model} 的许可</translation>
+        </message>
+        <message>
+            <source>{model} is made available under the {licence}. Read the terms; preparing it means accepting them.</source>
+            <translation>{model} 依据 {licence} 提供。请阅读这些条款；准备该模型即表示接受它们。</translation>
+        </message>
+        <message>
+            <source>&lt;p&gt;The full text is at &lt;a href="{url}"&gt;{url}&lt;/a&gt;; a copy is kept in the model's folder once it is prepared.&lt;/p&gt;</source>
+            <translation>&lt;p&gt;全文见 &lt;a href="{url}"&gt;{url}&lt;/a&gt;；模型准备好后，其文件夹中会保留一份副本。&lt;/p&gt;</translation>
+        </message>
+        <message>
+            <source>Accept</source>
+            <translation>接受</translation>
+        </message>
+        <message>
+            <source>Preparing {model}: {size} downloaded once from {source}, checked, converted and exported to ONNX into your cache folder (a few minutes).</source>
+            <translation>正在准备 {model}：从 {source} 下载一次（{size}），校验、转换并导出为 ONNX，存入你的缓存文件夹（需要几分钟）。</translation>
+        </message>
+        <message>
+            <source>Add model</source>
+            <translation>添加模型</translation>
+        </message>
+        <message>
+            <source>GGUF model file</source>
+            <translation>GGUF 模型文件</translation>
+        </message>
+        <message>
+            <source>Preparing {file}: dequantized to float32, its tokenizer built from its own vocabulary, exported to ONNX and checked (a minute or more, by its size).</source>
+            <translation>正在准备 {file}：反量化为 float32，用其自身词表构建分词器，导出为 ONNX 并校验（视大小需要一分钟或更久）。</translation>
+        </message>
+        <message>
+            <source>Add GGUF model</source>
+            <translation>添加 GGUF 模型</translation>
         </message>
     </context>
     <context>
@@ -1388,6 +1455,10 @@ score {score} · parent slot {parent}</source>
             <source>added {len} temperature fan-outs of “{name}”: Run to compare them</source>
             <translation>已为“{name}”添加 {len} 个温度扇出：运行后即可比较</translation>
         </message>
+        <message>
+            <source>Could not answer “why”: {message}.</source>
+            <translation>无法回答“为什么”：{message}。</translation>
+        </message>
     </context>
     <context>
         <name>critical_dialog</name>
@@ -1518,6 +1589,92 @@ score {score} · parent slot {parent}</source>
         </message>
     </context>
     <context>
+        <name>first_run</name>
+        <message>
+            <source>Choose a model</source>
+            <translation>选择模型</translation>
+        </message>
+        <message>
+            <source>Branchpoint shows how a language model chooses its tokens. Choose the model to prepare: it is downloaded once, converted and exported to ONNX into your cache folder. More can be added later from the model picker.</source>
+            <translation>Branchpoint 展示语言模型如何选择词元。请选择要准备的模型：它只下载一次，转换并导出为 ONNX，存入你的缓存文件夹。以后可以在模型选择器中添加更多模型。</translation>
+        </message>
+        <message>
+            <source>Prepare</source>
+            <translation>准备</translation>
+        </message>
+        <message>
+            <source>Not now</source>
+            <translation>暂不</translation>
+        </message>
+    </context>
+    <context>
+        <name>hub_dialog</name>
+        <message>
+            <source>Add model from Hugging Face</source>
+            <translation>从 Hugging Face 添加模型</translation>
+        </message>
+        <message>
+            <source>main (a branch, tag or commit)</source>
+            <translation>main（分支、标签或提交）</translation>
+        </message>
+        <message>
+            <source>only for gated or private models</source>
+            <translation>仅用于受限或私有模型</translation>
+        </message>
+        <message>
+            <source>Used for this download only and never saved. Without one, the HF_TOKEN variable or huggingface_hub's login is used. Make one at https://huggingface.co/settings/tokens</source>
+            <translation>仅用于本次下载，从不保存。不填写时使用 HF_TOKEN 变量或 huggingface_hub 的登录信息。在 https://huggingface.co/settings/tokens 创建令牌</translation>
+        </message>
+        <message>
+            <source>Model id</source>
+            <translation>模型 ID</translation>
+        </message>
+        <message>
+            <source>Revision</source>
+            <translation>版本</translation>
+        </message>
+        <message>
+            <source>Token</source>
+            <translation>令牌</translation>
+        </message>
+        <message>
+            <source>Only the model's configuration, tokenizer and safetensors weights are downloaded — never its code. The download resumes where it stopped after a broken connection or Cancel.</source>
+            <translation>只下载模型的配置、分词器和 safetensors 权重——从不下载其代码。连接中断或取消后，下载会从中断处继续。</translation>
+        </message>
+        <message>
+            <source>Enter a model id and press Download.</source>
+            <translation>输入模型 ID，然后点击“下载”。</translation>
+        </message>
+        <message>
+            <source>download</source>
+            <translation>下载</translation>
+        </message>
+        <message>
+            <source>Download</source>
+            <translation>下载</translation>
+        </message>
+        <message>
+            <source>Enter a model id: owner/name, as on its hub page.</source>
+            <translation>请输入模型 ID：所有者/名称，与其 Hub 页面上的一致。</translation>
+        </message>
+        <message>
+            <source>{done} of {total}</source>
+            <translation>{done} / {total}</translation>
+        </message>
+        <message>
+            <source>Pickled weights</source>
+            <translation>pickle 格式的权重</translation>
+        </message>
+        <message>
+            <source>{reason}
+
+Read them with torch's weights_only loader (tensors only, no code) and go on?</source>
+            <translation>{reason}
+
+用 torch 的 weights_only 加载器读取它们（只读张量，不执行代码）并继续吗？</translation>
+        </message>
+    </context>
+    <context>
         <name>inside_data</name>
         <message>
             <source>‹start›</source>
@@ -1626,6 +1783,10 @@ score {score} · parent slot {parent}</source>
             <translation> · 建议的一步，尚未采纳</translation>
         </message>
         <message>
+            <source> · partial: the server did not return {mass} of the raw probability (bars renormalised over what it returned)</source>
+            <translation> · 部分：服务器未返回 {mass} 的原始概率（条形按已返回的词元重新归一化）</translation>
+        </message>
+        <message>
             <source>{name} · step {step} · chose “{token}” (id {token_id}){forced}</source>
             <translation>{name} · 第 {step} 步 · 选了“{token}”（id {token_id}）{forced}</translation>
         </message>
@@ -1668,6 +1829,10 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>Force “{token}” for all lanes at step {step}</source>
             <translation>在第 {step} 步对全部泳道强制“{token}”</translation>
+        </message>
+        <message>
+            <source>Why the chosen token and not “{token}”?</source>
+            <translation>为什么选了这个词元而不是“{token}”？</translation>
         </message>
     </context>
     <context>
@@ -2146,10 +2311,95 @@ score {score} · parent slot {parent}</source>
         </message>
     </context>
     <context>
+        <name>model_offers</name>
+        <message>
+            <source>English</source>
+            <translation>英文</translation>
+        </message>
+        <message>
+            <source>Chinese</source>
+            <translation>中文</translation>
+        </message>
+        <message>
+            <source>multilingual</source>
+            <translation>多语言</translation>
+        </message>
+        <message>
+            <source>, </source>
+            <translation>、</translation>
+        </message>
+        <message>
+            <source>Hugging Face hub {id} (needs network)</source>
+            <translation>Hugging Face Hub {id}（需要网络）</translation>
+        </message>
+        <message>
+            <source>PyPI {package}</source>
+            <translation>PyPI {package}</translation>
+        </message>
+        <message>
+            <source>{size} from the hub</source>
+            <translation>从 Hub 下载 {size}</translation>
+        </message>
+        <message>
+            <source>{size} from PyPI</source>
+            <translation>从 PyPI 下载 {size}</translation>
+        </message>
+        <message>
+            <source>prepared</source>
+            <translation>已准备</translation>
+        </message>
+        <message>
+            <source> (to accept before preparing)</source>
+            <translation>（准备前需接受）</translation>
+        </message>
+        <message>
+            <source>{description}
+Parameters: {parameters} · writes: {languages}
+Licence: {licence}
+Source: {source}, {size} to download</source>
+            <translation>{description}
+参数：{parameters} · 书写语言：{languages}
+许可：{licence}
+来源：{source}，需下载 {size}</translation>
+        </message>
+        <message>
+            <source>{label} · {architecture} {quantization} · {size} · found in {where}</source>
+            <translation>{label} · {architecture} {quantization} · {size} · 在 {where} 中找到</translation>
+        </message>
+        <message>
+            <source>{model} writes English only; {other} writes Chinese and is prepared.</source>
+            <translation>{model} 只会写英文；{other} 会写中文，且已准备好。</translation>
+        </message>
+        <message>
+            <source>Switch to {other}</source>
+            <translation>切换到 {other}</translation>
+        </message>
+        <message>
+            <source>{model} writes English only; {other} writes Chinese ({size} from {source}, prepared once).</source>
+            <translation>{model} 只会写英文；{other} 会写中文（从 {source} 下载 {size}，只需准备一次）。</translation>
+        </message>
+        <message>
+            <source>the hub</source>
+            <translation>Hub</translation>
+        </message>
+        <message>
+            <source>Prepare {other} and switch</source>
+            <translation>准备 {other} 并切换</translation>
+        </message>
+    </context>
+    <context>
         <name>model_picker</name>
         <message>
             <source>The run's model: every lane that names no model of its own runs on it (the lanes editor's model field)</source>
             <translation>运行的模型：未指定自己模型的泳道都使用它（见泳道编辑器的模型字段）</translation>
+        </message>
+        <message>
+            <source>Add model from Hugging Face…</source>
+            <translation>从 Hugging Face 添加模型…</translation>
+        </message>
+        <message>
+            <source>Add GGUF file…</source>
+            <translation>添加 GGUF 文件…</translation>
         </message>
         <message>
             <source>Add local folder…</source>
@@ -2162,6 +2412,14 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>fp16, int8, int4 or q4_1 weights of the chosen model, made offline and checked against fp32</source>
             <translation>所选模型的 fp16、int8、int4 或 q4_1 权重，离线制作并与 fp32 对照检查</translation>
+        </message>
+        <message>
+            <source>Add a server…</source>
+            <translation>添加服务器…</translation>
+        </message>
+        <message>
+            <source>A lane on a model served by llama.cpp's server, vLLM or SGLang</source>
+            <translation>在 llama.cpp 服务器、vLLM 或 SGLang 提供的模型上运行的车道</translation>
         </message>
         <message>
             <source>Add precision variant</source>
@@ -2550,6 +2808,14 @@ score {score} · parent slot {parent}</source>
             <source>compared with the reference lane: {how}</source>
             <translation>与参照泳道的比较方式：{how}</translation>
         </message>
+        <message>
+            <source>partial: {note}</source>
+            <translation>部分：{note}</translation>
+        </message>
+        <message>
+            <source>partial: the server returned the {note} of each step: the lane's chain ran on them, renormalised; the mean raw entropy of the whole vocabulary lies between {low} and {high} nats</source>
+            <translation>部分：服务器每步只返回 {note}：车道的处理链在这些词元上运行（重新归一化）；整个词表的平均原始熵介于 {low} 与 {high} 奈特之间</translation>
+        </message>
     </context>
     <context>
         <name>restore</name>
@@ -2572,6 +2838,45 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>Removed {count} unfinished preparation folder(s) that an interrupted preparation left in the cache: {names}.</source>
             <translation>已删除缓存中被中断的准备过程留下的 {count} 个未完成的文件夹：{names}。</translation>
+        </message>
+    </context>
+    <context>
+        <name>server_dialog</name>
+        <message>
+            <source>Add a served model</source>
+            <translation>添加服务器上的模型</translation>
+        </message>
+        <message>
+            <source>PROTOCOL+URL: llamacpp+, vllm+ or sglang+ then the server's address; options after ?: alternatives=N or all (the top-N a step asks for), timeout=seconds, parallel=requests at once, model=name, vocab=N, key_env=the environment variable holding an API key</source>
+            <translation>协议+URL：llamacpp+、vllm+ 或 sglang+，后接服务器地址；? 之后的选项：alternatives=N 或 all（每步请求的前 N 个候选），timeout=秒数，parallel=同时发出的请求数，model=模型名，vocab=N，key_env=保存 API 密钥的环境变量名</translation>
+        </message>
+        <message>
+            <source>Test connection</source>
+            <translation>测试连接</translation>
+        </message>
+        <message>
+            <source>Address</source>
+            <translation>地址</translation>
+        </message>
+        <message>
+            <source>Asking {name}…</source>
+            <translation>正在询问 {name}…</translation>
+        </message>
+        <message>
+            <source>No connection: {error}</source>
+            <translation>无法连接：{error}</translation>
+        </message>
+        <message>
+            <source>the whole vocabulary: exact</source>
+            <translation>整个词表：精确</translation>
+        </message>
+        <message>
+            <source>partial: the rest held {mass:.2%}</source>
+            <translation>部分：其余词元占 {mass:.2%}</translation>
+        </message>
+        <message>
+            <source>Model {model} · vocabulary {vocab:,} · {returned:,} alternatives returned ({exact}); best next token {best!r}</source>
+            <translation>模型 {model} · 词表 {vocab:,} · 返回 {returned:,} 个候选（{exact}）；最可能的下一个词元 {best!r}</translation>
         </message>
     </context>
     <context>
@@ -2636,32 +2941,32 @@ score {score} · parent slot {parent}</source>
     <context>
         <name>setup_dialog</name>
         <message>
-            <source>cancelling…</source>
-            <translation>正在取消…</translation>
-        </message>
-        <message>
-            <source>starting…</source>
-            <translation>正在开始…</translation>
-        </message>
-        <message>
             <source>Cancel</source>
             <translation>取消</translation>
-        </message>
-        <message>
-            <source>Retry</source>
-            <translation>重试</translation>
-        </message>
-        <message>
-            <source>failed</source>
-            <translation>失败</translation>
         </message>
         <message>
             <source>cancelled</source>
             <translation>已取消</translation>
         </message>
         <message>
+            <source>failed</source>
+            <translation>失败</translation>
+        </message>
+        <message>
             <source>Close</source>
             <translation>关闭</translation>
+        </message>
+        <message>
+            <source>Retry</source>
+            <translation>重试</translation>
+        </message>
+        <message>
+            <source>cancelling…</source>
+            <translation>正在取消…</translation>
+        </message>
+        <message>
+            <source>starting…</source>
+            <translation>正在开始…</translation>
         </message>
     </context>
     <context>
@@ -2681,6 +2986,10 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>comparing models…</source>
             <translation>正在比较模型…</translation>
+        </message>
+        <message>
+            <source>knocking out each earlier token…</source>
+            <translation>正在逐个屏蔽更早的词元…</translation>
         </message>
         <message>
             <source>no model</source>
@@ -2851,6 +3160,10 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>Replay with the runner-up: “{token}” ({prob})</source>
             <translation>用次优词元重放：“{token}”（{prob}）</translation>
+        </message>
+        <message>
+            <source>Why this token and not the runner-up? (Y)</source>
+            <translation>为什么是这个词元而不是第二名？(Y)</translation>
         </message>
         <message>
             <source>Explain this lane: attention, logit lens</source>
@@ -3126,6 +3439,14 @@ score {score} · parent slot {parent}</source>
             <translation>每一行是模型在这一层之后就停下时会说出的词：前面的层大多只是重复当前的词，最终的选择很晚才升到第一。红框沿着各层跟踪它，表格上方的说明指出它在哪一层定下来。</translation>
         </message>
         <message>
+            <source>Which words pushed “ but”?</source>
+            <translation>哪些词推动了“ but”？</translation>
+        </message>
+        <message>
+            <source>The model writes “ but” after “Although …,” (the 虽然 … 但 pattern, wrong in English). The Why tab hides each earlier word from every later one in turn and shows how much that moves “ but” against the runner-up: blue words pushed toward “ but”, orange ones away. “Although” is also the first token, where attention parks (the sink), so hiding it moves more than its meaning. The Attention tab shows where the same step looks. The Chinese version (虽然 → 但) needs a model that writes Chinese and whose prepared graph takes a per-row attention mask: gemma-3-270m writes 但是 after 我虽然很累， but its graph does not take one yet (“Why” says so).</source>
+            <translation>模型在“Although …,”之后写出“ but”（即“虽然……但”的句式，在英语里是错的）。“为什么”标签页依次把每个更早的词对其后所有词隐藏，显示这使“ but”相对第二名移动多少：蓝色的词推向“ but”，橙色的词推离它。“Although”也是第一个词元，注意力停靠在那里（注意力汇），所以隐藏它移动的不只是它的词义。“注意力”标签页显示同一步看向哪里。中文版本（虽然 → 但）需要一个会写中文、且准备好的计算图接受逐行注意力掩码的模型：gemma-3-270m 在“我虽然很累，”之后写出“但是”，但它的计算图还不接受这种掩码（“为什么”会说明）。</translation>
+        </message>
+        <message>
             <source>Quantization noise flips near-ties</source>
             <translation>量化噪声翻转近乎平局的选择</translation>
         </message>
@@ -3298,6 +3619,10 @@ score {score} · parent slot {parent}</source>
             <translation>词元</translation>
         </message>
         <message>
+            <source>Why</source>
+            <translation>为什么</translation>
+        </message>
+        <message>
             <source>Timeline</source>
             <translation>时间线</translation>
         </message>
@@ -3332,6 +3657,133 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>Model comparison</source>
             <translation>模型比较</translation>
+        </message>
+    </context>
+    <context>
+        <name>why</name>
+        <message>
+            <source>the last token: read directly, not through attention (no knock-out)</source>
+            <translation>最后一个词元：直接读取，不经过注意力（无屏蔽）</translation>
+        </message>
+        <message>
+            <source>position {pos}: push {push:+.3f} · Δp(A) {da:+.3f} · Δp(B) {db:+.3f}</source>
+            <translation>位置 {pos}：推力 {push:+.3f} · Δp(A) {da:+.3f} · Δp(B) {db:+.3f}</translation>
+        </message>
+        <message>
+            <source>toward B “{b}”</source>
+            <translation>推向 B“{b}”</translation>
+        </message>
+        <message>
+            <source>toward A “{a}”</source>
+            <translation>推向 A“{a}”</translation>
+        </message>
+        <message>
+            <source>push</source>
+            <translation>推力</translation>
+        </message>
+        <message>
+            <source>none</source>
+            <translation>无</translation>
+        </message>
+        <message>
+            <source>pushed toward A “{token}”</source>
+            <translation>推向 A“{token}”</translation>
+        </message>
+        <message>
+            <source>pushed toward B “{token}”</source>
+            <translation>推向 B“{token}”</translation>
+        </message>
+        <message>
+            <source>words and spans hidden together: </source>
+            <translation>整体隐藏的词和片段：</translation>
+        </message>
+        <message>
+            <source>Why “{a}” ({pa:.3f}), not “{b}” ({pb:.3f})? lane {lane}, step {step}: logit(A) − logit(B) = {gap:+.3f}</source>
+            <translation>为什么是“{a}”（{pa:.3f}）而不是“{b}”（{pb:.3f}）？车道 {lane}，第 {step} 步：logit(A) − logit(B) = {gap:+.3f}</translation>
+        </message>
+        <message>
+            <source>A token's push: how much logit(A) − logit(B) falls when it is hidden from every later token (its key masked for all later queries; positions unchanged). Exact forward passes, {count} rows in {seconds:.1f} s.</source>
+            <translation>一个词元的推力：把它对其后所有词元隐藏时（它的键对之后所有查询屏蔽；位置不变），logit(A) − logit(B) 下降多少。精确的前向计算，{count} 行，用时 {seconds:.1f} 秒。</translation>
+        </message>
+        <message>
+            <source>Position 0 is also the attention sink: hiding it moves more than its word.</source>
+            <translation>位置 0 也是注意力汇：隐藏它移动的不只是它的词义。</translation>
+        </message>
+        <message>
+            <source>attn</source>
+            <translation>注意力</translation>
+        </message>
+        <message>
+            <source>MLP</source>
+            <translation>MLP</translation>
+        </message>
+        <message>
+            <source>emb</source>
+            <translation>嵌入</translation>
+        </message>
+        <message>
+            <source>where in depth (direct logit attribution; the final norm's scale held at its value, so only each part's direct path counts): embedding {emb:+.2f} + attention {attn:+.2f} + MLP {mlp:+.2f} + rest {rest:+.1e} = {gap:+.3f}</source>
+            <translation>在哪一层形成（直接 logit 归因；最终归一化的缩放固定为其实际值，所以只计每一部分的直接路径）：嵌入 {emb:+.2f} + 注意力 {attn:+.2f} + MLP {mlp:+.2f} + 余项 {rest:+.1e} = {gap:+.3f}</translation>
+        </message>
+        <message>
+            <source>stopped: nothing of the knock-out was kept</source>
+            <translation>已停止：屏蔽计算的结果没有保留</translation>
+        </message>
+        <message>
+            <source>why “{a}”, not “{b}”: {count} positions knocked out in {seconds:.1f} s; see the Why tab</source>
+            <translation>为什么是“{a}”而不是“{b}”：{seconds:.1f} 秒内屏蔽了 {count} 个位置；见“为什么”标签页</translation>
+        </message>
+        <message>
+            <source>“Why A, not B” needs a step of a finished run: run or open one, then pick a step.</source>
+            <translation>“为什么是 A 而不是 B”需要一次已完成运行中的一步：先运行或打开一次运行，再选一步。</translation>
+        </message>
+        <message>
+            <source>“{name}” ran on {model}: “Why” reads the run's model only.</source>
+            <translation>“{name}”在 {model} 上运行：“为什么”只读取本次运行的模型。</translation>
+        </message>
+        <message>
+            <source>“{name}” runs as a fan-out: ask “Why” of a lane without one.</source>
+            <translation>“{name}”以扇出方式运行：请对没有扇出的车道询问“为什么”。</translation>
+        </message>
+        <message>
+            <source>Step {step} is beyond “{name}” (allowed 0 to {last}).</source>
+            <translation>第 {step} 步超出了“{name}”（允许 0 到 {last}）。</translation>
+        </message>
+        <message>
+            <source>A and B are the same token: pick another candidate to compare with.</source>
+            <translation>A 和 B 是同一个词元：请选另一个候选来比较。</translation>
+        </message>
+        <message>
+            <source>“Why” needs the model “{name}” was made with: choose it in the Model list.</source>
+            <translation>“为什么”需要生成“{name}”的模型：请在模型列表中选择它。</translation>
+        </message>
+        <message>
+            <source>Why this token? (Y)</source>
+            <translation>为什么是这个词元？(Y)</translation>
+        </message>
+        <message>
+            <source>For the selected step: every earlier token hidden from every later one, in turn; its token against the runner-up</source>
+            <translation>对所选的一步：依次把每个更早的词元对其后所有词元隐藏；比较它的词元与第二名</translation>
+        </message>
+        <message>
+            <source>Cancel</source>
+            <translation>取消</translation>
+        </message>
+        <message>
+            <source>knock-out: {done} / {total} positions</source>
+            <translation>屏蔽：{done} / {total} 个位置</translation>
+        </message>
+        <message>
+            <source>Why A, not B?</source>
+            <translation>为什么是 A 而不是 B？</translation>
+        </message>
+        <message>
+            <source>Select a step and press Y, or right-click a candidate in the Step tab: every earlier token is hidden from every later one in turn, and the change of logit(A) − logit(B) is its push.</source>
+            <translation>选择一步并按 Y，或在“步”标签页中右键点击一个候选：依次把每个更早的词元对其后所有词元隐藏，logit(A) − logit(B) 的变化就是它的推力。</translation>
+        </message>
+        <message>
+            <source>no depth split: {reason}</source>
+            <translation>没有按深度的拆分：{reason}</translation>
         </message>
     </context>
 </TS>

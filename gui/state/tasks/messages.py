@@ -36,7 +36,13 @@ class StepMessage:
     record: StepRecord
 
 
-Message = StatusMessage | ProviderMessage | RunStartedMessage | PrefillMessage | StepMessage
+@dataclass(frozen=True)
+class ProgressMessage:
+    done: int  # a task's own units of work done (a knock-out's rows)
+    total: int
+
+
+Message = StatusMessage | ProviderMessage | RunStartedMessage | PrefillMessage | StepMessage | ProgressMessage
 Emit = Callable[[Message], None]
 Cancelled = Callable[[], bool]
 

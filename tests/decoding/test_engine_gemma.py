@@ -1,0 +1,90 @@
+"""Parity on the catalog's gemma-3-270m (slow; test.sh prepares it): greedy and beam lanes token-identical to
+transformers generate() on the same dequantized GGUF, on English and Chinese prompts longer and shorter than a
+row's first chunk; fan-outs, branches and the default five lanes run on it; the CLI writes Chinese with it."""
+
+from __future__ import annotations
+
+import pytest
+
+from decoding.analysis.fanout import fan_out
+from decoding.chain.spec import LaneSpec, assign_seeds, default_lanes
+from decoding.engine.engine import Engine
+from decoding.records.trace import PromptInfo
+from tests.reference import hf_beam_search, hf_generate, load_hf_model
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
+
+RAW_PROMPTS = [
+    "The capital of France is",
+    "Although I was tired, I still decided to",
+    "我虽然很累，但还是决定",
+    "今天天气不错，适合去",
+]
+
+
+@pytest.fixture(scope="module")
+def real(gemma_model_dir):
+    from runtime.decoder import OnnxDecoder
+    from runtime.tokenizer import Tokenizer
+
+    decoder = OnnxDecoder(gemma_model_dir, device="cpu")
+    tokenizer = Tokenizer.from_model_dir(gemma_model_dir)
+    return Engine(decoder, tokenizer, list(decoder.eos_token_ids)), tokenizer, list(decoder.eos_token_ids)
+
+
+@pytest.fixture(scope="module")
+def reference(gemma_model_dir):
+    return load_hf_model(gemma_model_dir)  # the kept GGUF, dequantized by transformers (≈ 1.5 min)
+
+
+def prompts(tokenizer) -> list[PromptInfo]:
+    return [PromptInfo(text, tokenizer.encode(text)) for text in RAW_PROMPTS]
+
+
+def test_the_prompt_starts_with_bos_and_eos_ids_are_gemmas(real):
+    _, tokenizer, eos = real
+    expected = [2, 237169, 26990, 237614, 240128, 236900, 237678, 17093, 43581]  # <bos> 我 虽然 很 累 ， 但 还是 决定
+    assert tokenizer.encode("我虽然很累，但还是决定") == expected
+    assert eos == [1, 106]  # <eos>, <end_of_turn>
+
+
+def test_greedy_lane_equals_transformers_greedy(real, reference):
+    engine, tokenizer, eos = real
+    for prompt in prompts(tokenizer):
+        ours = engine.run(prompt, [LaneSpec("greedy")], max_new_tokens=24).lanes[0].token_ids
+        (theirs,), _ = hf_generate(reference, prompt.ids, 24, eos, do_sample=False, num_beams=1)
+        assert ours == theirs, prompt.text
+    chinese = engine.run(prompts(tokenizer)[2], [LaneSpec("greedy")], max_new_tokens=8).lanes[0]
+    assert tokenizer.decode(chinese.token_ids).startswith("去参加这次的比赛。")
+
+
+@pytest.mark.parametrize("num_beams", [2, 4])
+def test_beam_lanes_equal_transformers_beam_search(real, reference, num_beams):
+    engine, tokenizer, eos = real
+    spec = LaneSpec("beam", num_beams=num_beams, num_return_sequences=num_beams)
+    for prompt in prompts(tokenizer)[1:3]:
+        lane = engine.run(prompt, [spec], max_new_tokens=12).lanes[0]
+        sequences, scores = hf_beam_search(reference, prompt.ids, 12, eos, num_beams)
+        assert lane.sequences == sequences, prompt.text
+        assert lane.sequence_scores == pytest.approx(scores, abs=1e-4), prompt.text
+
+
+def test_default_lanes_fan_out_and_branch_run_on_gemma(real):
+    engine, tokenizer, _ = real
+    prompt = prompts(tokenizer)[3]
+    alone = engine.run(prompt, [LaneSpec("greedy")], max_new_tokens=12).lanes[0].token_ids
+    together = engine.run(prompt, assign_seeds(default_lanes(), 0), max_new_tokens=12)
+    assert together.lane("greedy").token_ids == alone and len(together.lanes) == 5
+    members = fan_out(LaneSpec("sample", temperature=1.0, seed=3), 8)
+    fan = engine.run(prompt, members, max_new_tokens=6)
+    assert len(fan.lanes) == 8 and all(len(lane.token_ids) == 6 for lane in fan.lanes)
+    assert len({tuple(lane.token_ids) for lane in fan.lanes}) > 1  # the seeds part
+
+
+def test_cli_writes_chinese_with_gemma(capsys, gemma_model_dir):
+    import main
+
+    argv = ["run", "--model", "gemma-3-270m", "--prompt", "我虽然很累，但还是决定", "--lane", "greedy",
+            "--max-new-tokens", "8"]
+    assert main.main(argv) == 0
+    assert "去参加这次的比赛" in capsys.readouterr().out
