@@ -88,14 +88,16 @@ def validation_text(manifest: dict) -> str:
     """A prepared variant's check against fp32: teacher-forced over the text set (KL, same top token) when
     measured, else its few prompts' greedy tokens, top-1 agreement and KL."""
     record = manifest.get("variant") or {}
+    greedy = record.get("greedy") or {}
     if "teacher_forced" in record:
         board = record["teacher_forced"]
-        return translate("variant_rows", "teacher-forced over {positions} tokens: KL {mean:.2g} (99th percentile "
-                                         "{p99:.2g}) · same top {same:.1f} %").format(
-            positions=board["positions"], mean=board["mean_kl"], p99=board["p99_kl"], same=100 * board["same_top"])
+        return translate("variant_rows", "greedy: the first {same} of {count} tokens as fp32's · teacher-forced over "
+                                         "{positions} tokens: KL vs fp32 {mean:.2g} (99th percentile {p99:.2g}) · "
+                                         "same top {top:.1f} %").format(
+            same=greedy.get("same_prefix", 0), count=len(greedy.get("ids", [])), positions=board["positions"],
+            mean=board["mean_kl"], p99=board["p99_kl"], top=100 * board["same_top"])
     if "kl_mean" not in record:
         return ""
-    greedy = record.get("greedy") or {}
     prompts = record.get("kl_prompts") or []
     return translate("variant_rows", "greedy: the first {same} of {count} tokens as fp32's · top-1 agrees on "
                                      "{agree} of {prompts} prompts · KL vs fp32 {mean:.2g} (max {max:.2g})").format(

@@ -3580,8 +3580,8 @@ Source: {source}, {size} to download</source>
             <translation>不适用于 {name}：其文件夹中缺少 GGUF（请重新准备该模型）。</translation>
         </message>
         <message>
-            <source>teacher-forced over {positions} tokens: KL {mean:.2g} (99th percentile {p99:.2g}) · same top {same:.1f} %</source>
-            <translation>在 {positions} 个词元上教师强制：KL {mean:.2g}（第 99 百分位 {p99:.2g}）· 第一名相同 {same:.1f} %</translation>
+            <source>greedy: the first {same} of {count} tokens as fp32's · teacher-forced over {positions} tokens: KL vs fp32 {mean:.2g} (99th percentile {p99:.2g}) · same top {top:.1f} %</source>
+            <translation>贪心：前 {same}/{count} 个词元与 fp32 相同 · 在 {positions} 个词元上教师强制：与 fp32 的 KL {mean:.2g}（第 99 百分位 {p99:.2g}）· 第一名相同 {top:.1f} %</translation>
         </message>
         <message>
             <source>greedy: the first {same} of {count} tokens as fp32's · top-1 agrees on {agree} of {prompts} prompts · KL vs fp32 {mean:.2g} (max {max:.2g})</source>
