@@ -122,7 +122,7 @@ class ModelCompareView(QWidget):
         self._legend.setFont(style.ui_font(8.5))
         self._legend.setWordWrap(True)
         self._canvas = style.make_canvas()
-        self._strip = self._canvas.addPlot(row=0, col=0, colspan=2, axisItems={"bottom": style.StepAxis("bottom")})
+        self._strip = self._canvas.addPlot(row=0, col=0, colspan=3, axisItems={"bottom": style.StepAxis("bottom")})
         style.style_plot(self._strip)
         self._strip.setLabel("left", translate("model_compare_view", "KL(A‖B), nats"))
         self._strip_bars = pg.BarGraphItem(x=[], height=[], width=0.8)
@@ -138,14 +138,13 @@ class ModelCompareView(QWidget):
         for side, plot in self._plots.items():
             self._dist_bars[side] = pg.BarGraphItem(x0=[], y=[], width=[], height=0.7)
             plot.addItem(self._dist_bars[side])
-        self._layers = self._canvas.addPlot(row=2, col=0, colspan=2)  # where in depth B departs from A
+        self._layers = self._canvas.addPlot(row=1, col=2)  # where in depth B departs from A, beside the two
         style.style_plot(self._layers)
         self._layers.setLabel("left", translate("model_compare_view", "‖h_B − h_A‖ / ‖h_A‖, %"))
         self._layers.setLabel("bottom", translate("model_compare_view", "layer"))
         self._layer_curve = self._layers.plot([], [], symbol="o", symbolSize=5)
         self._canvas.ci.layout.setRowStretchFactor(0, 1)
         self._canvas.ci.layout.setRowStretchFactor(1, 1)
-        self._canvas.ci.layout.setRowStretchFactor(2, 1)
         self._canvas.scene().sigMouseClicked.connect(self._on_click)
         self._tokens = QLabel()
         self._tokens.setWordWrap(True)
