@@ -180,7 +180,11 @@ def test_scoreboard_of_identical_logits_is_perfect():
 def test_scoreboard_columns_by_hand():
     """Two positions, vocabulary 12 (logits 11, 10, …, 0): row 1 of B lifts the last token to the top, a flip
     that also swaps it into the top 10 for A's tenth (Jaccard 9 / 11); the next tokens' Δp."""
-    from decoding.analysis.model_compare import kl_rows, log_softmax, position_scores, scoreboard
+    from decoding.analysis.model_compare import log_softmax, position_scores, scoreboard
+
+    def kl_rows(x, y):  # plain KL(softmax x ‖ softmax y) per row
+        lp, lq = log_softmax(x), log_softmax(y)
+        return (np.exp(lp) * (lp - lq)).sum(axis=-1)
 
     a = np.tile(np.arange(11.0, -1.0, -1.0), (2, 1))
     b = a.copy()
