@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install everything (first time only), prepare the default model (reused when already prepared) and run all tests.
-# Quick loop while developing: .venv/bin/python -m pytest -m "not slow"
+# Quick loop while developing: .venv/bin/python -m pytest -m "not slow" -n 2 --dist loadfile
 set -euo pipefail
 cd "$(dirname "$0")"
 bash scripts/setup.sh prepare,test

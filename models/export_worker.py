@@ -50,8 +50,8 @@ def dequantize_gguf(gguf: Path, hf_dir: Path) -> None:
     emit(stage="dequantize", fraction=1.0, message="dequantized")
 
     emit(stage="tokenizer", fraction=0.0, message="building the tokenizer from the GGUF's vocabulary")
-    eos_ids, how = save_gguf_tokenizer(gguf, hf_dir, model.config.max_position_embeddings)
-    write_generation_config(model, eos_ids, hf_dir)
+    eos_ids, pad_id, how = save_gguf_tokenizer(gguf, hf_dir, model.config.max_position_embeddings)
+    write_generation_config(model, eos_ids, pad_id, hf_dir)
     (hf_dir / TOKENIZER_NOTE).write_text(json.dumps({"tokenizer": how}), encoding="utf-8")
     emit(stage="tokenizer", fraction=1.0, message=how)
 
@@ -60,10 +60,10 @@ TOKENIZER_NOTE = "branchpoint_tokenizer.json"  # how the tokenizer was made: rea
 TURN_END = "<end_of_turn>"  # Gemma's chat turns end here: an eos besides <eos> (as Google's generation_config)
 
 
-def save_gguf_tokenizer(gguf: Path, hf_dir: Path, max_length: int) -> tuple[list[int], str]:
+def save_gguf_tokenizer(gguf: Path, hf_dir: Path, max_length: int) -> tuple[list[int], int, str]:
     """The GGUF's tokenizer into hf_dir, as llama.cpp reads it: SentencePiece-style vocabularies built by
     models.gguf_tokenizer, SmolLM2's byte-level BPE repaired (models.tokenizer_repair), other byte-level BPE
-    vocabularies as transformers converts them. Returns (eos ids, how it was made)."""
+    vocabularies as transformers converts them. Returns (eos ids, pad id, how it was made)."""
     from transformers import AutoTokenizer
 
     from models.gguf_tokenizer import read_vocabulary, write_spm_tokenizer
@@ -74,33 +74,33 @@ def save_gguf_tokenizer(gguf: Path, hf_dir: Path, max_length: int) -> tuple[list
         eos = [vocabulary.eos_id] + [
             i for i, p in enumerate(vocabulary.pieces) if p == TURN_END and i != vocabulary.eos_id
         ]
-        return (
-            eos,
-            "SentencePiece-style GGUF vocabulary (models.gguf_tokenizer: user-defined pieces first, BPE by score)",
-        )
+        pad = vocabulary.pad_id if vocabulary.pad_id is not None else eos[0]
+        how = "SentencePiece-style GGUF vocabulary (models.gguf_tokenizer: user-defined pieces first, BPE by score)"
+        return eos, pad, how
     broken = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     if vocabulary.pre == "smollm":
         from models.tokenizer_repair import EOS_TOKEN, repair_gguf_tokenizer
 
         fixed = repair_gguf_tokenizer(broken, broken.chat_template, max_length)
         fixed.save_pretrained(hf_dir)
-        return [fixed.convert_tokens_to_ids(EOS_TOKEN)], "SmolLM2 byte-level BPE, repaired (models.tokenizer_repair)"
+        eos_id = fixed.convert_tokens_to_ids(EOS_TOKEN)
+        return [eos_id], eos_id, "SmolLM2 byte-level BPE, repaired (models.tokenizer_repair)"
     broken.clean_up_tokenization_spaces = False
     broken.save_pretrained(hf_dir)
-    eos = [vocabulary.eos_id] if vocabulary.eos_id is not None else []
-    return eos, f"transformers' GGUF conversion ({vocabulary.model}, pre-tokenizer {vocabulary.pre}), not checked"
+    eos = [vocabulary.eos_id] if vocabulary.eos_id is not None else [broken.eos_token_id]
+    pad = vocabulary.pad_id if vocabulary.pad_id is not None else eos[0]
+    return eos, pad, f"transformers' GGUF conversion ({vocabulary.model}, pre-tokenizer {vocabulary.pre}), not checked"
 
 
-def write_generation_config(model, eos_ids: list[int], hf_dir: Path) -> None:
+def write_generation_config(model, eos_ids: list[int], pad_id: int, hf_dir: Path) -> None:
     from transformers import GenerationConfig
 
     bos_id = model.config.bos_token_id
     eos = eos_ids[0] if len(eos_ids) == 1 else eos_ids
-    pad = model.config.pad_token_id if model.config.pad_token_id is not None else eos_ids[0]
     model.config.eos_token_id = eos
-    model.config.pad_token_id = pad
+    model.config.pad_token_id = pad_id
     model.config.save_pretrained(hf_dir)
-    GenerationConfig(bos_token_id=bos_id, eos_token_id=eos, pad_token_id=pad).save_pretrained(hf_dir)
+    GenerationConfig(bos_token_id=bos_id, eos_token_id=eos, pad_token_id=pad_id).save_pretrained(hf_dir)
 
 
 def download_from_hub(args: argparse.Namespace) -> None:

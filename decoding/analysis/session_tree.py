@@ -125,6 +125,11 @@ def grow(nodes: list[TreeNode], lanes: Sequence[LaneTrace], model: str,
     for lane in lanes:
         if not lane.steps and not lane.token_ids:
             continue
+        if under is None and not one_level and lane.config.get("forced"):
+            again = _made_before(nodes, lane)  # a forced lane made again (a replay): the node it was
+            if again is not None:
+                made.append(again)
+                continue
         if under is not None:
             parent, step = under
         else:
@@ -148,12 +153,44 @@ def grow(nodes: list[TreeNode], lanes: Sequence[LaneTrace], model: str,
 def _parent_of(nodes: Sequence[TreeNode], lane: LaneTrace) -> tuple[int | None, int]:
     marker = lane.replay_of or lane.branch
     if not marker:
-        return None, 0
+        return _forced_parent(nodes, lane)
     parent_lane, step = marker.get("lane", marker.get("parent")), int(marker["step"])
     for node in reversed(nodes):
         if node.lane == parent_lane and full_tokens(nodes, node.id)[:step] == list(lane.token_ids[:step]):
             return node.id, step
     return None, 0
+
+
+def _made_before(nodes: Sequence[TreeNode], lane: LaneTrace) -> TreeNode | None:
+    """The node of the same lane, config and whole sequence, wherever it hangs."""
+    config, tokens = dict(lane.config), list(lane.token_ids)
+    return next((node for node in nodes if node.lane == lane.name and node.config == config
+                 and full_tokens(nodes, node.id) == tokens), None)
+
+
+def _forced_parent(nodes: Sequence[TreeNode], lane: LaneTrace) -> tuple[int | None, int]:
+    """A lane with forced tokens (Force for all lanes, step mode's picks) branches at its first forced step from
+    the newest node whose sequence it follows up to there and leaves there — of the same lane first, then of the
+    same strategy, then any; else it is a root."""
+    forced = lane.config.get("forced") or {}
+    steps = sorted(int(step) for step in forced)
+    if not steps or steps[0] >= len(lane.token_ids):
+        return None, 0
+    step, tokens = steps[0], list(lane.token_ids)
+    strategy = _strategy(lane.config)
+    for kin in (lambda n: n.lane == lane.name, lambda n: _strategy(n.config) == strategy, lambda _n: True):
+        for node in reversed(nodes):
+            sequence = full_tokens(nodes, node.id)
+            # the lane's own node even where it took that token anyway; another one only where it leaves it there
+            leaves_there = len(sequence) > step and (node.lane == lane.name or sequence[step] != tokens[step])
+            if kin(node) and leaves_there and sequence[:step] == tokens[:step]:
+                return node.id, step
+    return None, 0
+
+
+def _strategy(config: dict) -> dict:
+    """A lane's config without what Force and step mode add to it."""
+    return {key: value for key, value in config.items() if key not in ("forced", "max_new_tokens", "name")}
 
 
 def _same_place(a: TreeNode, b: TreeNode) -> bool:

@@ -382,13 +382,17 @@ class BeamLaneState(LaneState):
 
     def _beam_scores(self, raw: list[np.ndarray], softmaxes: list[Softmax | None]) -> np.ndarray:
         pairs = zip(raw, softmaxes, strict=True)
-        logprobs = np.stack([np.full_like(row, -np.inf) if sm is None else sm.log_softmax() for row, sm in pairs])
+        raw_logprobs = np.stack([np.full_like(row, -np.inf) if sm is None else sm.log_softmax() for row, sm in pairs])
+        logprobs = raw_logprobs
         if self.chain.stages:
-            logprobs = self.chain.apply(self._ids(self._histories()), logprobs)
+            logprobs = self.chain.apply(self._ids(self._histories()), raw_logprobs)
         step = self.step
         if step in self.forced:  # every beam must take the forced token
+            token = self.forced[step]
             masked = np.full_like(logprobs, -np.inf)
-            masked[:, self.forced[step]] = logprobs[:, self.forced[step]]
+            masked[:, token] = logprobs[:, token]
+            if not np.isfinite(masked[:, token]).any():  # banned by the processors on every beam: taken all the
+                masked[:, token] = raw_logprobs[:, token]  # same, as a single-row lane takes its forced token
             logprobs = masked
         return logprobs
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import Slot
+from PySide6.QtCore import QCoreApplication, Slot
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QDialog,
@@ -52,7 +52,10 @@ class PreparationDialog(QDialog):
     @Slot()
     def cancel(self) -> None:
         if self._worker.is_running():
-            self.stage.setText(translate("setup_dialog", "cancelling…"))
+            # a stage (an export, a quantization pass) is not interrupted part-way: say what is still running
+            text = translate("setup_dialog", "cancelling: finishing the current stage first ({stage}); nothing of it "
+                                             "will be kept…")
+            self.stage.setText(text.format(stage=self.stage.text()))
             self.cancel_button.setEnabled(False)
             self._worker.cancel()
         else:
@@ -73,12 +76,19 @@ class PreparationDialog(QDialog):
         raise NotImplementedError
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt override)
-        self._worker.stop_and_wait()
+        self._stop_worker()
         super().closeEvent(event)
 
     def reject(self) -> None:
-        self._worker.stop_and_wait()
+        self._stop_worker()
         super().reject()
+
+    def _stop_worker(self) -> None:
+        """Cancel the preparation, wait for its thread, then take the reports it queued on the way (progress, its
+        end) now, while the dialog is open: none reaches the dialog later, once its owner may have deleted it,
+        and an end that installed something is still shown and announced."""
+        self._worker.stop_and_wait()
+        QCoreApplication.sendPostedEvents(self._worker)
 
 
 class SetupDialog(PreparationDialog):

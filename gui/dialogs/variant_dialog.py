@@ -37,6 +37,8 @@ class VariantDialog(PreparationDialog):
         self._preparing: VariantRow | None = None
         self.setWindowTitle(translate("variant_dialog", "Add precision variant"))
         self.setMinimumWidth(640)
+        self._fit_timer = QTimer(self, singleShot=True, interval=0)
+        self._fit_timer.timeout.connect(self.adjustSize)
         self._build()
         self.refresh(first=True)
 
@@ -186,6 +188,7 @@ class VariantDialog(PreparationDialog):
         self.cancel_button.setEnabled(True)
         self.cancel_button.setText(translate("variant_dialog", "Close"))
         self.refresh()
-        # the wrapped lines whole, once the new rows are shown and polished (queued by their layout)
-        QTimer.singleShot(0, self.adjustSize)
+        # the wrapped lines whole, once the new rows are shown and polished (queued by their layout); the dialog's
+        # own timer, which dies with it (a plain singleShot would call a deleted dialog)
+        self._fit_timer.start()
 

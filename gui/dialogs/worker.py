@@ -38,8 +38,15 @@ class _Runner(QObject):
             self.finished.emit(result)
 
 
+WORDED = (ValueError, OSError, RuntimeError)  # refusals in words, the system's and the model runtime's messages
+
+
 def _message(error: BaseException) -> str:
+    """What the window says of a job's error: its words (never the exception's class name, which the log keeps
+    with the traceback), or the class of an unexpected error without any."""
     text = str(error).strip()
+    if isinstance(error, WORDED) and text:
+        return text
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 

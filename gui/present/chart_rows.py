@@ -207,20 +207,31 @@ def decision_name(decision: str) -> str:
 @dataclass(frozen=True)
 class StageRow:
     """One line of the inspector's chain table: the distribution after a stage (the first line: before the
-    chain), as the step recorded it (decoding.chain.stages)."""
+    chain), for the chosen token as the step recorded it (decoding.chain.stages), or for another candidate as
+    far as the record determines it."""
 
     name: str  # the stage's parameter name; "" for the raw distribution before the chain
     kept: int | None  # tokens left (None: the raw line, the whole vocabulary)
     mass: float | None  # the share of the previous line's probability the stage kept
-    rank: int | None  # the chosen token's rank, 0 = most likely (None: removed, or beyond the raw top list)
-    prob: float  # the chosen token's probability
-    removed_here: bool  # this stage removed the chosen token (a forced token the chain would not keep)
+    rank: int | None  # the token's rank, 0 = most likely (None: removed, beyond the raw top list, or not known)
+    prob: float | None  # the token's probability (None: the record does not determine it)
+    removed_here: bool  # this stage removed the token
 
 
-def stage_rows(step: StepRecord) -> list[StageRow]:
-    """The chain stage by stage for the chosen token; no rows for a step without a recorded chain."""
+# Stages that keep a prefix of the distribution in rank order, leaving the kept tokens' logits as they were: a
+# candidate's rank decides whether it survives, and its probability after the stage is its probability before
+# divided by the share kept.
+PREFIX_STAGES = frozenset({"top_k", "top_p", "min_p", "epsilon_cutoff", "eta_cutoff", "top_n_sigma", "mirostat"})
+
+
+def stage_rows(step: StepRecord, token_id: int | None = None, temperature: float | None = None) -> list[StageRow]:
+    """The chain stage by stage for the chosen token, or for `token_id` (another candidate: derived from its raw
+    probability and rank, the chosen token's probabilities and each stage's share kept; `temperature` is the
+    lane's); no rows for a step without a recorded chain."""
     if not step.stages:
         return []
+    if token_id is not None and token_id != step.token_id:
+        return _candidate_stage_rows(step, token_id, temperature)
     raw_rank = next((t.rank for t in step.top_raw if t.id == step.token_id), None)
     rows = [StageRow("", None, None, raw_rank, step.prob_raw, False)]
     alive = True
@@ -231,18 +242,55 @@ def stage_rows(step: StepRecord) -> list[StageRow]:
     return rows
 
 
+def _candidate_stage_rows(step: StepRecord, token_id: int, temperature: float | None) -> list[StageRow]:
+    """A candidate the lane did not pick, stage by stage. Exact while every stage so far is a prefix stage or
+    the temperature (whose effect follows from the chosen token's probabilities: it divides every logit alike);
+    past any other stage (penalties, DRY, typical, XTC, masks) the record does not say (None), except that a
+    candidate with a processed probability survived the chain."""
+    raw = next((t for t in step.top_raw if t.id == token_id), None)
+    final = next((t.prob for t in step.top if t.id == token_id), None)
+    prob, rank = (raw.prob, raw.rank) if raw is not None else (None, None)
+    rows = [StageRow("", None, None, rank, prob, False)]
+    chosen_before = step.prob_raw
+    for index, stage in enumerate(step.stages):
+        removed_here = False
+        if prob == 0.0:
+            rank = None
+        elif prob is not None and rank is not None and stage.name in PREFIX_STAGES:
+            if rank < stage.kept and stage.mass > 0:
+                prob = prob / stage.mass
+            else:
+                prob, rank, removed_here = 0.0, None, True
+        elif prob is not None and stage.name == "temperature" and temperature and chosen_before and stage.prob:
+            prob = stage.prob * (prob / chosen_before) ** (1.0 / temperature)
+        else:
+            prob, rank = None, None
+        if index == len(step.stages) - 1 and prob is None and final is not None and final > 0:
+            prob = final  # the processed distribution holds it: it came through
+        rows.append(StageRow(stage.name, stage.kept, stage.mass, rank, prob, removed_here))
+        chosen_before = stage.prob
+    return rows
+
+
+def removed_by(rows: list[StageRow]) -> str | None:
+    """The stage that removed the token, when the rows name one."""
+    return next((row.name for row in rows if row.removed_here), None)
+
+
 def stage_cells(row: StageRow, previous: StageRow | None) -> list[str]:
-    """A chain line as the table shows it: stage, kept, kept mass, the chosen token's rank (1 = top) and
-    probability; a rank that a stage changed shows where from."""
+    """A chain line as the table shows it: stage, kept, kept mass, the token's rank (1 = top) and probability
+    ("?" where the record does not determine it); a rank that a stage changed shows where from."""
+    prob = "?" if row.prob is None else f"{row.prob:.4f}"
     if not row.name:
         rank = "—" if row.rank is None else f"#{row.rank + 1}"
-        return [translate("chart_data", "raw (before the chain)"), "—", "—", rank, f"{row.prob:.4f}"]
+        return [translate("chart_data", "raw (before the chain)"), "—", "—", rank, prob]
     if row.rank is None:
-        rank = translate("chart_data", "✗ removed here") if row.removed_here else "—"
+        rank = (translate("chart_data", "✗ removed here") if row.removed_here else
+                "—" if row.prob == 0.0 or row.prob is None else "?")
     else:
         moved = previous is not None and previous.rank is not None and previous.rank != row.rank
         rank = f"#{previous.rank + 1} → #{row.rank + 1}" if moved else f"#{row.rank + 1}"
-    return [row.name, f"{row.kept:,}", f"{row.mass:.4f}", rank, f"{row.prob:.4f}"]
+    return [row.name, f"{row.kept:,}", f"{row.mass:.4f}", rank, prob]
 
 
 def _draw_text(step: StepRecord) -> str:

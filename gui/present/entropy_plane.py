@@ -80,5 +80,14 @@ def regime_text(key: str) -> str:
     return translate("entropy_plane", REGIMES[key][0])
 
 
+def two_lines(text: str) -> str:
+    """A regime's words with their corner's name on a line of its own ("low H, high V:" / "a few strong …")."""
+    for colon in (": ", "："):
+        if colon in text:
+            head, tail = text.split(colon, 1)
+            return f"{head}{colon.strip()}\n{tail}"
+    return text
+
+
 def tick_text(value: float) -> str:
     return f"{value:g}"

@@ -254,12 +254,15 @@ def prompt_pieces(state: RunState, tokenizer=None) -> list[str] | None:
 
 
 def latest_settling(result: ExplainResult) -> int | None:
-    """The position whose next token the model settles on latest (the generated tokens' only): the latest row
-    from which its final top-1 stays top-1, then the latest first top-1, then the most confident final choice.
-    None when no token was generated."""
+    """The position whose next token the model settles on latest (the generated tokens' only, words first: a
+    digit or a comma settling late explains nothing): the latest row from which its final top-1 stays top-1,
+    then the latest first top-1, then the most confident final choice. None when no token was generated."""
     if result.prompt_length < 1:
         return None
-    positions = range(result.prompt_length - 1, len(result.tokens) - 1)
+    generated = range(result.prompt_length - 1, len(result.tokens) - 1)
+    words = [position for position in generated
+             if any(ch.isalpha() for ch in bytes(result.tokens[position + 1].bytes).decode("utf-8", "replace"))]
+    positions = words or list(generated)
     result.lens.compute(positions)  # in one call, not one per position
 
     def lateness(position: int) -> tuple[int, int, float]:

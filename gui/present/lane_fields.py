@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from decoding.chain.parameters import (
@@ -21,11 +20,17 @@ from decoding.chain.parameters import (
     Strategies,
     parameter,
 )
-from decoding.chain.spec import LaneSpec, format_stop_strings, parse_id_list, parse_stop_strings, short_value
+from decoding.chain.spec import (
+    LaneSpec,
+    format_stop_strings,
+    parse_id_list,
+    parse_stop_strings,
+    short_value,
+)
 from gui.i18n import QT_TRANSLATE_NOOP, translate
 from gui.present.chain import order_choice, order_name
+from gui.state.lane_names import model_label, value_text
 from gui.state.refusals import allowed_text
-from models.variants import VARIANTS
 
 
 @dataclass(frozen=True)
@@ -186,6 +191,53 @@ MEANINGS = (
 )
 
 
+# Each parameter's label in the lane editor: its Hugging Face (or llama.cpp) name in English, a word in the
+# interface's language elsewhere (the name itself then in the tooltip). tests/gui/test_i18n.py checks every
+# parameter is listed.
+PARAMETER_LABELS = (QT_TRANSLATE_NOOP("parameter_labels", "do_sample"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "num_beams"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "temperature"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "top_k"), QT_TRANSLATE_NOOP("parameter_labels", "top_p"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "min_p"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "typical_p"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "repetition_penalty"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "no_repeat_ngram_size"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "min_new_tokens"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "epsilon_cutoff"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "eta_cutoff"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "suppress_tokens"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "bad_words_ids"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "sequence_bias"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "frequency_penalty"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "presence_penalty"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "penalty_last_n"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "dry_multiplier"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "dry_base"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "dry_allowed_length"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "dry_penalty_last_n"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "dry_sequence_breakers"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "top_n_sigma"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "xtc_probability"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "xtc_threshold"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "mirostat"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "mirostat_tau"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "mirostat_eta"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "dynatemp_range"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "dynatemp_exponent"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "adaptive"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "max_new_tokens"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "stop_strings"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "length_penalty"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "early_stopping"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "num_return_sequences"),
+                    QT_TRANSLATE_NOOP("parameter_labels", "seed"))
+
+
+def parameter_label(name: str) -> str:
+    """The lane editor's label of a parameter (its HF name where the language keeps it)."""
+    return translate("parameter_labels", name)
+
+
 FIELDS: tuple[Field, ...] = tuple(_field(p) for p in PARAMETERS)
 FIELDS_BY_NAME = {f.name: f for f in FIELDS}
 BEAM_ONLY = frozenset(f.name for f in FIELDS if f.needs_beams)
@@ -241,14 +293,6 @@ def _spec_value(f: Field, value: Any) -> Any:
     return None if value == f.off else value
 
 
-def value_text(value: Any) -> str:
-    """A parameter's value in a lane's name or summary: numbers short (0.9, 40), token-id lists as the command
-    line writes them (28|30, 5 6|7, 5 6:-2.5)."""
-    if isinstance(value, tuple):
-        return short_value(value)
-    return f"{value:g}" if isinstance(value, int | float) and not isinstance(value, bool) else str(value)
-
-
 def describe(spec: LaneSpec, seed: bool = True) -> str:
     """A short strategy summary for headers and lists, e.g. 'beam 4', 'sample T 1.3 · top-p 0.9 · seed 0'."""
     if spec.is_beam:
@@ -282,18 +326,6 @@ def describe(spec: LaneSpec, seed: bool = True) -> str:
     if spec.model is not None:
         parts.append(model_label(spec.model))
     return " · ".join(parts)
-
-
-def model_label(model: str) -> str:
-    """A lane's own model as its name and summary show it: a precision variant by its precision ("int4"), any
-    other model by its name (a folder by its last part), a served model by its protocol and host
-    ("llamacpp 127.0.0.1:8080")."""
-    protocol, plus, rest = model.partition("+")
-    if plus and rest.startswith(("http://", "https://")):
-        return f"{protocol} {rest.split('://', 1)[1].split('?', 1)[0].rstrip('/')}"
-    name = Path(model).name
-    base, _, precision = name.rpartition("-")
-    return precision if base and precision in VARIANTS else name
 
 
 def _summarised(spec: LaneSpec) -> list[str]:

@@ -6,6 +6,8 @@ Model A is the run's (the reference, whose lane chose the tokens), model B the o
 from __future__ import annotations
 
 import html
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gui.i18n import translate
@@ -15,7 +17,7 @@ from gui.present.lane_html import format_prob, group_tokens, visible_piece
 from gui.state.model_comparison import ModelComparison, ModelSide
 
 TICK_PX = 48  # room a token label under the strip takes: beyond width / TICK_PX steps, every n-th is labelled
-LABEL_CHAR_PX = 7  # a flip's "A→B" label is written out where a step has this much room per character, else ↯
+LABEL_GAP_PX = 4  # the least room between two flips' labels
 
 
 @dataclass(frozen=True)
@@ -53,9 +55,21 @@ def tick_labels(bars: list[StripBar], limit: int) -> list[tuple[int, str]]:
     return [(bar.step, bar.token) for bar in bars if bar.step % every == 0]
 
 
-def flip_text(bar: StripBar, step_px: float) -> str:
-    """A flip's label where its bar has room for it, else just ↯."""
-    return bar.flip_label if step_px >= LABEL_CHAR_PX * len(bar.flip_label) else "↯"
+def flip_texts(bars: list[StripBar], step_px: float, text_px: Callable[[str], float]) -> dict[int, str]:
+    """Each flip's label (by step): written out where it does not run into the label before it (widths as drawn:
+    `text_px`, so Chinese pieces count double), else just ↯."""
+    texts: dict[int, str] = {}
+    right = -math.inf  # where the last label drawn ends, in pixels
+    for bar in bars:
+        if not bar.flip:
+            continue
+        centre = (bar.step + 0.5) * step_px
+        text = bar.flip_label
+        if centre - text_px(text) / 2 < right + LABEL_GAP_PX:
+            text = "↯"
+        texts[bar.step] = text
+        right = centre + text_px(text) / 2
+    return texts
 
 
 def distribution_rows(comparison: ModelComparison, step: int, side: int) -> list[DistributionRow]:

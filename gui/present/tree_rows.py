@@ -37,13 +37,15 @@ def tree_rows(tree: list[TreeNode]) -> list[TreeRow]:
 
 
 def node_label(row: TreeRow) -> str:
-    """The lane's name, its branch token under a parent, ★ for a bookmark, its note, +N for folded nodes."""
+    """The lane's name, its branch token under a parent (★ before a forced one, as in the text), ⚑ for a
+    bookmark, its note, +N for folded nodes."""
     node = row.node
     parts = [node.lane]
     if node.parent is not None:
-        parts.append(f"“{display_token(node.branch_text, 16)}”")
+        forced = "★" if node.kind == "forced" else ""
+        parts.append(f"{forced}“{display_token(node.branch_text, 16)}”")
     if node.bookmark:
-        parts.append("★")
+        parts.append("⚑")
     if node.note:
         parts.append(f"— {node.note[:40]}")
     if row.folded:

@@ -44,8 +44,14 @@ def human_size(size: int) -> str:
 
 
 def model_line(info: ModelInfo) -> str:
-    """The picker's line for a prepared model: 'SmolLM2-135M-Instruct-int4 · int4 · 195 MB'."""
-    return f"{info.name} · {precision_of(info.manifest)} · {human_size(info.size_bytes)}"
+    """The picker's line for a prepared model: 'SmolLM2-135M-Instruct-int4 · int4 · 195 MB'; with its inspection
+    model prepared, both sizes ('… · 754 MB + 650 MB inspection'): the folder holds both."""
+    inspection = info.path / "inspection"
+    extra = folder_size(inspection) if inspection.is_dir() else 0
+    size = human_size(info.size_bytes - extra)
+    if extra:
+        size += " + " + translate("variant_rows", "{size} inspection").format(size=human_size(extra))
+    return f"{info.name} · {precision_of(info.manifest)} · {size}"
 
 
 def base_of(model_dir: Path) -> Path:

@@ -25,12 +25,12 @@ class RunCommands(QObject):
         """Run every lane; in step mode, one step of every lane."""
         if self.controller.step_mode:
             self.controller.step_all()
-        elif self._may_replace_run():
+        elif self.controller.check_run() and self._may_replace_run():  # refused before "Save changes?"
             self.controller.run()
 
     @Slot()
     def toggle_step_mode(self) -> None:
-        if self.controller.step_mode or self._may_replace_run():
+        if self.controller.step_mode or (self.controller.check_run() and self._may_replace_run()):
             self.controller.toggle_step_mode()
 
     @Slot()
@@ -46,7 +46,7 @@ class RunCommands(QObject):
     @Slot()
     def run_again_and_compare(self) -> None:
         """Run every lane again (fresh draws where the seed is auto) and say where each differs from this run."""
-        if self._may_replace_run():
+        if self.controller.check_run() and self._may_replace_run():
             self.controller.run(compare=True)
 
     @Slot(int, int)
@@ -116,7 +116,7 @@ class RunCommands(QObject):
     def explain_selected_lane(self) -> None:
         if self.state.selection is None:
             self.state.show_notice(translate("RunCommands", "Select a token of the lane to explain (click it in the "
-                                                            "text)."), level="info")
+                                                            "text)."), level="info", cause="selection")
             return
         self.explain_lane(self.state.selection.lane)
 
@@ -125,7 +125,8 @@ class RunCommands(QObject):
         """The selected lane read by a second model the user picks."""
         if self.state.selection is None:
             self.state.show_notice(translate("RunCommands", "Select a token of the lane to compare with another model "
-                                                            "(click it in the text)."), level="info")
+                                                            "(click it in the text)."), level="info",
+                                   cause="selection")
             return
         self.compare_lane_with_model(self.state.selection.lane)
 

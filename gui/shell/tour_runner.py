@@ -125,7 +125,9 @@ class TourRunner(QObject):
             self.show_view("sweep").show_diversity()
             self._run(stop)
         elif stop.after == "run_again":
-            self._own(self.controller.replay)
+            seed = state.request.seed
+            self._own(self.controller.replay)  # with the run's seeds...
+            state.update_request(seed=seed)  # ...while the user's seed setting stays theirs
         elif stop.after == "why_contrast":
             self._ask_why(stop)
         elif stop.after in ("explain_contrast", "explain_journey"):

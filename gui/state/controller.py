@@ -30,6 +30,10 @@ from gui.state.tasks.messages import (
 )
 from runfiles import run_file
 
+# Notices a new task makes untrue: the prompt's refusal, "restored the run…", "select a token first", step mode's
+# refusals (step mode starting or stepping on).
+STALE_AT_A_TASK = ("prompt", "restore", "selection", "step_mode")
+
 
 class JobRunner(Protocol):
     """Runs one task's work at a time (`start(work)`: work(emit, cancelled)) and calls the controller's
@@ -135,11 +139,20 @@ class RunController:
         whose seed is "auto" draws anew)."""
         return self._start(run.prepare(self, self.state.request if request is None else request, compare))
 
+    def check_run(self, request: RunRequest | None = None) -> bool:
+        """Whether a run of `request` (the state's) passes the refusals a run meets before any work (each said in a
+        notice): the window asks "Save changes?" only after them."""
+        return run.check_run(self, self.state.request if request is None else request) is not False
+
     def force_for_all(self, step: int, token_id: int, request: RunRequest | None = None) -> bool:
-        """Re-run every lane with `token_id` forced at `step` (each keeps its own tokens before it)."""
+        """Re-run every lane with `token_id` forced at `step` (each keeps its own tokens before it): hand picks for
+        this prompt (a run of another prompt runs without them)."""
         if self.busy() or self.holder is None:
             return False
+        request = self.state.request if request is None else request
+        prompt = (request.text, request.chat, request.system)
         for index, lane in enumerate(self.state.lanes):
+            self.state.note_picks(index, prompt)
             self.state.replace_spec(index, replace(lane.spec, forced={**lane.spec.forced, step: token_id}))
         return self.run(request)
 
@@ -261,7 +274,7 @@ class RunController:
         """Start `task` (a command's prepare gave it); True or None/False: the command's answer without work."""
         if not isinstance(task, Task):
             return bool(task)
-        self.state.clear_notice("prompt")
+        self.state.clear_notice(*STALE_AT_A_TASK)
         if self.state.notice is not None and self.state.notice.level == "error":
             self.state.clear_notice()
         self.task, self._targets = task, list(task.targets)

@@ -12,6 +12,7 @@ new view is one class plus one line of wiring, and no view can miss a change ano
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
@@ -19,13 +20,16 @@ from decoding.analysis import session_tree
 from decoding.analysis.compare import first_difference
 from decoding.analysis.critical import critical_point
 from decoding.analysis.text_align import first_text_difference, same_place, token_aligned
-from decoding.chain.spec import LaneSpec
+from decoding.chain.spec import LaneSpec, unique_name
 from decoding.engine.lane_state import empty_trace
 from decoding.records.explain import ExplainResult
 from decoding.records.trace import CriticalSettings, LaneTrace, RunTrace, StepRecord, TreeNode
+from gui.state.lane_names import auto_name
 from gui.state.model_comparison import ModelComparison
 from gui.state.requests import RunRequest
 from gui.state.tasks.kind import TaskKind
+
+BRANCH_NAME = re.compile(r" ↳\d+")  # the name the window gives a branch or a replay ("greedy ↳58 runner-up")
 
 # Every event the model emits, with the arguments its listeners get.
 EVENTS: dict[str, str] = {
@@ -125,6 +129,9 @@ class Lane:
     branch_prompt: tuple | None = None  # the prompt (text, chat, system) its branch point belongs to
     fanout: int = 1  # run as this many seed members (sampled lanes; 1: just the lane)
     members: list[LaneTrace] = field(default_factory=list)  # the last run's members (members[0] is `trace`)
+    # hand picks (step mode's, Force for all lanes'): the prompt they were picked for, and the forced tokens and
+    # token limit the lane had before them (a run of another prompt goes back to those)
+    picks: tuple[tuple, dict, int | None] | None = None
 
     def traces(self) -> list[LaneTrace]:
         """What the lane ran: its fan-out's members, else its own trace."""
@@ -161,6 +168,7 @@ class RunState:
         self.tree: list[TreeNode] = []  # the session tree (decoding.analysis.session_tree) of the shown prompt
         self.tree_prompt: tuple | None = None  # the prompt (text, chat, system) the tree grows from
         self.lane_nodes: dict[int, int] = {}  # lane key -> the tree node of what it shows
+        self.pruned: tuple[list[TreeNode], dict[int, int]] | None = None  # the last prune's nodes (undo_prune)
         self.proposals: dict[int, Proposal] = {}  # step mode: lane index -> its proposed, not yet taken, step
         self.model_comparison: ModelComparison | None = None  # a lane of the shown run read by a second model
         for spec in specs:
@@ -335,6 +343,8 @@ class RunState:
                 self._set_selection(None)
             elif self.selection.lane > index:
                 self._set_selection(replace(self.selection, lane=self.selection.lane - 1))
+        if self.notice is not None and f"“{lane.name}”" in self.notice.text:  # about a lane that is gone
+            self.clear_notice()
         self.events.emit("lane_removed", index, lane)
         return lane
 
@@ -348,10 +358,15 @@ class RunState:
         self.events.emit("lane_moved", index, target)
 
     def detach_branch(self, index: int) -> None:
-        """A branch (or replay) lane whose branch point no longer holds runs as an ordinary lane from now on."""
+        """A branch (or replay) lane whose branch point no longer holds runs as an ordinary lane from now on, named
+        by its strategy when its name was the branch's ("greedy ↳58" says a branch point it no longer has)."""
         lane = self.lanes[index]
         lane.branch_prompt = None
-        self.replace_spec(index, replace(lane.spec, branch=None, replay_of=None))
+        spec = replace(lane.spec, branch=None, replay_of=None)
+        if BRANCH_NAME.search(spec.name):
+            spec = replace(spec, name=unique_name(auto_name(spec), self.names() - {lane.name}))
+            lane.named_by_user = False
+        self.replace_spec(index, spec)
 
     def set_running_trace(self, trace: RunTrace) -> None:
         """The streaming run's prompt, settings and model (no lanes yet): what an autosave needs."""
@@ -383,10 +398,34 @@ class RunState:
                     lane.trace.branch = {**lane.trace.branch, "parent": new}
                 self.events.emit("lane_changed", index)
 
-    def keep_stepped(self, index: int, spec: LaneSpec) -> None:
-        """Step mode ended: the lane's spec is the one its shown steps were made with (the user's picks forced)."""
-        self.lanes[index].spec, self.lanes[index].stale = spec, False
+    def keep_stepped(self, index: int, spec: LaneSpec, prompt: tuple) -> None:
+        """Step mode ended: the lane's spec is the one its shown steps were made with (the user's picks forced, the
+        length reached), picked for `prompt`."""
+        lane = self.lanes[index]
+        self.note_picks(index, prompt)
+        lane.spec, lane.stale = spec, False
         self.events.emit("lane_changed", index)
+
+    def note_picks(self, index: int, prompt: tuple) -> None:
+        """The lane's forced tokens and limit are about to become hand picks for `prompt` (what it had before them
+        is kept: see drop_picks)."""
+        lane = self.lanes[index]
+        if lane.picks is None or lane.picks[0] != prompt:
+            lane.picks = (prompt, dict(lane.spec.forced), lane.spec.max_new_tokens)
+
+    def drop_picks(self, prompt: tuple) -> list[str]:
+        """Lanes whose hand picks were made for another prompt go back to the forced tokens and limit they had
+        before them; their names."""
+        dropped = []
+        for index, lane in enumerate(self.lanes):
+            if lane.picks is None or lane.picks[0] == prompt:
+                continue
+            _, forced, limit = lane.picks
+            lane.picks = None
+            if (lane.spec.forced, lane.spec.max_new_tokens) != (forced, limit):
+                self.replace_spec(index, replace(lane.spec, forced=forced, max_new_tokens=limit))
+                dropped.append(lane.name)
+        return dropped
 
     def pin_seed(self, index: int, seed: int) -> None:
         """Keep the seed a lane ran with (its shown text stays current)."""
@@ -506,6 +545,7 @@ class RunState:
             return
         if self.tree_prompt != prompt_key(self.trace):
             self.tree, self.lane_nodes, self.tree_prompt = [], {}, prompt_key(self.trace)
+            self.pruned = None
         keys = list(finished)
         nodes = session_tree.grow(self.tree, [finished[key] for key in keys], self.trace.model.name)
         grown = dict(zip([key for key in keys if finished[key].steps or finished[key].token_ids], nodes,
@@ -621,7 +661,7 @@ class RunState:
         self.critical = trace.settings.critical
         self.reference = 0
         self.run_limit = max((len(lane.steps) for lane in trace.lanes), default=0)
-        self.tree, self.tree_prompt = trace.tree, prompt_key(trace)
+        self.tree, self.tree_prompt, self.pruned = trace.tree, prompt_key(trace), None
         self.lane_nodes = {lane.key: node.id for lane in self.lanes
                            if (node := _node_showing(self.tree, lane.trace)) is not None}
         self.events.emit("tree_changed")
@@ -647,10 +687,25 @@ class RunState:
         self.events.emit("tree_changed")
 
     def prune_node(self, node_id: int) -> list[TreeNode]:
-        """Remove a node and everything under it from the tree (the user asked to); their lanes stay."""
+        """Remove a node and everything under it from the tree (the user asked to); their lanes stay. The last
+        prune can be undone (undo_prune)."""
+        lane_nodes = dict(self.lane_nodes)
         removed = session_tree.prune(self.tree, node_id)
         gone = {node.id for node in removed}
         self.lane_nodes = {key: node for key, node in self.lane_nodes.items() if node not in gone}
+        self.pruned = (removed, {key: node for key, node in lane_nodes.items() if node in gone})
+        self.events.emit("tree_changed")
+        return removed
+
+    def undo_prune(self) -> list[TreeNode]:
+        """Put back what the last prune removed (with the lanes that showed its nodes); the nodes put back."""
+        if self.pruned is None:
+            return []
+        (removed, lane_nodes), self.pruned = self.pruned, None
+        self.tree.extend(removed)
+        self.tree.sort(key=lambda node: node.id)
+        self.lane_nodes.update({key: node for key, node in lane_nodes.items()
+                                if any(lane.key == key for lane in self.lanes)})
         self.events.emit("tree_changed")
         return removed
 
@@ -675,6 +730,8 @@ class RunState:
     def _set_selection(self, selection: Selection | None) -> None:
         if selection != self.selection:
             self.selection = selection
+            if selection is not None:
+                self.clear_notice("selection")  # "select a token first" no longer holds
             self.events.emit("selection_changed", selection)
 
     # --------------------------------------------------------------------------------------------- notice
@@ -683,9 +740,9 @@ class RunState:
         self.notice = Notice(text, level, cause)
         self.events.emit("notice_changed", self.notice)
 
-    def clear_notice(self, cause: str | None = None) -> None:
-        """Clear the notice (only if it has this cause, when one is given)."""
-        if self.notice is None or (cause is not None and self.notice.cause != cause):
+    def clear_notice(self, *causes: str) -> None:
+        """Clear the notice (only if it has one of these causes, when causes are given)."""
+        if self.notice is None or (causes and self.notice.cause not in causes):
             return
         self.notice = None
         self.events.emit("notice_changed", None)

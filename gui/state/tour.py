@@ -216,7 +216,7 @@ STOPS += [
         lanes=(TourLane(LaneSpec("greedy")),),
         view="lens",
         after="explain_journey",
-        max_new_tokens=12,
+        max_new_tokens=6,
         text=QT_TRANSLATE_NOOP(
             "tour",
             "Each row is what the model would say if it stopped after that layer: the early layers mostly echo "

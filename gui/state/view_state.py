@@ -14,7 +14,7 @@ class TimelineViewState:
 
 
 TIMELINE_LAYOUTS = ("auto", "overlay", "strips")
-STRIPS_FROM = 6  # lanes from which "auto" draws one strip per lane (overlaid lines become spaghetti)
+STRIPS_FROM = 5  # lanes from which "auto" draws one strip per lane (overlaid lines become spaghetti)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from decoding.records.trace import StepRecord
 from gui.i18n import translate
@@ -64,7 +64,6 @@ def describe_other(record: StepRecord, other_token: int | None, other_text: str)
                                          "{count} here").format(token=token, count=len(record.top))
     return translate("compare_view", "the other lane's {token} has p {p} (rank {rank}) here").format(
         token=token, p=format_prob(known.prob), rank=known.rank + 1)
-
 
 class CompareView(QWidget):
     def __init__(self, state: RunState, parent: QWidget | None = None) -> None:
@@ -139,6 +138,8 @@ class CompareView(QWidget):
                                                               "same place of the text"))
         header.addWidget(self._title, 1)
         header.addWidget(QLabel(translate("compare_view", "compare with")))
+        self._combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self._combo.setMinimumContentsLength(14)  # not as wide as the longest lane name
         header.addWidget(self._combo)
         header.addWidget(self._comparison)
         self._legend = QLabel(
@@ -152,6 +153,8 @@ class CompareView(QWidget):
         self._legend.setFont(style.ui_font(8.5))
         self._canvas = style.make_canvas()
         self._plots = {"a": self._canvas.addPlot(row=0, col=0), "b": self._canvas.addPlot(row=0, col=1)}
+        for column in (0, 1):  # both distributions as wide, whatever their lanes are named
+            self._canvas.ci.layout.setColumnStretchFactor(column, 1)
         self._bars, self._draws = {}, {}
         for side, plot in self._plots.items():
             style.style_plot(plot, ink=False)
@@ -162,6 +165,15 @@ class CompareView(QWidget):
             self._draws[side] = pg.ScatterPlotItem(symbol="|", size=22, pen=pg.mkPen(style.DRAW_COLOUR, width=3))
             self._draws[side].setZValue(5)
             plot.addItem(self._draws[side])
+        # each plot's lane above it, as wide as the plot whatever its name (a pyqtgraph title asks for its text's
+        # width: a long name squeezed the other plot to a sliver)
+        self._heads = {side: QLabel() for side in self._plots}
+        heads = QHBoxLayout()
+        for label in self._heads.values():
+            label.setTextFormat(Qt.TextFormat.RichText)
+            label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+            label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+            heads.addWidget(label, 1)
         self._captions = {side: QLabel() for side in self._plots}
         captions = QHBoxLayout()
         for label in self._captions.values():
@@ -172,6 +184,7 @@ class CompareView(QWidget):
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(header)
         layout.addWidget(self._legend)
+        layout.addLayout(heads)
         layout.addWidget(self._canvas, 1)
         layout.addLayout(captions)
 
@@ -210,7 +223,9 @@ class CompareView(QWidget):
                                          other_token=display_token(b.token_text, 20), other_step=b.step))
         for side, record, other_record, lane in (("a", a, b, lanes[0]), ("b", b, a, lanes[1])):
             self._draw_side(side, record, other_record.token_id if aligned else None)
-            self._plots[side].setTitle(f'{style.lane_swatch(lane.colour)} {html.escape(lane.name)}', size="9pt")
+            # a long lane name would widen its plot's title and squeeze the other plot: cut, in full above
+            self._heads[side].setText(f'{style.lane_swatch(lane.colour)} {html.escape(lane.name)}')
+            self._heads[side].setToolTip(lane.name)
             chose = translate("compare_view", "<b>{name}</b>: chose “{token}” p {p}; ").format(
                 name=html.escape(lane.name), token=html.escape(display_token(record.token_text, 20)),
                 p=format_prob(record.prob))
@@ -243,6 +258,6 @@ class CompareView(QWidget):
             self._rows[side] = []
             self._bars[side].setOpts(x0=[], y=[], width=[], height=0.7)
             self._plots[side].getAxis("left").setTicks([[]])
-            self._plots[side].setTitle(None)
+            self._heads[side].setText("")
             self._draws[side].setData([], [])
             self._captions[side].setText("")

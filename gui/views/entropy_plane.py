@@ -27,6 +27,7 @@ from gui.present.entropy_plane import (
     plane_points,
     regime_text,
     tick_text,
+    two_lines,
 )
 from gui.state.run_state import RunState, Selection
 from gui.state.view_state import EntropyPlaneViewState
@@ -130,6 +131,7 @@ class EntropyPlane(DrawnWhenShown, QWidget):
 
     def _add_regimes(self) -> None:
         """The adaptive strategy's two corners shaded, the thresholds dashed, each regime named."""
+        self.regime_labels: list[pg.TextItem] = []
         shade = QColor(style.FOREGROUND)
         shade.setAlphaF(0.07)
         for (low_h, high_h), (low_v, high_v) in CORNERS.values():
@@ -145,10 +147,12 @@ class EntropyPlane(DrawnWhenShown, QWidget):
         for value, angle in thresholds:
             self._plot.addItem(pg.InfiniteLine(log_position(value), angle=angle, pen=dash), ignoreBounds=True)
         for key, (_, (x, y), end) in REGIMES.items():
-            label = pg.TextItem(regime_text(key), color=colours.current().muted, anchor=(end, 0.5))
+            # the corner's name over its words, on two lines: side by side on one line the top two overlapped
+            label = pg.TextItem(two_lines(regime_text(key)), color=colours.current().muted, anchor=(end, 0.5))
             label.setFont(style.ui_font(8))
             label.setPos(x, y)
             self._plot.addItem(label, ignoreBounds=True)
+            self.regime_labels.append(label)
 
     # ---- drawing -----------------------------------------------------------------------------------------
     def _draw(self) -> None:

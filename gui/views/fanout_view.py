@@ -30,6 +30,7 @@ from gui.views.redraw import DrawnWhenShown, RedrawScheduler
 
 _END = -1  # the "token" of a member that ended before a step
 _EDGE_WIDTH = 1.2  # pen of the edges from a branch to its children
+_LONE_WIDTH = 1.0  # pen of a member's own tokens after its last split, in a fan-out of many members (faded)
 _ENTROPY_COLOUR, _MARGIN_COLOUR = "#0072B2", "#D55E00"  # the lower chart's lines
 
 
@@ -325,6 +326,8 @@ class FanoutView(DrawnWhenShown, QWidget):
         shares: dict[int, dict] = {}  # lane_characters of the members whose split pieces are bytes
         for branch in walk(self._tree):
             width = 1.5 + 4.0 * math.log2(len(branch.members)) / max(math.log2(count), 1.0)
+            if len(branch.members) == 1 and count > 8:
+                width = _LONE_WIDTH  # a member on its own: thin and faded, so the shared trunks and splits read
             if branch.end > branch.start:  # its shared tokens, one point per step (a root that splits at once has none)
                 segments.setdefault(width, []).append((branch.start, branch.y, branch.end - 1, branch.y))
             tail = branch.end - 1 if branch.end > branch.start else branch.start - 0.5
@@ -353,7 +356,10 @@ class FanoutView(DrawnWhenShown, QWidget):
         for line, (width, pairs) in zip(self._lines, segments.items(), strict=False):
             xs = [x for x0, _, x1, _ in pairs for x in (x0, x1)]
             ys = [y for _, y0, _, y1 in pairs for y in (y0, y1)]
-            line.setData(xs, ys, connect="pairs", pen=pg.mkPen(colour, width=width))
+            pen_colour = pg.mkColor(colour)
+            if width == _LONE_WIDTH:
+                pen_colour.setAlphaF(0.35)
+            line.setData(xs, ys, connect="pairs", pen=pg.mkPen(pen_colour, width=width))
         _show_first(self._lines, len(segments))
 
     def _draw_labels(self) -> None:

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QMenu,
     QScrollArea,
     QSizePolicy,
+    QSplitter,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -40,6 +41,7 @@ from gui.present.chart_rows import (
     TokenRow,
     display_token,
     inspector_rows,
+    removed_by,
     stage_cells,
     stage_rows,
     step_cutoffs,
@@ -57,6 +59,7 @@ _DRAW_LABEL_POSITIONS = (0.98, 0.8, 0.62, 0.44, 0.26)  # the "u=" label's height
 _AXIS_PX = 64  # height the bottom axis, its title and the plot margins take inside the canvas
 _MIN_ROWS = 5
 CANVAS_MIN_HEIGHT = _AXIS_PX + _MIN_ROWS * _ROW_PX  # the bars stay readable however short the panel
+DETAIL_LINES = 6  # the numbers and chain table keep at least this many lines in view
 
 
 def _unbreakable(text: str) -> str:
@@ -124,6 +127,8 @@ class StepInspector(QWidget):
         self._title.setText(translate("inspector", "No step selected"))
         self._set_rows_visible(False)
         self._numbers.setText("")
+        self._picked = None
+        self._picked_label.setText("")
         self._stages.setText("")
         self._stages.setVisible(False)
         self._beams.setText("")
@@ -246,16 +251,29 @@ class StepInspector(QWidget):
         self._legend = self._legend_label()
         layout.addWidget(self._legend)
         self._canvas.setMinimumHeight(CANVAS_MIN_HEIGHT)
-        layout.addWidget(self._canvas, 1)
         numbers = self._build_numbers()
+        lower = QWidget()
+        below = QVBoxLayout(lower)
+        below.setContentsMargins(0, 0, 0, 0)
         # the picked row's readout on a line of its own, the panel's whole width: beside the controls it had a
         # third of it and was cut after two lines
-        layout.addWidget(self._picked_label)
+        below.addWidget(self._picked_label)
         controls = QHBoxLayout()
         controls.addStretch(1)
         controls.addLayout(self._controls)
-        layout.addLayout(controls)
-        layout.addWidget(self._details(self._beams, numbers, self._stages))
+        below.addLayout(controls)
+        details = self._details_scroll = self._details(self._beams, numbers, self._stages)
+        details.setMinimumHeight(self.fontMetrics().lineSpacing() * DETAIL_LINES)  # the chain table's lines
+        below.addWidget(details, 1)
+        # the chart above the numbers and the chain table, the line between them draggable (named: remembered)
+        self._split = QSplitter(Qt.Orientation.Vertical)
+        self._split.setObjectName("inspectorSplitter")
+        self._split.setChildrenCollapsible(False)
+        self._split.addWidget(self._canvas)
+        self._split.addWidget(lower)
+        self._split.setStretchFactor(0, 2)
+        self._split.setStretchFactor(1, 1)
+        layout.addWidget(self._split, 1)
         self.clear()
 
     @staticmethod
@@ -391,6 +409,7 @@ class StepInspector(QWidget):
         self._beams.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self._stages = QLabel()
         self._stages.setObjectName("stageTable")
+        self._stages.setWordWrap(True)  # its caption names the token: wrapped, not cut at the panel's edge
         self._stages.setTextFormat(Qt.TextFormat.RichText)
         self._stages.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self._stages.setToolTip(translate("inspector", "The lane's chain, stage by stage: after each processor, the "
@@ -580,16 +599,27 @@ class StepInspector(QWidget):
         document.setHtml(self._beams.text())
         return document.toPlainText().replace("\u00a0", " ")
 
+    def _candidate_stages(self, row: TokenRow | None) -> list:
+        """The chain stage by stage for a row's token (the chosen token's without one)."""
+        token = None if row is None else row.token_id
+        temperature = self._lane.config.get("temperature")
+        return stage_rows(self._step, token, float(temperature) if temperature is not None else None)
+
+    def _picked_row(self) -> TokenRow | None:
+        return self._rows[self._picked] if self._picked is not None and self._picked < len(self._rows) else None
+
     def _fill_stages(self) -> None:
-        """The chain table: a line per stage, the stage that removed the chosen token (a forced one) in red."""
-        rows = stage_rows(self._step)
+        """The chain table of the clicked candidate (the chosen token until one is clicked): a line per stage,
+        the stage that removed it in red."""
+        picked = self._picked_row()
+        rows = self._candidate_stages(picked)
         self._stages.setVisible(bool(rows))
         if not rows:
             self._stages.setText("")
             return
         scheme = colours.current()
         heads = [translate("inspector", "stage"), translate("inspector", "kept"), translate("inspector", "mass kept"),
-                 translate("inspector", "rank of chosen"), translate("inspector", "p(chosen)")]
+                 translate("inspector", "rank"), translate("inspector", "p")]
         lines = ["<tr>" + "".join(f'<th align="{"left" if i == 0 else "right"}" style="color:{scheme.muted}">'
                                   f"{html.escape(head)}</th>" for i, head in enumerate(heads)) + "</tr>"]
         for index, row in enumerate(rows):
@@ -597,7 +627,11 @@ class StepInspector(QWidget):
             colour = f' style="color:{scheme.error}"' if row.removed_here else ""
             lines.append(f"<tr{colour}>" + "".join(f'<td align="{"left" if i == 0 else "right"}">{html.escape(cell)}'
                                                    "</td>" for i, cell in enumerate(cells)) + "</tr>")
-        caption = translate("inspector", "The chain, stage by stage (the chosen token)")
+        token = display_token((picked.text if picked else self._step.token_text), 24)
+        caption = (translate("inspector", "The chain, stage by stage, for “{token}” (click another row for its own)")
+                   if picked is None or picked.chosen else
+                   translate("inspector", "The chain, stage by stage, for “{token}” (not chosen; ? where the step's "
+                                          "record does not say)")).format(token=token)
         self._stages.setText(f"<b>{html.escape(caption)}</b>"
                              f'<table cellspacing="0" cellpadding="1" width="100%">{"".join(lines)}</table>')
 
@@ -614,6 +648,9 @@ class StepInspector(QWidget):
     def _picked_text(self, row: TokenRow) -> str:
         raw = "—" if row.prob_raw is None else f"{row.prob_raw:.4f}"
         processed = translate("inspector", "filtered") if not row.prob else f"{row.prob:.4f}"
+        stage = removed_by(self._candidate_stages(row)) if not row.prob else None
+        if stage is not None:
+            processed = translate("inspector", "removed by {stage}").format(stage=stage)
         token = html.escape(display_token(row.text, 24))
         picked = translate("inspector", "<b>“{token}” (id {token_id}): p {processed}, raw {raw}</b>")
         return picked.format(token=token, token_id=row.token_id, processed=processed, raw=raw)
@@ -638,10 +675,16 @@ class StepInspector(QWidget):
             if not self._rows[row].chosen:
                 self.branchRequested.emit(self._lane_index, self._step.step, self._rows[row].token_id)
         elif event.button() == Qt.MouseButton.LeftButton:
-            self._picked = row
-            self._fill_numbers()
+            self.pick_row(row)
         elif event.button() == Qt.MouseButton.RightButton and not self._rows[row].chosen:
             self._context_menu(self._rows[row]).popup(QCursor.pos())
+
+    def pick_row(self, row: int) -> None:
+        """A row clicked: its numbers, and the chain stage by stage for its token."""
+        self._picked = row
+        self._fill_numbers()
+        self._fill_stages()
+        self._details_scroll.ensureWidgetVisible(self._stages, 0, 0)
 
     def _context_menu(self, row: TokenRow) -> QMenu:
         menu = QMenu(self)

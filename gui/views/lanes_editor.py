@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from decoding.analysis.fanout import MAX_FANOUT, refusal
-from decoding.chain.spec import ORDER_PAIR, PRESETS, PROCESSOR_ORDER, LaneSpec, unique_name
+from decoding.chain.spec import ORDER_PAIR, PRESETS, LaneSpec, unique_name
 from gui.i18n import translate
 from gui.present import colours
 from gui.present.lane_fields import (
@@ -44,11 +44,11 @@ from gui.present.lane_fields import (
     describe,
     display_value,
     field_applies,
-    model_label,
+    parameter_label,
     preset_title,
     spec_from_values,
-    value_text,
 )
+from gui.state.lane_names import auto_name, follows_strategy, model_label
 from gui.state.refusals import error_text
 from gui.state.run_state import Lane, RunState, Selection
 from gui.views.chain_editor import ChainEditor
@@ -56,28 +56,9 @@ from gui.views.spin_boxes import CheckedDoubleSpinBox, CheckedSpinBox
 from gui.views.style import lane_color_hex
 
 NAME_COLUMN, STRATEGY_COLUMN = 0, 1
+NAME_COLUMN_MAX_PX = 150
 MESSAGE_LINES = 2  # the message area keeps room for this many lines, shown or not
 RUN_MODEL = ""  # the model field's entry for "the run's model" (LaneSpec.model None)
-
-
-def auto_name(spec: LaneSpec) -> str:
-    """The name a lane gets from its strategy ("greedy", "beam-4", "top-k 50", "T 0.7 top-k 20"), as the
-    command line names its lanes."""
-    if spec.is_beam:
-        return f"beam-{spec.num_beams}"
-    active = spec.processors()
-    parts = [f"{name.replace('_', '-')} {value_text(getattr(spec, name))}" for name in PROCESSOR_ORDER
-             if name in active and name != "temperature"]
-    if "temperature" in active:
-        parts.insert(0, f"T {spec.temperature:g}")
-    name = " ".join(parts) or ("sample" if spec.do_sample else "greedy")
-    return name if spec.model is None else f"{name} · {model_label(spec.model)}"
-
-
-def follows_strategy(spec: LaneSpec) -> bool:
-    """Whether a lane's name is its strategy's (possibly numbered): it then follows parameter edits."""
-    base = spec.name.rsplit(" #", 1)[0] if " #" in spec.name else spec.name
-    return base == auto_name(spec)
 
 
 def preset_for_window(spec: LaneSpec) -> LaneSpec:
@@ -125,7 +106,9 @@ def _make_widget(f: Field) -> QWidget:
         widget.allow(f.minimum, f.maximum, _typing_span(f, 1e9))
         widget.setSingleStep(f.step)
         widget.setKeyboardTracking(False)
-    widget.setToolTip(f"<b>{f.name}</b><br>{f.tooltip}")
+    label = parameter_label(f.name)
+    named = f"<b>{f.name}</b>" + (f" · {label}" if label != f.name else "")  # the HF name whatever the language
+    widget.setToolTip(f"{named}<br>{f.tooltip}")
     widget.setObjectName(f"field_{f.name}")
     return widget
 
@@ -170,7 +153,8 @@ class LaneForm(QWidget):
         for f in FIELDS:
             widget = _make_widget(f)
             self.widgets[f.name] = widget
-            label = QLabel(f.name)
+            label = QLabel(parameter_label(f.name))
+            label.setObjectName(f"label_{f.name}")
             label.setToolTip(widget.toolTip())
             layout.addRow(label, widget)
             self._connect(widget)
@@ -255,6 +239,7 @@ class LanesEditor(QWidget):
         self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setTabKeyNavigation(False)  # Tab crosses the table in one stop (the arrows move in it)
         self.table.setToolTip(translate("lanes_editor", "Double-click a name to rename the lane; select a lane to edit "
                                                         "its parameters"))
         self.table.itemChanged.connect(self._on_item_changed)
@@ -473,8 +458,13 @@ class LanesEditor(QWidget):
     # ------------------------------------------------------------------------------------------- editing
 
     def _on_lanes_event(self, *_args) -> None:
+        """The table again, the selection on the lane the user chose (wherever lanes inserted or removed
+        around it moved its row), else on the same row."""
         index = self.selected_index()
+        shown = self._shown_lane
         self._fill_table()
+        if shown is not None and shown in self.state.lanes:
+            index = self.state.lanes.index(shown)
         self._select_row(index if 0 <= index < len(self.state.lanes) else 0)
 
     def _on_selection_changed(self, selection: Selection | None) -> None:
@@ -500,6 +490,8 @@ class LanesEditor(QWidget):
             self.table.setItem(row, NAME_COLUMN, name)
             self.table.setItem(row, STRATEGY_COLUMN, strategy)
         self.table.resizeColumnToContents(NAME_COLUMN)
+        # a long name is cut (its tooltip has it whole): the strategy column keeps its room
+        self.table.setColumnWidth(NAME_COLUMN, min(self.table.columnWidth(NAME_COLUMN), NAME_COLUMN_MAX_PX))
         self.table.blockSignals(False)
 
     @Slot()

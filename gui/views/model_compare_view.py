@@ -10,6 +10,7 @@ import html
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QTabWidget, QVBoxLayout, QWidget
 
 from gui.i18n import translate
@@ -20,7 +21,7 @@ from gui.present.model_compare_rows import (
     DistributionRow,
     StripBar,
     distribution_rows,
-    flip_text,
+    flip_texts,
     heading,
     layer_caption,
     layer_points,
@@ -237,10 +238,11 @@ class ModelCompareView(QWidget):
             self._strip.removeItem(label)
         self._flip_labels = []
         width = self._strip.vb.width() or self._canvas.width() - 80  # before the first layout: the canvas's
+        metrics = QFontMetrics(style.ui_font(7.5))
+        texts = flip_texts(self._bars, width / max(len(self._bars), 1), metrics.horizontalAdvance)
         for bar in self._bars:
             if bar.flip:
-                text = flip_text(bar, width / max(len(self._bars), 1))
-                label = pg.TextItem(text, color=palette.cutoff, anchor=(0.5, 1.0))
+                label = pg.TextItem(texts[bar.step], color=palette.cutoff, anchor=(0.5, 1.0))
                 label.setFont(style.ui_font(7.5))
                 label.setPos(bar.step, bar.kl)
                 self._strip.addItem(label)

@@ -10,14 +10,19 @@ import math
 
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt, Signal
-from PySide6.QtWidgets import QInputDialog, QLabel, QMenu, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QInputDialog, QLabel, QMenu, QScrollArea, QVBoxLayout, QWidget
 
+from decoding.analysis import session_tree
 from gui.i18n import translate
+from gui.present import colours
 from gui.present.tree_rows import TreeRow, node_label, tree_rows
 from gui.state.run_state import RunState
 from gui.views import style
 from gui.views.figure import Figure
 from gui.views.redraw import DrawnWhenShown, RedrawScheduler
+
+ROW_PX = 22  # a node's row: its label's height and room around it
+AXIS_PX = 48  # the step axis and the plot's margins
 
 
 class SessionTreeView(DrawnWhenShown, QWidget):
@@ -72,8 +77,14 @@ class SessionTreeView(DrawnWhenShown, QWidget):
 
     def prune(self, node_id: int) -> None:
         removed = self.state.prune_node(node_id)
-        self.state.set_status(translate("session_tree", "pruned {count} node(s) from the tree: {names}").format(
+        self.state.set_status(translate("session_tree", "pruned {count} node(s) from the tree: {names} (right-click "
+                                                        "the tree: Undo prune)").format(
             count=len(removed), names=", ".join(node.lane for node in removed)))
+
+    def undo_prune(self) -> None:
+        restored = self.state.undo_prune()
+        self.state.set_status(translate("session_tree", "put back {count} node(s): {names}").format(
+            count=len(restored), names=", ".join(node.lane for node in restored)))
 
     def figure(self) -> Figure:
         self._draw_if_stale()
@@ -100,10 +111,15 @@ class SessionTreeView(DrawnWhenShown, QWidget):
         for item in (self._joins, self._lines, self._starts, self._cursor):
             self._plot.addItem(item)
         self._view.scene().sigMouseClicked.connect(self._on_click)
+        self._scroll = QScrollArea()  # a row per node at a readable height: many nodes scroll
+        self._scroll.setWidgetResizable(True)
+        self._scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self._scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self._scroll.setWidget(self._view)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self._hint)
-        layout.addWidget(self._view, 1)
+        layout.addWidget(self._scroll, 1)
 
     # ---- drawing -----------------------------------------------------------------------------------------
     def _draw(self) -> None:
@@ -127,16 +143,21 @@ class SessionTreeView(DrawnWhenShown, QWidget):
         self._draw_cursor()
         width = max((row.end for row in self._rows), default=1)
         self._plot.setXRange(0, max(width, 1), padding=0.02)
-        self._plot.setYRange(0, max(len(self._rows), 1), padding=0.02)
+        self._plot.setYRange(0, max(len(self._rows), 1), padding=0)
+        self._view.setMinimumHeight(len(self._rows) * ROW_PX + AXIS_PX)
 
     def _draw_labels(self) -> None:
         for label in self._labels:
             self._plot.removeItem(label)
         self._labels = []
+        background = pg.mkColor(colours.current().background)
+        background.setAlpha(220)
         for row in self._rows:
-            label = pg.TextItem(node_label(row), color=style.FOREGROUND, anchor=(0, 1))
+            # on its own line, after the start dot, over a ground that hides the line: within its own row, so
+            # a click on a label is a click on its node
+            label = pg.TextItem(node_label(row), color=style.FOREGROUND, anchor=(0, 0.5), fill=background)
             label.setFont(style.ui_font(8.5))
-            label.setPos(row.start + 0.2, row.row + 0.45)
+            label.setPos(row.start + 0.3, row.row + 0.5)
             self._plot.addItem(label)
             self._labels.append(label)
 
@@ -188,7 +209,15 @@ class SessionTreeView(DrawnWhenShown, QWidget):
         menu.addAction(translate("session_tree", "Note…"), lambda: self._ask_note(node_id))
         menu.addAction(translate("session_tree", "Show subtree") if node.hidden
                        else translate("session_tree", "Hide subtree"), lambda: self.toggle_hidden(node_id))
-        menu.addAction(translate("session_tree", "Prune subtree"), lambda: self.prune(node_id))
+        size = len(session_tree.subtree(self.state.tree, node_id))
+        prune = (translate("session_tree", "Prune “{name}”") if size == 1 else
+                 translate("session_tree", "Prune “{name}” and the {count} node(s) under it")).format(
+            name=node.lane, count=size - 1)
+        menu.addAction(prune, lambda: self.prune(node_id))
+        if self.state.pruned is not None:
+            count = len(self.state.pruned[0])
+            menu.addAction(translate("session_tree", "Undo prune ({count} node(s))").format(count=count),
+                           self.undo_prune)
         menu.addAction(translate("session_tree", "Bring back as the lanes"),
                        lambda: self.restoreRequested.emit(node_id))
         menu.popup(screen_pos.toPoint())

@@ -47,7 +47,7 @@ from gui.present.lane_html import (
     proposed_tip,
     replay_words,
 )
-from gui.state.run_state import RunState, Selection, running_beam_pieces
+from gui.state.run_state import Lane, RunState, Selection, running_beam_pieces
 from gui.views.redraw import RedrawScheduler
 from gui.views.style import lane_swatch
 
@@ -137,12 +137,27 @@ class TokenBrowser(QTextBrowser):
         if event.key() == Qt.Key.Key_Menu or shift_f10:
             self._open_menu(self.selected_token(), None)
             return
-        selection = self._panel.state.selection
-        delta = {Qt.Key.Key_Left: -1, Qt.Key.Key_Right: 1}.get(event.key())
-        if delta is None or selection is None or selection.lane != self.lane:
+        target = self._step_for_key(event.key())
+        if target is None:
             super().keyPressEvent(event)
             return
-        self._panel.state.select(self.lane, selection.step + delta)
+        self._panel.state.select(self.lane, target)
+
+    def _step_for_key(self, key: int) -> int | None:
+        """The step Left / Right / Home / End go to in this lane: from the selected step when it is this lane's,
+        else from the lane's first step (Right, Home) or last (Left, End); None for other keys or no steps."""
+        state = self._panel.state
+        last = len(state.lanes[self.lane].trace.steps) - 1 if self.lane < len(state.lanes) else -1
+        if last < 0 or key not in (Qt.Key.Key_Left, Qt.Key.Key_Right, Qt.Key.Key_Home, Qt.Key.Key_End):
+            return None
+        if key == Qt.Key.Key_Home:
+            return 0
+        if key == Qt.Key.Key_End:
+            return last
+        selected = self.selected_token()
+        if selected is None:
+            return 0 if key == Qt.Key.Key_Right else last
+        return min(max(selected[1] + (1 if key == Qt.Key.Key_Right else -1), 0), last)
 
     def viewportEvent(self, event: QEvent) -> bool:  # noqa: N802 (Qt override): tooltips arrive at the viewport
         if event.type() == QEvent.Type.ToolTip:
@@ -199,6 +214,15 @@ class TokenBrowser(QTextBrowser):
 
     def token_rect(self, lane: int, step: int) -> QRect | None:
         """Where the token's first character is drawn (viewport coordinates), or None when it is not shown."""
+        position = self.token_position(lane, step)
+        if position is None:
+            return None
+        cursor = QTextCursor(self.document())
+        cursor.setPosition(position + 1)
+        return self.cursorRect(cursor)
+
+    def token_position(self, lane: int, step: int) -> int | None:
+        """The document position where the token's anchor starts, or None when it is not shown."""
         href = f"tok:{lane}:{step}"
         block = self.document().begin()
         while block.isValid():
@@ -206,9 +230,7 @@ class TokenBrowser(QTextBrowser):
             while not it.atEnd():
                 fragment = it.fragment()
                 if fragment.charFormat().anchorHref() == href:
-                    cursor = QTextCursor(self.document())
-                    cursor.setPosition(fragment.position() + 1)
-                    return self.cursorRect(cursor)
+                    return fragment.position()
                 it += 1
             block = block.next()
         return None
@@ -309,9 +331,11 @@ class LaneColumn(QFrame):
                 count=len({tuple(m.token_ids) for m in lane.members}))
             shown = translate("text_view", "fan-out ×{members}").format(members=len(lane.members))
             fanout = f" · <b>{shown}</b>{distinct}"
+        picked = picks_words(lane)
+        picked = f"<br><span style='color:{palette.warning}'>{picked}</span>" if picked else ""
         self.title.setText(f"{swatch} <b>{lane.name}</b>{role}<br>"
                            f"<span style='color:{palette.muted}'>{describe(lane.spec, seed=False)}</span>"
-                           f"{fanout}{stale}")
+                           f"{fanout}{stale}{picked}")
         several_beams = bool(lane.trace.sequences and len(lane.trace.sequences) > 1)
         self.beams_button.setText(translate("text_view", "all members") if lane.members else translate("text_view",
                                                                                                        "all beams"))
@@ -323,6 +347,19 @@ class LaneColumn(QFrame):
     def show_summary(self, text: str, tip: str) -> None:
         self.summary.setText(text)
         self.summary.setToolTip(tip)
+
+
+def picks_words(lane: Lane) -> str:
+    """What the lane's header says of tokens it is made to take and a limit step mode left it ("" for none): a run
+    of these lanes is not the strategy alone."""
+    words = []
+    if lane.spec.forced:
+        steps = ", ".join(str(step) for step in sorted(lane.spec.forced))
+        words.append(translate("text_view", "★ forced at step {steps}").format(steps=steps))
+    if lane.picks is not None and lane.spec.max_new_tokens and lane.spec.max_new_tokens != lane.picks[2]:
+        words.append(translate("text_view", "stops after {count} tokens (step mode)").format(
+            count=lane.spec.max_new_tokens))
+    return " · ".join(words)
 
 
 class FragmentDocument:
@@ -412,7 +449,7 @@ class TextPanel(QWidget):
         events.connect("step_added", self._on_step_added)
         events.connect("prefill_progress", self._on_prefill)
         events.connect("member_step_added", lambda index, _member, record: self._on_step_added(index, record))
-        events.connect("run_finished", self.refresh_all)
+        events.connect("run_finished", self._on_run_finished)
         events.connect("marks_changed", self._on_marks_changed)
         events.connect("selection_changed", self._on_selection_changed)
         self._selected_lane: int | None = None
@@ -492,6 +529,39 @@ class TextPanel(QWidget):
             if index < min(len(self.columns), len(self.state.lanes)):
                 self.refresh_lane(index)
         self._focus_selected_column()
+        if selection is not None and selection.lane < len(self.columns) and not selection.member:
+            self.show_step(selection.lane, selection.step)
+
+    @Slot()
+    def _on_run_finished(self) -> None:
+        """A finished run shows each text from its start (a column followed the stream to its end), the lane's
+        proposed step in step mode, and the selected step in its own column."""
+        self.refresh_all()
+        selection = self.state.selection
+        for index, column in enumerate(self.columns):
+            proposed = self.state.proposed_step(index) if index < len(self.state.lanes) else None
+            if selection is not None and selection.lane == index and not selection.member:
+                self.show_step(index, selection.step)
+            elif proposed is not None:
+                self.show_step(index, proposed)
+            else:
+                column.browser.verticalScrollBar().setValue(0)
+
+    def show_step(self, lane: int, step: int) -> None:
+        """Scrolls the lane's column into view and its token at `step` into the column's view."""
+        column = self.columns[lane]
+        self._scroll.ensureWidgetVisible(column, 20, 0)
+        browser = column.browser
+        position = browser.token_position(lane, step)
+        if position is None:
+            return
+        cursor = QTextCursor(browser.document())
+        cursor.setPosition(position)
+        rect = browser.cursorRect(cursor)
+        bar = browser.verticalScrollBar()
+        viewport = browser.viewport().height()
+        if rect.top() < 0 or rect.bottom() > viewport:  # off screen: the token a third of the way down
+            bar.setValue(bar.value() + rect.top() - viewport // 3)
 
     def _focus_selected_column(self) -> None:
         """With the keyboard in the texts, the focus follows the selected lane (Up / Down move between lanes)."""

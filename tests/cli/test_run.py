@@ -65,7 +65,8 @@ def test_the_llama_cpp_samplers_run_from_the_command_line_and_replay(capsys, tin
     lanes = ["sample:dry_multiplier=0.8,xtc_probability=0.5,frequency_penalty=0.2,penalty_last_n=8,seed=1",
              "sample:mirostat=2,mirostat_tau=3,seed=2", "sample:top_n_sigma=1,dynatemp_range=0.3,seed=3",
              "sample:top_k=20,temperature=0.7,processor_order=llama.cpp,seed=4",
-             "greedy:suppress_tokens=5|6,bad_words_ids=7 8|9,sequence_bias=3:2.5"]
+             "greedy:suppress_tokens=5|6,bad_words_ids=7 8|9,sequence_bias=3:2.5",
+             "sample:xtc_probability=1,xtc_threshold=0.004,seed=5"]
     argv = ["run", "--model", str(tiny_model_dir), "--prompt", "The capital of France is", "--max-new-tokens",
             "6", "--json", str(path), "--device", "cpu"]
     code, out, err = cli(capsys, *argv, *(arg for lane in lanes for arg in ("--lane", lane)))
@@ -74,9 +75,12 @@ def test_the_llama_cpp_samplers_run_from_the_command_line_and_replay(capsys, tin
     assert data["schema_version"] == SCHEMA_VERSION and data["lanes"][1]["steps"][0]["mirostat_mu"] == 6.0
     assert data["lanes"][0]["config"]["dry_sequence_breakers"] == ["\n", ":", '"', "*"]
     assert data["lanes"][3]["processors"] == ["top_k", "temperature"]  # llama.cpp's order: temperature last
+    xtc = data["lanes"][5]["steps"]  # XTC acts at every step (coin <= 1): the tiny model's many tokens of p >= 0.004
+    assert all(step["xtc_coin"] is not None and step["kept"] < 384 for step in xtc)
+    assert all(step["top"][0]["id"] != step["top_raw"][0]["id"] for step in xtc)  # its raw best token is gone
     code, out, err = cli(capsys, "replay", str(path), "--model", str(tiny_model_dir))
     assert code == 0, err
-    assert "replay identical: 5 lanes" in out
+    assert "replay identical: 6 lanes" in out
 
 
 def test_replay_reports_the_first_mismatch(capsys, tiny_model_dir, tmp_path):

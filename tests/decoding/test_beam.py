@@ -330,3 +330,16 @@ def test_step_top_refuses_too_few_tokens():
     search = BeamSearch(4, max_new_tokens=8, eos_token_ids=[0])
     with pytest.raises(ValueError, match="too few"):
         search.step_top(np.zeros((4, 7), np.int64), np.zeros((4, 7), np.float32))
+
+
+def test_a_beam_lane_forced_to_a_token_its_processors_ban_takes_it_and_goes_on():
+    """A branch of a beam lane onto a token no_repeat_ngram_size bans on every beam (the fuzz found the engine
+    failing with "min() arg is an empty sequence"): the beams take it, as a single-row lane takes its forced token."""
+    from decoding.chain.spec import LaneSpec
+    from tests.fake_source import FakeSource
+    from tests.lane_oracle import run_lane
+
+    lane = run_lane(LaneSpec("beam", num_beams=2, no_repeat_ngram_size=1, forced={0: 0}), FakeSource(vocab_size=48),
+                    [0], 3)
+    assert lane.token_ids[0] == 0 and lane.steps[0].forced and len(lane.token_ids) == 3
+    assert lane.finish_reason == "length" and 0 not in lane.token_ids[1:]  # the ban still holds after it

@@ -69,8 +69,10 @@ def test_records_stream_in_the_lanes_order_whatever_their_model():
     engine, _, _ = engines()
     specs = [LaneSpec("a", model="fake-int4"), LaneSpec("b"), LaneSpec("c", model="fake-int4")]
     streamed = []
-    run(engine, specs, on_step=lambda index, record: streamed.append((record.step, index)))
+    trace = run(engine, specs, on_step=lambda index, record: streamed.append((record.step, index)))
     assert streamed == sorted(streamed)
+    assert streamed == [(step, index) for step in range(10) for index in range(3)]  # each lane's every step once
+    assert [len(lane.steps) for lane in trace.lanes] == [10, 10, 10]
 
 
 def test_a_lane_records_its_model_and_a_lane_on_the_run_model_none():

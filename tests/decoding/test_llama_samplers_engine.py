@@ -19,6 +19,7 @@ from decoding.records.trace import SCHEMA_VERSION, PromptInfo
 from runfiles import run_file
 from tests.decoding.test_row_batch import assert_same_both_ways
 from tests.fake_source import FakeSource, FakeTokenizer
+from tests.lane_oracle import FunctionSource, probs_of
 
 PROMPT = PromptInfo("fake prompt", [1, 17, 29, 5])
 XTC = LaneSpec("xtc", do_sample=True, xtc_probability=0.5, xtc_threshold=0.02, seed=21)
@@ -122,3 +123,42 @@ def test_a_version_2_file_opens_and_saves_as_version_3():
     trace = jsonio.loads(json.dumps(data))
     assert trace.schema_version == SCHEMA_VERSION
     assert all(r.xtc_coin is None for lane in trace.lanes for r in lane.steps)
+
+
+def looping_logits(history: list[int]) -> np.ndarray:
+    """A source that loops: after token t, t + 1 (mod 8) at logit 6 and t + 2 at 5.5 (p ~ 0.59 and 0.36 of 32
+    tokens), every other token 0. So the text repeats itself (DRY's target), two tokens stand above any XTC
+    threshold below 0.19, and mirostat's mu of a few bits cuts the tail."""
+    logits = np.zeros(32, np.float32)
+    last = history[-1]
+    logits[(last + 1) % 8], logits[(last + 2) % 8] = 6.0, 5.5
+    return logits
+
+
+def test_xtc_dry_and_mirostat_change_what_a_lane_does_then_replay_exactly(tmp_path):
+    """On distributions that cross their thresholds each sampler acts: XTC removes the best token at every step
+    its coin falls below p, DRY moves probability off the token that would extend the loop, mirostat cuts the
+    tail with a mu that moves; each lane's tokens differ from the same seed without its sampler, and the run
+    file replays exactly."""
+    lanes = [LaneSpec("xtc", do_sample=True, xtc_probability=0.8, xtc_threshold=0.15, seed=3),
+             LaneSpec("dry", do_sample=True, dry_multiplier=1.0, dry_allowed_length=2, seed=3),
+             LaneSpec("mirostat", do_sample=True, mirostat=2, mirostat_tau=1.2, mirostat_eta=0.3, seed=3),
+             LaneSpec("plain", do_sample=True, seed=3)]
+    source_engine = Engine(FunctionSource(looping_logits, 32), FakeTokenizer(), eos_token_ids=[], top_n=32)
+    trace = source_engine.run(PromptInfo("loop", [0, 1, 2]), lanes, max_new_tokens=24)
+    xtc, dry, mirostat, plain = trace.lanes
+    acted = [r for r in xtc.steps if r.xtc_coin <= 0.8]
+    assert len(acted) >= 10 and all(r.top[0].id != r.top_raw[0].id for r in acted)
+    assert all(r.top[0].id == r.top_raw[0].id for r in xtc.steps if r.xtc_coin > 0.8)
+    penalised = [r for r in dry.steps if r.top_raw[0].prob - probs_of(r.top, 32)[r.top_raw[0].id] > 0.05]
+    assert len(penalised) >= 3  # the loop's next token loses probability to DRY
+    assert all(r.kept < 32 for r in mirostat.steps) and len({r.mirostat_mu for r in mirostat.steps}) > 10
+    assert all(r.kept == 32 for r in plain.steps)
+    for lane in (xtc, dry, mirostat):
+        assert lane.token_ids != plain.token_ids, lane.name
+    path = run_file.save(trace, tmp_path / "run.json")
+    loaded = run_file.load(path)
+    again = replay(Engine(FunctionSource(looping_logits, 32), FakeTokenizer(), eos_token_ids=[], top_n=32), loaded)
+    assert compare(loaded, again) == []
+    assert [[(r.xtc_coin, r.mirostat_mu, r.draw) for r in lane.steps] for lane in again.lanes] == [
+        [(r.xtc_coin, r.mirostat_mu, r.draw) for r in lane.steps] for lane in loaded.lanes]

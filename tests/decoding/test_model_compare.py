@@ -277,3 +277,54 @@ def test_per_layer_states_of_the_tiny_model(two_tiny_models, tiny_model_dir):
     for layer in range(config["num_hidden_layers"] - 1):  # HF's last entry is after the final norm
         np.testing.assert_allclose(base.last_layers[layer], hidden[layer + 1][0].numpy(), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(head_logits, logits, rtol=1e-4, atol=1e-4)
+
+
+def kl(p: list[float], q: list[float]) -> float:
+    return sum(pi * math.log(pi / qi) for pi, qi in zip(p, q, strict=True))
+
+
+SURE = [0.98, 0.01, 0.01]  # asymmetric rows: KL(SURE ‖ UNSURE) = 0.96 nats, KL(UNSURE ‖ SURE) = 1.95
+UNSURE = [0.34, 0.33, 0.33]
+
+
+@pytest.mark.parametrize("reference, other", [(SURE, UNSURE), (UNSURE, SURE)])
+def test_the_window_s_comparison_is_kl_of_the_reference_from_the_other_on_asymmetric_rows(reference, other):
+    """What the Model comparison view shows (gui.state.model_comparison, Qt-free): KL(reference ‖ other), p of
+    the chosen token under each, in the order of its sides."""
+    from gui.state.model_comparison import ModelSide, comparison_of
+
+    rows = np.log(np.array([reference, other]))[:, None, :]
+    sides = (ModelSide("a", "fp32"), ModelSide("b", "int4"))
+    comparison = comparison_of(0, "lane", sides, (rows[0], rows[1]), [1], str, None)
+    step = comparison.steps[0]
+    assert abs(kl(reference, other) - kl(other, reference)) > 0.9
+    assert step.kl == pytest.approx(kl(reference, other), rel=1e-9)
+    assert (step.p_reference, step.p_other) == (pytest.approx(reference[1]), pytest.approx(other[1]))
+    assert model_compare.kl_rows(rows[0], rows[1])[0] == pytest.approx(kl(reference, other), rel=1e-9)
+
+
+def test_compare_models_is_kl_of_the_first_model_from_the_second(tmp_path, monkeypatch, tiny_model_dir,
+                                                                  tiny_model_b_dir):
+    """Two models of other weights (fp32 and fp16 of one agree both ways): each step's KL is KL(A ‖ B) of the
+    models in --models order, which differs from KL(B ‖ A)."""
+    from models import prepare
+    from models.catalog import resolve
+    from runtime.sequence_logits import SequenceScorer
+
+    monkeypatch.setenv("BRANCHPOINT_CACHE_DIR", str(tmp_path / "cache"))
+    prepare.register_onnx_folder(tiny_model_dir, name="tiny")
+    prepare.register_onnx_folder(tiny_model_b_dir, name="tiny-b")
+    out = tmp_path / "cmp.json"
+    assert main.main(["compare-models", "--prompt", "The capital of France is", "--models", "tiny,tiny-b",
+                      "--max-new-tokens", "5", "--device", "cpu", "--json", str(out)]) == 0
+    record = json.loads(out.read_text(encoding="utf-8"))
+    tokens = [s["token_id"] for s in record["steps"]]
+    sequence = record["prompt"]["ids"] + tokens
+    rows = [SequenceScorer(resolve(name), "cpu")(sequence)[len(record["prompt"]["ids"]) - 1 : len(sequence) - 1]
+            for name in ("tiny", "tiny-b")]
+    forward = plain_reference(rows[0].astype(np.float64), rows[1].astype(np.float64), tokens)
+    backward = plain_reference(rows[1].astype(np.float64), rows[0].astype(np.float64), tokens)
+    assert max(abs(f["kl"] - b["kl"]) for f, b in zip(forward, backward, strict=True)) > 1e-3
+    for step, want in zip(record["steps"], forward, strict=True):
+        assert step["kl"] == pytest.approx(want["kl"], abs=1e-6)
+        assert step["p_reference"] == pytest.approx(want["p_reference"], abs=1e-5)

@@ -73,11 +73,15 @@ def test_ten_branches_and_a_replay_make_a_tree_whose_nodes_hold_their_lanes_toke
     assert by_lane["b5"].parent == by_lane["b1"].id and by_lane["b1"].parent == by_lane["greedy"].id
     assert session_tree.depth(tree, by_lane["b7"].id) == 3 and session_tree.depth(tree, by_lane["b9"].id) == 2
     assert by_lane["hot runner-up"].parent == by_lane["hot"].id
+    # the forced lane follows greedy up to its forced step and branches from it there with its forced token
+    assert (by_lane["forced"].parent, by_lane["forced"].step) == (by_lane["greedy"].id, 1)
     for lane in trace.lanes:
         node = by_lane[lane.name]
         assert session_tree.full_tokens(tree, node.id) == lane.token_ids
         if node.parent is not None:
-            assert node.token_ids[0] == (lane.branch or lane.replay_of)["token_id"]
+            marker = lane.branch or lane.replay_of
+            wanted = marker["token_id"] if marker else {int(k): v for k, v in lane.config["forced"].items()}[node.step]
+            assert node.token_ids[0] == wanted
             assert node.branch_text == lane.steps[node.step].token_text
     session_tree.check_tree(tree)
 
@@ -146,14 +150,14 @@ def test_a_tree_naming_a_missing_parent_is_refused_by_the_file_reader(tmp_path):
 
 def test_a_node_beyond_the_models_positions_or_of_another_model_is_refused_with_the_node_named():
     trace = ten_branches()
+    before = json.dumps(jsonio.to_dict(trace))
     node = next(n for n in trace.tree if n.lane == "b5")
     with pytest.raises(ValueError, match=r"cannot continue node \d+ \(10 tokens after the prompt's 3\): invalid "
                                          r"max_new_tokens=23: .* the model has 24"):
         session_tree.continue_from(engine(), trace, node.id, MODEL, None, 13)
     with pytest.raises(ValueError, match=r"node \d+ \('b5'\) was made with model 'fake'; the model open is 'other'"):
         session_tree.continue_from(engine(), trace, node.id, "other", None, 2)
-    before = json.dumps(jsonio.to_dict(trace))
-    assert json.dumps(jsonio.to_dict(trace)) == before  # nothing of the run changed
+    assert json.dumps(jsonio.to_dict(trace)) == before  # nothing of the run changed by the refused calls
 
 
 def older_file(trace: RunTrace, path) -> None:

@@ -30,7 +30,12 @@ def test_twenty_steps_with_hand_picks_replay_exactly(model):
             proposed = session.propose(name)
             assert proposed.step == step and not proposed.forced
             assert session.propose(name) is proposed  # asked again: the same step, no second draw
-            assert len(proposed.top) >= 2 and proposed.prob == pytest.approx(proposed.top.probs[0]) or name == "hot"
+            assert len(proposed.top) >= 2
+            if name == "greedy":  # greedy proposes its most likely token; hot one it drew
+                assert proposed.token_id == proposed.top.ids[0]
+                assert proposed.prob == pytest.approx(proposed.top.probs[0])
+            else:
+                assert proposed.draw is not None and proposed.draw_low <= proposed.draw < proposed.draw_high
             if step % 3 == 1:  # the user clicks another candidate: the third for greedy, the second for hot
                 other = proposed.top[2 if name == "greedy" else 1]
                 taken = session.take(name, other.id)

@@ -54,7 +54,7 @@ def test_the_llama_cpp_samplers_and_their_rules(qtbot):
     widgets["dry_multiplier"].setValue(0.8)
     spec = editor.specs()[0]
     assert (spec.top_n_sigma, spec.dry_multiplier, spec.dry_base) == (1.5, 0.8, 1.75)  # DRY's companions: defaults
-    assert spec.name == "T 0.8 dry-multiplier 0.8 top-k 40 top-n-sigma 1.5"
+    assert spec.name == "T 0.8 dry-multiplier 0.8 +2"  # two processors named, the others counted (issue 33)
     assert editor.form.chain.chain() == ["dry_multiplier", "temperature", "top_k", "top_n_sigma"]
     widgets["mirostat"].setValue(2)  # mirostat with top-k: refused, naming both
     assert editor.message.text() == ("Refused: invalid top_k=40: allowed unset with mirostat=2 (mirostat chooses its "
@@ -123,7 +123,7 @@ def test_the_inspector_shows_the_chain_stage_by_stage(qtbot, window):
     window.state.select(llama, 2)
     record = window.state.traces[llama].steps[2]
     table = window.inspector.stage_table()
-    assert table[0] == ["stage", "kept", "mass kept", "rank of chosen", "p(chosen)"]
+    assert table[0] == ["stage", "kept", "mass kept", "rank", "p"]
     assert [line[0] for line in table[1:]] == ["raw (before the chain)", "top_k", "top_p", "min_p", "temperature"]
     assert table[2][1] == "40" and table[-1][4] == f"{record.prob:.4f}"  # top-k kept 40; the last stage: the record
     for line, stage in zip(table[2:], record.stages, strict=True):

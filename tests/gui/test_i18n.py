@@ -43,7 +43,7 @@ KEPT_WORDS = {p.name for p in decoding.chain.parameters.PARAMETERS} | {
     "Branchpoint", "English", "CPU", "CUDA", "PNG", "SVG", "JSON", "ONNX", "GGUF", "Hub", "PyPI", "True", "False",
     "never", "id",
     "T", "p", "p₁", "p₂", "u", "H", "lp", "rep", "no-repeat", "typical", "top-k", "top-p", "min-p", "Top-k",
-    "Top-p", "Min-p",
+    "Top-p", "Min-p", "DRY", "XTC", "Mirostat",
     "Logit", "logit", "logits", "lm_head", "transformers", "llama", "cpp", "Hugging", "Face", "Ctrl", "Shift", "Alt",
     "Esc", "Up", "Down", "Left", "Right", "Home", "End", "Enter", "Return", "L", "O", "S", "E", "Z", "Q", "F1", "F11",
 }
@@ -141,7 +141,7 @@ def test_the_chinese_window_shows_no_english(qtbot, chinese, tmp_path, tiny_mode
         window.state.select(0, 2)
         qtbot.wait(50)
         menus = [action.text() for action in window.menuBar().actions()]
-        assert menus == ["文件(&F)", "运行(&R)", "泳道(&L)", "视图(&V)", "帮助(&H)"]
+        assert menus == ["文件(&F)", "运行(&R)", "车道(&L)", "视图(&V)", "帮助(&H)"]
         assert window.prompt.run_button.text() == "运行"
         left = untranslated(window)
         for tabs in window.findChildren(QTabWidget):  # every tab of every tab widget shown in turn

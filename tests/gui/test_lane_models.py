@@ -3,6 +3,7 @@ model, named and headed by its model, saved, opened and replayed token for token
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 from decoding.chain.spec import LaneSpec
@@ -26,14 +27,19 @@ def test_a_lane_set_to_another_model_in_the_editor_runs_saves_opens_and_replays(
     assert "greedy · tiny-llama-b" in window.text.columns[1].title.text()
     trace = window.trace
     assert trace.lanes[0].model is None and trace.lanes[1].model.name == "tiny-random-llama-b"
-    alone = open_model(tiny_model_b_dir, "cpu").engine().run(trace.prompt, [LaneSpec("greedy")], max_new_tokens=8)
+    model_b = open_model(tiny_model_b_dir, "cpu")
+    alone = model_b.engine().run(trace.prompt, [LaneSpec("greedy")], max_new_tokens=8)
     assert trace.lanes[1].token_ids == alone.lanes[0].token_ids != trace.lanes[0].token_ids
     assert not window.controller.explain_lane(1)  # the inspection model is the run model's: said, not run
     assert "Explain looks inside the run's model only" in window.state.notice.text
     path = tmp_path / "run.json"
     assert window.controller.save(path)
+    recorded = json.loads(path.read_text(encoding="utf-8"))["lanes"]  # what the run file says each lane ran on
+    assert recorded[0].get("model") is None
+    assert (recorded[1]["model"]["name"], recorded[1]["model"]["hashes"]) == (model_b.info.name, model_b.info.hashes)
     assert window.controller.open(path) is not None
     assert window.state.lanes[1].spec.model == "tiny-llama-b"
+    assert window.state.traces[0].model is None and window.state.traces[1].model == trace.lanes[1].model
     window.window_actions["replay"].trigger()
     wait_idle(qtbot, window)
     assert not window.error_banner.isVisible()

@@ -53,7 +53,13 @@ def test_tick_labels_thin_out_and_flip_labels_need_room(made):
     bars = rows.strip_bars(made[3])
     assert rows.tick_labels(bars, limit=8) == [(bar.step, bar.token) for bar in bars]
     assert [step for step, _ in rows.tick_labels(bars, limit=3)] == [0, 3, 6]  # every 3rd
-    assert rows.flip_text(bars[2], step_px=100) == bars[2].flip_label and rows.flip_text(bars[2], 10) == "↯"
+    def px(text: str) -> float:
+        return 7.0 * len(text)
+
+    assert rows.flip_texts(bars, step_px=100, text_px=px) == {2: bars[2].flip_label, 5: bars[5].flip_label}
+    assert rows.flip_texts(bars, step_px=10, text_px=px) == {2: bars[2].flip_label, 5: "↯"}  # would run into 2's
+    assert rows.flip_texts(bars, step_px=100, text_px=lambda text: 70.0 * len(text)) == {
+        2: bars[2].flip_label, 5: "↯"}  # wide (CJK) pieces: the second one would overlap the first
 
 
 def test_distribution_rows_are_each_models_top_tokens(made):

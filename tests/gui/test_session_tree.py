@@ -91,7 +91,7 @@ def test_ten_branches_are_reached_again_from_the_tree_and_survive_save_open_brin
     deep = max(window.state.tree, key=lambda n: session_tree.depth(window.state.tree, n.id))
     window.session_tree.toggle_bookmark(deep.id)
     window.session_tree.set_note(deep.id, "keep this ✓")
-    assert window.session_tree.labels()[window.session_tree.row_of(deep.id)].endswith("★ — keep this ✓")
+    assert window.session_tree.labels()[window.session_tree.row_of(deep.id)].endswith("⚑ — keep this ✓")
     first_branch = session_tree.path(window.state.tree, deep.id)[1].id  # a branch with branches under it
     window.session_tree.toggle_hidden(first_branch)
     hidden_below = len(session_tree.subtree(window.state.tree, first_branch)) - 1

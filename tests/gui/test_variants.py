@@ -10,7 +10,7 @@ import shutil
 import threading
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QCoreApplication, QEvent, Qt
 
 from gui.app import make_application
 
@@ -125,6 +125,39 @@ def test_cancel_midway_leaves_nothing(qtbot, tiny_cache, monkeypatch):
     assert dialog.stage.text() == "cancelled" and dialog.cancel_button.text() == "Close"
     assert leftovers(tiny_cache) == []  # neither tiny-int4 nor a .partial build folder
     assert dialog.rows[2].can_prepare and dialog.prepare_button.isEnabled()
+
+
+def test_closing_the_dialog_while_its_preparation_reports_is_safe(qtbot, tiny_cache, monkeypatch):
+    """The user closes the dialog (the window's picker then deletes it) while the preparation still reports: the
+    reports that reach the dialog as it closes are shown before it goes, none reaches it once deleted ("Internal
+    C++ object (VariantDialog) already deleted"), and the cancelled preparation leaves nothing."""
+    from models import quantize
+
+    reached, go_on = threading.Event(), threading.Event()
+    real = quantize.to_int4_stock
+
+    def first_matrix_then_wait(model, tick):
+        tick(0.1, "int4: /first")
+        reached.set()
+        go_on.wait(TIMEOUT_MS / 1000)
+        tick(0.2, "int4: /second")  # reported while the dialog closes
+        return real(model, tick)
+
+    monkeypatch.setattr(quantize, "to_int4_stock", first_matrix_then_wait)
+    picker = open_picker(qtbot, tiny_cache)
+    dialog = picker.variant_dialog(picker.current)  # as the picker makes it (not held by qtbot: it is deleted here)
+    dialog.show()
+    dialog.select("int4")
+    dialog.start()
+    qtbot.waitUntil(reached.is_set, timeout=TIMEOUT_MS)
+    threading.Timer(0.2, go_on.set).start()  # the job goes on while close() waits for it
+    dialog.close()
+    assert dialog.stage.text() == "cancelled"  # its last reports were shown as it closed
+    with qtbot.waitSignal(dialog.destroyed, timeout=TIMEOUT_MS):
+        dialog.deleteLater()  # as the picker does once the dialog is closed, and gone before any timer fires
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    qtbot.wait(100)  # anything still queued for the dialog would run now
+    assert leftovers(tiny_cache) == []
 
 
 def test_a_variant_chosen_in_the_picker_offers_its_base_s_variants(qtbot, tiny_cache):

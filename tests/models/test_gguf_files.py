@@ -148,3 +148,13 @@ def test_an_ollama_manifest_without_its_blob_is_skipped(tmp_path, monkeypatch):
     for blob in (root / "blobs").iterdir():
         blob.unlink()
     assert find_local_ggufs() == []
+
+
+def test_a_name_that_cannot_be_a_folder_is_refused_before_any_work(tmp_path, monkeypatch, capsys):
+    import main
+
+    monkeypatch.setenv("BRANCHPOINT_CACHE_DIR", str(tmp_path / "cache"))
+    path = write_gguf(tmp_path / "m.gguf")
+    assert main.main(["prepare", "--gguf", str(path), "--name", "../escape"]) == 2
+    assert "cannot be a folder name in the cache" in capsys.readouterr().err
+    assert not (tmp_path / "cache" / "models").exists()

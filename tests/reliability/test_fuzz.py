@@ -12,13 +12,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, event, example, given, settings
+from hypothesis import HealthCheck, Phase, assume, event, example, find, given, settings
 from hypothesis import strategies as st
 
 from cli.terminal_text import render
 from decoding.analysis.analysis import analyze
 from decoding.analysis.compare import compare_traces
 from decoding.chain.chain import build_processors
+from decoding.chain.parameters import BY_NAME, PARAMETERS, ParameterError, canonical
 from decoding.chain.processors import apply_processors
 from decoding.chain.selectors import Sampler
 from decoding.chain.spec import Branch, LaneSpec
@@ -27,6 +28,7 @@ from decoding.engine.replay import plan
 from decoding.records import jsonio
 from decoding.records.trace import PromptInfo
 from tests.fake_source import FakeSource, FakeTokenizer, SummarizingSource
+from tests.lane_oracle import FunctionSource, probs_of, run_lane
 from tests.reference import apply_transformers, generation_model, transformers_processors
 
 EXAMPLES = int(os.environ.get("BRANCHPOINT_HYPOTHESIS_EXAMPLES", "60"))
@@ -37,35 +39,86 @@ EOS = 3
 FINISH_REASONS = {"eos", "length", "stop_string", "error"}
 
 
+def _ids(low: int = 0) -> st.SearchStrategy:
+    return st.integers(low, VOCAB - 1)
+
+
+# Every lane parameter of decoding/chain/parameters.py as hypothesis draws it, by the lanes it applies to
+# (test_every_lane_parameter_is_fuzzed fails for a parameter added to the table and not here).
+STRATEGY_PARAMETERS = ("do_sample", "num_beams")  # drawn as the lane's kind
+BEAM_PARAMETERS = {
+    "num_return_sequences": st.integers(1, 5), "length_penalty": st.floats(-2, 2),
+    "early_stopping": st.sampled_from([False, True, "never"]),
+}
+SAMPLING_PARAMETERS = {
+    "seed": st.integers(0, 2**31 - 1), "temperature": st.floats(0.05, 5), "top_k": st.integers(0, 60),
+    "top_p": st.floats(0, 1), "min_p": st.floats(0, 1), "typical_p": st.floats(0.01, 1),
+    "epsilon_cutoff": st.floats(0, 0.3), "eta_cutoff": st.floats(0, 0.3), "top_n_sigma": st.floats(0, 4),
+    "xtc_probability": st.floats(0, 1), "xtc_threshold": st.floats(0, 0.6), "mirostat": st.integers(0, 2),
+    "mirostat_tau": st.floats(0, 10), "mirostat_eta": st.floats(0, 1), "dynatemp_range": st.floats(0, 3),
+    "dynatemp_exponent": st.floats(0, 3), "adaptive": st.booleans(),
+}
+ANY_LANE_PARAMETERS = {
+    "repetition_penalty": st.floats(0.2, 3), "no_repeat_ngram_size": st.integers(0, 4),
+    "min_new_tokens": st.integers(0, 6), "max_new_tokens": st.integers(1, 10),
+    "suppress_tokens": st.lists(_ids(), max_size=4).map(tuple),
+    # ids from 1: transformers refuses id 0 in these (Branchpoint allows it)
+    "bad_words_ids": st.lists(st.lists(_ids(1), min_size=1, max_size=3).map(tuple), max_size=3).map(tuple),
+    "sequence_bias": st.lists(st.tuples(st.lists(_ids(1), min_size=1, max_size=2).map(tuple), st.floats(-5, 5)),
+                              max_size=3).map(tuple),
+    "frequency_penalty": st.floats(-2, 2), "presence_penalty": st.floats(-2, 2), "penalty_last_n": st.integers(1, 20),
+    "dry_multiplier": st.floats(0, 3), "dry_base": st.floats(1, 3), "dry_allowed_length": st.integers(0, 4),
+    "dry_penalty_last_n": st.integers(-1, 20),
+    "dry_sequence_breakers": st.lists(st.sampled_from(["<1", "1>", ">", "<", "<7>", "\n"]), max_size=3).map(tuple),
+}
+SINGLE_ROW_PARAMETERS = {"stop_strings": _ids().map(lambda token: (f"<{token}>",))}
+
+
 @st.composite
-def lane_specs(draw, name: str = "lane") -> LaneSpec:
-    """A valid LaneSpec of any kind with any of its parameters set inside their ranges."""
+def lane_specs(draw, name: str = "lane", transformers_only: bool = False) -> LaneSpec:
+    """A valid LaneSpec of any kind with any of its parameters set inside their ranges (llama.cpp's samplers
+    left out when `transformers_only`). A combination the lane refuses (mirostat with top_k, a companion without
+    its processor) loses the parameter the refusal names."""
     kind = draw(st.sampled_from(["greedy", "beam", "sample"]))
     values: dict = {"do_sample": kind == "sample"}
+    tables = [ANY_LANE_PARAMETERS]
     if kind == "beam":
         values["num_beams"] = draw(st.integers(2, 5))
-        values["num_return_sequences"] = draw(st.integers(1, values["num_beams"]))
-        values["length_penalty"] = draw(st.floats(-2, 2))
-        values["early_stopping"] = draw(st.sampled_from([False, True, "never"]))
+        tables.append(BEAM_PARAMETERS)
+    else:
+        tables.append(SINGLE_ROW_PARAMETERS)
     if kind == "sample":
-        values["seed"] = draw(st.integers(0, 2**31 - 1))
-        options = {"temperature": st.floats(0.05, 5), "top_k": st.integers(0, 60), "top_p": st.floats(0, 1),
-                   "min_p": st.floats(0, 1), "typical_p": st.floats(0.01, 1)}
-        for key, strategy in options.items():
-            if draw(st.booleans()):
+        tables.append(SAMPLING_PARAMETERS)
+    for table in tables:
+        for key, strategy in table.items():
+            if transformers_only and BY_NAME[key].follows != "transformers":
+                continue
+            if key == "seed" or draw(st.booleans()):  # a sampled lane's seed: always, as the draw test needs it
                 values[key] = draw(strategy)
-    for key, strategy in {"repetition_penalty": st.floats(0.2, 3), "no_repeat_ngram_size": st.integers(0, 4),
-                          "min_new_tokens": st.integers(0, 6), "max_new_tokens": st.integers(1, 10)}.items():
-        if draw(st.booleans()):
-            values[key] = draw(strategy)
-    if kind != "beam" and draw(st.booleans()):
-        values["stop_strings"] = (f"<{draw(st.integers(0, VOCAB - 1))}>",)
+    if kind == "sample" and not transformers_only and draw(st.booleans()):
+        values["processor_order"] = "llama.cpp"
     if draw(st.booleans()):
-        values["forced"] = {draw(st.integers(0, 6)): draw(st.integers(0, VOCAB - 1))}
-    try:
-        return LaneSpec(name, **values)
-    except ValueError:
-        assume(False)
+        values["forced"] = {draw(st.integers(0, 6)): draw(_ids())}
+    for _ in range(len(values) + 1):
+        try:
+            return LaneSpec(name, **values)
+        except ParameterError as error:
+            if error.parameter not in values or error.parameter == "do_sample":
+                break
+            del values[error.parameter]
+    assume(False)
+
+
+def test_every_lane_parameter_is_fuzzed():
+    """The lane strategy draws every parameter of the table, and sets each to something that does anything in
+    some spec it makes."""
+    drawn = {*STRATEGY_PARAMETERS, *BEAM_PARAMETERS, *SAMPLING_PARAMETERS, *ANY_LANE_PARAMETERS,
+             *SINGLE_ROW_PARAMETERS}
+    assert drawn == set(BY_NAME), f"not fuzzed: {sorted(set(BY_NAME) - drawn)}; unknown: {sorted(drawn - set(BY_NAME))}"
+    for p in PARAMETERS:
+        find(lane_specs(), lambda spec, p=p: p.is_set(canonical(p, getattr(spec, p.name))),
+             settings=settings(max_examples=2000, database=None, phases=[Phase.generate],  # the first found
+                               suppress_health_check=list(HealthCheck)))
 
 
 logit_rows = st.sampled_from(["normal", "peaked", "ties", "neg_inf", "huge", "flat"]).flatmap(
@@ -105,7 +158,8 @@ EVERY_PROCESSOR = [  # hypothesis favours short-cut examples (a peaked row keeps
 
 
 @SETTINGS
-@given(spec=lane_specs(), logits=logit_rows, history=st.lists(st.integers(0, VOCAB - 1), min_size=1, max_size=12))
+@given(spec=lane_specs(transformers_only=True), logits=logit_rows,
+       history=st.lists(st.integers(0, VOCAB - 1), min_size=1, max_size=12))
 @example(spec=EVERY_PROCESSOR[0], logits=("normal", 1), history=[1, 2])
 @example(spec=EVERY_PROCESSOR[0], logits=("ties", 2), history=[1, 2])
 @example(spec=EVERY_PROCESSOR[1], logits=("ties", 3), history=[5])
@@ -138,6 +192,46 @@ def test_processors_and_the_draw_keep_a_valid_distribution(generation_machinery,
         u = float(np.random.Generator(np.random.PCG64(spec.seed)).random())
         assert (draw.token_id, draw.u) == (inverse_cdf(u, out[0]), u)
         assert draw.low <= draw.u < draw.high
+
+
+LLAMA_CPP_SAMPLERS = [  # each of llama.cpp's samplers at work, beside what hypothesis draws
+    LaneSpec("dry", dry_multiplier=0.8, dry_allowed_length=1, dry_sequence_breakers=("<4>",)),
+    LaneSpec("penalties", frequency_penalty=0.5, presence_penalty=0.4, penalty_last_n=3),
+    LaneSpec("xtc", do_sample=True, xtc_probability=1.0, xtc_threshold=0.05, seed=1),
+    LaneSpec("nsigma", do_sample=True, top_n_sigma=0.5, seed=2),
+    LaneSpec("dynatemp", do_sample=True, temperature=0.6, dynatemp_range=0.5, dynatemp_exponent=2.0, seed=3),
+    LaneSpec("mirostat 1", do_sample=True, mirostat=1, mirostat_tau=2.0, seed=4),
+    LaneSpec("mirostat 2", do_sample=True, mirostat=2, mirostat_tau=1.0, mirostat_eta=0.5, seed=5),
+    LaneSpec("adaptive", do_sample=True, adaptive=True, seed=6, processor_order="llama.cpp"),
+]
+
+
+@SETTINGS
+@given(spec=lane_specs(), logits=logit_rows, history=st.lists(st.integers(0, VOCAB - 1), min_size=1, max_size=12))
+@example(spec=LLAMA_CPP_SAMPLERS[0], logits=("normal", 1), history=[4, 9, 4, 9, 4])
+@example(spec=LLAMA_CPP_SAMPLERS[1], logits=("ties", 2), history=[4, 9, 4, 9, 4])
+@example(spec=LLAMA_CPP_SAMPLERS[2], logits=("normal", 3), history=[5])
+@example(spec=LLAMA_CPP_SAMPLERS[3], logits=("huge", 4), history=[5])
+@example(spec=LLAMA_CPP_SAMPLERS[4], logits=("flat", 5), history=[5])
+@example(spec=LLAMA_CPP_SAMPLERS[5], logits=("neg_inf", 6), history=[5])
+@example(spec=LLAMA_CPP_SAMPLERS[6], logits=("peaked", 7), history=[5])
+@example(spec=LLAMA_CPP_SAMPLERS[7], logits=("normal", 8), history=[5])
+def test_any_lane_s_step_is_a_distribution_that_holds_its_token(spec, logits, history):
+    """Any lane (llama.cpp's samplers included) over any logits: a step whose processed distribution sums to 1,
+    holds the chosen token and agrees with its record's numbers, or a lane stopped with its reason."""
+    row = make_logits(*logits, 1)[0]
+    lane = run_lane(spec, FunctionSource(lambda _: row, VOCAB), history, 1)
+    if lane.finish_reason == "error":
+        assert lane.error, lane
+        event("stopped: " + lane.error.split(":")[0])
+        return
+    record = lane.steps[0]
+    probs = probs_of(record.top, VOCAB)
+    assert np.all(np.isfinite(probs)) and math.isclose(probs.sum(), 1.0, rel_tol=1e-5)
+    assert probs[record.token_id] > 0.0 and math.isclose(probs[record.token_id], record.prob, rel_tol=1e-6)
+    assert record.kept >= np.count_nonzero(probs) or spec.is_beam  # kept: not filtered (a huge row underflows)
+    assert math.isfinite(record.entropy) and record.entropy >= 0.0
+    assert record.varentropy is not None and math.isfinite(record.varentropy) and record.varentropy >= 0.0
 
 
 def inverse_cdf(u: float, scores: np.ndarray) -> int:

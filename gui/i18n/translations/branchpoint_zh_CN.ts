@@ -59,11 +59,11 @@
         <name>BranchStrategyBox</name>
         <message>
             <source>parent's strategy</source>
-            <translation>父泳道的策略</translation>
+            <translation>父车道的策略</translation>
         </message>
         <message>
             <source>The strategy a branched lane continues with after the picked token (right-click a token, or double-click an alternative in the inspector)</source>
-            <translation>分支泳道在所选词元之后采用的策略（右键单击词元，或在检查器中双击候选词元）</translation>
+            <translation>分支车道在所选词元之后采用的策略（右键单击词元，或在检查器中双击候选词元）</translation>
         </message>
     </context>
     <context>
@@ -90,15 +90,15 @@
         </message>
         <message>
             <source>Add a lane from a generation config</source>
-            <translation>从生成配置添加泳道</translation>
+            <translation>从生成配置添加车道</translation>
         </message>
         <message>
             <source>Select the lane to export first.</source>
-            <translation>请先选择要导出的泳道。</translation>
+            <translation>请先选择要导出的车道。</translation>
         </message>
         <message>
             <source>Export the lane as a generation config</source>
-            <translation>将泳道导出为生成配置</translation>
+            <translation>将车道导出为生成配置</translation>
         </message>
         <message>
             <source>From generation_config.json…</source>
@@ -106,7 +106,7 @@
         </message>
         <message>
             <source>A lane that decodes as transformers does with a model's generation_config.json</source>
-            <translation>一条按模型的 generation_config.json、与 transformers 相同方式解码的泳道</translation>
+            <translation>一条按模型的 generation_config.json、与 transformers 相同方式解码的车道</translation>
         </message>
         <message>
             <source>Rename</source>
@@ -191,11 +191,11 @@
         </message>
         <message>
             <source>Select a token of the lane to explain (click it in the text).</source>
-            <translation>请选择要解释的泳道中的一个词元（在文本中单击它）。</translation>
+            <translation>请选择要解释的车道中的一个词元（在文本中单击它）。</translation>
         </message>
         <message>
             <source>Select a token of the lane to compare with another model (click it in the text).</source>
-            <translation>请先选中要与另一个模型比较的泳道中的一个词元（在文本中点击它）。</translation>
+            <translation>请先选中要与另一个模型比较的车道中的一个词元（在文本中点击它）。</translation>
         </message>
         <message>
             <source>No other prepared model to compare with: prepare a precision variant first (python main.py prepare --variant int4).</source>
@@ -256,7 +256,7 @@
         </message>
         <message>
             <source>Previous / next step (in a lane's text or the timeline)</source>
-            <translation>上一步 / 下一步（在泳道文本或时间线中）</translation>
+            <translation>上一步 / 下一步（在车道文本或时间线中）</translation>
         </message>
         <message>
             <source>Home / End</source>
@@ -272,7 +272,7 @@
         </message>
         <message>
             <source>Branch from an alternative, force it for all lanes</source>
-            <translation>从候选词元分支，或对全部泳道强制该词元</translation>
+            <translation>从候选词元分支，或对全部车道强制该词元</translation>
         </message>
         <message>
             <source>Double-click an inspector row</source>
@@ -280,7 +280,7 @@
         </message>
         <message>
             <source>Branch a new lane with that token</source>
-            <translation>以该词元分出一条新泳道</translation>
+            <translation>以该词元分出一条新车道</translation>
         </message>
     </context>
     <context>
@@ -380,7 +380,7 @@
         </message>
         <message>
             <source>&amp;Run all lanes</source>
-            <translation>运行全部泳道(&amp;R)</translation>
+            <translation>运行全部车道(&amp;R)</translation>
         </message>
         <message>
             <source>&amp;Stop</source>
@@ -400,7 +400,7 @@
         </message>
         <message>
             <source>Run every lane again (fresh draws where the seed is auto) and say where each differs from this run</source>
-            <translation>再次运行每条泳道（种子为自动时重新抽样），并指出每条泳道与本次运行的不同之处</translation>
+            <translation>再次运行每条车道（种子为自动时重新抽样），并指出每条车道与本次运行的不同之处</translation>
         </message>
         <message>
             <source>Critical-point &amp;thresholds…</source>
@@ -420,31 +420,31 @@
         </message>
         <message>
             <source>&amp;Add lane (greedy)</source>
-            <translation>添加泳道（贪心）(&amp;A)</translation>
+            <translation>添加车道（贪心）(&amp;A)</translation>
         </message>
         <message>
             <source>&amp;Duplicate selected lane</source>
-            <translation>复制所选泳道(&amp;D)</translation>
+            <translation>复制所选车道(&amp;D)</translation>
         </message>
         <message>
             <source>Re&amp;move selected lane</source>
-            <translation>移除所选泳道(&amp;M)</translation>
+            <translation>移除所选车道(&amp;M)</translation>
         </message>
         <message>
             <source>Move selected lane &amp;left</source>
-            <translation>所选泳道左移(&amp;L)</translation>
+            <translation>所选车道左移(&amp;L)</translation>
         </message>
         <message>
             <source>Move selected lane r&amp;ight</source>
-            <translation>所选泳道右移(&amp;I)</translation>
+            <translation>所选车道右移(&amp;I)</translation>
         </message>
         <message>
             <source>Add lane from &amp;generation_config.json…</source>
-            <translation>从 generation_config.json 添加泳道(&amp;G)…</translation>
+            <translation>从 generation_config.json 添加车道(&amp;G)…</translation>
         </message>
         <message>
             <source>&amp;Export selected lane as generation_config.json…</source>
-            <translation>将所选泳道导出为 generation_config.json(&amp;E)…</translation>
+            <translation>将所选车道导出为 generation_config.json(&amp;E)…</translation>
         </message>
         <message>
             <source>Undo branch</source>
@@ -452,7 +452,7 @@
         </message>
         <message>
             <source>Remove the last branch lane (Ctrl+Z)</source>
-            <translation>移除最近的分支泳道（Ctrl+Z）</translation>
+            <translation>移除最近的分支车道（Ctrl+Z）</translation>
         </message>
         <message>
             <source>Step mode</source>
@@ -460,27 +460,27 @@
         </message>
         <message>
             <source>One token at a time: Run (or F7) advances every lane one step, F8 the selected lane, F9 runs it to the end; double-click a candidate to take it instead</source>
-            <translation>一次一个词元：运行（或 F7）让每条泳道前进一步，F8 只推进选中的泳道，F9 让它运行到结束；双击某个候选词元可改选它</translation>
+            <translation>一次一个词元：运行（或 F7）让每条车道前进一步，F8 只推进选中的车道，F9 让它运行到结束；双击某个候选词元可改选它</translation>
         </message>
         <message>
             <source>One step of every lane</source>
-            <translation>每条泳道前进一步</translation>
+            <translation>每条车道前进一步</translation>
         </message>
         <message>
             <source>One step of the selected lane</source>
-            <translation>选中的泳道前进一步</translation>
+            <translation>选中的车道前进一步</translation>
         </message>
         <message>
             <source>Run the selected lane to the end</source>
-            <translation>让选中的泳道运行到结束</translation>
+            <translation>让选中的车道运行到结束</translation>
         </message>
         <message>
             <source>Explain lane</source>
-            <translation>解释泳道</translation>
+            <translation>解释车道</translation>
         </message>
         <message>
             <source>Inside the model for the selected lane: every layer's attention per head and the logit lens (Attention and Logit lens tabs)</source>
-            <translation>查看所选泳道在模型内部的情况：每层每个头的注意力和 logit 透镜（“注意力”和“Logit 透镜”标签页）</translation>
+            <translation>查看所选车道在模型内部的情况：每层每个头的注意力和 logit 透镜（“注意力”和“Logit 透镜”标签页）</translation>
         </message>
         <message>
             <source>Why this token?</source>
@@ -496,15 +496,15 @@
         </message>
         <message>
             <source>Read the selected lane's tokens with a second prepared model (a precision variant, say): per-step KL, top-1 flips, change in p(chosen) (Model comparison tab)</source>
-            <translation>用第二个已准备的模型（例如一个精度变体）读取所选泳道的词元：逐步的 KL、首选翻转、所选词元概率 p 的变化（“模型比较”标签页）</translation>
+            <translation>用第二个已准备的模型（例如一个精度变体）读取所选车道的词元：逐步的 KL、首选翻转、所选词元概率 p 的变化（“模型比较”标签页）</translation>
         </message>
         <message>
             <source>&amp;Previous lane</source>
-            <translation>上一条泳道(&amp;P)</translation>
+            <translation>上一条车道(&amp;P)</translation>
         </message>
         <message>
             <source>&amp;Next lane</source>
-            <translation>下一条泳道(&amp;N)</translation>
+            <translation>下一条车道(&amp;N)</translation>
         </message>
         <message>
             <source>&amp;Full screen</source>
@@ -544,7 +544,7 @@
         </message>
         <message>
             <source>&amp;Lanes</source>
-            <translation>泳道(&amp;L)</translation>
+            <translation>车道(&amp;L)</translation>
         </message>
         <message>
             <source>&amp;View</source>
@@ -598,11 +598,11 @@
         <name>allowed</name>
         <message>
             <source>unset unless do_sample=true (it applies to sample: lanes only)</source>
-            <translation>除非 do_sample=true，否则不设置（只用于采样泳道）</translation>
+            <translation>除非 do_sample=true，否则不设置（只用于采样车道）</translation>
         </message>
         <message>
             <source>none on a beam lane (beams stop on eos and length)</source>
-            <translation>束搜索泳道上不设置（束搜索在遇到 eos 或达到长度时停止）</translation>
+            <translation>束搜索车道上不设置（束搜索在遇到 eos 或达到长度时停止）</translation>
         </message>
         <message>
             <source>false when num_beams &gt; 1 (beam sampling is not supported)</source>
@@ -760,7 +760,7 @@
         </message>
         <message>
             <source>Run the lanes, then explain one: its attention of every layer and head over the tokens before each token.</source>
-            <translation>先运行各泳道，再解释其中一条：查看每层每个头在每个词元处对之前词元的注意力。</translation>
+            <translation>先运行各车道，再解释其中一条：查看每层每个头在每个词元处对之前词元的注意力。</translation>
         </message>
         <message>
             <source>each layer's strongest head</source>
@@ -869,7 +869,7 @@
         </message>
         <message>
             <source>No beam lane selected</source>
-            <translation>未选择束搜索泳道</translation>
+            <translation>未选择束搜索车道</translation>
         </message>
         <message>
             <source>&lt;span style="color:{kept}"&gt;●&lt;/span&gt;&amp;nbsp;kept&amp;nbsp;&amp;nbsp; &lt;span style="color:{pruned}"&gt;○&lt;/span&gt;&amp;nbsp;pruned&amp;nbsp;&amp;nbsp; &lt;span style="color:{finished}"&gt;★&lt;/span&gt;&amp;nbsp;finished&amp;nbsp;&amp;nbsp; &lt;span style="color:{best}"&gt;━━&lt;/span&gt;&amp;nbsp;best sequence&amp;nbsp;&amp;nbsp; &lt;span style="color:#555"&gt;hover: token, score · click: select step · wheel/drag: zoom/pan&lt;/span&gt;</source>
@@ -916,7 +916,7 @@ score {score} · parent slot {parent}</source>
         </message>
         <message>
             <source>The processors this lane applies, first to last: drag one, or select it and use ▲▼, to change the order</source>
-            <translation>此泳道依次应用的处理器：拖动其中一个，或选中后用 ▲▼ 改变顺序</translation>
+            <translation>此车道依次应用的处理器：拖动其中一个，或选中后用 ▲▼ 改变顺序</translation>
         </message>
         <message>
             <source>Apply the selected processor earlier</source>
@@ -999,7 +999,7 @@ score {score} · parent slot {parent}</source>
         </message>
         <message>
             <source>◆ first divergence from the reference</source>
-            <translation>◆ 与参照泳道的首次分歧</translation>
+            <translation>◆ 与参照车道的首次分歧</translation>
         </message>
         <message>
             <source>↳ branch point</source>
@@ -1078,31 +1078,31 @@ score {score} · parent slot {parent}</source>
         <name>compare_view</name>
         <message>
             <source>the other lane's “{token}” is a token of another tokenizer</source>
-            <translation>另一条泳道的“{token}”是另一种分词器的词元</translation>
+            <translation>另一条车道的“{token}”是另一种分词器的词元</translation>
         </message>
         <message>
             <source>both lanes chose the same token here</source>
-            <translation>两条泳道在这里选了同一个词元</translation>
+            <translation>两条车道在这里选了同一个词元</translation>
         </message>
         <message>
             <source>the other lane's {token} is filtered out or outside the recorded top {count} here</source>
-            <translation>另一泳道的 {token} 在这里已被过滤，或不在记录的前 {count} 名之内</translation>
+            <translation>另一车道的 {token} 在这里已被过滤，或不在记录的前 {count} 名之内</translation>
         </message>
         <message>
             <source>the other lane's {token} has p {p} (rank {rank}) here</source>
-            <translation>另一泳道的 {token} 在这里的 p 为 {p}（第 {rank} 名）</translation>
+            <translation>另一车道的 {token} 在这里的 p 为 {p}（第 {rank} 名）</translation>
         </message>
         <message>
             <source>Select a step to compare two lanes there</source>
-            <translation>选择一步，在该处比较两条泳道</translation>
+            <translation>选择一步，在该处比较两条车道</translation>
         </message>
         <message>
             <source>The lane the selected lane is compared with (the reference lane by default)</source>
-            <translation>与所选泳道比较的泳道（默认是参照泳道）</translation>
+            <translation>与所选车道比较的车道（默认是参照车道）</translation>
         </message>
         <message>
             <source>token-aligned: both lanes share a tokenizer and are compared step by step; by text: the lanes' tokenizers differ, and the other lane's step is the one at the same place of the text</source>
-            <translation>按词元对齐：两条泳道使用同一分词器，逐步比较；按文本：两条泳道的分词器不同，另一条泳道的步是文本中同一位置的那一步</translation>
+            <translation>按词元对齐：两条车道使用同一分词器，逐步比较；按文本：两条车道的分词器不同，另一条车道的步是文本中同一位置的那一步</translation>
         </message>
         <message>
             <source>compare with</source>
@@ -1110,7 +1110,7 @@ score {score} · parent slot {parent}</source>
         </message>
         <message>
             <source>&lt;span style="color:{CHOSEN_COLOUR}"&gt;■&lt;/span&gt;&amp;nbsp;this lane's choice &amp;nbsp; &lt;span style="color:{OTHER_COLOUR}"&gt;■&lt;/span&gt;&amp;nbsp;the other lane's choice &amp;nbsp; &lt;span style="color:{PROCESSED_COLOUR}"&gt;■&lt;/span&gt;&amp;nbsp;p after processors &amp;nbsp; &lt;span style="color:{DRAW_COLOUR}"&gt;┃&lt;/span&gt;&amp;nbsp;draw u (cumulative)</source>
-            <translation>&lt;span style="color:{CHOSEN_COLOUR}"&gt;■&lt;/span&gt;&amp;nbsp;本泳道的选择 &amp;nbsp; &lt;span style="color:{OTHER_COLOUR}"&gt;■&lt;/span&gt;&amp;nbsp;另一泳道的选择 &amp;nbsp; &lt;span style="color:{PROCESSED_COLOUR}"&gt;■&lt;/span&gt;&amp;nbsp;处理器处理后的 p &amp;nbsp; &lt;span style="color:{DRAW_COLOUR}"&gt;┃&lt;/span&gt;&amp;nbsp;抽样值 u（累积）</translation>
+            <translation>&lt;span style="color:{CHOSEN_COLOUR}"&gt;■&lt;/span&gt;&amp;nbsp;本车道的选择 &amp;nbsp; &lt;span style="color:{OTHER_COLOUR}"&gt;■&lt;/span&gt;&amp;nbsp;另一车道的选择 &amp;nbsp; &lt;span style="color:{PROCESSED_COLOUR}"&gt;■&lt;/span&gt;&amp;nbsp;处理器处理后的 p &amp;nbsp; &lt;span style="color:{DRAW_COLOUR}"&gt;┃&lt;/span&gt;&amp;nbsp;抽样值 u（累积）</translation>
         </message>
         <message>
             <source>probability</source>
@@ -1134,11 +1134,11 @@ score {score} · parent slot {parent}</source>
         </message>
         <message>
             <source>The other lane has no step here</source>
-            <translation>另一条泳道在这里没有这一步</translation>
+            <translation>另一条车道在这里没有这一步</translation>
         </message>
         <message>
             <source>Select a step (e.g. a ◆ divergence) to compare two lanes there</source>
-            <translation>选择一步（例如 ◆ 分歧点），在该处比较两条泳道</translation>
+            <translation>选择一步（例如 ◆ 分歧点），在该处比较两条车道</translation>
         </message>
     </context>
     <context>
@@ -1201,7 +1201,7 @@ score {score} · parent slot {parent}</source>
         </message>
         <message>
             <source>the other lanes went on</source>
-            <translation>其他泳道继续运行</translation>
+            <translation>其他车道继续运行</translation>
         </message>
         <message>
             <source>its text so far is kept</source>
@@ -1222,6 +1222,10 @@ score {score} · parent slot {parent}</source>
         <message>
             <source>done</source>
             <translation>完成</translation>
+        </message>
+        <message>
+            <source>Could not make the lane: {message}. Nothing was added.</source>
+            <translation>无法生成该车道：{message}。未添加任何内容。</translation>
         </message>
         <message>
             <source>Branching needs a finished run and a model.</source>
@@ -1248,20 +1252,24 @@ score {score} · parent slot {parent}</source>
             <translation>“{name}”以扇出方式运行：将其扇出设为 1 后才能重放其中一步。</translation>
         </message>
         <message>
+            <source>{lane} ↳{step} runner-up</source>
+            <translation>{lane} ↳{step} 次优</translation>
+        </message>
+        <message>
             <source>Cannot replay the branch not taken: {error}.</source>
             <translation>无法重放未走的分支：{error}。</translation>
         </message>
         <message>
             <source>removed branch lane “{name}”</source>
-            <translation>已移除分支泳道“{name}”</translation>
+            <translation>已移除分支车道“{name}”</translation>
         </message>
         <message>
             <source>no branch lane to undo</source>
-            <translation>没有可撤销的分支泳道</translation>
+            <translation>没有可撤销的分支车道</translation>
         </message>
         <message>
             <source>“{name}” now keeps seed {seed} so its branch can be re-run; set its seed back to auto for fresh samples (its branch lanes then run as ordinary lanes).</source>
-            <translation>“{name}”现在固定使用种子 {seed}，以便其分支可以重新运行；若想重新采样，请把种子改回“自动”（它的分支泳道随后将作为普通泳道运行）。</translation>
+            <translation>“{name}”现在固定使用种子 {seed}，以便其分支可以重新运行；若想重新采样，请把种子改回“自动”（它的分支车道随后将作为普通车道运行）。</translation>
         </message>
         <message>
             <source>Bringing a node back needs a run (run or open one) and a model.</source>
@@ -1273,7 +1281,7 @@ score {score} · parent slot {parent}</source>
         </message>
         <message>
             <source>Could not explain the lane: {message}.</source>
-            <translation>无法解释该泳道：{message}。</translation>
+            <translation>无法解释该车道：{message}。</translation>
         </message>
         <message>
             <source>explained {len} tokens ({layers} layers × {heads} heads): see the Attention and Logit lens tabs</source>
@@ -1281,7 +1289,7 @@ score {score} · parent slot {parent}</source>
         </message>
         <message>
             <source>Explaining needs a lane of a finished run: run or open one, then pick a lane.</source>
-            <translation>解释需要已完成运行中的一条泳道：请先运行或打开一次运行，再选择泳道。</translation>
+            <translation>解释需要已完成运行中的一条车道：请先运行或打开一次运行，再选择车道。</translation>
         </message>
         <message>
             <source>“{name}” ran on {model}: Explain looks inside the run's model only ({run}).</source>
@@ -1321,15 +1329,15 @@ score {score} · parent slot {parent}</source>
         </message>
         <message>
             <source>Comparing with another model needs a lane of a finished run and its model: run, then pick a lane.</source>
-            <translation>与另一个模型比较需要一次已完成运行中的泳道及其模型：先运行，再选一条泳道。</translation>
+            <translation>与另一个模型比较需要一次已完成运行中的车道及其模型：先运行，再选一条车道。</translation>
         </message>
         <message>
             <source>“{name}” runs as a fan-out: compare a lane without one.</source>
-            <translation>“{name}”以扇出方式运行：请比较没有扇出的泳道。</translation>
+            <translation>“{name}”以扇出方式运行：请比较没有扇出的车道。</translation>
         </message>
         <message>
             <source>“{name}” ran on a model of another tokenizer: the teacher-forced comparison reads a lane's tokens with the run's model, token by token.</source>
-            <translation>“{name}”运行在另一种分词器的模型上：教师强制比较用本次运行的模型逐个词元读取泳道的词元。</translation>
+            <translation>“{name}”运行在另一种分词器的模型上：教师强制比较用本次运行的模型逐个词元读取车道的词元。</translation>
         </message>
         <message>
             <source>{model} is the run's own model: pick another one to compare with.</source>
@@ -1381,11 +1389,15 @@ score {score} · parent slot {parent}</source>
         </message>
         <message>
             <source>The prompt is empty: type something for the lanes to continue.</source>
-            <translation>提示词为空：请输入一些内容供各泳道续写。</translation>
+            <translation>提示词为空：请输入一些内容供各车道续写。</translation>
+        </message>
+        <message>
+            <source>The prompt changed: these lanes run without the tokens picked by hand (and the length step mode stopped at) for the last prompt: {lanes}.</source>
+            <translation>提示词已更改：以下车道不再使用为上一个提示词手动选取的词元（以及单步模式停下时的长度）：{lanes}。</translation>
         </message>
         <message>
             <source>its parent “{parent}” fans out now</source>
-            <translation>它的父泳道“{parent}”现在扇出</translation>
+            <translation>它的父车道“{parent}”现在扇出</translation>
         </message>
         <message>
             <source>the prompt changed</source>
@@ -1393,19 +1405,19 @@ score {score} · parent slot {parent}</source>
         </message>
         <message>
             <source>These branch lanes now run as ordinary lanes of their own strategy: {lanes}.</source>
-            <translation>这些分支泳道现在按各自的策略作为普通泳道运行：{lanes}。</translation>
+            <translation>这些分支车道现在按各自的策略作为普通车道运行：{lanes}。</translation>
         </message>
         <message>
             <source>its parent “{parent}” is gone</source>
-            <translation>它的父泳道“{parent}”已不存在</translation>
+            <translation>它的父车道“{parent}”已不存在</translation>
         </message>
         <message>
             <source>its parent “{parent}” draws with a fresh seed each run</source>
-            <translation>它的父泳道“{parent}”每次运行都用新的种子抽样</translation>
+            <translation>它的父车道“{parent}”每次运行都用新的种子抽样</translation>
         </message>
         <message>
             <source>run again: every lane's tokens identical to the previous run</source>
-            <translation>再次运行：每条泳道的词元都与上一次运行相同</translation>
+            <translation>再次运行：每条车道的词元都与上一次运行相同</translation>
         </message>
         <message>
             <source>Run again, against the previous run: {differences}.</source>
@@ -1413,23 +1425,23 @@ score {score} · parent slot {parent}</source>
         </message>
         <message>
             <source>step mode: double-click a candidate to take it, Run for one step of every lane</source>
-            <translation>单步模式：双击候选词元以改选它，运行让每条泳道前进一步</translation>
+            <translation>单步模式：双击候选词元以改选它，运行让每条车道前进一步</translation>
         </message>
         <message>
             <source>Step mode starts every lane at step 0: remove the branch lanes first (or Run them as ordinary lanes).</source>
-            <translation>单步模式让每条泳道从第 0 步开始：请先移除分支泳道（或将它们作为普通泳道运行）。</translation>
+            <translation>单步模式让每条车道从第 0 步开始：请先移除分支车道（或将它们作为普通车道运行）。</translation>
         </message>
         <message>
             <source>A beam lane's step in step mode is its search's: accept it (F8) or run the lane on (F9). To force a token, branch from the beam lane after step mode.</source>
-            <translation>单步模式中，束搜索泳道的一步由搜索决定：接受它（F8）或让该泳道继续运行（F9）。若要强制某个词元，请在退出单步模式后从该束搜索泳道分支。</translation>
+            <translation>单步模式中，束搜索车道的一步由搜索决定：接受它（F8）或让该车道继续运行（F9）。若要强制某个词元，请在退出单步模式后从该束搜索车道分支。</translation>
         </message>
         <message>
             <source>In step mode a lane takes a token at its next step ({step}) only.</source>
-            <translation>在单步模式下，泳道只能在其下一步（{step}）改选词元。</translation>
+            <translation>在单步模式下，车道只能在其下一步（{step}）改选词元。</translation>
         </message>
         <message>
             <source>step mode off: the lanes keep the steps taken</source>
-            <translation>单步模式已关闭：各泳道保留已走的步</translation>
+            <translation>单步模式已关闭：各车道保留已走的步</translation>
         </message>
         <message>
             <source>temperature sweep of {lane} step {step}</source>
@@ -1441,7 +1453,7 @@ score {score} · parent slot {parent}</source>
         </message>
         <message>
             <source>“{name}” runs as a fan-out: sweep a step of a lane without one.</source>
-            <translation>“{name}”以扇出方式运行：请对没有扇出的泳道中的一步做扫描。</translation>
+            <translation>“{name}”以扇出方式运行：请对没有扇出的车道中的一步做扫描。</translation>
         </message>
         <message>
             <source>Cannot sweep: {error}.</source>
@@ -1449,7 +1461,7 @@ score {score} · parent slot {parent}</source>
         </message>
         <message>
             <source>Temperature fan-outs need a sampled lane: {refusal}.</source>
-            <translation>温度扇出需要一条采样泳道：{refusal}。</translation>
+            <translation>温度扇出需要一条采样车道：{refusal}。</translation>
         </message>
         <message>
             <source>added {len} temperature fan-outs of “{name}”: Run to compare them</source>
@@ -1495,7 +1507,7 @@ score {score} · parent slot {parent}</source>
         </message>
         <message>
             <source>after the lane's processors</source>
-            <translation>经过泳道的处理器之后</translation>
+            <translation>经过车道的处理器之后</translation>
         </message>
         <message>
             <source>click a point to select its step</source>
@@ -1526,11 +1538,11 @@ score {score} · parent slot {parent}</source>
         <name>fanout_view</name>
         <message>
             <source>The fan-out lane shown (set a sampled lane's fan-out in the lanes editor)</source>
-            <translation>所显示的扇出泳道（在泳道编辑器中设置采样泳道的扇出）</translation>
+            <translation>所显示的扇出车道（在车道编辑器中设置采样车道的扇出）</translation>
         </message>
         <message>
             <source>Set a sampled lane's fan-out (lanes editor) and run: its members' tree shows here</source>
-            <translation>为采样泳道设置扇出（泳道编辑器）并运行：各成员的树会显示在这里</translation>
+            <translation>为采样车道设置扇出（车道编辑器）并运行：各成员的树会显示在这里</translation>
         </message>
         <message>
             <source>hover a branch for its text · click selects its first member's step</source>
@@ -1685,11 +1697,11 @@ Read them with torch's weights_only loader (tensors only, no code) and go on?</s
         <name>inside_widgets</name>
         <message>
             <source>Explain this lane</source>
-            <translation>解释这条泳道</translation>
+            <translation>解释这条车道</translation>
         </message>
         <message>
             <source>Run the lane's tokens through the model's inspection model once: every layer's attention per head and the logit lens (stored with the run)</source>
-            <translation>用模型的检查模型把该泳道的词元跑一遍：得到每层每个头的注意力和 logit 透镜（随运行一起保存）</translation>
+            <translation>用模型的检查模型把该车道的词元跑一遍：得到每层每个头的注意力和 logit 透镜（随运行一起保存）</translation>
         </message>
         <message>
             <source>Explain “{name}”</source>
@@ -1724,7 +1736,7 @@ Read them with torch's weights_only loader (tensors only, no code) and go on?</s
         </message>
         <message>
             <source>A new lane that takes this step's runner-up instead and continues with the same strategy and draws: how far does the other branch go?</source>
-            <translation>新建一条泳道，在这一步改选次优词元，并以相同的策略和抽样值继续：另一条分支会走多远？</translation>
+            <translation>新建一条车道，在这一步改选次优词元，并以相同的策略和抽样值继续：另一条分支会走多远？</translation>
         </message>
         <message>
             <source>raw</source>
@@ -1772,7 +1784,7 @@ Read them with torch's weights_only loader (tensors only, no code) and go on?</s
         </message>
         <message>
             <source>The lane's chain, stage by stage: after each processor, the tokens it left, the share of the probability before it that it kept, and the chosen token's rank and probability</source>
-            <translation>泳道的处理链，逐阶段：每个处理器之后剩下的词元、它保留了之前概率的多少份额，以及所选词元的排名和概率</translation>
+            <translation>车道的处理链，逐阶段：每个处理器之后剩下的词元、它保留了之前概率的多少份额，以及所选词元的排名和概率</translation>
         </message>
         <message>
             <source> · forced</source>
@@ -1803,20 +1815,28 @@ Read them with torch's weights_only loader (tensors only, no code) and go on?</s
             <translation>保留的概率</translation>
         </message>
         <message>
-            <source>rank of chosen</source>
-            <translation>所选词元排名</translation>
+            <source>rank</source>
+            <translation>名次</translation>
         </message>
         <message>
-            <source>p(chosen)</source>
-            <translation>p(所选)</translation>
+            <source>p</source>
+            <translation>p</translation>
         </message>
         <message>
-            <source>The chain, stage by stage (the chosen token)</source>
-            <translation>处理链，逐阶段（所选词元）</translation>
+            <source>The chain, stage by stage, for “{token}” (click another row for its own)</source>
+            <translation>逐级处理链：“{token}”（单击其他行可查看该行的）</translation>
+        </message>
+        <message>
+            <source>The chain, stage by stage, for “{token}” (not chosen; ? where the step's record does not say)</source>
+            <translation>逐级处理链：“{token}”（未被选中；? 表示该步的记录无法确定）</translation>
         </message>
         <message>
             <source>filtered</source>
             <translation>已过滤</translation>
+        </message>
+        <message>
+            <source>removed by {stage}</source>
+            <translation>被 {stage} 移除</translation>
         </message>
         <message>
             <source>&lt;b&gt;“{token}” (id {token_id}): p {processed}, raw {raw}&lt;/b&gt;</source>
@@ -1824,11 +1844,11 @@ Read them with torch's weights_only loader (tensors only, no code) and go on?</s
         </message>
         <message>
             <source>Branch a new lane with “{token}” at step {step}</source>
-            <translation>在第 {step} 步以“{token}”分出一条新泳道</translation>
+            <translation>在第 {step} 步以“{token}”分出一条新车道</translation>
         </message>
         <message>
             <source>Force “{token}” for all lanes at step {step}</source>
-            <translation>在第 {step} 步对全部泳道强制“{token}”</translation>
+            <translation>在第 {step} 步对全部车道强制“{token}”</translation>
         </message>
         <message>
             <source>Why the chosen token and not “{token}”?</source>
@@ -1980,7 +2000,7 @@ Read them with torch's weights_only loader (tensors only, no code) and go on?</s
         </message>
         <message>
             <source>The processors this lane applies, in order (transformers' order by default)</source>
-            <translation>该泳道依次应用的处理器（默认采用 transformers 的顺序）</translation>
+            <translation>该车道依次应用的处理器（默认采用 transformers 的顺序）</translation>
         </message>
         <message>
             <source>model</source>
@@ -1992,11 +2012,11 @@ Read them with torch's weights_only loader (tensors only, no code) and go on?</s
         </message>
         <message>
             <source>The model this lane runs on: the run's (the model picker's) or another prepared model, such as a precision variant. Lanes on one model share its batched steps; a model of another tokenizer reads the prompt with its own and is compared with the others by text.</source>
-            <translation>此泳道运行的模型：本次运行的模型（模型选择器中的），或另一个已准备的模型，例如某个精度变体。同一模型上的泳道共享其批量步骤；另一种分词器的模型用自己的分词器读取提示，并按文本与其他泳道比较。</translation>
+            <translation>此车道运行的模型：本次运行的模型（模型选择器中的），或另一个已准备的模型，例如某个精度变体。同一模型上的车道共享其批量步骤；另一种分词器的模型用自己的分词器读取提示，并按文本与其他车道比较。</translation>
         </message>
         <message>
             <source>Lane</source>
-            <translation>泳道</translation>
+            <translation>车道</translation>
         </message>
         <message>
             <source>Strategy</source>
@@ -2004,7 +2024,7 @@ Read them with torch's weights_only loader (tensors only, no code) and go on?</s
         </message>
         <message>
             <source>Double-click a name to rename the lane; select a lane to edit its parameters</source>
-            <translation>双击名称可重命名泳道；选中泳道可编辑其参数</translation>
+            <translation>双击名称可重命名车道；选中车道可编辑其参数</translation>
         </message>
         <message>
             <source>off</source>
@@ -2012,7 +2032,7 @@ Read them with torch's weights_only loader (tensors only, no code) and go on?</s
         </message>
         <message>
             <source>Run this sampled lane as K members (seeds seed, seed+1, …, all in the same batched steps) and see where they part in the Fan-out tab. off = the lane alone; up to {MAX_FANOUT}.</source>
-            <translation>把这条采样泳道作为 K 个成员运行（种子为 seed、seed+1、…，全部在同一批次的步骤中），并在“扇出”标签页查看它们在哪里分开。关闭 = 只运行该泳道；最多 {MAX_FANOUT} 个。</translation>
+            <translation>把这条采样车道作为 K 个成员运行（种子为 seed、seed+1、…，全部在同一批次的步骤中），并在“扇出”标签页查看它们在哪里分开。关闭 = 只运行该车道；最多 {MAX_FANOUT} 个。</translation>
         </message>
         <message>
             <source>fan-out (seeds)</source>
@@ -2020,11 +2040,11 @@ Read them with torch's weights_only loader (tensors only, no code) and go on?</s
         </message>
         <message>
             <source>Add lane</source>
-            <translation>添加泳道</translation>
+            <translation>添加车道</translation>
         </message>
         <message>
             <source>Add a new lane from a preset (Ctrl+L: greedy)</source>
-            <translation>从预设添加新泳道（Ctrl+L：贪心）</translation>
+            <translation>从预设添加新车道（Ctrl+L：贪心）</translation>
         </message>
         <message>
             <source>Replace with preset</source>
@@ -2032,7 +2052,7 @@ Read them with torch's weights_only loader (tensors only, no code) and go on?</s
         </message>
         <message>
             <source>Replace the selected lane's parameters by a preset's</source>
-            <translation>用预设的参数替换所选泳道的参数</translation>
+            <translation>用预设的参数替换所选车道的参数</translation>
         </message>
         <message>
             <source>Duplicate</source>
@@ -2040,7 +2060,7 @@ Read them with torch's weights_only loader (tensors only, no code) and go on?</s
         </message>
         <message>
             <source>Copy the selected lane</source>
-            <translation>复制所选泳道</translation>
+            <translation>复制所选车道</translation>
         </message>
         <message>
             <source>Remove</source>
@@ -2048,23 +2068,23 @@ Read them with torch's weights_only loader (tensors only, no code) and go on?</s
         </message>
         <message>
             <source>Remove the selected lane</source>
-            <translation>移除所选泳道</translation>
+            <translation>移除所选车道</translation>
         </message>
         <message>
             <source>Move the selected lane left</source>
-            <translation>所选泳道左移</translation>
+            <translation>所选车道左移</translation>
         </message>
         <message>
             <source>Move the selected lane right</source>
-            <translation>所选泳道右移</translation>
+            <translation>所选车道右移</translation>
         </message>
         <message>
             <source>Stop the run before changing lanes.</source>
-            <translation>请先停止运行，再修改泳道。</translation>
+            <translation>请先停止运行，再修改车道。</translation>
         </message>
         <message>
             <source>A run needs at least one lane.</source>
-            <translation>一次运行至少需要一条泳道。</translation>
+            <translation>一次运行至少需要一条车道。</translation>
         </message>
         <message>
             <source>{name}: double-click to rename</source>
@@ -2080,11 +2100,11 @@ Read them with torch's weights_only loader (tensors only, no code) and go on?</s
         </message>
         <message>
             <source>a lane name cannot be empty</source>
-            <translation>泳道名称不能为空</translation>
+            <translation>车道名称不能为空</translation>
         </message>
         <message>
             <source>another lane is already named “{name}”</source>
-            <translation>已有另一条泳道名为“{name}”</translation>
+            <translation>已有另一条车道名为“{name}”</translation>
         </message>
         <message>
             <source>Refused: {reason}.</source>
@@ -2092,7 +2112,7 @@ Read them with torch's weights_only loader (tensors only, no code) and go on?</s
         </message>
         <message>
             <source>Add lane from &amp;preset</source>
-            <translation>从预设添加泳道(&amp;P)</translation>
+            <translation>从预设添加车道(&amp;P)</translation>
         </message>
         <message>
             <source>Order pair: transformers vs llama.cpp</source>
@@ -2100,11 +2120,11 @@ Read them with torch's weights_only loader (tensors only, no code) and go on?</s
         </message>
         <message>
             <source>Two lanes with the same settings and seed, one in transformers' order (temperature first), one in llama.cpp's (temperature last)</source>
-            <translation>设置和种子相同的两条泳道：一条用 transformers 的顺序（温度在前），一条用 llama.cpp 的顺序（温度在后）</translation>
+            <translation>设置和种子相同的两条车道：一条用 transformers 的顺序（温度在前），一条用 llama.cpp 的顺序（温度在后）</translation>
         </message>
         <message>
             <source>&amp;Replace selected lane with preset</source>
-            <translation>用预设替换所选泳道(&amp;R)</translation>
+            <translation>用预设替换所选车道(&amp;R)</translation>
         </message>
     </context>
     <context>
@@ -2135,11 +2155,11 @@ Read them with torch's weights_only loader (tensors only, no code) and go on?</s
         </message>
         <message>
             <source>Run the lanes, then explain one: what every layer would predict next.</source>
-            <translation>先运行各泳道，再解释其中一条：查看每一层会预测的下一个词元。</translation>
+            <translation>先运行各车道，再解释其中一条：查看每一层会预测的下一个词元。</translation>
         </message>
         <message>
             <source>the token's journey after “{token}”@{position}: what each layer would predict · lane {lane}</source>
-            <translation>“{token}”@{position} 之后的词元历程：每层会预测什么 · 泳道 {lane}</translation>
+            <translation>“{token}”@{position} 之后的词元历程：每层会预测什么 · 车道 {lane}</translation>
         </message>
         <message>
             <source>{lane}: what each layer would predict after {token}</source>
@@ -2167,7 +2187,7 @@ Read them with torch's weights_only loader (tensors only, no code) and go on?</s
         </message>
         <message>
             <source>The lane took “{token}” here instead (it samples or was steered).</source>
-            <translation>该泳道在此处实际取了“{token}”（它在采样或被引导）。</translation>
+            <translation>该车道在此处实际取了“{token}”（它在采样或被引导）。</translation>
         </message>
         <message>
             <source>at the embeddings already</source>
@@ -2239,11 +2259,11 @@ Read them with torch's weights_only loader (tensors only, no code) and go on?</s
         <name>model_compare_view</name>
         <message>
             <source>“{lane}”: {a} → {b}, teacher-forced on the lane's {count} tokens</source>
-            <translation>“{lane}”：{a} → {b}，在该泳道的 {count} 个词元上教师强制</translation>
+            <translation>“{lane}”：{a} → {b}，在该车道的 {count} 个词元上教师强制</translation>
         </message>
         <message>
             <source> — stale: the lane changed since (compare again)</source>
-            <translation> —— 已过时：泳道此后有改动（请重新比较）</translation>
+            <translation> —— 已过时：车道此后有改动（请重新比较）</translation>
         </message>
         <message>
             <source>mean KL {mean} · max KL {max} (step {max_step}) · top-1 agreement {agreement} · mean |Δp(chosen)| {delta}</source>
@@ -2279,7 +2299,7 @@ Read them with torch's weights_only loader (tensors only, no code) and go on?</s
         </message>
         <message>
             <source>Read the selected lane's tokens with a second prepared model (a precision variant, say) and compare step by step</source>
-            <translation>用第二个已准备的模型（例如一个精度变体）读取所选泳道的词元，并逐步比较</translation>
+            <translation>用第二个已准备的模型（例如一个精度变体）读取所选车道的词元，并逐步比较</translation>
         </message>
         <message>
             <source>KL(A‖B), nats</source>
@@ -2299,7 +2319,7 @@ Read them with torch's weights_only loader (tensors only, no code) and go on?</s
         </message>
         <message>
             <source>&lt;span style="color:{KL}"&gt;■&lt;/span&gt;&amp;nbsp;KL(A‖B) at the step &amp;nbsp; &lt;span style="color:{FLIP}"&gt;■&lt;/span&gt;&amp;nbsp;↯ top-1 flips (A's → B's) &amp;nbsp; &lt;span style="color:{CHOSEN}"&gt;■&lt;/span&gt;&amp;nbsp;the lane's token &amp;nbsp; &lt;span style="color:{OTHER}"&gt;■&lt;/span&gt;&amp;nbsp;the other model's top-1 at a flip</source>
-            <translation>&lt;span style="color:{KL}"&gt;■&lt;/span&gt;&amp;nbsp;该步的 KL(A‖B) &amp;nbsp; &lt;span style="color:{FLIP}"&gt;■&lt;/span&gt;&amp;nbsp;↯ 首选翻转（A 的 → B 的） &amp;nbsp; &lt;span style="color:{CHOSEN}"&gt;■&lt;/span&gt;&amp;nbsp;泳道的词元 &amp;nbsp; &lt;span style="color:{OTHER}"&gt;■&lt;/span&gt;&amp;nbsp;翻转处另一个模型的首选</translation>
+            <translation>&lt;span style="color:{KL}"&gt;■&lt;/span&gt;&amp;nbsp;该步的 KL(A‖B) &amp;nbsp; &lt;span style="color:{FLIP}"&gt;■&lt;/span&gt;&amp;nbsp;↯ 首选翻转（A 的 → B 的） &amp;nbsp; &lt;span style="color:{CHOSEN}"&gt;■&lt;/span&gt;&amp;nbsp;车道的词元 &amp;nbsp; &lt;span style="color:{OTHER}"&gt;■&lt;/span&gt;&amp;nbsp;翻转处另一个模型的首选</translation>
         </message>
         <message>
             <source>{side}: {model} · step {step}</source>
@@ -2307,7 +2327,7 @@ Read them with torch's weights_only loader (tensors only, no code) and go on?</s
         </message>
         <message>
             <source>No model comparison yet: select a token of a lane, then Compare with model… (Lanes menu, the token's menu, or the button here) to read the lane's tokens with a second model and see where the two differ.</source>
-            <translation>还没有模型比较：先选中某条泳道的一个词元，再选择“与模型比较…”（“泳道”菜单、词元的右键菜单或此处的按钮），用第二个模型读取该泳道的词元，看两者在哪里不同。</translation>
+            <translation>还没有模型比较：先选中某条车道的一个词元，再选择“与模型比较…”（“车道”菜单、词元的右键菜单或此处的按钮），用第二个模型读取该车道的词元，看两者在哪里不同。</translation>
         </message>
     </context>
     <context>
@@ -2391,7 +2411,7 @@ Source: {source}, {size} to download</source>
         <name>model_picker</name>
         <message>
             <source>The run's model: every lane that names no model of its own runs on it (the lanes editor's model field)</source>
-            <translation>运行的模型：未指定自己模型的泳道都使用它（见泳道编辑器的模型字段）</translation>
+            <translation>运行的模型：未指定自己模型的车道都使用它（见车道编辑器的模型字段）</translation>
         </message>
         <message>
             <source>Add model from Hugging Face…</source>
@@ -2459,6 +2479,161 @@ Source: {source}, {size} to download</source>
         <message>
             <source>Dismiss</source>
             <translation>关闭</translation>
+        </message>
+    </context>
+    <context>
+        <name>parameter_labels</name>
+        <message>
+            <source>do_sample</source>
+            <translation>随机采样</translation>
+        </message>
+        <message>
+            <source>num_beams</source>
+            <translation>束数</translation>
+        </message>
+        <message>
+            <source>temperature</source>
+            <translation>温度</translation>
+        </message>
+        <message>
+            <source>top_k</source>
+            <translation>候选数上限</translation>
+        </message>
+        <message>
+            <source>top_p</source>
+            <translation>核采样阈值</translation>
+        </message>
+        <message>
+            <source>min_p</source>
+            <translation>最小概率比</translation>
+        </message>
+        <message>
+            <source>typical_p</source>
+            <translation>典型采样</translation>
+        </message>
+        <message>
+            <source>repetition_penalty</source>
+            <translation>重复惩罚</translation>
+        </message>
+        <message>
+            <source>no_repeat_ngram_size</source>
+            <translation>禁止重复片段长度</translation>
+        </message>
+        <message>
+            <source>min_new_tokens</source>
+            <translation>最少新词元数</translation>
+        </message>
+        <message>
+            <source>epsilon_cutoff</source>
+            <translation>ε 截断</translation>
+        </message>
+        <message>
+            <source>eta_cutoff</source>
+            <translation>η 截断</translation>
+        </message>
+        <message>
+            <source>suppress_tokens</source>
+            <translation>禁用词元</translation>
+        </message>
+        <message>
+            <source>bad_words_ids</source>
+            <translation>禁用序列</translation>
+        </message>
+        <message>
+            <source>sequence_bias</source>
+            <translation>序列偏置</translation>
+        </message>
+        <message>
+            <source>frequency_penalty</source>
+            <translation>频率惩罚</translation>
+        </message>
+        <message>
+            <source>presence_penalty</source>
+            <translation>存在惩罚</translation>
+        </message>
+        <message>
+            <source>penalty_last_n</source>
+            <translation>惩罚窗口</translation>
+        </message>
+        <message>
+            <source>dry_multiplier</source>
+            <translation>DRY 系数</translation>
+        </message>
+        <message>
+            <source>dry_base</source>
+            <translation>DRY 底数</translation>
+        </message>
+        <message>
+            <source>dry_allowed_length</source>
+            <translation>DRY 允许长度</translation>
+        </message>
+        <message>
+            <source>dry_penalty_last_n</source>
+            <translation>DRY 扫描窗口</translation>
+        </message>
+        <message>
+            <source>dry_sequence_breakers</source>
+            <translation>DRY 断开字符串</translation>
+        </message>
+        <message>
+            <source>top_n_sigma</source>
+            <translation>标准差截断</translation>
+        </message>
+        <message>
+            <source>xtc_probability</source>
+            <translation>XTC 概率</translation>
+        </message>
+        <message>
+            <source>xtc_threshold</source>
+            <translation>XTC 阈值</translation>
+        </message>
+        <message>
+            <source>mirostat</source>
+            <translation>Mirostat 版本</translation>
+        </message>
+        <message>
+            <source>mirostat_tau</source>
+            <translation>Mirostat 目标 τ</translation>
+        </message>
+        <message>
+            <source>mirostat_eta</source>
+            <translation>Mirostat 学习率 η</translation>
+        </message>
+        <message>
+            <source>dynatemp_range</source>
+            <translation>动态温度范围</translation>
+        </message>
+        <message>
+            <source>dynatemp_exponent</source>
+            <translation>动态温度指数</translation>
+        </message>
+        <message>
+            <source>adaptive</source>
+            <translation>自适应</translation>
+        </message>
+        <message>
+            <source>max_new_tokens</source>
+            <translation>最多新词元数</translation>
+        </message>
+        <message>
+            <source>stop_strings</source>
+            <translation>停止字符串</translation>
+        </message>
+        <message>
+            <source>length_penalty</source>
+            <translation>长度惩罚</translation>
+        </message>
+        <message>
+            <source>early_stopping</source>
+            <translation>提前停止</translation>
+        </message>
+        <message>
+            <source>num_return_sequences</source>
+            <translation>返回序列数</translation>
+        </message>
+        <message>
+            <source>seed</source>
+            <translation>种子</translation>
         </message>
     </context>
     <context>
@@ -2593,11 +2768,11 @@ Source: {source}, {size} to download</source>
         </message>
         <message>
             <source>This lane's own limit on new tokens (unset: the run's max_new_tokens).</source>
-            <translation>这条泳道自己的新词元上限（未设置：使用本次运行的 max_new_tokens）。</translation>
+            <translation>这条车道自己的新词元上限（未设置：使用本次运行的 max_new_tokens）。</translation>
         </message>
         <message>
             <source>Stop the lane as soon as its text contains one of these strings.</source>
-            <translation>泳道文本一旦包含其中任一字符串就停止。</translation>
+            <translation>车道文本一旦包含其中任一字符串就停止。</translation>
         </message>
         <message>
             <source>Beam search: a finished hypothesis scores sum(logprobs) / length^length_penalty; above 0 favours longer sequences, below 0 shorter ones.</source>
@@ -2609,11 +2784,11 @@ Source: {source}, {size} to download</source>
         </message>
         <message>
             <source>Beam search: how many finished hypotheses the lane returns (at most num_beams).</source>
-            <translation>束搜索：泳道返回多少个完成的候选（最多 num_beams 个）。</translation>
+            <translation>束搜索：车道返回多少个完成的候选（最多 num_beams 个）。</translation>
         </message>
         <message>
             <source>Seed of this lane's own random generator: the same seed gives the same draws, whatever the other lanes do (unset: derived from the lane name and the run's seed).</source>
-            <translation>这条泳道自己的随机数生成器的种子：相同的种子给出相同的抽样，与其他泳道无关（未设置：由泳道名和本次运行的种子推导）。</translation>
+            <translation>这条车道自己的随机数生成器的种子：相同的种子给出相同的抽样，与其他车道无关（未设置：由车道名和本次运行的种子推导）。</translation>
         </message>
     </context>
     <context>
@@ -2655,11 +2830,11 @@ Source: {source}, {size} to download</source>
         <name>prompt_panel</name>
         <message>
             <source>Prompt — Ctrl+Enter runs all lanes</source>
-            <translation>提示词 — Ctrl+Enter 运行全部泳道</translation>
+            <translation>提示词 — Ctrl+Enter 运行全部车道</translation>
         </message>
         <message>
             <source>The prompt every lane continues (Ctrl+Enter: Run, Esc: Stop)</source>
-            <translation>各泳道续写的提示词（Ctrl+Enter：运行，Esc：停止）</translation>
+            <translation>各车道续写的提示词（Ctrl+Enter：运行，Esc：停止）</translation>
         </message>
         <message>
             <source>chat</source>
@@ -2679,7 +2854,7 @@ Source: {source}, {size} to download</source>
         </message>
         <message>
             <source>max_new_tokens: how many tokens each lane generates at most</source>
-            <translation>max_new_tokens：每条泳道最多生成的词元数</translation>
+            <translation>max_new_tokens：每条车道最多生成的词元数</translation>
         </message>
         <message>
             <source>auto</source>
@@ -2687,7 +2862,7 @@ Source: {source}, {size} to download</source>
         </message>
         <message>
             <source>Base seed of the run: sampled lanes whose seed is auto get one derived from it and their name, so the same seed repeats the run. auto = random each run.</source>
-            <translation>本次运行的基础种子：种子为“自动”的采样泳道会由它和泳道名推导出各自的种子，因此相同的种子会重现同一次运行。自动 = 每次运行随机。</translation>
+            <translation>本次运行的基础种子：种子为“自动”的采样车道会由它和车道名推导出各自的种子，因此相同的种子会重现同一次运行。自动 = 每次运行随机。</translation>
         </message>
         <message>
             <source>Run</source>
@@ -2695,7 +2870,7 @@ Source: {source}, {size} to download</source>
         </message>
         <message>
             <source>Run every lane on this prompt (Ctrl+Enter)</source>
-            <translation>用这个提示词运行全部泳道（Ctrl+Enter）</translation>
+            <translation>用这个提示词运行全部车道（Ctrl+Enter）</translation>
         </message>
         <message>
             <source>Stop</source>
@@ -2742,7 +2917,7 @@ Source: {source}, {size} to download</source>
         </message>
         <message>
             <source>first divergence from the reference lane</source>
-            <translation>与参照泳道的首次分歧</translation>
+            <translation>与参照车道的首次分歧</translation>
         </message>
         <message>
             <source>critical point: a small change would pick another strong token</source>
@@ -2762,11 +2937,11 @@ Source: {source}, {size} to download</source>
         </message>
         <message>
             <source>proposed, not yet taken — F8 accepts it, F9 runs the lane on (a beam lane's step is the search's: no candidate can be taken instead)</source>
-            <translation>建议的一步，尚未采纳 —— F8 接受，F9 让该泳道继续运行（束搜索泳道的一步由搜索决定：不能改选其他候选）</translation>
+            <translation>建议的一步，尚未采纳 —— F8 接受，F9 让该车道继续运行（束搜索车道的一步由搜索决定：不能改选其他候选）</translation>
         </message>
         <message>
             <source>proposed, not yet taken — F8 accepts it (F7: every lane's), double-click another candidate in the inspector to take it instead</source>
-            <translation>建议的一步，尚未采纳 —— F8 接受（F7：所有泳道），在检查器中双击另一个候选词元即可改选它</translation>
+            <translation>建议的一步，尚未采纳 —— F8 接受（F7：所有车道），在检查器中双击另一个候选词元即可改选它</translation>
         </message>
         <message>
             <source>the same {count} tokens after the swap</source>
@@ -2798,7 +2973,7 @@ Source: {source}, {size} to download</source>
         </message>
         <message>
             <source>{count} tokens ({reason}); mean p(chosen) {p}; mean entropy {entropy} nats; {critical} critical points; first divergence from the reference lane: {where}</source>
-            <translation>{count} 个词元（{reason}）；平均 p(所选) {p}；平均熵 {entropy} 奈特；{critical} 个临界点；与参照泳道的首次分歧：{where}</translation>
+            <translation>{count} 个词元（{reason}）；平均 p(所选) {p}；平均熵 {entropy} 奈特；{critical} 个临界点；与参照车道的首次分歧：{where}</translation>
         </message>
         <message>
             <source>running</source>
@@ -2806,7 +2981,7 @@ Source: {source}, {size} to download</source>
         </message>
         <message>
             <source>compared with the reference lane: {how}</source>
-            <translation>与参照泳道的比较方式：{how}</translation>
+            <translation>与参照车道的比较方式：{how}</translation>
         </message>
         <message>
             <source>partial: {note}</source>
@@ -2833,7 +3008,7 @@ Source: {source}, {size} to download</source>
         </message>
         <message>
             <source>Restored the run Branchpoint was showing when it stopped ({lanes} lanes, {tokens} tokens).</source>
-            <translation>已恢复 Branchpoint 意外停止时显示的运行（{lanes} 条泳道，{tokens} 个词元）。</translation>
+            <translation>已恢复 Branchpoint 意外停止时显示的运行（{lanes} 条车道，{tokens} 个词元）。</translation>
         </message>
         <message>
             <source>Removed {count} unfinished preparation folder(s) that an interrupted preparation left in the cache: {names}.</source>
@@ -2882,8 +3057,12 @@ Source: {source}, {size} to download</source>
     <context>
         <name>session_tree</name>
         <message>
-            <source>pruned {count} node(s) from the tree: {names}</source>
-            <translation>已从树中剪除 {count} 个节点：{names}</translation>
+            <source>pruned {count} node(s) from the tree: {names} (right-click the tree: Undo prune)</source>
+            <translation>已从树中剪除 {count} 个节点：{names}（在树上右键单击：撤销剪除）</translation>
+        </message>
+        <message>
+            <source>put back {count} node(s): {names}</source>
+            <translation>已恢复 {count} 个节点：{names}</translation>
         </message>
         <message>
             <source>Every run and branch of the session</source>
@@ -2891,7 +3070,7 @@ Source: {source}, {size} to download</source>
         </message>
         <message>
             <source>click a node: its lane and step · double-click: bring it back as the lanes · right-click: bookmark, note, hide, prune</source>
-            <translation>单击节点：选中其泳道和步 · 双击：恢复为当前泳道 · 右键：书签、备注、隐藏、剪除</translation>
+            <translation>单击节点：选中其车道和步 · 双击：恢复为当前车道 · 右键：书签、备注、隐藏、剪除</translation>
         </message>
         <message>
             <source>step</source>
@@ -2899,7 +3078,7 @@ Source: {source}, {size} to download</source>
         </message>
         <message>
             <source>“{name}” is not among the lanes: double-click it to bring it back</source>
-            <translation>“{name}”不在当前泳道中：双击以恢复它</translation>
+            <translation>“{name}”不在当前车道中：双击以恢复它</translation>
         </message>
         <message>
             <source>Remove bookmark</source>
@@ -2922,12 +3101,20 @@ Source: {source}, {size} to download</source>
             <translation>隐藏子树</translation>
         </message>
         <message>
-            <source>Prune subtree</source>
-            <translation>剪除子树</translation>
+            <source>Prune “{name}”</source>
+            <translation>剪除“{name}”</translation>
+        </message>
+        <message>
+            <source>Prune “{name}” and the {count} node(s) under it</source>
+            <translation>剪除“{name}”及其下的 {count} 个节点</translation>
+        </message>
+        <message>
+            <source>Undo prune ({count} node(s))</source>
+            <translation>撤销剪除（{count} 个节点）</translation>
         </message>
         <message>
             <source>Bring back as the lanes</source>
-            <translation>恢复为当前泳道</translation>
+            <translation>恢复为当前车道</translation>
         </message>
         <message>
             <source>Note</source>
@@ -2961,8 +3148,8 @@ Source: {source}, {size} to download</source>
             <translation>重试</translation>
         </message>
         <message>
-            <source>cancelling…</source>
-            <translation>正在取消…</translation>
+            <source>cancelling: finishing the current stage first ({stage}); nothing of it will be kept…</source>
+            <translation>正在取消：先完成当前阶段（{stage}），其结果不会保留…</translation>
         </message>
         <message>
             <source>starting…</source>
@@ -3001,7 +3188,7 @@ Source: {source}, {size} to download</source>
         </message>
         <message>
             <source>Steps done of the longest lane's max_new_tokens</source>
-            <translation>最长泳道已完成的步数 / 其 max_new_tokens</translation>
+            <translation>最长车道已完成的步数 / 其 max_new_tokens</translation>
         </message>
         <message>
             <source>Tokens the run generated per second since its first token: every lane's and fan-out member's (a beam lane's best sequence)</source>
@@ -3032,7 +3219,7 @@ Source: {source}, {size} to download</source>
         </message>
         <message>
             <source>The model recomputes this step's logits once; the lane's own processors then run at temperatures 0 to 2</source>
-            <translation>模型重新计算一次这一步的 logits；然后在温度 0 到 2 之间运行该泳道自己的处理器</translation>
+            <translation>模型重新计算一次这一步的 logits；然后在温度 0 到 2 之间运行该车道自己的处理器</translation>
         </message>
         <message>
             <source>Fan-outs over T</source>
@@ -3040,7 +3227,7 @@ Source: {source}, {size} to download</source>
         </message>
         <message>
             <source>Add lanes that run the selected sampled lane as 8 seeds at T 0.3, 0.7, 1.0 and 1.5 (the same seeds): after the next run, diversity against temperature</source>
-            <translation>添加泳道，把所选采样泳道以 8 个种子分别在 T 0.3、0.7、1.0 和 1.5（相同种子）下运行：下次运行后即可看到多样性随温度的变化</translation>
+            <translation>添加车道，把所选采样车道以 8 个种子分别在 T 0.3、0.7、1.0 和 1.5（相同种子）下运行：下次运行后即可看到多样性随温度的变化</translation>
         </message>
         <message>
             <source>this step</source>
@@ -3080,7 +3267,7 @@ Source: {source}, {size} to download</source>
         </message>
         <message>
             <source> (the lane's own T {temperature}: dotted)</source>
-            <translation>（该泳道自身的 T {temperature}：点线）</translation>
+            <translation>（该车道自身的 T {temperature}：点线）</translation>
         </message>
         <message>
             <source> (greedy / beam: T is not applied)</source>
@@ -3100,7 +3287,7 @@ Source: {source}, {size} to download</source>
         </message>
         <message>
             <source>Diversity against temperature: “Fan-outs over T” adds fan-outs of the selected sampled lane at T 0.3, 0.7, 1.0 and 1.5; run them, then look here</source>
-            <translation>多样性随温度的变化：“按温度扇出”会为所选采样泳道添加 T 0.3、0.7、1.0 和 1.5 的扇出；运行后在这里查看</translation>
+            <translation>多样性随温度的变化：“按温度扇出”会为所选采样车道添加 T 0.3、0.7、1.0 和 1.5 的扇出；运行后在这里查看</translation>
         </message>
         <message>
             <source>&lt;b&gt;{len} fan-outs of {members} seeds&lt;/b&gt;: how many distinct texts, how soon the members part, and how many tokens two members' texts differ by, at each temperature</source>
@@ -3151,7 +3338,7 @@ Source: {source}, {size} to download</source>
         </message>
         <message>
             <source>Force for all lanes…</source>
-            <translation>对全部泳道强制…</translation>
+            <translation>对全部车道强制…</translation>
         </message>
         <message>
             <source>▲ Replay the branch not taken: “{token}” ({prob})</source>
@@ -3167,11 +3354,11 @@ Source: {source}, {size} to download</source>
         </message>
         <message>
             <source>Explain this lane: attention, logit lens</source>
-            <translation>解释这条泳道：注意力、logit 透镜</translation>
+            <translation>解释这条车道：注意力、logit 透镜</translation>
         </message>
         <message>
             <source>Compare this lane with another model…</source>
-            <translation>将此泳道与另一个模型比较…</translation>
+            <translation>将此车道与另一个模型比较…</translation>
         </message>
         <message>
             <source>all beams</source>
@@ -3204,6 +3391,14 @@ Source: {source}, {size} to download</source>
         <message>
             <source>Show every member's text under member #0's</source>
             <translation>在 0 号成员下方显示每个成员的文本</translation>
+        </message>
+        <message>
+            <source>★ forced at step {steps}</source>
+            <translation>★ 第 {steps} 步强制</translation>
+        </message>
+        <message>
+            <source>stops after {count} tokens (step mode)</source>
+            <translation>{count} 个词元后停止（单步模式）</translation>
         </message>
         <message>
             <source>▲ thresholds…</source>
@@ -3286,7 +3481,7 @@ Source: {source}, {size} to download</source>
         </message>
         <message>
             <source>Click a lane to hide or show its line</source>
-            <translation>单击泳道可隐藏或显示其曲线</translation>
+            <translation>单击车道可隐藏或显示其曲线</translation>
         </message>
         <message>
             <source>step</source>
@@ -3305,7 +3500,7 @@ Source: {source}, {size} to download</source>
         <name>token_view</name>
         <message>
             <source>&lt;span style="background:{SPECIAL_BACKGROUND}"&gt;&amp;nbsp;special&amp;nbsp;&lt;/span&gt; a special token (chat template, end of text) · &lt;span style="background:{BYTE_BACKGROUND}"&gt;&amp;nbsp;‹e8 99›&amp;nbsp;&lt;/span&gt; bytes of a character spread over several tokens, the character under its tokens · the number under a token is its id · “·” is a space, “↵” a newline · click a lane's token to select its step</source>
-            <translation>&lt;span style="background:{SPECIAL_BACKGROUND}"&gt;&amp;nbsp;特殊&amp;nbsp;&lt;/span&gt; 特殊词元（对话模板、文本结束）· &lt;span style="background:{BYTE_BACKGROUND}"&gt;&amp;nbsp;‹e8 99›&amp;nbsp;&lt;/span&gt; 一个字符被拆到多个词元中的字节，该字符显示在其词元下方 · 词元下方的数字是它的 id · “·”表示空格，“↵”表示换行 · 单击泳道中的词元以选中该步</translation>
+            <translation>&lt;span style="background:{SPECIAL_BACKGROUND}"&gt;&amp;nbsp;特殊&amp;nbsp;&lt;/span&gt; 特殊词元（对话模板、文本结束）· &lt;span style="background:{BYTE_BACKGROUND}"&gt;&amp;nbsp;‹e8 99›&amp;nbsp;&lt;/span&gt; 一个字符被拆到多个词元中的字节，该字符显示在其词元下方 · 词元下方的数字是它的 id · “·”表示空格，“↵”表示换行 · 单击车道中的词元以选中该步</translation>
         </message>
         <message>
             <source>Run or open a run to see its tokens.</source>
@@ -3325,7 +3520,7 @@ Source: {source}, {size} to download</source>
         </message>
         <message>
             <source>the prompt and every lane as tokens · {model}</source>
-            <translation>提示词和各泳道的词元 · {model}</translation>
+            <translation>提示词和各车道的词元 · {model}</translation>
         </message>
         <message>
             <source>the model's context limit: {positions} positions</source>
@@ -3412,7 +3607,7 @@ Source: {source}, {size} to download</source>
         </message>
         <message>
             <source>Both lanes set temperature 1.5, top-k 40, top-p 0.9 and min-p 0.05 and draw with the same seed. transformers divides by the temperature first, so top-p and min-p cut a flattened distribution and keep more tokens; llama.cpp cuts first and applies the temperature last. The ◆ marks the step where their texts part: the Step tab shows the lane's chain there stage by stage, the lanes editor its order.</source>
-            <translation>两条泳道都设置温度 1.5、top-k 40、top-p 0.9 和 min-p 0.05，并用同一个种子抽样。transformers 先除以温度，于是 top-p 和 min-p 截断的是一个被拉平的分布，保留的词元更多；llama.cpp 先截断，最后才应用温度。◆ 标出两段文本分开的那一步：“步骤”标签页逐阶段显示该泳道在那里的处理链，泳道编辑器显示它的顺序。</translation>
+            <translation>两条车道都设置温度 1.5、top-k 40、top-p 0.9 和 min-p 0.05，并用同一个种子抽样。transformers 先除以温度，于是 top-p 和 min-p 截断的是一个被拉平的分布，保留的词元更多；llama.cpp 先截断，最后才应用温度。◆ 标出两段文本分开的那一步：“步骤”标签页逐阶段显示该车道在那里的处理链，车道编辑器显示它的顺序。</translation>
         </message>
         <message>
             <source>Delayed release: “but” looks back at “Although”</source>
@@ -3475,7 +3670,7 @@ Source: {source}, {size} to download</source>
         </message>
         <message>
             <source>&lt;h3&gt;{title}&lt;/h3&gt;&lt;p&gt;&lt;b&gt;Prompt&lt;/b&gt; “{prompt}”{chat} · &lt;b&gt;lanes&lt;/b&gt; {lanes}&lt;/p&gt;&lt;p&gt;{text}&lt;/p&gt;</source>
-            <translation>&lt;h3&gt;{title}&lt;/h3&gt;&lt;p&gt;&lt;b&gt;提示词&lt;/b&gt;“{prompt}”{chat} · &lt;b&gt;泳道&lt;/b&gt; {lanes}&lt;/p&gt;&lt;p&gt;{text}&lt;/p&gt;</translation>
+            <translation>&lt;h3&gt;{title}&lt;/h3&gt;&lt;p&gt;&lt;b&gt;提示词&lt;/b&gt;“{prompt}”{chat} · &lt;b&gt;车道&lt;/b&gt; {lanes}&lt;/p&gt;&lt;p&gt;{text}&lt;/p&gt;</translation>
         </message>
     </context>
     <context>
@@ -3510,7 +3705,7 @@ Source: {source}, {size} to download</source>
         </message>
         <message>
             <source>{name} is prepared: {check}. Pick it in the model picker, or name it in a lane's model field.</source>
-            <translation>{name} 已准备好：{check}。可在模型选择器中选择它，或在泳道的模型字段中指定它。</translation>
+            <translation>{name} 已准备好：{check}。可在模型选择器中选择它，或在车道的模型字段中指定它。</translation>
         </message>
         <message>
             <source>Cancelled: {name} was not made, and nothing of it was left on disk.</source>
@@ -3558,6 +3753,10 @@ Source: {source}, {size} to download</source>
         <message>
             <source>llama.cpp's Q4_1 quantizer with an 8-bit head: re-quantizes weights that were 4-bit already (mostly onto their own grid)</source>
             <translation>llama.cpp 的 Q4_1 量化器，输出层为 8 位：把本来已是 4 位的权重再量化一次（大多落回原来的网格）</translation>
+        </message>
+        <message>
+            <source>{size} inspection</source>
+            <translation type="unfinished" />
         </message>
         <message>
             <source>{name} is not a complete prepared model (no valid manifest.json): variants are made from a model prepared into the cache.</source>
@@ -3628,7 +3827,7 @@ Source: {source}, {size} to download</source>
         </message>
         <message>
             <source>Lane map</source>
-            <translation>泳道图</translation>
+            <translation>车道图</translation>
         </message>
         <message>
             <source>Session tree</source>

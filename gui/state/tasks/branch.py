@@ -50,6 +50,22 @@ class BranchTask(Task):
     def finished(self, state: RunState, result: RunTrace) -> None:
         finish_lanes(state, self.targets, result, None)
 
+    def failed(self, state: RunState, message: str) -> None:
+        """The lane it inserted goes when it got no step: a failed try leaves nothing behind."""
+        (key, _member), = self.targets
+        try:
+            index = state.index_of(key)
+        except KeyError:
+            index = None
+        if index is None or state.lanes[index].trace.steps:
+            super().failed(state, message)
+            return
+        state.fail_job()
+        state.remove_lane(index)
+        state.set_status(translate("controller", "failed"))
+        state.show_notice(translate("controller", "Could not make the lane: {message}. Nothing was added.")
+                          .format(message=message))
+
 
 def prepare(desk: Desk, index: int, step: int, token_id: int) -> BranchTask | None:
     """A new lane after lane `index` that takes `token_id` at `step` and continues from there (with the
@@ -105,8 +121,10 @@ def prepare_not_taken(desk: Desk, index: int, step: int) -> BranchTask | None:
         return None
     try:
         pin_parent_seed(state, index)
-        spec = not_taken_spec(_ran_spec(lane), step, runner_up_token,
-                              unique_name(f"{lane.name} ↳{step} runner-up", state.names()))
+        # the replay continues this lane's own tokens: a branch lane's branch marker is not the replay's
+        name = translate("controller", "{lane} ↳{step} runner-up").format(lane=lane.name, step=step)
+        spec = not_taken_spec(replace(_ran_spec(lane), branch=None), step, runner_up_token,
+                              unique_name(name, state.names()))
     except ValueError as error:
         state.show_notice(translate("controller", "Cannot replay the branch not taken: {error}.").format(error=error))
         return None

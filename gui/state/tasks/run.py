@@ -91,15 +91,13 @@ def prepare(desk: Desk, request: RunRequest, compare: bool = False) -> RunTask |
         state.show_notice(translate("controller", "Run again and compare needs a run to compare with (run or open "
                                                   "one)."))
         return None
-    if not check_can_run(desk, request):
+    prompt = check_run(desk, request)
+    if prompt is False:
         return None
-    limit = run_limit(state.specs, request.max_new_tokens)
-    try:
-        prompt = checked_prompt(desk.holder, request, limit)
-    except ValueError as error:
-        state.show_notice(translate("controller", "Cannot run: {error}.").format(error=error), cause="prompt")
-        return None
-    settle_branches(state, request)
+    said = [words for words in (settle_picks(state, request), settle_branches(state, request)) if words]
+    if said:
+        state.show_notice(" ".join(said), level="info", cause="branches")
+    limit = run_limit(state.specs, request.max_new_tokens)  # the lanes' own limits as settled
     try:
         task = RunTask(desk.holder, request, expand(state.lanes, request.seed), limit, prompt)
         check_lane_models(task.specs, desk.holder.name)
@@ -108,6 +106,19 @@ def prepare(desk: Desk, request: RunRequest, compare: bool = False) -> RunTask |
         return None
     task.compared = replace(previous, lanes=list(previous.lanes)) if previous is not None else None
     return task
+
+
+def check_run(desk: Desk, request: RunRequest) -> PromptInfo | None | bool:
+    """The refusals a run meets before any work — no model, an empty prompt, a prompt past the model's positions
+    — said in a notice (False); else the prompt encoded (None: its tokenizer could not be read). The window asks
+    "Save changes?" only after these."""
+    if not check_can_run(desk, request):
+        return False
+    try:
+        return checked_prompt(desk.holder, request, run_limit(desk.state.specs, request.max_new_tokens))
+    except ValueError as error:
+        desk.state.show_notice(translate("controller", "Cannot run: {error}.").format(error=error), cause="prompt")
+        return False
 
 
 def check_can_run(desk: Desk, request: RunRequest) -> bool:
@@ -185,8 +196,20 @@ def branch_lane(model, engine, trace: RunTrace, spec: LaneSpec, cancelled: Cance
     return lane
 
 
-def settle_branches(state: RunState, request: RunRequest) -> None:
-    """Turn branch lanes whose branch point no longer holds into ordinary lanes, and say which."""
+def settle_picks(state: RunState, request: RunRequest) -> str:
+    """Hand-picked tokens (step mode, Force for all lanes) belong to the prompt they were picked for: a run of
+    another prompt runs those lanes without them. What to say of it ("" when nothing changed)."""
+    dropped = state.drop_picks((request.text, request.chat, request.system))
+    if not dropped:
+        return ""
+    notice = translate("controller", "The prompt changed: these lanes run without the tokens picked by hand (and "
+                                     "the length step mode stopped at) for the last prompt: {lanes}.")
+    return notice.format(lanes=", ".join(f"“{name}”" for name in dropped))
+
+
+def settle_branches(state: RunState, request: RunRequest) -> str:
+    """Turn branch lanes whose branch point no longer holds into ordinary lanes; what to say of it ("" for
+    none)."""
     key = (request.text, request.chat, request.system)
     by_name = {lane.name: lane for lane in state.lanes}
     turned = []
@@ -202,12 +225,14 @@ def settle_branches(state: RunState, request: RunRequest) -> None:
         else:
             continue
         if reason:
-            state.detach_branch(index)
-            turned.append(f"“{lane.name}” ({reason})")
-    if turned:
-        notice = translate("controller", "These branch lanes now run as ordinary lanes of their own strategy: "
-                                         "{lanes}.")
-        state.show_notice(notice.format(lanes="; ".join(turned)), level="info", cause="branches")
+            old_name = lane.name
+            state.detach_branch(index)  # named by its strategy from now on when its name was the branch's
+            renamed = "" if lane.name == old_name else f" → “{lane.name}”"
+            turned.append(f"“{old_name}”{renamed} ({reason})")
+    if not turned:
+        return ""
+    notice = translate("controller", "These branch lanes now run as ordinary lanes of their own strategy: {lanes}.")
+    return notice.format(lanes="; ".join(turned))
 
 
 def _broken_branch_reason(lane: Lane, parent: Lane | None, prompt: tuple) -> str:

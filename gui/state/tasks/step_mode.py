@@ -81,7 +81,8 @@ def start(desk: Desk) -> StepTask | None:
         return None
     if any(lane.spec.branch or lane.spec.replay_of for lane in state.lanes):
         state.show_notice(translate("controller", "Step mode starts every lane at step 0: remove the branch lanes "
-                                                  "first (or Run them as ordinary lanes)."), level="info")
+                                                  "first (or Run them as ordinary lanes)."), level="info",
+                          cause="step_mode")
         return None
     desk.step_mode, desk.stepping = True, []
     specs, targets = state.specs, {(lane.key, 0): lane.spec for lane in state.lanes}
@@ -104,11 +105,13 @@ def take(desk: Desk, index: int, at: int, token_id: int) -> StepTask | None:
     if lane.spec.is_beam:
         desk.state.show_notice(translate("controller", "A beam lane's step in step mode is its search's: accept it "
                                                        "(F8) or run the lane on (F9). To force a token, branch from "
-                                                       "the beam lane after step mode."), level="info")
+                                                       "the beam lane after step mode."), level="info",
+                               cause="step_mode")
         return None
     if at != proposed:
         desk.state.show_notice(translate("controller", "In step mode a lane takes a token at its next step ({step}) "
-                                                       "only.").format(step=proposed), level="info")
+                                                       "only.").format(step=proposed), level="info",
+                               cause="step_mode")
         return None
     return step(desk, lambda session: session.take(lane.name, token_id))
 
@@ -131,7 +134,7 @@ def end(desk: Desk) -> bool:
             finished[(lane.key, 0)] = empty_trace(lane.spec)
             continue
         spec, finished[(lane.key, 0)] = kept
-        state.keep_stepped(index, spec)
+        state.keep_stepped(index, spec, (state.request.text, state.request.chat, state.request.system))
     state.finish_job(state.trace, finished)
     state.set_status(translate("controller", "step mode off: the lanes keep the steps taken"))
     return True

@@ -64,6 +64,8 @@ class TokenAxis(pg.AxisItem):
         length = self.height() - 8
         every = self.shown_every()
         metrics = QFontMetricsF(bold)
+        # an upright label keeps to the room between two drawn labels (wider: turned, as the others)
+        room = abs(view.mapViewToScene(QPointF(every, 0)).x() - view.mapViewToScene(QPointF(0, 0)).x()) - 2
         for index, label in enumerate(self.labels):
             if index % every and index not in self.highlight:
                 continue
@@ -73,7 +75,7 @@ class TokenAxis(pg.AxisItem):
             p.save()
             p.setFont(bold if index in self.highlight else font)
             p.translate(x, 6)
-            if metrics.horizontalAdvance(label) <= 1.3 * line:  # upright
+            if metrics.horizontalAdvance(label) <= min(1.3 * line, room):  # upright
                 p.drawText(QRectF(-line, 0, 2 * line, line), int(Qt.AlignmentFlag.AlignCenter), label)
             else:
                 p.rotate(-90)

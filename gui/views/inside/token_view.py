@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from gui.i18n import translate
+from gui.present import colours
 from gui.present.inside_data import TokenChip, TokenLine, prompt_pieces, token_chips
 from gui.state.run_state import RunState
 from gui.views import style
@@ -53,7 +54,6 @@ class TokenView(QWidget):
         self._scene = QGraphicsScene(self)
         self._view = _ChipView(self._scene, self._draw)
         self._view.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
-        self._view.setBackgroundBrush(QColor("#ffffff"))
         self._view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self._view.mousePressEvent = self._on_press
         self._legend = QLabel(
@@ -160,6 +160,7 @@ class TokenView(QWidget):
     # ---- drawing -----------------------------------------------------------------------------------------
     def _draw(self) -> None:
         self._scene.clear()
+        self._view.setBackgroundBrush(QColor(colours.current().background))  # the palette in effect now
         self._chip_items, self._caption_items = [], []
         width = max(self._view.viewport().width() - 2 * MARGIN, 320)
         y = MARGIN
@@ -173,6 +174,7 @@ class TokenView(QWidget):
     def _draw_line(self, line: TokenLine, y: float, width: float, selected: int | None) -> float:
         title = QGraphicsSimpleTextItem(line.title)
         title.setFont(_bold(style.ui_font(9)))
+        title.setBrush(QColor(colours.current().ink))
         if line.lane is not None:
             title.setBrush(QColor(style.lane_color_hex(self.state.lanes[line.lane].colour)))
         title.setPos(MARGIN, y)
@@ -196,10 +198,11 @@ class TokenView(QWidget):
             self._scene.addItem(rect)
             label = QGraphicsSimpleTextItem(chip.label, rect)
             label.setFont(label_font)
+            label.setBrush(QColor(colours.current().ink))
             label.setPos(x + CHIP_PAD, y + CHIP_PAD)
             ident = QGraphicsSimpleTextItem(str(chip.token_id), rect)
             ident.setFont(id_font)
-            ident.setBrush(QColor("#666666"))
+            ident.setBrush(QColor(colours.current().muted))
             ident.setPos(x + CHIP_PAD, y + CHIP_PAD + label_metrics.height())
             items.append((rect, label, ident))
             row_chips.append((chip, rect))
@@ -227,6 +230,7 @@ class TokenView(QWidget):
             character = group[0][0].character
             caption = QGraphicsSimpleTextItem(character.text)
             caption.setFont(style.ui_font(10))
+            caption.setBrush(QColor(colours.current().ink))
             caption.setPos((left + right) / 2 - QFontMetricsF(caption.font()).horizontalAdvance(character.text) / 2,
                            y + 2)
             tip = translate("token_view", "{text}: {total} bytes over {count} tokens")
@@ -259,10 +263,15 @@ class _ChipView(QGraphicsView):
 
 def _chip_background(chip: TokenChip) -> str:
     if chip.special:
-        return SPECIAL_BACKGROUND
+        return _in_palette(SPECIAL_BACKGROUND)
     if chip.character is not None:
-        return BYTE_BACKGROUND
-    return SHADES[chip.position % 2]
+        return _in_palette(BYTE_BACKGROUND)
+    return _in_palette(SHADES[chip.position % 2])
+
+
+def _in_palette(light: str) -> str:
+    """A light shade as the palette in effect draws it (its dark counterpart in the dark palette)."""
+    return colours.counterpart(light) if colours.current().dark else light
 
 
 def _bold(font: QFont) -> QFont:
