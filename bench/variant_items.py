@@ -1,7 +1,9 @@
 """The default model's precision variants side by side (`main.py prepare --variant ...`): per variant the
 single-row and 8-row step times, measured interleaved in one run with fp32's and with full reads of a large array
 (the single-row step against the bandwidth floor of that variant's weight bytes), and what it costs in
-distribution: teacher-forced KL(fp32 ‖ variant) and top-1 agreement along fp32's greedy continuations."""
+distribution: teacher-forced KL(fp32 ‖ variant) and top-1 agreement along fp32's greedy continuations, and
+llama-perplexity's scoreboard over the fixed text set (models.teacher_forced: mean / 99th-percentile KL, same
+top token, RMS Δp, top-10 Jaccard)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from bench.precision import PROMPTS, greedy_ids
 from bench.report import Row, SkipItem
 from bench.timing import SESSION_SETTLE, interleaved, medians, paired_ratio
 
-VARIANTS = ("fp16", "int8", "int4", "q4_1")
+VARIANTS = ("fp16", "int8", "int4", "q4_1", "q8_0", "q4_0", "q4_1r")
 FLOAT = 1
 
 
@@ -92,6 +94,24 @@ def teacher_forced_cost(folders: dict[str, Path], prompts: list[list[int]], sequ
     return cost
 
 
+def text_set_scoreboards(folders: dict[str, Path]) -> dict[str, dict]:
+    """Per variant, the text-set scoreboard against fp32 (fp32's logits read once and kept)."""
+    from models.teacher_forced import compare_scorers, tokenizer_encoder
+    from runtime.sequence_logits import SequenceScorer
+
+    base = SequenceScorer(folders["fp32"], "cpu")
+    kept: dict[tuple, np.ndarray] = {}
+
+    def reference(ids: list[int]) -> np.ndarray:
+        if tuple(ids) not in kept:
+            kept[tuple(ids)] = base(ids)
+        return kept[tuple(ids)]
+
+    encode = tokenizer_encoder(folders["fp32"])
+    return {name: compare_scorers(reference, SequenceScorer(folder, "cpu"), encode)
+            for name, folder in folders.items() if name != "fp32"}
+
+
 def measure_variants(ctx: BenchContext) -> list[Row]:
     folders = variant_folders(ctx.model_dir)
     if len(folders) == 1:
@@ -118,6 +138,7 @@ def measure_variants(ctx: BenchContext) -> list[Row]:
     prompts = [ctx.tokenizer.encode(text) for text in PROMPTS[: ctx.sizes.agreement_prompts]]
     sequences = [greedy_ids(ctx.decoder, p, ctx.sizes.new_tokens) for p in prompts]
     cost = teacher_forced_cost(folders, prompts, sequences)
+    boards = text_set_scoreboards(folders)
 
     item = "variants"
     out: list[Row] = []
@@ -139,6 +160,15 @@ def measure_variants(ctx: BenchContext) -> list[Row]:
             Row(item, f"{name}: max KL(fp32 ‖ {name})", cost[name]["max_kl"], unit="nats"),
             Row(item, f"{name}: top-1 agreement with fp32", 100 * cost[name]["top1_agreement"], unit="%"),
         ]
+        if name in boards:
+            board = boards[name]
+            out += [
+                Row(item, f"{name}: text set ({board['positions']} tokens): mean KL", board["mean_kl"], unit="nats"),
+                Row(item, f"{name}: text set: 99th-percentile KL", board["p99_kl"], unit="nats"),
+                Row(item, f"{name}: text set: same top token", 100 * board["same_top"], unit="%"),
+                Row(item, f"{name}: text set: RMS Δp", 100 * board["rms_delta_p"], unit="%"),
+                Row(item, f"{name}: text set: top-10 Jaccard", board["top10_jaccard"]),
+            ]
     bandwidth = nbytes / statistics.median(best_read)
     out.append(Row(item, "read bandwidth (best of one thread / all cores, median round)", bandwidth / 1e9, unit="GB/s"))
     return out

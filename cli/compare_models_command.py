@@ -9,6 +9,13 @@ agreement and the change in p(the token A chose); a summary with mean and max KL
 step where the two models' free-running greedy continuations part. The JSON is described in docs/json-format.md
 ("Model comparison files"). Models with different vocabularies are refused (a token-aligned comparison needs
 one tokenizer). Bad input prints one line and exits with code 2.
+
+    python main.py compare-models --text-set --models SmolLM2-135M-Instruct,SmolLM2-135M-Instruct-q8_0
+
+With --text-set both models read the project's fixed English and Chinese texts (models/data/kl_texts.json)
+instead of a lane, as `llama-perplexity --kl-divergence` does: mean and 99th-percentile KL, same top token,
+RMS Δp of the text's next token and the top-10 Jaccard overlap, overall and per language (the numbers a variant's
+manifest records).
 """
 
 from __future__ import annotations
@@ -28,7 +35,9 @@ from runfiles.generation_config import lane_from_text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--prompt", required=True, help="the prompt text")
+    parser.add_argument("--prompt", help="the prompt text (required unless --text-set)")
+    parser.add_argument("--text-set", action="store_true",
+                        help="teacher-forced over the fixed text set (models/data/kl_texts.json) instead of a lane")
     parser.add_argument("--models", required=True, metavar="A,B", help="two prepared models: reference,other")
     parser.add_argument("--lane", default="greedy", metavar="SPEC", help="model A's lane (as `run --lane`)")
     parser.add_argument("--max-new-tokens", type=int, default=32, help="tokens A generates (default 32)")
@@ -63,7 +72,10 @@ def check_same_vocabulary(a: str, b: str) -> None:
 
 
 def check_arguments(args: argparse.Namespace) -> None:
-    if not args.prompt.strip():
+    if args.text_set:
+        if args.prompt is not None:
+            raise UsageError("--text-set reads the fixed text set: it takes no --prompt")
+    elif args.prompt is None or not args.prompt.strip():
         raise UsageError("invalid --prompt: it is empty (allowed: non-empty text)")
     if args.max_new_tokens < 1:
         raise UsageError(f"invalid --max-new-tokens={args.max_new_tokens}: allowed an integer >= 1")
@@ -104,12 +116,40 @@ def identity(model, lane: str | None = None) -> dict:
     return record | ({"lane": lane} if lane is not None else {})
 
 
+def compare_on_text_set(name_a: str, name_b: str, device: str) -> dict:
+    """Both models over the fixed text set: the scoreboard and each model's identity."""
+    from models.catalog import read_manifest, resolve
+    from models.teacher_forced import compare_models
+    from models.variants import precision_of
+
+    board = compare_models(resolve(name_a), resolve(name_b), "cpu" if device == "auto" else device)
+    side = {n: {"name": n, "precision": precision_of(read_manifest(resolve(n)))} for n in (name_a, name_b)}
+    return {"format": "branchpoint-text-set-comparison", "version": 1, "reference": side[name_a],
+            "other": side[name_b], "scoreboard": board}
+
+
+def render_text_set(record: dict) -> str:
+    board = record["scoreboard"]
+    lines = [f"{record['reference']['name']} ({record['reference']['precision']}) → {record['other']['name']} "
+             f"({record['other']['precision']}), teacher-forced over {board['texts']} (windows of {board['window']})",
+             f"{'':<6}{'tokens':>7}  {'mean KL':>9}  {'p99 KL':>9}  {'same top':>8}  {'RMS Δp':>7}  top-10 Jaccard"]
+    for label, row in [("all", board)] + sorted(board["by_language"].items()):
+        lines.append(f"{label:<6}{row['positions']:>7}  {row['mean_kl']:9.3g}  {row['p99_kl']:9.3g}  "
+                     f"{100 * row['same_top']:7.2f}%  {100 * row['rms_delta_p']:6.2f}%  {row['top10_jaccard']:.3f}")
+    return "\n".join(lines)
+
+
 def compare(args: argparse.Namespace) -> dict:
     from models.catalog import resolve
     from runtime.sequence_logits import SequenceScorer
 
     check_arguments(args)
     name_a, name_b = model_names(args.models)
+    if args.text_set:
+        load_model_text(name_a)
+        load_model_text(name_b)
+        check_same_vocabulary(name_a, name_b)
+        return compare_on_text_set(name_a, name_b, args.device)
     text_a = load_model_text(name_a)
     load_model_text(name_b)
     check_same_vocabulary(name_a, name_b)
@@ -178,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
         record = compare(args)
     except (UsageError, ValueError) as exc:
         return fail(str(exc))
-    print(render(record))
+    print(render_text_set(record) if args.text_set else render(record))
     if args.json is not None:
         write_text_atomic(args.json, json.dumps(record, indent=1, ensure_ascii=False) + "\n")
         print(f"wrote {args.json}", file=sys.stderr)

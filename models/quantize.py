@@ -164,12 +164,15 @@ def pack_nibbles(q: np.ndarray) -> np.ndarray:
     return (q[..., 0::2] | (q[..., 1::2] << 4)).astype(np.uint8)
 
 
-def matmul_nbits(inputs: list[str], outputs: list[str], name: str, k: int, n: int, bits: int):
-    """ONNX Runtime's MatMulNBits node over blocks of BLOCK along K: A [.., K] × the packed weights [K, N]."""
+def matmul_nbits(inputs: list[str], outputs: list[str], name: str, k: int, n: int, bits: int,
+                 accuracy_level: int = 0):
+    """ONNX Runtime's MatMulNBits node over blocks of BLOCK along K: A [.., K] × the packed weights [K, N].
+    accuracy_level 0 keeps the activations fp32 (exact against the dequantized weights); 4 rounds them to int8 per
+    block, as llama.cpp's own Q8_0 / Q4 kernels do (faster; near-ties may flip)."""
     from onnx import helper
 
     return helper.make_node("MatMulNBits", inputs, outputs, name=name, domain=MS_DOMAIN, K=k, N=n, bits=bits,
-                            block_size=BLOCK)
+                            block_size=BLOCK, accuracy_level=accuracy_level)
 
 
 def q4_1_nodes(node, base: str, q, d, m, k: int, n: int, sums: str | None) -> tuple[list, list, str]:
@@ -205,7 +208,7 @@ def q4_1_nodes(node, base: str, q, d, m, k: int, n: int, sums: str | None) -> tu
     return nodes, inits, sums
 
 
-def q8_0_nodes(node, base: str, q, d, k: int, n: int) -> tuple[list, list]:
+def q8_0_nodes(node, base: str, q, d, k: int, n: int, accuracy_level: int = 0) -> tuple[list, list]:
     """MatMulNBits with 8 bits and its default zero point 128 on q + 128: d · q exactly."""
     from onnx import numpy_helper
 
@@ -215,8 +218,147 @@ def q8_0_nodes(node, base: str, q, d, k: int, n: int) -> tuple[list, list]:
         numpy_helper.from_array(np.ascontiguousarray(d), f"{base}_q8_0_scales"),
     ]
     nodes = [matmul_nbits([node.input[0], f"{base}_q8_0", f"{base}_q8_0_scales"], list(node.output),
-                          f"{node.name}_q8_0", k, n, bits=8)]
+                          f"{node.name}_q8_0", k, n, bits=8, accuracy_level=accuracy_level)]
     return nodes, inits
+
+
+def round_half_away(x: np.ndarray) -> np.ndarray:
+    """C's roundf (halves away from zero), which ggml's reference quantizers use; numpy's round is to even."""
+    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+
+
+def quantize_q8_0(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """llama.cpp's quantize_row_q8_0_ref over rows [N, K] (K a multiple of 32): per block of 32, d = amax / 127
+    stored as fp16 and q = roundf(x / d) in int8 (computed with the fp32 d, as ggml does). → (q [N, K/32, 32] int8,
+    d [N, K/32] float32 holding the fp16 values)."""
+    n, k = weight.shape
+    x = weight.astype(np.float32).reshape(n, k // BLOCK, BLOCK)
+    d = np.abs(x).max(axis=-1) / np.float32(127)
+    inverse = np.divide(np.float32(1), d, out=np.zeros_like(d), where=d != 0)
+    q = round_half_away(x * inverse[..., None]).astype(np.int8)
+    return q, d.astype(np.float16).astype(np.float32)
+
+
+def quantize_q4_0(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """llama.cpp's quantize_row_q4_0_ref over rows [N, K]: per block of 32, the value of largest magnitude `max`,
+    d = max / −8 stored as fp16, q = min(15, trunc(x / d + 8.5)) in 0..15; w = d · (q − 8). → (q [N, K/32, 32]
+    uint8, d [N, K/32] float32 holding the fp16 values)."""
+    n, k = weight.shape
+    x = weight.astype(np.float32).reshape(n, k // BLOCK, BLOCK)
+    at = np.abs(x).argmax(axis=-1)
+    peak = np.take_along_axis(x, at[..., None], axis=-1)[..., 0]
+    d = peak / np.float32(-8)
+    inverse = np.divide(np.float32(1), d, out=np.zeros_like(d), where=d != 0)
+    q = np.minimum(15, np.trunc(x * inverse[..., None] + np.float32(8.5))).astype(np.uint8)
+    return q, d.astype(np.float16).astype(np.float32)
+
+
+def q8_0_folded_nodes(node, base: str, q, d, k: int, n: int) -> tuple[list, list]:
+    """The Q8_0 blocks stored as int8 and fp16-valued scales, dequantized in the graph (Cast · scale, reshaped and
+    transposed to [K, N]) into the fp32 MatMul: every input is constant, so ONNX Runtime folds it into the fp32
+    weights d · q when the session loads (exact: an 11-bit scale times a 7-bit integer fits float32), and the
+    step runs at fp32's speed. MatMulNBits' 8-bit kernel at accuracy level 0 took ~8x fp32's step here."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    name = node.name
+    inits = [
+        numpy_helper.from_array(np.ascontiguousarray(q), f"{base}_q8_0"),
+        numpy_helper.from_array(np.ascontiguousarray(d[..., None]), f"{base}_q8_0_scales"),
+        numpy_helper.from_array(np.array([n, k], np.int64), f"{base}_q8_0_shape"),
+    ]
+    nodes = [
+        helper.make_node("Cast", [f"{base}_q8_0"], [f"{base}_q8_0_f"], name=f"{name}_q8_0_cast", to=TensorProto.FLOAT),
+        helper.make_node("Mul", [f"{base}_q8_0_f", f"{base}_q8_0_scales"], [f"{base}_q8_0_w"], name=f"{name}_q8_0_mul"),
+        helper.make_node("Reshape", [f"{base}_q8_0_w", f"{base}_q8_0_shape"], [f"{base}_q8_0_nk"],
+                         name=f"{name}_q8_0_reshape"),
+        helper.make_node("Transpose", [f"{base}_q8_0_nk"], [f"{base}_q8_0_kn"], name=f"{name}_q8_0_t", perm=[1, 0]),
+        helper.make_node("MatMul", [node.input[0], f"{base}_q8_0_kn"], list(node.output), name=name),
+    ]
+    return nodes, inits
+
+
+def q4_0_nodes(node, base: str, q, d, k: int, n: int, accuracy_level: int = 0) -> tuple[list, list]:
+    """MatMulNBits with 4 bits and its default zero point 8: d · (q − 8), Q4_0 exactly."""
+    from onnx import numpy_helper
+
+    inits = [
+        numpy_helper.from_array(pack_nibbles(q), f"{base}_q4_0"),
+        numpy_helper.from_array(np.ascontiguousarray(d), f"{base}_q4_0_scales"),
+    ]
+    nodes = [matmul_nbits([node.input[0], f"{base}_q4_0", f"{base}_q4_0_scales"], list(node.output),
+                          f"{node.name}_q4_0", k, n, bits=4, accuracy_level=accuracy_level)]
+    return nodes, inits
+
+
+def quantize_q4_1(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """llama.cpp's quantize_row_q4_1_ref over rows [N, K]: per block of 32, d = (max − min) / 15 and m = min, both
+    stored as fp16, q = min(15, trunc((x − min) / d + 0.5)) in 0..15 (with the fp32 d and min); w = d · q + m.
+    → (q [N, K/32, 32] uint8, d, m [N, K/32] float32 holding the fp16 values)."""
+    n, k = weight.shape
+    x = weight.astype(np.float32).reshape(n, k // BLOCK, BLOCK)
+    low, high = x.min(axis=-1), x.max(axis=-1)
+    d = (high - low) / np.float32(15)
+    inverse = np.divide(np.float32(1), d, out=np.zeros_like(d), where=d != 0)
+    q = np.minimum(15, np.trunc((x - low[..., None]) * inverse[..., None] + np.float32(0.5))).astype(np.uint8)
+    return q, d.astype(np.float16).astype(np.float32), low.astype(np.float16).astype(np.float32)
+
+
+BLOCK_SCHEMES = ("q8_0", "q4_0", "q4_1")
+
+
+def to_blocks(model, scheme: str, tick: Tick | None = None, accuracy_level: int = 0):
+    """llama.cpp's `scheme` (q8_0 | q4_0) blocks of every constant-weight MatMul of the graph, run through
+    MatMulNBits (weight-only at accuracy_level 0: exact against the dequantized blocks). The lm_head (the
+    tied embedding) is always Q8_0, as llama.cpp never puts that tensor at 4 bits; it stays an fp32 MatMul of its
+    Q8_0 values (ONNX Runtime's 8-bit kernel at level 0 is ~20x slower than fp32 for a 49152-wide head).
+    Returns (model, report): matrices by kind and the largest |dequantized − original weight|."""
+    from onnx import numpy_helper
+
+    if scheme not in BLOCK_SCHEMES:
+        raise ValueError(f"unknown block scheme {scheme!r}; allowed {', '.join(BLOCK_SCHEMES)}")
+    graph = model.graph
+    inits = initializers(graph)
+    nodes = weight_matmuls(graph)
+    report = {"scheme": scheme, "accuracy_level": accuracy_level, "q8_0": 0, "q4_0": 0, "q4_1": 0,
+              "lm_head": "q8_0 values, fp32 MatMul", "max_abs_weight_change": 0.0}
+    block_sums: dict[str, str] = {}  # q4_1: an input's block sums, shared by the MatMuls that read it
+    for count, node in enumerate(nodes):
+        weight = numpy_helper.to_array(inits[node.input[1]]).astype(np.float32)  # [K, N]
+        k, n = weight.shape
+        if k % BLOCK:
+            raise QuantizeError(f"{node.name}: K = {k} is not a multiple of {BLOCK}")
+        base = node.input[1]
+        if LOGITS in node.output:
+            q, d = quantize_q8_0(weight.T)
+            values = (d[..., None] * q).reshape(n, k)
+            inits[base].CopyFrom(numpy_helper.from_array(np.ascontiguousarray(values.T), base))
+            report["q8_0"] += 1
+        else:
+            if scheme == "q8_0":
+                q, d = quantize_q8_0(weight.T)
+                values = (d[..., None] * q).reshape(n, k)
+                if accuracy_level == 0:  # weight-only: folded into fp32 weights at load (fp32's speed, exact)
+                    new_nodes, new_inits = q8_0_folded_nodes(node, base, q, d, k, n)
+                else:  # MatMulNBits rounds the activations to int8 per block, as llama.cpp's Q8_0 kernel does
+                    new_nodes, new_inits = q8_0_nodes(node, base, q, d, k, n, accuracy_level)
+            elif scheme == "q4_0":
+                q, d = quantize_q4_0(weight.T)
+                values = (d[..., None] * (q.astype(np.float32) - 8)).reshape(n, k)
+                new_nodes, new_inits = q4_0_nodes(node, base, q, d, k, n, accuracy_level)
+            else:
+                q, d, m = quantize_q4_1(weight.T)
+                values = (d[..., None] * q + m[..., None]).reshape(n, k)
+                new_nodes, new_inits, sums = q4_1_nodes(node, base, q, d, m, k, n, block_sums.get(node.input[0]))
+                block_sums[node.input[0]] = sums
+            graph.initializer.extend(new_inits)
+            replace_node(graph, node, new_nodes)
+            report[scheme] += 1
+        report["max_abs_weight_change"] = max(report["max_abs_weight_change"], float(np.max(np.abs(values - weight.T))))
+        if tick is not None:
+            tick((count + 1) / len(nodes), f"{scheme}: {node.name}")
+    drop_unused_initializers(graph)
+    add_ms_opset(model)
+    return model, report
 
 
 def gguf_name_for(node) -> str | None:

@@ -23,10 +23,21 @@ from models.sources import GGUF_NAME, sha256_file
 
 VARIANTS = {
     "fp16": "fp16 weights (weight-only: stored as float16, computed in float32)",
-    "int8": "int8 weights per channel, ONNX Runtime dynamic quantization (MatMul)",
-    "int4": "int4 weights, ONNX Runtime's stock block-32 asymmetric re-quantizer (MatMulNBits)",
+    "int8": "dynamic: activations quantized (int8 weights per channel, ONNX Runtime's quantize_dynamic, MatMul)",
+    "int4": "int4 weights, ONNX Runtime's stock block-32 asymmetric re-quantizer (MatMulNBits), lm_head at 4 bits too",
     "q4_1": "the GGUF's Q4_1 blocks run exactly (MatMulNBits + block-sum correction); lm_head fp32 (= its Q8_0)",
+    "q8_0": "llama.cpp's Q8_0 (blocks of 32, int8 and a scale each), weight-only: stored as int8 and dequantized "
+            "into fp32 weights when the session loads (activations fp32)",
+    "q4_0": "llama.cpp's Q4_0 (blocks of 32, 4 bits and a scale each) with the lm_head at Q8_0; re-quantizes "
+            "weights that were 4-bit already (the GGUF's Q4_1)",
+    "q4_1r": "llama.cpp's Q4_1 quantizer (blocks of 32, 4 bits, a scale and a min each) on the fp32 weights, "
+             "lm_head at Q8_0; on weights that were Q4_1 already (the default model) it lands on their own grid "
+             "exactly",
 }
+BLOCK_VARIANTS = {"q8_0": "q8_0", "q4_0": "q4_0", "q4_1r": "q4_1"}  # variant → models.quantize block scheme
+# MatMulNBits' accuracy level each variant runs at: 0 keeps activations fp32; 4 would round them to int8 per block
+# as llama.cpp's own Q8_0 / Q4 kernels do. int8 (dynamic) quantizes activations itself, per call.
+ACCURACY_LEVEL = {"fp16": None, "int8": None, "int4": 0, "q4_1": 0, "q8_0": 0, "q4_0": 0, "q4_1r": 0}
 GGUF_VARIANTS = ("q4_1",)
 VARIANT_PLAN = [("setup", 0.2), ("source", 2), ("quantize", 20), ("save", 4), ("validate", 12), ("install", 1)]
 GREEDY_PROMPT = "Once upon a time, in a small village by the sea,"
@@ -86,7 +97,7 @@ def prepare_variant(
     progress: ProgressCallback | None = None,
     cancel: CancelCheck = None,
 ) -> Path:
-    """Prepare `variant` (fp16 | int8 | int4 | q4_1) of the prepared model `base` (default: the default model)."""
+    """Prepare `variant` (one of VARIANTS) of the prepared model `base` (default: the default model)."""
     from models.prepare import build_folder, is_prepared, replace_folder
 
     if variant not in VARIANTS:
@@ -110,15 +121,19 @@ def prepare_variant(
             gguf = base_gguf(base_dir, base_manifest) if variant in GGUF_VARIANTS else None
             copy_side_files(base_dir, build)
         report = transform(variant, base_dir, build, gguf, stages)
-        with stages.stage("validate", "greedy tokens and KL against the fp32 model"):
+        with stages.stage("validate", "greedy tokens and teacher-forced KL against the fp32 model"):
+            from models.teacher_forced import compare_models
             from models.validate import smoke_test
 
             smoke = smoke_test(build, tolerance=SMOKE_TOLERANCE.get(variant))
             validation = validate_variant(base_dir, build)
             stages.check_cancel()
-        if variant == "q4_1" and validation["kl_max"] > EXACT_KL:
+            validation["teacher_forced"] = compare_models(base_dir, build)
+            stages.check_cancel()
+        if variant == "q4_1" and validation["teacher_forced"]["max_kl"] > EXACT_KL:
             raise PrepareError(
-                "validate", f"q4_1 should reproduce the fp32 model, but KL is {validation['kl_max']:.2e}"
+                "validate", f"q4_1 should reproduce the fp32 model, but KL is "
+                f"{validation['teacher_forced']['max_kl']:.2e}"
             )
         source = {
             "kind": "variant",
@@ -138,7 +153,8 @@ def prepare_variant(
             manifest["precision"] = variant
             if "licence" in base_manifest:  # a variant is its base's weights: its licence too
                 manifest["licence"] = base_manifest["licence"]
-            manifest["variant"] = {"precision": variant, "meaning": VARIANTS[variant], "transform": report}
+            manifest["variant"] = {"precision": variant, "meaning": VARIANTS[variant], "transform": report,
+                                   "accuracy_level": ACCURACY_LEVEL[variant]}
             manifest["variant"] |= validation
             write_manifest(build, manifest)
             stages.check_cancel()
@@ -176,6 +192,8 @@ def transform(variant: str, base_dir: Path, build: Path, gguf: Path | None, stag
         report: dict = {}
         if variant == "fp16":
             quantize.to_fp16(model, tick)
+        elif variant in BLOCK_VARIANTS:
+            model, report = quantize.to_blocks(model, BLOCK_VARIANTS[variant], tick, ACCURACY_LEVEL[variant])
         elif variant == "int4":
             quantize.to_int4_stock(model, tick)
             report = {"tool": "onnxruntime quantize_matmul_4bits", "block_size": 32, "symmetric": False}
@@ -268,8 +286,13 @@ def validate_variant(base_dir: Path, variant_dir: Path) -> dict:
 
 
 def describe(manifest: dict) -> str:
-    """One line for `main.py models`: precision, and for a variant its KL against fp32."""
+    """One line for `main.py models`: precision, and for a variant its teacher-forced KL and same-top against
+    fp32 ('q8_0 (KL 0.0021 · same top 98.1 %)'; a variant prepared before the text set: its few-prompt KL)."""
+    from models.teacher_forced import summary_text
+
     variant = manifest.get("variant")
     if not variant:
         return precision_of(manifest)
-    return f"{variant['precision']} (KL {variant['kl_mean']:.2g})"
+    if "teacher_forced" in variant:
+        return f"{variant['precision']} ({summary_text(variant['teacher_forced'])})"
+    return f"{variant['precision']} (KL {variant['kl_mean']:.2g}, 5 prompts)"

@@ -134,3 +134,76 @@ def comparison_record(
         },
         "greedy": greedy,
     }
+
+
+TOP_K_OVERLAP = 10
+
+
+@dataclass(frozen=True)
+class PositionScores:
+    """Per-position numbers of a teacher-forced pass over a text (rows i predict token i + 1 of the text)."""
+
+    kl: np.ndarray  # KL(p_A ‖ p_B), nats
+    same_top: np.ndarray  # bool: the two argmaxes agree
+    delta_p: np.ndarray  # p_B(next) − p_A(next), the text's actual next token
+    top_jaccard: np.ndarray  # |top-k_A ∩ top-k_B| / |top-k_A ∪ top-k_B|
+
+
+def position_scores(reference: np.ndarray, other: np.ndarray, next_ids: Sequence[int],
+                    top_k: int = TOP_K_OVERLAP) -> PositionScores:
+    """The columns of llama.cpp's `--kl-divergence` scoreboard, per position, for two logits rows [T, vocab]
+    read over the same text; `next_ids[i]` is the text's token after row i."""
+    reference, other = np.asarray(reference), np.asarray(other)
+    if reference.ndim != 2 or reference.shape != other.shape or len(next_ids) != reference.shape[0]:
+        raise ValueError(f"logits {reference.shape} and {other.shape} with {len(next_ids)} next tokens do not line up")
+    lp, lq = log_softmax(reference), log_softmax(other)
+    rows, ids = np.arange(len(next_ids)), np.asarray(next_ids, dtype=np.int64)
+    kls = np.maximum((np.exp(lp) * (lp - lq)).sum(axis=-1), 0.0)
+    top_a = np.argpartition(-lp, top_k - 1, axis=-1)[:, :top_k]
+    top_b = np.argpartition(-lq, top_k - 1, axis=-1)[:, :top_k]
+    common = np.array([len(np.intersect1d(a, b)) for a, b in zip(top_a, top_b, strict=True)])
+    return PositionScores(
+        kls, lp.argmax(axis=-1) == lq.argmax(axis=-1), np.exp(lq[rows, ids]) - np.exp(lp[rows, ids]),
+        common / (2 * top_k - common),
+    )
+
+
+def scoreboard(parts: Sequence[PositionScores]) -> dict:
+    """llama-perplexity's KL scoreboard over all positions of all parts: mean and 99th-percentile KL, same top
+    token (fraction), RMS Δp of the text's next token, and the mean top-10 Jaccard overlap."""
+    if not parts:
+        raise ValueError("a scoreboard needs at least one scored text")
+    kl = np.concatenate([p.kl for p in parts])
+    delta = np.concatenate([p.delta_p for p in parts])
+    return {
+        "positions": int(kl.size),
+        "mean_kl": float(kl.mean()),
+        "p99_kl": float(np.percentile(kl, 99)),
+        "max_kl": float(kl.max()),
+        "same_top": float(np.concatenate([p.same_top for p in parts]).mean()),
+        "rms_delta_p": float(np.sqrt(np.mean(delta**2))),
+        "top10_jaccard": float(np.concatenate([p.top_jaccard for p in parts]).mean()),
+    }
+
+
+@dataclass(frozen=True)
+class LayerDeparture:
+    """How far model B's output of one decoder layer is from model A's over the same positions."""
+
+    layer: int  # 0-based decoder layer
+    relative_error: float  # mean over positions of ‖h_B − h_A‖ / ‖h_A‖
+    cosine: float  # mean over positions of cos(h_A, h_B)
+
+
+def layer_departure(reference: np.ndarray, other: np.ndarray) -> list[LayerDeparture]:
+    """Per layer, the relative error and cosine of B's hidden states against A's ([L, T, D] each, the same
+    positions): where in depth a precision variant departs from fp32."""
+    a, b = np.asarray(reference, dtype=np.float64), np.asarray(other, dtype=np.float64)
+    if a.ndim != 3 or a.shape != b.shape:
+        raise ValueError(f"hidden states {a.shape} and {b.shape}: per-layer departure needs [layers, positions, "
+                         "width] of the same shape")
+    norm_a, norm_b = np.linalg.norm(a, axis=-1), np.linalg.norm(b, axis=-1)
+    tiny = np.finfo(np.float64).tiny
+    relative = np.linalg.norm(b - a, axis=-1) / np.maximum(norm_a, tiny)
+    cosine = (a * b).sum(axis=-1) / np.maximum(norm_a * norm_b, tiny)
+    return [LayerDeparture(i, float(relative[i].mean()), float(cosine[i].mean())) for i in range(a.shape[0])]

@@ -105,7 +105,7 @@ def summary_text(comparison: ModelComparison) -> str:
                                             "{agreement} · mean |Δp(chosen)| {delta}").format(
         mean=format_kl(summary["mean_kl"]), max=format_kl(summary["max_kl"]), max_step=summary["max_kl_step"],
         agreement=f"{summary['top1_agreement']:.1%}", delta=f"{summary['mean_abs_delta_p']:.4f}")
-    return words + " · " + greedy_text(comparison)
+    return " · ".join(part for part in (words, flip_margins_text(comparison), greedy_text(comparison)) if part)
 
 
 def greedy_text(comparison: ModelComparison) -> str:
@@ -160,3 +160,46 @@ def tokens_html(comparison: ModelComparison, selected: int | None) -> str:
         parts.append(f'<a href="step:{group.steps[0]}" style="text-decoration:none">{mark}<span style="{look}">'
                      f'{shown}</span></a>')
     return f'<span style="white-space:pre-wrap">{"".join(parts)}</span>'
+
+
+def layer_points(comparison: ModelComparison) -> tuple[list[int], list[float]]:
+    """The per-layer chart's points: layer number (1-based) and B's relative error against A, in percent."""
+    return [d.layer + 1 for d in comparison.layers], [100 * d.relative_error for d in comparison.layers]
+
+
+def layer_caption(comparison: ModelComparison) -> str:
+    """Where in depth B departs: the relative error at the first and last layers and the lowest cosine."""
+    layers = comparison.layers
+    if not layers:
+        return translate("model_compare_rows", "no per-layer states (the graph's layers are not named as "
+                                               "optimum's export names them)")
+    worst = min(layers, key=lambda d: d.cosine)
+    return translate("model_compare_rows", "hidden state vs A, by layer: relative error {first:.2g} % at layer 1 "
+                                           "→ {last:.2g} % at layer {count} · lowest cosine {cosine:.6f} (layer "
+                                           "{worst})").format(
+        first=100 * layers[0].relative_error, last=100 * layers[-1].relative_error, count=len(layers),
+        cosine=worst.cosine, worst=worst.layer + 1)
+
+
+def top_two_margin(comparison: ModelComparison, step: int) -> float:
+    """Model A's p(top 1) − p(top 2) at a step (its kept top tokens, most probable first)."""
+    top = comparison.tops[step][0]
+    return top[0].prob - top[1].prob if len(top) > 1 else top[0].prob if top else 0.0
+
+
+def flip_margins_text(comparison: ModelComparison) -> str:
+    """The top-1 flips counted against A's top-two margin: how many, at which margins, beside the median margin
+    of every step (a variant close to A flips only where A's first two are nearly tied)."""
+    steps = comparison.steps
+    if not steps:
+        return ""
+    margins = [top_two_margin(comparison, s.step) for s in steps]
+    flips = [s.step for s in steps if not s.top1_agree]
+    median = sorted(margins)[len(margins) // 2]
+    if not flips:
+        return translate("model_compare_rows", "no top-1 flip in {count} steps (A's median top-two margin "
+                                               "{median:.2f})").format(count=len(steps), median=median)
+    at = ", ".join(f"{margins[i]:.3f}" for i in flips[:6]) + (" …" if len(flips) > 6 else "")
+    return translate("model_compare_rows", "{flips} top-1 flips in {count} steps, where A's top two were "
+                                           "{at} apart (the median margin over all steps: {median:.2f})").format(
+        flips=len(flips), count=len(steps), at=at, median=median)

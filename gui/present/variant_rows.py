@@ -16,14 +16,21 @@ from models.variants import GGUF_VARIANTS, VARIANTS, precision_of, variant_name
 MEANINGS = {
     "fp16": QT_TRANSLATE_NOOP("variant_rows", "Weights stored as float16, computed in float32: near-exact "
                                               "(KL vs fp32 about 1e-6)"),
-    "int8": QT_TRANSLATE_NOOP("variant_rows", "8-bit weights, ONNX Runtime's dynamic quantization: approximate"),
+    "int8": QT_TRANSLATE_NOOP("variant_rows", "8-bit weights, ONNX Runtime's dynamic quantization (activations "
+                                              "quantized per call): approximate"),
     "int4": QT_TRANSLATE_NOOP("variant_rows", "4-bit weights re-quantized by ONNX Runtime in blocks of 32: the "
                                               "smallest, approximate"),
     "q4_1": QT_TRANSLATE_NOOP("variant_rows", "The GGUF's own 4-bit blocks run as they are: exact (the same "
                                               "distributions as fp32)"),
+    "q8_0": QT_TRANSLATE_NOOP("variant_rows", "llama.cpp's Q8_0: 8-bit blocks of 32, weight-only (activations "
+                                              "fp32): close to fp32"),
+    "q4_0": QT_TRANSLATE_NOOP("variant_rows", "llama.cpp's Q4_0 with an 8-bit head: re-quantizes weights that "
+                                              "were 4-bit already (the GGUF's Q4_1), approximate"),
+    "q4_1r": QT_TRANSLATE_NOOP("variant_rows", "llama.cpp's Q4_1 quantizer with an 8-bit head: re-quantizes "
+                                               "weights that were 4-bit already (mostly onto their own grid)"),
 }
 # A variant's weights over the fp32 model's, measured on the default model (its fp32 lm_head kept by q4_1).
-SIZE_RATIO = {"fp16": 0.50, "int8": 0.38, "int4": 0.31, "q4_1": 0.47}
+SIZE_RATIO = {"fp16": 0.50, "int8": 0.38, "int4": 0.31, "q4_1": 0.47, "q8_0": 0.48, "q4_0": 0.41, "q4_1r": 0.47}
 
 
 def human_size(size: int) -> str:
@@ -84,11 +91,19 @@ def gguf_refusal(model_dir: Path, manifest: dict) -> str | None:
 
 
 def validation_text(manifest: dict) -> str:
-    """A prepared variant's check against fp32: greedy tokens alike, top-1 agreement, KL."""
+    """A prepared variant's check against fp32: teacher-forced over the text set (KL, same top token) when
+    measured, else its few prompts' greedy tokens, top-1 agreement and KL."""
     record = manifest.get("variant") or {}
+    greedy = record.get("greedy") or {}
+    if "teacher_forced" in record:
+        board = record["teacher_forced"]
+        return translate("variant_rows", "greedy: the first {same} of {count} tokens as fp32's · teacher-forced over "
+                                         "{positions} tokens: KL vs fp32 {mean:.2g} (99th percentile {p99:.2g}) · "
+                                         "same top {top:.1f} %").format(
+            same=greedy.get("same_prefix", 0), count=len(greedy.get("ids", [])), positions=board["positions"],
+            mean=board["mean_kl"], p99=board["p99_kl"], top=100 * board["same_top"])
     if "kl_mean" not in record:
         return ""
-    greedy = record.get("greedy") or {}
     prompts = record.get("kl_prompts") or []
     return translate("variant_rows", "greedy: the first {same} of {count} tokens as fp32's · top-1 agrees on "
                                      "{agree} of {prompts} prompts · KL vs fp32 {mean:.2g} (max {max:.2g})").format(

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from decoding.analysis import model_compare
-from decoding.analysis.model_compare import StepComparison
+from decoding.analysis.model_compare import LayerDeparture, StepComparison
 
 TOP = 10  # tokens of each distribution kept per step (the view's side by side)
 
@@ -49,6 +49,7 @@ class ModelComparison:
     tops: list[tuple[list[TopToken], list[TopToken]]]  # per step: A's top tokens, B's
     greedy: dict | None = None  # both models' free-running greedy ids and texts (None: not computed)
     summary: dict = field(default_factory=dict)  # model_compare.summarize + the greedy first divergence
+    layers: list[LayerDeparture] = field(default_factory=list)  # per layer, B's hidden states against A's
 
     def __post_init__(self) -> None:
         if not self.summary:
@@ -77,10 +78,12 @@ def top_tokens(logits: np.ndarray, text: Callable[[int], str], count: int = TOP)
 
 def compared_rows(scorer_a, scorer_b, prompt_ids: list[int], token_ids: list[int],
                   cancelled: Callable[[], bool] = lambda: False,
-                  on_stage: Callable[[int], None] = lambda _stage: None) -> tuple[np.ndarray, np.ndarray] | None:
+                  on_stage: Callable[[int], None] = lambda _stage: None,
+                  layers: list | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """Both models' logits before each generated token (rows len(prompt) - 1 … end - 1 of one prefill of the
     whole sequence: compare-models' rows). `scorer_a` / `scorer_b` make a SequenceScorer when called; each is
-    dropped after its pass (one session in memory at a time). None when cancelled."""
+    dropped after its pass (one session in memory at a time). None when cancelled. `layers`: a list that gets
+    each scorer's per-layer states [L, steps, D] at those rows (scorers made with `layers=True`)."""
     sequence = list(prompt_ids) + list(token_ids)
     rows = slice(len(prompt_ids) - 1, len(sequence) - 1)
     out = []
@@ -90,17 +93,23 @@ def compared_rows(scorer_a, scorer_b, prompt_ids: list[int], token_ids: list[int
         on_stage(stage)
         scorer = make()
         out.append(scorer(sequence)[rows])
+        if layers is not None and getattr(scorer, "last_layers", None) is not None:
+            layers.append(scorer.last_layers[:, rows])
         del scorer
     return out[0], out[1]
 
 
 def comparison_of(lane_key: int, lane_name: str, sides: tuple[ModelSide, ModelSide], logits: tuple, token_ids,
-                  text: Callable[[int], str], greedy: dict | None) -> ModelComparison:
-    """The per-step numbers and top tokens of two models' logits rows over a lane's tokens."""
+                  text: Callable[[int], str], greedy: dict | None, layers: list | None = None) -> ModelComparison:
+    """The per-step numbers and top tokens of two models' logits rows over a lane's tokens; with both models'
+    per-layer states (compared_rows' `layers`, same width) where in depth B departs from A."""
     steps = model_compare.teacher_forced(logits[0], logits[1], token_ids)
     tops_a, tops_b = top_tokens(logits[0], text), top_tokens(logits[1], text)
+    departure = (model_compare.layer_departure(*layers) if layers and len(layers) == 2
+                 and layers[0].shape == layers[1].shape else [])
     return ModelComparison(lane_key, lane_name, sides[0], sides[1], list(token_ids),
-                           [text(t) for t in token_ids], steps, list(zip(tops_a, tops_b, strict=True)), greedy)
+                           [text(t) for t in token_ids], steps, list(zip(tops_a, tops_b, strict=True)), greedy,
+                           layers=departure)
 
 
 def side_of(path: str | Path) -> ModelSide:

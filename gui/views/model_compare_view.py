@@ -23,6 +23,8 @@ from gui.present.model_compare_rows import (
     distribution_rows,
     flip_texts,
     heading,
+    layer_caption,
+    layer_points,
     model_label,
     step_caption,
     strip_bars,
@@ -121,7 +123,7 @@ class ModelCompareView(QWidget):
         self._legend.setFont(style.ui_font(8.5))
         self._legend.setWordWrap(True)
         self._canvas = style.make_canvas()
-        self._strip = self._canvas.addPlot(row=0, col=0, colspan=2, axisItems={"bottom": style.StepAxis("bottom")})
+        self._strip = self._canvas.addPlot(row=0, col=0, colspan=3, axisItems={"bottom": style.StepAxis("bottom")})
         style.style_plot(self._strip)
         self._strip.setLabel("left", translate("model_compare_view", "KL(A‖B), nats"))
         self._strip_bars = pg.BarGraphItem(x=[], height=[], width=0.8)
@@ -137,6 +139,11 @@ class ModelCompareView(QWidget):
         for side, plot in self._plots.items():
             self._dist_bars[side] = pg.BarGraphItem(x0=[], y=[], width=[], height=0.7)
             plot.addItem(self._dist_bars[side])
+        self._layers = self._canvas.addPlot(row=1, col=2)  # where in depth B departs from A, beside the two
+        style.style_plot(self._layers)
+        self._layers.setLabel("left", translate("model_compare_view", "‖h_B − h_A‖ / ‖h_A‖, %"))
+        self._layers.setLabel("bottom", translate("model_compare_view", "layer"))
+        self._layer_curve = self._layers.plot([], [], symbol="o", symbolSize=5)
         self._canvas.ci.layout.setRowStretchFactor(0, 1)
         self._canvas.ci.layout.setRowStretchFactor(1, 1)
         self._canvas.scene().sigMouseClicked.connect(self._on_click)
@@ -207,6 +214,7 @@ class ModelCompareView(QWidget):
         self._draw_strip()
         for side in SIDES:
             self._draw_side(side)
+        self._draw_layers()
         self._tokens.setText(tokens_html(comparison, self._step))
         self._caption.setText(step_caption(comparison, self._step))
 
@@ -245,6 +253,18 @@ class ModelCompareView(QWidget):
         self._marker.setPos(self._step)
         self._marker.setVisible(True)
 
+    def layer_points(self) -> tuple[list[int], list[float]]:
+        """The per-layer chart as drawn: layer numbers and relative errors (%)."""
+        x, y = self._layer_curve.getData()
+        return ([] if x is None else [int(v) for v in x]), ([] if y is None else [float(v) for v in y])
+
+    def _draw_layers(self) -> None:
+        comparison, palette = self.state.model_comparison, colours.current()
+        x, y = layer_points(comparison)
+        self._layer_curve.setData(x, y, pen=pg.mkPen(palette.processed, width=1.5),
+                                  symbolBrush=pg.mkBrush(palette.processed), symbolPen=None)
+        self._layers.setTitle(html.escape(layer_caption(comparison)), size="9pt")
+
     def _draw_side(self, side: int) -> None:
         palette, comparison = colours.current(), self.state.model_comparison
         rows = distribution_rows(comparison, self._step, side)
@@ -271,6 +291,8 @@ class ModelCompareView(QWidget):
         self._flip_labels = []
         self._strip.getAxis("bottom").setTicks(None)
         self._marker.setVisible(False)
+        self._layer_curve.setData([], [])
+        self._layers.setTitle(None)
         for side in SIDES:
             self._rows[side] = []
             self._dist_bars[side].setOpts(x0=[], y=[], width=[], height=0.7)

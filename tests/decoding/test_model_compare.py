@@ -168,6 +168,117 @@ def test_bad_models_argument(two_tiny_models, capsys):
     assert "no prepared model" in capsys.readouterr().err
 
 
+def test_scoreboard_of_identical_logits_is_perfect():
+    from decoding.analysis.model_compare import position_scores, scoreboard
+
+    logits = np.random.default_rng(0).normal(0, 3, (20, 50))
+    board = scoreboard([position_scores(logits, logits.copy(), list(range(20)))])
+    assert board["positions"] == 20 and board["mean_kl"] == 0.0 and board["p99_kl"] == 0.0
+    assert board["same_top"] == 1.0 and board["rms_delta_p"] == 0.0 and board["top10_jaccard"] == 1.0
+
+
+def test_scoreboard_columns_by_hand():
+    """Two positions, vocabulary 12 (logits 11, 10, …, 0): row 1 of B lifts the last token to the top, a flip
+    that also swaps it into the top 10 for A's tenth (Jaccard 9 / 11); the next tokens' Δp."""
+    from decoding.analysis.model_compare import log_softmax, position_scores, scoreboard
+
+    def kl_rows(x, y):  # plain KL(softmax x ‖ softmax y) per row
+        lp, lq = log_softmax(x), log_softmax(y)
+        return (np.exp(lp) * (lp - lq)).sum(axis=-1)
+
+    a = np.tile(np.arange(11.0, -1.0, -1.0), (2, 1))
+    b = a.copy()
+    b[1, 11] = 12.0
+    scores = position_scores(a, b, [0, 3])
+    assert list(scores.same_top) == [True, False]
+    np.testing.assert_allclose(scores.kl, kl_rows(a, b))
+    pa, pb = np.exp(log_softmax(a)), np.exp(log_softmax(b))
+    np.testing.assert_allclose(scores.delta_p, [pb[0, 0] - pa[0, 0], pb[1, 3] - pa[1, 3]])
+    board = scoreboard([scores])
+    assert board["same_top"] == 0.5
+    assert board["rms_delta_p"] == pytest.approx(np.sqrt(np.mean(scores.delta_p**2)))
+    assert board["p99_kl"] == pytest.approx(np.percentile(kl_rows(a, b), 99))
+    assert scores.top_jaccard[0] == 1.0 and scores.top_jaccard[1] == pytest.approx(9 / 11)
+    assert scores.kl[0] == 0.0 and scores.kl[1] > 0
+
+
+def test_scoreboard_refuses_misaligned_rows():
+    from decoding.analysis.model_compare import position_scores, scoreboard
+
+    with pytest.raises(ValueError, match="do not line up"):
+        position_scores(np.zeros((3, 5)), np.zeros((3, 5)), [1, 2])
+    with pytest.raises(ValueError, match="at least one"):
+        scoreboard([])
+
+
+def test_compare_models_over_the_text_set(two_tiny_models, capsys):
+    """--text-set: both models read the fixed English and Chinese texts; the JSON's scoreboard is the one the
+    variant's manifest recorded when it was prepared (same texts, same windows)."""
+    from models.catalog import read_manifest
+
+    out = two_tiny_models / "board.json"
+    code = main.main(["compare-models", "--text-set", "--models", "tiny,tiny-fp16", "--device", "cpu",
+                      "--json", str(out)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "teacher-forced over kl_texts.json" in printed and "zh" in printed and "en" in printed
+    board = json.loads(out.read_text(encoding="utf-8"))["scoreboard"]
+    recorded = read_manifest(two_tiny_models / "cache" / "models" / "tiny-fp16")["variant"]["teacher_forced"]
+    assert board["positions"] == recorded["positions"] > 1000
+    assert board["mean_kl"] == pytest.approx(recorded["mean_kl"], rel=1e-6, abs=1e-12)
+    assert 0 < board["mean_kl"] < 1e-3 and board["same_top"] > 0.99
+    assert main.main(["compare-models", "--text-set", "--prompt", "Hi", "--models", "tiny,tiny-fp16"]) == 2
+    assert "takes no --prompt" in capsys.readouterr().err
+
+
+def test_layer_departure_by_hand():
+    from decoding.analysis.model_compare import layer_departure
+
+    a = np.array([[[3.0, 4.0], [1.0, 0.0]], [[1.0, 1.0], [0.0, 2.0]]])  # 2 layers, 2 positions, width 2
+    b = a.copy()
+    b[1, 0] = [1.0, -1.0]  # layer 2, position 0: orthogonal, same length
+    got = layer_departure(a, b)
+    assert [d.layer for d in got] == [0, 1]
+    assert got[0].relative_error == 0.0 and got[0].cosine == pytest.approx(1.0)
+    assert got[1].relative_error == pytest.approx((2 / np.sqrt(2) + 0) / 2)
+    assert got[1].cosine == pytest.approx((0 + 1) / 2)
+    with pytest.raises(ValueError, match="same shape"):
+        layer_departure(a, b[:, :1])
+
+
+def test_per_layer_states_of_the_tiny_model(two_tiny_models, tiny_model_dir):
+    """One state per decoder layer; the same model gives zero departure, its fp16 variant a small one; the last
+    layer's states are transformers' hidden states, and the last one through its final norm and lm_head gives
+    the logits."""
+    from decoding.analysis.model_compare import layer_departure
+    from runtime.sequence_logits import SequenceScorer
+
+    models = two_tiny_models / "cache" / "models"
+    ids = [5, 17, 3, 42, 8, 11, 2]
+    base = SequenceScorer(models / "tiny", "cpu", layers=True)
+    logits = base(ids)
+    config = json.loads((tiny_model_dir / "config.json").read_text())
+    assert base.last_layers.shape == (config["num_hidden_layers"], len(ids), config["hidden_size"])
+    same = SequenceScorer(models / "tiny", "cpu", layers=True)
+    same(ids)
+    assert all(d.relative_error == 0.0 for d in layer_departure(base.last_layers, same.last_layers))
+    fp16 = SequenceScorer(models / "tiny-fp16", "cpu", layers=True)
+    fp16(ids)
+    departure = layer_departure(base.last_layers, fp16.last_layers)
+    assert all(0 < d.relative_error < 1e-2 and d.cosine > 0.9999 for d in departure)
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    reference = AutoModelForCausalLM.from_pretrained(f"{tiny_model_dir}-hf").eval()
+    with torch.no_grad():
+        hidden = reference(torch.tensor([ids]), output_hidden_states=True).hidden_states
+        last = torch.from_numpy(base.last_layers[-1][None])
+        head_logits = reference.lm_head(reference.model.norm(last))[0].numpy()
+    for layer in range(config["num_hidden_layers"] - 1):  # HF's last entry is after the final norm
+        np.testing.assert_allclose(base.last_layers[layer], hidden[layer + 1][0].numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(head_logits, logits, rtol=1e-4, atol=1e-4)
+
+
 def kl(p: list[float], q: list[float]) -> float:
     return sum(pi * math.log(pi / qi) for pi, qi in zip(p, q, strict=True))
 

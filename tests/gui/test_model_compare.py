@@ -129,6 +129,10 @@ def test_compare_a_greedy_lane_with_the_int4_variant(qtbot, make_window, default
     assert "free-running greedy texts" in texts["summary"]
     figure = view.figure()
     assert figure is not None and "teacher-forced" in figure.title
+    # where in depth int4 departs: one point per decoder layer, the error building up from layer 1
+    layers, errors = view.layer_points()
+    assert layers == list(range(1, 31)) and all(e > 0 for e in errors) and errors[-1] > errors[0]
+    assert all(0.9 < d.cosine < 1 for d in comparison.layers)
 
     # the numbers compare-models writes for the same prompt and models
     out = tmp_path / "cmp.json"

@@ -1,8 +1,8 @@
-"""The tour stop "Quantization noise flips near-ties" on the real default model and its int4 variant: a greedy
+"""The tour stop "Quantization noise flips near-ties" on the real default model and its Q8_0 variant: a greedy
 lane on each, run side by side; they part at a step where the fp32 lane's top two candidates are nearly tied;
-that step is selected on the fp32 lane and the Model comparison view reads the fp32 lane's tokens with int4
-(KL for every step, the first top-1 flip exactly where the int4 lane chose otherwise); the run saves, opens and
-replays with each lane on its own model."""
+that step is selected on the fp32 lane and the Model comparison view reads the fp32 lane's tokens with Q8_0
+(KL for every step, the first top-1 flip exactly where the Q8_0 lane chose otherwise, every flip at a near-tie
+and counted so in the summary); the run saves, opens and replays with each lane on its own model."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from gui.state import tour
 from tests.gui_helpers import wait_idle
 
-INT4 = "SmolLM2-135M-Instruct-int4"
+INT4 = "SmolLM2-135M-Instruct-q8_0"  # the stop's variant
 
 
 @pytest.fixture
@@ -23,7 +23,7 @@ def int4_prepared() -> None:
     if not manifest_is_valid(models_dir() / INT4):
         if os.environ.get("CI"):
             pytest.fail(f"{INT4} is not prepared (test.sh prepares it)")
-        pytest.skip(f"{INT4} not prepared; run `python main.py prepare --variant int4`")
+        pytest.skip(f"{INT4} not prepared; run `python main.py prepare --variant q8_0`")
 
 
 @pytest.mark.slow
@@ -45,6 +45,12 @@ def test_the_quantization_stop_parts_at_the_fp32_near_tie_and_compares(qtbot, ma
     assert flips[0] == parted  # teacher-forced on the same prefix, int4's top-1 is the int4 lane's token
     assert comparison.steps[parted].top1_other == state.traces[1].token_ids[parted]
     assert window.views["model_compare"].step == parted  # both distributions shown where the lanes part
+    threshold = state.trace.settings.near_tie_threshold
+    for step in flips:  # Q8_0 flips only near-ties of fp32, and the summary counts them against the margin
+        top = state.traces[0].steps[step].top.probs
+        assert top[0] - top[1] < threshold
+    summary = window.views["model_compare"].texts()["summary"]
+    assert f"{len(flips)} top-1 flips in {len(comparison.steps)} steps" in summary
     assert state.notice.text.startswith(tour.title(tour.stop("quantization")))
 
     path = tmp_path / "quantization.json"

@@ -59,15 +59,17 @@ def test_the_picker_lists_precision_and_size_and_the_three_commands(qtbot, tiny_
     assert picker.currentIndex() == 0
 
 
-def test_the_dialog_lists_the_four_variants_and_refuses_q4_1_without_a_gguf(qtbot, tiny_cache):
+def test_the_dialog_lists_the_variants_and_refuses_q4_1_without_a_gguf(qtbot, tiny_cache):
     picker = open_picker(qtbot, tiny_cache)  # held: the dialog is its child
     dialog = open_dialog(qtbot, picker)
-    assert [row.variant for row in dialog.rows] == ["fp16", "int8", "int4", "q4_1"]
+    assert [row.variant for row in dialog.rows] == ["fp16", "int8", "int4", "q4_1", "q8_0", "q4_0", "q4_1r"]
     lines = [dialog.row_text(i) for i in range(len(dialog.rows))]
     assert "near-exact" in lines[0] and "approximate" in lines[1] and "exact" in lines[3]
     assert all(re.search(r"about \d+(\.\d)? [KM]B on disk", line) for line in lines[:3]), lines
     assert "not prepared from a GGUF" in lines[3] and "q4_1 runs a GGUF's own blocks" in lines[3]
     assert not dialog.radios[3].isEnabled() and all(radio.isEnabled() for radio in dialog.radios[:3])
+    assert all(radio.isEnabled() for radio in dialog.radios[4:])  # llama.cpp's schemes need no GGUF
+    assert "activations quantized" in lines[1] and "re-quantizes weights that were 4-bit already" in lines[5]
     dialog.select("q4_1")
     assert not dialog.prepare_button.isEnabled()
     dialog.start()  # refused before any work: no thread, no folder
@@ -93,7 +95,7 @@ def test_preparing_int8_shows_progress_then_lists_it_with_its_check(qtbot, tiny_
     assert any(re.fullmatch(r"tiny-int8 · int8 · \d+(\.\d)? [KM]B", t) for t in texts), texts
     assert picker.currentText().startswith("tiny · fp32")  # the run's model is still the chosen one
     assert len(notices) == 1 and notices[0].startswith("Precision variant tiny-int8 · int8 · ")
-    assert "top-1 agrees on" in notices[0]
+    assert "teacher-forced over" in notices[0] and "same top" in notices[0]
     assert leftovers(tiny_cache) == ["tiny-int8"]
 
 
@@ -224,7 +226,7 @@ def test_the_chinese_dialog_is_translated(qtbot, tiny_cache, monkeypatch):
     finally:
         language.uninstall(app)
     kept = {"tiny", "fp16", "fp32", "int8", "int4", "q4_1", "float16", "float32", "ONNX", "Runtime", "GGUF", "KL",
-            "e", "MB", "KB"}
+            "e", "MB", "KB", "llama", "cpp", "Q8_0", "Q4_0", "Q4_1", "q8_0", "q4_0", "q4_1r"}
     for text in texts:
         assert re.search(r"[\u3400-\u9fff]", text), text
         words = re.findall(r"[A-Za-z][\w\-]*", text)

@@ -123,6 +123,69 @@ def test_nibble_packing_matches_gguf_dequantize():
     np.testing.assert_array_equal(packed[..., 0] >> 4, q[..., 1])
 
 
+@pytest.mark.parametrize("scheme", ["q8_0", "q4_0", "q4_1"])
+def test_block_quantizers_are_llama_cpps(scheme):
+    """Our Q8_0 / Q4_0 blocks dequantize to what gguf-py's port of ggml's reference quantizer gives, bit for bit
+    (ties and all-zero blocks included)."""
+    import gguf
+    from gguf.quants import dequantize
+
+    rng = np.random.default_rng(3)
+    weight = rng.normal(0, 0.1, (8, 128)).astype(np.float32)
+    weight[0, :32] = 0.0
+    weight[1, :32] = np.linspace(-1, 1, 32)
+    kind = getattr(gguf.GGMLQuantizationType, scheme.upper())
+    if scheme == "q8_0":
+        q, d = quantize.quantize_q8_0(weight)
+        mine = d[..., None] * q
+    elif scheme == "q4_0":
+        q, d = quantize.quantize_q4_0(weight)
+        mine = d[..., None] * (q.astype(np.float32) - 8)
+    else:
+        q, d, m = quantize.quantize_q4_1(weight)
+        mine = d[..., None] * q + m[..., None]
+    np.testing.assert_array_equal(mine.reshape(weight.shape), dequantize(gguf.quants.quantize(weight, kind), kind))
+
+
+@pytest.mark.parametrize("scheme", ["q8_0", "q4_0", "q4_1"])
+def test_block_rewrite_is_exact_against_its_dequantized_weights(tmp_path, scheme):
+    """MatMulNBits at accuracy level 0 over the blocks = the fp32 product of the dequantized weights; the lm_head
+    becomes Q8_0 values; and the product differs from the original weights' (something was quantized)."""
+    _, model, wq, embed = tiny_gguf_and_graph(tmp_path)
+    wq, embed = wq + np.float32(1e-3), embed + np.float32(1e-3)  # off the GGUF's grids
+    from onnx import numpy_helper
+
+    model.graph.initializer[0].CopyFrom(numpy_helper.from_array(wq.T.copy(), "wq"))
+    model.graph.initializer[1].CopyFrom(numpy_helper.from_array(embed.T.copy(), "lm_head"))
+    rewritten, report = quantize.to_blocks(model, scheme)
+    assert report[scheme] == (2 if scheme == "q8_0" else 1) and report["q8_0"] >= 1
+    ops = [n.op_type for n in rewritten.graph.node]
+    if scheme == "q8_0":  # int8 blocks dequantized by constant nodes ORT folds at load, into the fp32 MatMul
+        assert ops == ["Cast", "Mul", "Reshape", "Transpose", "MatMul", "MatMul"]
+        assert rewritten.graph.initializer[-3].data_type == 3  # int8 on disk
+    else:
+        assert ops[0] == "MatMulNBits" and ops[-1] == "MatMul" and ops.count("MatMul") == 1 + (scheme == "q4_1")
+    if scheme == "q8_0":
+        q, d = quantize.quantize_q8_0(wq)
+        wq_blocks = (d[..., None] * q).reshape(wq.shape)
+    elif scheme == "q4_1":
+        q, d, m = quantize.quantize_q4_1(wq)
+        wq_blocks = (d[..., None] * q + m[..., None]).reshape(wq.shape)
+    else:
+        q, d = quantize.quantize_q4_0(wq)
+        wq_blocks = (d[..., None] * (q.astype(np.float32) - 8)).reshape(wq.shape)
+    q, d = quantize.quantize_q8_0(embed)
+    embed_blocks = (d[..., None] * q).reshape(embed.shape)
+    x = np.random.default_rng(4).normal(0, 1, (2, 3, K)).astype(np.float32)
+    reference = (x.astype(np.float64) @ wq_blocks.T.astype(np.float64)) @ embed_blocks.T.astype(np.float64)
+    out = run(rewritten, x)
+    scale = max(1.0, np.max(np.abs(reference)))
+    assert np.max(np.abs(out - reference)) < 1e-5 * scale
+    original = (x.astype(np.float64) @ wq.T) @ embed.T
+    assert np.max(np.abs(out - original)) > 1e-4 * scale
+    assert report["max_abs_weight_change"] > 0
+
+
 @pytest.fixture
 def tiny_cache(tmp_path, monkeypatch, tiny_model_dir):
     from models import prepare
@@ -132,7 +195,7 @@ def tiny_cache(tmp_path, monkeypatch, tiny_model_dir):
     return tmp_path / "cache" / "models"
 
 
-@pytest.mark.parametrize("variant", ["fp16", "int8", "int4"])
+@pytest.mark.parametrize("variant", ["fp16", "int8", "int4", "q8_0", "q4_0", "q4_1r"])
 def test_variant_of_the_tiny_model(tiny_cache, variant):
     from models.catalog import manifest_is_valid, read_manifest
     from models.variants import precision_of, prepare_variant
@@ -154,8 +217,11 @@ def test_variant_of_the_tiny_model(tiny_cache, variant):
     if variant == "fp16":  # float16 rounding of weights: a tiny, non-zero change
         assert 0 < record["kl_max"] < 1e-3
     ops = (folder / "model.onnx").read_bytes()
-    marker = {"fp16": b"Cast", "int8": b"DynamicQuantizeLinear", "int4": b"MatMulNBits"}[variant]
+    marker = {"fp16": b"Cast", "int8": b"DynamicQuantizeLinear", "q8_0": b"_q8_0_cast"}.get(variant, b"MatMulNBits")
     assert marker in ops
+    board = record["teacher_forced"]  # the fixed text set, read teacher-forced by both models
+    assert board["positions"] > 1000 and set(board["by_language"]) == {"en", "zh"}
+    assert 0 <= board["mean_kl"] <= board["p99_kl"] <= board["max_kl"] and 0 < board["same_top"] <= 1
 
 
 def test_a_cancelled_variant_leaves_nothing(tiny_cache):
@@ -212,7 +278,7 @@ def test_models_command_lists_precision(tiny_cache, capsys):
     assert records["tiny-fp16"]["size_bytes"] > 0
     models_command.run(argparse.Namespace(json=False))
     table = capsys.readouterr().out
-    assert "PRECISION" in table and "fp16 (KL" in table
+    assert "PRECISION" in table and "fp16 (KL" in table and "same top" in table
 
 
 @pytest.mark.slow

@@ -2237,6 +2237,25 @@ Read them with torch's weights_only loader (tensors only, no code) and go on?</s
         </message>
     </context>
     <context>
+        <name>model_compare_rows</name>
+        <message>
+            <source>no per-layer states (the graph's layers are not named as optimum's export names them)</source>
+            <translation>没有逐层状态（计算图的层不是按 optimum 导出的方式命名的）</translation>
+        </message>
+        <message>
+            <source>hidden state vs A, by layer: relative error {first:.2g} % at layer 1 → {last:.2g} % at layer {count} · lowest cosine {cosine:.6f} (layer {worst})</source>
+            <translation>隐藏状态与 A 逐层对比：相对误差第 1 层 {first:.2g} % → 第 {count} 层 {last:.2g} % · 最低余弦 {cosine:.6f}（第 {worst} 层）</translation>
+        </message>
+        <message>
+            <source>no top-1 flip in {count} steps (A's median top-two margin {median:.2f})</source>
+            <translation>{count} 步中没有第一名翻转（A 前两名差距的中位数 {median:.2f}）</translation>
+        </message>
+        <message>
+            <source>{flips} top-1 flips in {count} steps, where A's top two were {at} apart (the median margin over all steps: {median:.2f})</source>
+            <translation>{count} 步中有 {flips} 次第一名翻转，翻转处 A 的前两名相差 {at}（所有步差距的中位数：{median:.2f}）</translation>
+        </message>
+    </context>
+    <context>
         <name>model_compare_view</name>
         <message>
             <source>“{lane}”: {a} → {b}, teacher-forced on the lane's {count} tokens</source>
@@ -2289,6 +2308,14 @@ Read them with torch's weights_only loader (tensors only, no code) and go on?</s
         <message>
             <source>probability</source>
             <translation>概率</translation>
+        </message>
+        <message>
+            <source>‖h_B − h_A‖ / ‖h_A‖, %</source>
+            <translation>‖h_B − h_A‖ / ‖h_A‖，%</translation>
+        </message>
+        <message>
+            <source>layer</source>
+            <translation>层</translation>
         </message>
         <message>
             <source>&lt;span style="color:{KL}"&gt;■&lt;/span&gt;&amp;nbsp;KL(A‖B) at the step &amp;nbsp; &lt;span style="color:{FLIP}"&gt;■&lt;/span&gt;&amp;nbsp;↯ top-1 flips (A's → B's) &amp;nbsp; &lt;span style="color:{CHOSEN}"&gt;■&lt;/span&gt;&amp;nbsp;the lane's token &amp;nbsp; &lt;span style="color:{OTHER}"&gt;■&lt;/span&gt;&amp;nbsp;the other model's top-1 at a flip</source>
@@ -3619,8 +3646,8 @@ Source: {source}, {size} to download</source>
             <translation>量化噪声翻转近乎平局的选择</translation>
         </message>
         <message>
-            <source>Both lanes decode greedily; the second one on the int4 weights. Quantization shifts every logit a little — the bars are the KL between the two models along the first lane's text. The texts part where the first lane's top two candidates are nearly tied (the Step tab shows them there): a shift smaller than that margin changes nothing, one larger swaps the winner, and the rest of the text follows the new branch.</source>
-            <translation>两条通道都用贪心解码，第二条用 int4 权重。量化让每个 logit 都偏移一点——柱形是两个模型沿第一条通道文本的逐步 KL。两段文本在第一条通道前两名候选几乎打平的地方分岔（“步骤”标签页显示那一步的它们）：偏移小于这个差距时什么都不变，大于它就换了赢家，之后的文本沿着新分支走下去。</translation>
+            <source>Both lanes decode greedily; the second one on Q8_0 weights (llama.cpp's 8-bit blocks). Quantization shifts every logit a little — the bars are the KL between the two models along the first lane's text. The summary counts the top-1 flips against the first lane's top-two margin: they happen only where its top two candidates are nearly tied (the Step tab shows them there); a shift smaller than the margin changes nothing, one larger swaps the winner, and the rest of the text follows the new branch.</source>
+            <translation>两条车道都用贪心解码；第二条使用 Q8_0 权重（llama.cpp 的 8 位分块）。量化会让每个 logit 稍有偏移——柱状图是两个模型沿第一条车道文本的 KL。摘要把第一名翻转与第一条车道前两名的差距对照计数：翻转只发生在前两个候选几乎打平的地方（“步骤”标签页显示它们）；小于差距的偏移不改变任何东西，大于差距的偏移会换掉胜者，之后的文本沿新的分支继续。</translation>
         </message>
     </context>
     <context>
@@ -3704,8 +3731,8 @@ Source: {source}, {size} to download</source>
             <translation>权重以 float16 存储、以 float32 计算：几乎精确（与 fp32 的 KL 约 1e-6）</translation>
         </message>
         <message>
-            <source>8-bit weights, ONNX Runtime's dynamic quantization: approximate</source>
-            <translation>8 位权重，ONNX Runtime 动态量化：近似</translation>
+            <source>8-bit weights, ONNX Runtime's dynamic quantization (activations quantized per call): approximate</source>
+            <translation>8 位权重，ONNX Runtime 的动态量化（每次调用都量化激活值）：近似</translation>
         </message>
         <message>
             <source>4-bit weights re-quantized by ONNX Runtime in blocks of 32: the smallest, approximate</source>
@@ -3716,8 +3743,20 @@ Source: {source}, {size} to download</source>
             <translation>直接运行 GGUF 自带的 4 位块：精确（与 fp32 的分布相同）</translation>
         </message>
         <message>
+            <source>llama.cpp's Q8_0: 8-bit blocks of 32, weight-only (activations fp32): close to fp32</source>
+            <translation>llama.cpp 的 Q8_0：每 32 个一块的 8 位权重，仅量化权重（激活值为 fp32）：接近 fp32</translation>
+        </message>
+        <message>
+            <source>llama.cpp's Q4_0 with an 8-bit head: re-quantizes weights that were 4-bit already (the GGUF's Q4_1), approximate</source>
+            <translation>llama.cpp 的 Q4_0，输出层为 8 位：把本来已是 4 位的权重（GGUF 的 Q4_1）再量化一次，近似</translation>
+        </message>
+        <message>
+            <source>llama.cpp's Q4_1 quantizer with an 8-bit head: re-quantizes weights that were 4-bit already (mostly onto their own grid)</source>
+            <translation>llama.cpp 的 Q4_1 量化器，输出层为 8 位：把本来已是 4 位的权重再量化一次（大多落回原来的网格）</translation>
+        </message>
+        <message>
             <source>{size} inspection</source>
-            <translation>{size} 检查模型</translation>
+            <translation type="unfinished" />
         </message>
         <message>
             <source>{name} is not a complete prepared model (no valid manifest.json): variants are made from a model prepared into the cache.</source>
@@ -3738,6 +3777,10 @@ Source: {source}, {size} to download</source>
         <message>
             <source>Not for {name}: its GGUF is missing from its folder (prepare the model again).</source>
             <translation>不适用于 {name}：其文件夹中缺少 GGUF（请重新准备该模型）。</translation>
+        </message>
+        <message>
+            <source>greedy: the first {same} of {count} tokens as fp32's · teacher-forced over {positions} tokens: KL vs fp32 {mean:.2g} (99th percentile {p99:.2g}) · same top {top:.1f} %</source>
+            <translation>贪心：前 {same}/{count} 个词元与 fp32 相同 · 在 {positions} 个词元上教师强制：与 fp32 的 KL {mean:.2g}（第 99 百分位 {p99:.2g}）· 第一名相同 {top:.1f} %</translation>
         </message>
         <message>
             <source>greedy: the first {same} of {count} tokens as fp32's · top-1 agrees on {agree} of {prompts} prompts · KL vs fp32 {mean:.2g} (max {max:.2g})</source>

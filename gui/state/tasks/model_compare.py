@@ -36,8 +36,6 @@ class ModelCompareTask(Task):
 
     def work(self, emit: Emit, cancelled: Cancelled) -> ModelComparison | None:
         """A ModelComparison; None when stopped."""
-        from runtime.sequence_logits import SequenceScorer
-
         holder, other, trace = self.holder, self.other, self.trace
         sides = (side_of(holder.path), side_of(other))
 
@@ -47,13 +45,14 @@ class ModelCompareTask(Task):
             emit(StatusMessage(translate("jobs", "comparing models ({done}/4): {stage}…").format(done=index + 1,
                                                                                              stage=words)))
 
-        logits = compared_rows(*(lambda p=p: SequenceScorer(p, holder.device) for p in (holder.path, other)),
-                               trace.prompt.ids, self.token_ids, cancelled, stage)
+        layers: list = []
+        logits = compared_rows(*(lambda p=p: scorer_with_layers(p, holder.device) for p in (holder.path, other)),
+                               trace.prompt.ids, self.token_ids, cancelled, stage, layers)
         greedy = None if logits is None else _greedy_pair(holder, other, trace, cancelled, stage)
         if greedy is None:
             return None
         return comparison_of(self.lane_key, self.lane_name, sides, logits, self.token_ids, holder.tokenizer().piece,
-                             greedy)
+                             greedy, layers)
 
     def finished(self, state: RunState, result: ModelComparison | None) -> None:
         if result is None:
@@ -63,6 +62,17 @@ class ModelCompareTask(Task):
         state.set_status(translate("controller", "compared “{lane}” with {model}: see the Model comparison tab")
                          .format(lane=result.lane_name, model=result.other.name))
 
+
+
+def scorer_with_layers(path: Path, device: str):
+    """A SequenceScorer that also returns each layer's output (for the per-layer chart), or without them when
+    the model's graph does not name its layers as optimum's export does."""
+    from runtime.sequence_logits import SequenceScorer
+
+    try:
+        return SequenceScorer(path, device, layers=True)
+    except ValueError:
+        return SequenceScorer(path, device)
 
 
 def prepare(desk: Desk, index: int, other: str | Path) -> ModelCompareTask | None:
