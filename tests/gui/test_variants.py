@@ -52,7 +52,8 @@ def test_the_picker_lists_precision_and_size_and_the_three_commands(qtbot, tiny_
     picker = open_picker(qtbot, tiny_cache)
     texts = [picker.itemText(i) for i in range(picker.count())]
     assert re.fullmatch(r"tiny · fp32 · \d+(\.\d)? [KM]B", texts[0]), texts
-    offers = [text for text in texts[1:] if " · " in text and " from " in text]  # the catalog's models not prepared here
+    # the catalog's models not prepared here
+    offers = [text for text in texts[1:] if " · " in text and " from " in text]
     assert [text.split(" · ")[0] for text in offers][:2] == ["SmolLM2-135M-Instruct", "gemma-3-270m"], texts
     assert texts[1 + len(offers):] == ["Add model from Hugging Face…", "Add GGUF file…", "Add local folder…",
                                        "Add precision variant…", "Add a server…"]
