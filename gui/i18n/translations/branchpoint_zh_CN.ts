@@ -3756,7 +3756,7 @@ Source: {source}, {size} to download</source>
         </message>
         <message>
             <source>{size} inspection</source>
-            <translation type="unfinished" />
+            <translation>检查模型 {size}</translation>
         </message>
         <message>
             <source>{name} is not a complete prepared model (no valid manifest.json): variants are made from a model prepared into the cache.</source>
