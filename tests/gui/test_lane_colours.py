@@ -65,7 +65,8 @@ def _shows_each_lane_in_its_colour(qtbot, window, colours: dict[str, int]) -> No
         positional = QColor(lane_color_hex(index)).name()
         if positional != own:
             assert title.get(positional, 0) == 0, (lane.name, positional)
-        assert timeline.get(own, 0) >= 50, (lane.name, own)
+        # a 6-step curve (in strips from 5 lanes, thin): a few exact-colour pixels, the rest antialiased
+        assert timeline.get(own, 0) >= 8, (lane.name, own)
 
 
 def test_an_opened_run_shows_every_lane_in_the_colour_it_was_saved_with(qtbot, make_window, tiny_model_dir,
