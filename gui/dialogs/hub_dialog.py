@@ -143,8 +143,9 @@ class HubDialog(PreparationDialog):
         self.accept()
 
     @Slot(str, str)
-    def _on_failed(self, message: str, _details: str) -> None:
-        if message.startswith("PickledWeightsRefused") and not self.allow_pickled:
+    def _on_failed(self, message: str, details: str) -> None:
+        # the message is the error's words (the worker leaves a ValueError's class out): its kind is in the details
+        if "PickledWeightsRefused" in f"{message}\n{details}" and not self.allow_pickled:
             if self.ask_pickled(re.sub(r"^.*?stage 'download': ", "", message)):
                 self.allow_pickled = True
                 self.start()
