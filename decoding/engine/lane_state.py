@@ -393,6 +393,8 @@ class BeamLaneState(LaneState):
             masked[:, token] = logprobs[:, token]
             if not np.isfinite(masked[:, token]).any():  # banned by the processors on every beam: taken all the
                 masked[:, token] = raw_logprobs[:, token]  # same, as a single-row lane takes its forced token
+            if not np.isfinite(masked[:, token]).any():  # no probability even in the raw rows (a served lane's
+                masked[:, token] = 0.0  # top-N, a -inf logit): taken as certain, the raw record says it was not
             logprobs = masked
         return logprobs
 
