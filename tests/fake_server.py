@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -55,8 +56,14 @@ class FakeModelServer:
         return self
 
     def stop(self) -> None:
+        """Stop serving; the port stays bound (not listening) so that a connection is refused, as by a stopped
+        server, and no other test process's server takes the freed port meanwhile (tests run in parallel)."""
+        port = self._server.server_address[1]
         self._server.shutdown()
         self._server.server_close()
+        self._port_held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._port_held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._port_held.bind(("127.0.0.1", port))
 
     def log_softmax(self, history: list[int]) -> np.ndarray:
         logits = self.model.logits_for(history).astype(np.float64)

@@ -192,7 +192,7 @@ class Engine:
         ends the run as a failed prefill (trace.error)."""
         prefix = prefix or Prefix([])
         model = model or ModelInfo(name="unknown")
-        _check_run_inputs(prompt, specs, max_new_tokens, prefix)
+        check_run_inputs(prompt, specs, max_new_tokens, prefix)
         lane_models = self._lane_models(specs, model.name)
         if prefix.token_ids:
             _check_prefix_tokenizer(specs, model.name, lane_models, prefix.tokenizer)
@@ -301,7 +301,9 @@ def _check_branch_models(specs: Sequence[LaneSpec], run_model: str) -> None:
                           "made in the run (it continues the parent's rows)")
 
 
-def _check_run_inputs(prompt: PromptInfo, specs: Sequence[LaneSpec], max_new_tokens: int, prefix: Prefix) -> None:
+def check_run_inputs(prompt: PromptInfo, specs: Sequence[LaneSpec], max_new_tokens: int, prefix: Prefix) -> None:
+    """The checks of a run that need no model (ValueError naming what is wrong): a window command makes them
+    before it shows a lane, so a refused lane never appears."""
     if not prompt.ids:
         raise ValueError("invalid prompt: it encodes to no tokens (allowed: a non-empty prompt)")
     if not specs:

@@ -12,6 +12,8 @@ range ([0, 1], as transformers) and is left out.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -53,8 +55,16 @@ FOUR = [0.1, 0.2, 0.3, 0.4]
 # ------------------------------------------------------------------------------------------- temperature
 
 
+def powered(probs: list[float], exponent: float) -> list[float]:
+    """A temperature T on logits log(p) gives p^(1/T) renormalised: the expected values, written out."""
+    raised = [p**exponent for p in probs]
+    return [r / sum(raised) for r in raised]
+
+
 def test_temp():
-    check(kept_probs(apply(P.Temperature(1.0), FOUR)), FOUR)
+    check(kept_probs(apply(P.Temperature(1.0), FOUR)), FOUR)  # llama.cpp's case: the identity
+    check(kept_probs(apply(P.Temperature(0.5), FOUR)), [0.01 / 0.3, 0.04 / 0.3, 0.09 / 0.3, 0.16 / 0.3])
+    check(kept_probs(apply(P.Temperature(2.0), FOUR)), powered(FOUR, 0.5))
 
 
 def test_temp_ext():
@@ -63,6 +73,19 @@ def test_temp_ext():
     # llama.cpp's temperature 0 (greedy) is outside Branchpoint's temperature range; its dynamic temperature
     # reaches T <= 0 only with temperature <= dynatemp_range: the best candidate alone is left
     check(kept_probs(apply(L.DynamicTemperature(0.5, 0.5, exponent=1e6), [0.97, 0.01, 0.01, 0.01])), [1.0])
+
+
+@pytest.mark.parametrize("probs, exponent", [([0.97, 0.01, 0.01, 0.01], 1.0), (FOUR, 1.0), (FOUR, 2.0),
+                                             ([0.5, 0.25, 0.125, 0.125], 0.5)])
+def test_temp_ext_on_a_peaked_row_follows_the_entropy(probs, exponent):
+    """T = (t - r) + 2r * (H / ln N)^exponent (llama.cpp's temp_ext, min_temp + (max_temp - min_temp) * ...),
+    H the entropy of the row in nats, computed here with the math module."""
+    t, r = 1.0, 0.5
+    entropy = -sum(p * math.log(p) for p in probs)
+    temperature = (t - r) + 2 * r * (entropy / math.log(len(probs))) ** exponent
+    got = kept_probs(apply(L.DynamicTemperature(t, r, exponent=exponent), probs))
+    check(got, powered(probs, 1.0 / temperature))
+    assert temperature < t + r  # a peaked row is cooled below the range's top
 
 
 # ------------------------------------------------------------------------------------------- truncations

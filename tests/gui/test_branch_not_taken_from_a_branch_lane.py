@@ -5,6 +5,8 @@ that fails all the same adds no lane and says why in words, never an exception's
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from decoding.analysis.critical import runner_up
 from gui.state.tasks.branch import BranchTask
 from tests.gui_helpers import run_and_wait, wait_idle
@@ -60,3 +62,34 @@ def test_a_replay_that_fails_adds_no_lane_and_says_why_in_words(qtbot, window, m
         assert len(window.text.columns) == len(names) and window.lanes.table.rowCount() == len(names)
         text = window.error_banner.text()
         assert "invalid something=3: allowed 4..5" in text and "ValueError" not in text, text
+
+
+def test_a_replay_the_engine_would_refuse_is_refused_before_any_lane_appears(qtbot, window, monkeypatch):
+    """The lane's limit lowered after the run (to 3 tokens): its replay at a later step cannot run. The window
+    says why and never shows the lane, not even for a moment."""
+    index = branch_lane(qtbot, window)
+    step = replayable_step(window, index)
+    lane = window.state.lanes[index]
+    lane.spec = replace(lane.spec, max_new_tokens=3)
+    inserted = []
+    monkeypatch.setattr(type(window.state), "insert_lane", lambda *args, **kwargs: inserted.append(args))
+    names = [lane.name for lane in window.state.lanes]
+    window.text.request_replay(index, step)
+    wait_idle(qtbot, window)
+    assert inserted == [] and window.state.job is None
+    assert [lane.name for lane in window.state.lanes] == names and len(window.text.columns) == len(names)
+    text = window.state.notice.text
+    assert "max_new_tokens=3" in text and "ValueError" not in text, text
+
+
+def test_a_branch_the_engine_would_refuse_is_refused_before_any_lane_appears(qtbot, window, monkeypatch):
+    run_and_wait(qtbot, window, max_new_tokens=16)
+    lane = window.state.lanes[0]
+    lane.spec = replace(lane.spec, max_new_tokens=3)  # the branch lane takes the parent's strategy
+    window.state.request = replace(window.state.request, branch_strategy="")
+    inserted = []
+    monkeypatch.setattr(type(window.state), "insert_lane", lambda *args, **kwargs: inserted.append(args))
+    window.text.request_branch(0, 8, lane.trace.steps[8].top[1].id)
+    wait_idle(qtbot, window)
+    assert inserted == [] and window.state.job is None
+    assert "max_new_tokens=3" in window.state.notice.text, window.state.notice.text

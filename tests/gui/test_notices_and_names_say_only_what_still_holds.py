@@ -106,16 +106,19 @@ def test_the_tours_replay_leaves_the_users_seed_alone(qtbot, window):
 
 
 def test_the_model_picker_gives_the_inspection_models_size_apart(tiny_model_dir, tmp_path):
-    folder = tmp_path / tiny_model_dir.name
-    folder.symlink_to(tiny_model_dir, target_is_directory=True)
-    alone = model_line(model_info(folder))
-    copy = tmp_path / "copy"
-    copy.mkdir()
-    for item in tiny_model_dir.iterdir():
-        if item.is_file():
-            (copy / item.name).symlink_to(item)
+    def files_of_the_model(name):  # the shared fixture may already hold an inspection graph from an earlier test
+        folder = tmp_path / name
+        folder.mkdir()
+        for item in tiny_model_dir.iterdir():
+            if item.is_file():
+                (folder / item.name).symlink_to(item)
+        return folder
+
+    alone = model_line(model_info(files_of_the_model("alone")))
+    copy = files_of_the_model("copy")
     (copy / "inspection").mkdir()
     (copy / "inspection" / "model.onnx").write_bytes(b"\0" * 2_000_000)
     line = model_line(model_info(copy))
     assert line.endswith(" + 2 MB inspection"), line
+    assert "inspection" not in alone, alone
     assert alone.rsplit(" · ", 1)[1] == human_size(model_info(copy).size_bytes - 2_000_000)

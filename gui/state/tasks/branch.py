@@ -12,7 +12,7 @@ from dataclasses import replace
 from decoding.analysis.branch_not_taken import not_taken_spec
 from decoding.analysis.critical import runner_up
 from decoding.chain.spec import PRESETS, Branch, LaneSpec, unique_name
-from decoding.engine.engine import replay_prefix
+from decoding.engine.engine import branch_prefix, check_run_inputs, replay_prefix
 from decoding.records.trace import RunTrace
 from gui.i18n import translate
 from gui.state.model_holder import ModelHolder
@@ -91,6 +91,14 @@ def prepare(desk: Desk, index: int, step: int, token_id: int) -> BranchTask | No
                                                   "strategy's model to it.").format(
                               name=parent.name, model=parent.trace.model.name), level="info")
         return None
+    try:
+        trace = state.trace
+        run_spec = replace(spec, branch=None, forced={step: token_id})
+        prefix = branch_prefix(trace, parent.name, step)
+        check_run_inputs(trace.prompt, [run_spec], trace.settings.max_new_tokens, prefix)
+    except (KeyError, ValueError) as error:  # checked before the lane is shown: a refused branch adds nothing
+        state.show_notice(translate("controller", "Cannot branch here: {error}.").format(error=error))
+        return None
     pin_parent_seed(state, index)
     position = index + 1
     while position < len(state.lanes) and _branches_from(state.lanes[position], parent.name):
@@ -120,14 +128,16 @@ def prepare_not_taken(desk: Desk, index: int, step: int) -> BranchTask | None:
                                                   "of it.").format(name=lane.name), level="info")
         return None
     try:
-        pin_parent_seed(state, index)
         # the replay continues this lane's own tokens: a branch lane's branch marker is not the replay's
         name = translate("controller", "{lane} ↳{step} runner-up").format(lane=lane.name, step=step)
         spec = not_taken_spec(replace(_ran_spec(lane), branch=None), step, runner_up_token,
                               unique_name(name, state.names()))
-    except ValueError as error:
+        trace = state.shown_trace()
+        check_run_inputs(trace.prompt, [spec], trace.settings.max_new_tokens, replay_prefix(trace, spec))
+    except (KeyError, ValueError) as error:  # checked before the lane is shown: a refused replay adds nothing
         state.show_notice(translate("controller", "Cannot replay the branch not taken: {error}.").format(error=error))
         return None
+    pin_parent_seed(state, index)
     new = state.insert_lane(index + 1, spec, branch_prompt=prompt_key(state.trace), named_by_user=True)
     desk.branch_keys.append(new.key)
     return BranchTask(desk.holder, state.shown_trace(), new.key, spec)
