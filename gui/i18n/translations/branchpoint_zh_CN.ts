@@ -1240,6 +1240,10 @@ score {score} · parent slot {parent}</source>
             <translation>“{name}”运行在另一种分词器的模型上：从它分支会在它的模型（{model}）上继续它的词元；请把分支策略的模型设为该模型。</translation>
         </message>
         <message>
+            <source>Cannot branch here: {error}.</source>
+            <translation>无法在此分支：{error}。</translation>
+        </message>
+        <message>
             <source>Replaying the branch not taken needs a finished run and a model.</source>
             <translation>重放未走的分支需要一次已完成的运行和一个模型。</translation>
         </message>
