@@ -327,17 +327,43 @@ def test_the_attention_controls_fit_the_step_panels_default_width(qtbot, english
         assert widget.width() >= widget.sizeHint().width(), widget
 
 
+@pytest.mark.parametrize("sample", ["english", "chinese"])
+def test_at_the_default_size_the_heatmap_its_heads_and_its_labels_all_show(qtbot, sample, request):
+    """The step panel at 1280×800 is about 385 × 420 px (issue 33, item 6): the heatmap was under 100 px high,
+    the picked cell's per-head bars were pushed past the panel's edge by a title, and a bold (picked) token's
+    label was drawn over its neighbour's."""
+    state = request.getfixturevalue(sample)
+    prompt = samples.ENGLISH if sample == "english" else samples.CHINESE
+    view = shown(qtbot, AttentionView(state), width=385, height=420)
+    state.select(0, 0)
+    view.set_token(prompt["contrast"])
+    view.pick(1, prompt["concessive"])
+    qtbot.wait(50)
+    box = view._plot.vb.sceneBoundingRect()
+    assert box.height() >= 150 and box.width() >= 150, box
+    canvas = view._canvas.viewport().rect()
+    heads = view._head_plot.vb.sceneBoundingRect()
+    assert view._canvas.mapFromScene(heads).boundingRect().right() <= canvas.right(), (heads, canvas)
+    assert heads.width() >= 40 and len(view.head_bars()) == state.explanation(0).attention.shape[1]
+    axis = view._axis
+    drawn, every = axis.drawn_columns(), axis.shown_every()
+    assert set(axis.highlight) <= set(drawn)
+    plain = [c for c in drawn if c not in axis.highlight]
+    for column in plain:  # a plain label keeps its distance from every other drawn label
+        assert all(abs(column - other) >= every for other in drawn if other != column), (column, drawn, every)
+
+
 def test_the_heatmap_keeps_a_readable_size_in_the_step_panel(qtbot, english):
-    # at 1280×800 the step panel is about 340 × 390 px: the controls, legend and a five-line readout left the
+    # at 1280×800 the step panel is about 385 × 420 px: the controls, legend and a five-line readout left the
     # heatmap a strip a few dozen pixels high
-    view = shown(qtbot, AttentionView(english), width=340, height=390)
+    view = shown(qtbot, AttentionView(english), width=385, height=420)
     english.select(0, 0)
     view.set_token(samples.ENGLISH["contrast"])
     qtbot.wait(50)
     box = view._plot.vb.sceneBoundingRect()
-    assert box.height() >= 90 and box.width() >= 180, box  # was 23 px high
+    assert box.height() >= 150 and box.width() >= 150, box  # was 23 px high, then 90
     assert not view.strip_shown()  # the picked row's bars again: left out where they squeezed the heatmap
     assert view._readout.text()  # the readout is there, scrolling past its lines
-    view.resize(340, 800)  # a taller panel: room for the bars too
+    view.resize(385, 800)  # a taller panel: room for the bars too
     qtbot.waitUntil(view.strip_shown, timeout=2000)
     assert view._plot.vb.sceneBoundingRect().height() > box.height()

@@ -19,6 +19,7 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPointF, Qt, Signal
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from decoding.records.explain import ExplainResult
@@ -52,12 +53,14 @@ MODES = {LOOKS_AT: QT_TRANSLATE_NOOP("attention_view", "where it looks"),
 _COLOURS = ["#ffffff", "#deebf7", "#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#08519c", "#08306b"]
 COLOUR_MAP = pg.ColorMap(np.linspace(0.0, 1.0, len(_COLOURS)), [pg.mkColor(c) for c in _COLOURS])
 PICKED_COLOUR = "#E69F00"
-COLOUR_BAR_PX = 64
+COLOUR_BAR_PX = 52
+HEAD_PLOT_PX = 84  # the picked cell's heads keep this width (by stretch alone they got under 20 px at 1280×800;
+# a title above them widened the plot past the panel's edge: the layer is named below them instead)
 STRIP_FROM_PX = 300  # a canvas shorter than this leaves out the bars above the heatmap (its picked row again):
 # in the step panel at 1280×800 they and their title took twice the heatmap's height
 LEGEND_LINES = 3  # the legend scrolls past this (with the start token's note it took six lines)
-READOUT_LINES = 3  # the readout scrolls past this: in a short panel the heatmap keeps its height (five left it
-# a few dozen pixels at 1280×800)
+READOUT_LINES = 2  # the readout scrolls past this: in a short panel the heatmap keeps its height (five left it
+# a few dozen pixels at 1280×800, three under 100 px)
 
 
 class AttentionView(QWidget):
@@ -258,8 +261,8 @@ class AttentionView(QWidget):
         self._head_plot = self._canvas.addPlot(row=1, col=1)
         self._strip_plot.setXLink(self._plot)
         layout = self._canvas.ci.layout
-        layout.setColumnStretchFactor(0, 6)
-        layout.setColumnStretchFactor(1, 1)
+        layout.setColumnStretchFactor(0, 1)
+        layout.setColumnStretchFactor(1, 0)
         layout.setRowStretchFactor(0, 1)
         layout.setRowStretchFactor(1, 4)
         for plot in (self._strip_plot, self._plot, self._head_plot):
@@ -288,7 +291,8 @@ class AttentionView(QWidget):
         self._cursor.setZValue(10)
         self._plot.addItem(self._cursor)
         self._head_plot.setLabel("bottom", translate("attention_view", "head"))
-        self._head_plot.getAxis("left").setWidth(34)
+        self._head_plot.getAxis("left").setWidth(28)
+        self._head_plot.setFixedWidth(HEAD_PLOT_PX)
         self._bars = pg.BarGraphItem(x=[], height=[], width=0.7)
         self._head_plot.addItem(self._bars)
         self._canvas.scene().sigMouseClicked.connect(self._on_click)
@@ -312,8 +316,11 @@ class AttentionView(QWidget):
     def _fit_strip(self, canvas_height: int) -> None:
         """The bars above the heatmap only where the canvas has room for both."""
         room = canvas_height >= STRIP_FROM_PX
+        changed = room != self._strip_plot.isVisible()
         self._strip_plot.setVisible(room)
         self._strip_plot.setMaximumHeight(16_777_215 if room else 0)
+        if changed and self._picked is not None:
+            self._draw_strip(*self._picked)  # its title: only where it fits
 
     def strip_shown(self) -> bool:
         return self._strip_plot.isVisible()
@@ -485,7 +492,7 @@ class AttentionView(QWidget):
             self._bars.setOpts(x=[], height=[])
             self._strip.setOpts(x0=[], height=[])
             self._cursor.setData([], [])
-            self._head_plot.setTitle(None)
+            self._head_plot.setLabel("bottom", translate("attention_view", "head"))
             self._strip_plot.setTitle(None)
         else:
             layer, column = self._picked
@@ -499,8 +506,8 @@ class AttentionView(QWidget):
             self._bars.setOpts(x=list(range(len(weights))), height=weights, width=0.7, brushes=brushes)
             self._head_plot.setYRange(0, max(max(weights), 1e-6) * 1.1, padding=0)
             self._head_plot.setXRange(-0.6, len(weights) - 0.4, padding=0)
-            self._head_plot.setTitle(translate("attention_view", "layer {layer}, each head").format(layer=layer),
-                                     size="8.5pt")
+            self._head_plot.setLabel("bottom", translate("attention_view", "heads of layer {layer}").format(
+                layer=layer))
             self._cursor.setData([column + 0.5], [layer + 0.5])
             lines.append(self._pair_line(query, key, layer))
         self._readout.setText("<br>".join(lines))
@@ -512,8 +519,13 @@ class AttentionView(QWidget):
         self._strip.setOpts(x0=np.arange(row.size) + 0.1, height=row, width=0.8, brushes=brushes,
                             pens=[None] * row.size)
         self._strip_plot.setYRange(0, max(float(row.max()), 1e-6) * 1.1, padding=0)
-        title = translate("attention_view", "layer {layer}, {heads}: the heatmap's row")
-        self._strip_plot.setTitle(title.format(layer=layer, heads=self._heads_words()), size="8.5pt")
+        title = translate("attention_view", "layer {layer}, {heads}: the heatmap's row").format(
+            layer=layer, heads=self._heads_words())
+        # a title sets its plot's least width, and the strip shares the heatmap's column: one wider than the
+        # canvas (or a hidden strip's) pushed the heads' bars past the panel's edge
+        fits = self.strip_shown() and QFontMetrics(style.ui_font(8.5)).horizontalAdvance(title) < (
+            self._canvas.width() - HEAD_PLOT_PX - COLOUR_BAR_PX)
+        self._strip_plot.setTitle(title if fits else None, size="8.5pt")
 
     def _top_line(self) -> str:
         found = top_attended(self._result, self._grid, self._token, self._mode)

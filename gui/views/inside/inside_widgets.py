@@ -16,8 +16,8 @@ from gui.state.run_state import RunState
 from gui.views import style
 
 LABEL_CHARS = 12  # longer token labels are cut (their whole text is in the readouts)
-LABEL_PX = 76  # the most a turned label takes below the heatmap (longer ones are elided): 110 left a short
-# panel's heatmap a few dozen pixels high
+LABEL_PX = 54  # the most a turned label takes below the heatmap (longer ones are elided): 110, then 76, left the
+# step panel's heatmap under 100 px high at 1280×800
 
 
 class TokenAxis(pg.AxisItem):
@@ -66,9 +66,8 @@ class TokenAxis(pg.AxisItem):
         metrics = QFontMetricsF(bold)
         # an upright label keeps to the room between two drawn labels (wider: turned, as the others)
         room = abs(view.mapViewToScene(QPointF(every, 0)).x() - view.mapViewToScene(QPointF(0, 0)).x()) - 2
-        for index, label in enumerate(self.labels):
-            if index % every and index not in self.highlight:
-                continue
+        for index in self.drawn_columns():
+            label = self.labels[index]
             x = self.mapFromScene(view.mapViewToScene(QPointF(index + 0.5, 0))).x()
             if not 0 <= x <= self.width():
                 continue
@@ -83,6 +82,14 @@ class TokenAxis(pg.AxisItem):
                 p.drawText(QRectF(-length, -line / 2, length, line),
                            int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter), text)
             p.restore()
+
+
+    def drawn_columns(self) -> list[int]:
+        """The columns whose labels are drawn: every n-th, and the highlighted ones (bold), without the n-th ones
+        closer to a highlighted label than n columns (they overlapped it)."""
+        every = self.shown_every()
+        return [index for index in range(len(self.labels)) if index in self.highlight or (
+            index % every == 0 and not any(0 < abs(index - other) < every for other in self.highlight))]
 
 
 class InsideHeader(QWidget):
