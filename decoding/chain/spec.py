@@ -592,17 +592,18 @@ def _derived_seed(base_seed: int | None, name: str) -> int:
 
 
 def unique_name(wanted: str, taken: set[str]) -> str:
-    """`wanted`, or `wanted #2`, `#3`... if a lane already has that name."""
+    """`wanted`, or `wanted (2)`, `(3)`... if a lane already has that name ("#k" names a fan-out's members: a
+    second "top-k 50" named "top-k 50 #2" met the first one's member #2 when that one fanned out)."""
     if wanted not in taken:
         return wanted
     number = 2
-    while f"{wanted} #{number}" in taken:
+    while f"{wanted} ({number})" in taken:
         number += 1
-    return f"{wanted} #{number}"
+    return f"{wanted} ({number})"
 
 
 def unique_names(specs: list[LaneSpec]) -> list[LaneSpec]:
-    """Lane names identify lanes (branch parents, analysis pairs): suffix duplicates with #2, #3..."""
+    """Lane names identify lanes (branch parents, analysis pairs): suffix duplicates with (2), (3)..."""
     taken: set[str] = set()
     out = []
     for spec in specs:

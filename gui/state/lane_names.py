@@ -4,6 +4,7 @@ values in it: what the lanes editor names a lane and what a branch lane that bec
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,7 @@ def auto_name(spec: LaneSpec) -> str:
 
 def follows_strategy(spec: LaneSpec) -> bool:
     """Whether a lane's name is its strategy's (possibly numbered): it then follows parameter edits."""
-    base = spec.name.rsplit(" #", 1)[0] if " #" in spec.name else spec.name
+    base = re.sub(r" \(\d+\)$", "", spec.name)  # unique_name numbers a repeated name "(2)", "(3)"...
     return base == auto_name(spec)
 
 

@@ -147,8 +147,8 @@ def test_seeds_derive_from_the_base_seed_and_the_lane_name_only():
     assert assign_seeds([lanes[0].with_changes(seed=7)], 42)[0].seed == 7
     assert [s.name for s in unique_names([LaneSpec("a"), LaneSpec("a"), LaneSpec("a")])] == [
         "a",
-        "a #2",
-        "a #3",
+        "a (2)",
+        "a (3)",
     ]
 
 

@@ -290,10 +290,10 @@ def test_numpy_scalars_become_plain_numbers():
 
 
 def test_unique_name_and_unique_names_agree():
-    assert unique_name("greedy", {"greedy", "greedy #2"}) == "greedy #3"
+    assert unique_name("greedy", {"greedy", "greedy (2)"}) == "greedy (3)"
     assert unique_name("new", {"greedy"}) == "new"
-    named = unique_names([LaneSpec("a"), LaneSpec("a #2"), LaneSpec("a")])
-    assert [s.name for s in named] == ["a", "a #2", "a #3"]  # never two lanes with one name
+    named = unique_names([LaneSpec("a"), LaneSpec("a (2)"), LaneSpec("a")])
+    assert [s.name for s in named] == ["a", "a (2)", "a (3)"]  # never two lanes with one name
 
 
 # ---------------------------------------------------------------------------------------------- the doc

@@ -189,7 +189,7 @@ def test_a_new_prompt_turns_branch_lanes_into_ordinary_lanes_and_says_which():
     controller.branch(0, 2, 7)
     controller.run(request("a different prompt"))
     assert model.notice is not None and model.notice.level == "info"
-    assert "“greedy ↳2” → “greedy #2” (the prompt changed)" in model.notice.text
+    assert "“greedy ↳2” → “greedy (2)” (the prompt changed)" in model.notice.text
     assert model.lanes[1].spec.branch is None and model.lanes[1].trace.branch is None
     assert all(len(lane.trace.steps) == 6 for lane in model.lanes)
 

@@ -41,6 +41,6 @@ def test_preset_menu_replaces_the_selected_lanes_parameters(qtbot):
     _pick(editor.preset_button, "Top-p 0.9")
     assert editor.specs()[-1].top_p == 0.9
     assert [lane.key for lane in editor.state.lanes] == keys  # replaced in place: no lane added or removed
-    assert editor.specs()[-1].name == "top-p 0.9 #2"  # its name followed the strategy (top-p 0.9 is taken)
+    assert editor.specs()[-1].name == "top-p 0.9 (2)"  # its name followed the strategy (top-p 0.9 is taken)
     # every parameter is the preset's: none of the old lane's is kept
-    assert editor.specs()[-1] == replace(preset_for_window(PRESETS["Top-p 0.9"]), name="top-p 0.9 #2")
+    assert editor.specs()[-1] == replace(preset_for_window(PRESETS["Top-p 0.9"]), name="top-p 0.9 (2)")

@@ -139,7 +139,7 @@ def test_display_and_describe():
 
 
 def test_small_labels():
-    assert unique_name("greedy", {"greedy", "greedy #2"}) == "greedy #3"
+    assert unique_name("greedy", {"greedy", "greedy (2)"}) == "greedy (3)"
     assert provider_label("CUDAExecutionProvider") == "CUDA"
     assert progress_text(12, 64, 100, 4.0) == ("step 12/64", "25.0 tok/s")
     assert stage_label("export", "export") == "export"
@@ -159,3 +159,11 @@ def test_byte_pieces_read_as_their_character_and_share_of_bytes():
     assert display_token("\\xe8\\xbf", 40) == "‹e8 bf› 2 of 3 bytes"  # never a raw \\xe8 on an axis
     html = alternatives_html(record(text="\\xe8\\xbf"), character=shares[1])
     assert "这 (bytes 1–2 of 3)" in html and "\\xe8" not in html
+
+
+def test_a_numbered_automatic_name_still_follows_its_strategy():
+    from decoding.chain.spec import LaneSpec
+    from gui.state.lane_names import follows_strategy
+
+    assert follows_strategy(LaneSpec("greedy")) and follows_strategy(LaneSpec("greedy (2)"))
+    assert not follows_strategy(LaneSpec("greedy #2")) and not follows_strategy(LaneSpec("my greedy (2)"))

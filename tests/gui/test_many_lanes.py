@@ -162,3 +162,19 @@ def test_the_timelines_controls_show_whole_in_the_charts_panel(qtbot, window):
     qtbot.wait(50)
     for combo in (window.timeline._combo, window.timeline._layout_combo):
         assert combo.width() >= combo.sizeHint().width(), combo.currentText()
+
+
+def test_a_preset_added_twice_then_fanned_out_runs_with_every_name_distinct(qtbot, window):
+    """Found by a walkthrough: a second "top-k 50" was named "top-k 50 #2", the name of the first one's fan-out
+    member #2, and the run was refused ("invalid lane names … allowed distinct names")."""
+    _add_lanes_until(qtbot, window, 8)  # the five presets, then three of them again
+    sampled = next(i for i, lane in enumerate(window.state.lanes) if lane.spec.do_sample)
+    again = [lane.name for lane in window.state.lanes if lane.name.startswith(window.state.lanes[sampled].name)]
+    assert len(again) == 2, again
+    window.state.set_fanout(sampled, 8)
+    run_and_wait(qtbot, window, max_new_tokens=4)
+    notice = window.state.notice
+    assert notice is None or notice.level != "error", notice.text
+    names = [trace.name for lane in window.state.lanes for trace in lane.traces()]
+    assert len(names) == len(set(names)) == 7 + 8
+    assert all(lane.trace.steps for lane in window.state.lanes)

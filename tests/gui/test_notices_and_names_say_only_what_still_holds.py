@@ -88,7 +88,7 @@ def test_a_detached_branch_is_named_by_its_strategy_and_the_editor_keeps_the_cho
     run_and_wait(qtbot, window, max_new_tokens=8)
     names = [lane.name for lane in window.state.lanes]
     assert not any("↳" in name for name in names), names
-    assert names[:3] == ["greedy", "greedy #2", "greedy #3"]
+    assert names[:3] == ["greedy", "greedy (2)", "greedy (3)"]
     assert "ordinary lanes" in notice(window) and "greedy ↳3" in notice(window)  # the notice says which they were
     assert [window.text.columns[i].title.text().count("↳") for i in range(3)] == [0, 0, 0]
     assert [editor.table.item(row, 0).text() for row in range(3)] == names[:3]

@@ -53,7 +53,7 @@ def test_branch_then_a_new_prompt_runs_cleanly_and_says_which_lanes_changed(qtbo
     run_and_wait(qtbot, window, max_new_tokens=10)
     banner = window.error_banner
     assert banner.isVisible() and "ValueError" not in banner.text()
-    assert "“greedy ↳4” → “greedy #2” (the prompt changed)" in banner.text()  # renamed by its strategy
+    assert "“greedy ↳4” → “greedy (2)” (the prompt changed)" in banner.text()  # renamed by its strategy
     assert all(text.strip() for text in window.text.column_texts())  # no blank column
     assert window.state.lanes[1].spec.branch is None and not any(s.forced for s in window.state.traces[1].steps)
     _views_agree(window)
