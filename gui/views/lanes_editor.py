@@ -326,7 +326,7 @@ class LanesEditor(QWidget):
             translate("lanes_editor", "Add lane"),
             translate("lanes_editor", "Add a new lane from a preset (Ctrl+L: greedy)"), self._on_add_preset, pair=True)
         self.preset_button = self._preset_menu_button(
-            translate("lanes_editor", "Replace with preset"),
+            translate("lanes_editor", "Use preset"),
             translate("lanes_editor", "Replace the selected lane's parameters by a preset's"), self._on_apply_preset)
         self.duplicate_button = self._tool(translate("lanes_editor", "Duplicate"),
                                            translate("lanes_editor", "Copy the selected lane"), self.duplicate_selected)

@@ -351,6 +351,12 @@ def test_at_the_default_size_the_heatmap_its_heads_and_its_labels_all_show(qtbot
     plain = [c for c in drawn if c not in axis.highlight]
     for column in plain:  # a plain label keeps its distance from every other drawn label
         assert all(abs(column - other) >= every for other in drawn if other != column), (column, drawn, every)
+    view.resize(900, 800)  # a wide, tall panel titles the strip above the heatmap; narrow again, it must let go
+    qtbot.waitUntil(view.strip_shown, timeout=2000)
+    view.resize(345, 420)
+    qtbot.waitUntil(lambda: not view.strip_shown(), timeout=2000)
+    qtbot.wait(50)
+    assert view._canvas.ci.geometry().width() <= view._canvas.viewport().width() + 1
 
 
 def test_the_heatmap_keeps_a_readable_size_in_the_step_panel(qtbot, english):

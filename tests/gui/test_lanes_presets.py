@@ -1,5 +1,5 @@
 """The lanes editor's preset menus: picking a preset adds a lane (Add lane) or replaces the selected one
-(Replace with preset)."""
+(Use preset)."""
 
 from __future__ import annotations
 

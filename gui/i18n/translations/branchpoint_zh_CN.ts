@@ -2051,7 +2051,7 @@ Read them with torch's weights_only loader (tensors only, no code) and go on?</s
             <translation>从预设添加新车道（Ctrl+L：贪心）</translation>
         </message>
         <message>
-            <source>Replace with preset</source>
+            <source>Use preset</source>
             <translation>用预设替换</translation>
         </message>
         <message>

@@ -493,7 +493,7 @@ class AttentionView(QWidget):
             self._strip.setOpts(x0=[], height=[])
             self._cursor.setData([], [])
             self._head_plot.setLabel("bottom", translate("attention_view", "head"))
-            self._strip_plot.setTitle(None)
+            self._set_strip_title(None)
         else:
             layer, column = self._picked
             self._draw_strip(layer, column)
@@ -525,7 +525,12 @@ class AttentionView(QWidget):
         # canvas (or a hidden strip's) pushed the heads' bars past the panel's edge
         fits = self.strip_shown() and QFontMetrics(style.ui_font(8.5)).horizontalAdvance(title) < (
             self._canvas.width() - HEAD_PLOT_PX - COLOUR_BAR_PX)
-        self._strip_plot.setTitle(title if fits else None, size="8.5pt")
+        self._set_strip_title(title if fits else None)
+
+    def _set_strip_title(self, title: str | None) -> None:
+        if title is None:  # pyqtgraph hides a title but keeps its text, and the least width that text needs
+            self._strip_plot.titleLabel.setText("")
+        self._strip_plot.setTitle(title, size="8.5pt")
 
     def _top_line(self) -> str:
         found = top_attended(self._result, self._grid, self._token, self._mode)
