@@ -791,8 +791,8 @@
             <translation>&lt;b&gt;‹起始›&lt;/b&gt;：模型的起始词元 {token}，像对话那样放在纯文本提示之前，由它而不是提示的第一个词承接注意力汇聚</translation>
         </message>
         <message>
-            <source>heads of layer {layer}</source>
-            <translation>第 {layer} 层的各头</translation>
+            <source>heads, L{layer}</source>
+            <translation>第{layer}层各头</translation>
         </message>
         <message>
             <source>layer {layer}, {heads}: the heatmap's row</source>

@@ -506,7 +506,7 @@ class AttentionView(QWidget):
             self._bars.setOpts(x=list(range(len(weights))), height=weights, width=0.7, brushes=brushes)
             self._head_plot.setYRange(0, max(max(weights), 1e-6) * 1.1, padding=0)
             self._head_plot.setXRange(-0.6, len(weights) - 0.4, padding=0)
-            self._head_plot.setLabel("bottom", translate("attention_view", "heads of layer {layer}").format(
+            self._head_plot.setLabel("bottom", translate("attention_view", "heads, L{layer}").format(
                 layer=layer))
             self._cursor.setData([column + 0.5], [layer + 0.5])
             lines.append(self._pair_line(query, key, layer))
