@@ -146,6 +146,11 @@ def swap_colour(colour: QColor) -> QColor:
     return swapped
 
 
+def swap_colour_map(colour_map: pg.ColorMap) -> pg.ColorMap:
+    positions, stops = colour_map.getStops(mode=pg.ColorMap.QCOLOR)
+    return pg.ColorMap(positions, [swap_colour(QColor(stop)) for stop in stops])
+
+
 def swap_pen(pen) -> QPen | None:
     if pen is None:
         return None
@@ -201,6 +206,10 @@ def recolour_item(item) -> None:
         item.setOpts(pen=swap_pen(opts.get("pen")), brush=swap_brush(opts.get("brush")),
                      pens=[swap_pen(p) for p in opts["pens"]] if opts.get("pens") is not None else None,
                      brushes=[swap_brush(b) for b in opts["brushes"]] if opts.get("brushes") is not None else None)
+    elif getattr(item, "follows_theme", False) and isinstance(item, (pg.ColorBarItem, pg.ImageItem)):
+        # a heatmap whose zero is the background (attention, logit lens): its scale turns with the palette
+        item.setColorMap(swap_colour_map(item.colorMap() if isinstance(item, pg.ColorBarItem)
+                                         else item.getColorMap()))
     elif isinstance(item, pg.InfiniteLine):
         item.setPen(swap_pen(item.pen))
         item.setHoverPen(swap_pen(item.hoverPen))

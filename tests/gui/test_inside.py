@@ -373,3 +373,38 @@ def test_the_heatmap_keeps_a_readable_size_in_the_step_panel(qtbot, english):
     view.resize(385, 800)  # a taller panel: room for the bars too
     qtbot.waitUntil(view.strip_shown, timeout=2000)
     assert view._plot.vb.sceneBoundingRect().height() > box.height()
+
+
+def test_in_the_dark_palette_the_heatmaps_zero_is_the_dark_background(qtbot, english):
+    """The walkthrough in dark: the attention heatmap and the logit lens stayed white boxes (their scales start at
+    white, the light background). In dark their zero is the dark background and a strong weight is light."""
+    from gui.shell.theme import app_theme
+
+    attention = shown(qtbot, AttentionView(english), width=700, height=600)
+    lens = shown(qtbot, LensView(english), width=700, height=600)
+    english.select(0, 0)
+    attention.set_token(samples.ENGLISH["contrast"])
+    grid = attention.grid()
+    low = tuple(int(i) for i in np.argwhere(grid == np.nanmin(grid))[0])
+    high = tuple(int(i) for i in np.argwhere(grid == np.nanmax(grid))[0])
+    light = attention.cell_colour(*low), attention.cell_colour(*high)
+    assert QColor(light[0]).lightness() > 230 and QColor(light[1]).lightness() < 100
+    theme = app_theme()
+    for widget in (attention, lens):
+        theme.watch(widget)
+    try:
+        theme.set_mode("dark")
+        qtbot.wait(20)
+        assert QColor(attention.cell_colour(*low)).lightness() < 60, attention.cell_colour(*low)
+        assert QColor(attention.cell_colour(*high)).lightness() > 150, attention.cell_colour(*high)
+        image = attention._canvas.grab().toImage()
+        centre = attention._canvas.mapFromScene(attention.scene_pos_of(*low))
+        assert image.pixelColor(centre).lightness() < 60  # what is drawn, not only what is said
+        probs = lens._probs
+        row, rank = (int(i) for i in np.unravel_index(np.argmin(probs), probs.shape))
+        assert QColor(lens.cell_colour(row, rank)).lightness() < 90, lens.cell_colour(row, rank)  # little probability
+        theme.set_mode("light")
+        qtbot.wait(20)
+        assert (attention.cell_colour(*low), attention.cell_colour(*high)) == light
+    finally:
+        theme.set_mode("system")

@@ -792,7 +792,7 @@
         </message>
         <message>
             <source>heads, L{layer}</source>
-            <translation>第{layer}层各头</translation>
+            <translation>L{layer} 各头</translation>
         </message>
         <message>
             <source>layer {layer}, {heads}: the heatmap's row</source>

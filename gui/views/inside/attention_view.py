@@ -24,6 +24,7 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QVBoxLa
 
 from decoding.records.explain import ExplainResult
 from gui.i18n import QT_TRANSLATE_NOOP, translate
+from gui.present import colours
 from gui.present.inside_data import (
     LOOKED_AT,
     LOOKS_AT,
@@ -160,9 +161,9 @@ class AttentionView(QWidget):
         """The colour a cell is drawn in, #rrggbb (blank cells: the white background)."""
         value = self._grid[layer, column]
         if math.isnan(value):
-            return "#ffffff"
+            return colours.current().background
         high = self._level()
-        return COLOUR_MAP.map(min(max(value / high, 0.0), 1.0), mode="qcolor").name()
+        return self._bar.colorMap().map(min(max(value / high, 0.0), 1.0), mode="qcolor").name()
 
     def strip_bars(self) -> list[float]:
         """The heights of the bars above the heatmap: the picked layer's row (blank cells as 0)."""
@@ -280,6 +281,7 @@ class AttentionView(QWidget):
         self._bar = pg.ColorBarItem(interactive=False, width=12, colorMap=COLOUR_MAP)
         self._bar.setImageItem(self._image, insert_in=self._plot)
         self._bar.setFixedWidth(COLOUR_BAR_PX)
+        self._bar.follows_theme = True  # gui.shell.theme turns its scale (and the heatmap's) with the palette
         spacer = pg.GraphicsWidget()  # the strip keeps the heatmap's width: its columns stay above the cells
         spacer.setFixedWidth(COLOUR_BAR_PX)
         self._strip_plot.layout.setColumnFixedWidth(4, 5)

@@ -85,7 +85,7 @@ class LensView(QWidget):
         return self._texts[row][rank], float(self._probs[row, rank])
 
     def cell_colour(self, row: int, rank: int) -> str:
-        return COLOUR_MAP.map(float(self._probs[row, rank]), mode="qcolor").name()
+        return self._image.getColorMap().map(float(self._probs[row, rank]), mode="qcolor").name()
 
     def drawn_texts(self) -> list[str]:
         """The text of every cell label item in the scene, row by row."""
@@ -181,6 +181,7 @@ class LensView(QWidget):
         self._track.showGrid(x=True, alpha=0.25)
         self._image = pg.ImageItem(axisOrder="row-major")
         self._image.setColorMap(COLOUR_MAP)
+        self._image.follows_theme = True  # gui.shell.theme turns its scale with the palette
         self._table.addItem(self._image)
         self._frames = _frame_item(FINAL_COLOUR)
         self._actual = _frame_item(ACTUAL_COLOUR)
