@@ -12,7 +12,7 @@ from dataclasses import replace
 from decoding.analysis.branch_not_taken import not_taken_spec
 from decoding.analysis.critical import runner_up
 from decoding.chain.spec import PRESETS, Branch, LaneSpec, unique_name
-from decoding.engine.engine import branch_prefix, check_run_inputs, replay_prefix
+from decoding.engine.engine import check_run_inputs, replay_prefix
 from decoding.records.trace import RunTrace
 from gui.i18n import translate
 from gui.state.model_holder import ModelHolder
@@ -20,7 +20,7 @@ from gui.state.run_state import Lane, RunState, prompt_key
 from gui.state.tasks.base import Desk, Task, finish_lanes
 from gui.state.tasks.kind import TaskKind
 from gui.state.tasks.messages import Cancelled, Emit, ProviderMessage, StepMessage, prefill_reporter
-from gui.state.tasks.run import branch_lane
+from gui.state.tasks.run import branch_lane, branch_run_inputs
 
 
 class BranchTask(Task):
@@ -92,10 +92,8 @@ def prepare(desk: Desk, index: int, step: int, token_id: int) -> BranchTask | No
                               name=parent.name, model=parent.trace.model.name), level="info")
         return None
     try:
-        trace = state.trace
-        run_spec = replace(spec, branch=None, forced={step: token_id})
-        prefix = branch_prefix(trace, parent.name, step)
-        check_run_inputs(trace.prompt, [run_spec], trace.settings.max_new_tokens, prefix)
+        run_spec, prefix = branch_run_inputs(state.trace, spec)
+        check_run_inputs(state.trace.prompt, [run_spec], state.trace.settings.max_new_tokens, prefix)
     except (KeyError, ValueError) as error:  # checked before the lane is shown: a refused branch adds nothing
         state.show_notice(translate("controller", "Cannot branch here: {error}.").format(error=error))
         return None

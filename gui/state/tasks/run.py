@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from decoding.analysis import fanout
 from decoding.chain.spec import LaneSpec, follows_in_run
-from decoding.engine.engine import branch_prefix
+from decoding.engine.engine import Prefix, branch_prefix
 from decoding.engine.lane_state import empty_trace
 from decoding.records.trace import LaneTrace, PromptInfo, RunTrace
 from gui.i18n import translate
@@ -177,14 +177,12 @@ def branch_lane(model, engine, trace: RunTrace, spec: LaneSpec, cancelled: Cance
                 ) -> LaneTrace:
     """One branch lane as a one-lane run restarting from its parent's tokens in `trace` (the prompt and that
     prefix prefilled once), the picked token forced at the branch step."""
-    step, token = spec.branch.step, spec.branch.token_id
     try:
-        prefix = branch_prefix(trace, spec.branch.parent, step)
+        run_spec, prefix = branch_run_inputs(trace, spec)
     except (KeyError, ValueError) as error:  # the parent ended before the branch step, or is gone
         lane = empty_trace(spec)
         lane.error, lane.finish_reason = f"cannot branch: {error}", "error"
         return lane
-    run_spec = replace(spec, branch=None, forced={step: token})
     result = engine.run(trace.prompt, [run_spec], on_step=lambda _lane, record: on_record(record),
                         max_new_tokens=trace.settings.max_new_tokens, model=model.info, provider=model.provider,
                         prefix=prefix, cancel=cancelled, on_prefill=prefill_reporter(emit))
@@ -194,6 +192,14 @@ def branch_lane(model, engine, trace: RunTrace, spec: LaneSpec, cancelled: Cance
     if result.error and not lane.error:
         lane.error = result.error
     return lane
+
+
+def branch_run_inputs(trace: RunTrace, spec: LaneSpec) -> tuple[LaneSpec, Prefix]:
+    """The one-lane run branch lane `spec` is: its parent's first tokens in `trace` as the prefix, the picked token
+    forced at the branch step. KeyError / ValueError when the parent is gone or ended before that step."""
+    step = spec.branch.step
+    prefix = branch_prefix(trace, spec.branch.parent, step)
+    return replace(spec, branch=None, forced={step: spec.branch.token_id}), prefix
 
 
 def settle_picks(state: RunState, request: RunRequest) -> str:

@@ -158,7 +158,7 @@ class AttentionView(QWidget):
         return list(self._axis.labels)
 
     def cell_colour(self, layer: int, column: int) -> str:
-        """The colour a cell is drawn in, #rrggbb (blank cells: the white background)."""
+        """The colour a cell is drawn in, #rrggbb (blank cells: the background)."""
         value = self._grid[layer, column]
         if math.isnan(value):
             return colours.current().background

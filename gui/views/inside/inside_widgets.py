@@ -66,7 +66,7 @@ class TokenAxis(pg.AxisItem):
         metrics = QFontMetricsF(bold)
         # an upright label keeps to the room between two drawn labels (wider: turned, as the others)
         room = abs(view.mapViewToScene(QPointF(every, 0)).x() - view.mapViewToScene(QPointF(0, 0)).x()) - 2
-        for index in self.drawn_columns():
+        for index in self.drawn_columns(every):
             label = self.labels[index]
             x = self.mapFromScene(view.mapViewToScene(QPointF(index + 0.5, 0))).x()
             if not 0 <= x <= self.width():
@@ -83,11 +83,10 @@ class TokenAxis(pg.AxisItem):
                            int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter), text)
             p.restore()
 
-
-    def drawn_columns(self) -> list[int]:
-        """The columns whose labels are drawn: every n-th, and the highlighted ones (bold), without the n-th ones
-        closer to a highlighted label than n columns (they overlapped it)."""
-        every = self.shown_every()
+    def drawn_columns(self, every: int | None = None) -> list[int]:
+        """The columns whose labels are drawn: every n-th (n: `every`, else shown_every()), and the highlighted
+        ones (bold), without the n-th ones closer to a highlighted label than n columns (they overlapped it)."""
+        every = every or self.shown_every()
         return [index for index in range(len(self.labels)) if index in self.highlight or (
             index % every == 0 and not any(0 < abs(index - other) < every for other in self.highlight))]
 
