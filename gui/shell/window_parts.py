@@ -49,7 +49,7 @@ def build_layout(window: QMainWindow, left_widgets: tuple[QWidget, QWidget], top
         (step_views if row.group == STEP else charts).addTab(views[row.id], translate("views", row.title))
     left, top = _column(left_widgets, 4), _column(top_widgets, 0)
     bottom = named_splitter(Qt.Orientation.Horizontal, "bottomSplitter", (step_views, charts), [420, 600])
-    right = named_splitter(Qt.Orientation.Vertical, "rightSplitter", (top, bottom), [300, 480])  # views need height
+    right = named_splitter(Qt.Orientation.Vertical, "rightSplitter", (top, bottom), [360, 420])  # charts need height
     main = named_splitter(Qt.Orientation.Horizontal, "mainSplitter", (left, right), [330, 950])
     main.setStretchFactor(1, 1)
     window.setCentralWidget(main)
