@@ -38,7 +38,7 @@ def load_model(name_or_path: str | None, device: str, text: ModelText | None = N
         raise UsageError(str(exc)) from exc
     except (OSError, ValueError) as exc:
         raise UsageError(f"cannot load model {name_or_path or 'the default model'!r}: {exc}") from exc
-    if needs_migration(model.info.path):
+    if model.info.path is not None and needs_migration(model.info.path):  # None: a server
         print(
             f"branchpoint: note: {model.info.name} was prepared by an older Branchpoint; `prepare` it again to "
             "make it load faster (a few seconds, no new export)",

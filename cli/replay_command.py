@@ -61,6 +61,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def recorded_model(trace) -> str | None:
+    """The model to replay `trace` on: its folder, its prepared name, the server it ran on; None: the default."""
+    if trace.model.served:
+        return trace.model.name  # the server's address (its options; never a key)
     path = trace.model.path
     if path and (Path(path) / "model.onnx").is_file():
         return path
@@ -70,6 +73,10 @@ def recorded_model(trace) -> str | None:
 
 
 def _warn_if_other_model(recorded_model: ModelInfo, info: ModelInfo, lane: str = "") -> None:
+    recorded_served, served = recorded_model.served, info.served
+    if recorded_served and served and recorded_served.get("model") != served.get("model"):
+        print(f"warning: {lane}the server now serves {served.get('model')!r}, the run was made on "
+              f"{recorded_served.get('model')!r}; tokens may differ")
     recorded, loaded = recorded_model.hashes.get("model.onnx"), info.hashes.get("model.onnx")
     if recorded and loaded and recorded != loaded:
         print(

@@ -83,7 +83,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     parser.add_argument(
-        "--model", default=None, help="prepared model name or folder (default: the default model)"
+        "--model", default=None, help="prepared model name or folder (default: the default model), or a served "
+        "model, e.g. llamacpp+http://127.0.0.1:8080: every lane then runs on the server (docs/served.md)"
     )
     parser.add_argument(
         "--top-n", type=int, default=MIN_TOP_N, help=f"top-N recorded per step (>= {MIN_TOP_N})"
@@ -265,7 +266,7 @@ def generate(run, cancel: threading.Event, bar: StepProgress) -> RunTrace:
     read after the chunk being read (the trace stays consistent, finish_reason "cancelled")."""
     previous = signal.signal(signal.SIGINT, lambda *_: (cancel.set(), run.cancel()))  # run.cancel: a server's too
     done = threading.Event()
-    served = [m.source for m in run.lane_models.values() if hasattr(m.source, "in_flight")]
+    served = run.waiting_sources()  # a run or lanes on a server
     if served and bar.live:
         threading.Thread(target=_show_requests_in_flight, args=(served, bar, done), daemon=True).start()
     try:

@@ -22,6 +22,7 @@ from decoding.records.trace import ModelInfo, PromptInfo
 from models.catalog import list_models, resolve
 from runtime import LoadedModel, load_model
 from runtime.model_files import max_positions_from, read_json
+from runtime.served.address import is_served
 from runtime.tokenizer import Tokenizer
 
 
@@ -75,6 +76,10 @@ def open_model_text(name_or_path: str | Path | None = None) -> ModelText:
     """The ModelText of the prepared model named or at `name_or_path` (default: the default model).
     FileNotFoundError when it is not prepared or has no tokenizer.json; OSError / ValueError when its files
     cannot be read."""
+    if isinstance(name_or_path, str) and is_served(name_or_path):
+        from models.served_lane import served_model_text
+
+        return served_model_text(str(name_or_path))
     model_dir = resolve(name_or_path)
     config = read_json(model_dir / "config.json")
     return ModelText(Tokenizer.from_model_dir(model_dir), max_positions_from(config))
@@ -107,7 +112,12 @@ def open_model(
     """The prepared model named or at `name_or_path` (default: the default model) on `device` ("auto", "cpu",
     "cuda"); `tokenizer`: its tokenizer when the caller has loaded it already (not loaded twice). Raises
     FileNotFoundError when it is not prepared, runtime.DeviceError when the device is not usable, OSError /
-    ValueError when its files cannot be loaded."""
+    ValueError when its files cannot be loaded. A served model's name opens a connection to the server instead
+    (models.served_lane.ServedRunModel; ValueError when the name is bad or the server does not answer)."""
+    if isinstance(name_or_path, str) and is_served(name_or_path):  # a whole run on a server (runtime.served)
+        from models.served_lane import open_served_model
+
+        return open_served_model(str(name_or_path))
     model_dir = resolve(name_or_path)
     loaded = load_model(model_dir, device=device, tokenizer=tokenizer)
     return OpenModel(loaded, model_identity(model_dir, loaded.manifest))
@@ -133,8 +143,6 @@ class LaneModels:
             return self._opened[name]
 
     def _open(self, name: str) -> LaneModel:
-        from runtime.served import is_served
-
         if is_served(name):  # a server (runtime.served), not a prepared model
             from models.served_lane import served_lane_model
 
@@ -143,7 +151,8 @@ class LaneModels:
         own = _tokenizer_bytes(model_dir)
         opened = open_model(model_dir, self.device)
         info = lane_model_info(opened.info, opened.loaded.manifest)
-        if own == _tokenizer_bytes(Path(self.run_model.info.path or "")):
+        run_path = self.run_model.info.path  # None: a run on a server, whose tokenizer is no file
+        if run_path is not None and own == _tokenizer_bytes(Path(run_path)):
             return LaneModel(opened.decoder, info)
         tokenizer = OwnTokenizer(opened.tokenizer, lambda prompt: _encode_as_run(opened.tokenizer, prompt),
                                  tuple(opened.eos_token_ids))

@@ -120,7 +120,7 @@ def fake_models(models: dict[str, FakeSource], precision: str = "int4", other_to
     def resolve(name: str) -> LaneModel:
         if name not in models:
             raise LookupError(f"a prepared model (prepared: {', '.join(models)})")
-        info = LaneModelInfo(name, {"model.onnx": f"{name}-hash"}, f"/models/{name}", precision)
+        info = LaneModelInfo(name, {"model.onnx": f"{name}-hash"}, f"/models/{name}", precision=precision)
         if name in other_tokenizer:
             return LaneModel(models[name], replace(info, tokenizer=f"{name}-tokenizer"), OtherFakeTokenizer().own())
         return LaneModel(models[name], info)

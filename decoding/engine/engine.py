@@ -32,7 +32,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -56,6 +56,7 @@ from decoding.engine.protocol import (
     TokenText,
 )
 from decoding.engine.row_batch import decide_together
+from decoding.records.model_info import LaneModelInfo
 from decoding.records.stats import MIN_TOP_N, LogitsRowCache
 from decoding.records.trace import (
     CriticalSettings,
@@ -423,17 +424,18 @@ class Run:
     def cancel(self) -> None:
         """Stop before the next step; a source waiting on a server (InFlight) aborts its requests now."""
         self._cancel_event.set()
-        for source in self._waiting_sources():
+        for source in self.waiting_sources():
             source.cancel_in_flight()
 
-    def _waiting_sources(self) -> list[InFlight]:
+    def waiting_sources(self) -> list[InFlight]:
+        """The sources that wait on a server (the run's own and its lanes' models')."""
         sources = [self.engine.source, *(m.source for m in self.lane_models.values())]
         return [source for source in sources if isinstance(source, InFlight)]
 
     def _watch_external_cancel(self) -> threading.Event | None:
         """While sources wait on a server, an external cancel (the window's Stop sets an Event) aborts their
         requests at once, not after them: a thread polls it every 50 ms. Returns the event that ends it."""
-        sources = self._waiting_sources()
+        sources = self.waiting_sources()
         if not sources or self._external_cancel is None:
             return None
         done = threading.Event()
@@ -495,6 +497,8 @@ class Run:
             name = own_model(lane.spec, self.trace.model.name)
             if name is not None:
                 lane.trace.model = replace(self.lane_models[name].info)
+            elif self.trace.model.served:  # a run on a served model: each lane's top-N is its own to mark
+                lane.trace.model = LaneModelInfo(**asdict(self.trace.model))
             if name in self.prompts:
                 lane.trace.prompt_ids = list(self.prompts[name])
         return lanes

@@ -187,7 +187,7 @@ class ExplainResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema_version": self.schema_version,
-            "model": asdict(self.model),
+            "model": {key: value for key, value in asdict(self.model).items() if key != "served"},  # always local
             "provider": self.provider,
             "prompt_length": self.prompt_length,
             "tokens": [asdict(token) for token in self.tokens],

@@ -75,6 +75,7 @@ def to_dict(trace: RunTrace) -> dict[str, Any]:
     """The run as JSON data; `explanations` only when the run has some (a run without has no such key)."""
     data = _finite(asdict(replace(trace, explanations=[])))
     del data["explanations"]
+    _drop_unset(data["model"], "served")  # optional: only a run on a served model has it
     for record in [*data["lanes"], *data["tree"]]:  # optional: runs made outside the window have no colours, and
         if record["colour"] is None:  # their files stay as they were
             del record["colour"]

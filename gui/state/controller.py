@@ -122,6 +122,12 @@ class RunController:
 
         if trace.model.name in (self.holder.name, "unknown"):
             return True
+        if trace.model.served:  # a whole run on a server (made with `run --model llamacpp+http://…`)
+            text = translate("controller", "The run was made on the server {name}: the window runs served models as "
+                                           "lanes beside its own (the model picker's “Add a server…”); `branchpoint "
+                                           "replay FILE` replays the run there.")
+            self.state.show_notice(text.format(name=trace.model.name))
+            return False
         for key in filter(None, (trace.model.name, trace.model.path)):
             try:
                 return self.set_model(resolve(key))

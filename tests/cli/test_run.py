@@ -308,3 +308,41 @@ def test_a_lane_on_a_served_model_runs_beside_the_local_one_and_says_it_is_parti
     code, out, err = cli(capsys, "run", "--model", str(tiny_model_dir), "--prompt", "<1><2>", "--max-new-tokens", "3",
                          "--lane", "greedy", "--lane", f"greedy:model={server.name}", "--device", "cpu")
     assert code == 2 and "connection refused" in err  # nothing listens any more: refused before the run
+
+
+def test_a_whole_run_on_a_served_model_is_partial_in_every_lane_and_replays_on_the_server(capsys, tmp_path):
+    """--model names a server: the server's tokenizer reads the prompt, every lane runs there (the local fake
+    model's tokens: greedy's top-1 is always among the 16 returned), each is marked partial, the file records the
+    server for the run and each lane, and replay connects to it again; with the server gone, replay says so."""
+    from decoding.chain.spec import LaneSpec
+    from decoding.engine.engine import Engine
+    from decoding.records.trace import PromptInfo
+    from tests.fake_server import FakeModelServer
+    from tests.fake_source import FakeSource, FakeTokenizer
+
+    server = FakeModelServer("llamacpp").start()
+    path = tmp_path / "run.json"
+    name = f"{server.name}?alternatives=16"
+    try:
+        code, out, err = cli(capsys, "run", "--model", name, "--prompt", "<1><2>", "--max-new-tokens", "6",
+                             "--lane", "greedy", "--lane", "sample:seed=3,temperature=0.9", "--json", str(path))
+        assert code == 0, err
+        assert out.count("partial: top 16 of 64; tail ≤ ") == 4, out  # each lane's header and its line
+        assert f"on llamacpp {server.url} (fake-model)" in out
+        import jsonschema
+
+        jsonschema.validate(json.loads(path.read_text()), run_file.schema())
+        saved = run_file.load(path)
+        assert saved.model.name == name and saved.model.served["alternatives"] == 16
+        assert saved.provider == "llamacpp server" and saved.prompt.ids == [1, 2]
+        assert [lane.model.served["url"] for lane in saved.lanes] == [server.url] * 2
+        local = Engine(FakeSource(vocab_size=64), FakeTokenizer(), [3]).run(
+            PromptInfo("<1><2>", [1, 2]), [LaneSpec("greedy")], max_new_tokens=6)
+        assert saved.lanes[0].token_ids == local.lanes[0].token_ids
+        assert all(0.0 < step.unseen_mass < 1.0 for lane in saved.lanes for step in lane.steps)
+        code, out, err = cli(capsys, "replay", str(path))
+        assert code == 0 and "replay identical: 2 lanes, 12 tokens" in out, out + err
+    finally:
+        server.stop()
+    code, out, err = cli(capsys, "replay", str(path))
+    assert code == 2 and "connection refused" in err, err

@@ -202,6 +202,7 @@ def every_field_run() -> RunTrace:
                            "vocab_size": VOCAB, "alternatives": 5, "reported": {"slots": 2, "n_ctx": 4096}}
     for step in served.steps:
         step.unseen_mass = 0.125 + step.step / 64
+    trace.model.served = {**served.model.served, "alternatives": 6}  # as a whole run on a served model records it
     trace.settings.critical = CriticalSettings(draw_distance=0.1, ratio=0.5, min_prob=0.05)
     analysis = trace.analysis
     analysis.divergences.append(Divergence("greedy", "beam", 2, 5, 6))

@@ -1,6 +1,7 @@
 """Add model… → a server: the dialog's "Test connection" shows the served model, its vocabulary and how many
 alternatives a step returned (a fake llama.cpp server on 127.0.0.1), says why when nothing answers, and OK adds a
-lane on the server; the lane's header marks a partial lane with its entropy as bounds."""
+lane on the server; the lane's header marks a partial lane with its entropy as bounds; a whole run made on a server
+opens marked partial, and its replay says where it runs."""
 
 from __future__ import annotations
 
@@ -89,3 +90,25 @@ def test_the_windows_run_check_takes_a_server_lane_and_refuses_a_bad_address_in_
         check_lane_models([LaneSpec("bad", model="llamacpp+http://127.0.0.1:99999")], "SmolLM2-135M-Instruct")
     with pytest.raises(ParameterError, match="a prepared model.*lane 'missing'"):
         check_lane_models([LaneSpec("missing", model="no-such-model")], "SmolLM2-135M-Instruct")
+
+
+def test_a_whole_run_made_on_a_server_opens_partial_in_every_lane_and_replay_says_where_it_runs(
+        qtbot, server, window, tmp_path):
+    """A run file from `run --model llamacpp+URL`: the window shows its lanes, each header marked partial; Replay
+    starts nothing and says the run is the server's (the window runs served models as lanes)."""
+    from decoding.chain.spec import LaneSpec
+    from models.open_model import LaneModels, open_model
+    from runfiles import run_file
+
+    served = open_model(server.name + "?alternatives=8")
+    trace = served.engine(models=LaneModels(served)).run(
+        served.encode_prompt("<1><2>"), [LaneSpec("greedy"), LaneSpec("sample", do_sample=True, seed=4)],
+        max_new_tokens=5, model=served.info, provider=served.provider)
+    window.show()
+    window.files.open(run_file.save(trace, tmp_path / "served.json"))
+    assert [len(lane.trace.token_ids) for lane in window.state.lanes] == [5, 5]
+    for column in window.text.columns[:2]:
+        assert "partial: top 8 of 64" in column.summary.text(), column.summary.text()
+    assert window.controller.replay() is None
+    assert "made on the server " + server.name in window.state.notice.text
+    assert not window.worker.is_running() and [len(lane.trace.token_ids) for lane in window.state.lanes] == [5, 5]

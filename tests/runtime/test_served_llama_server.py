@@ -122,3 +122,28 @@ def test_a_server_stopped_mid_run_ends_its_lane_only(default_model_dir, model, t
     assert local.finish_reason == "length" and len(local.steps) == 8
     assert served.finish_reason == "error" and len(served.steps) == 4
     assert "connection refused" in served.error or "closed the connection" in served.error
+
+
+def test_a_whole_run_on_the_server_reads_the_prompt_there_and_replays(server, model):
+    """`--model llamacpp+URL`: the server's tokenizer and chat template read the prompts as the local model's do,
+    every lane runs there and is marked partial, greedy gives the local tokens (the Chinese prompt has no near-tie
+    in its first 8, measured), and the run file replays exactly on the server."""
+    from models.open_model import LaneModels, open_model
+
+    served = open_model(f"llamacpp+{server.url}?alternatives=100")
+    assert served.info.served["model"] and served.provider == "llamacpp server"
+    chat = served.encode_prompt("Name a colour.", chat=True)
+    local_chat = model.encode_prompt("Name a colour.", chat=True)
+    assert (chat.ids, chat.rendered) == (local_chat.ids, local_chat.rendered)
+    prompt = served.encode_prompt(PROMPTS[2])
+    assert prompt.ids == model.encode_prompt(PROMPTS[2]).ids
+    engine = served.engine(models=LaneModels(served, "cpu"))
+    trace = engine.run(prompt, [LaneSpec("greedy"), LaneSpec("sample", do_sample=True, seed=2)], max_new_tokens=8,
+                       model=served.info, provider=served.provider)
+    assert [lane.error for lane in trace.lanes] == [None, None]
+    assert all(lane.model.served["alternatives"] == 100 for lane in trace.lanes)
+    local, _ = run(model, PROMPTS[2], [LaneSpec("local")], tokens=8)
+    assert trace.lanes[0].token_ids == local.lanes[0].token_ids
+    recorded = jsonio.loads(jsonio.dumps(trace))
+    assert recorded.model.served == served.info.served
+    assert compare(recorded, replay(engine, recorded)) == []

@@ -1152,6 +1152,10 @@ score {score} · parent slot {parent}</source>
             <translation>请先停止运行，再切换设备。</translation>
         </message>
         <message>
+            <source>The run was made on the server {name}: the window runs served models as lanes beside its own (the model picker's “Add a server…”); `branchpoint replay FILE` replays the run there.</source>
+            <translation>这次运行是在服务器 {name} 上做的：窗口把服务器上的模型作为车道与本地模型并排运行（模型选择器的“添加服务器…”）；用 `branchpoint replay FILE` 在那里重放这次运行。</translation>
+        </message>
+        <message>
             <source>The run was made with model {name!r}, which is not prepared here.</source>
             <translation>该运行使用的模型 {name!r} 在本机尚未准备。</translation>
         </message>
