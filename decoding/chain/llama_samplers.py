@@ -307,7 +307,8 @@ class Xtc(Processor):
             if self.last_coin > self.probability:
                 continue
             probs = _probs(row)
-            above = np.flatnonzero(probs >= np.float32(self.threshold))
+            # a candidate only (finite score): at threshold 0 a filtered token's probability 0 is "at least" it
+            above = np.flatnonzero((probs >= np.float32(self.threshold)) & (row > -np.inf))
             if above.size > 1:  # the least likely of them stays
                 row[above[order_desc(probs[above], above)][:-1]] = FILTER
         return out

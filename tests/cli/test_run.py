@@ -287,10 +287,13 @@ def test_the_progress_line_counts_the_prompt_tokens_read(capsys):
     assert err == "\r[###.......] reading the prompt: 1,536 / 4,000 tokens "
 
 
-def test_a_lane_on_a_served_model_runs_beside_the_local_one_and_says_it_is_partial(capsys, tiny_model_dir, tmp_path):
+def test_a_lane_on_a_served_model_runs_beside_the_local_one_and_says_it_is_partial(capsys, tiny_model_dir, tmp_path,
+                                                                                  monkeypatch):
     """The fake llama.cpp server's tokenizer is not the tiny model's: its lane reads the prompt with the server's,
     and a server that stops mid-run ends only that lane, with the message printed and its steps kept."""
     from tests.fake_server import FakeModelServer
+
+    monkeypatch.setenv("COLUMNS", "200")  # the columns' headers whole (a narrow terminal wraps them)
 
     server = FakeModelServer("llamacpp").start()
     path = tmp_path / "run.json"
@@ -310,7 +313,8 @@ def test_a_lane_on_a_served_model_runs_beside_the_local_one_and_says_it_is_parti
     assert code == 2 and "connection refused" in err  # nothing listens any more: refused before the run
 
 
-def test_a_whole_run_on_a_served_model_is_partial_in_every_lane_and_replays_on_the_server(capsys, tmp_path):
+def test_a_whole_run_on_a_served_model_is_partial_in_every_lane_and_replays_on_the_server(capsys, tmp_path,
+                                                                                        monkeypatch):
     """--model names a server: the server's tokenizer reads the prompt, every lane runs there (the local fake
     model's tokens: greedy's top-1 is always among the 16 returned), each is marked partial, the file records the
     server for the run and each lane, and replay connects to it again; with the server gone, replay says so."""
@@ -320,6 +324,7 @@ def test_a_whole_run_on_a_served_model_is_partial_in_every_lane_and_replays_on_t
     from tests.fake_server import FakeModelServer
     from tests.fake_source import FakeSource, FakeTokenizer
 
+    monkeypatch.setenv("COLUMNS", "200")  # the columns' headers whole (a narrow terminal wraps them)
     server = FakeModelServer("llamacpp").start()
     path = tmp_path / "run.json"
     name = f"{server.name}?alternatives=16"

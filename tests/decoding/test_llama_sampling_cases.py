@@ -123,6 +123,15 @@ def test_xtc(t, expected):
     check(kept_probs(apply(xtc, [0.4, 0.3, 0.2, 0.1]), renormalise=False), expected)
 
 
+def test_xtc_at_threshold_zero_keeps_the_least_likely_candidate_not_a_filtered_token():
+    """Every candidate is at least 0: llama.cpp's array holds candidates only, so its least likely one stays. A
+    filtered token (-inf, probability 0) is no candidate (the fuzz found a lane whose every score XTC then cut)."""
+    scores = np.log(np.array([[0.5, 0.3, 0.2, 1.0, 1.0]], dtype=np.float32))
+    scores[0, 3:] = -np.inf
+    out = L.Xtc(1.0, 0.0, coin=lambda: 0.5)(np.array([[0]]), scores)
+    assert np.flatnonzero(out[0] > -np.inf).tolist() == [2]
+
+
 @pytest.mark.parametrize("probs, expected", [([0.97, 0.01, 0.01, 0.01], [0.97]),
                                              ([0.4, 0.2, 0.2, 0.2], [0.2, 0.2, 0.2])])
 def test_typical(probs, expected):
