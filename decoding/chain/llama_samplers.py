@@ -468,10 +468,10 @@ class Mirostat(Processor):
             return best[:1]
         index = np.arange(count, dtype=np.float32)
         t = np.log((index + 2) / (index + 1))
-        b = np.log(probs[:count] / probs[1 : count + 1])
-        s_hat = np.float32(np.sum(t * b, dtype=np.float32) / np.sum(t * t, dtype=np.float32))
-        epsilon_hat = s_hat - np.float32(1)
-        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # underflowed probabilities: as in C
+            b = np.log(probs[:count] / probs[1 : count + 1])
+            s_hat = np.float32(np.sum(t * b, dtype=np.float32) / np.sum(t * t, dtype=np.float32))
+            epsilon_hat = s_hat - np.float32(1)
             k = (epsilon_hat * np.float32(2) ** np.float32(self.mu) / (1 - np.float32(row.size) ** -epsilon_hat)) ** (
                 1 / s_hat)
         k = max(int(k), 1) if np.isfinite(k) else (finite if k > 0 else 1)

@@ -80,16 +80,22 @@ class _RawFront:
         banned = np.union1d(self.banned, bans)
         fresh = np.setdiff1d(bans, self.banned, assume_unique=True)
         total = self.total - float(weights[fresh].astype(np.float64).sum())
+        if total < 1e-9 * self.softmax.total:  # the bans took nearly all: the rest summed, not a difference's noise
+            kept = np.ones(self.raw.size, dtype=bool)
+            kept[banned] = False
+            total = _sum_where(weights, kept)
         kept_chosen = not np.isin(chosen, banned)
         rank = None
         if kept_chosen:
             value = self.raw[chosen]
             above = (self.raw[banned] > value) | ((self.raw[banned] == value) & (banned < chosen))
             rank = _rank(self.raw, chosen) - int(np.count_nonzero(above))
-        prob = float(weights[chosen]) / total if kept_chosen and total > 0 else 0.0
+        front = _RawFront(self.raw, self.softmax, banned, total)
+        probs = front._probs()
+        prob = float(probs.weights[chosen]) / probs.total if kept_chosen and probs.total > 0 else 0.0
         record = StageRecord(name, self.raw.size - banned.size, total / self.total if self.total > 0 else 0.0, rank,
                              prob)
-        return record, _RawFront(self.raw, self.softmax, banned, total)
+        return record, front
 
     @property
     def support(self) -> int:
@@ -98,9 +104,19 @@ class _RawFront:
 
     def mass_kept(self, finite: np.ndarray) -> float:
         """The probability (of this distribution) on the positions `finite`."""
-        if self.derivable:
-            return _sum_where(self.softmax.weights, finite) / self.total
-        return _Probs.of(self.raw).mass_kept(finite)  # nothing banned: raw's own softmax
+        probs = self._probs()
+        return _sum_where(probs.weights, finite) / probs.total if probs.total > 0 else 0.0
+
+    def _probs(self) -> _Probs:
+        """This distribution's weights: raw's less the banned ones; where the bans took every weight raw's
+        float32 softmax kept (a ban on a token 3000 logits above the rest), the rest's own softmax."""
+        if self.derivable and self.total > 0:
+            return _Probs(self.softmax.weights, self.total, self.support)
+        row = self.raw.copy()
+        row[self.banned] = -np.inf  # nothing banned when not derivable: raw's own softmax
+        if not np.any(row > -np.inf):
+            return _Probs(np.zeros_like(row), 0.0, 0)
+        return _Probs.of(row)
 
 
 class _Probs:

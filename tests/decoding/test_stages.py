@@ -92,3 +92,27 @@ def test_the_order_pair_differs_by_its_order_only_and_its_stages_say_so():
     names = [[stage.name for stage in lane.steps[0].stages] for lane in trace.lanes]
     assert names == [["temperature", "top_k", "top_p", "min_p"], ["top_k", "top_p", "min_p", "temperature"]]
     assert [r.draw for r in trace.lanes[0].steps[:1]] == [r.draw for r in trace.lanes[1].steps[:1]]  # one seed
+
+
+def test_a_ban_on_a_token_that_held_all_of_raw_s_float32_mass_records_the_rest_s_own_distribution():
+    """Token 0 is 3000 logits above the rest: raw's float32 softmax gives every other token weight 0. Banned at the
+    front (bad_words_ids), the rest is still a distribution: the stage keeps ~0 of raw's mass, the next stages
+    and the chosen token's probability are the rest's own (the fuzz found a division by that zero total)."""
+    from tests.lane_oracle import FunctionSource
+
+    rest = np.linspace(0.0, -4.0, 31, dtype=np.float32)
+    source = FunctionSource(lambda history: np.concatenate([[3000.0], rest, [-8.0]]), vocab_size=33)
+    spec = LaneSpec("banned top", do_sample=True, bad_words_ids=((0,),), top_k=5, temperature=0.9, seed=4)
+    trace = Engine(source, FakeTokenizer(), eos_token_ids=[32]).run(PROMPT, [spec], max_new_tokens=3)
+    lane = trace.lanes[0]
+    assert lane.error is None and len(lane.steps) == 3
+    chain = build_processors(spec.to_config(), len(PROMPT.ids), [32])
+    for step, record in enumerate(lane.steps):
+        raw = source.logits_for([*PROMPT.ids, *lane.token_ids[:step]])
+        ban, *others = record.stages
+        assert ban.kept == 32 and ban.mass == 0.0 and 0.0 < ban.prob < 1.0 and record.token_id != 0
+        expected = softmax64(np.where(np.arange(33) == 0, -np.inf, raw))[record.token_id]
+        assert ban.prob == pytest.approx(expected, rel=1e-5)
+        want = reference_stages(chain, [*PROMPT.ids, *lane.token_ids[:step]], raw, record.token_id)
+        for got, reference in zip(others, want[1:], strict=True):
+            assert (got.kept, got.rank) == reference[1:4:2] and got.mass == pytest.approx(reference[2], rel=1e-5)
