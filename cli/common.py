@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 from models.catalog import needs_migration
-from models.open_model import ModelText, OpenModel, open_model, open_model_text
+from models.model_text import ModelText
+from models.open_model import OpenModel, open_model, open_model_text
 
 EXIT_MISMATCH = 1
 EXIT_USAGE = 2

@@ -67,7 +67,7 @@ def check_arguments(args: argparse.Namespace) -> None:
 def sequence(args: argparse.Namespace) -> tuple[Path, list[int], int]:
     """The model folder, the whole sequence's ids (prompt, then continuation) and the prompt's length."""
     from models.catalog import resolve
-    from models.open_model import encode_prompt
+    from models.model_text import encode_prompt
     from runtime.model_files import max_positions_from, read_json
     from runtime.tokenizer import Tokenizer
 

@@ -39,7 +39,8 @@ from decoding.engine.engine import check_positions
 from decoding.records.partial import mean_raw_entropy_bounds, partial_note, served_of
 from decoding.records.stats import MIN_TOP_N
 from decoding.records.trace import CriticalSettings, PromptInfo, RunTrace
-from models.open_model import LaneModels, ModelText
+from models.model_text import ModelText
+from models.open_model import LaneModels
 from runfiles import run_file
 from runfiles.generation_config import lane_from_text
 

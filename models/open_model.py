@@ -20,6 +20,7 @@ from decoding.engine.protocol import LaneModel, OwnTokenizer
 from decoding.records.model_info import LaneModelInfo
 from decoding.records.trace import ModelInfo, PromptInfo
 from models.catalog import list_models, resolve
+from models.model_text import ModelText, encode_prompt
 from runtime import LoadedModel, load_model
 from runtime.model_files import max_positions_from, read_json
 from runtime.served.address import is_served
@@ -58,20 +59,6 @@ class OpenModel:
         return encode_prompt(self.tokenizer, text, chat, system)
 
 
-@dataclass
-class ModelText:
-    """What turns a prompt into a prepared model's ids, loaded without ONNX Runtime (a tenth of a second beside
-    the seconds a session takes): its tokenizer with the chat template, and the positions it was trained for.
-    A front end encodes and checks the prompt with it (decoding.engine.engine.check_positions) before opening the
-    model."""
-
-    tokenizer: Any
-    max_positions: int | None
-
-    def encode_prompt(self, text: str, chat: bool = False, system: str | None = None) -> PromptInfo:
-        return encode_prompt(self.tokenizer, text, chat, system)
-
-
 def open_model_text(name_or_path: str | Path | None = None) -> ModelText:
     """The ModelText of the prepared model named or at `name_or_path` (default: the default model).
     FileNotFoundError when it is not prepared or has no tokenizer.json; OSError / ValueError when its files
@@ -83,17 +70,6 @@ def open_model_text(name_or_path: str | Path | None = None) -> ModelText:
     model_dir = resolve(name_or_path)
     config = read_json(model_dir / "config.json")
     return ModelText(Tokenizer.from_model_dir(model_dir), max_positions_from(config))
-
-
-def encode_prompt(tokenizer: Any, text: str, chat: bool = False, system: str | None = None) -> PromptInfo:
-    """The prompt as a run records it; a chat prompt is rendered once through the model's chat template
-    (ValueError if it has none) and the ids encode exactly that text, without added special tokens: the
-    template writes them itself (as transformers' apply_chat_template(tokenize=True))."""
-    if not chat:
-        return PromptInfo(text, tokenizer.encode(text))
-    rendered = tokenizer.render_chat(text, system)
-    ids = tokenizer.encode(rendered, add_special_tokens=False)
-    return PromptInfo(text, ids, chat=True, system=system, rendered=rendered)
 
 
 def model_identity(model_dir: Path, manifest: dict) -> ModelInfo:

@@ -17,7 +17,7 @@ from decoding.engine.engine import Engine
 from decoding.engine.protocol import LaneModel, OwnTokenizer
 from decoding.records.model_info import LaneModelInfo, ModelInfo
 from decoding.records.trace import PromptInfo
-from models.open_model import ModelText, encode_prompt
+from models.model_text import ModelText, encode_prompt
 from runtime.served import ServedModel, ServerError, connect
 
 PROBE = ("Branchpoint's tokenizer probe: 12,345 naïve café — 你好，世界！ <|im_start|>user\n  tabs\tand  "

@@ -99,7 +99,7 @@ class ModelHolder:
     def encode_prompt(self, request: RunRequest) -> PromptInfo:
         """The request's prompt as a run records it, by the model's tokenizer (no model needed); ValueError for a
         chat prompt when the model has no chat template, OSError when its tokenizer cannot be read."""
-        from models.open_model import encode_prompt
+        from models.model_text import encode_prompt
 
         return encode_prompt(self.tokenizer(), request.text, request.chat, request.system)
 
