@@ -33,3 +33,10 @@ def test_run_file_bytes_per_lane_step_and_prepare_times(tiny_model_dir: Path, tm
 def test_shared_rows_take_gemmas_goals():
     row = relabel(Row("5 sampler overhead", "decoding/ alone, share of step time", 9.0))
     assert (row.item, row.goal, row.passed) == ("gemma: 5 sampler overhead", "<= 12", True)
+
+
+def test_the_default_models_goals_are_not_gemmas():
+    row = relabel(Row("5 sampler overhead", "decoding/ + row summary share of step time (5 lanes)", 15.0, goal="<= 5"))
+    assert (row.goal, row.passed) == ("", None)
+    row = relabel(Row("1 side by side", "transformers generate() x5 / Branchpoint (5 lanes x 8 tokens)", 5.0))
+    assert (row.goal, row.passed) == (">= 4", True)
