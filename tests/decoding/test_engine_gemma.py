@@ -1,6 +1,7 @@
 """Parity on the catalog's gemma-3-270m (slow; test.sh prepares it): greedy and beam lanes token-identical to
 transformers generate() on the same dequantized GGUF, on English and Chinese prompts longer and shorter than a
-row's first chunk; fan-outs, branches and the default five lanes run on it; the CLI writes Chinese with it."""
+row's first chunk; fan-outs, branches and the default five lanes run on it; the CLI writes Chinese with it; Explain
+reads its 18 layers, its lens ending on the lane's own choices."""
 
 from __future__ import annotations
 
@@ -88,3 +89,31 @@ def test_cli_writes_chinese_with_gemma(capsys, gemma_model_dir):
             "--max-new-tokens", "8"]
     assert main.main(argv) == 0
     assert "去参加这次的比赛" in capsys.readouterr().out.replace("▲", "")  # ▲ marks near-ties between tokens
+
+
+def test_explain_reads_gemmas_18_layers_and_its_lens_ends_on_the_lanes_own_choices(real, gemma_model_dir, tmp_path):
+    """Explain on gemma (its inspection model prepared on first use): attention of 18 layers × 4 heads, every row a
+    distribution over the positions up to it; the lens's last row (the model's own output) puts greedy's next token
+    first at every generated position, as the engine chose it."""
+    import json
+
+    import numpy as np
+
+    import main
+
+    engine, tokenizer, _ = real
+    prompt = prompts(tokenizer)[2]
+    lane = engine.run(prompt, [LaneSpec("greedy")], max_new_tokens=6).lanes[0]
+    continuation = tokenizer.decode(lane.token_ids[:5])
+    path = tmp_path / "explain.json"
+    assert main.main(["explain", "--model", "gemma-3-270m", "--prompt", prompt.text, "--continuation", continuation,
+                      "--json", str(path), "--device", "cpu"]) == 0
+    data = json.loads(path.read_text())
+    ids = [token["id"] for token in data["tokens"]]
+    assert ids == [*prompt.ids, *lane.token_ids[:5]]
+    weights = np.array(data["attention"]["weights"], dtype=np.float64)
+    assert (data["attention"]["layers"], data["attention"]["heads"]) == (18, 4) and weights.shape[:2] == (18, 4)
+    assert np.allclose(weights.sum(axis=-1), 1.0, atol=2e-3) and np.allclose(np.triu(weights, 1), 0.0)
+    last = len(data["logit_lens"]) - 1
+    own = [data["logit_lens"][last][position][0]["id"] for position in range(len(ids))]
+    assert own[len(prompt.ids) - 1:] == lane.token_ids[:6]
