@@ -339,7 +339,7 @@ def summary(trace: RunTrace) -> str:
     timing = trace.timing
     lines = [
         terminal_text.legend(),
-        f"{trace.model.name} · {trace.provider} · prefill {timing.prefill_ms:.0f} ms · "
+        f"{run_title(trace)} · {trace.provider} · prefill {timing.prefill_ms:.0f} ms · "
         f"{timing.steps} batched steps · {timing.tokens_per_s:.1f} tok/s",
     ]
     analysis = trace.analysis
@@ -348,7 +348,7 @@ def summary(trace: RunTrace) -> str:
         seed = f" (seed {lane.config['seed']})" if "seed" in lane.config else ""
         lines.append(
             f"  {lane.name}{seed}: {lane.finish_reason}, {len(lane.token_ids)} tokens, {ties} near-ties"
-            + served_line(lane)
+            + served_line(lane, trace.model.served)
         )
     if analysis:
         first = trace.lanes[0].name
@@ -358,13 +358,21 @@ def summary(trace: RunTrace) -> str:
     return "\n".join(lines)
 
 
-def served_line(lane) -> str:
-    """A lane on a served model: where, and for a partial one its marker and the raw entropy as bounds (a
-    top-N's own entropy is not the model's); its error when it ended with one."""
+def run_title(trace: RunTrace) -> str:
+    """The run's model: its name, and the model a server serves when the whole run is on one."""
+    served = trace.model.served
+    return f"{trace.model.name} ({served['model']})" if served else trace.model.name
+
+
+def served_line(lane, run_served: dict | None = None) -> str:
+    """A lane on a served model: where (unless the whole run is there: `run_served`, said once above), and for a
+    partial one its marker and the raw entropy as bounds (a top-N's own entropy is not the model's); its error
+    when it ended with one."""
     served = served_of(lane)
     text = ""
     if served is not None:
-        text = f" · on {served['protocol']} {served['url']} ({served['model']})"
+        if served != run_served:
+            text = f" · on {served['protocol']} {served['url']} ({served['model']})"
         note, bounds = partial_note(lane), mean_raw_entropy_bounds(lane)
         if note:
             text += f" · partial: {note}"
@@ -381,7 +389,7 @@ def fanout_summary(trace: RunTrace) -> str:
     analysis = trace.analysis
     lines = [
         terminal_text.fanout_legend(),
-        f"{trace.model.name} · {trace.provider} · prefill {timing.prefill_ms:.0f} ms · "
+        f"{run_title(trace)} · {trace.provider} · prefill {timing.prefill_ms:.0f} ms · "
         f"{timing.steps} batched steps · {timing.tokens_per_s:.1f} tok/s",
     ]
     for lane in trace.lanes:

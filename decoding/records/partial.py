@@ -37,12 +37,22 @@ def partial_note(lane: LaneTrace) -> str | None:
     >>> partial_note(lane)
     'top 100 of 151,936'
     """
+    parts = partial_parts(lane)
+    if parts is None:
+        return None
+    alternatives, vocab_size, tail = parts
+    note = f"top {alternatives:,} of {vocab_size:,}"
+    return f"{note}; tail ≤ {tail:.1%}" if tail is not None else note
+
+
+def partial_parts(lane: LaneTrace) -> tuple[int, int, float | None] | None:
+    """(alternatives returned a step, vocabulary size, the largest unseen mass so far or None) of a partial lane;
+    None when it is complete (a front end words them in its own language)."""
     if not is_partial(lane):
         return None
     served = served_of(lane)
-    note = f"top {served['alternatives']:,} of {served['vocab_size']:,}"
     tails = [step.unseen_mass for step in lane.steps if step.unseen_mass is not None]
-    return f"{note}; tail ≤ {max(tails):.1%}" if tails else note
+    return served["alternatives"], served["vocab_size"], max(tails) if tails else None
 
 
 def raw_entropy_bounds(step: StepRecord, returned: int, vocab_size: int) -> tuple[float, float]:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from decoding.records.partial import mean_raw_entropy_bounds, partial_note
+from decoding.records.partial import mean_raw_entropy_bounds, partial_parts
 from decoding.records.trace import StepRecord, TokenProb
 from gui.i18n import QT_TRANSLATE_NOOP, translate
 from gui.present import colours
@@ -398,7 +398,11 @@ def lane_summary(lane, divergence: int | None, critical: int, aligned: bool | No
 
 def _partial_summary(lane, text: str, tip: str, low: float, high: float) -> tuple[str, str]:
     """A lane on a served model's top-N: the header says so (decoding.records.partial)."""
-    note = partial_note(lane)
+    alternatives, vocab_size, tail = partial_parts(lane)
+    note = translate("render", "top {alternatives} of {vocab}").format(alternatives=f"{alternatives:,}",
+                                                                       vocab=f"{vocab_size:,}")
+    if tail is not None:
+        note += translate("render", "; tail ≤ {tail}").format(tail=f"{tail:.1%}")
     text += "  " + translate("render", "partial: {note}").format(note=note)
     tip += "; " + translate("render", "partial: the server returned the {note} of each step: the lane's chain ran on "
                                       "them, renormalised; the mean raw entropy of the whole vocabulary lies between "

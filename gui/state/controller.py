@@ -126,7 +126,7 @@ class RunController:
             text = translate("controller", "The run was made on the server {name}: the window runs served models as "
                                            "lanes beside its own (the model picker's “Add a server…”); `branchpoint "
                                            "replay FILE` replays the run there.")
-            self.state.show_notice(text.format(name=trace.model.name))
+            self.state.show_notice(text.format(name=trace.model.name), level="info")
             return False
         for key in filter(None, (trace.model.name, trace.model.path)):
             try:
@@ -268,7 +268,8 @@ class RunController:
         self.state.set_proposals({})
         self.state.show_trace(trace, specs)
         self.branch_keys = []
-        self.state.set_model_name(f"{trace.model.name} (opened run)", trace.provider)
+        self.state.set_model_name(translate("controller", "{name} (opened run)").format(name=trace.model.name),
+                                  trace.provider)
         self.state.set_status(translate("controller", "opened {path}").format(path=path))
         request = self.state.request.with_prompt_of(request_of(trace))
         self.state.set_request(request)

@@ -333,7 +333,7 @@ def test_a_whole_run_on_a_served_model_is_partial_in_every_lane_and_replays_on_t
                              "--lane", "greedy", "--lane", "sample:seed=3,temperature=0.9", "--json", str(path))
         assert code == 0, err
         assert out.count("partial: top 16 of 64; tail ≤ ") == 4, out  # each lane's header and its line
-        assert f"on llamacpp {server.url} (fake-model)" in out
+        assert f"{name} (fake-model) · llamacpp server" in out and "on llamacpp" not in out  # said once
         import jsonschema
 
         jsonschema.validate(json.loads(path.read_text()), run_file.schema())

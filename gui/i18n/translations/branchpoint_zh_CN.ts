@@ -1184,6 +1184,10 @@ score {score} · parent slot {parent}</source>
             <translation>无法打开 {path}：{error}</translation>
         </message>
         <message>
+            <source>{name} (opened run)</source>
+            <translation>{name}（打开的运行）</translation>
+        </message>
+        <message>
             <source>opened {path}</source>
             <translation>已打开 {path}</translation>
         </message>
@@ -2990,6 +2994,14 @@ Source: {source}, {size} to download</source>
         <message>
             <source>compared with the reference lane: {how}</source>
             <translation>与参照车道的比较方式：{how}</translation>
+        </message>
+        <message>
+            <source>top {alternatives} of {vocab}</source>
+            <translation>前 {alternatives} 个（共 {vocab} 个）</translation>
+        </message>
+        <message>
+            <source>; tail ≤ {tail}</source>
+            <translation>；尾部 ≤ {tail}</translation>
         </message>
         <message>
             <source>partial: {note}</source>
