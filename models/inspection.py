@@ -29,6 +29,7 @@ from models.manifest import file_entries, tool_versions, write_manifest
 from models.open_model import model_identity
 from models.prepare import build_folder, replace_folder, run_worker
 from models.progress import CancelCheck, ProgressCallback, Stages
+from runtime.model_files import attention_windows_from, read_json
 
 INSPECTION_FOLDER = "inspection"
 MODEL_FILE = "model.onnx"
@@ -143,6 +144,7 @@ class Explainer:
         self.inspector = InspectionModel(self.model_dir, device=device)
         self.tokenizer = Tokenizer.from_model_dir(self.model_dir)
         self.identity = explain_identity(self.model_dir)
+        self.windows = attention_windows_from(read_json(self.model_dir / "config.json"))
 
     def explain(self, token_ids: list[int], prompt_length: int) -> ExplainResult:
         """`token_ids` (the first `prompt_length` are the prompt) through the model. ValueError for a sequence
@@ -151,7 +153,7 @@ class Explainer:
         arrays = self.inspector.run(token_ids)
         lens = LogitLens.of_hidden(arrays.hidden, self.inspector.lens, self.tokenizer.piece, LENS_TOP_K)
         return build_explain(token_ids, prompt_length, arrays.attentions, lens, self.tokenizer, self.identity,
-                             self.inspector.provider)
+                             self.inspector.provider, self.windows)
 
 
 def explain_sequence(

@@ -39,3 +39,18 @@ def special_token_text(tokenizer_config: dict, key: str) -> str | None:
 def max_positions_from(config: dict) -> int | None:
     """The positions the model was trained for (learned position tables fail past them, RoPE degrades)."""
     return config.get("max_position_embeddings") or config.get("n_positions")
+
+
+def attention_windows_from(config: dict) -> list[int | None] | None:
+    """Per layer, how many positions back its attention reaches: `sliding_window` for the layers `layer_types`
+    calls "sliding_attention" (Gemma 2 and 3), None for those that see everything; None when every layer does.
+
+    >>> attention_windows_from({"sliding_window": 512, "layer_types": ["sliding_attention", "full_attention"]})
+    [512, None]
+    >>> attention_windows_from({"sliding_window": 4096}) is None  # no layer types: not marked
+    True
+    """
+    window, types = config.get("sliding_window"), config.get("layer_types")
+    if not window or not types or "sliding_attention" not in types:
+        return None
+    return [int(window) if kind == "sliding_attention" else None for kind in types]

@@ -149,6 +149,9 @@ class ExplainResult:
     attention: np.ndarray
     lens: LogitLens
     schema_version: int = EXPLAIN_SCHEMA_VERSION
+    # per layer, how many positions back its attention reaches (a sliding window, Gemma 3's local layers), None
+    # for a layer that sees every earlier position; None when every layer does (written only when set)
+    windows: list[int | None] | None = None
 
     @property
     def layers(self) -> int:
@@ -199,7 +202,7 @@ class ExplainResult:
                 ]
                 for row_ids, row_probs in zip(self.lens_ids.tolist(), rounded(self.lens_probs), strict=True)
             ],
-        }
+        } | ({"windows": list(self.windows)} if self.windows is not None else {})
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":")) + "\n"
@@ -232,8 +235,10 @@ def build_explain(
     tokenizer: TokenPieces,
     model: ModelInfo,
     provider: str,
+    windows: list[int | None] | None = None,
 ) -> ExplainResult:
-    """The result for `token_ids` from runtime.inspection's attentions and a logit lens."""
+    """The result for `token_ids` from runtime.inspection's attentions and a logit lens; `windows`: the layers'
+    sliding windows (ExplainResult.windows)."""
     tokens = [TokenInfo(int(i), tokenizer.piece(int(i)), list(tokenizer.token_bytes(int(i)))) for i in token_ids]
     result = ExplainResult(
         model=model,
@@ -242,6 +247,7 @@ def build_explain(
         tokens=tokens,
         attention=np.asarray(attentions, dtype=np.float32),
         lens=lens,
+        windows=windows,
     )
     check_shapes(result)
     return result
@@ -341,6 +347,7 @@ def parse(data: dict[str, Any]) -> ExplainResult:
             {e["id"]: e["text"] for row in lens for entries in row for e in entries},
         ),
         schema_version=data["schema_version"],
+        windows=data.get("windows"),
     )
     if (attention["layers"], attention["heads"]) != result.attention.shape[:2]:
         raise ExplainFormatError(
@@ -366,3 +373,8 @@ def check_shapes(result: ExplainResult) -> None:
         raise ExplainFormatError(f"the logit lens is {list(shape)}, expected [{expected[0]}, {length}, K]")
     if not 0 <= result.prompt_length <= length:
         raise ExplainFormatError(f"prompt_length {result.prompt_length} is outside [0, {length}]")
+    windows = result.windows
+    if windows is not None and (len(windows) != result.layers
+                                or any(w is not None and (not isinstance(w, int) or w < 1) for w in windows)):
+        raise ExplainFormatError(f"windows must give each of the {result.layers} layers a window of at least 1 "
+                                 f"position or null, got {windows}")

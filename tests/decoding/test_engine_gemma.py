@@ -92,9 +92,10 @@ def test_cli_writes_chinese_with_gemma(capsys, gemma_model_dir):
 
 
 def test_explain_reads_gemmas_18_layers_and_its_lens_ends_on_the_lanes_own_choices(real, gemma_model_dir, tmp_path):
-    """Explain on gemma (its inspection model prepared on first use): attention of 18 layers × 4 heads, every row a
-    distribution over the positions up to it; the lens's last row (the model's own output) puts greedy's next token
-    first at every generated position, as the engine chose it."""
+    """Explain on gemma (its inspection model prepared on first use): attention of 18 layers × 4 heads (the sliding
+    windows of its local layers recorded), every row a distribution over the positions up to it; the lens's last
+    row (the model's own output) puts greedy's next token first at every generated position, as the engine chose
+    it."""
     import json
 
     import numpy as np
@@ -113,6 +114,7 @@ def test_explain_reads_gemmas_18_layers_and_its_lens_ends_on_the_lanes_own_choic
     assert ids == [*prompt.ids, *lane.token_ids[:5]]
     weights = np.array(data["attention"]["weights"], dtype=np.float64)
     assert (data["attention"]["layers"], data["attention"]["heads"]) == (18, 4) and weights.shape[:2] == (18, 4)
+    assert data["windows"] == [None if layer % 6 == 5 else 512 for layer in range(18)]  # every sixth layer global
     assert np.allclose(weights.sum(axis=-1), 1.0, atol=2e-3) and np.allclose(np.triu(weights, 1), 0.0)
     last = len(data["logit_lens"]) - 1
     own = [data["logit_lens"][last][position][0]["id"] for position in range(len(ids))]

@@ -113,6 +113,18 @@ def test_json_layout_is_the_documented_one():
     assert probs == sorted(probs, reverse=True)
 
 
+def test_a_model_with_sliding_windows_keeps_them_per_layer_and_one_without_writes_none():
+    """Gemma 3's local layers see the last 512 positions (ExplainResult.windows, from config.json's layer_types)."""
+    from dataclasses import replace
+
+    windowed = replace(result(), windows=[512, 512, None])
+    data = json.loads(windowed.to_json())
+    assert data["windows"] == [512, 512, None] and "windows" not in json.loads(result().to_json())
+    again = ExplainResult.from_json(windowed.to_json())
+    assert again.windows == [512, 512, None] and again.to_json() == windowed.to_json()
+    assert ExplainResult.from_json(result().to_json()).windows is None
+
+
 def test_lens_top_lists_best_first_with_text():
     res = result()
     top = res.lens_top(LAYERS, 1)
@@ -131,6 +143,8 @@ def test_lens_top_lists_best_first_with_text():
         (lambda d: d.update(prompt_length=9), "prompt_length 9 is outside [0, 5]"),
         (lambda d: d["attention"]["weights"][0][0].pop(), "not a valid explain result: ValueError"),
         (lambda d: d.pop("logit_lens"), "not a valid explain result: KeyError: 'logit_lens'"),
+        (lambda d: d.update(windows=[512, None]), "windows must give each of the 3 layers a window of at least 1"),
+        (lambda d: d.update(windows=[512, 0, None]), "windows must give each of the 3 layers a window of at least 1"),
     ],
 )
 def test_files_it_cannot_read_are_refused_with_the_reason(edit, message):

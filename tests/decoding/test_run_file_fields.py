@@ -161,7 +161,7 @@ def explanation(trace: RunTrace, lane_name: str) -> ExplainResult:
     lens = LogitLens.whole(lens_ids, lens_probs, {11: "x", 12: "y"})
     return ExplainResult(ModelInfo("fake", {"model.onnx": "ab12"}, "/models/fake"), "CPUExecutionProvider",
                          len(trace.prompt.ids), tokens, attention, lens,
-                         schema_version=1)
+                         schema_version=1, windows=[4, None])
 
 
 def why_of(trace: RunTrace, lane_name: str, step: int) -> WhyResult:

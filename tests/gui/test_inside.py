@@ -62,6 +62,20 @@ def test_attention_cells_are_the_explanations_weights(qtbot, english):
     assert view.column_labels() == ["<|im_start|>", "Although", "·I", "·was", "·tired", ",", "·but"]
 
 
+def test_a_model_with_sliding_windows_marks_the_layers_that_see_everything(qtbot, english):
+    """Gemma 3: five of six layers see only the last 512 positions (ExplainResult.windows); the heatmap's layer
+    labels mark the others with ● and the legend says what the mark means. A model without windows: no mark."""
+    view = shown(qtbot, AttentionView(english))
+    view.set_token(samples.ENGLISH["contrast"])
+    labels = [text for _, text in view._plot.getAxis("left")._tickLevels[0]]
+    assert labels == ["0"] and "●" not in view._legend.text()
+    english.explanation(0).windows = [512, None, 512]
+    view.redraw()
+    labels = [text for _, text in view._plot.getAxis("left")._tickLevels[0]]
+    assert labels == ["0", "1●"]
+    assert "layers marked ● see every earlier position, the others only the last 512" in view._legend.text()
+
+
 def test_leaving_out_position_0_rescales_each_row_and_says_so(qtbot, english):
     view = shown(qtbot, AttentionView(english))
     result = english.explanation(0)

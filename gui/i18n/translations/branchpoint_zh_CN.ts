@@ -787,6 +787,10 @@
             <translation>颜色：最强头自身的权重，&lt;b&gt;去掉位置 0&lt;/b&gt;（未重新归一化）</translation>
         </message>
         <message>
+            <source>layers marked ● see every earlier position, the others only the last {window}</source>
+            <translation>标 ● 的层看得到前面所有位置，其余各层只看最近 {window} 个</translation>
+        </message>
+        <message>
             <source>&lt;b&gt;‹start›&lt;/b&gt;: the model's start token {token}, put in front of the plain prompt (as a chat has it) to take the attention sink, not its first word</source>
             <translation>&lt;b&gt;‹起始›&lt;/b&gt;：模型的起始词元 {token}，像对话那样放在纯文本提示之前，由它而不是提示的第一个词承接注意力汇聚</translation>
         </message>

@@ -405,7 +405,7 @@ class AttentionView(QWidget):
         self._image.setRect(0, 0, columns, layers)
         self._bar.setLevels((0.0, self._level()))
         self._axis.set_labels([self._labels[p] for p in self.columns()])
-        self._plot.getAxis("left").setTicks([[(layer + 0.5, str(layer)) for layer in range(0, layers, 5)],
+        self._plot.getAxis("left").setTicks([layer_ticks(layers, result.windows),
                                              [(layer + 0.5, "") for layer in range(layers)]])
         self._plot.setXRange(0, max(columns, 1), padding=0)
         self._plot.setYRange(0, layers, padding=0)
@@ -470,6 +470,11 @@ class AttentionView(QWidget):
         elif self._drop_first:
             parts[0] = translate("attention_view", "colour: the strongest head's own weight, <b>position 0 left "
                                                    "out</b> (not rescaled)")
+        windows = self._result.windows
+        if windows:  # Gemma 3: most layers see only the last positions
+            local = next(w for w in windows if w is not None)
+            parts.insert(1, translate("attention_view", "layers marked ● see every earlier position, the others "
+                                                        "only the last {window}").format(window=f"{local:,}"))
         if self._start_added:
             start = translate("attention_view", "<b>‹start›</b>: the model's start token {token}, put in front of the "
                                                 "plain prompt (as a chat has it) to take the attention sink, not "
@@ -569,3 +574,15 @@ class AttentionView(QWidget):
         layer, column = math.floor(point.y()), math.floor(point.x())
         if 0 <= layer < self._grid.shape[0] and 0 <= column < self._grid.shape[1]:
             self.pick(layer, column)
+
+
+def layer_ticks(layers: int, windows: list[int | None] | None) -> list[tuple[float, str]]:
+    """The heatmap's layer labels: every fifth layer, and for a model with sliding windows every layer that sees
+    all positions, marked ●.
+
+    >>> layer_ticks(12, [512] * 5 + [None] + [512] * 5 + [None])
+    [(0.5, '0'), (5.5, '5●'), (10.5, '10'), (11.5, '11●')]
+    """
+    full = {layer for layer, window in enumerate(windows or []) if window is None} if windows else set()
+    shown = sorted(set(range(0, layers, 5)) | full)
+    return [(layer + 0.5, f"{layer}●" if layer in full else str(layer)) for layer in shown]
