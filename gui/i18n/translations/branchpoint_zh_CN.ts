@@ -763,6 +763,18 @@
             <translation>先运行各车道，再解释其中一条：查看每层每个头在每个词元处对之前词元的注意力。</translation>
         </message>
         <message>
+            <source>where {token} looks</source>
+            <translation>{token} 关注哪里</translation>
+        </message>
+        <message>
+            <source>who looks at {token}</source>
+            <translation>谁关注 {token}</translation>
+        </message>
+        <message>
+            <source>lane {name}</source>
+            <translation>车道 {name}</translation>
+        </message>
+        <message>
             <source>each layer's strongest head</source>
             <translation>每层最强的头</translation>
         </message>

@@ -447,8 +447,10 @@ class AttentionView(QWidget):
     def _draw_title(self) -> None:
         token = position_label(self._result, self._token, self._labels)
         heads = self._heads_words()
-        verb = "where " + token + " looks" if self._mode == LOOKS_AT else "who looks at " + token
-        self._title = f"{verb} · {heads} · lane {self.state.lanes[self._lane].name}"
+        verb = (translate("attention_view", "where {token} looks") if self._mode == LOOKS_AT
+                else translate("attention_view", "who looks at {token}")).format(token=token)
+        lane = translate("attention_view", "lane {name}").format(name=self.state.lanes[self._lane].name)
+        self._title = f"{verb} · {heads} · {lane}"
         self.header.show_lane(self.state, self._lane, True,
                               f"{lane_swatch(self.state, self._lane)}: {html.escape(verb)} · {heads}")
 
