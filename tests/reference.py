@@ -77,6 +77,42 @@ def hf_beam_search(model, prompt_ids: list[int], max_new_tokens: int, eos_token_
     )
 
 
+def onnx_engine(model_dir: Path):
+    """(Engine, tokenizer, eos ids) over a prepared model's ONNX decoder on the CPU: the side a parity test checks."""
+    from decoding.engine.engine import Engine
+    from runtime.decoder import OnnxDecoder
+    from runtime.tokenizer import Tokenizer
+
+    decoder, tokenizer = OnnxDecoder(model_dir, device="cpu"), Tokenizer.from_model_dir(model_dir)
+    eos = list(decoder.eos_token_ids)
+    return Engine(decoder, tokenizer, eos), tokenizer, eos
+
+
+def assert_greedy_as_transformers(engine, model, prompts, eos_token_ids: list[int], max_new_tokens: int) -> None:
+    """Each prompt's greedy lane is transformers' greedy generate(), token for token."""
+    from decoding.chain.spec import LaneSpec
+
+    for prompt in prompts:
+        ours = engine.run(prompt, [LaneSpec("greedy")], max_new_tokens=max_new_tokens).lanes[0].token_ids
+        (theirs,), _ = hf_generate(model, prompt.ids, max_new_tokens, eos_token_ids, do_sample=False, num_beams=1)
+        assert ours == theirs, prompt.text
+
+
+def assert_beams_as_transformers(engine, model, prompts, eos_token_ids: list[int], num_beams: int,
+                                 max_new_tokens: int) -> None:
+    """Each prompt's beam lane returns transformers' beam search sequences, their scores within 1e-4."""
+    import pytest
+
+    from decoding.chain.spec import LaneSpec
+
+    spec = LaneSpec("beam", num_beams=num_beams, num_return_sequences=num_beams)
+    for prompt in prompts:
+        lane = engine.run(prompt, [spec], max_new_tokens=max_new_tokens).lanes[0]
+        sequences, scores = hf_beam_search(model, prompt.ids, max_new_tokens, eos_token_ids, num_beams)
+        assert lane.sequences == sequences, prompt.text
+        assert lane.sequence_scores == pytest.approx(scores, abs=1e-4), prompt.text
+
+
 def cut_after_eos(tokens: list[int], eos_token_ids: list[int]) -> list[int]:
     for i, token in enumerate(tokens):
         if token in eos_token_ids:

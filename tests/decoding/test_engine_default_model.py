@@ -9,7 +9,7 @@ import pytest
 from decoding.chain.spec import LaneSpec, assign_seeds, default_lanes
 from decoding.engine.engine import Engine
 from decoding.records.trace import PromptInfo
-from tests.reference import hf_beam_search, hf_generate, load_hf_model
+from tests.reference import assert_beams_as_transformers, assert_greedy_as_transformers, load_hf_model, onnx_engine
 
 # Loading the GGUF reference and running beams take minutes on a shared 2-core machine.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
@@ -23,12 +23,7 @@ RAW_PROMPTS = [
 
 @pytest.fixture(scope="module")
 def real(default_model_dir):
-    from runtime.decoder import OnnxDecoder
-    from runtime.tokenizer import Tokenizer
-
-    decoder = OnnxDecoder(default_model_dir, device="cpu")
-    tokenizer = Tokenizer.from_model_dir(default_model_dir)
-    return Engine(decoder, tokenizer, list(decoder.eos_token_ids)), tokenizer, list(decoder.eos_token_ids)
+    return onnx_engine(default_model_dir)
 
 
 @pytest.fixture(scope="module")
@@ -45,21 +40,13 @@ def prompts(tokenizer) -> list[PromptInfo]:
 
 def test_greedy_lane_equals_transformers_greedy(real, reference):
     engine, tokenizer, eos = real
-    for prompt in prompts(tokenizer):
-        ours = engine.run(prompt, [LaneSpec("greedy")], max_new_tokens=24).lanes[0].token_ids
-        (theirs,), _ = hf_generate(reference, prompt.ids, 24, eos, do_sample=False, num_beams=1)
-        assert ours == theirs, prompt.text
+    assert_greedy_as_transformers(engine, reference, prompts(tokenizer), eos, 24)
 
 
 @pytest.mark.parametrize("num_beams", [2, 4])
 def test_beam_lanes_equal_transformers_beam_search(real, reference, num_beams):
     engine, tokenizer, eos = real
-    spec = LaneSpec("beam", num_beams=num_beams, num_return_sequences=num_beams)
-    for prompt in prompts(tokenizer):
-        lane = engine.run(prompt, [spec], max_new_tokens=16).lanes[0]
-        sequences, scores = hf_beam_search(reference, prompt.ids, 16, eos, num_beams)
-        assert lane.sequences == sequences, prompt.text
-        assert lane.sequence_scores == pytest.approx(scores, abs=1e-4), prompt.text
+    assert_beams_as_transformers(engine, reference, prompts(tokenizer), eos, num_beams, 16)
 
 
 def test_greedy_in_the_default_five_lanes_equals_greedy_alone(real):

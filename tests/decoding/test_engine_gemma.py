@@ -9,9 +9,8 @@ import pytest
 
 from decoding.analysis.fanout import fan_out
 from decoding.chain.spec import LaneSpec, assign_seeds, default_lanes, parse_lane
-from decoding.engine.engine import Engine
 from decoding.records.trace import PromptInfo
-from tests.reference import hf_beam_search, hf_generate, load_hf_model
+from tests.reference import assert_beams_as_transformers, assert_greedy_as_transformers, load_hf_model, onnx_engine
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
@@ -25,12 +24,7 @@ RAW_PROMPTS = [
 
 @pytest.fixture(scope="module")
 def real(gemma_model_dir):
-    from runtime.decoder import OnnxDecoder
-    from runtime.tokenizer import Tokenizer
-
-    decoder = OnnxDecoder(gemma_model_dir, device="cpu")
-    tokenizer = Tokenizer.from_model_dir(gemma_model_dir)
-    return Engine(decoder, tokenizer, list(decoder.eos_token_ids)), tokenizer, list(decoder.eos_token_ids)
+    return onnx_engine(gemma_model_dir)
 
 
 @pytest.fixture(scope="module")
@@ -51,10 +45,7 @@ def test_the_prompt_starts_with_bos_and_eos_ids_are_gemmas(real):
 
 def test_greedy_lane_equals_transformers_greedy(real, reference):
     engine, tokenizer, eos = real
-    for prompt in prompts(tokenizer):
-        ours = engine.run(prompt, [LaneSpec("greedy")], max_new_tokens=24).lanes[0].token_ids
-        (theirs,), _ = hf_generate(reference, prompt.ids, 24, eos, do_sample=False, num_beams=1)
-        assert ours == theirs, prompt.text
+    assert_greedy_as_transformers(engine, reference, prompts(tokenizer), eos, 24)
     chinese = engine.run(prompts(tokenizer)[2], [LaneSpec("greedy")], max_new_tokens=8).lanes[0]
     assert tokenizer.decode(chinese.token_ids).startswith("去参加这次的比赛。")
 
@@ -62,12 +53,7 @@ def test_greedy_lane_equals_transformers_greedy(real, reference):
 @pytest.mark.parametrize("num_beams", [2, 4])
 def test_beam_lanes_equal_transformers_beam_search(real, reference, num_beams):
     engine, tokenizer, eos = real
-    spec = LaneSpec("beam", num_beams=num_beams, num_return_sequences=num_beams)
-    for prompt in prompts(tokenizer)[1:3]:
-        lane = engine.run(prompt, [spec], max_new_tokens=12).lanes[0]
-        sequences, scores = hf_beam_search(reference, prompt.ids, 12, eos, num_beams)
-        assert lane.sequences == sequences, prompt.text
-        assert lane.sequence_scores == pytest.approx(scores, abs=1e-4), prompt.text
+    assert_beams_as_transformers(engine, reference, prompts(tokenizer)[1:3], eos, num_beams, 12)
 
 
 def test_default_lanes_fan_out_and_branch_run_on_gemma(real):
