@@ -112,8 +112,10 @@ class _RawFront:
         float32 softmax kept (a ban on a token 3000 logits above the rest), the rest's own softmax."""
         if self.derivable and self.total > 0:
             return _Probs(self.softmax.weights, self.total, self.support)
-        row = self.raw.copy()
-        row[self.banned] = -np.inf  # nothing banned when not derivable: raw's own softmax
+        row = self.raw  # not derivable: nothing banned, raw's own softmax (no copy of the row)
+        if self.banned.size:
+            row = row.copy()
+            row[self.banned] = -np.inf
         if not np.any(row > -np.inf):
             return _Probs(np.zeros_like(row), 0.0, 0)
         return _Probs.of(row)

@@ -585,6 +585,6 @@ def layer_ticks(layers: int, windows: list[int | None] | None) -> list[tuple[flo
     >>> layer_ticks(12, [512] * 5 + [None] + [512] * 5 + [None])
     [(0.5, '0'), (5.5, '5●'), (10.5, '10'), (11.5, '11●')]
     """
-    full = {layer for layer, window in enumerate(windows or []) if window is None} if windows else set()
+    full = {layer for layer, window in enumerate(windows or []) if window is None}
     shown = sorted(set(range(0, layers, 5)) | full)
     return [(layer + 0.5, f"{layer}●" if layer in full else str(layer)) for layer in shown]
