@@ -10,7 +10,7 @@ and CUDA share this one code path. Not thread-safe: use one decoder from one thr
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +20,15 @@ from onnx import TensorProto
 
 from decoding.engine.protocol import PrefillProgress, RowSummary
 from runtime.helper_graphs import ONNX_TYPES, last_logits_model, row_summary_model, summary_parts
-from runtime.in_place_kv import ATTENTION_MASK, WRITE_INDEX, additive, in_place_graph
+from runtime.in_place_kv import (
+    ATTENTION_MASK,
+    SLIDING_MASK,
+    WINDOW_KEY,
+    WRITE_INDEX,
+    additive,
+    in_place_graph,
+    window_mask,
+)
 from runtime.kv_cache import PREFILL_CHUNK, KVCache, RowGather
 from runtime.model_files import eos_ids_from, max_positions_from, read_json
 from runtime.session import (
@@ -54,6 +62,7 @@ class GraphIO:
     vocab_size: int | None
     in_place: bool  # the KV cache is written in place (runtime.in_place_kv), not grown by Concat
     additive_mask: bool  # in place, the attention mask is additive float32 (the CPU graph), else boolean
+    sliding_window: int | None  # in place with sliding-window layers (Gemma 3): their window, in positions
 
     @classmethod
     def from_session(cls, session: ort.InferenceSession, config: dict) -> GraphIO:
@@ -89,7 +98,15 @@ class GraphIO:
             vocab_size=vocab if isinstance(vocab, int) else config.get("vocab_size"),
             in_place=in_place,
             additive_mask=in_place and inputs[ATTENTION_MASK].type == "tensor(float)",
+            sliding_window=_sliding_window(session) if in_place and SLIDING_MASK in inputs else None,
         )
+
+
+def _sliding_window(session: ort.InferenceSession) -> int:
+    window = session.get_modelmeta().custom_metadata_map.get(WINDOW_KEY)
+    if window is None:
+        raise ValueError(f"the graph reads `{SLIDING_MASK}` but records no `{WINDOW_KEY}`")
+    return int(window)
 
 
 def _layer_order(name: str) -> tuple[int, int]:
@@ -258,11 +275,12 @@ class OnnxDecoder:
         rows, count = ids.shape
         binding = self._main_binding
         binding.bind_cpu_input("input_ids", ids.astype(self.io.ids_dtype))
+        positions = np.broadcast_to(start + np.arange(count), (rows, count))  # each row's tokens from `start`
         if self.io.has_position_ids:
-            positions = np.broadcast_to(start + np.arange(count), (rows, count))
             binding.bind_cpu_input("position_ids", np.ascontiguousarray(positions, dtype=self.io.positions_dtype))
         binding.bind_cpu_input(WRITE_INDEX, np.full(rows, start, dtype=np.int64))
-        binding.bind_cpu_input(ATTENTION_MASK, additive(mask) if self.io.additive_mask else mask)
+        slots = np.broadcast_to(np.arange(mask.shape[-1]), (rows, mask.shape[-1]))  # slot j holds position j
+        self._bind_masks(binding, mask, lambda: (positions, slots))
         host_logits = self._bind_logits(binding, ids.shape)  # first: outputs[0] below
         for past, present, value in zip(self.io.past_names, self.io.present_names, tensors, strict=True):
             binding.bind_ortvalue_input(past, value)
@@ -307,7 +325,7 @@ class OnnxDecoder:
             cache = cache.writable(count)
             write_index, mask = cache.run_masks(count)
             binding.bind_cpu_input(WRITE_INDEX, write_index)
-            binding.bind_cpu_input(ATTENTION_MASK, additive(mask) if self.io.additive_mask else mask)
+            self._bind_masks(binding, mask, lambda: (cache.position_ids(count), cache.slot_positions(count)))
             for past, present, value in zip(self.io.past_names, self.io.present_names, cache.tensors, strict=True):
                 binding.bind_ortvalue_input(past, value)
                 binding.bind_ortvalue_output(present, value)
@@ -320,6 +338,17 @@ class OnnxDecoder:
         for name in self.io.present_names:
             binding.bind_output(name, device.device, device.device_id)
         return cache, lambda presents: cache.grow(presents, mask)
+
+    def _bind_masks(self, binding, mask: np.ndarray, positions: Callable[[], tuple[np.ndarray, np.ndarray]]) -> None:
+        """An in-place run's mask (bool [rows, 1, S, capacity]), and with sliding-window layers their mask made
+        from it by the positions (query positions [rows, S], key slot positions [rows, capacity]), each in the
+        graph's type."""
+        def bind(name: str, value: np.ndarray) -> None:
+            binding.bind_cpu_input(name, additive(value) if self.io.additive_mask else value)
+
+        bind(ATTENTION_MASK, mask)
+        if self.io.sliding_window is not None:
+            bind(SLIDING_MASK, window_mask(mask, *positions(), self.io.sliding_window))
 
     def _bind_logits(self, binding, ids_shape: tuple[int, int]) -> np.ndarray | None:
         """float32 logits of one position [rows, 1, vocab] (a decode step's, or any run's when the graph keeps the

@@ -16,6 +16,12 @@ Two more load-time edits serve ONNX Runtime's CPU `Attention` kernel (measured o
 - On the CPU the mask is additive float32 (0 = attend, float32's lowest = masked: the values the kernel makes of
   a boolean mask, so logits are bit-identical): the kernel converts a boolean mask element by element in every
   layer of every run, ~5 % of a 4,000-token prefill.
+
+Gemma 3's sliding-window layers read a mask of their own (models.graph_edits.sliding_window_by_position: the
+global mask And query position − key position < window). In place they read a second input,
+`kv_sliding_attention_mask`, of the same shape and type, which the caller makes from the first with
+`window_mask` (positions known to the cache, or to the knock-out); the window is recorded in the graph's
+metadata (`branchpoint.sliding_window`).
 """
 
 from __future__ import annotations
@@ -26,6 +32,9 @@ import numpy as np
 
 WRITE_INDEX = "kv_write_index"
 ATTENTION_MASK = "kv_attention_mask"
+SLIDING_MASK = "kv_sliding_attention_mask"
+WINDOW_KEY = "branchpoint.sliding_window"
+SLIDING_SOURCE = "bp_window_mask"  # the sliding layers' mask made by models.graph_edits.sliding_window_by_position
 SCATTER_OPSET = 24
 MODEL_FILE = "model.onnx"
 MASKED = np.finfo(np.float32).min  # what the CPU kernel makes of a False in a boolean mask
@@ -48,8 +57,9 @@ def in_place_graph(model_dir: Path, cpu: bool = True):
 def in_place_mismatch(model) -> str | None:
     """Why the KV cache cannot be written in place in this graph (None when it can): each present must be a Concat
     of its past, and every layer's Attention must read the presents under one and the same mask — one mask
-    `kv_attention_mask` replaces it. Gemma 3's sliding-window layers mask with a window of their own besides the
-    global layers' causal mask, so their graph keeps the export's Concat-grown cache."""
+    `kv_attention_mask` replaces it — or, with Gemma 3's sliding-window layers, under the global mask and the
+    window mask made from it by the sliding_window_by_position graph edit (`kv_sliding_attention_mask` replaces
+    that one)."""
     graph = model.graph
     producers = {out: node for node in graph.node for out in node.output}
     presents = [o.name for o in graph.output if o.name.startswith("present.")]
@@ -60,12 +70,28 @@ def in_place_mismatch(model) -> str | None:
         return "a present is not a Concat of its past"
     if any(n.input[1] not in presents or n.input[2] not in presents for n in attention):
         return "an Attention node reads keys or values other than the presents"
-    if len({_mask_source(n.input[3], producers) for n in attention}) > 1:
+    sources = {_mask_source(n.input[3], producers) for n in attention}
+    if len(sources) > 1 and (len(sources) > 2 or SLIDING_SOURCE not in sources or sliding_window(model) is None):
         return (
-            "layers attend under different masks (sliding-window and global layers): one cache-wide mask cannot "
-            "replace them"
+            "layers attend under different masks (sliding-window and global layers) and the sliding ones' is not "
+            "the sliding_window_by_position graph edit's: one cache-wide mask cannot replace them"
         )
     return None
+
+
+def sliding_window(model) -> int | None:
+    """The window of the sliding_window_by_position graph edit (its `bp_window_window` constant), else None."""
+    from onnx import numpy_helper
+
+    found = next((i for i in model.graph.initializer if i.name == "bp_window_window"), None)
+    return None if found is None else int(numpy_helper.to_array(found))
+
+
+def window_mask(mask: np.ndarray, query_positions: np.ndarray, key_positions: np.ndarray, window: int) -> np.ndarray:
+    """The sliding layers' mask: `mask` (bool [rows, 1, S, capacity]) And query position − key position < window,
+    from each row's query positions [rows, S] and the position of each of its key slots [rows, capacity]."""
+    distance = query_positions[:, None, :, None] - key_positions[:, None, None, :]
+    return mask & (distance < window)
 
 
 def _mask_source(name: str, producers: dict) -> str:
@@ -81,6 +107,7 @@ def _make_in_place(model, cpu: bool) -> bool:
     if in_place_mismatch(model) is not None:
         return False
     graph = model.graph
+    window = sliding_window(model)
     producers = {out: node for node in graph.node for out in node.output}
     presents = [o.name for o in graph.output if o.name.startswith("present.")]
     concats = [producers.get(name) for name in presents]
@@ -92,15 +119,19 @@ def _make_in_place(model, cpu: bool) -> bool:
         )
         for node in concats
     }
+    sliding = {n.name for n in attention if _mask_source(n.input[3], producers) == SLIDING_SOURCE}
     for node in attention:  # before the node list is rebuilt: extend() copies the nodes
-        node.input[3] = ATTENTION_MASK
+        node.input[3] = SLIDING_MASK if node.name in sliding else ATTENTION_MASK
     nodes = [scatters.get(node.name, node) for node in graph.node]
     graph.ClearField("node")
     graph.node.extend(nodes)
     graph.input.append(helper.make_tensor_value_info(WRITE_INDEX, TensorProto.INT64, ["batch_size"]))
     mask_type = TensorProto.FLOAT if cpu else TensorProto.BOOL
-    graph.input.append(helper.make_tensor_value_info(
-        ATTENTION_MASK, mask_type, ["batch_size", 1, "sequence_length", "capacity"]))
+    for name in (ATTENTION_MASK, SLIDING_MASK) if sliding else (ATTENTION_MASK,):
+        graph.input.append(helper.make_tensor_value_info(
+            name, mask_type, ["batch_size", 1, "sequence_length", "capacity"]))
+    if sliding:
+        model.metadata_props.add(key=WINDOW_KEY, value=str(window))
     _present_shapes_follow_past(graph)
     _drop_dead(graph)
     _scale_queries_first(graph)

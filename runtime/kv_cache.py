@@ -217,6 +217,16 @@ class KVCache:
         mask[:, 0, :, past : past + new_tokens] = np.tri(new_tokens, dtype=bool)
         return np.full(self.num_rows, past, dtype=np.int64), mask
 
+    def slot_positions(self, new_tokens: int = 1) -> np.ndarray:
+        """In place: int64 [rows, capacity], the position of the token in each slot of a run appending
+        `new_tokens` (a row's attended slots count its positions, as its mask does; unattended slots get a
+        position no window reaches, and their keys are masked anyway)."""
+        past = self.physical_length
+        positions = np.full((self.num_rows, self.capacity), np.iinfo(np.int32).min, dtype=np.int64)
+        positions[:, :past] = np.cumsum(self.mask != 0, axis=1) - 1
+        positions[:, past : past + new_tokens] = self.position_ids(new_tokens)
+        return positions
+
     def grown_in_place(self, new_tokens: int) -> KVCache:
         """In place: the cache after a run wrote `new_tokens` positions at P into its buffer."""
         self.written.length = self.physical_length + new_tokens

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from runtime.decoder import OnnxDecoder
 from tests.tiny_archs import ARCHITECTURES, build
 
 QUICK = {("llama", "hf"), ("gemma3", "gguf")}
@@ -103,10 +104,11 @@ def test_prepared_tiny_model_matches_transformers(architecture, source, matrix_c
     expected_ids, expected_logits = transformers_reference(tiny.hf_dir, PROMPT_IDS, STEPS)
     assert ids == expected_ids
     assert float(np.max(np.abs(np.stack(rows) - expected_logits))) < 1e-4
-    if architecture == "gemma3":  # the edits its sliding-window layers need; in place only where one mask serves
+    if architecture == "gemma3":  # the edits its sliding-window layers need; in place with a mask of their own
         assert {"position_ids_input", "sliding_window_by_position"} <= set(manifest["graph_edits"])
-        assert manifest["in_place_kv"]["applied"] is False and "sliding-window" in manifest["in_place_kv"]["why_not"]
+        assert manifest["in_place_kv"] == {"applied": True}
         assert manifest["model"]["sliding_window_layers"] == [0, 1, 2, 3, 4]
+        assert OnnxDecoder(model_dir, "cpu").io.sliding_window == 8
     elif architecture == "gpt2":  # its fused qkv attention is not one the fused-attention edit matches: the
         # export's cache, and the manifest says why
         assert manifest["in_place_kv"]["applied"] is False and "fused Attention" in manifest["in_place_kv"]["why_not"]
@@ -127,6 +129,7 @@ def test_gemma3_rows_of_different_lengths_past_the_window_match_transformers(mat
 
     tiny = tiny_models("gemma3")
     decoder = open_model(prepared(tiny, "gguf"), device="cpu").decoder
+    assert decoder.io.in_place and decoder.io.sliding_window == 8
     sequence = list(PROMPT_IDS)
     state, logits = decoder.prefill(sequence)
     for _ in range(8):
@@ -141,6 +144,37 @@ def test_gemma3_rows_of_different_lengths_past_the_window_match_transformers(mat
         with torch.no_grad():
             expected = model(torch.tensor([ids])).logits[0, -1].numpy()
         assert float(np.max(np.abs(batch[row] - expected))) < 1e-4, f"row {row} ({len(ids)} tokens)"
+
+
+def test_gemma3_knockout_rows_past_the_window_match_transformers(matrix_cache, tiny_models):
+    """Why A, not B on Gemma 3: a knock-out row hides a position from every later query in the global layers and,
+    within their window, in the sliding ones; transformers under the same two 4D masks gives the same logits."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from models.open_model import open_model
+    from runtime.knockout import Knockout
+
+    tiny = tiny_models("gemma3")
+    decoder = open_model(prepared(tiny, "gguf"), device="cpu").decoder
+    ids = PROMPT_IDS + [3, 77, 140, 9]  # 16 tokens: twice the window
+    groups = [[0], [5], [7], [8], [12], [2, 9, 13]]
+    candidates = [17, 250]
+    rows = Knockout(decoder, max_rows=3).run(ids, groups, candidates)
+    model = AutoModelForCausalLM.from_pretrained(tiny.hf_dir, dtype=torch.float32, attn_implementation="eager").eval()
+    length, window = len(ids), model.config.sliding_window
+    query, key = torch.arange(length)[:, None], torch.arange(length)[None, :]
+    for r, group in enumerate(groups):
+        hidden = torch.zeros(length, dtype=torch.bool)
+        hidden[group] = True
+        allowed = (key <= query) & ~(hidden[None, :] & (key < query))
+        masks = {"full_attention": allowed, "sliding_attention": allowed & (query - key < window)}
+        masks = {k: torch.where(v, 0.0, float("-inf"))[None, None] for k, v in masks.items()}
+        with torch.no_grad():
+            expected = model(torch.tensor([ids]), attention_mask=masks).logits[0, -1].numpy()
+        assert np.allclose(rows.logits[r], expected[candidates], atol=1e-4), group
+        assert rows.top_ids[r] == int(expected.argmax())
+    assert np.abs(rows.logits - rows.base_logits).max(axis=1).min() > 1e-3  # every row moved: rows told apart
 
 
 @pytest.mark.slow

@@ -50,6 +50,7 @@ def test_the_prepared_folder_records_its_source_licence_and_edits(gemma_model_di
     assert {"last_position_lm_head", "fused_attention", "position_ids_input", "sliding_window_by_position"} <= set(
         manifest["graph_edits"]
     )
-    assert manifest["in_place_kv"]["applied"] is False
+    decoder = OnnxDecoder(gemma_model_dir, "cpu")  # in place, the sliding layers under a mask of their own (the
+    assert decoder.io.in_place and decoder.io.sliding_window == 512  # manifest's record is as of its preparation)
     assert manifest["smoke_test"]["continuation"].startswith("去参加")
     assert manifest["tokens"]["eos_token_ids"] == [1, 106]
