@@ -66,7 +66,7 @@ class MainWindow(QMainWindow):
         self.commands = RunCommands(self.state, self.controller, self.unsaved, self)
         self.recent = RecentFiles(settings)
         self.files = RunFiles(self, self.state, self.controller, self.unsaved, self.recent, self.export_images)
-        self.tour = TourRunner(self.state, self.controller, self.unsaved, self.show_view, self)
+        self.tour = TourRunner(self.state, self.controller, self.unsaved, self.show_view, self.set_model, self)
         self.theme = app_theme()
         self.chrome = WindowChrome(self, self.state, self.controller, self.unsaved, self.theme, settings)
         with colours.built_light():  # then the theme turns the drawing dark if it is (gui.shell.theme)

@@ -2,13 +2,15 @@
 window as it was), its run starts with the stop's own seed (the user's seed setting is never changed), and the
 stop's after-action (gui.state.tour.AFTER_ACTIONS) follows the run: replay a near-tie, select a critical point or
 where two lanes part, add temperature fan-outs, run again, explain lane 0 and show the attention or the logit
-lens, or compare lane 0 with a precision variant of the model. The stop's banner goes with the first run that is
-not the tour's."""
+lens, or compare lane 0 with a precision variant of the model. A stop in Chinese runs on a prepared model that
+writes Chinese when the window's does not (and says how to get one when none is prepared). The stop's banner goes
+with the first run that is not the tour's."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer
 
@@ -16,21 +18,25 @@ from decoding.analysis.critical import critical_point
 from decoding.chain.spec import LaneSpec
 from gui.i18n import translate
 from gui.present.inside_data import latest_settling, word_span
+from gui.present.model_offers import human_size, model_languages
 from gui.shell.unsaved import UnsavedRun
 from gui.state import tour
 from gui.state.controller import RunController
 from gui.state.run_state import RunState
 from gui.state.tasks.kind import TaskKind
-from models.catalog import manifest_is_valid, models_dir
+from models.catalog import catalog_models_writing, manifest_is_valid, models_dir
 from models.variants import variant_name
 
 
 class TourRunner(QObject):
     def __init__(self, state: RunState, controller: RunController, unsaved: UnsavedRun,
-                 show_view: Callable[[str], QObject], parent: QObject | None = None) -> None:
-        """`show_view(id)` brings a view's tab to the front and returns the view."""
+                 show_view: Callable[[str], QObject], switch_model: Callable[[Path], None] | None = None,
+                 parent: QObject | None = None) -> None:
+        """`show_view(id)` brings a view's tab to the front and returns the view; `switch_model(folder)` makes a
+        prepared model the window's (its picker follows), else the controller alone switches."""
         super().__init__(parent)
         self.state, self.controller, self.unsaved, self.show_view = state, controller, unsaved, show_view
+        self.switch_model = switch_model or controller.set_model
         self._stop: tour.TourStop | None = None  # a stop whose run is on its way (its after-action follows)
         self._inside_stop: tour.TourStop | None = None  # a stop whose explanation is on its way
         self._why_stop: tour.TourStop | None = None  # a stop whose "why" is on its way (then its explanation)
@@ -51,13 +57,15 @@ class TourRunner(QObject):
         specs = self._specs(stop)
         if specs is None or not self.unsaved.may_discard(translate("TourRunner", "open a tour stop"), new_run=True):
             return False
+        model_note, chat = self._model_for(stop)
         self.state.set_specs(specs)
         for index, lane in enumerate(stop.lanes):
             if lane.fanout > 1:
                 self.state.set_fanout(index, lane.fanout)
-        self.state.update_request(text=stop.prompt, chat=stop.chat, system=None, max_new_tokens=stop.max_new_tokens)
+        self.state.update_request(text=stop.prompt, chat=chat, system=None, max_new_tokens=stop.max_new_tokens)
         self.show_view(stop.view)
-        self.state.show_notice(f"{tour.title(stop)} — {tour.text(stop)}", level="info", cause="tour")
+        note = f" ({model_note})" if model_note else ""
+        self.state.show_notice(f"{tour.title(stop)} — {tour.text(stop)}{note}", level="info", cause="tour")
         self._stop, self.last_key = stop, stop.key
         self._run(stop)
         return True
@@ -77,6 +85,27 @@ class TourRunner(QObject):
                               "--variant {variant}).").format(variant=variant, name=name), level="info")
             return None
         return [*specs[:-1], replace(specs[-1], model=name)]
+
+    def _model_for(self, stop: tour.TourStop) -> tuple[str | None, bool]:
+        """A stop in a language the window's model does not write: switch to the first prepared model that writes
+        it, or say which one would (the stop then runs on the window's model). The words for the banner, and
+        whether the stop's prompt goes through the chat template (not on a base model, which has none)."""
+        holder = self.controller.holder
+        languages = model_languages(Path(holder.path)) if holder is not None else None
+        if stop.language is None or languages is None or stop.language in languages:
+            return None, stop.chat
+        candidates = catalog_models_writing(stop.language)
+        if not candidates:
+            return None, stop.chat
+        entry = candidates[0]
+        if entry.is_prepared():
+            self.switch_model(entry.folder)
+            return translate("TourRunner", "on {model}, which writes Chinese; {previous} writes English only").format(
+                model=entry.name, previous=holder.name), stop.chat and entry.instruct
+        return translate("TourRunner", "{model} writes English only: this stop reads best on {other} ({size}, "
+                                       "prepared once: Model → Add model…, or python main.py prepare --catalog "
+                                       "{other} --accept-license)").format(
+            model=holder.name, other=entry.name, size=human_size(entry.download_bytes)), stop.chat
 
     def _run(self, stop: tour.TourStop) -> None:
         self._own(lambda: self.controller.run(replace(self.state.request, seed=stop.seed)))
@@ -114,6 +143,8 @@ class TourRunner(QObject):
                 state.select(lane, step)
         elif stop.after == "select_first_critical" and first is not None:
             state.select(*first)
+        elif stop.after == "select_first_step" and state.lanes and state.lanes[0].trace.steps:
+            state.select(0, 0)
         elif stop.after == "select_first_divergence" and state.divergence_step(1) is not None:
             state.select(1, state.divergence_step(1))
         elif stop.after == "compare_models":
@@ -145,7 +176,10 @@ class TourRunner(QObject):
             return
         self._why_stop, self._why_step = stop, step
         self.state.select(0, step)
-        if not self.controller.why(0, step):
+        record = steps[step]
+        others = dict(zip(record.top_raw.texts, record.top_raw.ids, strict=True))
+        b = others.get(stop.extra["b"]) if "b" in stop.extra else None  # else the runner-up
+        if not self.controller.why(0, step, b=b):
             self._why_stop = None
 
     def _on_why(self, _index: int, _result) -> None:

@@ -19,8 +19,10 @@ AFTER_ACTIONS = {
     "select_first_divergence": "select lane 1 where its text first departs from lane 0's",
     "explain_contrast": "explain lane 0 and show where extra['contrast'] looks back at extra['concessive']",
     "explain_journey": "explain lane 0 and show the logit lens where its choice settles latest",
-    "why_contrast": "ask why lane 0 chose extra['contrast'] (its first such step) and not the runner-up, then explain "
-                    "lane 0 and show where that step looks back at extra['concessive'], ending on the Why view",
+    "why_contrast": "ask why lane 0 chose extra['contrast'] (its first such step) and not extra['b'] (default: the "
+                    "runner-up), then explain lane 0 and show where that step looks back at extra['concessive'], "
+                    "ending on the Why view",
+    "select_first_step": "select lane 0's first step (the Step view shows its whole distribution)",
     "compare_models": "select lane 0 where lane 1 (on extra['variant']) departs from it, and read lane 0's tokens "
                       "with that variant (the Model comparison view)",
 }
@@ -45,6 +47,7 @@ class TourStop:
     seed: int | None = 1
     after: str | None = None
     extra: dict = field(default_factory=dict)
+    language: str | None = None  # "zh": run on a model that writes it (gui.shell.tour_runner switches to one)
 
     def __post_init__(self) -> None:
         if self.after not in AFTER_ACTIONS:
@@ -74,6 +77,7 @@ STOPS: list[TourStop] = [
         key="near_tie_zh",
         title=QT_TRANSLATE_NOOP("tour", "The same, in Chinese: 虽然 … 但"),
         prompt="我虽然很累，但还是决定",
+        language="zh",
         lanes=(TourLane(LaneSpec("greedy")), TourLane(_sample("T 1.0", 11, temperature=1.0))),
         view="lane_map",
         after="select_first_critical",
@@ -197,6 +201,7 @@ STOPS += [
         key="delayed_release_zh",
         title=QT_TRANSLATE_NOOP("tour", "The same in Chinese: 但 looks back at 虽然"),
         prompt="我虽然很累，但还是决定",
+        language="zh",
         chat=True,
         lanes=(TourLane(LaneSpec("greedy")),),
         view="attention",
@@ -229,7 +234,9 @@ STOPS += [
 # Why A, not B (issue 35): the plain prompt, where SmolLM2 writes the ungrammatical " but" after a leading
 # "Although" (with any word before "Although" it writes " he" instead: measured 2026-12-02). Knocked out,
 # " tried" and " to" push toward " but"; "Although" at position 0 is also the attention sink, so hiding it moves
-# more than its meaning (its push is toward " and").
+# more than its meaning (its push is toward " and"). In Chinese, gemma-3-270m writes 但是 after 我虽然很累，
+# (p 0.29; 但 0.25): hidden, 虽然 takes 但是 to 0.03 and 我 becomes its choice, so B is 我 (but 但 against 但是
+# would compare two ways of saying "but"): 虽然 pushes +4.5 toward 但是, the most after ‹bos› (the sink).
 STOPS += [
     TourStop(
         key="why_but",
@@ -246,9 +253,49 @@ STOPS += [
             "hides each earlier word from every later one in turn and shows how much that moves “ but” against "
             "the runner-up: blue words pushed toward “ but”, orange ones away. “Although” is also the first "
             "token, where attention parks (the sink), so hiding it moves more than its meaning. The Attention "
-            "tab shows where the same step looks. The Chinese version (虽然 → 但) needs a model that writes "
-            "Chinese and whose prepared graph takes a per-row attention mask: gemma-3-270m writes 但是 after "
-            "我虽然很累， but its graph does not take one yet (“Why” says so).",
+            "tab shows where the same step looks. The next stop asks the same of 虽然 → 但.",
+        ),
+    ),
+    TourStop(
+        key="why_but_zh",
+        title=QT_TRANSLATE_NOOP("tour", "The same in Chinese: did 虽然 push 但是?"),
+        prompt="我虽然很累，",
+        lanes=(TourLane(LaneSpec("greedy")),),
+        view="why",
+        after="why_contrast",
+        max_new_tokens=8,
+        extra={"contrast": "但是", "concessive": "虽然", "b": "我"},
+        language="zh",
+        text=QT_TRANSLATE_NOOP(
+            "tour",
+            "After 我虽然很累， (“Although I was tired,”) the model writes 但是 (“but”). The Why tab sets 但是 "
+            "against 我 (“I”), what it would write if it never saw 虽然: hiding 虽然 from the later words takes "
+            "但是 from most likely to nearly nothing — the concession stored at 虽然 is what calls for the "
+            "contrast. The Attention tab shows where this step looks.",
+        ),
+    ),
+]
+
+# The seed article's own example (issue 36): after 今天天气不错，适合去 ("nice weather today, just right for going
+# to …") gemma-3-270m spreads the next token over places and pastimes: 逛 0.066, 玩 0.032, 海 0.027, 户外 0.025,
+# 游泳 0.022 (measured with transformers on the same GGUF).
+STOPS += [
+    TourStop(
+        key="weather_zh",
+        title=QT_TRANSLATE_NOOP("tour", "今天天气不错，适合去 …: many good next words"),
+        prompt="今天天气不错，适合去",
+        lanes=(TourLane(LaneSpec("greedy")), TourLane(_sample("T 1.0", 3, temperature=1.0)),
+               TourLane(_sample("T 1.0 · 2", 4, temperature=1.0))),
+        view="inspector",
+        after="select_first_step",
+        max_new_tokens=12,
+        language="zh",
+        text=QT_TRANSLATE_NOOP(
+            "tour",
+            "“Nice weather today, just right for going to …”: no single word is the answer. The Step tab shows "
+            "the first step's whole distribution — 逛 (stroll), 玩 (play), 海 (the sea), 户外 (outdoors), 游泳 "
+            "(swimming) … each a few percent. Greedy always takes the first; each sampled lane drew its own, and "
+            "the rest of its text follows that choice.",
         ),
     ),
 ]

@@ -313,6 +313,14 @@
             <translation>这一站把模型与它的 {variant} 变体 {name} 比较，但这里还没有准备它：请先准备（模型 → 添加精度变体…，或 python main.py prepare --variant {variant}）。</translation>
         </message>
         <message>
+            <source>on {model}, which writes Chinese; {previous} writes English only</source>
+            <translation>在 {model} 上运行，它会写中文；{previous} 只写英文</translation>
+        </message>
+        <message>
+            <source>{model} writes English only: this stop reads best on {other} ({size}, prepared once: Model → Add model…, or python main.py prepare --catalog {other} --accept-license)</source>
+            <translation>{model} 只写英文：这一站在 {other} 上效果最好（{size}，只需准备一次：模型 → 添加模型…，或 python main.py prepare --catalog {other} --accept-license）</translation>
+        </message>
+        <message>
             <source>This run never chose “{token}”: select a step and press Y to ask why it chose its token.</source>
             <translation>这次运行从未选择“{token}”：选择一步并按 Y，询问它为什么选择了它的词元。</translation>
         </message>
@@ -3674,8 +3682,24 @@ Source: {source}, {size} to download</source>
             <translation>哪些词推动了“ but”？</translation>
         </message>
         <message>
-            <source>The model writes “ but” after “Although …,” (the 虽然 … 但 pattern, wrong in English). The Why tab hides each earlier word from every later one in turn and shows how much that moves “ but” against the runner-up: blue words pushed toward “ but”, orange ones away. “Although” is also the first token, where attention parks (the sink), so hiding it moves more than its meaning. The Attention tab shows where the same step looks. The Chinese version (虽然 → 但) needs a model that writes Chinese and whose prepared graph takes a per-row attention mask: gemma-3-270m writes 但是 after 我虽然很累， but its graph does not take one yet (“Why” says so).</source>
-            <translation>模型在“Although …,”之后写出“ but”（即“虽然……但”的句式，在英语里是错的）。“为什么”标签页依次把每个更早的词对其后所有词隐藏，显示这使“ but”相对第二名移动多少：蓝色的词推向“ but”，橙色的词推离它。“Although”也是第一个词元，注意力停靠在那里（注意力汇），所以隐藏它移动的不只是它的词义。“注意力”标签页显示同一步看向哪里。中文版本（虽然 → 但）需要一个会写中文、且准备好的计算图接受逐行注意力掩码的模型：gemma-3-270m 在“我虽然很累，”之后写出“但是”，但它的计算图还不接受这种掩码（“为什么”会说明）。</translation>
+            <source>The model writes “ but” after “Although …,” (the 虽然 … 但 pattern, wrong in English). The Why tab hides each earlier word from every later one in turn and shows how much that moves “ but” against the runner-up: blue words pushed toward “ but”, orange ones away. “Although” is also the first token, where attention parks (the sink), so hiding it moves more than its meaning. The Attention tab shows where the same step looks. The next stop asks the same of 虽然 → 但.</source>
+            <translation>模型在“Although …,”之后写出“ but”（即“虽然……但”的句式，在英语里是错的）。“为什么”标签页依次把每个更早的词对其后所有词隐藏，显示这使“ but”相对第二名移动多少：蓝色的词推向“ but”，橙色的词推离它。“Although”也是第一个词元，注意力停靠在那里（注意力汇），所以隐藏它移动的不只是它的词义。“注意力”标签页显示同一步看向哪里。下一站对“虽然 → 但”问同样的问题。</translation>
+        </message>
+        <message>
+            <source>The same in Chinese: did 虽然 push 但是?</source>
+            <translation>中文里也一样：是“虽然”推动了“但是”吗？</translation>
+        </message>
+        <message>
+            <source>After 我虽然很累， (“Although I was tired,”) the model writes 但是 (“but”). The Why tab sets 但是 against 我 (“I”), what it would write if it never saw 虽然: hiding 虽然 from the later words takes 但是 from most likely to nearly nothing — the concession stored at 虽然 is what calls for the contrast. The Attention tab shows where this step looks.</source>
+            <translation>在“我虽然很累，”之后，模型写出“但是”。“为什么”标签页把“但是”与“我”相比——“我”是它从没看到“虽然”时会写的词：把“虽然”对后面的词隐藏，“但是”就从最可能变得几乎不可能——存在“虽然”里的让步正是呼唤转折的原因。“注意力”标签页显示这一步看向哪里。</translation>
+        </message>
+        <message>
+            <source>今天天气不错，适合去 …: many good next words</source>
+            <translation>今天天气不错，适合去……：许多好的下一个词</translation>
+        </message>
+        <message>
+            <source>“Nice weather today, just right for going to …”: no single word is the answer. The Step tab shows the first step's whole distribution — 逛 (stroll), 玩 (play), 海 (the sea), 户外 (outdoors), 游泳 (swimming) … each a few percent. Greedy always takes the first; each sampled lane drew its own, and the rest of its text follows that choice.</source>
+            <translation>“今天天气不错，适合去……”：没有唯一的答案。“步骤”标签页显示第一步的完整分布——逛、玩、海、户外、游泳……每个只有百分之几。贪心总是取第一个；每个采样车道各自抽到一个，后面的文字都顺着这个选择走下去。</translation>
         </message>
         <message>
             <source>Quantization noise flips near-ties</source>
