@@ -150,3 +150,20 @@ def test_a_gguf_without_any_of_the_block_types_is_refused(tmp_path):
     with pytest.raises(quantize.QuantizeError, match="no MatMul of the graph matched"):
         quantize.to_gguf_exact(model, path)
 
+
+@pytest.mark.parametrize(("variant", "refused"), [("q4_1", True), ("gguf", False)])
+def test_a_gguf_variant_needs_its_blocks_in_the_base_s_gguf(tmp_path, variant, refused):
+    """q4_1 of a model whose GGUF has no Q4_1 blocks (gemma-3-270m's Q4_K_M) is refused before any work, pointing
+    at the gguf variant; gguf takes it."""
+    from models.errors import PrepareError
+    from models.sources import sha256_file
+    from models.variants import base_gguf
+
+    path, _, _, _ = gguf_and_graph(tmp_path, "Q5_0")
+    manifest = {"name": "m", "source": {"kind": "pypi-chunks", "gguf": path.name, "gguf_sha256": sha256_file(path)}}
+    if refused:
+        with pytest.raises(PrepareError, match=r"Q5_0.gguf has no Q4_1 blocks \(its tensors: 1 Q5_0, 1 Q8_0\); its "
+                                               "gguf variant runs the blocks it has"):
+            base_gguf(tmp_path, manifest, variant)
+    else:
+        assert base_gguf(tmp_path, manifest, variant) == path
