@@ -74,6 +74,7 @@ class GgufSummary:
     tensor_count: int
     context_length: int | None
     metadata: dict = field(default_factory=dict, repr=False, compare=False)  # scalars and short arrays
+    tensor_types: dict = field(default_factory=dict, repr=False, compare=False)  # "Q4_K" → how many tensors
 
     @property
     def supported(self) -> bool:
@@ -143,13 +144,14 @@ def parse(f: BinaryIO, path: Path, size: int, skipped: set[str]) -> GgufSummary:
     tensors = [read_tensor_info(f) for _ in range(tensor_count)]
     alignment = int(metadata.get("general.alignment", 32))
     data_start = -(-f.tell() // alignment) * alignment
-    end, parameters, types = data_start, 0, {}
+    end, parameters, types, counts = data_start, 0, {}, {}
     for _name, dims, kind, offset in tensors:
         count = 1
         for d in dims:
             count *= d
         parameters += count
         types[kind] = types.get(kind, 0) + count
+        counts[type_name(kind)] = counts.get(type_name(kind), 0) + 1
         end = max(end, data_start + offset + tensor_bytes(kind, count))
     if end > size:
         raise GgufRefused(
@@ -168,6 +170,7 @@ def parse(f: BinaryIO, path: Path, size: int, skipped: set[str]) -> GgufSummary:
         tensor_count=tensor_count,
         context_length=metadata.get(f"{architecture}.context_length"),
         metadata=metadata,
+        tensor_types=counts,
     )
 
 
@@ -223,7 +226,7 @@ def tensor_bytes(kind: int, count: int) -> int:
 
 
 def quantization_name(file_type, types: dict[int, int]) -> str:
-    from gguf import GGMLQuantizationType, LlamaFileType
+    from gguf import LlamaFileType
 
     if file_type is not None:
         try:
@@ -232,8 +235,14 @@ def quantization_name(file_type, types: dict[int, int]) -> str:
             pass
     if not types:
         return "unknown"
-    commonest = max(types, key=types.get)
+    return type_name(max(types, key=types.get))
+
+
+def type_name(kind: int) -> str:
+    """A GGML tensor type's name ("Q4_K"), or "type N" for one gguf-py does not know."""
+    from gguf import GGMLQuantizationType
+
     try:
-        return GGMLQuantizationType(commonest).name
+        return GGMLQuantizationType(kind).name
     except ValueError:
-        return f"type {commonest}"
+        return f"type {kind}"

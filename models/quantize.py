@@ -16,12 +16,25 @@
   Each GGUF matrix is matched to its ONNX MatMul by name and to its rows by
   value (llama.cpp permutes q/k rows for its rope; transformers undoes it), and must reproduce the fp32 graph's
   weights bit for bit, else the preparation stops.
+- `gguf`: the same for every block type GGUF_BLOCKS decodes (to_gguf_exact; gemma-3-270m's Q4_K_M mixes 81 Q5_0,
+  27 Q4_K, 10 Q8_0 and 9 Q6_K tensors). Each decoder (the bytes as gguf-py's quants.py lays them out) gives
+  w = scale · value + offset per block with the scales computed as gguf-py computes them, so the blocks
+  dequantize to gguf-py's result bit for bit. Q4_K's super-block of 256 is eight 32-blocks each with scale
+  d · sc_j and offset −dmin · m_j: Q4_1's form, run as MatMulNBits + the block-sum correction. Q5_0 (d · (q − 16)),
+  Q6_K (16-blocks, d · sc_i · (q − 32), sc_i int8) and Q8_0 are stored as int8 with their scales and dequantized
+  by constant nodes that ORT folds into the fp32 weights at load (bit for bit; an 8-bit MatMulNBits at accuracy
+  level 0 took ~10x fp32's time for a 640 x 2048 matrix of one row, 4 bits half of fp32's). The lm_head (the tied
+  embedding, Q8_0) stays fp32, checked against its tensor dequantized. On gemma-3-270m every matrix equals the
+  fp32 graph's, the single-row step is fp32's (0.97-0.99x; its fp32 lm_head of 262,144 x 640 dominates), the
+  teacher-forced max KL vs fp32 is 1.4e-8 (folding Q4_K too: the logits bit for bit, no faster, more memory).
+  llama.cpp does not permute gemma's q/k rows; the rows are matched by value either way.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -159,6 +172,98 @@ def gguf_q8_0_rows(raw: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return q, d
 
 
+QK_K = 256  # a k-quant super-block
+
+
+@dataclass
+class Blocks:
+    """A GGUF matrix [N, K] as w = scales · values + offsets per block along K: values [N, K/B, B] int8 (the
+    block's integers with any zero point subtracted), scales [N, K/B] float32, offsets [N, K/B] float32 or None.
+    Each type's scales and offsets are computed as gguf-py's dequantize computes them (in float32, in its order),
+    so `dequantized` is its result bit for bit."""
+
+    values: np.ndarray
+    scales: np.ndarray
+    offsets: np.ndarray | None = None
+
+    @property
+    def block(self) -> int:
+        return self.values.shape[-1]
+
+    def dequantized(self) -> np.ndarray:
+        w = self.scales[..., None] * self.values.astype(np.float32)
+        if self.offsets is not None:
+            w = w + self.offsets[..., None]
+        return w.reshape(w.shape[0], -1)
+
+
+def fp16_at(blocks: np.ndarray, start: int) -> np.ndarray:
+    """The fp16 stored at byte `start` of each block, as float32 ([..., bytes] → [...])."""
+    return blocks[..., start:start + 2].copy().view(np.float16)[..., 0].astype(np.float32)
+
+
+def q4_1_blocks(raw: np.ndarray, k: int) -> Blocks:
+    q, d, m = gguf_q4_1_rows(raw, k)
+    return Blocks(q.astype(np.int8), d, m)
+
+
+def q8_0_blocks(raw: np.ndarray, k: int) -> Blocks:
+    q, d = gguf_q8_0_rows(raw, k)
+    return Blocks(q, d)
+
+
+def q5_0_blocks(raw: np.ndarray, k: int) -> Blocks:
+    """Q5_0, per 32: d (f16), qh (4 bytes: bit j is element j's fifth bit), 16 bytes of nibbles (element j: byte
+    j's low nibble, j + 16: its high); w = d · (q − 16), q in 0..31."""
+    n = raw.shape[0]
+    blocks = raw.reshape(n, k // BLOCK, 22)
+    high = np.unpackbits(blocks[..., 2:6], axis=-1, bitorder="little")  # [N, K/32, 32]: bit j of the uint32
+    qs = blocks[..., 6:]
+    q = np.concatenate([qs & 0x0F, qs >> 4], axis=-1) | (high << 4)
+    return Blocks(q.astype(np.int8) - np.int8(16), fp16_at(blocks, 0))
+
+
+def q4_k_scale_min(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Q4_K's 12 bytes → eight 6-bit scales and mins ([..., 12] → [..., 8] each): bytes 0-3 hold scales 0-3 (low
+    6 bits) and the top 2 bits of scales 4-7, bytes 4-7 the same for the mins, bytes 8-11 the low 4 bits of
+    scales 4-7 (low nibble) and mins 4-7 (high nibble)."""
+    d, m, low = packed[..., 0:4], packed[..., 4:8], packed[..., 8:12]
+    scales = np.concatenate([d & 0x3F, (low & 0x0F) | ((d >> 2) & 0x30)], axis=-1)
+    mins = np.concatenate([m & 0x3F, (low >> 4) | ((m >> 2) & 0x30)], axis=-1)
+    return scales, mins
+
+
+def q4_k_blocks(raw: np.ndarray, k: int) -> Blocks:
+    """Q4_K, per 256: d, dmin (f16), 12 bytes of 6-bit scales and mins, 128 bytes of nibbles (32 bytes per pair
+    of 32-blocks: the low nibbles are block 2i, the high block 2i + 1); w = d·sc_j · q − dmin·m_j, q in 0..15: as
+    32-blocks, Q4_1's form with scale d·sc_j and offset −dmin·m_j."""
+    n = raw.shape[0]
+    supers = raw.reshape(n, k // QK_K, 144)
+    sc, mn = q4_k_scale_min(supers[..., 4:16])
+    scales = fp16_at(supers, 0)[..., None] * sc.astype(np.float32)  # [N, K/256, 8]
+    mins = fp16_at(supers, 2)[..., None] * mn.astype(np.float32)
+    qs = supers[..., 16:].reshape(n, k // QK_K, 4, 1, 32) >> np.array([0, 4], np.uint8).reshape(2, 1)
+    q = (qs & 0x0F).reshape(n, k // BLOCK, BLOCK)
+    return Blocks(q.astype(np.int8), scales.reshape(n, -1), -mins.reshape(n, -1))
+
+
+def q6_k_blocks(raw: np.ndarray, k: int) -> Blocks:
+    """Q6_K, per 256: 128 bytes ql (low 4 bits), 64 bytes qh (high 2 bits), 16 int8 scales, d (f16); per half of
+    128, ql's 64 bytes give elements 0-63 (low nibbles) and 64-127 (high), qh's 32 bytes the high bits of elements
+    i, i + 32, i + 64, i + 96 (bits 0-1, 2-3, 4-5, 6-7); w = d·sc_i · (q − 32) over 16-blocks, q in 0..63."""
+    n = raw.shape[0]
+    supers = raw.reshape(n, k // QK_K, 210)
+    ql = supers[..., :128].reshape(n, -1, 2, 1, 64) >> np.array([0, 4], np.uint8).reshape(2, 1)
+    qh = supers[..., 128:192].reshape(n, -1, 2, 1, 32) >> np.array([0, 2, 4, 6], np.uint8).reshape(4, 1)
+    q = ((ql & 0x0F).reshape(n, -1, 8, 32) | ((qh & 0x03).reshape(n, -1, 8, 32) << 4)).astype(np.int8) - np.int8(32)
+    scales = fp16_at(supers, 208)[..., None] * supers[..., 192:208].copy().view(np.int8).astype(np.float32)
+    return Blocks(q.reshape(n, k // 16, 16), scales.reshape(n, -1))
+
+
+GGUF_BLOCKS = {"Q4_1": q4_1_blocks, "Q4_K": q4_k_blocks, "Q5_0": q5_0_blocks, "Q6_K": q6_k_blocks,
+               "Q8_0": q8_0_blocks}  # GGUF type → its decoder: raw rows [N, bytes], K → Blocks
+
+
 def pack_nibbles(q: np.ndarray) -> np.ndarray:
     """[N, blocks, 32] values 0..15 → MatMulNBits' 4-bit blob [N, blocks, 16]: element 2i low nibble, 2i + 1 high."""
     return (q[..., 0::2] | (q[..., 1::2] << 4)).astype(np.uint8)
@@ -254,25 +359,36 @@ def quantize_q4_0(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def q8_0_folded_nodes(node, base: str, q, d, k: int, n: int) -> tuple[list, list]:
-    """The Q8_0 blocks stored as int8 and fp16-valued scales, dequantized in the graph (Cast · scale, reshaped and
-    transposed to [K, N]) into the fp32 MatMul: every input is constant, so ONNX Runtime folds it into the fp32
-    weights d · q when the session loads (exact: an 11-bit scale times a 7-bit integer fits float32), and the
-    step runs at fp32's speed. MatMulNBits' 8-bit kernel at accuracy level 0 took ~8x fp32's step here."""
+    """The Q8_0 blocks stored as int8 and fp16-valued scales, dequantized in the graph into the fp32 MatMul
+    (folded_nodes; exact: an 11-bit scale times a 7-bit integer fits float32). MatMulNBits' 8-bit kernel at
+    accuracy level 0 took ~8x fp32's step here."""
+    return folded_nodes(node, base, Blocks(q, d), k, n, "q8_0")
+
+
+def folded_nodes(node, base: str, blocks: Blocks, k: int, n: int, tag: str) -> tuple[list, list]:
+    """Blocks stored as int8 values and float32 scales (and offsets), dequantized in the graph (Cast · scale
+    [+ offset], reshaped and transposed to [K, N]) into the fp32 MatMul: every input is constant, so ONNX Runtime
+    folds it into fp32 weights when the session loads, and the step runs at fp32's speed. The float32 products
+    and sums are the ones gguf-py's dequantize computes, in its order: the same weights bit for bit."""
     from onnx import TensorProto, helper, numpy_helper
 
-    name = node.name
+    name, w = node.name, f"{base}_{tag}"
     inits = [
-        numpy_helper.from_array(np.ascontiguousarray(q), f"{base}_q8_0"),
-        numpy_helper.from_array(np.ascontiguousarray(d[..., None]), f"{base}_q8_0_scales"),
-        numpy_helper.from_array(np.array([n, k], np.int64), f"{base}_q8_0_shape"),
+        numpy_helper.from_array(np.ascontiguousarray(blocks.values), w),
+        numpy_helper.from_array(np.ascontiguousarray(blocks.scales[..., None]), f"{w}_scales"),
     ]
     nodes = [
-        helper.make_node("Cast", [f"{base}_q8_0"], [f"{base}_q8_0_f"], name=f"{name}_q8_0_cast", to=TensorProto.FLOAT),
-        helper.make_node("Mul", [f"{base}_q8_0_f", f"{base}_q8_0_scales"], [f"{base}_q8_0_w"], name=f"{name}_q8_0_mul"),
-        helper.make_node("Reshape", [f"{base}_q8_0_w", f"{base}_q8_0_shape"], [f"{base}_q8_0_nk"],
-                         name=f"{name}_q8_0_reshape"),
-        helper.make_node("Transpose", [f"{base}_q8_0_nk"], [f"{base}_q8_0_kn"], name=f"{name}_q8_0_t", perm=[1, 0]),
-        helper.make_node("MatMul", [node.input[0], f"{base}_q8_0_kn"], list(node.output), name=name),
+        helper.make_node("Cast", [w], [f"{w}_f"], name=f"{name}_{tag}_cast", to=TensorProto.FLOAT),
+        helper.make_node("Mul", [f"{w}_f", f"{w}_scales"], [f"{w}_w"], name=f"{name}_{tag}_mul"),
+    ]
+    if blocks.offsets is not None:
+        inits.append(numpy_helper.from_array(np.ascontiguousarray(blocks.offsets[..., None]), f"{w}_offsets"))
+        nodes.append(helper.make_node("Add", [f"{w}_w", f"{w}_offsets"], [f"{w}_wo"], name=f"{name}_{tag}_add"))
+    inits.append(numpy_helper.from_array(np.array([n, k], np.int64), f"{w}_shape"))
+    nodes += [
+        helper.make_node("Reshape", [nodes[-1].output[0], f"{w}_shape"], [f"{w}_nk"], name=f"{name}_{tag}_reshape"),
+        helper.make_node("Transpose", [f"{w}_nk"], [f"{w}_kn"], name=f"{name}_{tag}_t", perm=[1, 0]),
+        helper.make_node("MatMul", [node.input[0], f"{w}_kn"], list(node.output), name=name),
     ]
     return nodes, inits
 
@@ -383,12 +499,23 @@ def row_order(exported: np.ndarray, dequantized: np.ndarray, what: str) -> np.nd
     return order
 
 
+def gguf_rows(node, name: str, tensor, exported: np.ndarray) -> np.ndarray:
+    """The GGUF tensor's raw rows [N, bytes] in the order of the exported matrix's rows [N, K] (row_order)."""
+    from gguf.quants import dequantize
+
+    raw = np.asarray(tensor.data)
+    dequantized = dequantize(raw, tensor.tensor_type)
+    if dequantized.shape != exported.shape or exported.shape[1] % BLOCK:
+        raise QuantizeError(f"{name} {tuple(dequantized.shape)} does not fit {node.name}'s weights "
+                            f"[N, K] = {list(exported.shape)}")
+    return raw[row_order(exported, dequantized, f"{node.name} ← {name}")]
+
+
 def to_q4_1_exact(model, gguf_path: Path, tick: Tick | None = None, lm_head_q8: bool = False):
     """The GGUF's Q4_1 blocks (and with `lm_head_q8` its Q8_0 lm_head) run exactly (see the module docstring).
     Returns (model, report): report counts the matrices replaced by kind, the ones kept in fp32, and the largest
     |dequantized − fp32 weight| (0.0 expected)."""
     from gguf import GGUFReader
-    from gguf.quants import dequantize
     from onnx import numpy_helper
 
     reader = GGUFReader(str(gguf_path))
@@ -407,11 +534,7 @@ def to_q4_1_exact(model, gguf_path: Path, tick: Tick | None = None, lm_head_q8: 
             continue
         exported = numpy_helper.to_array(inits[node.input[1]]).T  # [N, K]
         n, k = exported.shape
-        raw = np.asarray(tensor.data)
-        if raw.shape[0] != n or k % BLOCK:
-            raise QuantizeError(f"{name} ({raw.shape}) does not fit {node.name}'s weights [{k}, {n}]")
-        order = row_order(exported, dequantize(raw, tensor.tensor_type), f"{node.name} ← {name}")
-        raw = raw[order]
+        raw = gguf_rows(node, name, tensor, exported)
         base = node.input[1]
         if kind == "Q4_1":
             q, d, m = gguf_q4_1_rows(raw, k)
@@ -434,6 +557,72 @@ def to_q4_1_exact(model, gguf_path: Path, tick: Tick | None = None, lm_head_q8: 
     drop_unused_initializers(graph)
     add_ms_opset(model)
     return model, report
+
+
+FOUR_BIT = ("Q4_1", "Q4_K")  # 32-blocks of 4-bit values with a scale and an offset each: Q4_1's form
+
+
+def to_gguf_exact(model, gguf_path: Path, tick: Tick | None = None, four_bit_nbits: bool = True):
+    """Every weight MatMul whose GGUF tensor is one of GGUF_BLOCKS' types, run from the GGUF's own blocks exactly
+    (the `gguf` variant; see the module docstring): the 4-bit types (FOUR_BIT) as MatMulNBits + the block-sum
+    correction (q4_1_nodes: the product to ~1e-6; `four_bit_nbits=False`: folded too), the others as
+    constant-folded dequantization (folded_nodes: the fp32 weights bit for bit). The lm_head stays the fp32
+    MatMul, checked against its tensor dequantized. Returns (model, report): matrices by GGUF type,
+    the largest |dequantized − fp32 weight| by type and overall (0.0 expected), the MatMuls kept in fp32."""
+    from gguf import GGUFReader
+    from onnx import numpy_helper
+
+    tensors = {t.name: t for t in GGUFReader(str(gguf_path)).tensors}
+    graph = model.graph
+    inits = initializers(graph)
+    nodes = weight_matmuls(graph)
+    report: dict = {"by_type": {}, "max_abs_weight_diff_by_type": {}, "kept_fp32": {}, "max_abs_weight_diff": 0.0,
+                    "four_bit": "MatMulNBits + block sums" if four_bit_nbits else "folded"}
+    block_sums: dict[str, str] = {}  # input name -> its block sums (nodes are visited in graph order)
+    for count, node in enumerate(nodes):
+        name = gguf_name_for(node)
+        tensor = tensors.get(name) if name else None
+        kind = tensor.tensor_type.name if tensor is not None else "none"
+        exported = numpy_helper.to_array(inits[node.input[1]]).T  # [N, K]
+        if LOGITS in node.output or kind not in GGUF_BLOCKS:
+            report["kept_fp32"][node.name] = kind
+            if LOGITS in node.output and tensor is not None:
+                report["lm_head_max_abs_diff"] = lm_head_diff(tensor, exported)
+            continue
+        n, k = exported.shape
+        blocks = GGUF_BLOCKS[kind](gguf_rows(node, name, tensor, exported), k)
+        diff = float(np.max(np.abs(blocks.dequantized() - exported)))
+        base = node.input[1]
+        if four_bit_nbits and kind in FOUR_BIT:
+            new_nodes, new_inits, sums = q4_1_nodes(node, base, blocks.values.astype(np.uint8), blocks.scales,
+                                                    blocks.offsets, k, n, block_sums.get(node.input[0]))
+            block_sums[node.input[0]] = sums
+        else:
+            new_nodes, new_inits = folded_nodes(node, base, blocks, k, n, kind.lower())
+        graph.initializer.extend(new_inits)
+        replace_node(graph, node, new_nodes)
+        report["by_type"][kind] = report["by_type"].get(kind, 0) + 1
+        by_type = report["max_abs_weight_diff_by_type"]
+        by_type[kind] = max(by_type.get(kind, 0.0), diff)
+        report["max_abs_weight_diff"] = max(report["max_abs_weight_diff"], diff)
+        if tick is not None:
+            tick((count + 1) / len(nodes), f"gguf: {node.name} ← {name} ({kind})")
+    if not report["by_type"]:
+        raise QuantizeError(f"no MatMul of the graph matched a tensor of {gguf_path.name} of the types "
+                            f"{', '.join(GGUF_BLOCKS)}")
+    drop_unused_initializers(graph)
+    add_ms_opset(model)
+    return model, report
+
+
+def lm_head_diff(tensor, exported: np.ndarray) -> float:
+    """|the fp32 lm_head − its GGUF tensor dequantized| at most (the tied embedding: rows in token order)."""
+    from gguf.quants import dequantize
+
+    dequantized = dequantize(np.asarray(tensor.data), tensor.tensor_type)
+    if dequantized.shape != exported.shape:
+        raise QuantizeError(f"{tensor.name} {tuple(dequantized.shape)} does not fit the lm_head {exported.shape}")
+    return float(np.max(np.abs(dequantized - exported)))
 
 
 def replace_node(graph, node, replacements: list) -> None:

@@ -1,11 +1,13 @@
 """Precision variants of a prepared model, made offline into model folders of their own
 (`<base>-<variant>`, e.g. SmolLM2-135M-Instruct-q4_1), all-or-nothing like every preparation.
 
-fp16, int8 and int4 transform the base model's fp32 graph (for the default model that graph is the GGUF's weights
-dequantized, so they come from the same GGUF); q4_1 runs the GGUF's own blocks and needs the base model's GGUF
-source (see models.quantize). Each variant is validated before it is installed: the usual smoke test, greedy
-tokens on a fixed prompt beside the base model's, and KL(base ‖ variant) of the next-token distributions after
-a few fixed prompts; all recorded in its manifest under "variant" (its precision also as "precision")."""
+fp16, int8 and int4 transform the base model's fp32 graph (for a model prepared from a GGUF that graph is the GGUF's
+weights dequantized, so they come from the same GGUF); q4_1 (the default model's Q4_1 blocks) and gguf (a GGUF's own
+blocks of any type models.quantize.GGUF_BLOCKS decodes: gemma-3-270m's Q4_K / Q5_0 / Q6_K / Q8_0) run the GGUF's
+own blocks exactly and need the base model's GGUF source (see models.quantize). Each variant is validated before it
+is installed: the usual smoke test, greedy tokens on a fixed prompt beside the base model's, and KL(base ‖ variant)
+of the next-token distributions after a few fixed prompts; all recorded in its manifest under "variant" (its
+precision also as "precision")."""
 
 from __future__ import annotations
 
@@ -33,12 +35,18 @@ VARIANTS = {
     "q4_1r": "llama.cpp's Q4_1 quantizer (blocks of 32, 4 bits, a scale and a min each) on the fp32 weights, "
              "lm_head at Q8_0; on weights that were Q4_1 already (the default model) it lands on their own grid "
              "exactly",
+    "gguf": "the GGUF's own blocks run exactly, whatever their types (Q4_1, Q4_K, Q5_0, Q6_K, Q8_0): the 4-bit "
+            "ones as MatMulNBits + block-sum correction, the others stored as integers and dequantized into fp32 "
+            "weights when the session loads; lm_head fp32 (= its GGUF tensor)",
 }
 BLOCK_VARIANTS = {"q8_0": "q8_0", "q4_0": "q4_0", "q4_1r": "q4_1"}  # variant → models.quantize block scheme
 # MatMulNBits' accuracy level each variant runs at: 0 keeps activations fp32; 4 would round them to int8 per block
 # as llama.cpp's own Q8_0 / Q4 kernels do. int8 (dynamic) quantizes activations itself, per call.
-ACCURACY_LEVEL = {"fp16": None, "int8": None, "int4": 0, "q4_1": 0, "q8_0": 0, "q4_0": 0, "q4_1r": 0}
-GGUF_VARIANTS = ("q4_1",)
+ACCURACY_LEVEL = {"fp16": None, "int8": None, "int4": 0, "q4_1": 0, "q8_0": 0, "q4_0": 0, "q4_1r": 0, "gguf": 0}
+GGUF_VARIANTS = ("q4_1", "gguf")  # made from the base's GGUF; exact (validated against EXACT_KL)
+GGUF_BLOCKS = ("Q4_1", "Q4_K", "Q5_0", "Q6_K", "Q8_0")  # models.quantize.GGUF_BLOCKS' types (no import at startup)
+VARIANT_BLOCKS = {"q4_1": ("Q4_1",), "gguf": GGUF_BLOCKS}  # a GGUF variant needs a tensor of one of its types
+GGUF_SOURCES = ("pypi-wheel", "pypi-chunks", "gguf-file")  # source kinds that keep their GGUF in the folder
 VARIANT_PLAN = [("setup", 0.2), ("source", 2), ("quantize", 20), ("save", 4), ("validate", 12), ("install", 1)]
 GREEDY_PROMPT = "Once upon a time, in a small village by the sea,"
 GREEDY_TOKENS = 16
@@ -53,7 +61,7 @@ KL_PROMPTS = (
 # sequence read step by step through the KV cache see different scales, so their logits differ by design (the
 # difference is recorded in the manifest's smoke_test.cache_max_abs_diff).
 SMOKE_TOLERANCE = {"int8": float("inf")}
-EXACT_KL = 1e-6  # q4_1 reproduces the fp32 graph's weights: anything above this is a bug, not noise
+EXACT_KL = 1e-6  # q4_1 and gguf reproduce the fp32 graph's weights: anything above this is a bug, not noise
 
 
 def variant_name(base: str, variant: str) -> str:
@@ -67,18 +75,19 @@ def precision_of(manifest: dict) -> str:
     return "fp16" if manifest.get("dtype") == "float16" else "fp32"
 
 
-def base_gguf(base_dir: Path, manifest: dict) -> Path:
+def base_gguf(base_dir: Path, manifest: dict, variant: str = "q4_1") -> Path:
     """The GGUF the base model was prepared from, kept in its folder with the recorded hash; a clear
-    PrepareError when the base has no GGUF source."""
+    PrepareError when the base has no GGUF source, or none of the blocks `variant` runs."""
     source = manifest.get("source") or {}
     recorded = source.get("gguf_sha256")
-    if source.get("kind") not in ("pypi-wheel", "gguf-file") or not recorded:
+    if source.get("kind") not in GGUF_SOURCES or not recorded:
         raise PrepareError(
             "source",
             f"{manifest.get('name', base_dir.name)} has no GGUF source "
             f"(prepared from {source.get('kind', 'unknown')}); "
-            "the q4_1 variant runs a GGUF's own blocks, so it can only be made from the default model "
-            "(fp16, int8 and int4 work from any prepared fp32 model)",
+            f"the {variant} variant runs a GGUF's own blocks, so it can only be made from a model prepared from a "
+            "GGUF (the default model, gemma-3-270m, `prepare --gguf`; fp16, int8 and int4 work from any prepared "
+            "fp32 model)",
         )
     path = base_dir / source.get("gguf", GGUF_NAME)
     if not path.is_file():
@@ -86,7 +95,30 @@ def base_gguf(base_dir: Path, manifest: dict) -> Path:
     actual = sha256_file(path)
     if actual != recorded:
         raise PrepareError("source", f"{path} has sha256 {actual}, its manifest records {recorded}")
+    types = gguf_tensor_types(path)
+    if missing_blocks(variant, types):
+        hint = "; its gguf variant runs the blocks it has" if variant == "q4_1" else ""
+        raise PrepareError("source", f"{path.name} has no {' / '.join(VARIANT_BLOCKS[variant])} blocks (its tensors: "
+                                     f"{types_text(types)}){hint}")
     return path
+
+
+def gguf_tensor_types(path: Path) -> dict[str, int]:
+    """A GGUF's tensor types and how many tensors of each ({"Q4_K": 27, …}), from its header."""
+    from models.gguf_file import read_summary
+
+    return read_summary(path).tensor_types
+
+
+def missing_blocks(variant: str, types: dict[str, int]) -> bool:
+    """Whether a GGUF with these tensor types has none of the blocks `variant` runs."""
+    return not any(kind in types for kind in VARIANT_BLOCKS[variant])
+
+
+def types_text(types: dict[str, int]) -> str:
+    """'27 Q4_K, 81 Q5_0, 9 Q6_K, 10 Q8_0' (the quantized ones; 'F32 only' when none is)."""
+    quantized = sorted(kind for kind in types if kind not in ("F32", "F16", "BF16"))
+    return ", ".join(f"{types[kind]} {kind}" for kind in quantized) or "F32 only"
 
 
 def prepare_variant(
@@ -118,7 +150,7 @@ def prepare_variant(
         return final
     with build_folder(name, stages) as build:
         with stages.stage("source", f"checking the source of {base_name}"):
-            gguf = base_gguf(base_dir, base_manifest) if variant in GGUF_VARIANTS else None
+            gguf = base_gguf(base_dir, base_manifest, variant) if variant in GGUF_VARIANTS else None
             copy_side_files(base_dir, build)
         report = transform(variant, base_dir, build, gguf, stages)
         with stages.stage("validate", "greedy tokens and teacher-forced KL against the fp32 model"):
@@ -130,9 +162,9 @@ def prepare_variant(
             stages.check_cancel()
             validation["teacher_forced"] = compare_models(base_dir, build)
             stages.check_cancel()
-        if variant == "q4_1" and validation["teacher_forced"]["max_kl"] > EXACT_KL:
+        if variant in GGUF_VARIANTS and validation["teacher_forced"]["max_kl"] > EXACT_KL:
             raise PrepareError(
-                "validate", f"q4_1 should reproduce the fp32 model, but KL is "
+                "validate", f"{variant} should reproduce the fp32 model, but KL is "
                 f"{validation['teacher_forced']['max_kl']:.2e}"
             )
         source = {
@@ -199,8 +231,9 @@ def transform(variant: str, base_dir: Path, build: Path, gguf: Path | None, stag
             report = {"tool": "onnxruntime quantize_matmul_4bits", "block_size": 32, "symmetric": False}
         else:
             assert gguf is not None
+            exact = quantize.to_gguf_exact if variant == "gguf" else quantize.to_q4_1_exact
             try:
-                model, report = quantize.to_q4_1_exact(model, gguf, tick)
+                model, report = exact(model, gguf, tick)
             except quantize.QuantizeError as exc:
                 raise PrepareError("quantize", str(exc)) from exc
     with stages.stage("save", "writing model.onnx and its weights"):

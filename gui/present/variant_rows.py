@@ -10,7 +10,17 @@ from pathlib import Path
 from gui.i18n import QT_TRANSLATE_NOOP, translate
 from models.catalog import ModelInfo, folder_size, manifest_is_valid, models_dir, read_manifest
 from models.optimized_graph import MODEL_FILE, WEIGHTS_FILE
-from models.variants import GGUF_VARIANTS, VARIANTS, precision_of, variant_name
+from models.variants import (
+    GGUF_SOURCES,
+    GGUF_VARIANTS,
+    VARIANT_BLOCKS,
+    VARIANTS,
+    gguf_tensor_types,
+    missing_blocks,
+    precision_of,
+    types_text,
+    variant_name,
+)
 
 # What each variant is, and how close to fp32 it reads (measured on the default model: bench/results.md).
 MEANINGS = {
@@ -28,9 +38,13 @@ MEANINGS = {
                                               "were 4-bit already (the GGUF's Q4_1), approximate"),
     "q4_1r": QT_TRANSLATE_NOOP("variant_rows", "llama.cpp's Q4_1 quantizer with an 8-bit head: re-quantizes "
                                                "weights that were 4-bit already (mostly onto their own grid)"),
+    "gguf": QT_TRANSLATE_NOOP("variant_rows", "The GGUF's own blocks of every type (Q4_K, Q5_0, Q6_K, Q8_0, Q4_1) "
+                                              "run as they are: exact (the same distributions as fp32)"),
 }
-# A variant's weights over the fp32 model's, measured on the default model (its fp32 lm_head kept by q4_1).
-SIZE_RATIO = {"fp16": 0.50, "int8": 0.38, "int4": 0.31, "q4_1": 0.47, "q8_0": 0.48, "q4_0": 0.41, "q4_1r": 0.47}
+# A variant's weights over the fp32 model's, measured on the default model (its fp32 lm_head kept by q4_1); gguf's on
+# gemma-3-270m (its fp32 embedding and lm_head are 77 % of its weights; on the default model gguf is q4_1's 0.47).
+SIZE_RATIO = {"fp16": 0.50, "int8": 0.38, "int4": 0.31, "q4_1": 0.47, "q8_0": 0.48, "q4_0": 0.41, "q4_1r": 0.47,
+              "gguf": 0.83}
 
 
 def human_size(size: int) -> str:
@@ -77,17 +91,39 @@ def refusal(model_dir: Path) -> str | None:
     return None
 
 
-def gguf_refusal(model_dir: Path, manifest: dict) -> str | None:
-    """Why q4_1 cannot be made from this model (None: it has its GGUF, checked by hash when preparing)."""
+def gguf_refusal(model_dir: Path, manifest: dict, variant: str, types: dict[str, int] | None = None) -> str | None:
+    """Why `variant` (q4_1 or gguf) cannot be made from this model (None: it has its GGUF, with blocks of the
+    variant's types; its hash is checked when preparing). `types`: the GGUF's tensor types, when already read."""
     source = manifest.get("source") or {}
     name = manifest.get("name", model_dir.name)
-    if source.get("kind") not in ("pypi-wheel", "gguf-file") or not source.get("gguf_sha256"):
-        return translate("variant_rows", "Not for {name}: it was not prepared from a GGUF, and q4_1 runs a GGUF's "
-                                         "own blocks (the default model has one).").format(name=name)
-    if not (model_dir / source.get("gguf", "")).is_file():
+    if source.get("kind") not in GGUF_SOURCES or not source.get("gguf_sha256"):
+        return translate("variant_rows", "Not for {name}: it was not prepared from a GGUF, and {variant} runs a GGUF's "
+                                         "own blocks (the default model and gemma-3-270m have one).").format(
+            name=name, variant=variant)
+    path = model_dir / source.get("gguf", "")
+    if not path.is_file():
         return translate("variant_rows", "Not for {name}: its GGUF is missing from its folder (prepare the model "
                                          "again).").format(name=name)
+    types = gguf_tensor_types(path) if types is None else types
+    if missing_blocks(variant, types):
+        return translate("variant_rows", "Not for {name}: {variant} runs {blocks} blocks and its GGUF has none "
+                                         "({types}).").format(name=name, variant=variant,
+                                                              blocks=" / ".join(VARIANT_BLOCKS[variant]),
+                                                              types=types_text(types))
     return None
+
+
+def gguf_types(model_dir: Path, manifest: dict) -> dict[str, int] | None:
+    """The tensor types of the GGUF in the model's folder (read once for both GGUF variants), None without one."""
+    from models.gguf_file import GgufRefused
+
+    path = model_dir / ((manifest.get("source") or {}).get("gguf") or "")
+    if not path.is_file():
+        return None
+    try:
+        return gguf_tensor_types(path)
+    except GgufRefused:
+        return {}
 
 
 def validation_text(manifest: dict) -> str:
@@ -114,7 +150,7 @@ def validation_text(manifest: dict) -> str:
 
 @dataclass(frozen=True)
 class VariantRow:
-    variant: str  # fp16 | int8 | int4 | q4_1
+    variant: str  # one of models.variants.VARIANTS
     name: str  # its model folder's name
     meaning: str  # what it is, exact or approximate
     expected_size: int  # bytes, estimated from the base's weights
@@ -141,19 +177,19 @@ class VariantRow:
 
 
 def variant_rows(base_dir: Path) -> list[VariantRow]:
-    """The four variants of the prepared fp32 model in `base_dir`, each as the dialog lists it."""
+    """The variants of the prepared fp32 model in `base_dir`, each as the dialog lists it."""
     manifest = read_manifest(base_dir)
     base_name = manifest.get("name", base_dir.name)
     weights = sum((base_dir / f).stat().st_size for f in (MODEL_FILE, WEIGHTS_FILE) if (base_dir / f).is_file())
     side = sum(p.stat().st_size for p in base_dir.iterdir() if p.is_file() and p.name.startswith(("token", "config")))
     base_files = {n: e["sha256"] for n, e in (manifest.get("files") or {}).items() if n.startswith("model.")}
-    rows = []
+    rows, types = [], gguf_types(base_dir, manifest)
     for variant in VARIANTS:
         name = variant_name(base_name, variant)
         folder = models_dir() / name
         made_from = (read_manifest(folder).get("source") or {}).get("base_files_sha256")
         prepared = manifest_is_valid(folder) and made_from == base_files
-        refused = gguf_refusal(base_dir, manifest) if variant in GGUF_VARIANTS else None
+        refused = gguf_refusal(base_dir, manifest, variant, types) if variant in GGUF_VARIANTS else None
         rows.append(VariantRow(
             variant, name, translate("variant_rows", MEANINGS[variant]), round(SIZE_RATIO[variant] * weights) + side,
             folder_size(folder) if prepared else None, validation_text(read_manifest(folder)) if prepared else "",

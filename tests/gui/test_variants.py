@@ -1,7 +1,7 @@
 """"Add precision variant…" in the window: the dialog lists a model's variants (what each is, expected size,
 prepared ones with their size and check against fp32), prepares one of the tiny model on a worker thread with a
-progress bar, cancels leaving nothing behind, refuses q4_1 without a GGUF in words; the picker lists every
-prepared model with its precision and size; the dialog in Chinese."""
+progress bar, cancels leaving nothing behind, refuses q4_1 and gguf without a GGUF (q4_1 without Q4_1 blocks) in
+words; the picker lists every prepared model with its precision and size; the dialog in Chinese."""
 
 from __future__ import annotations
 
@@ -63,18 +63,44 @@ def test_the_picker_lists_precision_and_size_and_the_three_commands(qtbot, tiny_
 def test_the_dialog_lists_the_variants_and_refuses_q4_1_without_a_gguf(qtbot, tiny_cache):
     picker = open_picker(qtbot, tiny_cache)  # held: the dialog is its child
     dialog = open_dialog(qtbot, picker)
-    assert [row.variant for row in dialog.rows] == ["fp16", "int8", "int4", "q4_1", "q8_0", "q4_0", "q4_1r"]
+    assert [row.variant for row in dialog.rows] == ["fp16", "int8", "int4", "q4_1", "q8_0", "q4_0", "q4_1r", "gguf"]
     lines = [dialog.row_text(i) for i in range(len(dialog.rows))]
     assert "near-exact" in lines[0] and "approximate" in lines[1] and "exact" in lines[3]
     assert all(re.search(r"about \d+(\.\d)? [KM]B on disk", line) for line in lines[:3]), lines
     assert "not prepared from a GGUF" in lines[3] and "q4_1 runs a GGUF's own blocks" in lines[3]
+    assert "gguf runs a GGUF's own blocks" in lines[7] and "exact" in lines[7]
     assert not dialog.radios[3].isEnabled() and all(radio.isEnabled() for radio in dialog.radios[:3])
-    assert all(radio.isEnabled() for radio in dialog.radios[4:])  # llama.cpp's schemes need no GGUF
+    assert all(radio.isEnabled() for radio in dialog.radios[4:7])  # llama.cpp's schemes need no GGUF
+    assert not dialog.radios[7].isEnabled()
     assert "activations quantized" in lines[1] and "re-quantizes weights that were 4-bit already" in lines[5]
     dialog.select("q4_1")
     assert not dialog.prepare_button.isEnabled()
     dialog.start()  # refused before any work: no thread, no folder
     assert not dialog.bar.isVisible() and leftovers(tiny_cache) == []
+
+
+def test_a_gguf_without_q4_1_blocks_offers_gguf_not_q4_1(qtbot, tiny_cache):
+    """A model prepared from a GGUF of other blocks (gemma-3-270m's Q4_K_M: here a Q5_0 one): q4_1 is refused,
+    naming the GGUF's blocks; gguf can be made."""
+    import numpy as np
+
+    from models.catalog import read_manifest
+    from models.manifest import write_manifest
+    from models.sources import sha256_file
+    from tests.models.test_gguf_blocks import raw_tensor, write_gguf
+
+    folder = tiny_cache / "tiny"
+    rng = np.random.default_rng(0)
+    write_gguf(folder / "tiny.gguf", {"blk.0.attn_q.weight": ("Q5_0", raw_tensor("Q5_0", 64, 64, rng)),
+                                      "blk.0.ffn_down.weight": ("Q6_K", raw_tensor("Q6_K", 64, 256, rng))})
+    source = {"kind": "pypi-chunks", "gguf": "tiny.gguf", "gguf_sha256": sha256_file(folder / "tiny.gguf")}
+    write_manifest(folder, read_manifest(folder) | {"source": source})
+    picker = open_picker(qtbot, tiny_cache)
+    dialog = open_dialog(qtbot, picker)
+    lines = [dialog.row_text(i) for i in range(len(dialog.rows))]
+    assert "Not for tiny: q4_1 runs Q4_1 blocks and its GGUF has none (1 Q5_0, 1 Q6_K)." in lines[3], lines[3]
+    assert not dialog.radios[3].isEnabled() and dialog.radios[7].isEnabled()
+    assert re.search(r"about \d+(\.\d)? [KM]B on disk", lines[7]), lines[7]
 
 
 def test_preparing_int8_shows_progress_then_lists_it_with_its_check(qtbot, tiny_cache):
@@ -227,7 +253,8 @@ def test_the_chinese_dialog_is_translated(qtbot, tiny_cache, monkeypatch):
     finally:
         language.uninstall(app)
     kept = {"tiny", "fp16", "fp32", "int8", "int4", "q4_1", "float16", "float32", "ONNX", "Runtime", "GGUF", "KL",
-            "e", "MB", "KB", "llama", "cpp", "Q8_0", "Q4_0", "Q4_1", "q8_0", "q4_0", "q4_1r"}
+            "e", "MB", "KB", "llama", "cpp", "Q8_0", "Q4_0", "Q4_1", "q8_0", "q4_0", "q4_1r", "gguf", "gemma-3-270m",
+            "Q4_K", "Q5_0", "Q6_K"}
     for text in texts:
         assert re.search(r"[\u3400-\u9fff]", text), text
         words = re.findall(r"[A-Za-z][\w\-]*", text)

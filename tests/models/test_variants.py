@@ -255,13 +255,14 @@ def test_fp16_weights_are_read_as_float32(tiny_cache):
     assert weight_bytes(fp16) < weight_bytes(base)
 
 
-def test_q4_1_of_a_model_without_a_gguf_is_refused(tiny_cache):
+@pytest.mark.parametrize("variant", ["q4_1", "gguf"])
+def test_a_gguf_variant_of_a_model_without_a_gguf_is_refused(tiny_cache, variant):
     from models.errors import PrepareError
     from models.variants import prepare_variant
 
-    with pytest.raises(PrepareError, match="tiny has no GGUF source"):
-        prepare_variant("q4_1", "tiny")
-    assert not (tiny_cache / "tiny-q4_1").exists()
+    with pytest.raises(PrepareError, match=f"tiny has no GGUF source .*the {variant} variant runs a GGUF's own"):
+        prepare_variant(variant, "tiny")
+    assert not (tiny_cache / f"tiny-{variant}").exists()
     assert not [p for p in tiny_cache.iterdir() if p.name.startswith(".partial")]
 
 

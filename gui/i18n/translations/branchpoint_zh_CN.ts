@@ -3803,6 +3803,10 @@ Source: {source}, {size} to download</source>
             <translation>直接运行 GGUF 自带的 4 位块：精确（与 fp32 的分布相同）</translation>
         </message>
         <message>
+            <source>The GGUF's own blocks of every type (Q4_K, Q5_0, Q6_K, Q8_0, Q4_1) run as they are: exact (the same distributions as fp32)</source>
+            <translation>直接运行 GGUF 自带的各类块（Q4_K、Q5_0、Q6_K、Q8_0、Q4_1）：精确（与 fp32 的分布相同）</translation>
+        </message>
+        <message>
             <source>llama.cpp's Q8_0: 8-bit blocks of 32, weight-only (activations fp32): close to fp32</source>
             <translation>llama.cpp 的 Q8_0：每 32 个一块的 8 位权重，仅量化权重（激活值为 fp32）：接近 fp32</translation>
         </message>
@@ -3831,8 +3835,12 @@ Source: {source}, {size} to download</source>
             <translation>{name} 的权重是 {precision}：精度变体只能由模型的 fp32 权重制作。</translation>
         </message>
         <message>
-            <source>Not for {name}: it was not prepared from a GGUF, and q4_1 runs a GGUF's own blocks (the default model has one).</source>
-            <translation>不适用于 {name}：它不是由 GGUF 准备的，而 q4_1 运行的是 GGUF 自带的块（默认模型有 GGUF）。</translation>
+            <source>Not for {name}: it was not prepared from a GGUF, and {variant} runs a GGUF's own blocks (the default model and gemma-3-270m have one).</source>
+            <translation>不适用于 {name}：它不是由 GGUF 准备的，而 {variant} 运行的是 GGUF 自带的块（默认模型和 gemma-3-270m 都有 GGUF）。</translation>
+        </message>
+        <message>
+            <source>Not for {name}: {variant} runs {blocks} blocks and its GGUF has none ({types}).</source>
+            <translation>不适用于 {name}：{variant} 运行的是 {blocks} 块，而它的 GGUF 没有这种块（{types}）。</translation>
         </message>
         <message>
             <source>Not for {name}: its GGUF is missing from its folder (prepare the model again).</source>
