@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from models import quantize
+from tests.models.graphs import projection_and_logits_model
 
 K, N, VOCAB = 512, 64, 96  # K: two k-quant super-blocks of 256
 TYPES = ["Q4_K", "Q5_0", "Q6_K", "Q8_0", "Q4_1"]
@@ -57,8 +58,6 @@ def dequantized(kind: str, raw: np.ndarray) -> np.ndarray:
 def gguf_and_graph(tmp_path, kind: str, permute: bool = True):
     """A GGUF holding one `kind` projection and a Q8_0 token embedding, and a graph shaped like optimum's export
     (q_proj, then the logits MatMul) whose fp32 weights are those tensors dequantized (q's rows permuted)."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(TYPES.index(kind))
     raw, embed_raw = raw_tensor(kind, N, K, rng), raw_tensor("Q8_0", VOCAB, N, rng)
@@ -66,21 +65,7 @@ def gguf_and_graph(tmp_path, kind: str, permute: bool = True):
     write_gguf(path, {"blk.0.attn_q.weight": (kind, raw), "token_embd.weight": ("Q8_0", embed_raw)})
     order = rng.permutation(N) if permute else np.arange(N)
     wq, embed = dequantized(kind, raw)[order], dequantized("Q8_0", embed_raw)
-    nodes = [
-        helper.make_node("MatMul", ["x", "wq"], ["h"], name="/model/layers.0/self_attn/q_proj/MatMul"),
-        helper.make_node("MatMul", ["h", "lm_head"], ["logits"], name="/lm_head/MatMul"),
-    ]
-    graph = helper.make_graph(
-        nodes,
-        "tiny",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "s", K])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["b", "s", VOCAB])],
-        [numpy_helper.from_array(wq.T.copy(), "wq"), numpy_helper.from_array(embed.T.copy(), "lm_head")],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    return path, model, wq, embed
+    return path, projection_and_logits_model(wq, embed), wq, embed
 
 
 def run(model, x: np.ndarray) -> np.ndarray:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from models import quantize
+from tests.models.graphs import projection_and_logits_model
 
 K, N, VOCAB = 64, 64, 96
 
@@ -18,9 +19,7 @@ def tiny_gguf_and_graph(tmp_path, permute: bool = True):
     (a q_proj MatMul, then the logits MatMul) whose fp32 weights are the GGUF's, dequantized (q rows permuted like
     transformers' undoing of llama.cpp's rope permutation)."""
     import gguf
-    import onnx
     from gguf.quants import dequantize
-    from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(0)
     q4 = gguf.quants.quantize(rng.normal(0, 0.2, (N, K)).astype(np.float32), gguf.GGMLQuantizationType.Q4_1)
@@ -36,21 +35,7 @@ def tiny_gguf_and_graph(tmp_path, permute: bool = True):
     order = rng.permutation(N) if permute else np.arange(N)
     wq = dequantize(q4, gguf.GGMLQuantizationType.Q4_1)[order]
     embed = dequantize(q8, gguf.GGMLQuantizationType.Q8_0)
-    nodes = [
-        helper.make_node("MatMul", ["x", "wq"], ["h"], name="/model/layers.0/self_attn/q_proj/MatMul"),
-        helper.make_node("MatMul", ["h", "lm_head"], ["logits"], name="/lm_head/MatMul"),
-    ]
-    graph = helper.make_graph(
-        nodes,
-        "tiny",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "s", K])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["b", "s", VOCAB])],
-        [numpy_helper.from_array(wq.T.copy(), "wq"), numpy_helper.from_array(embed.T.copy(), "lm_head")],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    return path, model, wq, embed
+    return path, projection_and_logits_model(wq, embed), wq, embed
 
 
 def run(model, x):

@@ -1,0 +1,28 @@
+"""A graph shaped like optimum's export for the quantizers' tests: q_proj, then the logits MatMul, with the given
+fp32 weights ([N, K] rows as the GGUF stores them)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def projection_and_logits_model(wq: np.ndarray, embed: np.ndarray):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    k, vocab = wq.shape[1], embed.shape[0]
+    nodes = [
+        helper.make_node("MatMul", ["x", "wq"], ["h"], name="/model/layers.0/self_attn/q_proj/MatMul"),
+        helper.make_node("MatMul", ["h", "lm_head"], ["logits"], name="/lm_head/MatMul"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "tiny",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "s", k])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["b", "s", vocab])],
+        [numpy_helper.from_array(wq.T.copy(), "wq"), numpy_helper.from_array(embed.T.copy(), "lm_head")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
