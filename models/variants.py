@@ -28,8 +28,9 @@ VARIANTS = {
     "int8": "dynamic: activations quantized (int8 weights per channel, ONNX Runtime's quantize_dynamic, MatMul)",
     "int4": "int4 weights, ONNX Runtime's stock block-32 asymmetric re-quantizer (MatMulNBits), lm_head at 4 bits too",
     "q4_1": "the GGUF's Q4_1 blocks run exactly (MatMulNBits + block-sum correction); lm_head fp32 (= its Q8_0)",
-    "q8_0": "llama.cpp's Q8_0 (blocks of 32, int8 and a scale each), weight-only: stored as int8 and dequantized "
-            "into fp32 weights when the session loads (activations fp32)",
+    "q8_0": "llama.cpp's Q8_0 format (blocks of 32, int8 and a scale each; each scale fitted for least error, "
+            "which on 4-bit weights lines their levels up with the int8 grid), weight-only: stored as int8 and "
+            "dequantized into fp32 weights when the session loads (activations fp32)",
     "q4_0": "llama.cpp's Q4_0 (blocks of 32, 4 bits and a scale each) with the lm_head at Q8_0; re-quantizes "
             "weights that were 4-bit already (the GGUF's Q4_1)",
     "q4_1r": "llama.cpp's Q4_1 quantizer (blocks of 32, 4 bits, a scale and a min each) on the fp32 weights, "

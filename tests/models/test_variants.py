@@ -151,7 +151,7 @@ def test_block_rewrite_is_exact_against_its_dequantized_weights(tmp_path, scheme
     else:
         assert ops[0] == "MatMulNBits" and ops[-1] == "MatMul" and ops.count("MatMul") == 1 + (scheme == "q4_1")
     if scheme == "q8_0":
-        q, d = quantize.quantize_q8_0(wq)
+        q, d = quantize.quantize_q8_0_fitted(wq)
         wq_blocks = (d[..., None] * q).reshape(wq.shape)
     elif scheme == "q4_1":
         q, d, m = quantize.quantize_q4_1(wq)
@@ -159,7 +159,7 @@ def test_block_rewrite_is_exact_against_its_dequantized_weights(tmp_path, scheme
     else:
         q, d = quantize.quantize_q4_0(wq)
         wq_blocks = (d[..., None] * (q.astype(np.float32) - 8)).reshape(wq.shape)
-    q, d = quantize.quantize_q8_0(embed)
+    q, d = quantize.quantize_q8_0_fitted(embed)
     embed_blocks = (d[..., None] * q).reshape(embed.shape)
     x = np.random.default_rng(4).normal(0, 1, (2, 3, K)).astype(np.float32)
     reference = (x.astype(np.float64) @ wq_blocks.T.astype(np.float64)) @ embed_blocks.T.astype(np.float64)
@@ -301,3 +301,25 @@ def test_an_old_schema_variant_is_made_again_not_migrated(tiny_cache):
     write_manifest(folder, manifest | {"schema_version": catalog.MIGRATABLE_SCHEMAS[-1]})
     assert not catalog.needs_migration(folder) and not catalog.manifest_is_valid(folder)
     assert catalog.manifest_is_valid(prepare_variant("fp16", "tiny"))
+
+
+def test_fitted_q8_0_scales_line_4_bit_levels_up_and_never_lose():
+    """quantize_q8_0_fitted: valid Q8_0 blocks (int8 in −127..127, fp16 scales) whose squared error is never above
+    quantize_row_q8_0_ref's; on Q4_1-valued blocks (16 levels each) well under half of it; Q8_0 values come back
+    exactly."""
+    rng = np.random.default_rng(5)
+    plain = rng.normal(0, 0.1, (16, 256)).astype(np.float32)
+    q, d, m = quantize.quantize_q4_1(plain)
+    four_bit = (d[..., None] * q + m[..., None]).reshape(plain.shape)
+    q8, d8 = quantize.quantize_q8_0(plain)
+    eight_bit = (d8[..., None] * q8).reshape(plain.shape)
+    for weight, at_most in ((plain, 1.0), (four_bit, 0.4), (eight_bit, 0.0)):
+        x = weight.reshape(16, -1, 32)
+        stock = quantize.q8_0_squared_error(x, *quantize.quantize_q8_0(weight)).sum()
+        fq, fd = quantize.quantize_q8_0_fitted(weight)
+        assert fq.dtype == np.int8 and np.abs(fq.astype(int)).max() <= 127
+        np.testing.assert_array_equal(fd.astype(np.float16).astype(np.float32), fd)
+        fitted = quantize.q8_0_squared_error(x, fq, fd).sum()
+        assert fitted <= at_most * stock
+        if at_most == 0.0:
+            np.testing.assert_array_equal((fd[..., None] * fq).reshape(weight.shape), weight)
