@@ -36,6 +36,7 @@ ITEMS = {  # the issue's items first, then the measured proposals
     "knockout": "bench.why_items:measure_knockout",
     "precision": "bench.precision:measure_precision",
     "variants": "bench.variant_items:measure_variants",
+    "llama_cpp": "bench.llama_cpp_items:measure_llama_cpp",
     "prefill_edit": "bench.decoder_items:measure_prefill_edit",
     "attention_edit": "bench.decoder_items:measure_attention_edit",
     "ort_options": "bench.ort_options:measure_ort_options",

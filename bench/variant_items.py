@@ -19,7 +19,7 @@ from bench.precision import PROMPTS, greedy_ids
 from bench.report import Row, SkipItem
 from bench.timing import SESSION_SETTLE, interleaved, medians, paired_ratio
 
-VARIANTS = ("fp16", "int8", "int4", "q4_1", "q8_0", "q4_0", "q4_1r")
+VARIANTS = ("fp16", "int8", "int4", "q4_1", "q8_0", "q4_0", "q4_1r", "gguf", "ggml")
 FLOAT = 1
 
 
@@ -54,11 +54,14 @@ def runtime_weight_bytes(model_path: Path) -> int:
     return total
 
 
-def variant_folders(model_dir: Path) -> dict[str, Path]:
+def variant_folders(model_dir: Path, variants: tuple[str, ...] = VARIANTS) -> dict[str, Path]:
+    """fp32 (the model itself) and each of `variants` that is prepared, by name."""
     from models.catalog import models_dir
 
     found = {"fp32": model_dir}
-    for variant in VARIANTS:
+    for variant in variants:
+        if variant == "fp32":
+            continue
         folder = models_dir() / f"{model_dir.name}-{variant}"
         if (folder / "model.onnx").is_file():
             found[variant] = folder

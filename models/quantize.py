@@ -271,17 +271,18 @@ def pack_nibbles(q: np.ndarray) -> np.ndarray:
 
 
 def matmul_nbits(inputs: list[str], outputs: list[str], name: str, k: int, n: int, bits: int,
-                 accuracy_level: int = 0):
+                 accuracy_level: int = 0, block_size: int = BLOCK):
     """ONNX Runtime's MatMulNBits node over blocks of BLOCK along K: A [.., K] × the packed weights [K, N].
     accuracy_level 0 keeps the activations fp32 (exact against the dequantized weights); 4 rounds them to int8 per
     block, as llama.cpp's own Q8_0 / Q4 kernels do (faster; near-ties may flip)."""
     from onnx import helper
 
     return helper.make_node("MatMulNBits", inputs, outputs, name=name, domain=MS_DOMAIN, K=k, N=n, bits=bits,
-                            block_size=BLOCK, accuracy_level=accuracy_level)
+                            block_size=block_size, accuracy_level=accuracy_level)
 
 
-def q4_1_nodes(node, base: str, q, d, m, k: int, n: int, sums: str | None) -> tuple[list, list, str]:
+def q4_1_nodes(node, base: str, q, d, m, k: int, n: int, sums: str | None,
+               accuracy_level: int = 0) -> tuple[list, list, str]:
     """MatMulNBits(A) + blocksum(A) · (m + 8d) for one MatMul: (nodes, initializers, blocksum's name). `sums`:
     the block sums of this A already computed for an earlier MatMul (q, k and v read one input, as do gate and
     up), else they are computed here."""
@@ -294,7 +295,7 @@ def q4_1_nodes(node, base: str, q, d, m, k: int, n: int, sums: str | None) -> tu
         numpy_helper.from_array(np.ascontiguousarray((m + 8.0 * d).T), f"{base}_q4_1_offsets"),
     ]
     nodes = [matmul_nbits([a, f"{base}_q4_1", f"{base}_q4_1_scales"], [f"{out}_q4_1_main"], f"{node.name}_q4_1", k, n,
-                          bits=4)]
+                          bits=4, accuracy_level=accuracy_level)]
     if sums is None:
         sums, shape, axis = f"{out}_q4_1_sums", f"{out}_q4_1_blocks", f"{out}_q4_1_axis"
         inits += [
@@ -312,20 +313,6 @@ def q4_1_nodes(node, base: str, q, d, m, k: int, n: int, sums: str | None) -> tu
         helper.make_node("Add", [f"{out}_q4_1_main", f"{out}_q4_1_fix"], [out], name=f"{node.name}_q4_1_add"),
     ]
     return nodes, inits, sums
-
-
-def q8_0_nodes(node, base: str, q, d, k: int, n: int, accuracy_level: int = 0) -> tuple[list, list]:
-    """MatMulNBits with 8 bits and its default zero point 128 on q + 128: d · q exactly."""
-    from onnx import numpy_helper
-
-    stored = (q.astype(np.int16) + 128).astype(np.uint8)
-    inits = [
-        numpy_helper.from_array(stored, f"{base}_q8_0"),
-        numpy_helper.from_array(np.ascontiguousarray(d), f"{base}_q8_0_scales"),
-    ]
-    nodes = [matmul_nbits([node.input[0], f"{base}_q8_0", f"{base}_q8_0_scales"], list(node.output),
-                          f"{node.name}_q8_0", k, n, bits=8, accuracy_level=accuracy_level)]
-    return nodes, inits
 
 
 def round_half_away(x: np.ndarray) -> np.ndarray:
@@ -489,7 +476,7 @@ def to_blocks(model, scheme: str, tick: Tick | None = None, accuracy_level: int 
                 if accuracy_level == 0:  # weight-only: folded into fp32 weights at load (fp32's speed, exact)
                     new_nodes, new_inits = q8_0_folded_nodes(node, base, q, d, k, n)
                 else:  # MatMulNBits rounds the activations to int8 per block, as llama.cpp's Q8_0 kernel does
-                    new_nodes, new_inits = q8_0_nodes(node, base, q, d, k, n, accuracy_level)
+                    new_nodes, new_inits = nbits8_nodes(node, base, Blocks(q, d), k, n, "q8_0", accuracy_level)
             elif scheme == "q4_0":
                 q, d = quantize_q4_0(weight.T)
                 values = (d[..., None] * (q.astype(np.float32) - 8)).reshape(n, k)
@@ -544,72 +531,30 @@ def gguf_rows(node, name: str, tensor, exported: np.ndarray) -> np.ndarray:
     return raw[row_order(exported, dequantized, f"{node.name} ← {name}")]
 
 
-def to_q4_1_exact(model, gguf_path: Path, tick: Tick | None = None, lm_head_q8: bool = False):
-    """The GGUF's Q4_1 blocks (and with `lm_head_q8` its Q8_0 lm_head) run exactly (see the module docstring).
-    Returns (model, report): report counts the matrices replaced by kind, the ones kept in fp32, and the largest
-    |dequantized − fp32 weight| (0.0 expected)."""
-    from gguf import GGUFReader
-    from onnx import numpy_helper
-
-    reader = GGUFReader(str(gguf_path))
-    tensors = {t.name: t for t in reader.tensors}
-    graph = model.graph
-    inits = initializers(graph)
-    nodes = weight_matmuls(graph)
-    report = {"q4_1": 0, "q8_0": 0, "kept_fp32": [], "max_abs_weight_diff": 0.0}
-    block_sums: dict[str, str] = {}  # input name -> its block sums (nodes are visited in graph order)
-    for count, node in enumerate(nodes):
-        name = gguf_name_for(node)
-        tensor = tensors.get(name) if name else None
-        kind = tensor.tensor_type.name if tensor is not None else None
-        if kind not in ("Q4_1", "Q8_0") or (kind == "Q8_0" and not lm_head_q8):
-            report["kept_fp32"].append(node.name)
-            continue
-        exported = numpy_helper.to_array(inits[node.input[1]]).T  # [N, K]
-        n, k = exported.shape
-        raw = gguf_rows(node, name, tensor, exported)
-        base = node.input[1]
-        if kind == "Q4_1":
-            q, d, m = gguf_q4_1_rows(raw, k)
-            values = (d[..., None] * q + m[..., None]).reshape(n, k)
-            new_nodes, new_inits, sums = q4_1_nodes(node, base, q, d, m, k, n, block_sums.get(node.input[0]))
-            block_sums[node.input[0]] = sums
-        else:
-            q, d = gguf_q8_0_rows(raw, k)
-            values = (d[..., None] * q).reshape(n, k)
-            new_nodes, new_inits = q8_0_nodes(node, base, q, d, k, n)
-        diff = float(np.max(np.abs(values - exported)))
-        report["max_abs_weight_diff"] = max(report["max_abs_weight_diff"], diff)
-        graph.initializer.extend(new_inits)
-        replace_node(graph, node, new_nodes)
-        report[kind.lower()] += 1
-        if tick is not None:
-            tick((count + 1) / len(nodes), f"q4_1: {node.name} ← {name} ({kind})")
-    if report["q4_1"] == 0:
-        raise QuantizeError(f"no MatMul of the graph matched a Q4_1 tensor of {gguf_path.name}")
-    drop_unused_initializers(graph)
-    add_ms_opset(model)
-    return model, report
-
-
 FOUR_BIT = ("Q4_1", "Q4_K")  # 32-blocks of 4-bit values with a scale and an offset each: Q4_1's form
 
 
-def to_gguf_exact(model, gguf_path: Path, tick: Tick | None = None, four_bit_nbits: bool = True):
-    """Every weight MatMul whose GGUF tensor is one of GGUF_BLOCKS' types, run from the GGUF's own blocks exactly
-    (the `gguf` variant; see the module docstring): the 4-bit types (FOUR_BIT) as MatMulNBits + the block-sum
-    correction (q4_1_nodes: the product to ~1e-6; `four_bit_nbits=False`: folded too), the others as
-    constant-folded dequantization (folded_nodes: the fp32 weights bit for bit). The lm_head stays the fp32
-    MatMul, checked against its tensor dequantized. Returns (model, report): matrices by GGUF type,
-    the largest |dequantized − fp32 weight| by type and overall (0.0 expected), the MatMuls kept in fp32."""
+def to_gguf_exact(model, gguf_path: Path, tick: Tick | None = None, four_bit_nbits: bool = True,
+                  accuracy_level: int = 0, kinds: tuple[str, ...] | None = None):
+    """Every weight MatMul whose GGUF tensor is one of GGUF_BLOCKS' types (or of `kinds`), run from the GGUF's own
+    blocks (the `gguf` / `q4_1` / `ggml` variants; see the module docstring). At accuracy level 0 (exact): the
+    4-bit types (FOUR_BIT) as MatMulNBits + the block-sum correction (q4_1_nodes: the product to ~1e-6;
+    `four_bit_nbits=False`: folded too), the others as constant-folded dequantization (folded_nodes: the fp32
+    weights bit for bit), the lm_head the fp32 MatMul, checked against its tensor dequantized. At accuracy level 4
+    (`ggml`: computed as llama.cpp's CPU kernels compute, activations rounded to int8 per block) every matrix runs
+    through MatMulNBits from its blocks, the lm_head too: the 4-bit types with the block-sum correction, the others
+    as 8-bit values (nbits8_nodes). Returns (model, report): matrices by GGUF type, the largest |dequantized − fp32
+    weight| by type and overall (0.0 expected), the MatMuls kept in fp32, the accuracy level."""
     from gguf import GGUFReader
     from onnx import numpy_helper
 
     tensors = {t.name: t for t in GGUFReader(str(gguf_path)).tensors}
+    kinds = kinds or tuple(GGUF_BLOCKS)
     graph = model.graph
     inits = initializers(graph)
     nodes = weight_matmuls(graph)
     report: dict = {"by_type": {}, "max_abs_weight_diff_by_type": {}, "kept_fp32": {}, "max_abs_weight_diff": 0.0,
+                    "accuracy_level": accuracy_level,
                     "four_bit": "MatMulNBits + block sums" if four_bit_nbits else "folded"}
     block_sums: dict[str, str] = {}  # input name -> its block sums (nodes are visited in graph order)
     for count, node in enumerate(nodes):
@@ -617,9 +562,10 @@ def to_gguf_exact(model, gguf_path: Path, tick: Tick | None = None, four_bit_nbi
         tensor = tensors.get(name) if name else None
         kind = tensor.tensor_type.name if tensor is not None else "none"
         exported = numpy_helper.to_array(inits[node.input[1]]).T  # [N, K]
-        if LOGITS in node.output or kind not in GGUF_BLOCKS:
+        head = LOGITS in node.output
+        if kind not in kinds or (head and accuracy_level == 0):
             report["kept_fp32"][node.name] = kind
-            if LOGITS in node.output and tensor is not None:
+            if head and tensor is not None:
                 report["lm_head_max_abs_diff"] = lm_head_diff(tensor, exported)
             continue
         n, k = exported.shape
@@ -628,8 +574,11 @@ def to_gguf_exact(model, gguf_path: Path, tick: Tick | None = None, four_bit_nbi
         base = node.input[1]
         if four_bit_nbits and kind in FOUR_BIT:
             new_nodes, new_inits, sums = q4_1_nodes(node, base, blocks.values.astype(np.uint8), blocks.scales,
-                                                    blocks.offsets, k, n, block_sums.get(node.input[0]))
+                                                    blocks.offsets, k, n, block_sums.get(node.input[0]),
+                                                    accuracy_level)
             block_sums[node.input[0]] = sums
+        elif accuracy_level:
+            new_nodes, new_inits = nbits8_nodes(node, base, blocks, k, n, kind.lower(), accuracy_level)
         else:
             new_nodes, new_inits = folded_nodes(node, base, blocks, k, n, kind.lower())
         graph.initializer.extend(new_inits)
@@ -642,10 +591,25 @@ def to_gguf_exact(model, gguf_path: Path, tick: Tick | None = None, four_bit_nbi
             tick((count + 1) / len(nodes), f"gguf: {node.name} ← {name} ({kind})")
     if not report["by_type"]:
         raise QuantizeError(f"no MatMul of the graph matched a tensor of {gguf_path.name} of the types "
-                            f"{', '.join(GGUF_BLOCKS)}")
+                            f"{', '.join(kinds)}")
     drop_unused_initializers(graph)
     add_ms_opset(model)
     return model, report
+
+
+def nbits8_nodes(node, base: str, blocks: Blocks, k: int, n: int, tag: str, accuracy_level: int) -> tuple[list, list]:
+    """Blocks whose values fit int8 (Q8_0, Q5_0, Q6_K) as MatMulNBits with 8 bits, their block size and the default
+    zero point 128 on values + 128: scale · value exactly (these types have no offsets)."""
+    from onnx import numpy_helper
+
+    if blocks.offsets is not None:
+        raise QuantizeError(f"{node.name}: {tag} blocks have offsets; 8-bit MatMulNBits runs scale · value only")
+    w = f"{base}_{tag}"
+    inits = [numpy_helper.from_array((blocks.values.astype(np.int16) + 128).astype(np.uint8), w),
+             numpy_helper.from_array(np.ascontiguousarray(blocks.scales), f"{w}_scales")]
+    nodes = [matmul_nbits([node.input[0], w, f"{w}_scales"], list(node.output), f"{node.name}_{tag}", k, n, bits=8,
+                          accuracy_level=accuracy_level, block_size=blocks.block)]
+    return nodes, inits
 
 
 def lm_head_diff(tensor, exported: np.ndarray) -> float:

@@ -1,6 +1,8 @@
-"""The `gguf` variant's block decoders and nodes on synthetic GGUFs: each block type (Q4_K, Q5_0, Q6_K, Q8_0, Q4_1)
+"""The GGUF variants' block decoders and nodes on synthetic GGUFs: each block type (Q4_K, Q5_0, Q6_K, Q8_0, Q4_1)
 decodes to gguf-py's dequantize bit for bit, and its rewritten MatMul through ONNX Runtime gives the product of those
-dequantized weights (folded: equal to the fp32 graph's output; MatMulNBits + block sums: to 1e-6)."""
+dequantized weights (folded: equal to the fp32 graph's output; MatMulNBits + block sums: to 1e-6); the `ggml`
+variant's nodes (accuracy level 4: every matrix, lm_head included, through MatMulNBits from its blocks) are exact at
+level 0 and within int8 activation rounding at level 4."""
 
 from __future__ import annotations
 
@@ -107,6 +109,49 @@ def test_each_block_type_runs_its_dequantized_product(tmp_path, kind, four_bit_n
         np.testing.assert_array_equal(out, fp32)
 
 
+@pytest.mark.parametrize("kind", TYPES)
+def test_at_accuracy_level_4_every_matrix_runs_from_its_blocks(tmp_path, kind):
+    """The ggml variant's rewrite: the projection and the lm_head both MatMulNBits (the 4-bit types with the block
+    sums, the others 8-bit at their own block size), nothing kept in fp32; the product is the dequantized weights'
+    within what rounding the activations to int8 per block costs (1 %), and not bit for bit (it does round)."""
+    path, model, wq, embed = gguf_and_graph(tmp_path, kind)
+    x = np.random.default_rng(2).normal(0, 1, (2, 3, K)).astype(np.float32)
+    rewritten, report = quantize.to_gguf_exact(model, path, accuracy_level=4)
+    assert report["by_type"] == ({kind: 1, "Q8_0": 1} if kind != "Q8_0" else {"Q8_0": 2})
+    assert report["kept_fp32"] == {} and report["accuracy_level"] == 4
+    nbits = [n for n in rewritten.graph.node if n.op_type == "MatMulNBits"]
+    assert len(nbits) == 2 and all(a.i == 4 for n in nbits for a in n.attribute if a.name == "accuracy_level")
+    reference = (x.astype(np.float64) @ wq.T.astype(np.float64)) @ embed.T.astype(np.float64)
+    error = np.max(np.abs(run(rewritten, x) - reference)) / np.max(np.abs(reference))
+    assert 1e-6 < error < 1e-2
+
+
+@pytest.mark.parametrize("kind", ["Q5_0", "Q6_K", "Q8_0"])
+def test_8_bit_matmulnbits_nodes_are_exact_at_level_0(tmp_path, kind):
+    """nbits8_nodes' packing (values + 128 under the default zero point, the type's own block size) gives the
+    dequantized product exactly when the activations stay fp32: the level-4 error above is the rounding's alone."""
+    from onnx import numpy_helper
+
+    path, model, wq, embed = gguf_and_graph(tmp_path, kind)
+    node = model.graph.node[0]
+    blocks = quantize.GGUF_BLOCKS[kind](quantize.gguf_rows(node, "blk.0.attn_q.weight", gguf_tensor(path), wq), K)
+    nodes, inits = quantize.nbits8_nodes(node, "wq", blocks, K, N, kind.lower(), accuracy_level=0)
+    model.graph.initializer.extend(inits)
+    quantize.replace_node(model.graph, node, nodes)
+    model.graph.initializer.remove(next(i for i in model.graph.initializer if i.name == "wq"))
+    quantize.add_ms_opset(model)
+    x = np.random.default_rng(3).normal(0, 1, (2, 3, K)).astype(np.float32)
+    reference = (x.astype(np.float64) @ wq.T.astype(np.float64)) @ embed.T.astype(np.float64)
+    assert np.max(np.abs(run(model, x) - reference)) < 1e-5 * np.max(np.abs(reference))
+    assert numpy_helper.to_array(inits[0]).dtype == np.uint8
+
+
+def gguf_tensor(path):
+    import gguf
+
+    return next(t for t in gguf.GGUFReader(str(path)).tensors if t.name == "blk.0.attn_q.weight")
+
+
 def test_the_block_sum_correction_carries_q4_ks_mins(tmp_path):
     """Without the correction (the −dmin·m_j offsets and the 8 · scale of MatMulNBits' zero point) the Q4_K product
     is off: the test above checks something."""
@@ -136,7 +181,7 @@ def test_a_gguf_without_any_of_the_block_types_is_refused(tmp_path):
         quantize.to_gguf_exact(model, path)
 
 
-@pytest.mark.parametrize(("variant", "refused"), [("q4_1", True), ("gguf", False)])
+@pytest.mark.parametrize(("variant", "refused"), [("q4_1", True), ("gguf", False), ("ggml", False)])
 def test_a_gguf_variant_needs_its_blocks_in_the_base_s_gguf(tmp_path, variant, refused):
     """q4_1 of a model whose GGUF has no Q4_1 blocks (gemma-3-270m's Q4_K_M) is refused before any work, pointing
     at the gguf variant; gguf takes it."""

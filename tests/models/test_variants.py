@@ -1,5 +1,6 @@
-"""Precision variants: the exact Q4_1 / Q8_0 rewrite against numpy on a tiny GGUF, and the variant preparation
-path (fp16 / int8 / int4, the refusal of q4_1 without a GGUF) on the tiny exported model."""
+"""Precision variants: llama.cpp's block quantizers and their rewrite against numpy on a tiny GGUF, and the variant
+preparation path (fp16 / int8 / int4 / q8_0 / q4_0 / q4_1r, the refusal of the GGUF variants without a GGUF) on the
+tiny exported model. The GGUF's own blocks (q4_1 / gguf / ggml): tests/models/test_gguf_blocks.py."""
 
 from __future__ import annotations
 
@@ -43,53 +44,6 @@ def run(model, x):
 
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     return session.run(None, {"x": x})[0]
-
-
-def test_q4_1_rewrite_reproduces_the_dequantized_product(tmp_path):
-    path, model, wq, embed = tiny_gguf_and_graph(tmp_path)
-    x = np.random.default_rng(1).normal(0, 1, (2, 3, K)).astype(np.float32)
-    reference = (x.astype(np.float64) @ wq.T.astype(np.float64)) @ embed.T.astype(np.float64)
-    rewritten, report = quantize.to_q4_1_exact(model, path, lm_head_q8=True)
-    assert report["q4_1"] == 1 and report["q8_0"] == 1 and report["max_abs_weight_diff"] == 0.0
-    ops = [n.op_type for n in rewritten.graph.node]
-    assert ops.count("MatMulNBits") == 2 and "ReduceSum" in ops  # the block-sum correction is there
-    out = run(rewritten, x)
-    assert np.max(np.abs(out - reference)) < 1e-4 * max(1.0, np.max(np.abs(reference)))
-
-
-def test_q4_1_keeps_the_q8_0_lm_head_in_fp32_by_default(tmp_path):
-    path, model, wq, embed = tiny_gguf_and_graph(tmp_path)
-    x = np.random.default_rng(5).normal(0, 1, (1, 4, K)).astype(np.float32)
-    rewritten, report = quantize.to_q4_1_exact(model, path)
-    assert report["q4_1"] == 1 and report["q8_0"] == 0 and report["kept_fp32"] == ["/lm_head/MatMul"]
-    reference = (x.astype(np.float64) @ wq.T) @ embed.T
-    assert np.max(np.abs(run(rewritten, x) - reference)) < 1e-4 * max(1.0, np.max(np.abs(reference)))
-
-
-def test_q4_1_without_the_correction_is_not_exact(tmp_path):
-    """The block-sum correction carries the m + 8d offsets: dropping it changes the product (so the test above
-    checks something)."""
-    path, model, wq, embed = tiny_gguf_and_graph(tmp_path, permute=False)
-    rewritten, _ = quantize.to_q4_1_exact(model, path, lm_head_q8=True)
-    add = next(n for n in rewritten.graph.node if n.op_type == "Add")
-    main = add.input[0]
-    for node in rewritten.graph.node:
-        for i, name in enumerate(node.input):
-            if name == add.output[0]:
-                node.input[i] = main
-    x = np.ones((1, 1, K), np.float32)
-    reference = (x @ wq.T) @ embed.T
-    assert np.max(np.abs(run(rewritten, x) - reference)) > 1e-2
-
-
-def test_q4_1_refuses_weights_that_are_not_the_ggufs(tmp_path):
-    from onnx import numpy_helper
-
-    path, model, wq, _ = tiny_gguf_and_graph(tmp_path)
-    other = numpy_helper.from_array((wq.T + 1e-3).astype(np.float32), "wq")
-    model.graph.initializer[0].CopyFrom(other)
-    with pytest.raises(quantize.QuantizeError, match="not the GGUF's dequantized rows"):
-        quantize.to_q4_1_exact(model, path)
 
 
 def test_nibble_packing_matches_gguf_dequantize():
@@ -240,7 +194,7 @@ def test_fp16_weights_are_read_as_float32(tiny_cache):
     assert weight_bytes(fp16) < weight_bytes(base)
 
 
-@pytest.mark.parametrize("variant", ["q4_1", "gguf"])
+@pytest.mark.parametrize("variant", ["q4_1", "gguf", "ggml"])
 def test_a_gguf_variant_of_a_model_without_a_gguf_is_refused(tiny_cache, variant):
     from models.errors import PrepareError
     from models.variants import prepare_variant
@@ -285,7 +239,8 @@ def test_q4_1_of_the_default_model_is_exact(default_model_dir, tmp_path, monkeyp
         shutil.copy2(default_model_dir / name, base / name)
     monkeypatch.setenv("BRANCHPOINT_CACHE_DIR", str(tmp_path / "cache"))
     record = read_manifest(prepare_variant("q4_1"))["variant"]
-    assert record["transform"]["q4_1"] == 210 and record["transform"]["kept_fp32"] == ["/lm_head/MatMul"]
+    assert record["transform"]["by_type"] == {"Q4_1": 210} and record["transform"]["kept_fp32"] == {
+        "/lm_head/MatMul": "Q8_0"}
     assert record["transform"]["max_abs_weight_diff"] == 0.0
     assert record["kl_max"] < 1e-8 and record["top1_agreement"] == 1.0
     assert record["greedy"]["ids"] == record["greedy"]["base_ids"]

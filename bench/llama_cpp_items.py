@@ -1,0 +1,172 @@
+"""One greedy lane against llama.cpp on the same GGUF (issue 37): Branchpoint's greedy lane (the engine, each step's
+full-vocabulary statistics recorded) on the default model in fp32 and in its GGUF variants, and llama.cpp's own
+greedy decoding of the model's GGUF (llama-cpp-python in a process of its own, bench/llama_cpp_worker.py: every
+step's whole logits row read and its argmax taken), measured interleaved in one run. A lane's time per token is
+(a 64-token run − a 1-token run) / 63, `min_new_tokens` forcing all 64 (prefill and start-up cancel out), the
+median of the rounds. Skipped, saying why, when llama.cpp's Python bindings are neither installed nor built by
+scripts/llama_cpp.sh."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.context import BenchContext, load_decoder
+from bench.report import Row, SkipItem
+from bench.timing import SESSION_SETTLE
+from bench.variant_items import variant_folders
+
+ITEM = "llama.cpp"
+LANE_VARIANTS = ("fp32", "q4_1", "gguf", "ggml")  # the fp32 model and the variants that run the GGUF's own blocks
+GGUF_BLOCK_LANES = ("q4_1", "gguf", "ggml")  # the variants that run the GGUF's own blocks
+WORKER = Path(__file__).with_name("llama_cpp_worker.py")
+LLAMA_CPP_VERSION = "0.3.36"
+
+
+def bindings_path() -> Path | None:
+    """Where `import llama_cpp` finds llama-cpp-python: installed (None: nothing to add), else the package
+    scripts/llama_cpp.sh built into the cache; SkipItem when neither is there."""
+    import importlib.util
+
+    if importlib.util.find_spec("llama_cpp") is not None:
+        return None
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    built = cache / "branchpoint" / "llama.cpp" / LLAMA_CPP_VERSION / "python"
+    if not (built.parent / ".built").is_file():
+        raise SkipItem("llama-cpp-python is not installed and scripts/llama_cpp.sh has not built it")
+    return built
+
+
+class LlamaCpp:
+    """The worker process: greedy(prompt, tokens) → (seconds, ids)."""
+
+    def __init__(self, gguf: Path, threads: int, repack: bool = False):
+        env = dict(os.environ)
+        path = bindings_path()
+        if path is not None:
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(path), env.get("PYTHONPATH")]))
+            env["LLAMA_CPP_LIB_PATH"] = str(path / "llama_cpp" / "lib")
+        command = [sys.executable, str(WORKER), str(gguf), str(threads)] + ([] if repack else ["--no-repack"])
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, text=True, env=env)
+        answer = self._read()
+        if "error" in answer:
+            self.close()
+            raise SkipItem(f"llama.cpp did not load {gguf.name}: {answer['error']}")
+
+    def _read(self) -> dict:
+        line = self.process.stdout.readline()
+        if not line:
+            raise SkipItem(f"llama.cpp's worker ended (exit status {self.process.wait()})")
+        return json.loads(line)
+
+    def greedy(self, prompt: list[int], tokens: int) -> tuple[float, list[int]]:
+        self.process.stdin.write(json.dumps({"prompt": prompt, "tokens": tokens}) + "\n")
+        self.process.stdin.flush()
+        answer = self._read()
+        return answer["seconds"], answer["ids"]
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.stdin.close()
+            self.process.wait(10)
+
+
+def greedy_spec(tokens: int):
+    from decoding.chain.spec import parse_lane
+
+    return parse_lane(f"greedy:min_new_tokens={tokens}")
+
+
+def measure_llama_cpp(ctx: BenchContext) -> list[Row]:
+    from bench.engine_items import run_engine
+
+    gguf = model_gguf(ctx.model_dir)
+    tokens = max(2, ctx.sizes.new_tokens)
+    llama = LlamaCpp(gguf, ctx.threads or os.cpu_count() or 2)
+    try:
+        folders = variant_folders(ctx.model_dir, LANE_VARIANTS)
+        decoders = {name: ctx.decoder if name == "fp32" else load_decoder(path, ctx.device, ctx.threads)
+                    for name, path in folders.items()}
+        long, short = greedy_spec(tokens), greedy_spec(1)
+        prompt = list(ctx.prompt_ids)
+
+        def lane(decoder) -> Callable[[], Run]:
+            def run() -> Run:
+                start = time.perf_counter()
+                trace = run_engine(ctx, [long], tokens, source=decoder)
+                middle = time.perf_counter()
+                run_engine(ctx, [short], 1, source=decoder)
+                ids = [step.token_id for step in trace.lanes[0].steps]
+                return Run(middle - start, time.perf_counter() - middle, ids)
+            return run
+
+        def llama_run() -> Run:
+            seconds, ids = llama.greedy(prompt, tokens)
+            return Run(seconds, llama.greedy(prompt, 1)[0], ids)
+
+        candidates = {name: lane(decoder) for name, decoder in decoders.items()} | {"llama.cpp": llama_run}
+        runs = interleaved_runs(candidates, ctx.sizes.run_reps)
+    finally:
+        llama.close()
+    return rows(runs, tokens)
+
+
+@dataclass
+class Run:
+    long: float  # seconds of the whole-length run
+    short: float  # seconds of the 1-token run
+    ids: list[int]  # the long run's greedy tokens
+
+
+def interleaved_runs(candidates: dict[str, Callable[[], Run]], rounds: int) -> dict[str, list[Run]]:
+    """Every candidate once per round after one warm-up round, the order rotated each round (bench.timing's way)."""
+    names = list(candidates)
+    for name in names:
+        candidates[name]()
+    runs: dict[str, list[Run]] = {name: [] for name in names}
+    for index in range(max(1, rounds)):
+        shift = index % len(names)
+        for name in names[shift:] + names[:shift]:
+            time.sleep(SESSION_SETTLE)
+            runs[name].append(candidates[name]())
+    return runs
+
+
+def rows(runs: dict[str, list[Run]], tokens: int) -> list[Row]:
+    ms = {name: 1e3 * statistics.median((r.long - r.short) / (tokens - 1) for r in values)
+          for name, values in runs.items()}
+    out = [Row(ITEM, f"{name}: greedy lane, time per token", value, unit="ms") for name, value in ms.items()]
+    llama = ms["llama.cpp"]
+    for name in [n for n in ms if n != "llama.cpp"]:
+        out.append(Row(ITEM, f"{name} lane / llama.cpp, per token", ms[name] / llama))
+    blocks = [n for n in ms if n in GGUF_BLOCK_LANES]
+    if blocks:
+        fastest = min(blocks, key=ms.get)
+        out.append(Row(ITEM, f"fastest GGUF-blocks lane ({fastest}) / llama.cpp, per token", ms[fastest] / llama,
+                       goal="<= 1"))
+    reference = runs["llama.cpp"][-1].ids
+    for name in [n for n in runs if n != "llama.cpp"]:
+        mine = runs[name][-1].ids
+        same = next((i for i, (a, b) in enumerate(zip(mine, reference, strict=False)) if a != b),
+                    min(len(mine), len(reference)))
+        out.append(Row(ITEM, f"{name}: greedy tokens as llama.cpp's before the first difference", same,
+                       unit=f"of {tokens}"))
+    return out
+
+
+def model_gguf(model_dir: Path) -> Path:
+    from models.catalog import read_manifest
+
+    source = read_manifest(model_dir).get("source") or {}
+    path = model_dir / (source.get("gguf") or "")
+    if not source.get("gguf") or not path.is_file():
+        raise SkipItem(f"{model_dir.name} keeps no GGUF in its folder: llama.cpp has nothing to run")
+    return path
