@@ -30,6 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
+from runtime.lean_graph import drop_dead, lean_graph
+from runtime.model_files import read_json
+
 WRITE_INDEX = "kv_write_index"
 ATTENTION_MASK = "kv_attention_mask"
 SLIDING_MASK = "kv_sliding_attention_mask"
@@ -41,9 +44,10 @@ MASKED = np.finfo(np.float32).min  # what the CPU kernel makes of a False in a b
 
 
 def in_place_graph(model_dir: Path, cpu: bool = True):
-    """model.onnx of model_dir (weights left external) with its KV cache written in place, or None when the graph
-    is not the prepared pattern (each present a Concat of its past, each layer's Attention reading the presents).
-    `cpu`: with the CPU kernel's additive mask (see the module docstring); else the boolean mask CUDA takes."""
+    """model.onnx of model_dir (weights left external) with its KV cache written in place and fewer nodes
+    (runtime.lean_graph), or None when the graph is not the prepared pattern (each present a Concat of its past,
+    each layer's Attention reading the presents). `cpu`: with the CPU kernel's additive mask (see the module
+    docstring); else the boolean mask CUDA takes."""
     import onnx
     from google.protobuf.message import DecodeError
 
@@ -51,7 +55,10 @@ def in_place_graph(model_dir: Path, cpu: bool = True):
         model = onnx.load(str(model_dir / MODEL_FILE), load_external_data=False)
     except (DecodeError, OSError, ValueError):  # not a graph: ONNX Runtime's own load then says why, clearly
         return None
-    return model if _make_in_place(model, cpu) else None
+    if not _make_in_place(model, cpu):
+        return None
+    lean_graph(model, read_json(model_dir / "config.json"), cpu)
+    return model
 
 
 def in_place_mismatch(model) -> str | None:
@@ -133,7 +140,7 @@ def _make_in_place(model, cpu: bool) -> bool:
     if sliding:
         model.metadata_props.add(key=WINDOW_KEY, value=str(window))
     _present_shapes_follow_past(graph)
-    _drop_dead(graph)
+    drop_dead(graph)
     _scale_queries_first(graph)
     for opset in model.opset_import:
         if opset.domain in ("", "ai.onnx") and opset.version < SCATTER_OPSET:
@@ -160,22 +167,6 @@ def _present_shapes_follow_past(graph) -> None:
             dim = info.type.tensor_type.shape.dim[2]
             dim.Clear()
             dim.dim_param = "capacity"
-
-
-def _drop_dead(graph) -> None:
-    """Remove nodes (and then graph inputs) nothing uses any more: the export's mask over a Concat-grown cache."""
-    needed = {o.name for o in graph.output}
-    kept = []
-    for node in reversed(graph.node):
-        if any(out in needed for out in node.output):
-            kept.append(node)
-            needed.update(node.input)
-    graph.ClearField("node")
-    graph.node.extend(reversed(kept))
-    for info in [i for i in graph.input if i.name not in needed]:
-        graph.input.remove(info)
-    for init in [i for i in graph.initializer if i.name not in needed]:
-        graph.initializer.remove(init)
 
 
 def additive(mask: np.ndarray) -> np.ndarray:
