@@ -1,8 +1,9 @@
-"""Speed on a machine that is doing something else (issue 37): the single-row step and a long prefill with
-ONNX Runtime's default threads (spinning), with `session.intra_op.allow_spinning=0` and on one thread, quiet and
-beside one and two busy competitor processes (a pure-Python loop each, like a browser tab or an IDE indexing).
-Within a load the settings are interleaved; rows give each time and its ratio to the same setting's quiet time.
-Noisy by nature on a shared machine: run it quiet (the lead's final run)."""
+"""Speed on a machine that is doing something else (issue 37): the single-row step (eight in a row, each with its
+row summary, as decoding runs them) and a long prefill with the decoder's default threads (worker threads that sleep
+when out of work, runtime.session.CPU_SPINNING), with ORT's spinning workers and on one thread, quiet and beside one
+and two busy competitor processes (a pure-Python loop each, like a browser tab or an IDE indexing). Within a load the
+settings are interleaved; rows give each time and its ratio to the same setting's quiet time. Noisy by nature on a
+shared machine: run it quiet."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from bench.context import BenchContext, load_decoder
-from bench.decoder_items import Stepper
+from bench.decoder_items import NEXT_TOKEN, Stepper
 from bench.ort_options import VARIANTS as ORT_VARIANTS
 from bench.ort_options import config_entries
 from bench.report import Row
@@ -42,10 +43,27 @@ def competitors(count: int) -> Iterator[None]:
             process.join(timeout=5)
 
 
+DEFAULT = "default (no spinning)"
+SUMMARY_TOP = 64  # best ids a row summary keeps (decoding's)
+STEPS = 8  # steps in a row per sample: a lone step after a pause would hide what spinning does between steps
+
+
+class Steps:
+    """STEPS single-row steps in a row, each followed by its row summary."""
+
+    def __init__(self, decoder, prompt_ids: list[int]):
+        self.decoder, self.state = decoder, Stepper(decoder, prompt_ids, 1).state
+
+    def __call__(self) -> None:
+        for _ in range(STEPS):
+            self.state, logits = self.decoder.step(self.state, [0], [NEXT_TOKEN])
+            self.decoder.summarize(logits, SUMMARY_TOP)
+
+
 def settings_decoders(ctx: BenchContext) -> dict:
-    decoders = {"default (spinning)": ctx.decoder}
-    with config_entries(ORT_VARIANTS["no spinning"]):
-        decoders["no spinning"] = load_decoder(ctx.model_dir, ctx.device, ctx.threads)
+    decoders = {DEFAULT: ctx.decoder}
+    with config_entries(ORT_VARIANTS["spinning"]):
+        decoders["spinning"] = load_decoder(ctx.model_dir, ctx.device, ctx.threads)
     decoders["1 thread"] = load_decoder(ctx.model_dir, ctx.device, 1)
     return decoders
 
@@ -57,11 +75,12 @@ def measure_busy(ctx: BenchContext) -> list[Row]:
     prefills: dict[int, dict[str, float]] = {}
     for load in LOADS:
         with competitors(load):
-            step_samples = interleaved({n: Stepper(d, short, 1) for n, d in decoders.items()}, ctx.sizes.step_reps,
+            step_samples = interleaved({n: Steps(d, short) for n, d in decoders.items()}, ctx.sizes.step_reps,
                                        settle=SESSION_SETTLE)
             prefill_samples = interleaved({n: (lambda d=d: d.prefill(long)) for n, d in decoders.items()},
                                           ctx.sizes.prefill_reps, settle=SESSION_SETTLE)
-        steps[load], prefills[load] = medians(step_samples), medians(prefill_samples)
+        steps[load] = {name: value / STEPS for name, value in medians(step_samples).items()}
+        prefills[load] = medians(prefill_samples)
     rows = []
     for load in LOADS:
         label = "quiet" if load == 0 else f"{load} busy process{'es' if load > 1 else ''}"
@@ -70,7 +89,6 @@ def measure_busy(ctx: BenchContext) -> list[Row]:
             rows.append(Row(ITEM, f"{label}: {len(long)}-token prefill, {name}", prefills[load][name], unit="s"))
             if load:
                 rows.append(Row(ITEM, f"{label}: step / quiet step, {name}", steps[load][name] / steps[0][name]))
-    default = "default (spinning)"
     for name in list(decoders)[1:]:
-        rows.append(Row(ITEM, f"quiet: step {name} / {default}", steps[0][name] / steps[0][default]))
+        rows.append(Row(ITEM, f"quiet: step {name} / {DEFAULT}", steps[0][name] / steps[0][DEFAULT]))
     return rows

@@ -1,7 +1,7 @@
 """ONNX Runtime session options chosen by measurement: the default decoder against variants, each timed on a
-single-row step and on a whole 5-lane engine run, interleaved. Variants: worker threads that never spin; worker
-threads that stop spinning as soon as a run returns (`session.force_spinning_stop`, leaving the cores to
-decoding/ between steps); ORT's dynamic work blocks for parallel loops; one intra-op thread."""
+single-row step and on a whole 5-lane engine run, interleaved. Variants: worker threads that spin between pieces of
+work (ORT's own default; the decoder's CPU sessions do not, see runtime.session.CPU_SPINNING and the `busy` item);
+ORT's dynamic work blocks for parallel loops; one intra-op thread."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from bench.engine_items import five_lanes, run_engine
 from bench.report import Row
 from bench.timing import SESSION_SETTLE, interleaved, paired_ratio
 
+SPINNING = "session.intra_op.allow_spinning"
 VARIANTS = {
-    "no spinning": {"session.intra_op.allow_spinning": "0", "session.inter_op.allow_spinning": "0"},
-    "spinning stops after each run": {"session.force_spinning_stop": "1"},
+    "spinning": {SPINNING: "1"},
     "dynamic block base 4": {"session.dynamic_block_base": "4"},
 }
 
@@ -29,9 +29,10 @@ def config_entries(entries: dict[str, str]) -> Iterator[None]:
     original = session.session_options
 
     def patched(threads=None, spinning=True):
-        options = original(threads, spinning)
+        options = original(threads, entries[SPINNING] == "1" if SPINNING in entries else spinning)
         for key, value in entries.items():
-            options.add_session_config_entry(key, value)
+            if key != SPINNING:
+                options.add_session_config_entry(key, value)
         return options
 
     session.session_options = patched

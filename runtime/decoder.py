@@ -286,10 +286,10 @@ class OnnxDecoder:
             binding.bind_ortvalue_input(past, value)
             binding.bind_ortvalue_output(present, value)
         self.session.run_with_iobinding(binding)
-        outputs = binding.get_outputs()
+        logits = self._last_position_logits(binding.get_outputs()[0]) if host_logits is None else host_logits[:, 0]
         binding.clear_binding_inputs()
         binding.clear_binding_outputs()
-        return host_logits[:, 0] if host_logits is not None else self._last_position_logits(outputs[0])
+        return logits
 
     # -- internals --
 
@@ -311,11 +311,12 @@ class OnnxDecoder:
         host_logits = self._bind_logits(binding, ids.shape)
         cache, grow = self._bind_cache(binding, cache, count)
         self.session.run_with_iobinding(binding)
-        outputs = binding.get_outputs()
+        # the outputs' OrtValues (0.2 ms for 61 of them) only when read: device logits, or a Concat-grown cache
+        outputs = binding.get_outputs() if host_logits is None or not cache.in_place else None
         binding.clear_binding_inputs()
         binding.clear_binding_outputs()
         logits = host_logits[:, 0] if host_logits is not None else self._last_position_logits(outputs[0])
-        return grow(outputs[1:]), logits
+        return grow(outputs[1:] if outputs is not None else ()), logits
 
     def _bind_cache(self, binding, cache: KVCache, count: int):
         """Bind the cache's tensors and masks for a run appending `count` tokens. Returns the cache the run

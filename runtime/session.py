@@ -56,10 +56,18 @@ CPU = Placement(CPU_EP, "cpu")
 CUDA = Placement(CUDA_EP, "cuda")
 
 
+# Worker threads that sleep when out of work instead of spinning: users run a browser or an IDE beside the app, and
+# spinning workers then fight it for the cores. Measured on the default model (2 cores, interleaved, bench item
+# `busy`): a single-row step 1.05x (fp32) to 1.09x (ggml) the spinning one's on a quiet machine (the lean graph took
+# 7-10 % off first), but 1.5x instead of 1.7-2.4x its quiet time beside one busy process, 2.1x instead of 2.8x beside
+# two. CUDA sessions keep ORT's default (their CPU threads only launch kernels).
+CPU_SPINNING = False
+
+
 def session_options(threads: int | None = None, spinning: bool = True) -> ort.SessionOptions:
     """Full graph optimisation; intra-op threads default to ORT's choice (the number of physical cores), which
-    measured fastest here (1 thread is ~1.8x slower than 2 on a 2-core machine). `spinning=False`: worker
-    threads sleep as soon as a run ends instead of busy-waiting for the next one.
+    measured fastest here (1 thread is ~1.3x slower than 2 on a 2-core machine). `spinning=False`: worker
+    threads sleep as soon as they run out of work instead of busy-waiting for more.
 
     No memory-reuse plan: planning which intermediate tensors share buffers took ~0.55 s of CPU time when the
     default model's session was created, and runs are as fast without it (ORT's arena recycles freed buffers),
@@ -99,24 +107,30 @@ def create_session(
     model: str | Path | bytes,
     device: str = "auto",
     threads: int | None = None,
-    spinning: bool = True,
+    spinning: bool | None = None,
     external_data_dir: Path | None = None,
 ) -> tuple[ort.InferenceSession, Placement]:
     """Create an InferenceSession on `device` ("auto", "cpu" or "cuda") and report where it really runs.
 
     "cuda" raises DeviceError unless the CUDA EP is really active; "auto" takes CUDA when it is, else CPU.
-    `spinning=False` for sessions run once in a while beside the decoder (see session_options).
+    `spinning`: None for each provider's measured default (CPU_SPINNING on the CPU, ORT's own on CUDA); False for
+    sessions run once in a while beside the decoder (see session_options).
     `external_data_dir`: where a graph given as bytes finds its external weights files."""
     if device not in DEVICES:
         raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
     model = str(model) if isinstance(model, Path) else model
-    options = session_options(threads, spinning)
-    if external_data_dir is not None:
-        options.add_session_config_entry("session.model_external_initializers_file_folder_path", str(external_data_dir))
+
+    def options(spin_by_default: bool) -> ort.SessionOptions:
+        made = session_options(threads, spin_by_default if spinning is None else spinning)
+        if external_data_dir is not None:
+            made.add_session_config_entry("session.model_external_initializers_file_folder_path",
+                                          str(external_data_dir))
+        return made
+
     if device != "cpu":
         reason = cuda_unavailable_reason()
         if reason is None:
-            session = _try_cuda_session(model, options)
+            session = _try_cuda_session(model, options(True))
             if session.get_providers()[0] == CUDA_EP:
                 return session, CUDA
             reason = (
@@ -126,7 +140,7 @@ def create_session(
         if device == "cuda":
             raise DeviceError(f"device 'cuda' requested but CUDA is not active: {reason}. Use --device cpu or auto.")
     try:
-        return ort.InferenceSession(model, options, providers=[CPU_EP]), CPU
+        return ort.InferenceSession(model, options(CPU_SPINNING), providers=[CPU_EP]), CPU
     except ort_errors() as exc:
         where = model if isinstance(model, str) else "a model given as bytes"
         raise ModelError(f"ONNX Runtime cannot load {where} (damaged or not ONNX?): {ort_message(exc)}") from exc

@@ -98,11 +98,17 @@ def test_quick_busy_item_reports_each_setting_under_each_load(tiny_model_dir: Pa
     _, results = run_quick(tiny_model_dir, tmp_path, "busy")
     rows = {row["metric"]: row["value"] for row in results["rows"] if row["item"] == "busy machine"}
     for load in ("quiet", "1 busy process", "2 busy processes"):
-        for name in ("default (spinning)", "no spinning", "1 thread"):
+        for name in ("default (no spinning)", "spinning", "1 thread"):
             assert rows[f"{load}: single-row step, {name}"] > 0
     assert rows["2 busy processes: step / quiet step, 1 thread"] > 0
-    assert "quiet: step 1 thread / default (spinning)" in rows
+    assert "quiet: step 1 thread / default (no spinning)" in rows
     assert all(math.isfinite(v) and v > 0 for v in rows.values())
+
+
+def test_quick_llama_cpp_item_says_why_it_skips_without_a_gguf(tiny_model_dir: Path, tmp_path: Path):
+    """The tiny model keeps no GGUF: llama.cpp has nothing to run, and the item says so instead of failing."""
+    _, results = run_quick(tiny_model_dir, tmp_path, "llama_cpp")
+    assert results["rows"] == [] and "keeps no GGUF" in results["skipped"]["llama_cpp"]
 
 
 def test_quick_served_item_says_why_it_skips_without_a_server_or_a_gguf(tiny_model_dir: Path, tmp_path: Path):
