@@ -40,11 +40,14 @@ MEANINGS = {
                                                "weights that were 4-bit already (mostly onto their own grid)"),
     "gguf": QT_TRANSLATE_NOOP("variant_rows", "The GGUF's own blocks of every type (Q4_K, Q5_0, Q6_K, Q8_0, Q4_1) "
                                               "run as they are: exact (the same distributions as fp32)"),
+    "ggml": QT_TRANSLATE_NOOP("variant_rows", "The GGUF's own blocks, lm_head included, computed as llama.cpp "
+                                              "computes them (activations rounded to 8 bits): the fastest; its "
+                                              "near-tie flips are llama.cpp's own"),
 }
 # A variant's weights over the fp32 model's, measured on the default model (its fp32 lm_head kept by q4_1); gguf's on
 # gemma-3-270m (its fp32 embedding and lm_head are 77 % of its weights; on the default model gguf is q4_1's 0.47).
 SIZE_RATIO = {"fp16": 0.50, "int8": 0.38, "int4": 0.31, "q4_1": 0.47, "q8_0": 0.48, "q4_0": 0.41, "q4_1r": 0.47,
-              "gguf": 0.83}
+              "gguf": 0.83, "ggml": 0.35}
 
 
 def human_size(size: int) -> str:
@@ -92,7 +95,7 @@ def refusal(model_dir: Path) -> str | None:
 
 
 def gguf_refusal(model_dir: Path, manifest: dict, variant: str, types: dict[str, int] | None = None) -> str | None:
-    """Why `variant` (q4_1 or gguf) cannot be made from this model (None: it has its GGUF, with blocks of the
+    """Why `variant` (q4_1, gguf or ggml) cannot be made from this model (None: it has its GGUF, with blocks of the
     variant's types; its hash is checked when preparing). `types`: the GGUF's tensor types, when already read."""
     source = manifest.get("source") or {}
     name = manifest.get("name", model_dir.name)

@@ -63,7 +63,7 @@ def test_the_picker_lists_precision_and_size_and_the_three_commands(qtbot, tiny_
 def test_the_dialog_lists_the_variants_and_refuses_q4_1_without_a_gguf(qtbot, tiny_cache):
     picker = open_picker(qtbot, tiny_cache)  # held: the dialog is its child
     dialog = open_dialog(qtbot, picker)
-    assert [row.variant for row in dialog.rows] == ["fp16", "int8", "int4", "q4_1", "q8_0", "q4_0", "q4_1r", "gguf"]
+    assert [row.variant for row in dialog.rows] == ["fp16", "int8", "int4", "q4_1", "q8_0", "q4_0", "q4_1r", "gguf", "ggml"]
     lines = [dialog.row_text(i) for i in range(len(dialog.rows))]
     assert "near-exact" in lines[0] and "approximate" in lines[1] and "exact" in lines[3]
     assert all(re.search(r"about \d+(\.\d)? [KM]B on disk", line) for line in lines[:3]), lines
@@ -253,8 +253,8 @@ def test_the_chinese_dialog_is_translated(qtbot, tiny_cache, monkeypatch):
     finally:
         language.uninstall(app)
     kept = {"tiny", "fp16", "fp32", "int8", "int4", "q4_1", "float16", "float32", "ONNX", "Runtime", "GGUF", "KL",
-            "e", "MB", "KB", "llama", "cpp", "Q8_0", "Q4_0", "Q4_1", "q8_0", "q4_0", "q4_1r", "gguf", "gemma-3-270m",
-            "Q4_K", "Q5_0", "Q6_K"}
+            "e", "MB", "KB", "llama", "cpp", "Q8_0", "Q4_0", "Q4_1", "q8_0", "q4_0", "q4_1r", "gguf", "ggml", "gemma-3-270m",
+            "Q4_K", "Q5_0", "Q6_K", "lm_head"}
     for text in texts:
         assert re.search(r"[\u3400-\u9fff]", text), text
         words = re.findall(r"[A-Za-z][\w\-]*", text)

@@ -3803,10 +3803,6 @@ Source: {source}, {size} to download</source>
             <translation>直接运行 GGUF 自带的 4 位块：精确（与 fp32 的分布相同）</translation>
         </message>
         <message>
-            <source>The GGUF's own blocks of every type (Q4_K, Q5_0, Q6_K, Q8_0, Q4_1) run as they are: exact (the same distributions as fp32)</source>
-            <translation>直接运行 GGUF 自带的各类块（Q4_K、Q5_0、Q6_K、Q8_0、Q4_1）：精确（与 fp32 的分布相同）</translation>
-        </message>
-        <message>
             <source>llama.cpp's Q8_0: 8-bit blocks of 32, weight-only (activations fp32): close to fp32</source>
             <translation>llama.cpp 的 Q8_0：每 32 个一块的 8 位权重，仅量化权重（激活值为 fp32）：接近 fp32</translation>
         </message>
@@ -3817,6 +3813,14 @@ Source: {source}, {size} to download</source>
         <message>
             <source>llama.cpp's Q4_1 quantizer with an 8-bit head: re-quantizes weights that were 4-bit already (mostly onto their own grid)</source>
             <translation>llama.cpp 的 Q4_1 量化器，输出层为 8 位：把本来已是 4 位的权重再量化一次（大多落回原来的网格）</translation>
+        </message>
+        <message>
+            <source>The GGUF's own blocks of every type (Q4_K, Q5_0, Q6_K, Q8_0, Q4_1) run as they are: exact (the same distributions as fp32)</source>
+            <translation>直接运行 GGUF 自带的各类块（Q4_K、Q5_0、Q6_K、Q8_0、Q4_1）：精确（与 fp32 的分布相同）</translation>
+        </message>
+        <message>
+            <source>The GGUF's own blocks, lm_head included, computed as llama.cpp computes them (activations rounded to 8 bits): the fastest; its near-tie flips are llama.cpp's own</source>
+            <translation>GGUF 自带的块（含 lm_head），按 llama.cpp 的方式计算（激活值取整为 8 位）：最快；它在近乎平局处的翻转与 llama.cpp 的相同</translation>
         </message>
         <message>
             <source>{size} inspection</source>
@@ -3839,12 +3843,12 @@ Source: {source}, {size} to download</source>
             <translation>不适用于 {name}：它不是由 GGUF 准备的，而 {variant} 运行的是 GGUF 自带的块（默认模型和 gemma-3-270m 都有 GGUF）。</translation>
         </message>
         <message>
-            <source>Not for {name}: {variant} runs {blocks} blocks and its GGUF has none ({types}).</source>
-            <translation>不适用于 {name}：{variant} 运行的是 {blocks} 块，而它的 GGUF 没有这种块（{types}）。</translation>
-        </message>
-        <message>
             <source>Not for {name}: its GGUF is missing from its folder (prepare the model again).</source>
             <translation>不适用于 {name}：其文件夹中缺少 GGUF（请重新准备该模型）。</translation>
+        </message>
+        <message>
+            <source>Not for {name}: {variant} runs {blocks} blocks and its GGUF has none ({types}).</source>
+            <translation>不适用于 {name}：{variant} 运行的是 {blocks} 块，而它的 GGUF 没有这种块（{types}）。</translation>
         </message>
         <message>
             <source>greedy: the first {same} of {count} tokens as fp32's · teacher-forced over {positions} tokens: KL vs fp32 {mean:.2g} (99th percentile {p99:.2g}) · same top {top:.1f} %</source>
