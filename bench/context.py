@@ -28,6 +28,7 @@ class Sizes:
     long_prompts: tuple[int, int, int] = (500, 1000, 4000)  # long-prompt item: per-token base, middle, long
     explain_tokens: int = 80  # explain item: the lane's tokens after the bench prompt
     knockout_context: int = 120  # knockout item: the context whose every position is knocked out
+    text_set_chars: int | None = None  # llama_cpp item's scoreboard: the whole text set, or its first text cut
 
 
 FULL = Sizes()
@@ -45,6 +46,7 @@ QUICK = Sizes(
     long_prompts=(16, 32, 64),
     explain_tokens=8,
     knockout_context=16,
+    text_set_chars=200,
 )
 
 

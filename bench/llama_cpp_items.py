@@ -13,10 +13,13 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from bench.context import BenchContext, load_decoder
 from bench.report import Row, SkipItem
@@ -60,6 +63,7 @@ class LlamaCpp:
         if "error" in answer:
             self.close()
             raise SkipItem(f"llama.cpp did not load {gguf.name}: {answer['error']}")
+        self.vocab = answer["vocab"]
 
     def _read(self) -> dict:
         line = self.process.stdout.readline()
@@ -72,6 +76,15 @@ class LlamaCpp:
         self.process.stdin.flush()
         answer = self._read()
         return answer["seconds"], answer["ids"]
+
+    def logits(self, ids: list[int]) -> np.ndarray:
+        """float32 [len(ids), vocab]: llama.cpp's logits at every position of the sequence."""
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "logits.f32"
+            self.process.stdin.write(json.dumps({"score": list(ids), "out": str(path)}) + "\n")
+            self.process.stdin.flush()
+            rows = self._read()["rows"]
+            return np.fromfile(path, dtype=np.float32).reshape(rows, self.vocab)
 
     def close(self) -> None:
         if self.process.poll() is None:
@@ -114,9 +127,40 @@ def measure_llama_cpp(ctx: BenchContext) -> list[Row]:
 
         candidates = {name: lane(decoder) for name, decoder in decoders.items()} | {"llama.cpp": llama_run}
         runs = interleaved_runs(candidates, ctx.sizes.run_reps)
+        boards = scoreboards(ctx, llama, folders)
     finally:
         llama.close()
-    return rows(runs, tokens)
+    return rows(runs, tokens) + board_rows(boards)
+
+
+def scoreboards(ctx: BenchContext, llama: LlamaCpp, folders: dict[str, Path]) -> dict[str, dict]:
+    """llama-perplexity's scoreboard against fp32 over the text set (models.teacher_forced) of llama.cpp itself on
+    the GGUF (every position's logits from the worker) and, from their manifests, of the GGUF variants: how much
+    llama.cpp's own arithmetic moves the distributions, beside what each variant's does (--quick: the start of one
+    text)."""
+    from models.catalog import read_manifest
+    from models.teacher_forced import compare_scorers, load_texts, tokenizer_encoder
+    from runtime.sequence_logits import SequenceScorer
+
+    texts = load_texts()
+    if ctx.sizes.text_set_chars is not None:
+        texts = [dict(texts[0], text=texts[0]["text"][:ctx.sizes.text_set_chars])]
+    boards = {"llama.cpp": compare_scorers(SequenceScorer(ctx.model_dir, ctx.device), llama.logits,
+                                           tokenizer_encoder(ctx.model_dir), texts)}
+    for name, folder in folders.items():
+        board = (read_manifest(folder).get("variant") or {}).get("teacher_forced")
+        if board:
+            boards[name] = board
+    return boards
+
+
+def board_rows(boards: dict[str, dict]) -> list[Row]:
+    out = []
+    for name, board in boards.items():
+        where = f"{name}: teacher-forced over the text set ({board['positions']} positions) vs fp32"
+        out += [Row(ITEM, f"{where}, mean KL", board["mean_kl"], unit="nats"),
+                Row(ITEM, f"{name}: same top token as fp32", 100 * board["same_top"], unit="%")]
+    return out
 
 
 @dataclass

@@ -4,9 +4,12 @@ into numpy every step and its argmax taken, as a Branchpoint greedy lane reads t
 
     python bench/llama_cpp_worker.py GGUF THREADS [--no-repack]
 
-Reads requests from stdin, one JSON object a line — {"prompt": [ids], "tokens": N} — and answers each with
-{"seconds": s, "ids": [...]}: the wall time of the prompt's decode plus N greedy tokens, from an empty cache.
-The first line it writes is {"ready": true} (or {"error": "..."} and exit 1)."""
+Reads requests from stdin, one JSON object a line, each answered on one line of stdout:
+- {"prompt": [ids], "tokens": N} → {"seconds": s, "ids": [...]}: the wall time of the prompt's decode plus N greedy
+  tokens, from an empty cache;
+- {"score": [ids], "out": PATH} → {"rows": T}: the logits of every position of the sequence (float32 [T, vocab], as
+  llama-perplexity reads them for its KL scoreboard) written to PATH.
+The first line it writes is {"ready": true, "vocab": V} (or {"error": "..."} and exit 1)."""
 
 from __future__ import annotations
 
@@ -15,6 +18,8 @@ import sys
 import time
 
 import numpy as np
+
+WINDOW = 1024  # the longest sequence a request may hold (the bench's text-set windows are 512)
 
 
 def load(path: str, threads: int, repack: bool):
@@ -27,7 +32,7 @@ def load(path: str, threads: int, repack: bool):
     if not model:
         raise RuntimeError(f"llama.cpp could not load {path}")
     context_params = ll.llama_context_default_params()
-    context_params.n_ctx, context_params.n_batch = 1024, 512
+    context_params.n_ctx = context_params.n_batch = context_params.n_ubatch = WINDOW
     context_params.n_threads = context_params.n_threads_batch = threads
     context = ll.llama_init_from_model(model, context_params)
     vocab = ll.llama_vocab_n_tokens(ll.llama_model_get_vocab(model))
@@ -50,6 +55,22 @@ def greedy(ll, context, vocab: int, prompt: list[int], tokens: int) -> list[int]
     return out
 
 
+def score(ll, context, vocab: int, ids: list[int]) -> np.ndarray:
+    """float32 logits [len(ids), vocab] of every position, one decode of the whole sequence from an empty cache."""
+    ll.llama_memory_clear(ll.llama_get_memory(context), True)
+    batch = ll.llama_batch_init(len(ids), 0, 1)
+    try:
+        batch.n_tokens = len(ids)
+        for position, token in enumerate(ids):
+            batch.token[position], batch.pos[position], batch.n_seq_id[position] = token, position, 1
+            batch.seq_id[position][0], batch.logits[position] = 0, 1
+        if ll.llama_decode(context, batch) != 0:
+            raise RuntimeError("llama_decode failed")
+        return np.ctypeslib.as_array(ll.llama_get_logits(context), shape=(len(ids), vocab)).copy()
+    finally:
+        ll.llama_batch_free(batch)
+
+
 def main(argv: list[str]) -> int:
     path, threads, repack = argv[0], int(argv[1]), "--no-repack" not in argv
     try:
@@ -60,6 +81,11 @@ def main(argv: list[str]) -> int:
     print(json.dumps({"ready": True, "vocab": vocab}), flush=True)
     for line in sys.stdin:
         request = json.loads(line)
+        if "score" in request:
+            logits = score(ll, context, vocab, request["score"])
+            logits.tofile(request["out"])
+            print(json.dumps({"rows": len(logits)}), flush=True)
+            continue
         start = time.perf_counter()
         ids = greedy(ll, context, vocab, request["prompt"], request["tokens"])
         print(json.dumps({"seconds": time.perf_counter() - start, "ids": ids}), flush=True)

@@ -40,9 +40,9 @@ VARIANTS = {
     "gguf": "the GGUF's own blocks run exactly, whatever their types (Q4_1, Q4_K, Q5_0, Q6_K, Q8_0): the 4-bit "
             "ones as MatMulNBits + block-sum correction, the others stored as integers and dequantized into fp32 "
             "weights when the session loads; lm_head fp32 (= its GGUF tensor)",
-    "ggml": "the GGUF's own blocks, lm_head included, computed as llama.cpp's CPU kernels compute them: activations "
-            "rounded to int8 per block of 32 (MatMulNBits at accuracy level 4); the fastest, and its near-tie flips "
-            "are llama.cpp's own",
+    "ggml": "the GGUF's own blocks, lm_head included, with activations rounded to int8 per block as llama.cpp's CPU "
+            "kernels round them (MatMulNBits at accuracy level 4: ONNX Runtime's rounding, of llama.cpp's kind and "
+            "size, not bit for bit its); the fastest",
 }
 BLOCK_VARIANTS = {"q8_0": "q8_0", "q4_0": "q4_0", "q4_1r": "q4_1"}  # variant → models.quantize block scheme
 # MatMulNBits' accuracy level each variant runs at: 0 keeps activations fp32; 4 would round them to int8 per block

@@ -40,9 +40,9 @@ MEANINGS = {
                                                "weights that were 4-bit already (mostly onto their own grid)"),
     "gguf": QT_TRANSLATE_NOOP("variant_rows", "The GGUF's own blocks of every type (Q4_K, Q5_0, Q6_K, Q8_0, Q4_1) "
                                               "run as they are: exact (the same distributions as fp32)"),
-    "ggml": QT_TRANSLATE_NOOP("variant_rows", "The GGUF's own blocks, lm_head included, computed as llama.cpp "
-                                              "computes them (activations rounded to 8 bits): the fastest; its "
-                                              "near-tie flips are llama.cpp's own"),
+    "ggml": QT_TRANSLATE_NOOP("variant_rows", "The GGUF's own blocks, lm_head included, with activations rounded "
+                                              "to 8 bits as llama.cpp rounds them: the fastest; it flips near-ties "
+                                              "as often as llama.cpp does, not always the same ones"),
 }
 # A variant's weights over the fp32 model's, measured on the default model (its fp32 lm_head kept by q4_1); gguf's on
 # gemma-3-270m (its fp32 embedding and lm_head are 77 % of its weights; on the default model gguf is q4_1's 0.47).

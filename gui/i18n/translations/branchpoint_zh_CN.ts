@@ -3819,8 +3819,8 @@ Source: {source}, {size} to download</source>
             <translation>直接运行 GGUF 自带的各类块（Q4_K、Q5_0、Q6_K、Q8_0、Q4_1）：精确（与 fp32 的分布相同）</translation>
         </message>
         <message>
-            <source>The GGUF's own blocks, lm_head included, computed as llama.cpp computes them (activations rounded to 8 bits): the fastest; its near-tie flips are llama.cpp's own</source>
-            <translation>GGUF 自带的块（含 lm_head），按 llama.cpp 的方式计算（激活值取整为 8 位）：最快；它在近乎平局处的翻转与 llama.cpp 的相同</translation>
+            <source>The GGUF's own blocks, lm_head included, with activations rounded to 8 bits as llama.cpp rounds them: the fastest; it flips near-ties as often as llama.cpp does, not always the same ones</source>
+            <translation>GGUF 自带的块（含 lm_head），激活值像 llama.cpp 那样取整为 8 位：最快；它在近乎平局处翻转的频率与 llama.cpp 相当，但翻转的位置不一定相同</translation>
         </message>
         <message>
             <source>{size} inspection</source>
