@@ -26,7 +26,8 @@ from models.sources import GGUF_NAME, sha256_file
 
 VARIANTS = {
     "fp16": "fp16 weights (weight-only: stored as float16, computed in float32)",
-    "int8": "dynamic: activations quantized (int8 weights per channel, ONNX Runtime's quantize_dynamic, MatMul)",
+    "int8": "dynamic: activations quantized (uint8 per call; weights in 7 of int8's bits with a scale per output "
+            "column, as ONNX Runtime's quantize_dynamic builds it)",
     "int4": "int4 weights, ONNX Runtime's stock block-32 asymmetric re-quantizer (MatMulNBits), lm_head at 4 bits too",
     "q4_1": "the GGUF's Q4_1 blocks run exactly (MatMulNBits + block-sum correction); lm_head fp32 (= its Q8_0)",
     "q8_0": "llama.cpp's Q8_0 format (blocks of 32, int8 and a scale each; each scale fitted for least error, "
@@ -73,6 +74,18 @@ KL_PROMPTS = (
 # results depend on the batch size for the same reason).
 SMOKE_TOLERANCE = {"int8": float("inf"), "ggml": float("inf")}
 EXACT_KL = 1e-6  # q4_1 and gguf reproduce the fp32 graph's weights: anything above this is a bug, not noise
+
+
+# A variant's recipe, raised when the way it is made changes: folders made by an older recipe are made again.
+# int8 2: 7-bit weights per column (1: onnxruntime's per-channel quantizer, whose int8 weights saturate AVX2 kernels).
+RECIPES = {"int8": 2}
+
+
+def is_current(manifest: dict, variant: str, base_files: dict[str, str]) -> bool:
+    """Whether a variant folder's manifest says it was made from these base files (a base prepared again: made again)
+    by the current recipe."""
+    made_from = (manifest.get("source") or {}).get("base_files_sha256")
+    return made_from == base_files and (manifest.get("variant") or {}).get("recipe", 1) == RECIPES.get(variant, 1)
 
 
 def variant_name(base: str, variant: str) -> str:
@@ -156,8 +169,7 @@ def prepare_variant(
     name = variant_name(base_name, variant)
     final = models_dir() / name
     base_files = {n: e["sha256"] for n, e in base_manifest["files"].items() if n.startswith("model.")}
-    made_from = (read_manifest(final).get("source") or {}).get("base_files_sha256")
-    if is_prepared(final, force or made_from != base_files, stages):  # a base prepared again: made again
+    if is_prepared(final, force or not is_current(read_manifest(final), variant, base_files), stages):
         return final
     with build_folder(name, stages) as build:
         with stages.stage("source", f"checking the source of {base_name}"):
@@ -197,7 +209,7 @@ def prepare_variant(
             if "licence" in base_manifest:  # a variant is its base's weights: its licence too
                 manifest["licence"] = base_manifest["licence"]
             manifest["variant"] = {"precision": variant, "meaning": VARIANTS[variant], "transform": report,
-                                   "accuracy_level": ACCURACY_LEVEL[variant]}
+                                   "accuracy_level": ACCURACY_LEVEL[variant], "recipe": RECIPES.get(variant, 1)}
             manifest["variant"] |= validation
             write_manifest(build, manifest)
             stages.check_cancel()
@@ -218,12 +230,6 @@ def transform(variant: str, base_dir: Path, build: Path, gguf: Path | None, stag
 
     from models import quantize
 
-    if variant == "int8":
-        with stages.stage("quantize", "ONNX Runtime dynamic quantization (int8 per channel)"):
-            quantize.to_int8_dynamic(base_dir / MODEL_FILE, build / MODEL_FILE)
-        with stages.stage("save", "int8 graph written by the quantizer"):
-            rename_weights(build)
-        return {"tool": "onnxruntime.quantization.quantize_dynamic", "per_channel": True, "weight_type": "QInt8"}
     with stages.stage("quantize", f"{variant}: rewriting the weights"):
         model = onnx.load(str(base_dir / MODEL_FILE))
         stages.check_cancel()
@@ -235,6 +241,9 @@ def transform(variant: str, base_dir: Path, build: Path, gguf: Path | None, stag
         report: dict = {}
         if variant == "fp16":
             quantize.to_fp16(model, tick)
+        elif variant == "int8":
+            quantize.to_int8_dynamic(model, tick)
+            report = {"scheme": "dynamic int8: activations uint8 per call, weights in -63..63 per output column"}
         elif variant in BLOCK_VARIANTS:
             model, report = quantize.to_blocks(model, BLOCK_VARIANTS[variant], tick, ACCURACY_LEVEL[variant])
         elif variant == "int4":
@@ -253,21 +262,6 @@ def transform(variant: str, base_dir: Path, build: Path, gguf: Path | None, stag
             model, str(build / MODEL_FILE), save_as_external_data=True, location=WEIGHTS_FILE, size_threshold=1024
         )
     return report
-
-
-def rename_weights(build: Path) -> None:
-    """quantize_dynamic names the external weights file after the model; keep it as model.onnx_data."""
-    import onnx
-
-    data = [p for p in build.iterdir() if p.name.endswith(".data") or p.name == WEIGHTS_FILE]
-    if data and data[0].name != WEIGHTS_FILE:
-        model = onnx.load(str(build / MODEL_FILE))
-        for p in data:
-            p.unlink()
-        (build / MODEL_FILE).unlink()
-        onnx.save(
-            model, str(build / MODEL_FILE), save_as_external_data=True, location=WEIGHTS_FILE, size_threshold=1024
-        )
 
 
 def next_token_logits(session, layout: dict, ids: list[int]) -> np.ndarray:

@@ -16,6 +16,7 @@ from models.variants import (
     VARIANT_BLOCKS,
     VARIANTS,
     gguf_tensor_types,
+    is_current,
     missing_blocks,
     precision_of,
     types_text,
@@ -190,8 +191,7 @@ def variant_rows(base_dir: Path) -> list[VariantRow]:
     for variant in VARIANTS:
         name = variant_name(base_name, variant)
         folder = models_dir() / name
-        made_from = (read_manifest(folder).get("source") or {}).get("base_files_sha256")
-        prepared = manifest_is_valid(folder) and made_from == base_files
+        prepared = manifest_is_valid(folder) and is_current(read_manifest(folder), variant, base_files)
         refused = gguf_refusal(base_dir, manifest, variant, types) if variant in GGUF_VARIANTS else None
         rows.append(VariantRow(
             variant, name, translate("variant_rows", MEANINGS[variant]), round(SIZE_RATIO[variant] * weights) + side,

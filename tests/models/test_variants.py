@@ -221,29 +221,50 @@ def test_models_command_lists_precision(tiny_cache, capsys):
     assert "PRECISION" in table and "fp16 (KL" in table and "same top" in table
 
 
-@pytest.mark.slow
-def test_q4_1_of_the_default_model_is_exact(default_model_dir, tmp_path, monkeypatch):
-    """The real GGUF's blocks through MatMulNBits + the block-sum correction: the same distributions as fp32."""
+@pytest.fixture(scope="module")
+def default_copy(default_model_dir, tmp_path_factory):
+    """A cache of its own holding the default model (its graph copied: onnx refuses hard-linked external data)."""
     import shutil
 
-    from models.catalog import read_manifest
     from models.prepare import link_tree
-    from models.variants import prepare_variant
 
-    base = tmp_path / "cache" / "models" / default_model_dir.name
+    cache = tmp_path_factory.mktemp("variant-cache")
+    base = cache / "models" / default_model_dir.name
     base.mkdir(parents=True)
     link_tree(default_model_dir, base)
     shutil.rmtree(base / "inspection", ignore_errors=True)
-    for name in ("manifest.json", "model.onnx", "model.onnx_data"):  # onnx refuses hard-linked external data
+    for name in ("manifest.json", "model.onnx", "model.onnx_data"):
         (base / name).unlink(missing_ok=True)
         shutil.copy2(default_model_dir / name, base / name)
-    monkeypatch.setenv("BRANCHPOINT_CACHE_DIR", str(tmp_path / "cache"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("BRANCHPOINT_CACHE_DIR", str(cache))
+        yield cache
+
+
+@pytest.mark.slow
+def test_q4_1_of_the_default_model_is_exact(default_copy):
+    """The real GGUF's blocks through MatMulNBits + the block-sum correction: the same distributions as fp32."""
+    from models.catalog import read_manifest
+    from models.variants import prepare_variant
+
     record = read_manifest(prepare_variant("q4_1"))["variant"]
     assert record["transform"]["by_type"] == {"Q4_1": 210} and record["transform"]["kept_fp32"] == {
         "/lm_head/MatMul": "Q8_0"}
     assert record["transform"]["max_abs_weight_diff"] == 0.0
     assert record["kl_max"] < 1e-8 and record["top1_agreement"] == 1.0
     assert record["greedy"]["ids"] == record["greedy"]["base_ids"]
+
+
+@pytest.mark.slow
+def test_int8_of_the_default_model_costs_what_dynamic_int8_costs(default_copy):
+    """Dynamic int8 (activations to uint8 per call, 7-bit weights per column) is approximate, not broken: full-range
+    int8 weights saturate MLAS' AVX2 kernel and gave KL 14 nats, no top token right (models.quantize.to_int8_dynamic).
+    Measured: KL 0.72, same top 48.7 % (per matrix: 0.80, 46.6 %)."""
+    from models.catalog import read_manifest
+    from models.variants import prepare_variant
+
+    board = read_manifest(prepare_variant("int8"))["variant"]["teacher_forced"]
+    assert board["mean_kl"] < 1.5 and board["same_top"] > 0.35, board
 
 
 def test_an_old_schema_variant_is_made_again_not_migrated(tiny_cache):
@@ -256,6 +277,23 @@ def test_an_old_schema_variant_is_made_again_not_migrated(tiny_cache):
     write_manifest(folder, manifest | {"schema_version": catalog.MIGRATABLE_SCHEMAS[-1]})
     assert not catalog.needs_migration(folder) and not catalog.manifest_is_valid(folder)
     assert catalog.manifest_is_valid(prepare_variant("fp16", "tiny"))
+
+
+def test_a_variant_made_by_an_older_recipe_is_made_again(tiny_cache):
+    """int8's recipe changed (7-bit weights: full-range int8 saturated AVX2 kernels): a folder made by the old one
+    is made again, not taken as prepared."""
+    from models import catalog
+    from models.manifest import write_manifest
+    from models.variants import RECIPES, prepare_variant
+
+    folder = prepare_variant("int8", "tiny")
+    manifest = catalog.read_manifest(folder)
+    assert manifest["variant"]["recipe"] == RECIPES["int8"] == 2
+    del manifest["variant"]["recipe"]  # as the first recipe wrote it
+    write_manifest(folder, manifest)
+    stages = []
+    prepare_variant("int8", "tiny", progress=lambda stage, fraction, message: stages.append(stage))
+    assert "quantize" in stages and catalog.read_manifest(folder)["variant"]["recipe"] == 2
 
 
 def test_fitted_q8_0_scales_line_4_bit_levels_up_and_never_lose():
