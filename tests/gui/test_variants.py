@@ -121,7 +121,8 @@ def test_preparing_int8_shows_progress_then_lists_it_with_its_check(qtbot, tiny_
     assert row.prepared_size and "prepared ·" in dialog.row_text(1) and "greedy:" in row.status()
     assert not dialog.prepare_button.isEnabled()  # prepared: nothing to make
     texts = [picker.itemText(i) for i in range(picker.count())]
-    assert any(re.fullmatch(r"tiny-int8 · int8 · \d+(\.\d)? [KM]B", t) for t in texts), texts
+    assert any(re.fullmatch(r"tiny-int8 · int8 · KL [\d.e-]+ · same top \d+\.\d % · \d+(\.\d)? [KM]B", t)
+               for t in texts), texts  # its teacher-forced check against fp32, as `main.py models` gives it
     assert picker.currentText().startswith("tiny · fp32")  # the run's model is still the chosen one
     assert len(notices) == 1 and notices[0].startswith("Precision variant tiny-int8 · int8 · ")
     assert "teacher-forced over" in notices[0] and "same top" in notices[0]

@@ -3827,6 +3827,10 @@ Source: {source}, {size} to download</source>
             <translation>检查模型 {size}</translation>
         </message>
         <message>
+            <source>KL {mean:.2g} · same top {top:.1f} %</source>
+            <translation>KL {mean:.2g} · 第一名相同 {top:.1f} %</translation>
+        </message>
+        <message>
             <source>{name} is not a complete prepared model (no valid manifest.json): variants are made from a model prepared into the cache.</source>
             <translation>{name} 不是完整的已准备模型（没有有效的 manifest.json）：变体只能由已准备到缓存中的模型制作。</translation>
         </message>
