@@ -29,10 +29,11 @@ ROTARY_OPSET = 23
 def lean_graph(model, config: dict, cpu: bool) -> dict[str, int]:
     """Apply the edits to an onnx.ModelProto in place (see the module docstring); their counts."""
     graph = model.graph
-    counts = {"constant_reshapes": constant_reshapes(graph)}
+    links = Links(graph)  # the reshapes' edit adds initializers only: the links stay true for the rotary one
+    counts = {"constant_reshapes": constant_reshapes(graph, links)}
     half = rotary_half(config)
     if cpu and half:
-        counts["rotary_embedding"] = rotary_embedding(graph, half)
+        counts["rotary_embedding"] = rotary_embedding(graph, half, links)
         for opset in model.opset_import:
             if opset.domain in ("", "ai.onnx") and opset.version < ROTARY_OPSET:
                 opset.version = ROTARY_OPSET
@@ -40,61 +41,58 @@ def lean_graph(model, config: dict, cpu: bool) -> dict[str, int]:
     return counts
 
 
-def links(graph) -> dict:
-    """Each tensor's producing node."""
-    return {out: node for node in graph.node for out in node.output}
+class Links:
+    """A graph's tensors looked up once: each one's producing node, and the values of the small constants (shapes,
+    indices, axes: initializers of at most 8 elements kept in the file, Constant nodes), never a weight (which may
+    live in an external file)."""
+
+    def __init__(self, graph):
+        from onnx import TensorProto, numpy_helper
+
+        self.producers = {out: node for node in graph.node for out in node.output}
+        self.constants = {init.name: numpy_helper.to_array(init) for init in graph.initializer
+                          if init.data_location != TensorProto.EXTERNAL and int(np.prod(init.dims)) <= 8}
+        for node in graph.node:
+            if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
+                self.constants[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+
+    def producer(self, name):
+        return self.producers.get(name)
+
+    def scalar(self, name) -> int | None:
+        """The value of a one-element integer constant, else None."""
+        value = self.constants.get(name) if isinstance(name, str) else None
+        return int(value.reshape(-1)[0]) if value is not None and value.size == 1 else None
 
 
-def constant_of(graph, producers: dict, name: str) -> np.ndarray | None:
-    """The value of an initializer or a Constant node's output, else None."""
-    from onnx import TensorProto, numpy_helper
-
-    for init in graph.initializer:
-        if init.name == name:  # a shape or an index, never a weight (which may live in an external file)
-            small = init.data_location != TensorProto.EXTERNAL and int(np.prod(init.dims, dtype=np.int64)) <= 8
-            return numpy_helper.to_array(init) if small else None
-    node = producers.get(name)
-    if node is not None and node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
-        return numpy_helper.to_array(node.attribute[0].t)
-    return None
-
-
-def _kept_dimension(graph, producers: dict, name: str, position: int) -> bool:
+def _kept_dimension(links: Links, name: str, position: int) -> bool:
     """Whether `name` is Unsqueeze(Gather(Shape(x), position)): the length of dimension `position` of some tensor."""
-    unsqueeze = producers.get(name)
-    gather = producers.get(unsqueeze.input[0]) if unsqueeze is not None and unsqueeze.op_type == "Unsqueeze" else None
+    unsqueeze = links.producer(name)
+    gather = links.producer(unsqueeze.input[0]) if unsqueeze is not None and unsqueeze.op_type == "Unsqueeze" else None
     if gather is None or gather.op_type != "Gather":
         return False
-    shape = producers.get(gather.input[0])
-    index = constant_of(graph, producers, gather.input[1])
+    shape = links.producer(gather.input[0])
     whole = shape is not None and shape.op_type == "Shape" and all(  # the whole shape: start 0, no end
         a.name == "start" and a.i == 0 for a in shape.attribute)
-    return whole and index is not None and index.size == 1 and int(index.reshape(-1)[0]) == position
+    return whole and links.scalar(gather.input[1]) == position
 
 
-def constant_reshapes(graph) -> int:
+def constant_reshapes(graph, links: Links | None = None) -> int:
     """Reshapes whose shape is Concat(batch length, sequence length, constants…) read off dimensions 0 and 1 get the
     constant shape [0, 0, constants…] instead (see the module docstring). Returns how many."""
     from onnx import numpy_helper
 
-    producers = links(graph)
+    links = links or Links(graph)
     count = 0
     for node in graph.node:
         if node.op_type != "Reshape" or any(a.name == "allowzero" and a.i for a in node.attribute):
             continue
-        concat = producers.get(node.input[1])
+        concat = links.producer(node.input[1])
         if concat is None or concat.op_type != "Concat" or len(concat.input) < 3:
             continue
-        shape = []
-        for position, part in enumerate(concat.input):
-            value = constant_of(graph, producers, part)
-            if position < 2 and _kept_dimension(graph, producers, part, position):
-                shape.append(0)
-            elif position >= 2 and value is not None and value.size == 1 and int(value.reshape(-1)[0]) != 0:
-                shape.append(int(value.reshape(-1)[0]))
-            else:
-                break
-        if len(shape) != len(concat.input) or shape[:2] != [0, 0]:
+        shape = [0 if position < 2 and _kept_dimension(links, part, position) else links.scalar(part)
+                 for position, part in enumerate(concat.input)]
+        if shape[:2] != [0, 0] or any(not value for value in shape[2:]):  # a constant 0 or a run-time length
             continue
         name = f"{node.name}_bp_shape"
         graph.initializer.append(numpy_helper.from_array(np.array(shape, np.int64), name))
@@ -113,96 +111,87 @@ def rotary_half(config: dict) -> int | None:
     return head_dim // 2
 
 
-def _slice_bounds(graph, producers: dict, node) -> tuple | None:
-    """(start, end, axis) of a Slice over one axis with step 1, start and end a constant int or a tensor name; None
-    otherwise."""
+def _slice_bounds(links: Links, node) -> tuple | None:
+    """(start, end, axis) of a Slice over one constant axis with step 1, start and end each a constant int or else
+    the tensor's name; None otherwise."""
     if node is None or node.op_type != "Slice" or len(node.input) < 4:
         return None
-    if len(node.input) > 4 and node.input[4]:
-        steps = constant_of(graph, producers, node.input[4])
-        if steps is None or steps.size != 1 or int(steps.reshape(-1)[0]) != 1:
-            return None
-    axes = constant_of(graph, producers, node.input[3])
-    if axes is None or axes.size != 1:
+    if len(node.input) > 4 and node.input[4] and links.scalar(node.input[4]) != 1:
         return None
+    axis = links.scalar(node.input[3])
+    if axis is None:
+        return None
+    start, end = (links.scalar(name) for name in node.input[1:3])
+    return node.input[1] if start is None else start, node.input[2] if end is None else end, axis
 
-    def bound(name: str):
-        value = constant_of(graph, producers, name)
-        return int(value.reshape(-1)[0]) if value is not None and value.size == 1 else name
 
-    return bound(node.input[1]), bound(node.input[2]), int(axes.reshape(-1)[0])
-
-
-def _rotate_half_of(graph, producers: dict, concat) -> str | None:
+def _rotate_half_of(links: Links, concat) -> str | None:
     """x when `concat` is Concat(-x[..., half:], x[..., :half], axis=-1) with half a length divided by 2
     (transformers' rotate_half, as traced), else None."""
     if concat is None or concat.op_type != "Concat" or len(concat.input) != 2:
         return None
     if next((a.i for a in concat.attribute if a.name == "axis"), None) not in (-1, 3):
         return None
-    neg, first = producers.get(concat.input[0]), producers.get(concat.input[1])
+    neg, first = links.producer(concat.input[0]), links.producer(concat.input[1])
     if neg is None or neg.op_type != "Neg":
         return None
-    second = producers.get(neg.input[0])
-    low, high = _slice_bounds(graph, producers, first), _slice_bounds(graph, producers, second)
+    second = links.producer(neg.input[0])
+    low, high = _slice_bounds(links, first), _slice_bounds(links, second)
     if low is None or high is None or first.input[0] != second.input[0]:
         return None
     (low_start, low_end, low_axis), (high_start, _, high_axis) = low, high
     if low_start != 0 or {low_axis, high_axis} - {-1, 3} or not isinstance(low_end, str):
         return None
-    middle = _peeled(producers, low_end)
-    divide = producers.get(middle)
-    if middle != _peeled(producers, high_start) or divide is None or divide.op_type != "Div":
+    middle = _peeled(links, low_end)
+    divide = links.producer(middle)
+    if middle != _peeled(links, high_start) or divide is None or divide.op_type != "Div":
         return None
-    two = constant_of(graph, producers, divide.input[1])
-    return first.input[0] if two is not None and two.size == 1 and int(two.reshape(-1)[0]) == 2 else None
+    return first.input[0] if links.scalar(divide.input[1]) == 2 else None
 
 
-def _peeled(producers: dict, name) -> str | None:
+def _peeled(links: Links, name) -> str | None:
     """The tensor under any Unsqueeze / Cast / Identity wrapping `name` (a half length: shape arithmetic)."""
-    while isinstance(name, str) and (node := producers.get(name)) is not None \
+    while isinstance(name, str) and (node := links.producer(name)) is not None \
             and node.op_type in ("Unsqueeze", "Cast", "Identity"):
         name = node.input[0]
     return name if isinstance(name, str) else None
 
 
-def _rotary_parts(graph, producers: dict, add) -> tuple[str, str, str] | None:
+def _rotary_parts(links: Links, add) -> tuple[str, str, str] | None:
     """(x, cos, sin) when `add` is x·Unsqueeze(cos, 1) + rotate_half(x)·Unsqueeze(sin, 1), else None."""
-    products = [producers.get(name) for name in add.input]
+    products = [links.producer(name) for name in add.input]
     if len(products) != 2 or any(p is None or p.op_type != "Mul" for p in products):
         return None
     for plain, rotated in (products, products[::-1]):
         for x_side in (0, 1):
             x = plain.input[x_side]
-            cos_side = plain.input[1 - x_side]
             for r_side in (0, 1):
-                if _rotate_half_of(graph, producers, producers.get(rotated.input[r_side])) != x:
+                if _rotate_half_of(links, links.producer(rotated.input[r_side])) != x:
                     continue
-                cos, sin = (_unsqueezed_at_1(graph, producers, n) for n in (cos_side, rotated.input[1 - r_side]))
+                cos, sin = (_unsqueezed_at_1(links, n) for n in (plain.input[1 - x_side], rotated.input[1 - r_side]))
                 if cos and sin:
                     return x, cos, sin
     return None
 
 
-def _unsqueezed_at_1(graph, producers: dict, name: str) -> str | None:
-    node = producers.get(name)
-    if node is None or node.op_type != "Unsqueeze":
+def _unsqueezed_at_1(links: Links, name: str) -> str | None:
+    node = links.producer(name)
+    if node is None or node.op_type != "Unsqueeze" or len(node.input) < 2:
         return None
-    axes = constant_of(graph, producers, node.input[1]) if len(node.input) > 1 else None
-    return node.input[0] if axes is not None and axes.size == 1 and int(axes.reshape(-1)[0]) == 1 else None
+    return node.input[0] if links.scalar(node.input[1]) == 1 else None
 
 
-def rotary_embedding(graph, half: int) -> int:
+def rotary_embedding(graph, half: int, links: Links | None = None) -> int:
     """Each x·cos + rotate_half(x)·sin over x [batch, heads, sequence, 2·half] becomes RotaryEmbedding(x, cos[…, :half],
     sin[…, :half]) (opset 23, no position ids: the tables are [batch, sequence, half], every row's own). Returns how
     many."""
     from onnx import helper, numpy_helper
 
-    producers = links(graph)
+    links = links or Links(graph)
     halves: dict[str, str] = {}  # a cos / sin table → its first half
     replaced: dict[str, object] = {}
     for node in graph.node:
-        parts = _rotary_parts(graph, producers, node) if node.op_type == "Add" else None
+        parts = _rotary_parts(links, node) if node.op_type == "Add" else None
         if parts is None:
             continue
         x, cos, sin = parts
@@ -216,7 +205,7 @@ def rotary_embedding(graph, half: int) -> int:
                               (("bp_rotary_start", 0), ("bp_rotary_end", half), ("bp_rotary_axis", -1))])
     slices = {table: helper.make_node("Slice", [table, "bp_rotary_start", "bp_rotary_end", "bp_rotary_axis"], [first],
                                       name=f"{first}_slice") for table, first in halves.items()}
-    nodes = [slices[t] for t in halves if t not in producers]  # tables that are graph inputs: sliced first
+    nodes = [slices[t] for t in halves if links.producer(t) is None]  # tables that are graph inputs: sliced first
     for node in graph.node:
         nodes.append(replaced.get(node.name, node))
         nodes += [slices[out] for out in node.output if out in slices]

@@ -15,7 +15,7 @@ import runtime.in_place_kv as in_place_kv
 from models.graph_edits import EDITS, edited_model_dir
 from runtime.decoder import OnnxDecoder
 from runtime.in_place_kv import in_place_graph
-from runtime.lean_graph import constant_reshapes, lean_graph, links, rotary_embedding, rotary_half
+from runtime.lean_graph import Links, constant_reshapes, lean_graph, rotary_embedding, rotary_half
 
 LAYERS = 2
 
@@ -33,7 +33,7 @@ def ops(model) -> list[str]:
 def test_the_in_place_graph_is_lean(edited_dir: Path, cpu: bool):
     graph = in_place_graph(edited_dir, cpu=cpu)
     onnx.checker.check_model(graph)
-    producers = links(graph.graph)
+    producers = Links(graph.graph).producers
     head_reshapes = [n for n in graph.graph.node if n.op_type == "Reshape" and "self_attn" in n.name]
     assert head_reshapes and all(producers.get(n.input[1]) is None for n in head_reshapes)  # constants
     assert ops(graph).count("RotaryEmbedding") == (2 * LAYERS if cpu else 0)
@@ -61,7 +61,7 @@ def test_near_misses_are_left_alone(edited_dir: Path):
 
     model = onnx.load(str(edited_dir / "model.onnx"), load_external_data=False)
     graph = model.graph
-    producers = links(graph)
+    producers = Links(graph).producers
     reshape = next(n for n in graph.node if n.op_type == "Reshape" and n.name.endswith("self_attn/Reshape"))
     batch = producers[producers[producers[reshape.input[1]].input[0]].input[0]]  # Concat ← Unsqueeze ← Gather
     graph.initializer.append(numpy_helper.from_array(np.array(1, np.int64), "bp_test_one"))
@@ -71,7 +71,7 @@ def test_near_misses_are_left_alone(edited_dir: Path):
 
     model = onnx.load(str(edited_dir / "model.onnx"), load_external_data=False)
     neg = next(n for n in model.graph.node if n.op_type == "Neg")
-    upper = links(model.graph)[neg.input[0]]  # x[..., half:]
+    upper = Links(model.graph).producer(neg.input[0])  # x[..., half:]
     model.graph.initializer.append(numpy_helper.from_array(np.array([1], np.int64), "bp_test_start"))
     upper.input[1] = "bp_test_start"
     assert rotary_embedding(model.graph, rotary_half(config(edited_dir))) == 2 * LAYERS - 1
