@@ -34,17 +34,17 @@ LLAMA_CPP_VERSION = "0.3.36"
 
 
 def bindings_path() -> Path | None:
-    """Where `import llama_cpp` finds llama-cpp-python: installed (None: nothing to add), else the package
-    scripts/llama_cpp.sh built into the cache; SkipItem when neither is there."""
+    """Where the worker imports llama-cpp-python from: the package scripts/llama_cpp.sh built into the cache (what the
+    tests' oracle uses too), else the installed one (None: nothing to add); SkipItem when neither is there."""
     import importlib.util
 
-    if importlib.util.find_spec("llama_cpp") is not None:
-        return None
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     built = cache / "branchpoint" / "llama.cpp" / LLAMA_CPP_VERSION / "python"
-    if not (built.parent / ".built").is_file():
+    if (built.parent / ".built").is_file():
+        return built
+    if importlib.util.find_spec("llama_cpp") is None:
         raise SkipItem("llama-cpp-python is not installed and scripts/llama_cpp.sh has not built it")
-    return built
+    return None
 
 
 class LlamaCpp:

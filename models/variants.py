@@ -185,6 +185,7 @@ def prepare_variant(
             stages.check_cancel()
             validation["teacher_forced"] = compare_models(base_dir, build)
             stages.check_cancel()
+            validation["speed"] = step_speed(base_dir, build)
         if variant in EXACT_VARIANTS and validation["teacher_forced"]["max_kl"] > EXACT_KL:
             raise PrepareError(
                 "validate", f"{variant} should reproduce the fp32 model, but KL is "
@@ -324,14 +325,51 @@ def validate_variant(base_dir: Path, variant_dir: Path) -> dict:
     }
 
 
+SPEED_CONTEXT = 50  # step_speed: the prompt's tokens
+SPEED_STEPS = 12  # step_speed: single-row steps timed for each model, alternating
+
+
+def step_speed(base_dir: Path, variant_dir: Path) -> dict:
+    """A single-row decode step of the variant against its base's, as a lane runs it (runtime.OnnxDecoder, the CPU),
+    timed alternately on a prompt of SPEED_CONTEXT tokens: the medians in ms and the variant's over the base's.
+    Measured on the machine that prepares it, whatever else it is doing (a bench run measures it quietly)."""
+    import statistics
+    import time
+
+    from runtime.decoder import OnnxDecoder
+
+    decoders = [OnnxDecoder(folder, "cpu") for folder in (base_dir, variant_dir)]
+    states = []
+    for decoder in decoders:
+        decoder.warmup()
+        state, logits = decoder.prefill(list(range(3, 3 + SPEED_CONTEXT)))
+        states.append(state)
+    seconds: list[list[float]] = [[], []]
+    for _ in range(SPEED_STEPS):
+        for index, decoder in enumerate(decoders):
+            start = time.perf_counter()
+            states[index], _ = decoder.step(states[index], [0], [3])
+            seconds[index].append(time.perf_counter() - start)
+    base_ms, variant_ms = (1e3 * statistics.median(values) for values in seconds)
+    return {"base_ms": base_ms, "variant_ms": variant_ms, "ratio": variant_ms / base_ms, "context": SPEED_CONTEXT}
+
+
+def speed_text(manifest: dict) -> str:
+    """'step 0.48x fp32's' from a variant's measured speed ('' when it was prepared before speeds were measured)."""
+    speed = (manifest.get("variant") or {}).get("speed")
+    return f"step {speed['ratio']:.2f}x fp32's" if speed else ""
+
+
 def describe(manifest: dict) -> str:
     """One line for `main.py models`: precision, and for a variant its teacher-forced KL and same-top against
-    fp32 ('q8_0 (KL 0.0021 · same top 98.1 %)'; a variant prepared before the text set: its few-prompt KL)."""
+    fp32 and its step's speed ('ggml (KL 0.0042 · same top 95.5 % · step 0.48x fp32's)'; a variant prepared before
+    the text set: its few-prompt KL)."""
     from models.teacher_forced import summary_text
 
     variant = manifest.get("variant")
     if not variant:
         return precision_of(manifest)
     if "teacher_forced" in variant:
-        return f"{variant['precision']} ({summary_text(variant['teacher_forced'])})"
+        parts = [summary_text(variant["teacher_forced"]), speed_text(manifest)]
+        return f"{variant['precision']} ({' · '.join(part for part in parts if part)})"
     return f"{variant['precision']} (KL {variant['kl_mean']:.2g}, 5 prompts)"

@@ -49,6 +49,9 @@ MEANINGS = {
 # gemma-3-270m (its fp32 embedding and lm_head are 77 % of its weights; on the default model gguf is q4_1's 0.47).
 SIZE_RATIO = {"fp16": 0.50, "int8": 0.38, "int4": 0.31, "q4_1": 0.47, "q8_0": 0.48, "q4_0": 0.41, "q4_1r": 0.47,
               "gguf": 0.83, "ggml": 0.35}
+# A variant's single-row step over fp32's, measured on the default model (bench item `variants`, 2 cores, quiet).
+SPEED_RATIO = {"fp16": 0.98, "int8": 0.51, "int4": 0.94, "q4_1": 0.92, "q8_0": 0.98, "q4_0": 0.89, "q4_1r": 0.93,
+               "gguf": 0.93, "ggml": 0.48}
 
 
 def human_size(size: int) -> str:
@@ -148,11 +151,15 @@ def validation_text(manifest: dict) -> str:
     greedy = record.get("greedy") or {}
     if "teacher_forced" in record:
         board = record["teacher_forced"]
-        return translate("variant_rows", "greedy: the first {same} of {count} tokens as fp32's · teacher-forced over "
+        text = translate("variant_rows", "greedy: the first {same} of {count} tokens as fp32's · teacher-forced over "
                                          "{positions} tokens: KL vs fp32 {mean:.2g} (99th percentile {p99:.2g}) · "
                                          "same top {top:.1f} %").format(
             same=greedy.get("same_prefix", 0), count=len(greedy.get("ids", [])), positions=board["positions"],
             mean=board["mean_kl"], p99=board["p99_kl"], top=100 * board["same_top"])
+        if record.get("speed"):
+            text += translate("variant_rows", " · a step {ratio:.2f}x fp32's time (measured when prepared)").format(
+                ratio=record["speed"]["ratio"])
+        return text
     if "kl_mean" not in record:
         return ""
     prompts = record.get("kl_prompts") or []
@@ -185,7 +192,8 @@ class VariantRow:
         if self.prepared_size is not None:
             return translate("variant_rows", "prepared · {size} on disk · {check}").format(
                 size=human_size(self.prepared_size), check=self.validation)
-        text = translate("variant_rows", "about {size} on disk").format(size=human_size(self.expected_size))
+        text = translate("variant_rows", "about {size} on disk · a step about {ratio:.2f}x fp32's time").format(
+            size=human_size(self.expected_size), ratio=SPEED_RATIO[self.variant])
         if self.stale:
             text += translate("variant_rows", " · made from an earlier preparation of its model: made again")
         return text

@@ -160,6 +160,8 @@ def test_variant_of_the_tiny_model(tiny_cache, variant):
     assert marker in ops
     board = record["teacher_forced"]  # the fixed text set, read teacher-forced by both models
     assert board["positions"] > 1000 and set(board["by_language"]) == {"en", "zh"}
+    speed = record["speed"]  # its single-row step against the base's, timed when prepared
+    assert speed["base_ms"] > 0 and speed["variant_ms"] > 0 and speed["ratio"] == speed["variant_ms"] / speed["base_ms"]
     assert 0 <= board["mean_kl"] <= board["p99_kl"] <= board["max_kl"] and 0 < board["same_top"] <= 1
 
 

@@ -3859,6 +3859,10 @@ Source: {source}, {size} to download</source>
             <translation>贪心：前 {same}/{count} 个词元与 fp32 相同 · 在 {positions} 个词元上教师强制：与 fp32 的 KL {mean:.2g}（第 99 百分位 {p99:.2g}）· 第一名相同 {top:.1f} %</translation>
         </message>
         <message>
+            <source> · a step {ratio:.2f}x fp32's time (measured when prepared)</source>
+            <translation> · 每步为 fp32 的 {ratio:.2f} 倍时间（准备时测得）</translation>
+        </message>
+        <message>
             <source>greedy: the first {same} of {count} tokens as fp32's · top-1 agrees on {agree} of {prompts} prompts · KL vs fp32 {mean:.2g} (max {max:.2g})</source>
             <translation>贪心：{count} 个词元中前 {same} 个与 fp32 相同 · {prompts} 个提示中 {agree} 个首选一致 · 与 fp32 的 KL {mean:.2g}（最大 {max:.2g}）</translation>
         </message>
@@ -3867,8 +3871,8 @@ Source: {source}, {size} to download</source>
             <translation>已准备 · 占用磁盘 {size} · {check}</translation>
         </message>
         <message>
-            <source>about {size} on disk</source>
-            <translation>约占磁盘 {size}</translation>
+            <source>about {size} on disk · a step about {ratio:.2f}x fp32's time</source>
+            <translation>约占磁盘 {size} · 每步约为 fp32 的 {ratio:.2f} 倍时间</translation>
         </message>
         <message>
             <source> · made from an earlier preparation of its model: made again</source>
