@@ -1,7 +1,7 @@
-""""Add precision variant…": the variants of the current model's fp32 model (fp16, int8, int4, q4_1), what each
-is, its size on disk and its check against fp32 when prepared; the chosen one is prepared offline on a worker
-thread (models.variants.prepare_variant) with a progress bar and Cancel. A preparation is all-or-nothing: a
-failure or a cancel leaves no folder behind."""
+""""Add precision variant…": the variants of the current model's fp32 model (fp16, int8, int4, q4_1, q8_0, q4_0,
+q4_1r, gguf, ggml), what each is, its size on disk and speed, and its check against fp32 when prepared; the chosen
+one is prepared offline on a worker thread (models.variants.prepare_variant) with a progress bar and Cancel. A
+preparation is all-or-nothing: a failure or a cancel leaves no folder behind. The rows scroll when they do not fit."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QRadioButton,
+    QScrollArea,
     QVBoxLayout,
     QWidget,
 )
@@ -48,10 +49,18 @@ class VariantDialog(PreparationDialog):
         self.choices = QButtonGroup(self)  # one radio button per variant, its status line under it
         self.choices.idToggled.connect(self._on_row_changed)
         self.radios: list[QRadioButton] = []
+        self.meanings: list[QLabel] = []
         self.statuses: list[QLabel] = []
         self.list = QWidget()
         self.list_layout = QVBoxLayout(self.list)
-        self.list_layout.setContentsMargins(0, 4, 0, 4)
+        self.list_layout.setContentsMargins(0, 4, 8, 4)
+        self.list_layout.setSpacing(2)
+        self.scroll = QScrollArea()  # nine variants with three lines each do not fit every screen
+        self.scroll.setWidget(self.list)
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.scroll.setMinimumHeight(420)
         self.stage = QLabel()
         self.bar = QProgressBar()
         self.bar.setRange(0, 1000)
@@ -66,7 +75,7 @@ class VariantDialog(PreparationDialog):
         buttons.addButton(self.prepare_button, QDialogButtonBox.ButtonRole.ActionRole)
         buttons.addButton(self.cancel_button, QDialogButtonBox.ButtonRole.RejectRole)
         layout = QVBoxLayout(self)
-        for widget in (self.heading, self.list, self.stage, self.bar, self.result, buttons):
+        for widget in (self.heading, self.scroll, self.stage, self.bar, self.result, buttons):
             layout.addWidget(widget)
         self.stage.hide()
         self.bar.hide()
@@ -92,31 +101,37 @@ class VariantDialog(PreparationDialog):
         self._on_row_changed()
 
     def _add_row(self, index: int, row: VariantRow) -> None:
-        radio = QRadioButton(f"{row.variant} — {row.meaning}")
+        radio = QRadioButton(row.variant)
         radio.setEnabled(row.refused is None)
+        font = radio.font()
+        font.setBold(True)
+        radio.setFont(font)
+        meaning = QLabel(row.meaning)
         status = QLabel(row.status())
-        status.setWordWrap(True)
-        status.setIndent(24)  # under the radio button's text
+        for label in (meaning, status):
+            label.setWordWrap(True)
+            label.setIndent(24)  # under the radio button's text
         status.setStyleSheet(f"color:{'#c62828' if row.refused else colours.current().muted}")
         self.choices.addButton(radio, index)
         self.radios.append(radio)
+        self.meanings.append(meaning)
         self.statuses.append(status)
-        self.list_layout.addWidget(radio)
-        self.list_layout.addWidget(status)
-        self.list_layout.addSpacing(6)
+        for widget in (radio, meaning, status):
+            self.list_layout.addWidget(widget)
+        self.list_layout.addSpacing(8)
 
     def _clear_rows(self) -> None:
         for radio in self.radios:
             self.choices.removeButton(radio)
-        for widget in (*self.radios, *self.statuses):
+        for widget in (*self.radios, *self.meanings, *self.statuses):
             widget.deleteLater()
         while self.list_layout.count():  # the rows and the spacing between them
             self.list_layout.takeAt(0)
-        self.radios, self.statuses = [], []
+        self.radios, self.meanings, self.statuses = [], [], []
 
     def row_text(self, index: int) -> str:
-        """A row as shown: its radio button's line, then its status line."""
-        return f"{self.radios[index].text()}\n{self.statuses[index].text()}"
+        """A row as shown: its variant and what it is, then its status line."""
+        return f"{self.radios[index].text()} — {self.meanings[index].text()}\n{self.statuses[index].text()}"
 
     def select(self, variant: str) -> None:
         self.radios[next(i for i, row in enumerate(self.rows) if row.variant == variant)].setChecked(True)
