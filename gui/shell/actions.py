@@ -96,8 +96,8 @@ ACTIONS: tuple[ActionRow, ...] = (
         (),
         QT_TRANSLATE_NOOP(
             "actions",
-            "Make an fp16, int8, int4 or q4_1 copy of the chosen model offline, checked against fp32 (also in the "
-            "model picker)",
+            "Make a precision variant of the chosen model offline (fp16, int8, int4, the GGUF's own blocks, "
+            "llama.cpp's schemes, ggml), checked against fp32 (also in the model picker)",
         ),
         idle_only=True,
     ),

@@ -423,8 +423,8 @@
             <translation>添加精度变体(&amp;V)…</translation>
         </message>
         <message>
-            <source>Make an fp16, int8, int4 or q4_1 copy of the chosen model offline, checked against fp32 (also in the model picker)</source>
-            <translation>离线制作所选模型的 fp16、int8、int4 或 q4_1 副本，并与 fp32 对照检查（模型选择器中也有）</translation>
+            <source>Make a precision variant of the chosen model offline (fp16, int8, int4, the GGUF's own blocks, llama.cpp's schemes, ggml), checked against fp32 (also in the model picker)</source>
+            <translation>离线为所选模型制作精度变体（fp16、int8、int4、GGUF 自带的块、llama.cpp 的方案、ggml），并与 fp32 对照检查（模型选择器中也有）</translation>
         </message>
         <message>
             <source>&amp;Add lane (greedy)</source>
