@@ -26,3 +26,28 @@ def projection_and_logits_model(wq: np.ndarray, embed: np.ndarray):
     model.ir_version = 8
     onnx.checker.check_model(model)
     return model
+
+
+def sibling_projections_model(weights: dict[str, np.ndarray], embed: np.ndarray):
+    """q, k and v projections of one input x (weights [N, K] by name "q", "k", "v"), each a graph output, and the
+    logits read from q: the siblings a variant may run as one wider matrix."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    k, vocab = next(iter(weights.values())).shape[1], embed.shape[0]
+    nodes = [helper.make_node("MatMul", ["x", f"w{p}"], [p], name=f"/model/layers.0/self_attn/{p}_proj/MatMul")
+             for p in weights]
+    nodes.append(helper.make_node("MatMul", ["q", "lm_head"], ["logits"], name="/lm_head/MatMul"))
+    outputs = [helper.make_tensor_value_info(p, TensorProto.FLOAT, ["b", "s", w.shape[0]]) for p, w in weights.items()]
+    graph = helper.make_graph(
+        nodes,
+        "siblings",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "s", k])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["b", "s", vocab]), *outputs],
+        [*(numpy_helper.from_array(w.T.copy(), f"w{p}") for p, w in weights.items()),
+         numpy_helper.from_array(embed.T.copy(), "lm_head")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from models import quantize
-from tests.models.graphs import projection_and_logits_model
+from tests.models.graphs import projection_and_logits_model, sibling_projections_model
 
 K, N, VOCAB = 512, 64, 96  # K: two k-quant super-blocks of 256
 TYPES = ["Q4_K", "Q5_0", "Q6_K", "Q8_0", "Q4_1"]
@@ -163,6 +163,36 @@ def test_the_block_sum_correction_carries_q4_ks_mins(tmp_path):
     x = np.ones((1, 1, K), np.float32)
     reference = (x @ wq.T) @ embed.T
     assert np.max(np.abs(run(rewritten, x) - reference)) > 1e-2 * np.max(np.abs(reference))
+
+
+SIBLINGS = {"q": ("Q4_K", 64), "k": ("Q4_1", 32), "v": ("Q6_K", 32)}  # q and k both Q4_1's form; v 16-blocks
+
+
+@pytest.mark.parametrize(("level", "nbits", "merged"), [(0, 1, 1), (4, 3, 1)])
+def test_sibling_matrices_run_as_one_wider_matmulnbits(tmp_path, level, nbits, merged):
+    """q, k and v read one input: those of one form (here Q4_K and Q4_1) become one MatMulNBits over their stacked
+    rows and a Split, each output the product of its own dequantized weights; v (Q6_K: 16-blocks; folded at level
+    0) and the lm_head (Q8_0 at level 4) stay alone."""
+    rng = np.random.default_rng(11)
+    raws = {p: (kind, raw_tensor(kind, n, K, rng)) for p, (kind, n) in SIBLINGS.items()}
+    embed_raw = raw_tensor("Q8_0", VOCAB, 64, rng)
+    path = tmp_path / "siblings.gguf"
+    write_gguf(path, {**{f"blk.0.attn_{p}.weight": raw for p, raw in raws.items()},
+                      "token_embd.weight": ("Q8_0", embed_raw)})
+    weights = {p: dequantized(kind, raw) for p, (kind, raw) in raws.items()}
+    model = sibling_projections_model(weights, dequantized("Q8_0", embed_raw))
+    x = rng.normal(0, 1, (2, 3, K)).astype(np.float32)
+    rewritten, report = quantize.to_gguf_exact(model, path, accuracy_level=level)
+    ops = [n.op_type for n in rewritten.graph.node]
+    assert report["merged"] == merged and ops.count("MatMulNBits") == nbits and ops.count("Split") == 1
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(rewritten.SerializeToString(), providers=["CPUExecutionProvider"])
+    outputs = dict(zip([o.name for o in session.get_outputs()], session.run(None, {"x": x}), strict=True))
+    for p, w in weights.items():
+        reference = x.astype(np.float64) @ w.T.astype(np.float64)
+        error = np.max(np.abs(outputs[p] - reference)) / np.max(np.abs(reference))
+        assert error < (1e-6 if level == 0 else 1e-2), p
 
 
 def test_weights_that_are_not_the_ggufs_are_refused(tmp_path):
