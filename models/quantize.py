@@ -36,10 +36,11 @@
   top 95.5 % off fp32, llama.cpp itself on the same GGUF 0.0037 / 95.8 % (gemma-3-270m: 0.0043 / 95.4 % and
   0.0086 / 93.6 %). A prefill and the same tokens read step by step differ by up to ~0.7 in a logit: a 1e-7 float
   difference at an int8 rounding edge becomes a whole step (llama.cpp's results depend on the batch size too).
-- In all three, sibling matrices of one form (MatMulNBits of 4 or of 8 bits at one block size) reading one input
-  (q, k and v; gate and up) run as one MatMulNBits over their stacked rows and a Split (sibling_groups): one kernel
-  launch, one block-sum correction and one activation rounding instead of two or three (ggml's single-row step
-  0.90x on the default model: 16.3 → 14.6 ms; each output the same product).
+- In all three, and in to_blocks' 4-bit schemes, sibling matrices of one form (MatMulNBits of 4 or of 8 bits at one
+  block size) reading one input (q, k and v; gate and up) run as one MatMulNBits over their stacked rows and a Split
+  (sibling_groups, emit_groups): one kernel launch, one block-sum correction and one activation rounding instead of
+  two or three (single-row step on the default model: ggml 0.88–0.90x, 16.3 → 14.6 ms; q4_0, q4_1r 0.94x; each
+  output the same product).
 """
 
 from __future__ import annotations
@@ -415,13 +416,6 @@ def quantize_q4_0(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return q, d.astype(np.float16).astype(np.float32)
 
 
-def q8_0_folded_nodes(node, base: str, q, d, k: int, n: int) -> tuple[list, list]:
-    """The Q8_0 blocks stored as int8 and fp16-valued scales, dequantized in the graph into the fp32 MatMul
-    (folded_nodes; exact: an 11-bit scale times a 7-bit integer fits float32). MatMulNBits' 8-bit kernel at
-    accuracy level 0 took ~8x fp32's step here."""
-    return folded_nodes(node, base, Blocks(q, d), k, n, "q8_0")
-
-
 def folded_nodes(node, base: str, blocks: Blocks, k: int, n: int, tag: str) -> tuple[list, list]:
     """Blocks stored as int8 values and float32 scales (and offsets), dequantized in the graph (Cast · scale
     [+ offset], reshaped and transposed to [K, N]) into the fp32 MatMul: every input is constant, so ONNX Runtime
@@ -480,8 +474,9 @@ BLOCK_SCHEMES = ("q8_0", "q4_0", "q4_1")
 
 
 def to_blocks(model, scheme: str, tick: Tick | None = None, accuracy_level: int = 0):
-    """llama.cpp's `scheme` (q8_0 | q4_0) blocks of every constant-weight MatMul of the graph, run through
-    MatMulNBits (weight-only at accuracy_level 0: exact against the dequantized blocks). The lm_head (the
+    """llama.cpp's `scheme` (q8_0 | q4_0 | q4_1) blocks of every constant-weight MatMul of the graph, run through
+    MatMulNBits (weight-only at accuracy_level 0: exact against the dequantized blocks; siblings of one form as one,
+    emit_groups), Q8_0 at level 0 folded into fp32 weights at load (fp32's speed, exact). The lm_head (the
     tied embedding) is always Q8_0, as llama.cpp never puts that tensor at 4 bits; it stays an fp32 MatMul of its
     Q8_0 values (ONNX Runtime's 8-bit kernel at level 0 is ~20x slower than fp32 for a 49152-wide head). Q8_0
     scales are fitted per block (quantize_q8_0_fitted).
@@ -495,7 +490,7 @@ def to_blocks(model, scheme: str, tick: Tick | None = None, accuracy_level: int 
     nodes = weight_matmuls(graph)
     report = {"scheme": scheme, "accuracy_level": accuracy_level, "q8_0": 0, "q4_0": 0, "q4_1": 0,
               "lm_head": "q8_0 values, fp32 MatMul", "max_abs_weight_change": 0.0}
-    block_sums: dict[str, str] = {}  # q4_1: an input's block sums, shared by the MatMuls that read it
+    planned: list[tuple] = []  # (node, kind, blocks), emitted in sibling groups as to_gguf_exact's
     for count, node in enumerate(nodes):
         weight = numpy_helper.to_array(inits[node.input[1]]).astype(np.float32)  # [K, N]
         k, n = weight.shape
@@ -508,28 +503,22 @@ def to_blocks(model, scheme: str, tick: Tick | None = None, accuracy_level: int 
             inits[base].CopyFrom(numpy_helper.from_array(np.ascontiguousarray(values.T), base))
             report["q8_0"] += 1
         else:
-            if scheme == "q8_0":
+            if scheme == "q8_0":  # level 0: folded into fp32 weights at load (fp32's speed, exact); else MatMulNBits
                 q, d = quantize_q8_0_fitted(weight.T)
-                values = (d[..., None] * q).reshape(n, k)
-                if accuracy_level == 0:  # weight-only: folded into fp32 weights at load (fp32's speed, exact)
-                    new_nodes, new_inits = q8_0_folded_nodes(node, base, q, d, k, n)
-                else:  # MatMulNBits rounds the activations to int8 per block, as llama.cpp's Q8_0 kernel does
-                    new_nodes, new_inits = nbits8_nodes(node, base, Blocks(q, d), k, n, "q8_0", accuracy_level)
+                blocks, kind = Blocks(q, d), "Q8_0"
             elif scheme == "q4_0":
                 q, d = quantize_q4_0(weight.T)
-                values = (d[..., None] * (q.astype(np.float32) - 8)).reshape(n, k)
-                new_nodes, new_inits = q4_0_nodes(node, base, q, d, k, n, accuracy_level)
+                blocks, kind = Blocks(q.astype(np.int8) - np.int8(8), d), "Q4_0"
             else:
                 q, d, m = quantize_q4_1(weight.T)
-                values = (d[..., None] * q + m[..., None]).reshape(n, k)
-                new_nodes, new_inits, sums = q4_1_nodes(node, base, q, d, m, k, n, block_sums.get(node.input[0]))
-                block_sums[node.input[0]] = sums
-            graph.initializer.extend(new_inits)
-            replace_node(graph, node, new_nodes)
+                blocks, kind = Blocks(q.astype(np.int8), d, m), "Q4_1"
+            values = blocks.dequantized()
+            planned.append((node, kind, blocks))
             report[scheme] += 1
         report["max_abs_weight_change"] = max(report["max_abs_weight_change"], float(np.max(np.abs(values - weight.T))))
         if tick is not None:
             tick((count + 1) / len(nodes), f"{scheme}: {node.name}")
+    emit_groups(graph, planned, True, accuracy_level, report)
     drop_unused_initializers(graph)
     add_ms_opset(model)
     return model, report
@@ -615,15 +604,30 @@ def to_gguf_exact(model, gguf_path: Path, tick: Tick | None = None, four_bit_nbi
         report["max_abs_weight_diff"] = max(report["max_abs_weight_diff"], diff)
         if tick is not None:
             tick((count + 1) / len(nodes), f"gguf: {node.name} ← {name} ({kind})")
+    emit_groups(graph, planned, four_bit_nbits, accuracy_level, report)
+    if not report["by_type"]:
+        raise QuantizeError(f"no MatMul of the graph matched a tensor of {gguf_path.name} of the types "
+                            f"{', '.join(kinds)}")
+    drop_unused_initializers(graph)
+    add_ms_opset(model)
+    return model, report
+
+
+def emit_groups(graph, planned: list[tuple], four_bit_nbits: bool, accuracy_level: int, report: dict) -> None:
+    """The planned (node, kind, blocks) replaced in the graph by their nodes, siblings of one form as one
+    (sibling_groups); report["merged"] counts the groups of more than one."""
     block_sums: dict[str, str] = {}  # input name -> its block sums
     for form, group in sibling_groups(planned, four_bit_nbits, accuracy_level):
         node, kind, blocks = merged(group) if len(group) > 1 else group[0]
-        base, tag, (n, k) = node.input[1], kind.lower(), blocks.dequantized().shape
+        base, tag, (n, k) = node.input[1], kind.lower(), (blocks.values.shape[0], blocks.values[0].size)
         if form == "nbits4":
             new_nodes, new_inits, sums = q4_1_nodes(node, base, blocks.values.astype(np.uint8), blocks.scales,
                                                     blocks.offsets, k, n, block_sums.get(node.input[0]),
                                                     accuracy_level)
             block_sums[node.input[0]] = sums
+        elif form == "nbits4_zp8":
+            new_nodes, new_inits = q4_0_nodes(node, base, (blocks.values + 8).astype(np.uint8), blocks.scales, k, n,
+                                              accuracy_level)
         elif form == "nbits8":
             new_nodes, new_inits = nbits8_nodes(node, base, blocks, k, n, tag, accuracy_level)
         else:
@@ -633,12 +637,6 @@ def to_gguf_exact(model, gguf_path: Path, tick: Tick | None = None, four_bit_nbi
             report["merged"] = report.get("merged", 0) + 1
         graph.initializer.extend(new_inits)
         replace_nodes(graph, [member[0] for member in group], new_nodes)
-    if not report["by_type"]:
-        raise QuantizeError(f"no MatMul of the graph matched a tensor of {gguf_path.name} of the types "
-                            f"{', '.join(kinds)}")
-    drop_unused_initializers(graph)
-    add_ms_opset(model)
-    return model, report
 
 
 def sibling_groups(planned: list[tuple], four_bit_nbits: bool, accuracy_level: int) -> list[tuple[str, list]]:
@@ -647,7 +645,9 @@ def sibling_groups(planned: list[tuple], four_bit_nbits: bool, accuracy_level: i
     rounding instead of three: ~1.4 ms of a 17 ms single-row step on the default model); folded ones alone."""
     groups: dict[tuple, list] = {}
     for node, kind, blocks in planned:
-        if four_bit_nbits and kind in FOUR_BIT:
+        if kind == "Q4_0":  # llama.cpp's Q4_0 quantizer (to_blocks): MatMulNBits' own zero point 8
+            form = "nbits4_zp8"
+        elif four_bit_nbits and kind in FOUR_BIT:
             form = "nbits4"
         else:
             form = "nbits8" if accuracy_level else "folded"

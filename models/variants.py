@@ -78,8 +78,8 @@ EXACT_KL = 1e-6  # q4_1 and gguf reproduce the fp32 graph's weights: anything ab
 
 # A variant's recipe, raised when the way it is made changes: folders made by an older recipe are made again.
 # int8 2: 7-bit weights per column (1: onnxruntime's per-channel quantizer, whose int8 weights saturate AVX2 kernels).
-# q4_1, gguf, ggml 2: sibling matrices (q, k, v; gate, up) as one MatMulNBits and a Split.
-RECIPES = {"int8": 2, "q4_1": 2, "gguf": 2, "ggml": 2}
+# q4_1, gguf, ggml, q4_0, q4_1r 2: sibling matrices (q, k, v; gate, up) as one MatMulNBits and a Split.
+RECIPES = {"int8": 2, "q4_1": 2, "gguf": 2, "ggml": 2, "q4_0": 2, "q4_1r": 2}
 
 
 def is_current(manifest: dict, variant: str, base_files: dict[str, str]) -> bool:

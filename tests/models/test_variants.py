@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from models import quantize
-from tests.models.graphs import projection_and_logits_model
+from tests.models.graphs import projection_and_logits_model, sibling_projections_model
 
 K, N, VOCAB = 64, 64, 96
 
@@ -84,6 +84,36 @@ def test_block_quantizers_are_llama_cpps(scheme):
         q, d, m = quantize.quantize_q4_1(weight)
         mine = d[..., None] * q + m[..., None]
     np.testing.assert_array_equal(mine.reshape(weight.shape), dequantize(gguf.quants.quantize(weight, kind), kind))
+
+
+@pytest.mark.parametrize(("scheme", "merged"), [("q8_0", 0), ("q4_0", 1), ("q4_1", 1)])
+def test_block_rewrite_runs_siblings_as_one_matmulnbits(scheme, merged):
+    """q, k and v of one input under a 4-bit scheme: one MatMulNBits over their stacked rows and a Split, each output
+    its own blocks' product; Q8_0 at level 0 stays folded per matrix."""
+    rng = np.random.default_rng(12)
+    weights = {p: rng.normal(0, 0.2, (n, K)).astype(np.float32) for p, n in (("q", 64), ("k", 32), ("v", 32))}
+    model = sibling_projections_model(weights, rng.normal(0, 0.2, (VOCAB, 64)).astype(np.float32))
+    rewritten, report = quantize.to_blocks(model, scheme)
+    ops = [n.op_type for n in rewritten.graph.node]
+    assert report.get("merged", 0) == merged and ops.count("Split") == merged
+    assert ops.count("MatMulNBits") == (0 if scheme == "q8_0" else 1)
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(rewritten.SerializeToString(), providers=["CPUExecutionProvider"])
+    x = rng.normal(0, 1, (2, 3, K)).astype(np.float32)
+    outputs = dict(zip([o.name for o in session.get_outputs()], session.run(None, {"x": x}), strict=True))
+    for p, w in weights.items():
+        if scheme == "q8_0":
+            q, d = quantize.quantize_q8_0_fitted(w)
+            blocks = d[..., None] * q
+        elif scheme == "q4_0":
+            q, d = quantize.quantize_q4_0(w)
+            blocks = d[..., None] * (q.astype(np.float32) - 8)
+        else:
+            q, d, m = quantize.quantize_q4_1(w)
+            blocks = d[..., None] * q + m[..., None]
+        reference = x.astype(np.float64) @ blocks.reshape(w.shape).T.astype(np.float64)
+        assert np.max(np.abs(outputs[p] - reference)) < 1e-5 * np.max(np.abs(reference)), p
 
 
 @pytest.mark.parametrize("scheme", ["q8_0", "q4_0", "q4_1"])
