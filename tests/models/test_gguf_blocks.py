@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from models import quantize
-from tests.models.graphs import projection_and_logits_model, sibling_projections_model
+from tests.models.graphs import projection_and_logits_model, run, run_outputs, sibling_projections_model
 
 K, N, VOCAB = 512, 64, 96  # K: two k-quant super-blocks of 256
 TYPES = ["Q4_K", "Q5_0", "Q6_K", "Q8_0", "Q4_1"]
@@ -68,13 +68,6 @@ def gguf_and_graph(tmp_path, kind: str, permute: bool = True):
     order = rng.permutation(N) if permute else np.arange(N)
     wq, embed = dequantized(kind, raw)[order], dequantized("Q8_0", embed_raw)
     return path, projection_and_logits_model(wq, embed), wq, embed
-
-
-def run(model, x: np.ndarray) -> np.ndarray:
-    import onnxruntime as ort
-
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return session.run(None, {"x": x})[0]
 
 
 @pytest.mark.parametrize("kind", TYPES)
@@ -185,10 +178,7 @@ def test_sibling_matrices_run_as_one_wider_matmulnbits(tmp_path, level, nbits, m
     rewritten, report = quantize.to_gguf_exact(model, path, accuracy_level=level)
     ops = [n.op_type for n in rewritten.graph.node]
     assert report["merged"] == merged and ops.count("MatMulNBits") == nbits and ops.count("Split") == 1
-    import onnxruntime as ort
-
-    session = ort.InferenceSession(rewritten.SerializeToString(), providers=["CPUExecutionProvider"])
-    outputs = dict(zip([o.name for o in session.get_outputs()], session.run(None, {"x": x}), strict=True))
+    outputs = run_outputs(rewritten, x)
     for p, w in weights.items():
         reference = x.astype(np.float64) @ w.T.astype(np.float64)
         error = np.max(np.abs(outputs[p] - reference)) / np.max(np.abs(reference))

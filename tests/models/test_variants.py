@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from models import quantize
-from tests.models.graphs import projection_and_logits_model, sibling_projections_model
+from tests.models.graphs import projection_and_logits_model, run, run_outputs, sibling_projections_model
 
 K, N, VOCAB = 64, 64, 96
 
@@ -39,11 +39,19 @@ def tiny_gguf_and_graph(tmp_path, permute: bool = True):
     return path, projection_and_logits_model(wq, embed), wq, embed
 
 
-def run(model, x):
-    import onnxruntime as ort
-
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return session.run(None, {"x": x})[0]
+def scheme_blocks(scheme: str, weight: np.ndarray, q8_0=quantize.quantize_q8_0_fitted) -> np.ndarray:
+    """`weight` [N, K] as `scheme`'s blocks dequantized (d · q, d · (q − 8), d · q + m), computed here from the
+    quantizer's integers and scales."""
+    if scheme == "q8_0":
+        q, d = q8_0(weight)
+        values = d[..., None] * q
+    elif scheme == "q4_0":
+        q, d = quantize.quantize_q4_0(weight)
+        values = d[..., None] * (q.astype(np.float32) - 8)
+    else:
+        q, d, m = quantize.quantize_q4_1(weight)
+        values = d[..., None] * q + m[..., None]
+    return values.reshape(weight.shape)
 
 
 def test_nibble_packing_matches_gguf_dequantize():
@@ -74,16 +82,8 @@ def test_block_quantizers_are_llama_cpps(scheme):
     weight[0, :32] = 0.0
     weight[1, :32] = np.linspace(-1, 1, 32)
     kind = getattr(gguf.GGMLQuantizationType, scheme.upper())
-    if scheme == "q8_0":
-        q, d = quantize.quantize_q8_0(weight)
-        mine = d[..., None] * q
-    elif scheme == "q4_0":
-        q, d = quantize.quantize_q4_0(weight)
-        mine = d[..., None] * (q.astype(np.float32) - 8)
-    else:
-        q, d, m = quantize.quantize_q4_1(weight)
-        mine = d[..., None] * q + m[..., None]
-    np.testing.assert_array_equal(mine.reshape(weight.shape), dequantize(gguf.quants.quantize(weight, kind), kind))
+    mine = scheme_blocks(scheme, weight, q8_0=quantize.quantize_q8_0)
+    np.testing.assert_array_equal(mine, dequantize(gguf.quants.quantize(weight, kind), kind))
 
 
 @pytest.mark.parametrize(("scheme", "merged"), [("q8_0", 0), ("q4_0", 1), ("q4_1", 1)])
@@ -97,22 +97,10 @@ def test_block_rewrite_runs_siblings_as_one_matmulnbits(scheme, merged):
     ops = [n.op_type for n in rewritten.graph.node]
     assert report.get("merged", 0) == merged and ops.count("Split") == merged
     assert ops.count("MatMulNBits") == (0 if scheme == "q8_0" else 1)
-    import onnxruntime as ort
-
-    session = ort.InferenceSession(rewritten.SerializeToString(), providers=["CPUExecutionProvider"])
     x = rng.normal(0, 1, (2, 3, K)).astype(np.float32)
-    outputs = dict(zip([o.name for o in session.get_outputs()], session.run(None, {"x": x}), strict=True))
+    outputs = run_outputs(rewritten, x)
     for p, w in weights.items():
-        if scheme == "q8_0":
-            q, d = quantize.quantize_q8_0_fitted(w)
-            blocks = d[..., None] * q
-        elif scheme == "q4_0":
-            q, d = quantize.quantize_q4_0(w)
-            blocks = d[..., None] * (q.astype(np.float32) - 8)
-        else:
-            q, d, m = quantize.quantize_q4_1(w)
-            blocks = d[..., None] * q + m[..., None]
-        reference = x.astype(np.float64) @ blocks.reshape(w.shape).T.astype(np.float64)
+        reference = x.astype(np.float64) @ scheme_blocks(scheme, w).T.astype(np.float64)
         assert np.max(np.abs(outputs[p] - reference)) < 1e-5 * np.max(np.abs(reference)), p
 
 
@@ -134,17 +122,7 @@ def test_block_rewrite_is_exact_against_its_dequantized_weights(tmp_path, scheme
         assert rewritten.graph.initializer[-3].data_type == 3  # int8 on disk
     else:
         assert ops[0] == "MatMulNBits" and ops[-1] == "MatMul" and ops.count("MatMul") == 1 + (scheme == "q4_1")
-    if scheme == "q8_0":
-        q, d = quantize.quantize_q8_0_fitted(wq)
-        wq_blocks = (d[..., None] * q).reshape(wq.shape)
-    elif scheme == "q4_1":
-        q, d, m = quantize.quantize_q4_1(wq)
-        wq_blocks = (d[..., None] * q + m[..., None]).reshape(wq.shape)
-    else:
-        q, d = quantize.quantize_q4_0(wq)
-        wq_blocks = (d[..., None] * (q.astype(np.float32) - 8)).reshape(wq.shape)
-    q, d = quantize.quantize_q8_0_fitted(embed)
-    embed_blocks = (d[..., None] * q).reshape(embed.shape)
+    wq_blocks, embed_blocks = scheme_blocks(scheme, wq), scheme_blocks("q8_0", embed)
     x = np.random.default_rng(4).normal(0, 1, (2, 3, K)).astype(np.float32)
     reference = (x.astype(np.float64) @ wq_blocks.T.astype(np.float64)) @ embed_blocks.T.astype(np.float64)
     out = run(rewritten, x)
