@@ -92,7 +92,22 @@ def test_a_step_writes_into_the_buffer_it_continues(pair):
     for token in (9, 10, 11):
         state, _ = decoder.step(state, [0], [token])
         assert [value.data_ptr() for value in state.tensors] == buffers
-    assert state.capacity == 4 + kv_cache.KV_SPARE and state.physical_length == 7
+    assert state.capacity == 4 + kv_cache.kv_spare(4) and state.physical_length == 7
+
+
+def test_a_full_buffer_grows_by_a_square_root_spare(pair):
+    """Attention reads the whole buffer: it is made 2·sqrt(what it must hold) longer (at least KV_SPARE_MIN), and
+    reallocated only when full."""
+    assert [kv_cache.kv_spare(n) for n in (1, 256, 1000, 4000)] == [32, 32, 62, 126]
+    _, decoder = pair
+    state, _ = decoder.prefill([(7 * i) % 300 + 3 for i in range(37)])
+    grown = [(state.physical_length, state.capacity)]
+    for token in range(40):
+        before = state.capacity
+        state, _ = decoder.step(state, [0], [token + 3])
+        if state.capacity != before:
+            grown.append((state.physical_length, state.capacity))
+    assert grown == [(37, 37 + 32), (70, 70 + 32)]
 
 
 def test_forks_reorders_truncations_and_steps_match_the_export(pair):
@@ -124,7 +139,7 @@ def test_an_old_cache_continued_after_a_newer_one_wrote_is_copied_first(pair):
 
 
 def test_a_full_buffer_grows_and_keeps_every_row(pair, monkeypatch):
-    monkeypatch.setattr(kv_cache, "KV_SPARE", 2)
+    monkeypatch.setattr(kv_cache, "kv_spare", lambda needed: 2)
     exported, in_place = pair
     (a_state, a), (b_state, b) = exported.prefill([3, 4, 5]), in_place.prefill([3, 4, 5])
     capacities = {b_state.capacity}
