@@ -50,8 +50,8 @@ MEANINGS = {
 SIZE_RATIO = {"fp16": 0.50, "int8": 0.38, "int4": 0.31, "q4_1": 0.47, "q8_0": 0.48, "q4_0": 0.41, "q4_1r": 0.47,
               "gguf": 0.83, "ggml": 0.35}
 # A variant's single-row step over fp32's, measured on the default model (bench item `variants`, 2 cores, quiet).
-SPEED_RATIO = {"fp16": 0.98, "int8": 0.53, "int4": 0.95, "q4_1": 0.87, "q8_0": 0.97, "q4_0": 0.80, "q4_1r": 0.95,
-               "gguf": 0.83, "ggml": 0.46}
+SPEED_RATIO = {"fp16": 0.98, "int8": 0.52, "int4": 0.99, "q4_1": 0.91, "q8_0": 1.01, "q4_0": 0.87, "q4_1r": 0.89,
+               "gguf": 0.90, "ggml": 0.47}
 
 
 def human_size(size: int) -> str:
