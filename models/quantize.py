@@ -230,6 +230,12 @@ class Blocks:
     def block(self) -> int:
         return self.values.shape[-1]
 
+    @property
+    def shape(self) -> tuple[int, int]:
+        """[N, K] of the matrix the blocks hold."""
+        rows, count, block = self.values.shape
+        return rows, count * block
+
     def dequantized(self) -> np.ndarray:
         w = self.scales[..., None] * self.values.astype(np.float32)
         if self.offsets is not None:
@@ -619,7 +625,7 @@ def emit_groups(graph, planned: list[tuple], four_bit_nbits: bool, accuracy_leve
     block_sums: dict[str, str] = {}  # input name -> its block sums
     for form, group in sibling_groups(planned, four_bit_nbits, accuracy_level):
         node, kind, blocks = merged(group) if len(group) > 1 else group[0]
-        base, tag, (n, k) = node.input[1], kind.lower(), (blocks.values.shape[0], blocks.values[0].size)
+        base, tag, (n, k) = node.input[1], kind.lower(), blocks.shape
         if form == "nbits4":
             new_nodes, new_inits, sums = q4_1_nodes(node, base, blocks.values.astype(np.uint8), blocks.scales,
                                                     blocks.offsets, k, n, block_sums.get(node.input[0]),
@@ -674,7 +680,7 @@ def merged(group: list[tuple]) -> tuple:
 def split_sizes(node, group: list[tuple]):
     from onnx import numpy_helper
 
-    sizes = np.array([blocks.values.shape[0] for _, _, blocks in group], np.int64)
+    sizes = np.array([blocks.shape[0] for _, _, blocks in group], np.int64)
     return numpy_helper.from_array(sizes, f"{node.output[0]}_sizes")
 
 
