@@ -98,7 +98,7 @@ def test_a_step_writes_into_the_buffer_it_continues(pair):
 def test_a_full_buffer_grows_by_a_square_root_spare(pair):
     """Attention reads the whole buffer: it is made 2·sqrt(what it must hold) longer (at least KV_SPARE_MIN), and
     reallocated only when full."""
-    assert [kv_cache.kv_spare(n) for n in (1, 256, 1000, 4000)] == [32, 32, 62, 126]
+    assert [kv_cache.kv_spare(n) for n in (1, 256, 1000, 1024, 4000, 4096)] == [32, 32, 62, 64, 126, 128]
     _, decoder = pair
     state, _ = decoder.prefill([(7 * i) % 300 + 3 for i in range(37)])
     grown = [(state.physical_length, state.capacity)]
