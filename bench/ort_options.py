@@ -1,7 +1,13 @@
 """ONNX Runtime session options chosen by measurement: the default decoder against variants, each timed on a
 single-row step and on a whole 5-lane engine run, interleaved. Variants: worker threads that spin between pieces of
 work (ORT's own default; the decoder's CPU sessions do not, see runtime.session.CPU_SPINNING and the `busy` item);
-ORT's dynamic work blocks for parallel loops; one intra-op thread."""
+ORT's dynamic work blocks for parallel loops; one intra-op thread.
+
+And a control: the default once more, its session made after all the others. Two sessions of the same settings
+in one process do not step alike here: the one made later took 0.90–0.96x the first one's time in every A/A
+comparison (one or two threads, with or without a session made and dropped before them, whichever was stepped
+first), so any ratio between sessions of one process carries that much of their order. The control's ratio is
+this run's share of it: read the others against it."""
 
 from __future__ import annotations
 
@@ -19,6 +25,7 @@ VARIANTS = {
     "spinning": {SPINNING: "1"},
     "dynamic block base 4": {"session.dynamic_block_base": "4"},
 }
+CONTROL = "default again, made last"  # the session-order control (see the module docstring)
 
 
 @contextmanager
@@ -48,6 +55,7 @@ def measure_ort_options(ctx: BenchContext) -> list[Row]:
         with config_entries(entries):
             decoders[name] = load_decoder(ctx.model_dir, ctx.device, ctx.threads)
     decoders["1 thread"] = load_decoder(ctx.model_dir, ctx.device, 1)
+    decoders[CONTROL] = load_decoder(ctx.model_dir, ctx.device, ctx.threads)
     ids = ctx.random_ids(50)
     steps = interleaved(
         {name: Stepper(d, ids, 1) for name, d in decoders.items()}, ctx.sizes.step_reps, settle=SESSION_SETTLE

@@ -33,6 +33,8 @@ def test_quick_bench_reports_every_item(tiny_model_dir: Path, tmp_path: Path):
     goals = [row for row in results["rows"] if row["goal"]]
     assert all(row["passed"] in (True, False) for row in goals) and len(goals) >= 5
     assert "| 1 side by side |" in printed and results["machine"]["cpu_count"] >= 1
+    metrics = {row["metric"] for row in results["rows"]}
+    assert "single-row step: default again, made last / default" in metrics  # the session-order control
 
 
 def test_unknown_item_is_refused(tmp_path: Path):
