@@ -52,7 +52,35 @@ def bindings_path() -> Path | None:
     return None
 
 
-class LlamaCpp:
+class LineWorker:
+    """A worker process that answers each JSON request line on its stdin with one JSON line on its stdout."""
+
+    def __init__(self, command: list[str], stderr, env: dict | None = None):
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                                        text=True, env=env)
+
+    def _read(self) -> dict:
+        line = self.process.stdout.readline()
+        if not line:
+            raise self._ended(self.process.wait())
+        return json.loads(line)
+
+    def _ended(self, status: int) -> Exception:
+        """The error for a worker that ended instead of answering."""
+        return RuntimeError(f"the worker ended (exit status {status})")
+
+    def _ask(self, request: dict) -> dict:
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        return self._read()
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.stdin.close()
+            self.process.wait(10)
+
+
+class LlamaCpp(LineWorker):
     """The worker process: greedy(prompt, tokens) → (seconds, ids)."""
 
     def __init__(self, gguf: Path, threads: int, repack: bool = False):
@@ -62,39 +90,26 @@ class LlamaCpp:
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(path), env.get("PYTHONPATH")]))
             env["LLAMA_CPP_LIB_PATH"] = str(path / "llama_cpp" / "lib")
         command = [sys.executable, str(WORKER), str(gguf), str(threads)] + ([] if repack else ["--no-repack"])
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.DEVNULL, text=True, env=env)
+        super().__init__(command, subprocess.DEVNULL, env)
         answer = self._read()
         if "error" in answer:
             self.close()
             raise SkipItem(f"llama.cpp did not load {gguf.name}: {answer['error']}")
         self.vocab = answer["vocab"]
 
-    def _read(self) -> dict:
-        line = self.process.stdout.readline()
-        if not line:
-            raise SkipItem(f"llama.cpp's worker ended (exit status {self.process.wait()})")
-        return json.loads(line)
+    def _ended(self, status: int) -> Exception:
+        return SkipItem(f"llama.cpp's worker ended (exit status {status})")
 
     def greedy(self, prompt: list[int], tokens: int) -> tuple[float, list[int]]:
-        self.process.stdin.write(json.dumps({"prompt": prompt, "tokens": tokens}) + "\n")
-        self.process.stdin.flush()
-        answer = self._read()
+        answer = self._ask({"prompt": prompt, "tokens": tokens})
         return answer["seconds"], answer["ids"]
 
     def logits(self, ids: list[int]) -> np.ndarray:
         """float32 [len(ids), vocab]: llama.cpp's logits at every position of the sequence."""
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "logits.f32"
-            self.process.stdin.write(json.dumps({"score": list(ids), "out": str(path)}) + "\n")
-            self.process.stdin.flush()
-            rows = self._read()["rows"]
+            rows = self._ask({"score": list(ids), "out": str(path)})["rows"]
             return np.fromfile(path, dtype=np.float32).reshape(rows, self.vocab)
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.stdin.close()
-            self.process.wait(10)
 
 
 def greedy_spec(tokens: int):
@@ -144,28 +159,20 @@ def measure_llama_cpp(ctx: BenchContext) -> list[Row]:
     return rows(runs, tokens) + board_rows(boards)
 
 
-class LaneWorker:
+class LaneWorker(LineWorker):
     """A greedy lane in a process of its own (bench/lane_worker.py): its decoder the only session there."""
 
     def __init__(self, folder: Path, device: str, threads: int | None):
-        command = [sys.executable, str(LANE_WORKER), str(folder), device, str(threads or 0)]
         self.errors = tempfile.TemporaryFile(mode="w+")  # a file, not a pipe: warnings cannot fill and block it
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=self.errors, text=True)
+        super().__init__([sys.executable, str(LANE_WORKER), str(folder), device, str(threads or 0)], self.errors)
         self._read()
 
-    def _read(self) -> dict:
-        line = self.process.stdout.readline()
-        if not line:
-            status = self.process.wait()
-            self.errors.seek(0)
-            raise RuntimeError(f"the lane worker ended (exit status {status}): {self.errors.read()[-1000:]}")
-        return json.loads(line)
+    def _ended(self, status: int) -> Exception:
+        self.errors.seek(0)
+        return RuntimeError(f"the lane worker ended (exit status {status}): {self.errors.read()[-1000:]}")
 
     def greedy(self, tokens: int) -> tuple[float, list[int]]:
-        self.process.stdin.write(json.dumps({"tokens": tokens}) + "\n")
-        self.process.stdin.flush()
-        answer = self._read()
+        answer = self._ask({"tokens": tokens})
         return answer["seconds"], answer["ids"]
 
     def run(self, tokens: int) -> Run:
@@ -174,9 +181,7 @@ class LaneWorker:
         return Run(seconds, self.greedy(1)[0], ids)
 
     def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.stdin.close()
-            self.process.wait(10)
+        super().close()
         self.errors.close()
 
 
