@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the project, when run as a script
@@ -20,19 +19,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the project, whe
 
 def main(argv: list[str]) -> int:
     from bench.context import FULL, BenchContext
-    from bench.engine_items import run_engine
-    from bench.llama_cpp_items import greedy_spec
+    from bench.llama_cpp_items import timed_greedy
 
     threads = int(argv[3]) if len(argv) > 3 and int(argv[3]) > 0 else None
     ctx = BenchContext(Path(argv[1]), FULL, device=argv[2], threads=threads)
     _ = ctx.decoder  # loaded and warmed up before the first request
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
-        tokens = int(json.loads(line)["tokens"])
-        start = time.perf_counter()
-        trace = run_engine(ctx, [greedy_spec(tokens)], tokens)
-        seconds = time.perf_counter() - start
-        print(json.dumps({"seconds": seconds, "ids": [step.token_id for step in trace.lanes[0].steps]}), flush=True)
+        seconds, ids = timed_greedy(ctx, int(json.loads(line)["tokens"]))
+        print(json.dumps({"seconds": seconds, "ids": ids}), flush=True)
     return 0
 
 

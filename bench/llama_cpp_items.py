@@ -118,9 +118,25 @@ def greedy_spec(tokens: int):
     return parse_lane(f"greedy:min_new_tokens={tokens}")
 
 
-def measure_llama_cpp(ctx: BenchContext) -> list[Row]:
+def timed_greedy(ctx: BenchContext, tokens: int, source=None) -> tuple[float, list[int]]:
+    """The wall time of one engine run (the bench prompt, prefill included) of a greedy lane forced to `tokens`
+    tokens (`min_new_tokens`) on `source` (the context's decoder by default), and the tokens it chose."""
     from bench.engine_items import run_engine
 
+    spec = greedy_spec(tokens)
+    start = time.perf_counter()
+    trace = run_engine(ctx, [spec], tokens, source=source)
+    seconds = time.perf_counter() - start
+    return seconds, [step.token_id for step in trace.lanes[0].steps]
+
+
+def paired_run(greedy: Callable[[int], tuple[float, list[int]]], tokens: int) -> Run:
+    """A `tokens`-token run and a 1-token run of one greedy lane: prefill and set-up cancel out in their difference."""
+    seconds, ids = greedy(tokens)
+    return Run(seconds, greedy(1)[0], ids)
+
+
+def measure_llama_cpp(ctx: BenchContext) -> list[Row]:
     gguf = model_gguf(ctx.model_dir)
     tokens = max(2, ctx.sizes.new_tokens)
     llama = LlamaCpp(gguf, ctx.threads or os.cpu_count() or 2)
@@ -129,27 +145,16 @@ def measure_llama_cpp(ctx: BenchContext) -> list[Row]:
         folders = variant_folders(ctx.model_dir, LANE_VARIANTS)
         decoders = {name: ctx.decoder if name == "fp32" else load_decoder(path, ctx.device, ctx.threads)
                     for name, path in folders.items()}
-        long, short = greedy_spec(tokens), greedy_spec(1)
         prompt = list(ctx.prompt_ids)
 
         def lane(decoder) -> Callable[[], Run]:
-            def run() -> Run:
-                start = time.perf_counter()
-                trace = run_engine(ctx, [long], tokens, source=decoder)
-                middle = time.perf_counter()
-                run_engine(ctx, [short], 1, source=decoder)
-                ids = [step.token_id for step in trace.lanes[0].steps]
-                return Run(middle - start, time.perf_counter() - middle, ids)
-            return run
+            return lambda: paired_run(lambda n: timed_greedy(ctx, n, decoder), tokens)
 
-        def llama_run() -> Run:
-            seconds, ids = llama.greedy(prompt, tokens)
-            return Run(seconds, llama.greedy(prompt, 1)[0], ids)
-
-        candidates = {name: lane(decoder) for name, decoder in decoders.items()} | {"llama.cpp": llama_run}
+        candidates = {name: lane(decoder) for name, decoder in decoders.items()}
+        candidates["llama.cpp"] = lambda: paired_run(lambda n: llama.greedy(prompt, n), tokens)
         if "ggml" in folders:
             worker = LaneWorker(folders["ggml"], ctx.device, ctx.threads)
-            candidates[ALONE] = lambda: worker.run(tokens)
+            candidates[ALONE] = lambda: paired_run(worker.greedy, tokens)
         runs = interleaved_runs(candidates, ctx.sizes.run_reps)
         boards = scoreboards(ctx, llama, folders)
     finally:
@@ -174,11 +179,6 @@ class LaneWorker(LineWorker):
     def greedy(self, tokens: int) -> tuple[float, list[int]]:
         answer = self._ask({"tokens": tokens})
         return answer["seconds"], answer["ids"]
-
-    def run(self, tokens: int) -> Run:
-        """A `tokens`-token run and a 1-token run (prefill and engine set-up cancel out in the difference)."""
-        seconds, ids = self.greedy(tokens)
-        return Run(seconds, self.greedy(1)[0], ids)
 
     def close(self) -> None:
         super().close()

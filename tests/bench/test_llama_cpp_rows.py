@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.llama_cpp_items import ALONE, LaneWorker, Run, rows
+from bench.llama_cpp_items import ALONE, LaneWorker, Run, paired_run, rows
 
 
 def test_a_lane_alone_in_its_process_answers_with_its_tokens(tiny_model_dir: Path):
     worker = LaneWorker(tiny_model_dir, "cpu", None)
     try:
-        run = worker.run(5)
-        again = worker.run(5)
+        run = paired_run(worker.greedy, 5)
+        again = paired_run(worker.greedy, 5)
     finally:
         worker.close()
     assert len(run.ids) == 5 and run.ids == again.ids  # greedy: the same tokens every time
